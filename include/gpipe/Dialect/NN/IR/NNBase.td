@@ -1,0 +1,46 @@
+//===- NNBase.td - nn dialect definition -------------------*- tablegen -*-===//
+//
+// The `nn` dialect: the network as gpipe sees it. Static shapes, value
+// semantics, ops close to ONNX with numpy broadcasting.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_DIALECT_NN_IR_NNBASE_TD
+#define GPIPE_DIALECT_NN_IR_NNBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def NN_Dialect : Dialect {
+  let name = "nn";
+  let cppNamespace = "::mlir::gpipe::nn";
+  let summary = "A static-shape network dialect close to ONNX";
+  let description = [{
+    The `nn` dialect holds the sequential network that gpipe pipelines. Every
+    value is a statically shaped `tensor`; ops follow ONNX semantics with numpy
+    broadcasting. Parameters are module-level symbols (`nn.parameter`) read by
+    `nn.param`, so their names (ONNX initializer names or preset names) survive
+    every transformation. The partitioner cuts the network at `nn.layer`
+    boundaries, which `nn-form-layers` finds automatically.
+
+    Every op reports its cost (FLOPs, bytes read and written, parameter bytes)
+    through `NN_CostOpInterface`; fused ops (`nn.linear`, `nn.gelu`) are reached
+    by canonicalization from the primitive forms that ONNX exporters write.
+  }];
+  let hasConstantMaterializer = 1;
+  let useDefaultAttributePrinterParser = 0;
+}
+
+class NN_Op<string mnemonic, list<Trait> traits = []>
+    : Op<NN_Dialect, mnemonic, traits>;
+
+// Element types the network computes in. i1 carries masks, i64 token ids and
+// class labels.
+def NN_Float : AnyTypeOf<[F32, F16, BF16, F64]>;
+def NN_ElementType : AnyTypeOf<[F32, F16, BF16, F64, I1, I32, I64]>;
+def NN_Tensor : StaticShapeTensorOf<[F32, F16, BF16, F64, I1, I32, I64]>;
+def NN_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16, F64]>;
+def NN_IntTensor : StaticShapeTensorOf<[I32, I64]>;
+def NN_BoolTensor : StaticShapeTensorOf<[I1]>;
+
+#endif // GPIPE_DIALECT_NN_IR_NNBASE_TD

@@ -1,0 +1,25 @@
+//===- NNOps.h - nn dialect ops ---------------------------------*- C++ -*-===//
+//
+// Declares the ops of the `nn` dialect generated from NNOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_DIALECT_NN_IR_NNOPS_H
+#define GPIPE_DIALECT_NN_IR_NNOPS_H
+
+#include "gpipe/Dialect/NN/IR/NNDialect.h"
+#include "gpipe/Dialect/NN/IR/NNInterfaces.h"
+#include "gpipe/Dialect/NN/IR/NNShapes.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "gpipe/Dialect/NN/IR/NNOps.h.inc"
+
+#endif // GPIPE_DIALECT_NN_IR_NNOPS_H

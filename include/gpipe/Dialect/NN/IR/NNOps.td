@@ -1,0 +1,545 @@
+//===- NNOps.td - nn dialect ops ---------------------------*- tablegen -*-===//
+//
+// The ops of the `nn` dialect: parameters and constants, numpy-broadcasting
+// elementwise math, contractions, normalization, shape manipulation, losses,
+// the fused forms canonicalization raises to, and `nn.layer`, the unit the
+// pipeline partitioner cuts at.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_DIALECT_NN_IR_NNOPS_TD
+#define GPIPE_DIALECT_NN_IR_NNOPS_TD
+
+include "gpipe/Dialect/NN/IR/NNBase.td"
+include "gpipe/Dialect/NN/IR/NNInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+// Ops that anchor a layer: a segment between two cut points that holds none of
+// these (only cheap elementwise work) is merged into its neighbour.
+def NN_LayerAnchor : NativeOpTrait<"LayerAnchor"> {
+  let cppNamespace = "::mlir::gpipe::nn::OpTrait";
+}
+
+def NN_Cost : DeclareOpInterfaceMethods<NN_CostOpInterface, ["getCost"]>;
+
+class NN_PureOp<string mnemonic, list<Trait> traits = []>
+    : NN_Op<mnemonic, !listconcat([Pure, NN_Cost], traits)> {
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+def NN_ParameterOp : NN_Op<"parameter", [Symbol, NN_Cost,
+    HasParent<"::mlir::ModuleOp">]> {
+  let summary = "A named trainable parameter";
+  let description = [{
+    Declares a trainable tensor at module level. The symbol name is the
+    parameter's name in the frontend (an ONNX initializer name or a preset's
+    dotted name) and stays the same through every pass, so weights, gradients
+    and checkpoints do not depend on the partition. The initial value is either
+    explicit (`initial_value`, usually a `dense_resource` so large tensors stay
+    out of the text) or drawn at run time from `init` (`zeros`, `ones`,
+    `normal` with standard deviation `init_scale`, `uniform` on
+    [-init_scale, init_scale]).
+
+    ```mlir
+    nn.parameter @"0.weight" : tensor<32x16xf32> = dense_resource<w0> : tensor<32x16xf32>
+    nn.parameter @"ln.weight" : tensor<32xf32> {init = "ones"}
+    nn.parameter @"fc.weight" : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<NN_Tensor>:$type,
+                       OptionalAttr<ElementsAttr>:$initial_value,
+                       OptionalAttr<StrAttr>:$init,
+                       OptionalAttr<F64Attr>:$init_scale);
+  let assemblyFormat = [{
+    $sym_name `:` $type (`=` $initial_value^)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+  }];
+}
+
+def NN_ParamOp : NN_PureOp<"param", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Reads a parameter";
+  let description = [{
+    The current value of the module-level `nn.parameter` named by `name`.
+
+    ```mlir
+    %w = nn.param @"0.weight" : tensor<32x16xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def NN_ConstantOp : NN_PureOp<"constant", [ConstantLike,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "A constant tensor";
+  let description = [{
+    ```mlir
+    %c = nn.constant dense<5.000000e-01> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::ElementsAttr":$value), [{
+      build($_builder, $_state, value.getType(), value);
+    }]>,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops with numpy broadcasting
+//===----------------------------------------------------------------------===//
+
+class NN_BinaryOp<string mnemonic, list<Trait> traits = []>
+    : NN_PureOp<mnemonic, traits> {
+  let arguments = (ins NN_Tensor:$lhs, NN_Tensor:$rhs);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$lhs, "::mlir::Value":$rhs), [{
+      build($_builder, $_state,
+            ::mlir::gpipe::nn::inferBroadcastType($_state.location, lhs, rhs),
+            lhs, rhs);
+    }]>,
+  ];
+  let description = [{
+    Elementwise `}] # mnemonic # [{` of two tensors of the same element type
+    with numpy (ONNX multidirectional) broadcasting.
+
+    ```mlir
+    %r = nn.}] # mnemonic # [{ %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+}
+
+def NN_AddOp : NN_BinaryOp<"add", [Commutative]> {
+  let summary = "Elementwise addition";
+  let hasCanonicalizer = 1;
+}
+def NN_SubOp : NN_BinaryOp<"sub"> { let summary = "Elementwise subtraction"; }
+def NN_MulOp : NN_BinaryOp<"mul", [Commutative]> {
+  let summary = "Elementwise multiplication";
+  let hasCanonicalizer = 1;
+}
+def NN_DivOp : NN_BinaryOp<"div"> { let summary = "Elementwise division"; }
+def NN_PowOp : NN_BinaryOp<"pow"> { let summary = "Elementwise power"; }
+
+def NN_EqualOp : NN_PureOp<"equal", [Commutative]> {
+  let summary = "Elementwise equality";
+  let description = [{
+    Compares two tensors of the same element type elementwise with
+    broadcasting; the result is `i1`.
+
+    ```mlir
+    %m = nn.equal %a, %b : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xi1>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$lhs, NN_Tensor:$rhs);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_WhereOp : NN_PureOp<"where"> {
+  let summary = "Elementwise select";
+  let description = [{
+    `cond ? x : y` elementwise, all three broadcast together.
+
+    ```mlir
+    %r = nn.where %m, %x, %ninf : (tensor<4x4xi1>, tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
+    ```
+  }];
+  let arguments = (ins NN_BoolTensor:$condition, NN_Tensor:$x, NN_Tensor:$y);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $x `,` $y attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+class NN_UnaryOp<string mnemonic, Type operandType, list<Trait> traits = []>
+    : NN_PureOp<mnemonic, !listconcat([SameOperandsAndResultType], traits)> {
+  let arguments = (ins operandType:$input);
+  let results = (outs operandType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 0;
+  let description = [{
+    Elementwise `}] # mnemonic # [{`; the result has the operand's type.
+
+    ```mlir
+    %r = nn.}] # mnemonic # [{ %x : tensor<4x8xf32>
+    ```
+  }];
+}
+
+def NN_NegOp : NN_UnaryOp<"neg", NN_FloatTensor> { let summary = "-x"; }
+def NN_ReciprocalOp : NN_UnaryOp<"reciprocal", NN_FloatTensor> {
+  let summary = "1 / x";
+}
+def NN_SqrtOp : NN_UnaryOp<"sqrt", NN_FloatTensor> { let summary = "Square root"; }
+def NN_ExpOp : NN_UnaryOp<"exp", NN_FloatTensor> { let summary = "e^x"; }
+def NN_ErfOp : NN_UnaryOp<"erf", NN_FloatTensor> { let summary = "Error function"; }
+def NN_TanhOp : NN_UnaryOp<"tanh", NN_FloatTensor> {
+  let summary = "Hyperbolic tangent";
+}
+def NN_SigmoidOp : NN_UnaryOp<"sigmoid", NN_FloatTensor> {
+  let summary = "1 / (1 + e^-x)";
+}
+def NN_ReluOp : NN_UnaryOp<"relu", NN_FloatTensor> { let summary = "max(x, 0)"; }
+def NN_GeluOp : NN_UnaryOp<"gelu", NN_FloatTensor> {
+  let summary = "Gaussian error linear unit (exact, erf form)";
+  let description = [{
+    `x * 0.5 * (1 + erf(x / sqrt(2)))`, the exact GELU of Hendrycks and
+    Gimpel. Canonicalization raises the decomposed form that the ONNX exporter
+    writes for `torch.nn.GELU()` to this op.
+
+    ```mlir
+    %r = nn.gelu %x : tensor<4x8xf32>
+    ```
+  }];
+}
+def NN_NotOp : NN_UnaryOp<"not", NN_BoolTensor> { let summary = "Logical not"; }
+
+def NN_CastOp : NN_PureOp<"cast"> {
+  let summary = "Element type conversion";
+  let description = [{
+    Converts each element to the result's element type (ONNX `Cast`). Floats
+    to integers truncate toward zero; anything to `i1` is `x != 0`.
+
+    ```mlir
+    %f = nn.cast %m : tensor<4x4xi1> -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def NN_MatMulOp : NN_PureOp<"matmul", [NN_LayerAnchor]> {
+  let summary = "Batched matrix product (numpy matmul)";
+  let description = [{
+    Numpy/ONNX `MatMul` on operands of rank 2 or more: the last two dims
+    multiply, leading dims broadcast.
+
+    ```mlir
+    %y = nn.matmul %x, %w : (tensor<2x16x32xf32>, tensor<32x96xf32>) -> tensor<2x16x96xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$lhs, "::mlir::Value":$rhs)>,
+  ];
+  let hasCanonicalizer = 1;
+}
+
+def NN_GemmOp : NN_PureOp<"gemm", [NN_LayerAnchor]> {
+  let summary = "General matrix multiply (ONNX Gemm)";
+  let description = [{
+    `alpha * op(a) * op(b) + beta * c` on 2-D operands, where `op` transposes
+    when `trans_a`/`trans_b` is set and `c` broadcasts to the result.
+
+    ```mlir
+    %y = nn.gemm %x, %w, %b {trans_b = true} : (tensor<8x16xf32>, tensor<32x16xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$a, NN_FloatTensor:$b,
+                       Optional<NN_FloatTensor>:$c,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$beta,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_b);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasCanonicalizer = 1;
+}
+
+def NN_LinearOp : NN_PureOp<"linear", [NN_LayerAnchor]> {
+  let summary = "Fully connected layer: x * W + b";
+  let description = [{
+    `input` has shape `[..., in]`. `weight` is `[in, out]`, or `[out, in]`
+    (PyTorch's layout) when `transpose_weight` is set; the optional `bias` is
+    `[out]`. The result is `[..., out]`. Canonicalization raises `nn.matmul`
+    followed by a bias `nn.add`, and `nn.gemm`, to this op; the weight keeps the
+    layout of its parameter.
+
+    ```mlir
+    %y = nn.linear %x, %w, %b {transpose_weight = true} : (tensor<2x16x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<2x16x96xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$weight,
+                       Optional<NN_FloatTensor>:$bias,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_weight);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization and activation over an axis
+//===----------------------------------------------------------------------===//
+
+def NN_SoftmaxOp : NN_PureOp<"softmax", [NN_LayerAnchor]> {
+  let summary = "Softmax along one axis";
+  let description = [{
+    ```mlir
+    %p = nn.softmax %s {axis = 3} : tensor<2x4x16x16xf32> -> tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def NN_LayerNormOp : NN_PureOp<"layer_norm", [NN_LayerAnchor]> {
+  let summary = "Layer normalization (ONNX LayerNormalization)";
+  let description = [{
+    Normalizes over the dims `[axis, rank)` to zero mean and unit variance
+    (biased variance, `epsilon` added inside the square root), then multiplies
+    by `scale` and adds the optional `bias`, both shaped like the normalized
+    dims.
+
+    ```mlir
+    %y = nn.layer_norm %x, %g, %b {axis = 2, epsilon = 1.0e-05 : f32} : (tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$scale,
+                       Optional<NN_FloatTensor>:$bias,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
+                       DefaultValuedAttr<F32Attr, "1.0e-5f">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing and shape manipulation
+//===----------------------------------------------------------------------===//
+
+def NN_GatherOp : NN_PureOp<"gather", [NN_LayerAnchor]> {
+  let summary = "Gather slices along an axis (embedding lookup)";
+  let description = [{
+    ONNX `Gather`: the result shape is `data.shape[:axis] + indices.shape +
+    data.shape[axis+1:]`. With `axis = 0` and a `[vocab, dim]` table it is an
+    embedding lookup. Indices must lie in `[0, data.shape[axis])`.
+
+    ```mlir
+    %e = nn.gather %table, %ids {axis = 0} : (tensor<32x64xf32>, tensor<2x16xi64>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$data, NN_IntTensor:$indices,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_ReshapeOp : NN_PureOp<"reshape"> {
+  let summary = "Reshape to the result type";
+  let description = [{
+    Reinterprets the row-major elements with the result's shape; the element
+    count must not change.
+
+    ```mlir
+    %r = nn.reshape %x : tensor<2x16x32xf32> -> tensor<2x16x4x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def NN_TransposeOp : NN_PureOp<"transpose"> {
+  let summary = "Permute dimensions";
+  let description = [{
+    Result dim `i` is input dim `perm[i]`.
+
+    ```mlir
+    %t = nn.transpose %x {perm = array<i64: 0, 2, 1, 3>} : tensor<2x16x4x8xf32> -> tensor<2x4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def NN_SplitOp : NN_PureOp<"split"> {
+  let summary = "Split into consecutive pieces along an axis";
+  let description = [{
+    ```mlir
+    %q, %k, %v = nn.split %x {axis = 2, sizes = array<i64: 32, 32, 32>} : tensor<2x16x96xf32> -> tensor<2x16x32xf32>, tensor<2x16x32xf32>, tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
+                       DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<NN_Tensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+}
+
+def NN_SliceOp : NN_PureOp<"slice"> {
+  let summary = "Strided slice";
+  let description = [{
+    Takes `sizes[i]` elements of dim `i` starting at `offsets[i]` every
+    `strides[i]` (all positive; one entry per dim).
+
+    ```mlir
+    %s = nn.slice %x {offsets = array<i64: 0, 8>, sizes = array<i64: 4, 8>, strides = array<i64: 1, 1>} : tensor<4x16xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input, DenseI64ArrayAttr:$offsets,
+                       DenseI64ArrayAttr:$sizes, DenseI64ArrayAttr:$strides);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def NN_ConcatOp : NN_PureOp<"concat"> {
+  let summary = "Concatenate along an axis";
+  let description = [{
+    ```mlir
+    %c = nn.concat %a, %b {axis = 1} : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<NN_Tensor>:$inputs,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type($inputs, results)
+  }];
+}
+
+def NN_UnsqueezeOp : NN_PureOp<"unsqueeze"> {
+  let summary = "Insert unit dimensions";
+  let description = [{
+    Inserts a dim of size 1 at each of `axes` (positions in the result,
+    sorted, distinct).
+
+    ```mlir
+    %u = nn.unsqueeze %x {axes = array<i64: 0, 1>} : tensor<16x16xi1> -> tensor<1x1x16x16xi1>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def NN_CrossEntropyOp : NN_PureOp<"cross_entropy", [NN_LayerAnchor]> {
+  let summary = "Softmax cross-entropy with integer labels, mean reduction";
+  let description = [{
+    `logits` is `[..., classes]` and `labels` holds one class id per row
+    (`logits` without its last dim). The result is the mean over all rows of
+    `logsumexp(logits) - logits[label]`.
+
+    ```mlir
+    %l = nn.cross_entropy %logits, %labels : (tensor<2x16x32xf32>, tensor<2x16xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IntTensor:$labels);
+  let results = (outs 0DTensorOf<[F32, F16, BF16, F64]>:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_MSEOp : NN_PureOp<"mse", [NN_LayerAnchor]> {
+  let summary = "Mean squared error, mean reduction";
+  let description = [{
+    ```mlir
+    %l = nn.mse %pred, %target : (tensor<8x10xf32>, tensor<8x10xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$target);
+  let results = (outs 0DTensorOf<[F32, F16, BF16, F64]>:$result);
+  let assemblyFormat = [{
+    $input `,` $target attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Layers
+//===----------------------------------------------------------------------===//
+
+def NN_LayerOp : NN_Op<"layer", [IsolatedFromAbove, NN_Cost,
+    RecursiveMemoryEffects, SingleBlock]> {
+  let summary = "One layer: the unit the pipeline partitioner cuts at";
+  let description = [{
+    A segment of the network between two cut points. Its body is isolated
+    from above: activations come in as block arguments, parameters are read
+    with `nn.param`, and constants live inside. `nn-form-layers` builds these
+    from a flat function; `name` is readable (the common ONNX name scope, or
+    the preset's module path).
+
+    ```mlir
+    %h = nn.layer "blocks.0" (%x) : (tensor<2x16x32xf32>) -> tensor<2x16x32xf32> {
+    ^bb0(%a: tensor<2x16x32xf32>):
+      %r = nn.relu %a : tensor<2x16x32xf32>
+      nn.yield %r : tensor<2x16x32xf32>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Variadic<NN_Tensor>:$inputs);
+  let results = (outs Variadic<NN_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $name `(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+  }];
+}
+
+def NN_YieldOp : NN_Op<"yield", [Pure, Terminator, ReturnLike,
+    HasParent<"LayerOp">]> {
+  let summary = "Returns a layer's results";
+  let description = [{
+    ```mlir
+    nn.yield %r : tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<NN_Tensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+#endif // GPIPE_DIALECT_NN_IR_NNOPS_TD

@@ -1,0 +1,31 @@
+//===- Transforms.h - nn rewrite entry points -------------------*- C++ -*-===//
+//
+// Public pattern sets and transformations of the `nn` dialect that passes
+// (and the compile driver) reuse.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_DIALECT_NN_TRANSFORMS_TRANSFORMS_H
+#define GPIPE_DIALECT_NN_TRANSFORMS_TRANSFORMS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::gpipe::nn {
+
+/// Patterns raising primitive forms to fused ops: gemm/matmul(+bias add) to
+/// nn.linear, the erf-decomposed GELU to nn.gelu. Also registered as
+/// canonicalization patterns of the ops they root at.
+void populateRaiseFusedOpsPatterns(RewritePatternSet &patterns);
+
+/// How finely `formLayers` cuts.
+enum class LayerGranularity { Anchor, Op };
+
+/// Groups the body of `func` into nn.layer ops at single-activation cut
+/// points. Returns the number of layers formed; a function that already has
+/// layers is left alone and reports 0.
+FailureOr<unsigned> formLayers(func::FuncOp func, LayerGranularity granularity);
+
+} // namespace mlir::gpipe::nn
+
+#endif // GPIPE_DIALECT_NN_TRANSFORMS_TRANSFORMS_H

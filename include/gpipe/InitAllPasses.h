@@ -1,0 +1,23 @@
+//===- InitAllPasses.h - Register every gpipe pass --------------*- C++ -*-===//
+//
+// Registers gpipe's passes, plus the upstream ones lit tests and users chain
+// with them (canonicalize, cse, ...).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_INITALLPASSES_H
+#define GPIPE_INITALLPASSES_H
+
+#include "gpipe/Dialect/NN/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace mlir::gpipe {
+
+inline void registerAllPasses() {
+  mlir::registerTransformsPasses();
+  nn::registerNNPasses();
+}
+
+} // namespace mlir::gpipe
+
+#endif // GPIPE_INITALLPASSES_H

@@ -1,0 +1,204 @@
+//===- NNCanonicalize.cpp - Raising primitive forms to fused ops ----------===//
+//
+// Canonicalization patterns that raise what ONNX exporters write to the fused
+// `nn` ops that map to fast kernels:
+//   nn.gemm (alpha = beta = 1, no trans_a, 1-D or no addend)  -> nn.linear
+//   nn.matmul with a 2-D right operand                        -> nn.linear
+//   nn.add of a bias [out] and a bias-less nn.linear          -> nn.linear
+//   x * (erf(x / sqrt(2)) + 1) * 0.5 (any operand order)      -> nn.gelu
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Dialect/NN/IR/NNOps.h"
+#include "gpipe/Dialect/NN/Transforms/Transforms.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::gpipe::nn;
+
+/// True if `v` is a constant whose elements all equal `expected` (to float
+/// precision: exporters write sqrt(2) and 1/sqrt(2) rounded to f32).
+static bool isSplatConstant(Value v, double expected) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
+    return false;
+  auto floatAttr = dyn_cast<FloatAttr>(attr.getSplatValue<Attribute>());
+  if (!floatAttr)
+    return false;
+  double got = floatAttr.getValueAsDouble();
+  return std::abs(got - expected) <= 1e-6 * std::max(1.0, std::abs(expected));
+}
+
+namespace {
+
+/// gemm(a, b, c) with alpha = beta = 1 and a untransposed is a linear layer;
+/// trans_b selects the weight layout.
+struct GemmToLinear : OpRewritePattern<GemmOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GemmOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getTransA() || op.getAlpha().convertToFloat() != 1.0f ||
+        (op.getC() && op.getBeta().convertToFloat() != 1.0f))
+      return rewriter.notifyMatchFailure(op, "scaled or transposed input");
+    Value bias = op.getC();
+    if (bias) {
+      auto biasType = cast<RankedTensorType>(bias.getType());
+      int64_t out = op.getType().getShape()[1];
+      if (biasType.getRank() != 1 || biasType.getDimSize(0) != out)
+        return rewriter.notifyMatchFailure(op, "addend is not a [out] bias");
+    }
+    rewriter.replaceOpWithNewOp<LinearOp>(op, op.getType(), op.getA(),
+                                          op.getB(), bias, op.getTransB());
+    return success();
+  }
+};
+
+/// matmul(x, w) with a 2-D w is a bias-less linear layer.
+struct MatMulToLinear : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatMulOp op,
+                                PatternRewriter &rewriter) const override {
+    if (cast<RankedTensorType>(op.getRhs().getType()).getRank() != 2)
+      return rewriter.notifyMatchFailure(op, "right operand is batched");
+    rewriter.replaceOpWithNewOp<LinearOp>(op, op.getType(), op.getLhs(),
+                                          op.getRhs(), Value(), false);
+    return success();
+  }
+};
+
+/// add(b, linear(x, w)) with b of shape [out] folds the bias into the linear.
+struct AddBiasToLinear : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp op,
+                                PatternRewriter &rewriter) const override {
+    for (auto [mine, other] :
+         {std::pair(op.getLhs(), op.getRhs()), std::pair(op.getRhs(), op.getLhs())}) {
+      auto linear = mine.getDefiningOp<LinearOp>();
+      if (!linear || linear.getBias() || !linear->hasOneUse() ||
+          linear.getType() != op.getType())
+        continue;
+      auto biasType = cast<RankedTensorType>(other.getType());
+      int64_t out = linear.getType().getShape().back();
+      if (biasType.getRank() != 1 || biasType.getDimSize(0) != out ||
+          biasType.getElementType() != linear.getType().getElementType())
+        continue;
+      rewriter.replaceOpWithNewOp<LinearOp>(op, op.getType(), linear.getInput(),
+                                            linear.getWeight(), other,
+                                            linear.getTransposeWeight());
+      rewriter.eraseOp(linear);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "not a bias add on a linear");
+  }
+};
+
+/// The exact GELU as torch.onnx writes it:
+///   mul(mul(x, add(erf(div(x, sqrt2)), 1)), 0.5)
+/// and the variants mul(mul(x, 0.5), add(...)), with every commutative
+/// operand order and x * (1/sqrt2) in place of x / sqrt2.
+struct RaiseGelu : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  /// Matches add(erf(x / sqrt2), 1) and returns x.
+  static Value matchErfTerm(Value v) {
+    auto add = v.getDefiningOp<AddOp>();
+    if (!add)
+      return {};
+    for (auto [erfSide, oneSide] : {std::pair(add.getLhs(), add.getRhs()),
+                                    std::pair(add.getRhs(), add.getLhs())}) {
+      auto erf = erfSide.getDefiningOp<ErfOp>();
+      if (!erf || !isSplatConstant(oneSide, 1.0))
+        continue;
+      Value scaled = erf.getInput();
+      if (auto div = scaled.getDefiningOp<DivOp>();
+          div && isSplatConstant(div.getRhs(), std::sqrt(2.0)))
+        return div.getLhs();
+      if (auto mul = scaled.getDefiningOp<MulOp>()) {
+        if (isSplatConstant(mul.getRhs(), 1.0 / std::sqrt(2.0)))
+          return mul.getLhs();
+        if (isSplatConstant(mul.getLhs(), 1.0 / std::sqrt(2.0)))
+          return mul.getRhs();
+      }
+    }
+    return {};
+  }
+
+  /// Matches mul(x, erfTerm) in either order where erfTerm's x is `x`.
+  static Value matchXTimesErfTerm(Value v) {
+    auto mul = v.getDefiningOp<MulOp>();
+    if (!mul)
+      return {};
+    for (auto [x, term] : {std::pair(mul.getLhs(), mul.getRhs()),
+                           std::pair(mul.getRhs(), mul.getLhs())})
+      if (Value inner = matchErfTerm(term); inner && inner == x)
+        return x;
+    return {};
+  }
+
+  /// Matches mul(x, 0.5) in either order and returns x.
+  static Value matchHalf(Value v) {
+    auto mul = v.getDefiningOp<MulOp>();
+    if (!mul)
+      return {};
+    if (isSplatConstant(mul.getRhs(), 0.5))
+      return mul.getLhs();
+    if (isSplatConstant(mul.getLhs(), 0.5))
+      return mul.getRhs();
+    return {};
+  }
+
+  LogicalResult matchAndRewrite(MulOp op,
+                                PatternRewriter &rewriter) const override {
+    Value x;
+    for (auto [a, b] : {std::pair(op.getLhs(), op.getRhs()),
+                        std::pair(op.getRhs(), op.getLhs())}) {
+      // (x * erfTerm) * 0.5
+      if (isSplatConstant(b, 0.5))
+        if (Value m = matchXTimesErfTerm(a)) {
+          x = m;
+          break;
+        }
+      // (x * 0.5) * erfTerm
+      if (Value half = matchHalf(a); half && matchErfTerm(b) == half) {
+        x = half;
+        break;
+      }
+    }
+    if (!x || x.getType() != op.getType())
+      return rewriter.notifyMatchFailure(op, "not an erf GELU");
+    rewriter.replaceOpWithNewOp<GeluOp>(op, op.getType(), x);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::gpipe::nn::populateRaiseFusedOpsPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<GemmToLinear, MatMulToLinear, AddBiasToLinear, RaiseGelu>(
+      patterns.getContext());
+}
+
+void GemmOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                         MLIRContext *context) {
+  results.add<GemmToLinear>(context);
+}
+
+void MatMulOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                           MLIRContext *context) {
+  results.add<MatMulToLinear>(context);
+}
+
+void AddOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                        MLIRContext *context) {
+  results.add<AddBiasToLinear>(context);
+}
+
+void MulOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                        MLIRContext *context) {
+  results.add<RaiseGelu>(context);
+}

@@ -1,0 +1,510 @@
+//===- NNOps.cpp - nn dialect ops -----------------------------------------===//
+//
+// Implements the `nn` dialect: registration, op verifiers (each a shape rule
+// from NNShapes.h compared against the declared result type), folders, and
+// the cost of every op for the partitioner.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Dialect/NN/IR/NNOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::gpipe::nn;
+
+#include "gpipe/Dialect/NN/IR/NNInterfaces.cpp.inc"
+#include "gpipe/Dialect/NN/IR/NNOpsDialect.cpp.inc"
+
+void NNDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "gpipe/Dialect/NN/IR/NNOps.cpp.inc"
+      >();
+}
+
+Operation *NNDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                          Type type, Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, elements);
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getShape();
+}
+
+static std::optional<ArrayRef<int64_t>> optionalShape(Value v) {
+  if (!v)
+    return std::nullopt;
+  return shapeOf(v);
+}
+
+int64_t mlir::gpipe::nn::tensorBytes(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return 0;
+  unsigned bits = shaped.getElementTypeBitWidth();
+  return shaped.getNumElements() * std::max<int64_t>(1, (bits + 7) / 8);
+}
+
+OpCost mlir::gpipe::nn::detail::elementwiseCost(Operation *op,
+                                                int64_t flopsPerElement) {
+  OpCost cost;
+  for (Value v : op->getOperands())
+    cost.bytesRead += tensorBytes(v.getType());
+  for (Value v : op->getResults()) {
+    cost.bytesWritten += tensorBytes(v.getType());
+    if (auto t = dyn_cast<ShapedType>(v.getType()))
+      cost.flops += t.getNumElements() * flopsPerElement;
+  }
+  return cost;
+}
+
+/// Compares an inferred shape with the op's result type.
+static LogicalResult checkResultShape(Operation *op, FailureOr<Shape> inferred,
+                                      unsigned resultIndex = 0) {
+  if (failed(inferred))
+    return failure();
+  ArrayRef<int64_t> actual = shapeOf(op->getResult(resultIndex));
+  if (actual != ArrayRef<int64_t>(*inferred))
+    return op->emitOpError("expected result shape ")
+           << formatShape(*inferred) << " but the result type has shape "
+           << formatShape(actual);
+  return success();
+}
+
+static LogicalResult checkSameElementType(Operation *op, Value a, Value b,
+                                          StringRef what) {
+  Type ea = getElementTypeOrSelf(a.getType());
+  Type eb = getElementTypeOrSelf(b.getType());
+  if (ea != eb)
+    return op->emitOpError("expected ")
+           << what << " of one element type, got " << ea << " and " << eb;
+  return success();
+}
+
+#define NN_EMIT [&] { return this->emitOpError(); }
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParameterOp::verify() {
+  static const char *const kInits[] = {"zeros", "ones", "normal", "uniform"};
+  if (getInitialValue().has_value() == getInit().has_value())
+    return emitOpError("parameter '")
+           << getSymName()
+           << "' needs exactly one of an initial value and an init rule";
+  if (auto value = getInitialValueAttr()) {
+    if (value.getType() != getType())
+      return emitOpError("initial value of type ")
+             << value.getType() << " does not match parameter type "
+             << getType();
+  }
+  if (auto init = getInit()) {
+    if (!llvm::is_contained(kInits, *init))
+      return emitOpError("unknown init rule '")
+             << *init << "' (expected zeros, ones, normal or uniform)";
+    bool needsScale = *init == "normal" || *init == "uniform";
+    if (needsScale && !getInitScale())
+      return emitOpError("init rule '") << *init << "' needs init_scale";
+  }
+  if (!getTensorType().getElementType().isFloat())
+    return emitOpError("parameters must have a float element type, got ")
+           << getTensorType().getElementType();
+  return success();
+}
+
+OpCost ParameterOp::getCost() { return {}; }
+
+LogicalResult ParamOp::verify() { return success(); }
+
+LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param = symbolTable.lookupNearestSymbolFrom<ParameterOp>(*this,
+                                                                getNameAttr());
+  if (!param)
+    return emitOpError("'") << getName() << "' does not name an nn.parameter";
+  if (param.getType() != getType())
+    return emitOpError("type ")
+           << getType() << " does not match parameter '" << getName()
+           << "' of type " << param.getType();
+  return success();
+}
+
+OpCost ParamOp::getCost() {
+  OpCost cost;
+  cost.paramBytes = tensorBytes(getType());
+  return cost;
+}
+
+LogicalResult ConstantOp::verify() {
+  if (getValue().getType() != getType())
+    return emitOpError("value type ")
+           << getValue().getType() << " does not match result type "
+           << getType();
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+OpCost ConstantOp::getCost() { return {}; }
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyBroadcastOp(Operation *op, ValueRange operands,
+                                       bool sameElementType = true) {
+  if (sameElementType && operands.size() >= 2 &&
+      failed(checkSameElementType(op, operands[0], operands[1], "operands")))
+    return failure();
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value v : operands)
+    shapes.push_back(shapeOf(v));
+  return checkResultShape(
+      op, inferBroadcastShape(shapes, [&] { return op->emitOpError(); }));
+}
+
+static LogicalResult verifyBinary(Operation *op) {
+  if (failed(verifyBroadcastOp(op, op->getOperands())))
+    return failure();
+  return checkSameElementType(op, op->getOperand(0), op->getResult(0),
+                              "operands and result");
+}
+
+// Flops per output element of the elementwise ops. Transcendentals count as
+// a handful of operations; only ratios matter to the partitioner.
+#define NN_BINARY(OP, FLOPS)                                                  \
+  LogicalResult OP::verify() { return verifyBinary(*this); }                  \
+  OpCost OP::getCost() { return detail::elementwiseCost(*this, FLOPS); }
+NN_BINARY(AddOp, 1)
+NN_BINARY(SubOp, 1)
+NN_BINARY(MulOp, 1)
+NN_BINARY(DivOp, 1)
+NN_BINARY(PowOp, 8)
+#undef NN_BINARY
+
+#define NN_UNARY(OP, FLOPS)                                                   \
+  OpCost OP::getCost() { return detail::elementwiseCost(*this, FLOPS); }
+NN_UNARY(NegOp, 1)
+NN_UNARY(ReciprocalOp, 1)
+NN_UNARY(SqrtOp, 4)
+NN_UNARY(ExpOp, 8)
+NN_UNARY(ErfOp, 8)
+NN_UNARY(TanhOp, 8)
+NN_UNARY(SigmoidOp, 10)
+NN_UNARY(ReluOp, 1)
+NN_UNARY(GeluOp, 14)
+NN_UNARY(NotOp, 1)
+#undef NN_UNARY
+
+LogicalResult EqualOp::verify() { return verifyBroadcastOp(*this, getOperands()); }
+OpCost EqualOp::getCost() { return detail::elementwiseCost(*this, 1); }
+
+LogicalResult WhereOp::verify() {
+  if (failed(checkSameElementType(*this, getX(), getY(), "select values")) ||
+      failed(checkSameElementType(*this, getX(), getResult(),
+                                  "select values and result")))
+    return failure();
+  return verifyBroadcastOp(*this, getOperands(), /*sameElementType=*/false);
+}
+OpCost WhereOp::getCost() { return detail::elementwiseCost(*this, 1); }
+
+LogicalResult CastOp::verify() {
+  if (shapeOf(getInput()) != shapeOf(getResult()))
+    return emitOpError("cast cannot change the shape ")
+           << formatShape(shapeOf(getInput())) << " to "
+           << formatShape(shapeOf(getResult()));
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+OpCost CastOp::getCost() { return detail::elementwiseCost(*this, 0); }
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+void MatMulOp::build(OpBuilder &builder, OperationState &state, Value lhs,
+                     Value rhs) {
+  auto l = cast<RankedTensorType>(lhs.getType());
+  FailureOr<Shape> shape = inferMatMulShape(
+      l.getShape(), shapeOf(rhs), [&] { return mlir::emitError(state.location); });
+  Type result = succeeded(shape)
+                    ? RankedTensorType::get(*shape, l.getElementType())
+                    : Type(l);
+  build(builder, state, result, lhs, rhs);
+}
+
+LogicalResult MatMulOp::verify() {
+  if (failed(checkSameElementType(*this, getLhs(), getRhs(), "operands")))
+    return failure();
+  return checkResultShape(
+      *this, inferMatMulShape(shapeOf(getLhs()), shapeOf(getRhs()), NN_EMIT));
+}
+
+/// 2*M*N*K for a product of [.., M, K] and [.., K, N] with `batch` batches.
+static int64_t matmulFlops(int64_t batch, int64_t m, int64_t n, int64_t k) {
+  return 2 * batch * m * n * k;
+}
+
+OpCost MatMulOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  int64_t k = shapeOf(getLhs()).back();
+  cost.flops = matmulFlops(numElements(out.drop_back(2)), out[out.size() - 2],
+                           out.back(), k);
+  return cost;
+}
+
+LogicalResult GemmOp::verify() {
+  return checkResultShape(
+      *this, inferGemmShape(shapeOf(getA()), shapeOf(getB()),
+                            optionalShape(getC()), getTransA(), getTransB(),
+                            NN_EMIT));
+}
+
+OpCost GemmOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  int64_t k = getTransA() ? shapeOf(getA())[0] : shapeOf(getA())[1];
+  cost.flops = matmulFlops(1, out[0], out[1], k) +
+               (getC() ? 2 * numElements(out) : 0);
+  return cost;
+}
+
+LogicalResult LinearOp::verify() {
+  return checkResultShape(
+      *this, inferLinearShape(shapeOf(getInput()), shapeOf(getWeight()),
+                              optionalShape(getBias()), getTransposeWeight(),
+                              NN_EMIT));
+}
+
+OpCost LinearOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  int64_t rows = numElements(out.drop_back());
+  cost.flops = matmulFlops(1, rows, out.back(), shapeOf(getInput()).back()) +
+               (getBias() ? numElements(out) : 0);
+  return cost;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  if (failed(verifyAxis(shapeOf(getInput()), getAxis(), NN_EMIT)))
+    return failure();
+  if (getInput().getType() != getType())
+    return emitOpError("expected result type ")
+           << getInput().getType() << ", got " << getType();
+  return success();
+}
+// max, subtract, exp, sum, divide.
+OpCost SoftmaxOp::getCost() { return detail::elementwiseCost(*this, 12); }
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(verifyLayerNormShapes(shapeOf(getInput()), shapeOf(getScale()),
+                                   optionalShape(getBias()), getAxis(),
+                                   NN_EMIT)))
+    return failure();
+  if (getInput().getType() != getType())
+    return emitOpError("expected result type ")
+           << getInput().getType() << ", got " << getType();
+  return success();
+}
+// mean, variance, normalize, scale, shift.
+OpCost LayerNormOp::getCost() { return detail::elementwiseCost(*this, 8); }
+
+//===----------------------------------------------------------------------===//
+// Indexing and shapes
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherOp::verify() {
+  if (failed(checkSameElementType(*this, getData(), getResult(),
+                                  "data and result")))
+    return failure();
+  return checkResultShape(*this,
+                          inferGatherShape(shapeOf(getData()),
+                                           shapeOf(getIndices()), getAxis(),
+                                           NN_EMIT));
+}
+OpCost GatherOp::getCost() {
+  // Only the gathered rows are read, not the whole table.
+  OpCost cost;
+  cost.bytesRead = 2 * tensorBytes(getType()) + tensorBytes(getIndices().getType());
+  cost.bytesWritten = tensorBytes(getType());
+  return cost;
+}
+
+LogicalResult ReshapeOp::verify() {
+  if (failed(checkSameElementType(*this, getInput(), getResult(),
+                                  "input and result")))
+    return failure();
+  return verifyReshape(shapeOf(getInput()), shapeOf(getResult()), NN_EMIT);
+}
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto producer = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(producer.getInput());
+    return getResult();
+  }
+  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+    return dense.reshape(cast<ShapedType>(getType()));
+  return {};
+}
+OpCost ReshapeOp::getCost() { return {}; }
+
+LogicalResult TransposeOp::verify() {
+  if (failed(checkSameElementType(*this, getInput(), getResult(),
+                                  "input and result")))
+    return failure();
+  return checkResultShape(
+      *this, inferTransposeShape(shapeOf(getInput()), getPerm(), NN_EMIT));
+}
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  ArrayRef<int64_t> perm = getPerm();
+  for (auto [i, p] : llvm::enumerate(perm))
+    if (static_cast<int64_t>(i) != p)
+      return {};
+  return getInput();
+}
+OpCost TransposeOp::getCost() { return detail::elementwiseCost(*this, 0); }
+
+LogicalResult SplitOp::verify() {
+  FailureOr<SmallVector<Shape>> shapes =
+      inferSplitShapes(shapeOf(getInput()), getAxis(), getSizes(), NN_EMIT);
+  if (failed(shapes))
+    return failure();
+  if (shapes->size() != getNumResults())
+    return emitOpError("expected ")
+           << shapes->size() << " results for " << shapes->size()
+           << " split sizes, got " << getNumResults();
+  for (unsigned i = 0; i < getNumResults(); ++i) {
+    if (failed(checkSameElementType(*this, getInput(), getResult(i),
+                                    "input and results")) ||
+        failed(checkResultShape(*this, (*shapes)[i], i)))
+      return failure();
+  }
+  return success();
+}
+OpCost SplitOp::getCost() { return detail::elementwiseCost(*this, 0); }
+
+LogicalResult SliceOp::verify() {
+  if (failed(checkSameElementType(*this, getInput(), getResult(),
+                                  "input and result")))
+    return failure();
+  return checkResultShape(*this, inferSliceShape(shapeOf(getInput()),
+                                                 getOffsets(), getSizes(),
+                                                 getStrides(), NN_EMIT));
+}
+OpCost SliceOp::getCost() {
+  OpCost cost;
+  cost.bytesRead = cost.bytesWritten = tensorBytes(getType());
+  return cost;
+}
+
+LogicalResult ConcatOp::verify() {
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value v : getInputs()) {
+    if (failed(checkSameElementType(*this, v, getResult(),
+                                    "inputs and result")))
+      return failure();
+    shapes.push_back(shapeOf(v));
+  }
+  return checkResultShape(*this,
+                          inferConcatShape(shapes, getAxis(), NN_EMIT));
+}
+OpCost ConcatOp::getCost() { return detail::elementwiseCost(*this, 0); }
+
+LogicalResult UnsqueezeOp::verify() {
+  if (failed(checkSameElementType(*this, getInput(), getResult(),
+                                  "input and result")))
+    return failure();
+  return checkResultShape(
+      *this, inferUnsqueezeShape(shapeOf(getInput()), getAxes(), NN_EMIT));
+}
+OpCost UnsqueezeOp::getCost() { return {}; }
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyOp::verify() {
+  if (failed(checkSameElementType(*this, getLogits(), getResult(),
+                                  "logits and loss")))
+    return failure();
+  return verifyCrossEntropyShapes(shapeOf(getLogits()), shapeOf(getLabels()),
+                                  NN_EMIT);
+}
+// log-softmax per element plus the pick and the mean.
+OpCost CrossEntropyOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  cost.flops = 12 * numElements(shapeOf(getLogits()));
+  return cost;
+}
+
+LogicalResult MSEOp::verify() {
+  if (getInput().getType() != getTarget().getType())
+    return emitOpError("expected input and target of one type, got ")
+           << getInput().getType() << " and " << getTarget().getType();
+  return checkSameElementType(*this, getInput(), getResult(),
+                              "input and loss");
+}
+OpCost MSEOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  cost.flops = 3 * numElements(shapeOf(getInput()));
+  return cost;
+}
+
+//===----------------------------------------------------------------------===//
+// Layers
+//===----------------------------------------------------------------------===//
+
+LogicalResult LayerOp::verify() {
+  Block &body = getBodyBlock();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("layer '")
+           << getName() << "' has " << getInputs().size()
+           << " inputs but its body takes " << body.getNumArguments();
+  for (auto [arg, in] : llvm::zip(body.getArguments(), getInputs()))
+    if (arg.getType() != in.getType())
+      return emitOpError("layer '")
+             << getName() << "' body argument type " << arg.getType()
+             << " does not match input type " << in.getType();
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("layer body must end in nn.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("layer '")
+           << getName() << "' yields " << yield.getValues().size()
+           << " values whose types do not match its results";
+  return success();
+}
+
+OpCost LayerOp::getCost() {
+  OpCost cost;
+  getBodyBlock().walk([&](CostOpInterface op) { cost += op.getCost(); });
+  return cost;
+}
+
+#define GET_OP_CLASSES
+#include "gpipe/Dialect/NN/IR/NNOps.cpp.inc"

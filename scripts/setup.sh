@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+#===- setup.sh - Install gpipe's build and test dependencies --------------===#
+#
+# Installs every package gpipe needs from Debian 12's registry with apt-get.
+# Idempotent: packages already present are left alone, so re-running is cheap.
+#
+#===-----------------------------------------------------------------------===#
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake ninja-build git python3
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+  libopenblas-dev libopenmpi-dev openmpi-bin
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  nlohmann-json3-dev libgtest-dev
+  zlib1g-dev libzstd-dev libedit-dev libcurl4-openssl-dev libxml2-dev
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PKGS[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

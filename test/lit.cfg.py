@@ -1,0 +1,29 @@
+# -*- Python -*-
+# lit configuration for gpipe's tests: every .mlir and .test file under
+# test/, run with gpipe's tools and LLVM's FileCheck, not and split-file.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "GPIPE"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "README.md", "lit.cfg.py",
+                   "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.gpipe_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root,
+                                                      "Frontend", "ONNX",
+                                                      "Inputs")))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tool_dirs = [config.gpipe_tools_dir, config.llvm_tools_dir]
+tools = ["gpipe-opt", "gpipe-import"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
