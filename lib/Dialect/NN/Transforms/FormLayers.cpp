@@ -226,11 +226,13 @@ mlir::gpipe::nn::formLayers(func::FuncOp func, LayerGranularity granularity) {
     for (Value in : inputs)
       mapping.map(in, layerBody->addArgument(in.getType(), in.getLoc()));
 
+    // Parameters and constants first, then the segment's ops in order.
     builder.setInsertionPointToStart(layerBody);
-    for (Operation *op : seg.ops) {
+    for (Operation *op : seg.ops)
       for (Value v : op->getOperands())
         if (Operation *def = v.getDefiningOp(); def && free.contains(def))
           materializeFree(v, builder, mapping);
+    for (Operation *op : seg.ops) {
       Operation *clone = builder.clone(*op, mapping);
       for (auto [from, to] : llvm::zip(op->getResults(), clone->getResults()))
         mapping.map(from, to);

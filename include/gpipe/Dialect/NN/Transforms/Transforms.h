@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace mlir::gpipe::nn {
 
@@ -25,6 +26,10 @@ enum class LayerGranularity { Anchor, Op };
 /// points. Returns the number of layers formed; a function that already has
 /// layers is left alone and reports 0.
 FailureOr<unsigned> formLayers(func::FuncOp func, LayerGranularity granularity);
+
+/// Prints a table of the nn.layer ops of `func`: name, op count, forward
+/// FLOPs, parameter count and output type.
+void printLayerSummary(func::FuncOp func, llvm::raw_ostream &os);
 
 } // namespace mlir::gpipe::nn
 

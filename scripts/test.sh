@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+#===- test.sh - Set up, build and run every gpipe test --------------------===#
+#
+# Builds (scripts/build.sh), runs the lit suite (check-gpipe) and the
+# GoogleTest suite (ctest), and ends with one summary line over both.
+#
+#===-----------------------------------------------------------------------===#
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD_DIR:-$root/build}"
+
+"$root/scripts/build.sh" || { echo "build failed"; exit 1; }
+
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+
+echo "== lit (check-gpipe) =="
+/usr/lib/llvm-22/bin/lit -sv "$build/test" | tee "$log"
+lit_status=${PIPESTATUS[0]}
+lit_pass=$(grep -E '^\s*Passed\s*:' "$log" | awk -F: '{s+=$2} END {print s+0}')
+lit_fail=$(grep -E '^\s*(Failed|Unresolved|Timed Out|Unexpectedly Passed)\s*:' "$log" \
+  | awk -F: '{s+=$2} END {print s+0}')
+lit_skip=$(grep -E '^\s*(Unsupported|Skipped|Excluded)\s*:' "$log" \
+  | awk -F: '{s+=$2} END {print s+0}')
+
+echo "== unit tests (ctest) =="
+ctest --test-dir "$build" --output-on-failure | tee "$log"
+ctest_status=${PIPESTATUS[0]}
+ctest_total=$(sed -nE 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\2/p' "$log")
+ctest_fail=$(sed -nE 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1/p' "$log")
+ctest_total=${ctest_total:-0}
+ctest_fail=${ctest_fail:-0}
+
+passed=$((lit_pass + ctest_total - ctest_fail))
+failed=$((lit_fail + ctest_fail))
+if [ "$lit_status" -ne 0 ] && [ "$lit_fail" -eq 0 ]; then failed=$((failed + 1)); fi
+if [ "$ctest_status" -ne 0 ] && [ "$ctest_fail" -eq 0 ]; then failed=$((failed + 1)); fi
+echo
+echo "lit: $lit_pass passed, $lit_fail failed; gtest: $((ctest_total - ctest_fail)) passed, $ctest_fail failed"
+echo "total: $passed passed, $failed failed, $lit_skip skipped"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -1,0 +1,173 @@
+//===- gpipe-import.cpp - Frontend driver: ONNX or preset to nn IR --------===//
+//
+// Reads a model (an ONNX file, or a built-in preset) and writes it as `nn`
+// dialect IR. By default the result is canonicalized (primitive forms raised
+// to nn.linear / nn.gelu) and cut into nn.layer ops, the form the pipeline
+// compiler takes; `--raw` stops right after import.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Dialect/NN/IR/NNOps.h"
+#include "gpipe/Dialect/NN/Transforms/Passes.h"
+#include "gpipe/Dialect/NN/Transforms/Transforms.h"
+#include "gpipe/Frontend/ONNXImporter.h"
+#include "gpipe/Frontend/Presets.h"
+#include "gpipe/InitAllDialects.h"
+
+#include "mlir/Bytecode/BytecodeWriter.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("gpipe-import options");
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
+                                      cl::init(""), cl::cat(category));
+static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                       cl::value_desc("file"), cl::init("-"),
+                                       cl::cat(category));
+static cl::opt<std::string>
+    preset("preset", cl::desc("Build a built-in model instead (mlp, gpt)"),
+           cl::init(""), cl::cat(category));
+static cl::opt<bool> raw("raw",
+                         cl::desc("Print the import as is: no fusion, no layers"),
+                         cl::cat(category));
+static cl::opt<std::string>
+    granularity("granularity",
+                cl::desc("Layer granularity: anchor (default) or op"),
+                cl::init("anchor"), cl::cat(category));
+static cl::opt<bool> summary("summary",
+                             cl::desc("Print a table of the layers to stderr"),
+                             cl::cat(category));
+static cl::opt<bool> emitBytecode("emit-bytecode",
+                                  cl::desc("Write MLIR bytecode (compact "
+                                           "parameter values)"),
+                                  cl::cat(category));
+static cl::list<std::string>
+    dims("dim", cl::desc("Size of a symbolic ONNX input dim, NAME=SIZE"),
+         cl::value_desc("NAME=SIZE"), cl::cat(category));
+
+static cl::OptionCategory presetCategory("preset options");
+static mlir::gpipe::PresetOptions presetDefaults;
+#define PRESET_OPT(VAR, FLAG, DESC)                                            \
+  static cl::opt<int64_t> VAR(FLAG, cl::desc(DESC),                            \
+                              cl::init(presetDefaults.VAR),                    \
+                              cl::cat(presetCategory));
+PRESET_OPT(depth, "depth", "Hidden layers (mlp) or transformer blocks (gpt)")
+PRESET_OPT(width, "width", "Hidden features (mlp) or model dim (gpt)")
+PRESET_OPT(heads, "heads", "Attention heads (gpt)")
+PRESET_OPT(seqLen, "seq-len", "Tokens per sample (gpt)")
+PRESET_OPT(batch, "batch", "Samples per mini-batch")
+PRESET_OPT(vocab, "vocab", "Vocabulary size (gpt)")
+PRESET_OPT(inFeatures, "in-features", "Input features (mlp)")
+PRESET_OPT(classes, "classes", "Output classes (mlp)")
+#undef PRESET_OPT
+
+static OwningOpRef<ModuleOp> loadModel(MLIRContext &context) {
+  if (!preset.empty()) {
+    if (!inputFile.empty()) {
+      emitError(UnknownLoc::get(&context))
+          << "give either a model file or --preset, not both";
+      return nullptr;
+    }
+    gpipe::PresetOptions options;
+    options.depth = depth;
+    options.width = width;
+    options.heads = heads;
+    options.seqLen = seqLen;
+    options.batch = batch;
+    options.vocab = vocab;
+    options.inFeatures = inFeatures;
+    options.classes = classes;
+    return gpipe::buildPreset(&context, preset, options);
+  }
+  if (inputFile.empty()) {
+    emitError(UnknownLoc::get(&context))
+        << "no model: give an .onnx file or --preset mlp|gpt";
+    return nullptr;
+  }
+  gpipe::ONNXImportOptions options;
+  for (const std::string &d : dims) {
+    auto [name, size] = StringRef(d).split('=');
+    int64_t value;
+    if (name.empty() || size.getAsInteger(10, value) || value <= 0) {
+      emitError(UnknownLoc::get(&context))
+          << "--dim expects NAME=SIZE with a positive size, got '" << d << "'";
+      return nullptr;
+    }
+    options.dimSizes[name] = value;
+  }
+  return gpipe::importONNXFile(&context, inputFile, options);
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  cl::HideUnrelatedOptions({&category, &presetCategory});
+  cl::ParseCommandLineOptions(argc, argv,
+                              "gpipe-import: ONNX model or preset -> nn IR\n");
+
+  DialectRegistry registry;
+  gpipe::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+
+  OwningOpRef<ModuleOp> module = loadModel(context);
+  if (!module)
+    return 1;
+
+  if (!raw) {
+    gpipe::nn::LayerGranularity g;
+    if (granularity == "anchor")
+      g = gpipe::nn::LayerGranularity::Anchor;
+    else if (granularity == "op")
+      g = gpipe::nn::LayerGranularity::Op;
+    else {
+      emitError(UnknownLoc::get(&context))
+          << "unknown --granularity '" << granularity
+          << "' (expected anchor or op)";
+      return 1;
+    }
+    PassManager pm(&context);
+    if (failed(applyPassManagerCLOptions(pm)))
+      return 1;
+    pm.addPass(createCanonicalizerPass());
+    if (failed(pm.run(*module)))
+      return 1;
+    for (auto func : module->getOps<func::FuncOp>()) {
+      if (failed(gpipe::nn::formLayers(func, g)))
+        return 1;
+      if (summary)
+        gpipe::nn::printLayerSummary(func, llvm::errs());
+    }
+  }
+
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      openOutputFile(outputFile, &error);
+  if (!output) {
+    llvm::errs() << "gpipe-import: " << error << "\n";
+    return 1;
+  }
+  if (emitBytecode) {
+    if (failed(writeBytecodeToFile(*module, output->os())))
+      return 1;
+  } else {
+    module->print(output->os());
+  }
+  output->keep();
+  return 0;
+}
