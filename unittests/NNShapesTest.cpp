@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 using namespace mlir;
 using namespace mlir::gpipe::nn;
 
@@ -27,11 +29,14 @@ protected:
           return success();
         }) {}
 
-  EmitErrorFn emit() {
-    return [this] { return mlir::emitError(UnknownLoc::get(&context)); };
-  }
+  /// A callback that reports at an unknown location (function_ref does not
+  /// own its callee, so the callee lives in the fixture).
+  EmitErrorFn emit() { return emitFn; }
 
   MLIRContext context;
+  std::function<InFlightDiagnostic()> emitFn = [this] {
+    return mlir::emitError(UnknownLoc::get(&context));
+  };
   std::vector<std::string> messages;
   ScopedDiagnosticHandler handler;
 };

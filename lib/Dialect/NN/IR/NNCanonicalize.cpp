@@ -20,8 +20,9 @@
 using namespace mlir;
 using namespace mlir::gpipe::nn;
 
-/// True if `v` is a constant whose elements all equal `expected` (to float
-/// precision: exporters write sqrt(2) and 1/sqrt(2) rounded to f32).
+/// True if `v` is a constant whose elements all equal `expected` to the
+/// precision of the constant's float type: exporters write sqrt(2) and
+/// 1/sqrt(2) rounded to f32, or to f16/bf16 for half-precision models.
 static bool isSplatConstant(Value v, double expected) {
   DenseElementsAttr attr;
   if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
@@ -30,7 +31,13 @@ static bool isSplatConstant(Value v, double expected) {
   if (!floatAttr)
     return false;
   double got = floatAttr.getValueAsDouble();
-  return std::abs(got - expected) <= 1e-6 * std::max(1.0, std::abs(expected));
+  // One unit in the last place of the type (2^-23 for f32, 2^-10 for f16,
+  // 2^-7 for bf16), and never tighter than 1e-6.
+  unsigned precision =
+      llvm::APFloat::semanticsPrecision(floatAttr.getValue().getSemantics());
+  double tolerance = std::max(1e-6, std::ldexp(1.0, 1 - int(precision)));
+  return std::abs(got - expected) <=
+         tolerance * std::max(1.0, std::abs(expected));
 }
 
 namespace {

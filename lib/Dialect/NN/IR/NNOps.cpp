@@ -253,7 +253,9 @@ void MatMulOp::build(OpBuilder &builder, OperationState &state, Value lhs,
 }
 
 LogicalResult MatMulOp::verify() {
-  if (failed(checkSameElementType(*this, getLhs(), getRhs(), "operands")))
+  if (failed(checkSameElementType(*this, getLhs(), getRhs(), "operands")) ||
+      failed(checkSameElementType(*this, getLhs(), getResult(),
+                                  "operands and result")))
     return failure();
   return checkResultShape(
       *this, inferMatMulShape(shapeOf(getLhs()), shapeOf(getRhs()), NN_EMIT));
@@ -274,6 +276,12 @@ OpCost MatMulOp::getCost() {
 }
 
 LogicalResult GemmOp::verify() {
+  if (failed(checkSameElementType(*this, getA(), getB(), "operands")) ||
+      (getC() &&
+       failed(checkSameElementType(*this, getA(), getC(), "operands"))) ||
+      failed(checkSameElementType(*this, getA(), getResult(),
+                                  "operands and result")))
+    return failure();
   return checkResultShape(
       *this, inferGemmShape(shapeOf(getA()), shapeOf(getB()),
                             optionalShape(getC()), getTransA(), getTransB(),
@@ -290,6 +298,13 @@ OpCost GemmOp::getCost() {
 }
 
 LogicalResult LinearOp::verify() {
+  if (failed(checkSameElementType(*this, getInput(), getWeight(),
+                                  "input and weight")) ||
+      (getBias() && failed(checkSameElementType(*this, getInput(), getBias(),
+                                                "input and bias"))) ||
+      failed(checkSameElementType(*this, getInput(), getResult(),
+                                  "input and result")))
+    return failure();
   return checkResultShape(
       *this, inferLinearShape(shapeOf(getInput()), shapeOf(getWeight()),
                               optionalShape(getBias()), getTransposeWeight(),
@@ -321,6 +336,11 @@ LogicalResult SoftmaxOp::verify() {
 OpCost SoftmaxOp::getCost() { return detail::elementwiseCost(*this, 12); }
 
 LogicalResult LayerNormOp::verify() {
+  if (failed(checkSameElementType(*this, getInput(), getScale(),
+                                  "input and scale")) ||
+      (getBias() && failed(checkSameElementType(*this, getInput(), getBias(),
+                                                "input and bias"))))
+    return failure();
   if (failed(verifyLayerNormShapes(shapeOf(getInput()), shapeOf(getScale()),
                                    optionalShape(getBias()), getAxis(),
                                    NN_EMIT)))
@@ -484,19 +504,27 @@ LogicalResult LayerOp::verify() {
   if (body.getNumArguments() != getInputs().size())
     return emitOpError("layer '")
            << getName() << "' has " << getInputs().size()
-           << " inputs but its body takes " << body.getNumArguments();
+           << " inputs but its body takes " << body.getNumArguments()
+           << " arguments";
   for (auto [arg, in] : llvm::zip(body.getArguments(), getInputs()))
     if (arg.getType() != in.getType())
       return emitOpError("layer '")
              << getName() << "' body argument type " << arg.getType()
              << " does not match input type " << in.getType();
-  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  // The verifier checks the op before its body: the block may still end in a
+  // non-terminator (SingleBlock has already rejected an empty one).
+  auto yield = body.empty() ? YieldOp() : dyn_cast<YieldOp>(body.back());
   if (!yield)
-    return emitOpError("layer body must end in nn.yield");
-  if (yield.getValues().getTypes() != getResultTypes())
-    return emitOpError("layer '")
-           << getName() << "' yields " << yield.getValues().size()
-           << " values whose types do not match its results";
+    return emitOpError("layer '") << getName() << "' body must end in nn.yield";
+  if (yield.getValues().getTypes() != getResultTypes()) {
+    InFlightDiagnostic d = emitOpError("layer '");
+    d << getName() << "' yields (";
+    llvm::interleaveComma(yield.getValues().getTypes(), d);
+    d << ") but its results are (";
+    llvm::interleaveComma(getResultTypes(), d);
+    d << ")";
+    return d;
+  }
   return success();
 }
 

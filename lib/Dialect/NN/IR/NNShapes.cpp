@@ -34,9 +34,8 @@ int64_t mlir::gpipe::nn::numElements(ArrayRef<int64_t> shape) {
   return n;
 }
 
-FailureOr<Shape>
-mlir::gpipe::nn::inferBroadcastShape(ArrayRef<ArrayRef<int64_t>> shapes,
-                                     EmitErrorFn emitError) {
+/// The numpy broadcast of `shapes`, or nothing if they are incompatible.
+static std::optional<Shape> broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes) {
   size_t rank = 0;
   for (ArrayRef<int64_t> s : shapes)
     rank = std::max(rank, s.size());
@@ -51,16 +50,24 @@ mlir::gpipe::nn::inferBroadcastShape(ArrayRef<ArrayRef<int64_t>> shapes,
         r = s[i];
         continue;
       }
-      InFlightDiagnostic diag = emitError();
-      diag << "operand shapes ";
-      llvm::interleave(
-          shapes, diag, [&](ArrayRef<int64_t> x) { diag << formatShape(x); },
-          " and ");
-      diag << " are not broadcast-compatible";
-      return failure();
+      return std::nullopt;
     }
   }
   return result;
+}
+
+FailureOr<Shape>
+mlir::gpipe::nn::inferBroadcastShape(ArrayRef<ArrayRef<int64_t>> shapes,
+                                     EmitErrorFn emitError) {
+  if (std::optional<Shape> result = broadcastShapes(shapes))
+    return *result;
+  InFlightDiagnostic diag = emitError();
+  diag << "operand shapes ";
+  llvm::interleave(
+      shapes, diag, [&](ArrayRef<int64_t> x) { diag << formatShape(x); },
+      " and ");
+  diag << " are not broadcast-compatible";
+  return failure();
 }
 
 FailureOr<Shape> mlir::gpipe::nn::inferMatMulShape(ArrayRef<int64_t> lhs,
@@ -77,10 +84,15 @@ FailureOr<Shape> mlir::gpipe::nn::inferMatMulShape(ArrayRef<int64_t> lhs,
                        << formatShape(lhs) << " times " << formatShape(rhs)
                        << " (" << k << " vs " << k2 << ")",
            failure();
-  FailureOr<Shape> batch = inferBroadcastShape(
-      {lhs.drop_back(2), rhs.drop_back(2)}, emitError);
-  if (failed(batch))
-    return failure();
+  std::optional<Shape> batch =
+      broadcastShapes({lhs.drop_back(2), rhs.drop_back(2)});
+  if (!batch)
+    return emitError() << "matmul batch dimensions "
+                       << formatShape(lhs.drop_back(2)) << " and "
+                       << formatShape(rhs.drop_back(2)) << " of "
+                       << formatShape(lhs) << " and " << formatShape(rhs)
+                       << " are not broadcast-compatible",
+           failure();
   Shape result = *batch;
   result.push_back(m);
   result.push_back(n);
@@ -105,10 +117,8 @@ FailureOr<Shape> mlir::gpipe::nn::inferGemmShape(
            failure();
   Shape result{m, n};
   if (c) {
-    FailureOr<Shape> bc = inferBroadcastShape({*c, result}, emitError);
-    if (failed(bc))
-      return failure();
-    if (ArrayRef<int64_t>(*bc) != ArrayRef<int64_t>(result))
+    std::optional<Shape> bc = broadcastShapes({*c, result});
+    if (!bc || ArrayRef<int64_t>(*bc) != ArrayRef<int64_t>(result))
       return emitError() << "gemm addend of shape " << formatShape(*c)
                          << " does not broadcast to " << formatShape(result),
              failure();
@@ -129,8 +139,10 @@ FailureOr<Shape> mlir::gpipe::nn::inferLinearShape(
   int64_t out = transposeWeight ? weight[0] : weight[1];
   if (input.back() != in)
     return emitError() << "linear input features " << input.back()
-                       << " do not match weight " << formatShape(weight)
-                       << (transposeWeight ? " (transposed)" : ""),
+                       << " do not match the " << in
+                       << " input features of "
+                       << (transposeWeight ? "transposed " : "") << "weight "
+                       << formatShape(weight),
            failure();
   if (bias && (bias->size() != 1 || (*bias)[0] != out))
     return emitError() << "expected linear bias of shape [" << out
@@ -208,18 +220,26 @@ mlir::gpipe::nn::inferSplitShapes(ArrayRef<int64_t> input, int64_t axis,
                                   EmitErrorFn emitError) {
   if (failed(verifyAxis(input, axis, emitError)))
     return failure();
+  // Sum without overflow: stop once the sizes exceed the dim.
   int64_t total = 0;
+  bool exceeds = false;
   for (int64_t s : sizes) {
     if (s <= 0)
       return emitError() << "split sizes must be positive, got " << s,
              failure();
-    total += s;
+    if (s > input[axis] - total)
+      exceeds = true;
+    else
+      total += s;
   }
-  if (total != input[axis])
-    return emitError() << "split sizes sum to " << total << " but dim "
-                       << axis << " of " << formatShape(input) << " is "
-                       << input[axis],
-           failure();
+  if (exceeds || total != input[axis]) {
+    InFlightDiagnostic d = emitError();
+    d << "split sizes [";
+    llvm::interleaveComma(sizes, d);
+    d << "] do not sum to " << input[axis] << ", dim " << axis << " of "
+      << formatShape(input);
+    return failure();
+  }
   llvm::SmallVector<Shape> results;
   for (int64_t s : sizes) {
     Shape r(input.begin(), input.end());
@@ -239,12 +259,16 @@ FailureOr<Shape> mlir::gpipe::nn::inferSliceShape(ArrayRef<int64_t> input,
       strides.size() != rank)
     return emitError() << "slice needs one offset, size and stride per dim "
                           "of "
-                       << formatShape(input),
+                       << formatShape(input) << ", got " << offsets.size()
+                       << ", " << sizes.size() << " and " << strides.size(),
            failure();
   for (size_t i = 0; i < rank; ++i) {
+    // The last element read is offset + (size - 1) * stride; compare without
+    // overflowing.
     if (strides[i] <= 0 || offsets[i] < 0 || sizes[i] < 0 ||
         (sizes[i] > 0 &&
-         offsets[i] + (sizes[i] - 1) * strides[i] >= input[i]))
+         (offsets[i] >= input[i] ||
+          sizes[i] - 1 > (input[i] - 1 - offsets[i]) / strides[i])))
       return emitError() << "slice of dim " << i << " (offset " << offsets[i]
                          << ", size " << sizes[i] << ", stride " << strides[i]
                          << ") is out of bounds for " << formatShape(input),
@@ -315,7 +339,10 @@ LogicalResult mlir::gpipe::nn::verifyReshape(ArrayRef<int64_t> input,
 LogicalResult mlir::gpipe::nn::verifyCrossEntropyShapes(
     ArrayRef<int64_t> logits, ArrayRef<int64_t> labels,
     EmitErrorFn emitError) {
-  if (logits.empty() || labels != logits.drop_back())
+  if (logits.empty())
+    return emitError() << "expected logits of rank >= 1, got "
+                       << formatShape(logits);
+  if (labels != logits.drop_back())
     return emitError() << "expected labels of shape "
                        << formatShape(logits.drop_back()) << " for logits "
                        << formatShape(logits) << ", got "
