@@ -2,6 +2,10 @@
 
 Writes, into the folder this script lives in:
   mlp.onnx, gpt.onnx, gpt_mha.onnx      -- good models exported from PyTorch
+  mlp.golden.safetensors, gpt.golden.safetensors,
+  gpt_mha.golden.safetensors            -- PyTorch input, labels, logits,
+                                           loss and first-step gradients
+                                           for each good model
   truncated.onnx, not_onnx.onnx, unsupported_op.onnx, dynamic_dim.onnx,
   shape_mismatch.onnx, bad_initializer.onnx
                                         -- deliberately bad inputs
@@ -10,11 +14,13 @@ Needs Debian's python3-torch (1.13) and python3-onnx:
   apt-get install python3-torch python3-onnx python3-numpy
   /usr/bin/python3 make_models.py
 
-CI never runs this script; the .onnx files it writes are committed.
+CI never runs this script; the files it writes are committed.
 """
 
+import json
 import math
 import os
+import struct
 
 import numpy as np
 import onnx
@@ -49,6 +55,7 @@ def jitter(model):
 
 
 def export(model, example, name):
+    """Jitter, then export model to name; returns the model."""
     model.eval()
     jitter(model)
     torch.onnx.export(
@@ -61,6 +68,188 @@ def export(model, example, name):
         do_constant_folding=True,
     )
     onnx.checker.check_model(onnx.load(out_path(name)))
+    return model
+
+
+# ---------------------------------------------------------------- safetensors
+#
+# Debian has no python3-safetensors, so write the format by hand:
+#   u64 little-endian N | N bytes of JSON header | raw tensor bytes
+# The header maps each tensor name to {"dtype", "shape", "data_offsets"}
+# (offsets relative to the first byte after the header) and holds string
+# metadata under "__metadata__". Tensors are stored sorted by name and the
+# header is padded with spaces to a multiple of 8 bytes.
+
+ST_DTYPES = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64"}
+ST_NUMPY = {"F32": np.dtype("<f4"), "I64": np.dtype("<i8")}
+
+
+def write_safetensors(path, tensors, metadata):
+    header = {}
+    blobs = []
+    offset = 0
+    for name in sorted(tensors):
+        arr = np.asarray(tensors[name])
+        if arr.dtype not in ST_DTYPES:
+            raise TypeError(f"{path}: {name} has dtype {arr.dtype}")
+        dtype = ST_DTYPES[arr.dtype]
+        data = np.ascontiguousarray(arr, dtype=ST_NUMPY[dtype]).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    header["__metadata__"] = metadata
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for data in blobs:
+            f.write(data)
+
+
+def read_safetensors(path):
+    """Return ({name: numpy array}, metadata); strict about the layout."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    if n % 8 or 8 + n > len(raw):
+        raise ValueError(f"{path}: bad header length {n}")
+    header = json.loads(raw[8:8 + n].decode("utf-8"))
+    metadata = header.pop("__metadata__", {})
+    body = raw[8 + n:]
+    tensors = {}
+    expect = 0
+    for name in sorted(header, key=lambda k: header[k]["data_offsets"][0]):
+        info = header[name]
+        begin, end = info["data_offsets"]
+        dtype = ST_NUMPY[info["dtype"]]
+        count = int(np.prod(info["shape"], dtype=np.int64))
+        if begin != expect or end - begin != count * dtype.itemsize:
+            raise ValueError(f"{path}: bad data_offsets for {name}")
+        tensors[name] = np.frombuffer(body[begin:end], dtype=dtype).reshape(
+            info["shape"])
+        expect = end
+    if expect != len(body):
+        raise ValueError(f"{path}: {len(body) - expect} trailing bytes")
+    return tensors, metadata
+
+
+# ---------------------------------------------------------------- golden data
+#
+# For each good model: one input batch, labels, the PyTorch logits, the mean
+# cross-entropy loss and d loss / d initializer for every trainable ONNX
+# initializer, all computed on the very module instance that was exported.
+# Inputs come from their own generator so the global RNG stream, and hence
+# the .onnx files, are the same as without golden data.
+
+GOLDEN_SEED = 1234
+
+
+def map_initializers(model, onnx_file):
+    """Map ONNX initializers to the PyTorch parameters they hold.
+
+    Returns (mapping, skipped): mapping is a list of
+    (onnx name, parameter name, transposed?) and skipped a list of
+    (onnx name, reason). Matching is by exact value, as the exporter
+    renames and transposes parameters (Linear weights on 3-D inputs become
+    "onnx::MatMul_N" = weight.T).
+    """
+    params = [(n, p.detach().numpy()) for n, p in model.named_parameters()
+              if p.requires_grad]
+    buffers = [(n, b.detach().numpy()) for n, b in model.named_buffers()]
+    mapping, skipped = [], []
+    for init in onnx.load(onnx_file).graph.initializer:
+        arr = numpy_helper.to_array(init)
+        if arr.dtype.kind != "f":
+            skipped.append((init.name, f"{arr.dtype} {list(arr.shape)}, "
+                            "not a float"))
+            continue
+        if not np.isfinite(arr).all():
+            skipped.append((init.name, f"{arr.dtype} {list(arr.shape)}, "
+                            "non-finite float buffer (additive mask)"))
+            continue
+        hits = []
+        for pname, pa in params:
+            if pa.shape == arr.shape and np.array_equal(pa, arr):
+                hits.append((init.name, pname, False))
+            if pa.ndim == 2 and pa.T.shape == arr.shape and \
+                    np.array_equal(pa.T, arr):
+                hits.append((init.name, pname, True))
+        if not hits:
+            bufs = [b for b, ba in buffers
+                    if ba.shape == arr.shape and np.array_equal(ba, arr)]
+            if len(bufs) == 1:
+                skipped.append((init.name, f"float buffer {bufs[0]}"))
+                continue
+            raise RuntimeError(
+                f"{onnx_file}: float initializer {init.name} "
+                f"{list(arr.shape)} matches no parameter")
+        if len(hits) > 1:
+            raise RuntimeError(
+                f"{onnx_file}: initializer {init.name} matches several "
+                f"parameters: {hits}")
+        onnx_name, pname, transposed = hits[0]
+        if onnx_name in dict(params) and onnx_name != pname:
+            raise RuntimeError(
+                f"{onnx_file}: initializer {onnx_name} matches {pname}")
+        mapping.append(hits[0])
+    used = [pname for _, pname, _ in mapping]
+    for pname, _ in params:
+        if used.count(pname) != 1:
+            raise RuntimeError(
+                f"{onnx_file}: parameter {pname} is held by "
+                f"{used.count(pname)} initializers, want exactly one")
+    return mapping, skipped
+
+
+def write_golden(model, onnx_name, inputs, labels):
+    """Write <stem>.golden.safetensors next to <stem>.onnx."""
+    stem = onnx_name[:-len(".onnx")]
+    mapping, skipped = map_initializers(model, out_path(onnx_name))
+
+    named = dict(model.named_parameters())
+    logits = model(inputs)
+    loss = nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+    pnames = [pname for _, pname, _ in mapping]
+    grads = torch.autograd.grad(loss, [named[p] for p in pnames])
+
+    tensors = {
+        "input": inputs.numpy(),
+        "labels": labels.numpy(),
+        "logits": logits.detach().numpy(),
+        "loss": loss.detach().numpy(),
+    }
+    for (oname, pname, transposed), g in zip(mapping, grads):
+        g = g.detach().numpy()
+        tensors["grad." + oname] = np.ascontiguousarray(g.T if transposed
+                                                        else g)
+    for name, arr in tensors.items():
+        if arr.dtype == np.float32 and not np.isfinite(arr).all():
+            raise RuntimeError(f"{stem}: {name} is not finite")
+
+    path = out_path(stem + ".golden.safetensors")
+    metadata = {"producer": "make_models.py", "torch": torch.__version__}
+    write_safetensors(path, tensors, metadata)
+
+    # Round trip: the reader must give back every tensor bit for bit.
+    back, back_meta = read_safetensors(path)
+    if back_meta != metadata or sorted(back) != sorted(tensors):
+        raise RuntimeError(f"{path}: round trip lost names or metadata")
+    for name, arr in tensors.items():
+        got = back[name]
+        if got.dtype != arr.dtype or got.shape != arr.shape or \
+                got.tobytes() != arr.tobytes():
+            raise RuntimeError(f"{path}: round trip changed {name}")
+
+    print(f"{stem}.golden.safetensors: loss {loss.item():.6f}, "
+          f"{len(mapping)} gradients, {os.path.getsize(path)} bytes")
+    for oname, pname, transposed in mapping:
+        if oname != pname or transposed:
+            print(f"  grad.{oname} <- {pname}{'.T' if transposed else ''}")
+    for oname, why in skipped:
+        print(f"  skipped {oname}: {why}")
 
 
 # ---------------------------------------------------------------- MLP
@@ -79,6 +268,10 @@ def make_mlp():
         nn.Linear(32, 10),
     )
     export(model, torch.randn(8, 16), "mlp.onnx")
+    gen = torch.Generator().manual_seed(GOLDEN_SEED)
+    inputs = torch.randn(8, 16, generator=gen)
+    labels = torch.randint(0, 10, (8,), generator=gen)
+    write_golden(model, "mlp.onnx", inputs, labels)
 
 
 # ---------------------------------------------------------------- GPT
@@ -179,9 +372,18 @@ def example_tokens():
     return torch.randint(0, VOCAB, (BATCH, SEQ), dtype=torch.int64)
 
 
+def golden_tokens(seed):
+    """Token ids [BATCH, SEQ] and their next-token labels [BATCH, SEQ]."""
+    gen = torch.Generator().manual_seed(seed)
+    seq = torch.randint(0, VOCAB, (BATCH, SEQ + 1), dtype=torch.int64,
+                        generator=gen)
+    return seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
+
+
 def make_gpt():
     model = GPT(lambda: CausalSelfAttention(D_MODEL, N_HEAD, SEQ), n_layer=4)
     export(model, example_tokens(), "gpt.onnx")
+    write_golden(model, "gpt.onnx", *golden_tokens(GOLDEN_SEED + 1))
 
 
 def make_gpt_mha():
@@ -195,6 +397,7 @@ def make_gpt_mha():
             print(f"gpt_mha (float_mask={float_mask}) failed: {err}")
             continue
         print(f"gpt_mha exported with {'float' if float_mask else 'bool'} mask")
+        write_golden(model, "gpt_mha.onnx", *golden_tokens(GOLDEN_SEED + 2))
         return
     raise RuntimeError("could not export gpt_mha.onnx")
 
