@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -97,6 +98,24 @@ static LogicalResult checkSameElementType(Operation *op, Value a, Value b,
 
 #define NN_EMIT [&] { return this->emitOpError(); }
 
+/// A `dense_resource` value whose blob is loaded must hold exactly the bytes
+/// of its type, or readers of the blob run past its end.
+static LogicalResult verifyResourceSize(Operation *op, ElementsAttr value) {
+  auto resource = dyn_cast<DenseResourceElementsAttr>(value);
+  if (!resource)
+    return success();
+  AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+  if (!blob)
+    return success();
+  int64_t expected = tensorBytes(resource.getType());
+  int64_t got = blob->getData().size();
+  if (got != expected)
+    return op->emitOpError("resource '")
+           << resource.getRawHandle().getKey() << "' holds " << got
+           << " bytes but " << resource.getType() << " needs " << expected;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Parameters and constants
 //===----------------------------------------------------------------------===//
@@ -120,10 +139,17 @@ LogicalResult ParameterOp::verify() {
     bool needsScale = *init == "normal" || *init == "uniform";
     if (needsScale && !getInitScale())
       return emitOpError("init rule '") << *init << "' needs init_scale";
+    // A standard deviation or half-width must be positive (NaN is not).
+    if (needsScale && !(getInitScaleAttr().getValueAsDouble() > 0.0))
+      return emitOpError("init rule '")
+             << *init << "' needs a positive init_scale, got "
+             << getInitScaleAttr().getValueAsDouble();
   }
   if (!getTensorType().getElementType().isFloat())
     return emitOpError("parameters must have a float element type, got ")
            << getTensorType().getElementType();
+  if (auto value = getInitialValueAttr())
+    return verifyResourceSize(*this, value);
   return success();
 }
 
@@ -154,7 +180,7 @@ LogicalResult ConstantOp::verify() {
     return emitOpError("value type ")
            << getValue().getType() << " does not match result type "
            << getType();
-  return success();
+  return verifyResourceSize(*this, getValue());
 }
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
