@@ -1,0 +1,120 @@
+//===- CostModel.h - Per-layer time from op costs ---------------*- C++ -*-===//
+//
+// The partitioner's cost model: per-layer forward, backward and recompute
+// times of one micro-batch, derived either from the `nn` cost interface (FLOPs
+// and bytes of a layer) and a device profile through the roofline model, or
+// from measured per-layer times; and the time of sending a boundary
+// activation between two stages. Plain C++17 over plain data: the compiler
+// passes convert `nn.layer` costs into `OpCostData` records before calling it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_ANALYSIS_COSTMODEL_H
+#define GPIPE_ANALYSIS_COSTMODEL_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlir::gpipe {
+
+/// The work of one layer for one micro-batch, as the `nn` cost interface
+/// reports it (`nn::OpCost` summed over the layer body).
+struct OpCostData {
+  int64_t flops = 0;        ///< floating point operations
+  int64_t bytesRead = 0;    ///< operand bytes, parameters included
+  int64_t bytesWritten = 0; ///< result bytes
+  /// Bytes of parameters the layer reads. Already part of `bytesRead` (the
+  /// consuming op reads them as an operand), so the roofline does not count
+  /// them again; kept for memory sizing.
+  int64_t paramBytes = 0;
+};
+
+/// What the cost model knows about a device and the link between two
+/// neighbouring pipeline stages. Rates are per second, times in seconds.
+struct DeviceProfile {
+  std::string name;
+  double peakFlops = 0;      ///< FLOP/s the layers' arithmetic reaches
+  double memBandwidth = 0;   ///< bytes/s of device memory
+  double linkBandwidth = 0;  ///< bytes/s of one stage-to-stage send
+  double linkLatency = 0;    ///< seconds of a zero-byte send
+  double backwardFactor = 2; ///< backward time / forward time
+};
+
+/// A 2-core x86 CPU running the layers with OpenBLAS; stages are processes on
+/// one host, so the "link" is a shared-memory copy.
+DeviceProfile cpuProfile();
+
+/// One NVIDIA H200 SXM per stage, neighbours joined by NVLink.
+DeviceProfile h200Profile();
+
+/// The built-in profile called `name` (case-insensitive: "cpu", "h200"), or
+/// std::nullopt.
+std::optional<DeviceProfile> lookupProfile(std::string_view name);
+
+/// Names `lookupProfile` accepts, for diagnostics ("cpu, h200").
+std::vector<std::string> builtinProfileNames();
+
+/// An empty string if every rate of `profile` is positive and finite, the
+/// latency non-negative and finite; else what is wrong, naming the field.
+std::string verifyProfile(const DeviceProfile &profile);
+
+/// Forward time of one execution: the roofline bound
+/// max(flops / peakFlops, (bytesRead + bytesWritten) / memBandwidth).
+double forwardTime(const OpCostData &cost, const DeviceProfile &profile);
+
+/// Backward time: backwardFactor x forward time.
+double backwardTime(const OpCostData &cost, const DeviceProfile &profile);
+
+/// Time of one point-to-point send of `bytes`: linkLatency + bytes /
+/// linkBandwidth.
+double transferTime(int64_t bytes, const DeviceProfile &profile);
+
+/// A measured time of one layer for one micro-batch (`gpipe-run --profile`).
+struct MeasuredLayerTime {
+  double forward = 0;  ///< seconds
+  double backward = 0; ///< seconds
+};
+
+/// Per-layer costs for the partitioner and the timeline simulator. All times
+/// are seconds per micro-batch.
+struct LayerCosts {
+  std::vector<double> forward;   ///< L entries
+  std::vector<double> backward;  ///< L entries
+  std::vector<double> recompute; ///< L entries; 0 unless rematerializing
+  /// L entries: forward + backward + recompute, the partitioner's layerTime.
+  std::vector<double> total;
+  /// L-1 entries: the cost of cutting after layer i, one forward send of its
+  /// output activation plus one backward send of the gradient of the same
+  /// size, i.e. 2 x transferTime(outputBytes[i]). Both neighbouring stages
+  /// take part in both sends, so the partitioner charges it to both.
+  std::vector<double> boundary;
+  std::string error; ///< non-empty on failure; the vectors are then empty
+  bool ok() const { return error.empty(); }
+};
+
+/// What the cost model needs about a model with L layers.
+struct CostModelInput {
+  /// L entries, used unless `measured` is given.
+  std::vector<OpCostData> layers;
+  /// L-1 (or L; the last is ignored) entries: bytes of layer i's output
+  /// activation for one micro-batch, what crosses a cut after layer i.
+  std::vector<int64_t> outputBytes;
+  /// Empty, or L measured times that replace the roofline estimate.
+  std::vector<MeasuredLayerTime> measured;
+  /// Activation rematerialization: the backward pass first reruns the
+  /// forward, so every layer pays its forward time once more.
+  bool rematerialize = false;
+};
+
+/// Per-layer and per-boundary costs of `input` on `profile`. Errors (negative
+/// or non-finite inputs, mismatched sizes, a bad profile) come back in
+/// `LayerCosts::error`, naming the layer.
+LayerCosts computeLayerCosts(const CostModelInput &input,
+                             const DeviceProfile &profile);
+
+} // namespace mlir::gpipe
+
+#endif // GPIPE_ANALYSIS_COSTMODEL_H
