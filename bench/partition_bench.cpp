@@ -2,14 +2,9 @@
 //
 // Times partitionOptimal on random models from 1,000 to 100,000 layers and
 // 4 to 256 stages, without a memory budget and with the tightest feasible
-// one. Not part of the build; compile it by hand against the analysis
-// sources, from the repository root:
-//
-//   g++ -O2 -std=c++17 -Iinclude bench/partition_bench.cpp
-//       lib/Analysis/Partition.cpp -o build-analysis/partition_bench
-//
-// (one command line). On the 2-core build machine L = 10,000, K = 16 takes
-// about 30 ms; time grows as K * (L - K + 1).
+// one. Built with everything as build/bench/partition_bench. On the 2-core
+// build machine L = 10,000, K = 16 takes about 30 ms; time grows as
+// K * (L - K + 1).
 //
 //===----------------------------------------------------------------------===//
 
