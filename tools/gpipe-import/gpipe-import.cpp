@@ -43,8 +43,8 @@ static cl::opt<bool> raw("raw",
                          cl::cat(category));
 static cl::opt<std::string>
     granularity("granularity",
-                cl::desc("Layer granularity: anchor (default) or op"),
-                cl::init("anchor"), cl::cat(category));
+                cl::desc("Layer granularity: scope (default), anchor or op"),
+                cl::init("scope"), cl::cat(category));
 static cl::opt<bool> summary("summary",
                              cl::desc("Print a table of the layers to stderr"),
                              cl::cat(category));
@@ -130,15 +130,12 @@ int main(int argc, char **argv) {
     return 1;
 
   if (!raw) {
-    gpipe::nn::LayerGranularity g;
-    if (granularity == "anchor")
-      g = gpipe::nn::LayerGranularity::Anchor;
-    else if (granularity == "op")
-      g = gpipe::nn::LayerGranularity::Op;
-    else {
+    std::optional<gpipe::nn::LayerGranularity> g =
+        gpipe::nn::parseLayerGranularity(granularity);
+    if (!g) {
       emitError(UnknownLoc::get(&context))
           << "unknown --granularity '" << granularity
-          << "' (expected anchor or op)";
+          << "' (expected scope, anchor or op)";
       return 1;
     }
     PassManager pm(&context);
@@ -148,7 +145,7 @@ int main(int argc, char **argv) {
     if (failed(pm.run(*module)))
       return 1;
     for (auto func : module->getOps<func::FuncOp>()) {
-      if (failed(gpipe::nn::formLayers(func, g)))
+      if (failed(gpipe::nn::formLayers(func, *g)))
         return 1;
       if (summary)
         gpipe::nn::printLayerSummary(func, llvm::errs());

@@ -21,7 +21,7 @@
 
 #include <optional>
 
-namespace mlir::gpipe::detail {
+namespace mlir::gpipe::presets {
 
 /// How a parameter is initialized at run time (the `init` and `init_scale`
 /// attributes of `nn.parameter`).
@@ -102,6 +102,6 @@ OwningOpRef<ModuleOp> buildMLP(MLIRContext *context,
 OwningOpRef<ModuleOp> buildGPT(MLIRContext *context,
                                const PresetOptions &options);
 
-} // namespace mlir::gpipe::detail
+} // namespace mlir::gpipe::presets
 
 #endif // GPIPE_LIB_FRONTEND_PRESETS_PRESETBUILDER_H

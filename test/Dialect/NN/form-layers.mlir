@@ -1,8 +1,9 @@
 // RUN: gpipe-opt %s --nn-form-layers -split-input-file | FileCheck %s
 // RUN: gpipe-opt %s --nn-form-layers=granularity=op -split-input-file | FileCheck %s --check-prefix=OP
+// RUN: gpipe-opt %s --nn-form-layers=granularity=anchor -split-input-file | FileCheck %s --check-prefix=ANCHOR
 // RUN: not gpipe-opt %s --nn-form-layers=granularity=coarse -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 
-// BAD: error: unknown layer granularity 'coarse' (expected anchor or op)
+// BAD: error: unknown layer granularity 'coarse' (expected scope, anchor or op)
 
 // A Linear/ReLU chain: one layer per Linear+ReLU pair by default, one per op
 // with granularity=op. Layer names come from the ONNX-style name scopes.
@@ -109,12 +110,13 @@ func.func @constants_cloned_into_layers(%x: tensor<4x8xf32>) -> tensor<4x8xf32> 
 // -----
 
 // Two network inputs live at once: the first layer takes both. The same
-// scope appearing twice gets a numbered name.
+// scope appearing again after another one gets a numbered name.
 
 // CHECK-LABEL: func.func @two_inputs_and_repeated_names
 // CHECK-SAME:    (%[[IDS:.*]]: tensor<2x4xi64>, %[[MASK:.*]]: tensor<2x4x8xi1>)
 // CHECK:         %[[E:.*]] = nn.layer "emb"(%[[IDS]], %[[MASK]]) : (tensor<2x4xi64>, tensor<2x4x8xi1>) -> tensor<2x4x8xf32>
 // CHECK:         nn.layer "norm"(%[[E]])
+// CHECK:         nn.layer "mid"
 // CHECK:         nn.layer "norm_1"
 func.func @two_inputs_and_repeated_names(%ids: tensor<2x4xi64>, %mask: tensor<2x4x8xi1>) -> tensor<2x4x8xf32> {
   %t = nn.param @table : tensor<16x8xf32>
@@ -122,10 +124,45 @@ func.func @two_inputs_and_repeated_names(%ids: tensor<2x4xi64>, %mask: tensor<2x
   %z = nn.constant dense<0.0> : tensor<f32>
   %m = nn.where %mask, %e, %z : (tensor<2x4x8xi1>, tensor<2x4x8xf32>, tensor<f32>) -> tensor<2x4x8xf32> loc("/emb/Where")
   %n1 = nn.softmax %m {axis = 2} : tensor<2x4x8xf32> -> tensor<2x4x8xf32> loc("/norm/Softmax")
-  %n2 = nn.softmax %n1 {axis = 2} : tensor<2x4x8xf32> -> tensor<2x4x8xf32> loc("/norm/Softmax_1")
-  return %n2 : tensor<2x4x8xf32>
+  %n2 = nn.softmax %n1 {axis = 2} : tensor<2x4x8xf32> -> tensor<2x4x8xf32> loc("/mid/Softmax")
+  %n3 = nn.softmax %n2 {axis = 2} : tensor<2x4x8xf32> -> tensor<2x4x8xf32> loc("/norm/Softmax_1")
+  return %n3 : tensor<2x4x8xf32>
 }
 nn.parameter @table : tensor<16x8xf32> {init = "normal", init_scale = 1.0 : f64}
+
+// -----
+
+// Consecutive cut segments of one module form one layer: the attention and
+// MLP halves of a transformer block each end in a residual add (a cut point)
+// but share the scope "blocks.0". With granularity=op they stay apart.
+
+nn.parameter @"blocks.0.attn.weight" : tensor<8x8xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @"blocks.0.mlp.weight" : tensor<8x8xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+
+// CHECK-LABEL: func.func @block_halves_form_one_layer
+// CHECK-SAME:    (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK:         %[[B:.*]] = nn.layer "blocks.0"(%[[X]])
+// CHECK-COUNT-2:   nn.add
+// CHECK:           nn.yield
+// CHECK:         return %[[B]]
+// CHECK-NOT:     nn.layer
+
+// ANCHOR-LABEL: func.func @block_halves_form_one_layer
+// ANCHOR:         nn.layer "blocks.0"
+// ANCHOR:         nn.layer "blocks.0_1"
+
+// OP-LABEL: func.func @block_halves_form_one_layer
+// OP:         nn.layer "blocks.0"
+// OP:         nn.layer "blocks.0_1"
+func.func @block_halves_form_one_layer(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %wa = nn.param @"blocks.0.attn.weight" : tensor<8x8xf32>
+  %a = nn.linear %x, %wa {transpose_weight = true} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> loc("/blocks.0/attn/Linear")
+  %r1 = nn.add %x, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> loc("/blocks.0/Add")
+  %wm = nn.param @"blocks.0.mlp.weight" : tensor<8x8xf32>
+  %m = nn.linear %r1, %wm {transpose_weight = true} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> loc("/blocks.0/mlp/Linear")
+  %r2 = nn.add %r1, %m : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> loc("/blocks.0/Add_1")
+  return %r2 : tensor<4x8xf32>
+}
 
 // -----
 

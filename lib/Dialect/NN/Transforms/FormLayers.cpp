@@ -111,6 +111,17 @@ static Value materializeFree(Value v, OpBuilder &builder, IRMapping &mapping) {
   return clone->getResult(cast<OpResult>(v).getResultNumber());
 }
 
+std::optional<LayerGranularity>
+mlir::gpipe::nn::parseLayerGranularity(StringRef name) {
+  if (name == "scope")
+    return LayerGranularity::Scope;
+  if (name == "anchor")
+    return LayerGranularity::Anchor;
+  if (name == "op")
+    return LayerGranularity::Op;
+  return std::nullopt;
+}
+
 FailureOr<unsigned>
 mlir::gpipe::nn::formLayers(func::FuncOp func, LayerGranularity granularity) {
   if (func.isExternal() || !func.getBody().hasOneBlock())
@@ -178,7 +189,7 @@ mlir::gpipe::nn::formLayers(func::FuncOp func, LayerGranularity granularity) {
 
   // Merge anchor-less segments into the preceding one (the first into the
   // next).
-  if (granularity == LayerGranularity::Anchor && segments.size() > 1) {
+  if (granularity != LayerGranularity::Op && segments.size() > 1) {
     SmallVector<Segment> merged;
     for (Segment &seg : segments) {
       if (!merged.empty() && (!seg.hasAnchor || !merged.back().hasAnchor)) {
@@ -186,6 +197,24 @@ mlir::gpipe::nn::formLayers(func::FuncOp func, LayerGranularity granularity) {
         merged.back().hasAnchor |= seg.hasAnchor;
         continue;
       }
+      merged.push_back(std::move(seg));
+    }
+    segments = std::move(merged);
+  }
+
+  // Consecutive segments of one name scope (the halves of a transformer
+  // block around its first residual add) form one layer.
+  if (granularity == LayerGranularity::Scope && segments.size() > 1) {
+    SmallVector<Segment> merged;
+    std::string previous;
+    for (Segment &seg : segments) {
+      std::string name = layerName(seg);
+      if (!merged.empty() && !name.empty() && name == previous) {
+        merged.back().ops.append(seg.ops);
+        merged.back().hasAnchor |= seg.hasAnchor;
+        continue;
+      }
+      previous = name;
       merged.push_back(std::move(seg));
     }
     segments = std::move(merged);
@@ -260,17 +289,13 @@ struct NNFormLayersPass
     : public mlir::gpipe::nn::impl::NNFormLayersPassBase<NNFormLayersPass> {
   using NNFormLayersPassBase::NNFormLayersPassBase;
   void runOnOperation() override {
-    LayerGranularity g;
-    if (granularity == "anchor")
-      g = LayerGranularity::Anchor;
-    else if (granularity == "op")
-      g = LayerGranularity::Op;
-    else {
+    std::optional<LayerGranularity> g = parseLayerGranularity(granularity);
+    if (!g) {
       getOperation().emitError("unknown layer granularity '")
-          << granularity << "' (expected anchor or op)";
+          << granularity << "' (expected scope, anchor or op)";
       return signalPassFailure();
     }
-    if (failed(formLayers(getOperation(), g)))
+    if (failed(formLayers(getOperation(), *g)))
       signalPassFailure();
   }
 };

@@ -17,9 +17,11 @@ def NNFormLayersPass : Pass<"nn-form-layers", "::mlir::func::FuncOp"> {
     constants and values computed only from them are not activations. Each
     segment between two cut points becomes an `nn.layer`, so a residual block
     (where the skip connection keeps two tensors live) stays one layer. With
-    `granularity=anchor` (the default) a segment of only cheap elementwise ops
-    (an activation function, a bias or position add) joins the preceding
-    layer, so a Linear+ReLU chain gives one layer per pair; with
+    `granularity=anchor` a segment of only cheap elementwise ops (an
+    activation function, a bias or position add) joins the preceding layer,
+    so a Linear+ReLU chain gives one layer per pair; `granularity=scope` (the
+    default) also merges consecutive layers of one name scope, so the two
+    residual halves of a transformer block are one layer; with
     `granularity=op` every cut point is kept. Constants a layer uses are
     cloned into it, since layers are isolated from above. Layer names are the
     common ONNX/preset name scope of their ops (`blocks.0`), else the scope of
@@ -50,9 +52,10 @@ def NNFormLayersPass : Pass<"nn-form-layers", "::mlir::func::FuncOp"> {
   }];
   let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
   let options = [
-    Option<"granularity", "granularity", "std::string", /*default=*/"\"anchor\"",
-           "`anchor`: merge elementwise-only segments into a neighbour; "
-           "`op`: one layer per cut point">,
+    Option<"granularity", "granularity", "std::string", /*default=*/"\"scope\"",
+           "`scope`: merge elementwise-only segments and consecutive segments "
+           "of one name scope; `anchor`: merge elementwise-only segments "
+           "into a neighbour; `op`: one layer per cut point">,
   ];
 }
 

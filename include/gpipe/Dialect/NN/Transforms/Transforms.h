@@ -12,6 +12,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
+
 namespace mlir::gpipe::nn {
 
 /// Patterns raising primitive forms to fused ops: gemm/matmul(+bias add) to
@@ -20,7 +22,18 @@ namespace mlir::gpipe::nn {
 void populateRaiseFusedOpsPatterns(RewritePatternSet &patterns);
 
 /// How finely `formLayers` cuts.
-enum class LayerGranularity { Anchor, Op };
+enum class LayerGranularity {
+  /// `Anchor`, then consecutive layers of one name scope merge (a
+  /// transformer block with two residual halves is one layer).
+  Scope,
+  /// Segments without an anchor op merge into the preceding layer.
+  Anchor,
+  /// Every cut point starts a layer.
+  Op,
+};
+
+/// Parses "scope", "anchor" or "op".
+std::optional<LayerGranularity> parseLayerGranularity(llvm::StringRef name);
 
 /// Groups the body of `func` into nn.layer ops at single-activation cut
 /// points. Returns the number of layers formed; a function that already has
