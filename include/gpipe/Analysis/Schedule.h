@@ -1,0 +1,214 @@
+//===- Schedule.h - Pipeline schedules --------------------------*- C++ -*-===//
+//
+// The scheduled form of a pipeline as plain data: for every rank, the ordered
+// list of actions it runs (forward, backward or its input/weight halves,
+// recompute, point-to-point sends and receives at stage boundaries, gradient
+// all-reduce, optimizer step), in the vocabulary of PyTorch's pipelining
+// schedule IR so its CSV schedules can be imported and checked. Also the
+// generators for GPipe fill-drain and non-interleaved 1F1B, the pass that
+// places sends and receives into per-rank compute orders so that the result
+// cannot deadlock under blocking rendezvous semantics, and the CSV reader and
+// writer. Plain C++17; no MLIR or LLVM.
+//
+// Conventions. Stage s lives on rank stageToRank[s]; a rank may hold several
+// stages (interleaved schedules). Boundary b joins stage b and stage b+1. An
+// action's `stage` is always the LOCAL stage: `1SEND_F3` is stage 1 sending
+// the activation of micro-batch 3 to stage 2, `2RECV_F3` is stage 2 receiving
+// it, `2SEND_B3` is stage 2 sending the gradient of that activation back and
+// `1RECV_B3` stage 1 receiving it. Adjacent stages on the same rank hand data
+// over in memory and have no send/receive. A backward is either one Backward
+// (B) or a BackwardInput (I, which produces the gradient sent upstream) plus a
+// BackwardWeight (W), the zero-bubble split.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_ANALYSIS_SCHEDULE_H
+#define GPIPE_ANALYSIS_SCHEDULE_H
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlir::gpipe {
+
+/// What one action of a rank's program does.
+enum class ActionKind {
+  Forward,        ///< F: forward of (stage, micro-batch)
+  Backward,       ///< B: full backward of (stage, micro-batch)
+  BackwardInput,  ///< I: input-gradient half of a split backward
+  BackwardWeight, ///< W: weight-gradient half of a split backward
+  Recompute,      ///< R: re-run the forward before its backward (remat)
+  SendF,          ///< SEND_F: activation to the next stage
+  RecvF,          ///< RECV_F: activation from the previous stage
+  SendB,          ///< SEND_B: gradient to the previous stage
+  RecvB,          ///< RECV_B: gradient from the next stage
+  AllReduce,      ///< REDUCE_GRAD: data-parallel gradient reduction of a stage
+  Step,           ///< STEP: optimizer update of a stage
+};
+
+constexpr int kNumActionKinds = 11;
+
+/// The CSV spelling of `kind`: F B I W R SEND_F RECV_F SEND_B RECV_B
+/// REDUCE_GRAD STEP.
+const char *getActionKindName(ActionKind kind);
+
+/// F, B, I, W and R: the actions that run a stage's layers.
+bool isComputeKind(ActionKind kind);
+bool isSendKind(ActionKind kind);
+bool isRecvKind(ActionKind kind);
+/// SendF, RecvF, SendB, RecvB.
+bool isCommKind(ActionKind kind);
+/// Every kind but AllReduce and Step names a micro-batch.
+bool hasMicrobatch(ActionKind kind);
+/// SendF/RecvF carry activations (forward direction), SendB/RecvB gradients.
+bool isForwardComm(ActionKind kind);
+
+/// One action of a rank's program.
+struct Action {
+  ActionKind kind = ActionKind::Forward;
+  int stage = 0;
+  /// The micro-batch; -1 for AllReduce and Step.
+  int microbatch = -1;
+  /// For sends and receives the rank at the other end, else -1.
+  int peer = -1;
+  /// For sends and receives the payload size in bytes, else 0.
+  int64_t bytes = 0;
+  /// For sends and receives the element type of the payload ("f32"), else
+  /// empty.
+  std::string dtype;
+
+  static Action compute(ActionKind kind, int stage, int microbatch);
+  static Action comm(ActionKind kind, int stage, int microbatch, int peer,
+                     int64_t bytes, std::string dtype);
+  static Action step(int stage);
+  static Action allReduce(int stage);
+
+  bool operator==(const Action &other) const;
+  bool operator!=(const Action &other) const { return !(*this == other); }
+};
+
+/// The CSV cell of `action`: "1SEND_F3", "0F0", "2STEP".
+std::string toString(const Action &action);
+
+/// `toString` plus the peer of a send or receive: "1SEND_F3 to rank 2",
+/// "2RECV_F3 from rank 1"; what diagnostics print.
+std::string describe(const Action &action);
+
+/// A complete pipeline schedule: which rank runs each stage and each rank's
+/// program in order.
+struct Schedule {
+  int numStages = 0;
+  int numMicrobatches = 0;
+  /// numStages entries.
+  std::vector<int> stageToRank;
+  /// One program per rank; ranks.size() is the number of ranks.
+  std::vector<std::vector<Action>> ranks;
+
+  int getNumRanks() const { return static_cast<int>(ranks.size()); }
+  /// The rank of `stage`, or -1 when out of range.
+  int getRankOfStage(int stage) const;
+  /// The stages `rank` runs, ascending.
+  std::vector<int> getStagesOfRank(int rank) const;
+
+  bool operator==(const Schedule &other) const;
+  bool operator!=(const Schedule &other) const { return !(*this == other); }
+};
+
+/// A schedule, or an error message (non-empty) and an empty schedule.
+struct ScheduleOrError {
+  Schedule schedule;
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+
+/// What crosses each stage boundary per micro-batch: the activation forward
+/// and its gradient (same size and element type) backward.
+struct BoundaryTraffic {
+  /// numStages - 1 entries: payload bytes of boundary b (stage b -> b+1).
+  /// Missing entries count as 0.
+  std::vector<int64_t> bytes;
+  std::string dtype = "f32";
+
+  static BoundaryTraffic uniform(int numStages, int64_t bytes,
+                                 std::string dtype = "f32");
+  int64_t getBytes(int boundary) const;
+};
+
+/// How the generators and `insertCommunication` work. The durations are only
+/// used to choose WHERE each send and receive goes in the programs (so that a
+/// rendezvous rarely stalls a rank that has work); any positive values give a
+/// deadlock-free schedule. Integer ticks, so that ties are exact.
+struct ScheduleOptions {
+  /// Insert a Recompute right before every Backward/BackwardInput (the
+  /// "stage" rematerialization policy: keep only the stage's boundary input).
+  bool recompute = false;
+  int64_t forwardTicks = 1;
+  int64_t backwardTicks = 2;
+  int64_t recomputeTicks = 1;
+};
+
+/// GPipe fill-drain: stage k on rank k runs all M forwards, then all M
+/// backwards (micro-batch 0 first, so gradients accumulate in the same order
+/// as in every other schedule), then its Step. Sends and receives as placed
+/// by `insertCommunication`. K < 1 or M < 1 gives a schedule with no ranks,
+/// which `verifySchedule` rejects.
+Schedule buildGPipeSchedule(int numStages, int numMicrobatches,
+                            const BoundaryTraffic &traffic,
+                            const ScheduleOptions &options = {});
+Schedule buildGPipeSchedule(int numStages, int numMicrobatches,
+                            int64_t boundaryBytes);
+
+/// Non-interleaved 1F1B (PipeDream-flush): stage k runs min(K-k-1, M) warm-up
+/// forwards, then alternates one forward and one backward, then drains the
+/// remaining backwards, then its Step. Exactly the compute actions of
+/// `buildGPipeSchedule`, in another order.
+Schedule build1F1BSchedule(int numStages, int numMicrobatches,
+                           const BoundaryTraffic &traffic,
+                           const ScheduleOptions &options = {});
+Schedule build1F1BSchedule(int numStages, int numMicrobatches,
+                           int64_t boundaryBytes);
+
+/// Completes a schedule given as per-rank compute orders (F, B, I, W, R,
+/// REDUCE_GRAD, STEP; any sends and receives in it are dropped) with the
+/// sends and receives every cross-rank boundary needs.
+///
+/// Placement rule: simulate the compute orders once with `options`' tick
+/// durations and unbounded buffering (each action starts when its rank is
+/// free and its inputs exist), giving every action a start tick; put each
+/// transfer at the tick its producer ends; sort ALL events (compute actions
+/// at their start, transfers at their tick, a transfer before a compute
+/// action at the same tick, then by a fixed tie-break) into ONE global
+/// sequence and give each rank the subsequence it takes part in. A send and
+/// its receive are one event of that sequence, so running the sequence in
+/// order is an execution in which every rendezvous finds both ranks at the
+/// matching action: the schedule cannot deadlock. Receives precede their
+/// consumer and sends follow their producer because every duration is >= 1.
+///
+/// Errors (a malformed stage map, an action on the wrong rank, a compute order
+/// that cannot run, e.g. a backward before its forward on the same rank, or a
+/// missing producer) come back as the message.
+ScheduleOrError insertCommunication(const Schedule &computeOrder,
+                                    const BoundaryTraffic &traffic,
+                                    const ScheduleOptions &options = {});
+
+/// PyTorch pipelining CSV: one line per rank, cells `<stage><TYPE>[<mb>]`
+/// (TYPE one of F B I W SEND_F RECV_F SEND_B RECV_B REDUCE_GRAD, plus gpipe's
+/// R and STEP) separated by commas, ending in a newline. Peers, bytes and
+/// dtypes are not written; `parseCSV` derives them.
+std::string toCSV(const Schedule &schedule);
+
+/// Reads `toCSV`'s format (and PyTorch's `_dump_csv` output): ranks are
+/// lines, empty cells are idle slots and are skipped, spaces and a trailing
+/// CR are ignored. The stage map is inferred (each stage must appear on
+/// exactly one rank); peers come from it, bytes and dtype from `traffic`.
+/// Errors name the line (rank), the 1-based column and the cell text. The
+/// result is not verified: call `verifySchedule`, or `insertCommunication`
+/// for a compute-only CSV.
+ScheduleOrError parseCSV(std::string_view text, int numStages,
+                         int numMicrobatches,
+                         const BoundaryTraffic &traffic = {});
+
+} // namespace mlir::gpipe
+
+#endif // GPIPE_ANALYSIS_SCHEDULE_H
