@@ -3,7 +3,8 @@
 // Imports an ONNX model (opsets 13-17, as torch.onnx.export writes them) into
 // a module holding `nn.parameter`s for the initializers and one `func.func`
 // of `nn` ops for the graph. Shape arithmetic is folded to constants; every
-// op gets the location `"<node name>"("<file>":<node index>:0)`.
+// op gets the location `"<node name>"("<file>":<N>:0)` where N counts the
+// graph's nodes from 1 (graph inputs, initializers and outputs use 0).
 //
 //===----------------------------------------------------------------------===//
 

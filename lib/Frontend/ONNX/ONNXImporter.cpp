@@ -1892,7 +1892,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
                          ? node.op_type() + "_" + std::to_string(index)
                          : node.name();
   Location loc = NameLoc::get(StringAttr::get(ctx, name),
-                              FileLineColLoc::get(ctx, fileName, index, 0));
+                              FileLineColLoc::get(ctx, fileName, index + 1, 0));
   NodeCtx n{node, node.op_type(), name, loc, {}};
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     return emitError(loc) << "unsupported ONNX op '" << node.domain() << "."
