@@ -82,4 +82,43 @@ def NNRaiseFusedOpsPass : Pass<"nn-raise-fused-ops"> {
   let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
 }
 
+def NNAttachLossPass : Pass<"nn-attach-loss", "::mlir::ModuleOp"> {
+  let summary = "Append a loss to the network function";
+  let description = [{
+    Turns the network `func.func` (inputs -> prediction) into the training
+    objective: a labels argument is appended and the function returns the
+    scalar loss (`nn.cross_entropy` with integer labels, or `nn.mse`).
+  }];
+  let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
+           "`cross-entropy` or `mse`">,
+    Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
+           "Name of the network function">,
+  ];
+}
+
+def NNDifferentiatePass : Pass<"nn-differentiate", "::mlir::ModuleOp"> {
+  let summary = "Build reverse-mode gradient functions";
+  let description = [{
+    For each function marked `nn.differentiate`, builds its backward
+    function through the ops' `VJPOpInterface`.
+  }];
+  let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
+}
+
+def NNMicrobatchPass : Pass<"nn-microbatch", "::mlir::ModuleOp"> {
+  let summary = "Rewrite the network to micro-batch shapes";
+  let description = [{
+    Divides the batch dimension of the network function by `microbatches`.
+  }];
+  let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
+  let options = [
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "Number of micro-batches M (must divide the batch)">,
+    Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
+           "Name of the network function">,
+  ];
+}
+
 #endif // GPIPE_DIALECT_NN_TRANSFORMS_PASSES_TD
