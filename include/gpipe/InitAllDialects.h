@@ -8,6 +8,7 @@
 #ifndef GPIPE_INITALLDIALECTS_H
 #define GPIPE_INITALLDIALECTS_H
 
+#include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
 #include "gpipe/Dialect/NN/IR/NNDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Dialect.h"
@@ -15,7 +16,7 @@
 namespace mlir::gpipe {
 
 inline void registerAllDialects(DialectRegistry &registry) {
-  registry.insert<nn::NNDialect, func::FuncDialect>();
+  registry.insert<nn::NNDialect, GPipeDialect, func::FuncDialect>();
 }
 
 } // namespace mlir::gpipe

@@ -8,6 +8,7 @@
 #ifndef GPIPE_INITALLPASSES_H
 #define GPIPE_INITALLPASSES_H
 
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/NN/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -16,6 +17,7 @@ namespace mlir::gpipe {
 inline void registerAllPasses() {
   mlir::registerTransformsPasses();
   nn::registerNNPasses();
+  registerGPipePasses();
 }
 
 } // namespace mlir::gpipe

@@ -919,3 +919,203 @@ func.func @yield_outside_layer(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'nn.yield' op expects parent op 'nn.layer'}}
   nn.yield %x : tensor<4xf32>
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Reductions and slice insertion
+//===----------------------------------------------------------------------===//
+
+func.func @reduce_sum_unsorted_axes(%x: tensor<2x3x4xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'nn.reduce_sum' op reduce axes [2, 0] must be sorted, distinct and below the rank 3 of [2, 3, 4]}}
+  %r = nn.reduce_sum %x {axes = array<i64: 2, 0>} : tensor<2x3x4xf32> -> tensor<3xf32>
+  return %r : tensor<3xf32>
+}
+
+// -----
+
+func.func @reduce_sum_axis_out_of_range(%x: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'nn.reduce_sum' op reduce axes [2] must be sorted, distinct and below the rank 2 of [2, 3]}}
+  %r = nn.reduce_sum %x {axes = array<i64: 2>} : tensor<2x3xf32> -> tensor<2xf32>
+  return %r : tensor<2xf32>
+}
+
+// -----
+
+func.func @reduce_sum_negative_axis(%x: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'nn.reduce_sum' op reduce axes [-1] must be sorted, distinct and below the rank 2 of [2, 3]}}
+  %r = nn.reduce_sum %x {axes = array<i64: -1>} : tensor<2x3xf32> -> tensor<2xf32>
+  return %r : tensor<2xf32>
+}
+
+// -----
+
+func.func @reduce_sum_result_shape(%x: tensor<2x3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'nn.reduce_sum' op expected result shape [1, 3] but the result type has shape [3]}}
+  %r = nn.reduce_sum %x {axes = array<i64: 0>, keep_dims = true} : tensor<2x3xf32> -> tensor<3xf32>
+  return %r : tensor<3xf32>
+}
+
+// -----
+
+func.func @reduce_sum_of_integers(%x: tensor<2x3xi64>) -> tensor<3xi64> {
+  // expected-error @+1 {{'nn.reduce_sum' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values, but got 'tensor<2x3xi64>'}}
+  %r = nn.reduce_sum %x {axes = array<i64: 0>} : tensor<2x3xi64> -> tensor<3xi64>
+  return %r : tensor<3xi64>
+}
+
+// -----
+
+func.func @insert_slice_out_of_bounds(%s: tensor<4x8xf32>, %d: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'nn.insert_slice' op slice of dim 1 (offset 9, size 8, stride 1) is out of bounds for [4, 16]}}
+  %r = nn.insert_slice %s into %d {offsets = array<i64: 0, 9>, strides = array<i64: 1, 1>} : tensor<4x8xf32> into tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @insert_slice_rank_mismatch(%s: tensor<8xf32>, %d: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'nn.insert_slice' op cannot insert a slice of rank 1 into a tensor of rank 2}}
+  %r = nn.insert_slice %s into %d {offsets = array<i64: 0, 0>, strides = array<i64: 1, 1>} : tensor<8xf32> into tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @insert_slice_missing_strides(%s: tensor<4x8xf32>, %d: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'nn.insert_slice' op slice needs one offset, size and stride per dim of [4, 16], got 2, 2 and 1}}
+  %r = nn.insert_slice %s into %d {offsets = array<i64: 0, 0>, strides = array<i64: 1>} : tensor<4x8xf32> into tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @insert_slice_element_types(%s: tensor<4x8xf16>, %d: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'nn.insert_slice' op expected source and destination of one element type, got 'f16' and 'f32'}}
+  %r = nn.insert_slice %s into %d {offsets = array<i64: 0, 0>, strides = array<i64: 1, 1>} : tensor<4x8xf16> into tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @insert_slice_result_type(%s: tensor<4x8xf32>, %d: tensor<4x16xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'nn.insert_slice' op failed to verify that all of {dest, result} have same type}}
+  %r = "nn.insert_slice"(%s, %d) <{offsets = array<i64: 0, 0>, strides = array<i64: 1, 1>}> : (tensor<4x8xf32>, tensor<4x16xf32>) -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Gradient kernels
+//===----------------------------------------------------------------------===//
+
+func.func @gather_grad_shape(%ids: tensor<2x16xi64>, %dy: tensor<2x16x32xf32>) -> tensor<32x64xf32> {
+  // expected-error @+1 {{'nn.gather_grad' op expected gradient shape [2, 16, 64] (the gather of [32, 64] by indices [2, 16] along axis 0), got [2, 16, 32]}}
+  %t = nn.gather_grad %ids, %dy {axis = 0} : (tensor<2x16xi64>, tensor<2x16x32xf32>) -> tensor<32x64xf32>
+  return %t : tensor<32x64xf32>
+}
+
+// -----
+
+func.func @gather_grad_axis(%ids: tensor<3xi64>, %dy: tensor<3xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'nn.gather_grad' op axis 1 is out of range for shape [8]}}
+  %t = nn.gather_grad %ids, %dy {axis = 1} : (tensor<3xi64>, tensor<3xf32>) -> tensor<8xf32>
+  return %t : tensor<8xf32>
+}
+
+// -----
+
+func.func @gather_grad_element_types(%ids: tensor<3xi64>, %dy: tensor<3x4xf16>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'nn.gather_grad' op expected gradient and result of one element type, got 'f16' and 'f32'}}
+  %t = nn.gather_grad %ids, %dy {axis = 0} : (tensor<3xi64>, tensor<3x4xf16>) -> tensor<8x4xf32>
+  return %t : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @softmax_grad_axis(%y: tensor<4x8xf32>, %dy: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'nn.softmax_grad' op axis 2 is out of range for shape [4, 8]}}
+  %dx = nn.softmax_grad %y, %dy {axis = 2} : tensor<4x8xf32>
+  return %dx : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @softmax_grad_types(%y: tensor<4x8xf32>, %dy: tensor<4x4xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'nn.softmax_grad' op failed to verify that all of {output, grad, result} have same type}}
+  %dx = "nn.softmax_grad"(%y, %dy) <{axis = 1 : i64}> : (tensor<4x8xf32>, tensor<4x4xf32>) -> tensor<4x8xf32>
+  return %dx : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_grad_scale_shape(%x: tensor<2x16x32xf32>, %g: tensor<16xf32>, %dy: tensor<2x16x32xf32>) -> tensor<2x16x32xf32> {
+  // expected-error @+1 {{'nn.layer_norm_grad' op expected layer_norm scale of shape [32], got [16]}}
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy {axis = 2} : (tensor<2x16x32xf32>, tensor<16xf32>, tensor<2x16x32xf32>) -> (tensor<2x16x32xf32>, tensor<16xf32>, tensor<16xf32>)
+  return %dx : tensor<2x16x32xf32>
+}
+
+// -----
+
+func.func @layer_norm_grad_grad_type(%x: tensor<2x16x32xf32>, %g: tensor<32xf32>, %dy: tensor<2x16x16xf32>) -> tensor<2x16x32xf32> {
+  // expected-error @+1 {{'nn.layer_norm_grad' op expected gradient of the input type 'tensor<2x16x32xf32>', got 'tensor<2x16x16xf32>'}}
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy {axis = 2} : (tensor<2x16x32xf32>, tensor<32xf32>, tensor<2x16x16xf32>) -> (tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>)
+  return %dx : tensor<2x16x32xf32>
+}
+
+// -----
+
+func.func @layer_norm_grad_input_grad_type(%x: tensor<2x16x32xf32>, %g: tensor<32xf32>, %dy: tensor<2x16x32xf32>) -> tensor<2x16x32xf16> {
+  // expected-error @+1 {{'nn.layer_norm_grad' op expected input gradient of type 'tensor<2x16x32xf32>', got 'tensor<2x16x32xf16>'}}
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy {axis = 2} : (tensor<2x16x32xf32>, tensor<32xf32>, tensor<2x16x32xf32>) -> (tensor<2x16x32xf16>, tensor<32xf32>, tensor<32xf32>)
+  return %dx : tensor<2x16x32xf16>
+}
+
+// -----
+
+func.func @layer_norm_grad_param_grad_types(%x: tensor<2x16x32xf32>, %g: tensor<32xf32>, %dy: tensor<2x16x32xf32>) -> tensor<2x16x32xf32> {
+  // expected-error @+1 {{'nn.layer_norm_grad' op expected scale and bias gradients of type 'tensor<32xf32>', got 'tensor<32xf32>' and 'tensor<16x32xf32>'}}
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy {axis = 2} : (tensor<2x16x32xf32>, tensor<32xf32>, tensor<2x16x32xf32>) -> (tensor<2x16x32xf32>, tensor<32xf32>, tensor<16x32xf32>)
+  return %dx : tensor<2x16x32xf32>
+}
+
+// -----
+
+func.func @gelu_grad_types(%x: tensor<4x8xf32>, %dy: tensor<4x8xf16>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'nn.gelu_grad' op requires the same type for all operands and results}}
+  %dx = "nn.gelu_grad"(%x, %dy) : (tensor<4x8xf32>, tensor<4x8xf16>) -> tensor<4x8xf32>
+  return %dx : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @cross_entropy_grad_labels(%l: tensor<2x32xf32>, %y: tensor<32xi64>, %d: tensor<f32>) -> tensor<2x32xf32> {
+  // expected-error @+1 {{'nn.cross_entropy_grad' op expected labels of shape [2] for logits [2, 32], got [32]}}
+  %g = nn.cross_entropy_grad %l, %y, %d : (tensor<2x32xf32>, tensor<32xi64>, tensor<f32>) -> tensor<2x32xf32>
+  return %g : tensor<2x32xf32>
+}
+
+// -----
+
+func.func @cross_entropy_grad_result_type(%l: tensor<2x32xf32>, %y: tensor<2xi64>, %d: tensor<f32>) -> tensor<2x16xf32> {
+  // expected-error @+1 {{'nn.cross_entropy_grad' op expected result type 'tensor<2x32xf32>', got 'tensor<2x16xf32>'}}
+  %g = nn.cross_entropy_grad %l, %y, %d : (tensor<2x32xf32>, tensor<2xi64>, tensor<f32>) -> tensor<2x16xf32>
+  return %g : tensor<2x16xf32>
+}
+
+// -----
+
+func.func @cross_entropy_grad_loss_gradient_type(%l: tensor<2x32xf32>, %y: tensor<2xi64>, %d: tensor<f64>) -> tensor<2x32xf32> {
+  // expected-error @+1 {{'nn.cross_entropy_grad' op expected logits and loss gradient of one element type, got 'f32' and 'f64'}}
+  %g = nn.cross_entropy_grad %l, %y, %d : (tensor<2x32xf32>, tensor<2xi64>, tensor<f64>) -> tensor<2x32xf32>
+  return %g : tensor<2x32xf32>
+}
+
+// -----
+
+func.func @cross_entropy_grad_loss_gradient_not_scalar(%l: tensor<2x32xf32>, %y: tensor<2xi64>, %d: tensor<1xf32>) -> tensor<2x32xf32> {
+  // expected-error @+1 {{'nn.cross_entropy_grad' op operand #2 must be 0D tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values, but got 'tensor<1xf32>'}}
+  %g = nn.cross_entropy_grad %l, %y, %d : (tensor<2x32xf32>, tensor<2xi64>, tensor<1xf32>) -> tensor<2x32xf32>
+  return %g : tensor<2x32xf32>
+}

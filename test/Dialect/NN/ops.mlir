@@ -165,6 +165,17 @@ func.func @unary_low_precision(%h: tensor<8xf16>, %b: tensor<8xbf16>, %d: tensor
 
 // -----
 
+// CHECK-LABEL: func.func @log
+// CHECK-SAME:    (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK:         %[[L:.*]] = nn.log %[[X]] : tensor<4x8xf32>
+// CHECK:         return %[[L]]
+func.func @log(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %l = nn.log %x : tensor<4x8xf32>
+  return %l : tensor<4x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @cast
 // CHECK-SAME:    (%[[M:.*]]: tensor<4x4xi1>, %[[X:.*]]: tensor<4x4xf32>)
 // CHECK:         %[[F:.*]] = nn.cast %[[M]] : tensor<4x4xi1> -> tensor<4x4xf32>
@@ -365,6 +376,107 @@ func.func @losses(%logits: tensor<2x16x32xf32>, %labels: tensor<2x16xi64>, %p: t
   %ce = nn.cross_entropy %logits, %labels : (tensor<2x16x32xf32>, tensor<2x16xi64>) -> tensor<f32>
   %mse = nn.mse %p, %t : (tensor<8x10xf32>, tensor<8x10xf32>) -> tensor<f32>
   return %ce, %mse : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Reductions and slice insertion
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @reduce_sum
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x16x96xf32>)
+// CHECK:         %[[S:.*]] = nn.reduce_sum %[[X]] {axes = array<i64: 0, 1>} : tensor<2x16x96xf32> -> tensor<96xf32>
+// CHECK:         %[[K:.*]] = nn.reduce_sum %[[X]] {axes = array<i64: 1>, keep_dims = true} : tensor<2x16x96xf32> -> tensor<2x1x96xf32>
+// CHECK:         %[[A:.*]] = nn.reduce_sum %[[X]] {axes = array<i64: 0, 1, 2>} : tensor<2x16x96xf32> -> tensor<f32>
+// CHECK:         %[[N:.*]] = nn.reduce_sum %[[X]] {axes = array<i64>} : tensor<2x16x96xf32> -> tensor<2x16x96xf32>
+// CHECK:         return %[[S]], %[[K]], %[[A]], %[[N]]
+func.func @reduce_sum(%x: tensor<2x16x96xf32>) -> (tensor<96xf32>, tensor<2x1x96xf32>, tensor<f32>, tensor<2x16x96xf32>) {
+  %s = nn.reduce_sum %x {axes = array<i64: 0, 1>} : tensor<2x16x96xf32> -> tensor<96xf32>
+  %k = nn.reduce_sum %x {axes = array<i64: 1>, keep_dims = true} : tensor<2x16x96xf32> -> tensor<2x1x96xf32>
+  %a = nn.reduce_sum %x {axes = array<i64: 0, 1, 2>} : tensor<2x16x96xf32> -> tensor<f32>
+  %n = nn.reduce_sum %x {axes = array<i64>} : tensor<2x16x96xf32> -> tensor<2x16x96xf32>
+  return %s, %k, %a, %n : tensor<96xf32>, tensor<2x1x96xf32>, tensor<f32>, tensor<2x16x96xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @insert_slice
+// CHECK-SAME:    (%[[S:.*]]: tensor<4x8xf32>, %[[D:.*]]: tensor<4x16xf32>, %[[E:.*]]: tensor<2x8xf32>)
+// CHECK:         %[[R:.*]] = nn.insert_slice %[[S]] into %[[D]] {offsets = array<i64: 0, 8>, strides = array<i64: 1, 1>} : tensor<4x8xf32> into tensor<4x16xf32>
+// CHECK:         %[[T:.*]] = nn.insert_slice %[[E]] into %[[R]] {offsets = array<i64: 1, 1>, strides = array<i64: 2, 2>} : tensor<2x8xf32> into tensor<4x16xf32>
+// CHECK:         return %[[T]]
+func.func @insert_slice(%s: tensor<4x8xf32>, %d: tensor<4x16xf32>, %e: tensor<2x8xf32>) -> tensor<4x16xf32> {
+  %r = nn.insert_slice %s into %d {offsets = array<i64: 0, 8>, strides = array<i64: 1, 1>} : tensor<4x8xf32> into tensor<4x16xf32>
+  %t = nn.insert_slice %e into %r {offsets = array<i64: 1, 1>, strides = array<i64: 2, 2>} : tensor<2x8xf32> into tensor<4x16xf32>
+  return %t : tensor<4x16xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Gradient kernels
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @gather_grad
+// CHECK-SAME:    (%[[IDS:.*]]: tensor<2x16xi64>, %[[DY:.*]]: tensor<2x16x64xf32>, %[[I32:.*]]: tensor<3xi32>, %[[DC:.*]]: tensor<32x3xf32>)
+// CHECK:         %[[T:.*]] = nn.gather_grad %[[IDS]], %[[DY]] {axis = 0 : i64} : (tensor<2x16xi64>, tensor<2x16x64xf32>) -> tensor<32x64xf32>
+// CHECK:         %[[C:.*]] = nn.gather_grad %[[I32]], %[[DC]] {axis = 1 : i64} : (tensor<3xi32>, tensor<32x3xf32>) -> tensor<32x64xf32>
+// CHECK:         return %[[T]], %[[C]]
+func.func @gather_grad(%ids: tensor<2x16xi64>, %dy: tensor<2x16x64xf32>, %i32: tensor<3xi32>, %dc: tensor<32x3xf32>) -> (tensor<32x64xf32>, tensor<32x64xf32>) {
+  %t = nn.gather_grad %ids, %dy {axis = 0} : (tensor<2x16xi64>, tensor<2x16x64xf32>) -> tensor<32x64xf32>
+  %c = nn.gather_grad %i32, %dc {axis = 1} : (tensor<3xi32>, tensor<32x3xf32>) -> tensor<32x64xf32>
+  return %t, %c : tensor<32x64xf32>, tensor<32x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @softmax_grad
+// CHECK-SAME:    (%[[Y:.*]]: tensor<2x4x16x16xf32>, %[[DY:.*]]: tensor<2x4x16x16xf32>)
+// CHECK:         %[[DX:.*]] = nn.softmax_grad %[[Y]], %[[DY]] {axis = 3 : i64} : tensor<2x4x16x16xf32>
+// CHECK:         return %[[DX]]
+func.func @softmax_grad(%y: tensor<2x4x16x16xf32>, %dy: tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32> {
+  %dx = nn.softmax_grad %y, %dy {axis = 3} : tensor<2x4x16x16xf32>
+  return %dx : tensor<2x4x16x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @layer_norm_grad
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x16x32xf32>, %[[G:.*]]: tensor<32xf32>, %[[DY:.*]]: tensor<2x16x32xf32>, %[[G2:.*]]: tensor<16x32xf32>)
+// CHECK:         %[[DX:.*]], %[[DG:.*]], %[[DB:.*]] = nn.layer_norm_grad %[[X]], %[[G]], %[[DY]] {axis = 2 : i64} : (tensor<2x16x32xf32>, tensor<32xf32>, tensor<2x16x32xf32>) -> (tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>)
+// CHECK:         %[[DX2:.*]], %[[DG2:.*]], %[[DB2:.*]] = nn.layer_norm_grad %[[X]], %[[G2]], %[[DX]] {axis = 1 : i64, epsilon = 9.99999997E-7 : f32} : (tensor<2x16x32xf32>, tensor<16x32xf32>, tensor<2x16x32xf32>) -> (tensor<2x16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>)
+// CHECK:         return %[[DX2]], %[[DG]], %[[DB]], %[[DG2]], %[[DB2]]
+func.func @layer_norm_grad(%x: tensor<2x16x32xf32>, %g: tensor<32xf32>, %dy: tensor<2x16x32xf32>, %g2: tensor<16x32xf32>) -> (tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<16x32xf32>, tensor<16x32xf32>) {
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy {axis = 2, epsilon = 1.0e-05 : f32} : (tensor<2x16x32xf32>, tensor<32xf32>, tensor<2x16x32xf32>) -> (tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>)
+  %dx2, %dg2, %db2 = nn.layer_norm_grad %x, %g2, %dx {axis = 1, epsilon = 1.0e-06 : f32} : (tensor<2x16x32xf32>, tensor<16x32xf32>, tensor<2x16x32xf32>) -> (tensor<2x16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>)
+  return %dx2, %dg, %db, %dg2, %db2 : tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<16x32xf32>, tensor<16x32xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gelu_grad
+// CHECK-SAME:    (%[[X:.*]]: tensor<4x8xf32>, %[[DY:.*]]: tensor<4x8xf32>, %[[H:.*]]: tensor<8xbf16>)
+// CHECK:         %[[DX:.*]] = nn.gelu_grad %[[X]], %[[DY]] : tensor<4x8xf32>
+// CHECK:         %[[DH:.*]] = nn.gelu_grad %[[H]], %[[H]] : tensor<8xbf16>
+// CHECK:         return %[[DX]], %[[DH]]
+func.func @gelu_grad(%x: tensor<4x8xf32>, %dy: tensor<4x8xf32>, %h: tensor<8xbf16>) -> (tensor<4x8xf32>, tensor<8xbf16>) {
+  %dx = nn.gelu_grad %x, %dy : tensor<4x8xf32>
+  %dh = nn.gelu_grad %h, %h : tensor<8xbf16>
+  return %dx, %dh : tensor<4x8xf32>, tensor<8xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @cross_entropy_grad
+// CHECK-SAME:    (%[[LOGITS:.*]]: tensor<2x16x32xf32>, %[[LABELS:.*]]: tensor<2x16xi64>, %[[DL:.*]]: tensor<f32>, %[[V:.*]]: tensor<10xf64>, %[[C:.*]]: tensor<i32>, %[[DV:.*]]: tensor<f64>)
+// CHECK:         %[[G:.*]] = nn.cross_entropy_grad %[[LOGITS]], %[[LABELS]], %[[DL]] : (tensor<2x16x32xf32>, tensor<2x16xi64>, tensor<f32>) -> tensor<2x16x32xf32>
+// CHECK:         %[[GV:.*]] = nn.cross_entropy_grad %[[V]], %[[C]], %[[DV]] : (tensor<10xf64>, tensor<i32>, tensor<f64>) -> tensor<10xf64>
+// CHECK:         return %[[G]], %[[GV]]
+func.func @cross_entropy_grad(%logits: tensor<2x16x32xf32>, %labels: tensor<2x16xi64>, %dl: tensor<f32>, %v: tensor<10xf64>, %c: tensor<i32>, %dv: tensor<f64>) -> (tensor<2x16x32xf32>, tensor<10xf64>) {
+  %g = nn.cross_entropy_grad %logits, %labels, %dl : (tensor<2x16x32xf32>, tensor<2x16xi64>, tensor<f32>) -> tensor<2x16x32xf32>
+  %gv = nn.cross_entropy_grad %v, %c, %dv : (tensor<10xf64>, tensor<i32>, tensor<f64>) -> tensor<10xf64>
+  return %g, %gv : tensor<2x16x32xf32>, tensor<10xf64>
 }
 
 // -----

@@ -2,7 +2,7 @@
 //
 // Implements the `nn` dialect: registration, op verifiers (each a shape rule
 // from NNShapes.h compared against the declared result type), folders, and
-// the cost of every op for the partitioner.
+// the cost of every op for the partitioner. The VJPs are in NNVJP.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -228,6 +228,7 @@ NN_UNARY(NegOp, 1)
 NN_UNARY(ReciprocalOp, 1)
 NN_UNARY(SqrtOp, 4)
 NN_UNARY(ExpOp, 8)
+NN_UNARY(LogOp, 8)
 NN_UNARY(ErfOp, 8)
 NN_UNARY(TanhOp, 8)
 NN_UNARY(SigmoidOp, 10)
@@ -468,6 +469,21 @@ OpCost SliceOp::getCost() {
   return cost;
 }
 
+LogicalResult InsertSliceOp::verify() {
+  if (failed(checkSameElementType(*this, getSource(), getDest(),
+                                  "source and destination")))
+    return failure();
+  return verifyInsertSlice(shapeOf(getSource()), shapeOf(getDest()),
+                           getOffsets(), getStrides(), NN_EMIT);
+}
+// Copies the destination and writes the source over it.
+OpCost InsertSliceOp::getCost() {
+  OpCost cost;
+  cost.bytesRead = tensorBytes(getSource().getType()) + tensorBytes(getType());
+  cost.bytesWritten = tensorBytes(getType());
+  return cost;
+}
+
 LogicalResult ConcatOp::verify() {
   SmallVector<ArrayRef<int64_t>> shapes;
   for (Value v : getInputs()) {
@@ -518,6 +534,119 @@ LogicalResult MSEOp::verify() {
 OpCost MSEOp::getCost() {
   OpCost cost = detail::elementwiseCost(*this, 0);
   cost.flops = 3 * numElements(shapeOf(getInput()));
+  return cost;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+void ReduceSumOp::build(OpBuilder &builder, OperationState &state, Value input,
+                        ArrayRef<int64_t> axes, bool keepDims) {
+  auto type = cast<RankedTensorType>(input.getType());
+  FailureOr<Shape> shape =
+      inferReduceShape(type.getShape(), axes, keepDims,
+                       [&] { return mlir::emitError(state.location); });
+  Type result = succeeded(shape)
+                    ? RankedTensorType::get(*shape, type.getElementType())
+                    : Type(type);
+  build(builder, state, result, input, axes, keepDims);
+}
+
+LogicalResult ReduceSumOp::verify() {
+  if (failed(checkSameElementType(*this, getInput(), getResult(),
+                                  "input and result")))
+    return failure();
+  return checkResultShape(
+      *this,
+      inferReduceShape(shapeOf(getInput()), getAxes(), getKeepDims(), NN_EMIT));
+}
+OpCost ReduceSumOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  cost.flops = numElements(shapeOf(getInput()));
+  return cost;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient kernels
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherGradOp::verify() {
+  if (failed(checkSameElementType(*this, getGrad(), getResult(),
+                                  "gradient and result")))
+    return failure();
+  FailureOr<Shape> gathered = inferGatherShape(
+      shapeOf(getResult()), shapeOf(getIndices()), getAxis(), NN_EMIT);
+  if (failed(gathered))
+    return failure();
+  if (shapeOf(getGrad()) != ArrayRef<int64_t>(*gathered))
+    return emitOpError("expected gradient shape ")
+           << formatShape(*gathered) << " (the gather of "
+           << formatShape(shapeOf(getResult())) << " by indices "
+           << formatShape(shapeOf(getIndices())) << " along axis " << getAxis()
+           << "), got " << formatShape(shapeOf(getGrad()));
+  return success();
+}
+// Zero-fills the table, then reads and adds one row per index.
+OpCost GatherGradOp::getCost() {
+  OpCost cost;
+  cost.flops = numElements(shapeOf(getGrad()));
+  cost.bytesRead = tensorBytes(getIndices().getType()) +
+                   2 * tensorBytes(getGrad().getType());
+  cost.bytesWritten = tensorBytes(getType()) + tensorBytes(getGrad().getType());
+  return cost;
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  return verifyAxis(shapeOf(getOutput()), getAxis(), NN_EMIT);
+}
+// dy * y, row sum, subtract, multiply.
+OpCost SoftmaxGradOp::getCost() { return detail::elementwiseCost(*this, 4); }
+
+LogicalResult LayerNormGradOp::verify() {
+  if (failed(checkSameElementType(*this, getInput(), getScale(),
+                                  "input and scale")))
+    return failure();
+  if (failed(verifyLayerNormShapes(shapeOf(getInput()), shapeOf(getScale()),
+                                   std::nullopt, getAxis(), NN_EMIT)))
+    return failure();
+  if (getGrad().getType() != getInput().getType())
+    return emitOpError("expected gradient of the input type ")
+           << getInput().getType() << ", got " << getGrad().getType();
+  if (getInputGrad().getType() != getInput().getType())
+    return emitOpError("expected input gradient of type ")
+           << getInput().getType() << ", got " << getInputGrad().getType();
+  if (getScaleGrad().getType() != getScale().getType() ||
+      getBiasGrad().getType() != getScale().getType())
+    return emitOpError("expected scale and bias gradients of type ")
+           << getScale().getType() << ", got " << getScaleGrad().getType()
+           << " and " << getBiasGrad().getType();
+  return success();
+}
+// Recomputed statistics, two row means and the normalized-input products.
+OpCost LayerNormGradOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  cost.flops = 16 * numElements(shapeOf(getInput()));
+  return cost;
+}
+
+// erf, exp and a handful of multiplies per element.
+OpCost GeluGradOp::getCost() { return detail::elementwiseCost(*this, 24); }
+
+LogicalResult CrossEntropyGradOp::verify() {
+  if (failed(checkSameElementType(*this, getLogits(), getGrad(),
+                                  "logits and loss gradient")))
+    return failure();
+  if (getLogits().getType() != getType())
+    return emitOpError("expected result type ")
+           << getLogits().getType() << ", got " << getType();
+  return verifyCrossEntropyShapes(shapeOf(getLogits()), shapeOf(getLabels()),
+                                  NN_EMIT);
+}
+// Softmax per element, the one-hot subtraction and the scaling.
+OpCost CrossEntropyGradOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  cost.flops = 14 * numElements(shapeOf(getLogits()));
   return cost;
 }
 

@@ -350,6 +350,46 @@ LogicalResult mlir::gpipe::nn::verifyCrossEntropyShapes(
   return success();
 }
 
+FailureOr<Shape> mlir::gpipe::nn::inferReduceShape(ArrayRef<int64_t> input,
+                                                   ArrayRef<int64_t> axes,
+                                                   bool keepDims,
+                                                   EmitErrorFn emitError) {
+  int64_t rank = input.size();
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= rank || (i > 0 && axes[i] <= axes[i - 1])) {
+      InFlightDiagnostic d = emitError();
+      d << "reduce axes [";
+      llvm::interleaveComma(axes, d);
+      d << "] must be sorted, distinct and below the rank " << rank << " of "
+        << formatShape(input);
+      return failure();
+    }
+  }
+  Shape result;
+  size_t a = 0;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (a < axes.size() && axes[a] == i) {
+      ++a;
+      if (keepDims)
+        result.push_back(1);
+      continue;
+    }
+    result.push_back(input[i]);
+  }
+  return result;
+}
+
+LogicalResult mlir::gpipe::nn::verifyInsertSlice(ArrayRef<int64_t> source,
+                                                 ArrayRef<int64_t> dest,
+                                                 ArrayRef<int64_t> offsets,
+                                                 ArrayRef<int64_t> strides,
+                                                 EmitErrorFn emitError) {
+  if (source.size() != dest.size())
+    return emitError() << "cannot insert a slice of rank " << source.size()
+                       << " into a tensor of rank " << dest.size();
+  return inferSliceShape(dest, offsets, source, strides, emitError);
+}
+
 Type mlir::gpipe::nn::inferBroadcastType(Location loc, Value lhs, Value rhs) {
   auto l = cast<RankedTensorType>(lhs.getType());
   auto r = cast<RankedTensorType>(rhs.getType());

@@ -1,11 +1,15 @@
-//===- AttachLoss.cpp - Append the training loss ---------------------------------------------===//
+//===- AttachLoss.cpp - Append the training loss --------------------------===//
 //
-// Placeholder: nn-attach-loss is being written.
+// Implements `attachLoss` and the `nn-attach-loss` pass: the network function
+// (inputs -> prediction) gets a trailing `labels` argument and returns the
+// scalar loss, `nn.cross_entropy` of the prediction as logits or `nn.mse`
+// against a target of the prediction's type.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "gpipe/Dialect/NN/Transforms/Passes.h"
+#include "gpipe/Dialect/NN/Transforms/Transforms.h"
 
 namespace mlir::gpipe::nn {
 #define GEN_PASS_DEF_NNATTACHLOSSPASS
@@ -13,13 +17,91 @@ namespace mlir::gpipe::nn {
 } // namespace mlir::gpipe::nn
 
 using namespace mlir;
+using namespace mlir::gpipe::nn;
+
+std::optional<LossKind> mlir::gpipe::nn::parseLossKind(StringRef name) {
+  if (name == "cross-entropy")
+    return LossKind::CrossEntropy;
+  if (name == "mse")
+    return LossKind::MSE;
+  return std::nullopt;
+}
+
+LogicalResult mlir::gpipe::nn::attachLoss(func::FuncOp func, LossKind kind) {
+  StringRef lossName = kind == LossKind::CrossEntropy ? "cross-entropy" : "mse";
+  if (func.isExternal() || !func.getBody().hasOneBlock())
+    return func.emitOpError("expected a body of one block to attach a ")
+           << lossName << " loss to";
+  FunctionType type = func.getFunctionType();
+  if (type.getNumResults() != 1)
+    return func.emitOpError("expected one result to attach a ")
+           << lossName << " loss to, got " << type.getNumResults();
+  auto prediction = dyn_cast<RankedTensorType>(type.getResult(0));
+  if (!prediction || !isa<FloatType>(prediction.getElementType()))
+    return func.emitOpError("cannot attach a ")
+           << lossName << " loss to a result of type " << type.getResult(0)
+           << ": expected a float tensor";
+
+  MLIRContext *ctx = func.getContext();
+  RankedTensorType labelsType = prediction;
+  if (kind == LossKind::CrossEntropy) {
+    if (prediction.getRank() == 0)
+      return func.emitOpError("cannot attach a cross-entropy loss to a result "
+                              "of type ")
+             << prediction << ": expected logits with a class dim";
+    labelsType = RankedTensorType::get(prediction.getShape().drop_back(),
+                                       IntegerType::get(ctx, 64));
+  }
+
+  Block &body = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  Location labelsLoc =
+      NameLoc::get(StringAttr::get(ctx, "labels"), func.getLoc());
+  unsigned labelsIndex = type.getNumInputs();
+  if (failed(func.insertArgument(labelsIndex, labelsType, DictionaryAttr(),
+                                 labelsLoc)))
+    return failure();
+  Value labels = body.getArgument(labelsIndex);
+
+  OpBuilder builder(ret);
+  auto lossType = RankedTensorType::get({}, prediction.getElementType());
+  Value predicted = ret.getOperand(0);
+  Value loss;
+  if (kind == LossKind::CrossEntropy) {
+    Location loc =
+        NameLoc::get(StringAttr::get(ctx, "/loss/CrossEntropy"), ret.getLoc());
+    loss = CrossEntropyOp::create(builder, loc, lossType, predicted, labels);
+  } else {
+    Location loc =
+        NameLoc::get(StringAttr::get(ctx, "/loss/MSE"), ret.getLoc());
+    loss = MSEOp::create(builder, loc, lossType, predicted, labels);
+  }
+  ret.getOperandsMutable().assign(loss);
+  func.setFunctionType(
+      FunctionType::get(ctx, body.getArgumentTypes(), TypeRange{lossType}));
+  return success();
+}
 
 namespace {
-struct NNAttachLossPass : public gpipe::nn::impl::NNAttachLossPassBase<NNAttachLossPass> {
+struct NNAttachLossPass
+    : public mlir::gpipe::nn::impl::NNAttachLossPassBase<NNAttachLossPass> {
   using NNAttachLossPassBase::NNAttachLossPassBase;
   void runOnOperation() override {
-    getOperation().emitError("nn-attach-loss is not implemented yet");
-    signalPassFailure();
+    ModuleOp module = getOperation();
+    std::optional<LossKind> kind = parseLossKind(loss);
+    if (!kind) {
+      module.emitError("unknown loss '")
+          << loss << "' (expected cross-entropy or mse)";
+      return signalPassFailure();
+    }
+    auto func = module.lookupSymbol<func::FuncOp>(funcName);
+    if (!func) {
+      module.emitError("no function named '")
+          << funcName << "' to attach the loss to";
+      return signalPassFailure();
+    }
+    if (failed(attachLoss(func, *kind)))
+      signalPassFailure();
   }
 };
 } // namespace

@@ -30,9 +30,20 @@ def NN_VJPOpInterface : OpInterface<"VJPOpInterface"> {
   let cppNamespace = "::mlir::gpipe::nn";
   let description = [{
     Reverse-mode differentiation of one op: given the gradients of its results
-    (a null value for a result with no gradient), build the gradients of its
-    operands at the builder's insertion point. Operands that are not
-    differentiable (integer indices, masks) get a null gradient.
+    (one per result, a null value for a result with no gradient), build the
+    gradients of its operands at the builder's insertion point, one per
+    operand and each of exactly the operand's type. Operands that are not
+    differentiable (integer indices, labels, masks, the condition of
+    `nn.where`) get a null gradient. A rule may use the op's operands and
+    results: the backward function recomputes the forward before running
+    reverse mode, so both are live there. The gradient of an operand that was
+    broadcast is summed over its broadcast dims.
+
+    Every forward `nn` op implements it: sources (`nn.param`, `nn.constant`)
+    have no operands, `nn.equal` and `nn.not` give null gradients. The fused
+    `*_grad` ops reverse mode emits do not (no second-order derivatives).
+    `nn.layer` does not either: `buildBackwardFunction` differentiates
+    through its body.
   }];
   let methods = [
     InterfaceMethod<"Builds operand gradients from result gradients.",

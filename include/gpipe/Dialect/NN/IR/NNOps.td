@@ -2,8 +2,9 @@
 //
 // The ops of the `nn` dialect: parameters and constants, numpy-broadcasting
 // elementwise math, contractions, normalization, shape manipulation, losses,
-// the fused forms canonicalization raises to, and `nn.layer`, the unit the
-// pipeline partitioner cuts at.
+// the fused forms canonicalization raises to, `nn.layer`, the unit the
+// pipeline partitioner cuts at, and the few ops reverse-mode autodiff emits
+// (`nn.reduce_sum`, `nn.insert_slice` and the fused `*_grad` kernels).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +27,10 @@ def NN_LayerAnchor : NativeOpTrait<"LayerAnchor"> {
 }
 
 def NN_Cost : DeclareOpInterfaceMethods<NN_CostOpInterface, ["getCost"]>;
+
+// Differentiable ops: every forward op. The `*_grad` ops autodiff emits do
+// not carry it (no second-order differentiation).
+def NN_VJP : DeclareOpInterfaceMethods<NN_VJPOpInterface, ["buildVJP"]>;
 
 class NN_PureOp<string mnemonic, list<Trait> traits = []>
     : NN_Op<mnemonic, !listconcat([Pure, NN_Cost], traits)> {
@@ -71,7 +76,7 @@ def NN_ParameterOp : NN_Op<"parameter", [Symbol, NN_Cost,
   }];
 }
 
-def NN_ParamOp : NN_PureOp<"param", [
+def NN_ParamOp : NN_PureOp<"param", [NN_VJP,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Reads a parameter";
   let description = [{
@@ -86,7 +91,7 @@ def NN_ParamOp : NN_PureOp<"param", [
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
-def NN_ConstantOp : NN_PureOp<"constant", [ConstantLike,
+def NN_ConstantOp : NN_PureOp<"constant", [ConstantLike, NN_VJP,
     AllTypesMatch<["value", "result"]>]> {
   let summary = "A constant tensor";
   let description = [{
@@ -110,7 +115,7 @@ def NN_ConstantOp : NN_PureOp<"constant", [ConstantLike,
 //===----------------------------------------------------------------------===//
 
 class NN_BinaryOp<string mnemonic, list<Trait> traits = []>
-    : NN_PureOp<mnemonic, traits> {
+    : NN_PureOp<mnemonic, !listconcat([NN_VJP], traits)> {
   let arguments = (ins NN_Tensor:$lhs, NN_Tensor:$rhs);
   let results = (outs NN_Tensor:$result);
   let assemblyFormat = [{
@@ -145,7 +150,7 @@ def NN_MulOp : NN_BinaryOp<"mul", [Commutative]> {
 def NN_DivOp : NN_BinaryOp<"div"> { let summary = "Elementwise division"; }
 def NN_PowOp : NN_BinaryOp<"pow"> { let summary = "Elementwise power"; }
 
-def NN_EqualOp : NN_PureOp<"equal", [Commutative]> {
+def NN_EqualOp : NN_PureOp<"equal", [Commutative, NN_VJP]> {
   let summary = "Elementwise equality";
   let description = [{
     Compares two tensors of the same element type elementwise with
@@ -162,7 +167,7 @@ def NN_EqualOp : NN_PureOp<"equal", [Commutative]> {
   }];
 }
 
-def NN_WhereOp : NN_PureOp<"where"> {
+def NN_WhereOp : NN_PureOp<"where", [NN_VJP]> {
   let summary = "Elementwise select";
   let description = [{
     `cond ? x : y` elementwise, all three broadcast together.
@@ -179,7 +184,8 @@ def NN_WhereOp : NN_PureOp<"where"> {
 }
 
 class NN_UnaryOp<string mnemonic, Type operandType, list<Trait> traits = []>
-    : NN_PureOp<mnemonic, !listconcat([SameOperandsAndResultType], traits)> {
+    : NN_PureOp<mnemonic,
+                !listconcat([SameOperandsAndResultType, NN_VJP], traits)> {
   let arguments = (ins operandType:$input);
   let results = (outs operandType:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
@@ -199,6 +205,9 @@ def NN_ReciprocalOp : NN_UnaryOp<"reciprocal", NN_FloatTensor> {
 }
 def NN_SqrtOp : NN_UnaryOp<"sqrt", NN_FloatTensor> { let summary = "Square root"; }
 def NN_ExpOp : NN_UnaryOp<"exp", NN_FloatTensor> { let summary = "e^x"; }
+def NN_LogOp : NN_UnaryOp<"log", NN_FloatTensor> {
+  let summary = "Natural logarithm";
+}
 def NN_ErfOp : NN_UnaryOp<"erf", NN_FloatTensor> { let summary = "Error function"; }
 def NN_TanhOp : NN_UnaryOp<"tanh", NN_FloatTensor> {
   let summary = "Hyperbolic tangent";
@@ -221,7 +230,7 @@ def NN_GeluOp : NN_UnaryOp<"gelu", NN_FloatTensor> {
 }
 def NN_NotOp : NN_UnaryOp<"not", NN_BoolTensor> { let summary = "Logical not"; }
 
-def NN_CastOp : NN_PureOp<"cast"> {
+def NN_CastOp : NN_PureOp<"cast", [NN_VJP]> {
   let summary = "Element type conversion";
   let description = [{
     Converts each element to the result's element type (ONNX `Cast`). Floats
@@ -241,7 +250,7 @@ def NN_CastOp : NN_PureOp<"cast"> {
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def NN_MatMulOp : NN_PureOp<"matmul", [NN_LayerAnchor]> {
+def NN_MatMulOp : NN_PureOp<"matmul", [NN_LayerAnchor, NN_VJP]> {
   let summary = "Batched matrix product (numpy matmul)";
   let description = [{
     Numpy/ONNX `MatMul` on operands of rank 2 or more: the last two dims
@@ -262,7 +271,7 @@ def NN_MatMulOp : NN_PureOp<"matmul", [NN_LayerAnchor]> {
   let hasCanonicalizer = 1;
 }
 
-def NN_GemmOp : NN_PureOp<"gemm", [NN_LayerAnchor]> {
+def NN_GemmOp : NN_PureOp<"gemm", [NN_LayerAnchor, NN_VJP]> {
   let summary = "General matrix multiply (ONNX Gemm)";
   let description = [{
     `alpha * op(a) * op(b) + beta * c` on 2-D operands, where `op` transposes
@@ -285,7 +294,7 @@ def NN_GemmOp : NN_PureOp<"gemm", [NN_LayerAnchor]> {
   let hasCanonicalizer = 1;
 }
 
-def NN_LinearOp : NN_PureOp<"linear", [NN_LayerAnchor]> {
+def NN_LinearOp : NN_PureOp<"linear", [NN_LayerAnchor, NN_VJP]> {
   let summary = "Fully connected layer: x * W + b";
   let description = [{
     `input` has shape `[..., in]`. `weight` is `[in, out]`, or `[out, in]`
@@ -311,7 +320,7 @@ def NN_LinearOp : NN_PureOp<"linear", [NN_LayerAnchor]> {
 // Normalization and activation over an axis
 //===----------------------------------------------------------------------===//
 
-def NN_SoftmaxOp : NN_PureOp<"softmax", [NN_LayerAnchor]> {
+def NN_SoftmaxOp : NN_PureOp<"softmax", [NN_LayerAnchor, NN_VJP]> {
   let summary = "Softmax along one axis";
   let description = [{
     ```mlir
@@ -324,7 +333,7 @@ def NN_SoftmaxOp : NN_PureOp<"softmax", [NN_LayerAnchor]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def NN_LayerNormOp : NN_PureOp<"layer_norm", [NN_LayerAnchor]> {
+def NN_LayerNormOp : NN_PureOp<"layer_norm", [NN_LayerAnchor, NN_VJP]> {
   let summary = "Layer normalization (ONNX LayerNormalization)";
   let description = [{
     Normalizes over the dims `[axis, rank)` to zero mean and unit variance
@@ -350,7 +359,7 @@ def NN_LayerNormOp : NN_PureOp<"layer_norm", [NN_LayerAnchor]> {
 // Indexing and shape manipulation
 //===----------------------------------------------------------------------===//
 
-def NN_GatherOp : NN_PureOp<"gather", [NN_LayerAnchor]> {
+def NN_GatherOp : NN_PureOp<"gather", [NN_LayerAnchor, NN_VJP]> {
   let summary = "Gather slices along an axis (embedding lookup)";
   let description = [{
     ONNX `Gather`: the result shape is `data.shape[:axis] + indices.shape +
@@ -369,7 +378,7 @@ def NN_GatherOp : NN_PureOp<"gather", [NN_LayerAnchor]> {
   }];
 }
 
-def NN_ReshapeOp : NN_PureOp<"reshape"> {
+def NN_ReshapeOp : NN_PureOp<"reshape", [NN_VJP]> {
   let summary = "Reshape to the result type";
   let description = [{
     Reinterprets the row-major elements with the result's shape; the element
@@ -385,7 +394,7 @@ def NN_ReshapeOp : NN_PureOp<"reshape"> {
   let hasFolder = 1;
 }
 
-def NN_TransposeOp : NN_PureOp<"transpose"> {
+def NN_TransposeOp : NN_PureOp<"transpose", [NN_VJP]> {
   let summary = "Permute dimensions";
   let description = [{
     Result dim `i` is input dim `perm[i]`.
@@ -400,7 +409,7 @@ def NN_TransposeOp : NN_PureOp<"transpose"> {
   let hasFolder = 1;
 }
 
-def NN_SplitOp : NN_PureOp<"split"> {
+def NN_SplitOp : NN_PureOp<"split", [NN_VJP]> {
   let summary = "Split into consecutive pieces along an axis";
   let description = [{
     ```mlir
@@ -414,7 +423,7 @@ def NN_SplitOp : NN_PureOp<"split"> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
 }
 
-def NN_SliceOp : NN_PureOp<"slice"> {
+def NN_SliceOp : NN_PureOp<"slice", [NN_VJP]> {
   let summary = "Strided slice";
   let description = [{
     Takes `sizes[i]` elements of dim `i` starting at `offsets[i]` every
@@ -430,7 +439,30 @@ def NN_SliceOp : NN_PureOp<"slice"> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def NN_ConcatOp : NN_PureOp<"concat"> {
+def NN_InsertSliceOp : NN_PureOp<"insert_slice", [NN_VJP,
+    AllTypesMatch<["dest", "result"]>]> {
+  let summary = "Write a tensor into a strided slice of another";
+  let description = [{
+    The inverse of `nn.slice`: the result is `dest` with the elements at
+    `offsets[i] + j * strides[i]` (`j` in `[0, source.shape[i])`) of every
+    dim `i` replaced by `source`. The written positions must lie inside
+    `dest`, exactly as `nn.slice` of `dest` with `sizes = source.shape` would
+    read them. Reverse mode writes the gradient of an `nn.slice` into a zero
+    tensor of the input's shape with it.
+
+    ```mlir
+    %r = nn.insert_slice %dy into %zeros {offsets = array<i64: 0, 8>, strides = array<i64: 1, 1>} : tensor<4x8xf32> into tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$source, NN_Tensor:$dest,
+                       DenseI64ArrayAttr:$offsets, DenseI64ArrayAttr:$strides);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = [{
+    $source `into` $dest attr-dict `:` type($source) `into` type($dest)
+  }];
+}
+
+def NN_ConcatOp : NN_PureOp<"concat", [NN_VJP]> {
   let summary = "Concatenate along an axis";
   let description = [{
     ```mlir
@@ -445,7 +477,7 @@ def NN_ConcatOp : NN_PureOp<"concat"> {
   }];
 }
 
-def NN_UnsqueezeOp : NN_PureOp<"unsqueeze"> {
+def NN_UnsqueezeOp : NN_PureOp<"unsqueeze", [NN_VJP]> {
   let summary = "Insert unit dimensions";
   let description = [{
     Inserts a dim of size 1 at each of `axes` (positions in the result,
@@ -464,7 +496,7 @@ def NN_UnsqueezeOp : NN_PureOp<"unsqueeze"> {
 // Losses
 //===----------------------------------------------------------------------===//
 
-def NN_CrossEntropyOp : NN_PureOp<"cross_entropy", [NN_LayerAnchor]> {
+def NN_CrossEntropyOp : NN_PureOp<"cross_entropy", [NN_LayerAnchor, NN_VJP]> {
   let summary = "Softmax cross-entropy with integer labels, mean reduction";
   let description = [{
     `logits` is `[..., classes]` and `labels` holds one class id per row
@@ -482,7 +514,7 @@ def NN_CrossEntropyOp : NN_PureOp<"cross_entropy", [NN_LayerAnchor]> {
   }];
 }
 
-def NN_MSEOp : NN_PureOp<"mse", [NN_LayerAnchor]> {
+def NN_MSEOp : NN_PureOp<"mse", [NN_LayerAnchor, NN_VJP]> {
   let summary = "Mean squared error, mean reduction";
   let description = [{
     ```mlir
@@ -493,6 +525,154 @@ def NN_MSEOp : NN_PureOp<"mse", [NN_LayerAnchor]> {
   let results = (outs 0DTensorOf<[F32, F16, BF16, F64]>:$result);
   let assemblyFormat = [{
     $input `,` $target attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def NN_ReduceSumOp : NN_PureOp<"reduce_sum", [NN_VJP]> {
+  let summary = "Sum over a set of axes";
+  let description = [{
+    Sums `input` over `axes` (sorted, distinct, each below the rank; empty
+    sums nothing). With `keep_dims` the reduced dims stay as size 1,
+    otherwise they are dropped. Elements are added in increasing index order
+    of the reduced dims, so the result is reproducible bit for bit. Reverse
+    mode uses it to sum the gradient of a broadcast operand over its broadcast
+    dims.
+
+    ```mlir
+    %s = nn.reduce_sum %dy {axes = array<i64: 0, 1>} : tensor<2x16x96xf32> -> tensor<96xf32>
+    %k = nn.reduce_sum %dy {axes = array<i64: 1>, keep_dims = true} : tensor<2x16x96xf32> -> tensor<2x1x96xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "false">:$keep_dims);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input,
+                   "::llvm::ArrayRef<int64_t>":$axes, "bool":$keepDims)>,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient kernels
+//
+// Fused backward ops that reverse-mode autodiff emits where a kernel does
+// better than the primitive composition. Each takes the forward operands it
+// needs (recomputed, never saved statistics) followed by the result gradient
+// `grad`. They have no VJP themselves.
+//===----------------------------------------------------------------------===//
+
+def NN_GatherGradOp : NN_PureOp<"gather_grad"> {
+  let summary = "Gradient of nn.gather: scatter-add into a zero table";
+  let description = [{
+    The gradient of `nn.gather %data, %indices {axis}` with respect to
+    `data`: a zero tensor of the result type (the table's shape) into which
+    each slice of `grad` is added at the row its index names, so a row read
+    twice gets the sum. `grad` has the gather's result shape,
+    `result.shape[:axis] + indices.shape + result.shape[axis+1:]`. Rows are
+    added in row-major order of `indices`, so the result is reproducible bit
+    for bit. `indices` get no gradient.
+
+    ```mlir
+    %dt = nn.gather_grad %ids, %dy {axis = 0} : (tensor<2x16xi64>, tensor<2x16x64xf32>) -> tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_IntTensor:$indices, NN_FloatTensor:$grad,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_SoftmaxGradOp : NN_PureOp<"softmax_grad", [
+    AllTypesMatch<["output", "grad", "result"]>]> {
+  let summary = "Gradient of nn.softmax from its output";
+  let description = [{
+    With `y = softmax(x)` along `axis` (`output`) and the gradient `dy` of
+    `y` (`grad`), the gradient of `x`:
+    `dx = y * (dy - sum(dy * y, axis, keep_dims))`.
+
+    ```mlir
+    %dx = nn.softmax_grad %y, %dy {axis = 3} : tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$output, NN_FloatTensor:$grad,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$output `,` $grad attr-dict `:` type($result)";
+}
+
+def NN_LayerNormGradOp : NN_PureOp<"layer_norm_grad"> {
+  let summary = "Gradient of nn.layer_norm";
+  let description = [{
+    Gradients of `y = layer_norm(x, scale, bias) {axis, epsilon}` from `x`
+    (`input`), `scale` and the gradient `dy` of `y` (`grad`). The mean and
+    `rstd = 1 / sqrt(var + epsilon)` over the normalized dims `[axis, rank)`
+    are recomputed; with `xhat = (x - mean) * rstd`, `g = dy * scale` and
+    means over the normalized dims:
+
+    - `input_grad = rstd * (g - mean(g) - xhat * mean(g * xhat))`
+    - `scale_grad = sum(dy * xhat)` over the leading dims `[0, axis)`
+    - `bias_grad = sum(dy)` over the leading dims
+
+    `scale_grad` and `bias_grad` have the shape of `scale`; a layer norm
+    without bias leaves `bias_grad` unused.
+
+    ```mlir
+    %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy {axis = 2, epsilon = 1.0e-05 : f32} : (tensor<2x16x32xf32>, tensor<32xf32>, tensor<2x16x32xf32>) -> (tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$scale,
+                       NN_FloatTensor:$grad,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
+                       DefaultValuedAttr<F32Attr, "1.0e-5f">:$epsilon);
+  let results = (outs NN_FloatTensor:$input_grad, NN_FloatTensor:$scale_grad,
+                      NN_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_GeluGradOp : NN_PureOp<"gelu_grad", [SameOperandsAndResultType]> {
+  let summary = "Gradient of nn.gelu";
+  let description = [{
+    With `x` (`input`) and the gradient `dy` of `gelu(x)` (`grad`):
+    `dx = dy * (Phi(x) + x * phi(x))`, where `Phi(x) = 0.5 * (1 + erf(x /
+    sqrt(2)))` and `phi(x) = exp(-x^2 / 2) / sqrt(2 * pi)`.
+
+    ```mlir
+    %dx = nn.gelu_grad %x, %dy : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$grad);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
+  let hasVerifier = 0;
+}
+
+def NN_CrossEntropyGradOp : NN_PureOp<"cross_entropy_grad"> {
+  let summary = "Gradient of nn.cross_entropy with respect to the logits";
+  let description = [{
+    For `loss = nn.cross_entropy %logits, %labels` (mean over the `N` rows)
+    and the scalar gradient `dloss` of the loss (`grad`):
+    `dlogits = dloss * (softmax(logits) - onehot(labels)) / N`, softmax over
+    the last (class) dim. The result has the type of `logits`; the labels
+    get no gradient.
+
+    ```mlir
+    %dl = nn.cross_entropy_grad %logits, %labels, %dloss : (tensor<2x16x32xf32>, tensor<2x16xi64>, tensor<f32>) -> tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IntTensor:$labels,
+                       0DTensorOf<[F32, F16, BF16, F64]>:$grad);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $grad attr-dict `:` functional-type(operands, results)
   }];
 }
 

@@ -81,6 +81,19 @@ LogicalResult verifyCrossEntropyShapes(llvm::ArrayRef<int64_t> logits,
                                        llvm::ArrayRef<int64_t> labels,
                                        EmitErrorFn emitError);
 
+/// Sum over `axes` (sorted, distinct, below the rank): the input shape with
+/// those dims set to 1 (`keepDims`) or dropped.
+FailureOr<Shape> inferReduceShape(llvm::ArrayRef<int64_t> input,
+                                  llvm::ArrayRef<int64_t> axes, bool keepDims,
+                                  EmitErrorFn emitError);
+/// `source` written into `dest` at `offsets` every `strides`: the positions
+/// `nn.slice` of `dest` with `sizes = source` would read must be in bounds.
+LogicalResult verifyInsertSlice(llvm::ArrayRef<int64_t> source,
+                                llvm::ArrayRef<int64_t> dest,
+                                llvm::ArrayRef<int64_t> offsets,
+                                llvm::ArrayRef<int64_t> strides,
+                                EmitErrorFn emitError);
+
 /// Result type of a broadcasting binary op on `lhs` and `rhs` for builders:
 /// the element type of `lhs` with the broadcast shape. On a shape error it
 /// reports at `loc` and returns `lhs`'s type so the verifier rejects the op.

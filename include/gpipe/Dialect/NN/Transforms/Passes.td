@@ -85,14 +85,43 @@ def NNRaiseFusedOpsPass : Pass<"nn-raise-fused-ops"> {
 def NNAttachLossPass : Pass<"nn-attach-loss", "::mlir::ModuleOp"> {
   let summary = "Append a loss to the network function";
   let description = [{
-    Turns the network `func.func` (inputs -> prediction) into the training
-    objective: a labels argument is appended and the function returns the
-    scalar loss (`nn.cross_entropy` with integer labels, or `nn.mse`).
+    Turns the network `func.func` named by `func` (inputs -> prediction) into
+    the training objective: a `labels` argument is appended and the function
+    returns the scalar loss instead of the prediction. With
+    `loss=cross-entropy` (the default) the prediction is the logits, the
+    labels are `i64` class ids shaped like the logits without their last
+    (class) dim, and the loss is `nn.cross_entropy` (mean over the rows); with
+    `loss=mse` the labels have the prediction's type and the loss is `nn.mse`.
+    The loss op is located at `"/loss/CrossEntropy"` (`"/loss/MSE"`), so
+    `nn-form-layers` names the layer holding it `loss`.
+
+    It is an error, reported at the function, when the function has other
+    than one result or a result the loss cannot take (not a float tensor, or
+    a 0-D one for cross-entropy).
+
+    Before:
+    ```mlir
+    func.func @forward(%x: tensor<8x16xf32>) -> tensor<8x10xf32> {
+      %w = nn.param @"fc.weight" : tensor<10x16xf32>
+      %y = nn.linear %x, %w {transpose_weight = true} : (tensor<8x16xf32>, tensor<10x16xf32>) -> tensor<8x10xf32>
+      return %y : tensor<8x10xf32>
+    }
+    ```
+    After (`nn-attach-loss`):
+    ```mlir
+    func.func @forward(%x: tensor<8x16xf32>, %labels: tensor<8xi64>) -> tensor<f32> {
+      %w = nn.param @"fc.weight" : tensor<10x16xf32>
+      %y = nn.linear %x, %w {transpose_weight = true} : (tensor<8x16xf32>, tensor<10x16xf32>) -> tensor<8x10xf32>
+      %loss = nn.cross_entropy %y, %labels : (tensor<8x10xf32>, tensor<8xi64>) -> tensor<f32>
+      return %loss : tensor<f32>
+    }
+    ```
   }];
   let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
   let options = [
     Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
-           "`cross-entropy` or `mse`">,
+           "`cross-entropy` (i64 class labels) or `mse` (targets of the "
+           "prediction's type)">,
     Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
            "Name of the network function">,
   ];
@@ -101,21 +130,129 @@ def NNAttachLossPass : Pass<"nn-attach-loss", "::mlir::ModuleOp"> {
 def NNDifferentiatePass : Pass<"nn-differentiate", "::mlir::ModuleOp"> {
   let summary = "Build reverse-mode gradient functions";
   let description = [{
-    For each function marked `nn.differentiate`, builds its backward
-    function through the ops' `VJPOpInterface`.
+    For each `func.func` with the unit attribute `nn.differentiate`, builds
+    its backward function `<name>_bwd` right after it (see
+    `buildBackwardFunction` in `Transforms.h`):
+
+      `(inputs..., one gradient seed per float result)
+         -> (gradients of the float inputs..., one gradient per parameter)`
+
+    The body recomputes the forward (each `nn.layer` inlined), multiplies the
+    seeds by `loss-scale`, and runs reverse mode through every op's
+    `VJPOpInterface` in reverse op order. A value with several uses sums their
+    contributions with `nn.add` in reverse op order, so gradients are
+    reproducible bit for bit. Each distinct parameter gets one gradient,
+    summed over all its reads; `nn.param_grads` lists the parameters in
+    result order (their first-read order), `nn.input_grads` the argument
+    positions of the leading results, and `nn.loss_scale` the scale when it
+    is not 1. Forward ops the gradients do not need are dropped.
+
+    The pipeline differentiates the per-micro-batch loss (a mean over the
+    micro-batch) with `loss-scale` = 1/M for M micro-batches, so the
+    gradients accumulated over the M micro-batches equal the gradient of the
+    mean loss over the full mini-batch. Only the function that computes the
+    loss takes the scale; a stage before it is seeded with the next stage's
+    input gradients, which carry it already.
+
+    Before:
+    ```mlir
+    func.func @forward(%x: tensor<4x3xf32>) -> tensor<4x2xf32> attributes {nn.differentiate} {
+      %w = nn.param @w : tensor<3x2xf32>
+      %y = nn.linear %x, %w : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+      %r = nn.relu %y : tensor<4x2xf32>
+      return %r : tensor<4x2xf32>
+    }
+    ```
+    After (`nn-differentiate{loss-scale=0.25}`), next to `@forward`:
+    ```mlir
+    func.func @forward_bwd(%x: tensor<4x3xf32>, %dr: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<3x2xf32>)
+        attributes {nn.input_grads = array<i64: 0>, nn.loss_scale = 2.500000e-01 : f64, nn.param_grads = [@w]} {
+      %w = nn.param @w : tensor<3x2xf32>
+      %y = nn.linear %x, %w : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+      %r = nn.relu %y : tensor<4x2xf32>
+      %scale = nn.constant dense<2.500000e-01> : tensor<f32>
+      %seed = nn.mul %dr, %scale : (tensor<4x2xf32>, tensor<f32>) -> tensor<4x2xf32>
+      %zero = nn.constant dense<0.000000e+00> : tensor<f32>
+      %off = nn.equal %r, %zero : (tensor<4x2xf32>, tensor<f32>) -> tensor<4x2xi1>
+      %dy = nn.where %off, %zero, %seed : (tensor<4x2xi1>, tensor<f32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+      %dx = nn.linear %dy, %w {transpose_weight = true} : (tensor<4x2xf32>, tensor<3x2xf32>) -> tensor<4x3xf32>
+      %dw = nn.gemm %x, %dy {trans_a = true} : (tensor<4x3xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
+      return %dx, %dw : tensor<4x3xf32>, tensor<3x2xf32>
+    }
+    ```
   }];
   let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
+  let options = [
+    Option<"lossScale", "loss-scale", "double", /*default=*/"1.0",
+           "Multiplies the result-gradient seeds (1/M for M micro-batches of "
+           "a mean loss)">,
+  ];
 }
 
 def NNMicrobatchPass : Pass<"nn-microbatch", "::mlir::ModuleOp"> {
   let summary = "Rewrite the network to micro-batch shapes";
   let description = [{
-    Divides the batch dimension of the network function by `microbatches`.
+    GPipe splits each mini-batch of B samples into M micro-batches and runs
+    the network once per micro-batch. This pass rewrites the network function
+    `func` (flat or already cut into `nn.layer` ops, with or without a loss)
+    so that every tensor carrying the batch has B/M instead of B there.
+
+    Convention: the batch is dim 0 of every function argument (inputs and
+    labels alike); all arguments must agree on B and M must divide it.
+    Results that carry the batch must carry it as the outermost factor of
+    dim 0, so the M micro-batch results concatenate along dim 0. A scalar
+    loss (`nn.cross_entropy`, `nn.mse`) becomes the mean over the
+    micro-batch; the pipeline scales it by 1/M.
+
+    A forward dataflow analysis tracks, for each tensor, which dim holds the
+    batch and where in that dim: size `outer * B * inner` in row-major order,
+    so a reshape may merge the batch with neighbouring dims (`[T, B*H, hd]`,
+    `[T*B, E]`) as long as the batch stays whole within one dim. Elementwise
+    ops broadcast (an operand without the batch, such as a parameter, must
+    have size 1 or nothing there); contractions keep rows, columns and
+    batch-of-matrix dims; transpose, unsqueeze, gather, split, slice and
+    concat move the batch with their dims. The pass fails, before changing
+    anything, at the first op that mixes samples: softmax or layer_norm over
+    the batch dim, a contraction over it, a split, concat or partial slice
+    along it, a reshape that cuts it across dims. A constant that has the
+    batch size where the batch is (a `[B, T, T]` mask) is sliced to its first
+    B/M slices when its B slices are identical, and rejected otherwise. Then
+    every result type, block argument (function and `nn.layer`), function
+    type and slice size along the batch is rewritten, and the function is
+    verified. `microbatches=1` leaves the IR unchanged.
+
+    Before (`microbatches=4`):
+    ```mlir
+    func.func @forward(%x: tensor<8x16xf32>, %labels: tensor<8xi64>) -> tensor<f32> {
+      %0 = nn.layer "0" (%x) : (tensor<8x16xf32>) -> tensor<8x10xf32> {
+      ^bb0(%a: tensor<8x16xf32>):
+        %w = nn.param @"0.weight" : tensor<10x16xf32>
+        %h = nn.linear %a, %w {transpose_weight = true} : (tensor<8x16xf32>, tensor<10x16xf32>) -> tensor<8x10xf32>
+        nn.yield %h : tensor<8x10xf32>
+      }
+      %l = nn.cross_entropy %0, %labels : (tensor<8x10xf32>, tensor<8xi64>) -> tensor<f32>
+      return %l : tensor<f32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @forward(%x: tensor<2x16xf32>, %labels: tensor<2xi64>) -> tensor<f32> {
+      %0 = nn.layer "0" (%x) : (tensor<2x16xf32>) -> tensor<2x10xf32> {
+      ^bb0(%a: tensor<2x16xf32>):
+        %w = nn.param @"0.weight" : tensor<10x16xf32>
+        %h = nn.linear %a, %w {transpose_weight = true} : (tensor<2x16xf32>, tensor<10x16xf32>) -> tensor<2x10xf32>
+        nn.yield %h : tensor<2x10xf32>
+      }
+      %l = nn.cross_entropy %0, %labels : (tensor<2x10xf32>, tensor<2xi64>) -> tensor<f32>
+      return %l : tensor<f32>
+    }
+    ```
   }];
   let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
   let options = [
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
-           "Number of micro-batches M (must divide the batch)">,
+           "Number of micro-batches M; must be positive and divide the "
+           "batch (dim 0 of every argument)">,
     Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
            "Name of the network function">,
   ];

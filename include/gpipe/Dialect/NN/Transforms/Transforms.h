@@ -44,6 +44,95 @@ FailureOr<unsigned> formLayers(func::FuncOp func, LayerGranularity granularity);
 /// FLOPs, parameter count and output type.
 void printLayerSummary(func::FuncOp func, llvm::raw_ostream &os);
 
+//===----------------------------------------------------------------------===//
+// Training objective and autodiff
+//===----------------------------------------------------------------------===//
+
+/// The loss `attachLoss` appends.
+enum class LossKind {
+  /// `nn.cross_entropy` over the last (class) dim with i64 labels.
+  CrossEntropy,
+  /// `nn.mse` against a target of the prediction's type.
+  MSE,
+};
+
+/// Parses "cross-entropy" or "mse".
+std::optional<LossKind> parseLossKind(llvm::StringRef name);
+
+/// Turns the network `func` (inputs -> one prediction) into the training
+/// objective: appends a `labels` argument (i64 of the logits' shape without
+/// the class dim for cross-entropy, the prediction's type for MSE) and
+/// returns the scalar loss instead of the prediction. The loss op is located
+/// at `NameLoc("/loss/CrossEntropy")` (`"/loss/MSE"`). Fails with an error at
+/// `func` when it has no body, not exactly one result, or a result the loss
+/// cannot take.
+LogicalResult attachLoss(func::FuncOp func, LossKind kind);
+
+/// Attribute names of the autodiff contract.
+/// Unit attribute on a forward function: `nn-differentiate` builds its
+/// backward function `<name>_bwd`.
+inline constexpr llvm::StringLiteral kDifferentiateAttrName =
+    "nn.differentiate";
+/// On a backward function: the parameters whose gradients are its trailing
+/// results, in result order (an array of flat symbol references).
+inline constexpr llvm::StringLiteral kParamGradsAttrName = "nn.param_grads";
+/// On a backward function: the positions of the forward arguments whose
+/// gradients are its leading results, in result order (`array<i64>`).
+inline constexpr llvm::StringLiteral kInputGradsAttrName = "nn.input_grads";
+/// On a backward function built with a loss scale other than 1: the scale
+/// (f64), for the reader.
+inline constexpr llvm::StringLiteral kLossScaleAttrName = "nn.loss_scale";
+
+/// Options of `buildBackwardFunction`.
+struct BackwardOptions {
+  /// Multiplies every result-gradient seed before reverse mode. The training
+  /// pipeline differentiates the per-micro-batch loss (a mean over the
+  /// micro-batch) with `lossScale = 1/M` for M micro-batches, so that the
+  /// gradients accumulated over the M micro-batches equal the gradient of the
+  /// mean loss over the whole mini-batch. Only the function that computes the
+  /// loss (the last stage) is built with the scale: the seeds of the earlier
+  /// stages are the input gradients of the next stage, already scaled.
+  double lossScale = 1.0;
+};
+
+/// Builds the reverse-mode gradient function of `forward`, inserted right
+/// after it under the symbol `name`:
+///
+///   forward: (x_0, ..., x_n) -> (y_0, ..., y_m)
+///   name:    (x_0, ..., x_n, dy_i for each float result y_i)
+///              -> (dx_j for each float argument x_j, dp for each parameter)
+///
+/// The body recomputes the forward (a clone, with every `nn.layer` inlined so
+/// reverse mode sees one flat body), multiplies each seed `dy_i` by
+/// `options.lossScale`, then runs reverse mode through the ops'
+/// `VJPOpInterface` in reverse op order. A value used several times gets the
+/// sum of its uses' contributions, added with `nn.add` in reverse op order,
+/// so the gradients are reproducible bit for bit. Every distinct parameter
+/// read (`nn.param`) gets one gradient, summed over all its reads; the
+/// parameters are listed in `nn.param_grads` in the order of their first
+/// read, and `nn.input_grads` lists the argument positions of the leading
+/// results. An argument or parameter no gradient reaches gets zeros. Forward
+/// ops the gradients do not need are removed.
+///
+/// Fails with an error (and leaves the module unchanged) when `forward` has
+/// no single-block body, `name` is taken, or an op on the gradient path has
+/// no VJP.
+FailureOr<func::FuncOp>
+buildBackwardFunction(func::FuncOp forward, llvm::StringRef name,
+                      const BackwardOptions &options = {});
+
+//===----------------------------------------------------------------------===//
+// Micro-batching
+//===----------------------------------------------------------------------===//
+
+/// Rewrites `func` (flat or cut into nn.layer ops, with or without a loss)
+/// to run on one of `m` micro-batches: the batch, dim 0 of every argument,
+/// shrinks from B to B/m in every tensor that carries it. Fails with a
+/// located error, before changing anything, when m < 1, m does not divide B,
+/// the arguments disagree on B, or an op mixes samples; m = 1 is the
+/// identity.
+LogicalResult microbatchFunction(func::FuncOp func, int64_t m);
+
 } // namespace mlir::gpipe::nn
 
 #endif // GPIPE_DIALECT_NN_TRANSFORMS_TRANSFORMS_H

@@ -1,0 +1,47 @@
+//===- GPipeBase.td - gpipe dialect definition -------------*- tablegen -*-===//
+//
+// The `gpipe` dialect: the pipeline. Stage declarations that name each
+// stage's per-micro-batch forward and backward functions, and a pipeline op
+// that holds, per rank, the ordered program of actions that rank runs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_DIALECT_GPIPE_IR_GPIPEBASE_TD
+#define GPIPE_DIALECT_GPIPE_IR_GPIPEBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def GPipe_Dialect : Dialect {
+  let name = "gpipe";
+  let cppNamespace = "::mlir::gpipe";
+  let summary = "Pipeline-parallel structure and per-rank schedules";
+  let description = [{
+    The `gpipe` dialect describes a pipeline-parallel training step compactly:
+    its size is O(K + actions), never O(K x M x layers).
+
+    - `gpipe.stage` declares stage k: the `func.func` that runs its forward on
+      one micro-batch and the one that runs its backward (which recomputes the
+      forward from the stage's boundary input), plus the activation types at
+      its two boundaries.
+    - `gpipe.pipeline` names its stages in order and the number of
+      micro-batches, and holds one `gpipe.program` per rank once scheduled.
+    - A program is the ordered list of actions its rank runs, in the
+      vocabulary of PyTorch's pipelining schedule IR: `gpipe.forward` (F),
+      `gpipe.backward` (B), `gpipe.backward_input` (I) and
+      `gpipe.backward_weight` (W), `gpipe.recompute` (R), `gpipe.send` and
+      `gpipe.recv` (SEND_F/SEND_B, RECV_F/RECV_B), `gpipe.reduce_grad`
+      (REDUCE_GRAD) and `gpipe.step` (STEP).
+
+    Actions carry no SSA values: the data of an action lives in the slot of
+    its (stage, micro-batch), which the memory planner places in the rank's
+    arena. The actions' order is the schedule; `gpipe-verify-schedule`
+    proves it complete and deadlock-free.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+class GPipe_Op<string mnemonic, list<Trait> traits = []>
+    : Op<GPipe_Dialect, mnemonic, traits>;
+
+#endif // GPIPE_DIALECT_GPIPE_IR_GPIPEBASE_TD

@@ -1,0 +1,374 @@
+//===- GPipeOps.td - gpipe dialect ops ---------------------*- tablegen -*-===//
+//
+// The ops of the `gpipe` dialect: `gpipe.stage` (a stage's forward and
+// backward functions and boundary types), `gpipe.pipeline` (stages, number of
+// micro-batches, schedule family, remat policy, and one `gpipe.program` per
+// rank), and the actions a program lists in order: compute (forward,
+// backward, its input/weight halves, recompute), point-to-point transfers at
+// stage boundaries, gradient reduction and the optimizer step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_DIALECT_GPIPE_IR_GPIPEOPS_TD
+#define GPIPE_DIALECT_GPIPE_IR_GPIPEOPS_TD
+
+include "gpipe/Dialect/GPipe/IR/GPipeBase.td"
+include "gpipe/Dialect/GPipe/IR/GPipeAttrs.td"
+include "gpipe/Dialect/GPipe/IR/GPipeInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/CommonTypeConstraints.td"
+
+//===----------------------------------------------------------------------===//
+// Stages
+//===----------------------------------------------------------------------===//
+
+def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Declares one pipeline stage and its per-micro-batch functions";
+  let description = [{
+    Stage `index` of a pipeline: the `func.func` that runs its forward on one
+    micro-batch, the one that runs its backward, and the activation types at
+    its two boundaries (`input_type` comes from the previous stage, or is the
+    data on stage 0; `output_type` goes to the next stage, or is the loss on
+    the last stage).
+
+    Function contracts, checked by the verifier:
+
+    - `forward`: `(input, extra...) -> (output, extra...)`. The first argument
+      has type `input_type`, the first result type `output_type`. Extra
+      arguments carry what only some stages need (the labels on the last
+      stage); parameters are module-level `nn.parameter` symbols, not
+      arguments.
+    - `backward`: `(input, output_grad, extra...) -> (input_grad, param
+      grads...)`. It takes the stage's boundary input and the gradient of its
+      output and recomputes the forward itself (the `stage` remat policy
+      needs nothing else kept). Stage 0 may omit `input_grad` (its input is
+      the data); every other stage returns it first, with type `input_type`.
+    - `backward_input` and `backward_weight` (optional, both or neither): the
+      zero-bubble split of `backward`, needed by `gpipe.backward_input` and
+      `gpipe.backward_weight` actions. Both take the arguments of
+      `backward`; `backward_input` returns `input_grad` first like it.
+
+    `forward_time` and `backward_time` (seconds, optional) are the cost
+    model's estimates; `gpipe-export-trace` simulates with them.
+
+    ```mlir
+    func.func private @s0_fwd(tensor<8x16xf32>) -> tensor<8x32xf32>
+    func.func private @s0_bwd(tensor<8x16xf32>, tensor<8x32xf32>) -> tensor<32x16xf32>
+    gpipe.stage @s0 index 0 : tensor<8x16xf32> -> tensor<8x32xf32> forward @s0_fwd backward @s0_bwd
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       I64Attr:$index,
+                       TypeAttrOf<AnyStaticShapeTensor>:$input_type,
+                       TypeAttrOf<AnyStaticShapeTensor>:$output_type,
+                       FlatSymbolRefAttr:$forward,
+                       FlatSymbolRefAttr:$backward,
+                       OptionalAttr<FlatSymbolRefAttr>:$backward_input,
+                       OptionalAttr<FlatSymbolRefAttr>:$backward_weight,
+                       OptionalAttr<F64Attr>:$forward_time,
+                       OptionalAttr<F64Attr>:$backward_time);
+  let assemblyFormat = [{
+    $sym_name `index` $index `:` $input_type `->` $output_type
+    `forward` $forward `backward` $backward
+    (`backward_input` $backward_input^)?
+    (`backward_weight` $backward_weight^)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The stage index as a signed value.
+    int64_t getStageIndex() { return getIndexAttr().getInt(); }
+    /// Whether the stage declares the zero-bubble split backward.
+    bool hasSplitBackward() {
+      return getBackwardInputAttr() && getBackwardWeightAttr();
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Pipeline and programs
+//===----------------------------------------------------------------------===//
+
+def GPipe_PipelineOp : GPipe_Op<"pipeline", [Symbol,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>, SingleBlock,
+    NoTerminator]> {
+  let summary = "A pipeline: its stages, micro-batches and per-rank programs";
+  let description = [{
+    The training step of a pipeline: `stages` lists its `gpipe.stage`
+    symbols in pipeline order (the stage at position k has index k, and the
+    output type of each stage is the input type of the next), `microbatches`
+    is M, `schedule` the schedule family and `remat` the re-materialization
+    policy.
+
+    The body is empty until a schedule is generated (`gpipe-schedule`) or
+    imported (`gpipe-import-schedule`); then it holds one `gpipe.program` per
+    rank, ranks 0, 1, ... in order. Which rank runs a stage follows from the
+    programs: the one whose actions name it; a stage may not appear on two
+    ranks. A rank may run several stages (interleaved schedules).
+
+    ```mlir
+    gpipe.pipeline @train stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+      gpipe.program rank 0 {
+        gpipe.forward @s0 mb 0
+        gpipe.send @s0 mb 0 forward to 1 : tensor<8x32xf32>
+        ...
+        gpipe.step @s0
+      }
+      gpipe.program rank 1 {
+        gpipe.recv @s1 mb 0 forward from 0 : tensor<8x32xf32>
+        gpipe.forward @s1 mb 0
+        ...
+        gpipe.step @s1
+      }
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       FlatSymbolRefArrayAttr:$stages,
+                       I64Attr:$microbatches,
+                       GPipe_ScheduleKindAttr:$schedule,
+                       GPipe_RematAttr:$remat);
+  let regions = (region AnyRegion:$body);
+  let assemblyFormat = [{
+    $sym_name `stages` $stages `microbatches` $microbatches
+    `schedule` `` $schedule `remat` `` $remat attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumStages() { return getStages().size(); }
+    int64_t getNumMicrobatches() { return getMicrobatchesAttr().getInt(); }
+    /// The programs of the body, rank 0 first.
+    ::llvm::SmallVector<ProgramOp, 8> getPrograms();
+    /// The number of programs (ranks); 0 before scheduling.
+    int64_t getNumRanks();
+    /// Whether the body holds programs.
+    bool isScheduled() { return getNumRanks() != 0; }
+    /// The position of `stage` in `stages`, or -1.
+    int64_t getStagePosition(::mlir::FlatSymbolRefAttr stage);
+  }];
+}
+
+def GPipe_ProgramOp : GPipe_Op<"program", [HasParent<"::mlir::gpipe::PipelineOp">,
+    SingleBlock, NoTerminator]> {
+  let summary = "The ordered actions one rank runs";
+  let description = [{
+    The program of rank `rank`: its actions run one after the other, sends
+    and receives blocking until the peer reaches the matching action. The
+    body holds only action ops.
+
+    ```mlir
+    gpipe.program rank 1 {
+      gpipe.recv @s1 mb 0 forward from 0 : tensor<8x32xf32>
+      gpipe.forward @s1 mb 0
+      gpipe.backward @s1 mb 0
+      gpipe.send @s1 mb 0 backward to 0 : tensor<8x32xf32>
+      gpipe.step @s1
+    }
+    ```
+  }];
+  let arguments = (ins I64Attr:$rank);
+  let regions = (region AnyRegion:$body);
+  let assemblyFormat = "`rank` $rank attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getRankIndex() { return getRankAttr().getInt(); }
+    PipelineOp getPipeline();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Actions
+//===----------------------------------------------------------------------===//
+
+class GPipe_ActionOp<string mnemonic, list<Trait> traits = []>
+    : GPipe_Op<mnemonic, !listconcat([HasParent<"::mlir::gpipe::ProgramOp">,
+        DeclareOpInterfaceMethods<GPipe_ActionOpInterface>,
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>], traits)> {
+  code actionKind = ?;
+  let extraClassDefinition = [{
+    ::mlir::gpipe::ActionKind $cppClass::getActionKind() {
+      }] # actionKind # [{
+    }
+    ::llvm::LogicalResult
+    $cppClass::verifySymbolUses(::mlir::SymbolTableCollection &symbolTable) {
+      return ::mlir::gpipe::detail::verifyActionSymbolUses(*this, symbolTable);
+    }
+  }];
+}
+
+// An action on one micro-batch of a stage that runs the stage's functions.
+class GPipe_ComputeOp<string mnemonic, string kind>
+    : GPipe_ActionOp<mnemonic> {
+  let arguments = (ins FlatSymbolRefAttr:$stage, I64Attr:$microbatch);
+  let assemblyFormat = "$stage `mb` $microbatch attr-dict";
+  let actionKind = "return ::mlir::gpipe::ActionKind::" # kind # ";";
+  let extraClassDeclaration = [{
+    int64_t getMicrobatchIndex() { return getMicrobatchAttr().getInt(); }
+  }];
+}
+
+def GPipe_ForwardOp : GPipe_ComputeOp<"forward", "Forward"> {
+  let summary = "Run a stage's forward on one micro-batch (F)";
+  let description = [{
+    Calls the stage's `forward` function on the activation of micro-batch
+    `mb` (received, handed over by the previous stage on the same rank, or the
+    data on stage 0) and keeps the result for the next stage. Under the
+    `stage` remat policy it also keeps its input for the backward.
+
+    ```mlir
+    gpipe.forward @s0 mb 3
+    ```
+  }];
+}
+
+def GPipe_BackwardOp : GPipe_ComputeOp<"backward", "Backward"> {
+  let summary = "Run a stage's full backward on one micro-batch (B)";
+  let description = [{
+    Calls the stage's `backward` function with the kept input of micro-batch
+    `mb` and the gradient of its output, accumulates the parameter gradients
+    (backwards run in micro-batch order, so the sum is the same for every
+    schedule), and keeps the input gradient for the previous stage.
+
+    ```mlir
+    gpipe.backward @s0 mb 3
+    ```
+  }];
+}
+
+def GPipe_BackwardInputOp : GPipe_ComputeOp<"backward_input",
+                                            "BackwardInput"> {
+  let summary = "Run the input-gradient half of a split backward (I)";
+  let description = [{
+    The zero-bubble split of `gpipe.backward`: computes only the gradient of
+    the stage's input for micro-batch `mb`, so it can be sent upstream early.
+    The stage must declare `backward_input` and `backward_weight`.
+
+    ```mlir
+    gpipe.backward_input @s1 mb 0
+    ```
+  }];
+}
+
+def GPipe_BackwardWeightOp : GPipe_ComputeOp<"backward_weight",
+                                             "BackwardWeight"> {
+  let summary = "Run the weight-gradient half of a split backward (W)";
+  let description = [{
+    The zero-bubble split of `gpipe.backward`: computes and accumulates the
+    parameter gradients of micro-batch `mb`, after its `gpipe.backward_input`.
+    The stage must declare `backward_input` and `backward_weight`.
+
+    ```mlir
+    gpipe.backward_weight @s1 mb 0
+    ```
+  }];
+}
+
+def GPipe_RecomputeOp : GPipe_ComputeOp<"recompute", "Recompute"> {
+  let summary = "Re-run a stage's forward before its backward (R)";
+  let description = [{
+    Re-materializes the activations of micro-batch `mb` from the stage's kept
+    boundary input, between its forward and its backward. Only in pipelines
+    whose remat policy is not `none`. The generated schedules do not use it
+    (their backward functions recompute internally); it is the room for
+    schedules that place the recompute on its own, e.g. to overlap it with a
+    transfer.
+
+    ```mlir
+    gpipe.recompute @s0 mb 3
+    ```
+  }];
+}
+
+// A point-to-point transfer at a stage boundary.
+class GPipe_TransferOp<string mnemonic, string peerKeyword>
+    : GPipe_ActionOp<mnemonic> {
+  let arguments = (ins FlatSymbolRefAttr:$stage, I64Attr:$microbatch,
+                       GPipe_DirectionAttr:$direction, I64Attr:$peer,
+                       TypeAttrOf<AnyStaticShapeTensor>:$payload);
+  // The direction attribute prints its own leading space.
+  let assemblyFormat = "$stage `mb` $microbatch `` $direction `" # peerKeyword #
+                       "` $peer attr-dict `:` $payload";
+  let extraClassDeclaration = [{
+    int64_t getMicrobatchIndex() { return getMicrobatchAttr().getInt(); }
+    int64_t getPeerRank() { return getPeerAttr().getInt(); }
+    bool isForward() { return getDirection() == ::mlir::gpipe::Direction::Forward; }
+  }];
+}
+
+def GPipe_SendOp : GPipe_TransferOp<"send", "to"> {
+  let summary = "Send an activation or gradient across a stage boundary";
+  let description = [{
+    Stage `@s` sends the data of micro-batch `mb` to rank `peer` and blocks
+    until the peer's matching `gpipe.recv`. `forward`: the stage's output
+    activation to the next stage (SEND_F), payload `output_type`;
+    `backward`: the gradient of the stage's input to the previous stage
+    (SEND_B), payload `input_type`.
+
+    ```mlir
+    gpipe.send @s0 mb 3 forward to 1 : tensor<8x32xf32>
+    gpipe.send @s1 mb 3 backward to 0 : tensor<8x32xf32>
+    ```
+  }];
+  let actionKind = [{
+    return isForward() ? ::mlir::gpipe::ActionKind::SendF
+                       : ::mlir::gpipe::ActionKind::SendB;
+  }];
+}
+
+def GPipe_RecvOp : GPipe_TransferOp<"recv", "from"> {
+  let summary = "Receive an activation or gradient across a stage boundary";
+  let description = [{
+    Stage `@s` receives the data of micro-batch `mb` from rank `peer`,
+    blocking until it arrives. `forward`: its input activation from the
+    previous stage (RECV_F), payload `input_type`; `backward`: the gradient of
+    its output from the next stage (RECV_B), payload `output_type`.
+
+    ```mlir
+    gpipe.recv @s1 mb 3 forward from 0 : tensor<8x32xf32>
+    gpipe.recv @s0 mb 3 backward from 1 : tensor<8x32xf32>
+    ```
+  }];
+  let actionKind = [{
+    return isForward() ? ::mlir::gpipe::ActionKind::RecvF
+                       : ::mlir::gpipe::ActionKind::RecvB;
+  }];
+}
+
+// An action on a whole stage, after its micro-batches.
+class GPipe_StageActionOp<string mnemonic, string kind>
+    : GPipe_ActionOp<mnemonic> {
+  let arguments = (ins FlatSymbolRefAttr:$stage);
+  let assemblyFormat = "$stage attr-dict";
+  let actionKind = "return ::mlir::gpipe::ActionKind::" # kind # ";";
+}
+
+def GPipe_ReduceGradOp : GPipe_StageActionOp<"reduce_grad", "AllReduce"> {
+  let summary = "All-reduce a stage's gradients across data-parallel replicas";
+  let description = [{
+    Sums the accumulated parameter gradients of the stage over its
+    data-parallel replicas (REDUCE_GRAD), after the stage's last backward and
+    before its step. A no-op without data parallelism; declared for the
+    schedule vocabulary, not generated yet.
+
+    ```mlir
+    gpipe.reduce_grad @s0
+    ```
+  }];
+}
+
+def GPipe_StepOp : GPipe_StageActionOp<"step", "Step"> {
+  let summary = "Apply the optimizer update of a stage (STEP)";
+  let description = [{
+    One synchronous optimizer update of the stage's parameters with the
+    gradients accumulated over all micro-batches, after its last backward.
+    Steps come last in a program.
+
+    ```mlir
+    gpipe.step @s0
+    ```
+  }];
+}
+
+#endif // GPIPE_DIALECT_GPIPE_IR_GPIPEOPS_TD

@@ -1,0 +1,48 @@
+//===- Transforms.h - gpipe pipeline transformations ------------*- C++ -*-===//
+//
+// The work of the `gpipe` passes as functions on one pipeline, so that the
+// compiler driver and tests call them without building a pass pipeline: the
+// passes are thin drivers over these.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_DIALECT_GPIPE_TRANSFORMS_TRANSFORMS_H
+#define GPIPE_DIALECT_GPIPE_TRANSFORMS_TRANSFORMS_H
+
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::gpipe {
+
+/// Fills the empty body of `pipeline` with the programs of a generated
+/// schedule of family `kind` (GPipe or OneFOneB; one stage per rank) and sets
+/// its `schedule` attribute. Errors at the pipeline: already scheduled, a
+/// `custom` kind, a generator failure.
+LogicalResult generateSchedule(PipelineOp pipeline, ScheduleKind kind,
+                               SymbolTableCollection *symbolTable = nullptr);
+
+/// Runs the schedule verifier on the programs of `pipeline` and reports each
+/// finding at the action it names (see `emitScheduleProblems`).
+LogicalResult
+verifyPipelineSchedule(PipelineOp pipeline,
+                       SymbolTableCollection *symbolTable = nullptr);
+
+/// How `importSchedule` treats sends and receives.
+enum class CommunicationMode { Auto, Keep, Insert };
+
+/// Replaces the programs of `pipeline` with the schedule in PyTorch CSV
+/// `text`, read from `fileName` (for locations and messages), and sets its
+/// schedule to `custom`. See `gpipe-import-schedule`.
+LogicalResult importSchedule(PipelineOp pipeline, StringRef text,
+                             StringRef fileName, CommunicationMode mode,
+                             SymbolTableCollection *symbolTable = nullptr);
+
+/// The pipeline named `name` in `module`, or its only pipeline when `name`
+/// is empty; an error at the module otherwise.
+FailureOr<PipelineOp> findPipeline(ModuleOp module, StringRef name);
+
+} // namespace mlir::gpipe
+
+#endif // GPIPE_DIALECT_GPIPE_TRANSFORMS_TRANSFORMS_H

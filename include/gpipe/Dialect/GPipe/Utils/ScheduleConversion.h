@@ -1,0 +1,99 @@
+//===- ScheduleConversion.h - gpipe IR <-> Schedule -------------*- C++ -*-===//
+//
+// Converts between a `gpipe.pipeline` and the plain-data `Schedule` the
+// analyses work on (gpipe/Analysis/Schedule.h): IR to schedule for the
+// verifier and the timeline simulator (keeping, for every action, the op it
+// came from so findings are reported at the op), and schedule to IR for the
+// generators and the CSV importer. Also the boundary traffic the stage
+// declarations imply and the mapping of verifier findings back to ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_DIALECT_GPIPE_UTILS_SCHEDULECONVERSION_H
+#define GPIPE_DIALECT_GPIPE_UTILS_SCHEDULECONVERSION_H
+
+#include "gpipe/Analysis/Schedule.h"
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir::gpipe {
+
+struct VerifyProblem;
+struct VerifyResult;
+
+/// A pipeline's schedule as plain data plus, for every action, its op.
+struct PipelineSchedule {
+  Schedule schedule;
+  /// ops[r][i] is the op of schedule.ranks[r][i].
+  std::vector<std::vector<Operation *>> ops;
+  /// The stage declarations in pipeline order.
+  SmallVector<StageOp> stages;
+
+  /// The op of action `index` of `rank`, or null when out of range.
+  Operation *getOp(int rank, int index) const;
+};
+
+/// Starts an error at `pipeline`'s location reading "pipeline @name ...".
+/// Passes report with it rather than `emitOpError`, which would print the
+/// whole (possibly large) pipeline with the message.
+InFlightDiagnostic emitPipelineError(PipelineOp pipeline);
+
+/// Looks up the `gpipe.stage` ops `pipeline` lists, in order. Fails (with an
+/// error at the pipeline) when one is missing; the verifier prevents that.
+FailureOr<SmallVector<StageOp>>
+lookupStages(PipelineOp pipeline, SymbolTableCollection *symbolTable = nullptr);
+
+/// The payload bytes and element type of a boundary tensor: static shape,
+/// element bit width rounded up to bytes ("f32", "bf16", "i64").
+int64_t getPayloadBytes(Type type);
+std::string getPayloadDType(Type type);
+
+/// Per boundary b (stage b -> b+1), the bytes of stage b's output type. The
+/// dtype is that of boundary 0 ("f32" with one stage); `toSchedule` takes
+/// exact per-transfer values from the payload types.
+BoundaryTraffic getBoundaryTraffic(ArrayRef<StageOp> stages);
+
+/// Converts a scheduled pipeline to plain data: the stage map comes from the
+/// programs (a stage no program names maps to rank -1, which the schedule
+/// verifier reports), each action's bytes and dtype from its payload type.
+/// Works on any pipeline that passes the op verifiers.
+FailureOr<PipelineSchedule>
+toSchedule(PipelineOp pipeline, SymbolTableCollection *symbolTable = nullptr);
+
+/// Replaces the programs of `pipeline` with one `gpipe.program` per rank of
+/// `schedule`, holding its actions in order; payload types come from
+/// `stages` (pipeline order). `locations`, when given, has one location per
+/// action (same shape as `schedule.ranks`); otherwise the actions take the
+/// pipeline's location. Fails, with an error at the pipeline and leaving it
+/// unchanged, when the schedule does not fit the pipeline (a stage, a
+/// micro-batch or a peer out of range, a transfer to the own rank or past the
+/// first or last stage).
+LogicalResult
+populateProgramsFromSchedule(PipelineOp pipeline, const Schedule &schedule,
+                             ArrayRef<StageOp> stages,
+                             ArrayRef<SmallVector<Location>> locations = {});
+
+/// The actions a verifier finding names, in the order it names them: every
+/// "rank R action I", "rank R actions I, J and K" and "rank R waits for rank
+/// P (action I, ...)" in its message.
+SmallVector<std::pair<int, int>> getProblemPositions(const VerifyProblem &p);
+
+/// Reports `result`'s findings on `pipeline` as errors: each at the first
+/// action it names (deadlocks: with a note at every other action of the wait
+/// cycle), or at the pipeline when it names none; one more error at the
+/// pipeline when some findings were not listed. Returns failure when there
+/// were findings.
+LogicalResult emitScheduleProblems(PipelineOp pipeline,
+                                   const PipelineSchedule &converted,
+                                   const VerifyResult &result);
+
+} // namespace mlir::gpipe
+
+#endif // GPIPE_DIALECT_GPIPE_UTILS_SCHEDULECONVERSION_H

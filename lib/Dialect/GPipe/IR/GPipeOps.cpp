@@ -1,0 +1,384 @@
+//===- GPipeOps.cpp - gpipe dialect ops -------------------------*- C++ -*-===//
+//
+// Implements the `gpipe` dialect: registration, the verifiers of stages,
+// pipelines and programs, and the verification shared by all action ops
+// (local structure in `verifyActionOp`, what needs the stage declaration in
+// `verifyActionSymbolUses`). Schedule-level properties (coverage, order,
+// matching sends and receives, deadlock freedom) are not op invariants: the
+// `gpipe-verify-schedule` pass checks them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::gpipe;
+
+#include "gpipe/Dialect/GPipe/IR/GPipeOpsDialect.cpp.inc"
+
+#include "gpipe/Dialect/GPipe/IR/GPipeEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "gpipe/Dialect/GPipe/IR/GPipeAttrs.cpp.inc"
+
+#include "gpipe/Dialect/GPipe/IR/GPipeInterfaces.cpp.inc"
+
+void GPipeDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "gpipe/Dialect/GPipe/IR/GPipeAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// StageOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult StageOp::verify() {
+  if (getStageIndex() < 0)
+    return emitOpError("expected a non-negative stage index, got ")
+           << getStageIndex();
+  if (static_cast<bool>(getBackwardInputAttr()) !=
+      static_cast<bool>(getBackwardWeightAttr()))
+    return emitOpError("expected backward_input and backward_weight together, "
+                       "got only ")
+           << (getBackwardInputAttr() ? "backward_input" : "backward_weight");
+  for (auto [name, attr] :
+       {std::make_pair("forward_time", getForwardTimeAttr()),
+        std::make_pair("backward_time", getBackwardTimeAttr())}) {
+    if (!attr)
+      continue;
+    double value = attr.getValueAsDouble();
+    if (!std::isfinite(value) || value < 0)
+      return emitOpError("expected a finite non-negative ")
+             << name << ", got " << value;
+  }
+  return success();
+}
+
+/// The `func.func` `ref` names, or an error naming its `role`.
+static FailureOr<func::FuncOp> lookupFunc(StageOp stage, FlatSymbolRefAttr ref,
+                                          StringRef role,
+                                          SymbolTableCollection &symbolTable) {
+  Operation *op = symbolTable.lookupNearestSymbolFrom(stage, ref);
+  if (!op)
+    return stage.emitOpError() << role << " function " << ref << " not found";
+  auto func = dyn_cast<func::FuncOp>(op);
+  if (!func)
+    return stage.emitOpError() << role << " function " << ref << " is a '"
+                               << op->getName() << "', expected a 'func.func'";
+  return func;
+}
+
+/// Checks that a backward-like function takes (input, output gradient, ...)
+/// and, when `needsInputGrad`, returns the input gradient first.
+static LogicalResult verifyBackwardLike(StageOp stage, FlatSymbolRefAttr ref,
+                                        StringRef role, bool needsInputGrad,
+                                        SymbolTableCollection &symbolTable) {
+  FailureOr<func::FuncOp> func = lookupFunc(stage, ref, role, symbolTable);
+  if (failed(func))
+    return failure();
+  FunctionType type = func->getFunctionType();
+  Type input = stage.getInputType();
+  Type output = stage.getOutputType();
+  if (type.getNumInputs() < 2 || type.getInput(0) != input ||
+      type.getInput(1) != output)
+    return stage.emitOpError("expected ")
+           << role << " function " << ref << " to take the stage input "
+           << input << " and the output gradient " << output << " first, got "
+           << type;
+  if (needsInputGrad &&
+      (type.getNumResults() < 1 || type.getResult(0) != input))
+    return stage.emitOpError("expected ")
+           << role << " function " << ref << " of stage "
+           << stage.getStageIndex() << " to return the input gradient " << input
+           << " first, got " << type;
+  return success();
+}
+
+LogicalResult StageOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<func::FuncOp> forward =
+      lookupFunc(*this, getForwardAttr(), "forward", symbolTable);
+  if (failed(forward))
+    return failure();
+  FunctionType type = forward->getFunctionType();
+  if (type.getNumInputs() < 1 || type.getInput(0) != getInputType())
+    return emitOpError("expected forward function ")
+           << getForwardAttr() << " to take the stage input " << getInputType()
+           << " first, got " << type;
+  if (type.getNumResults() < 1 || type.getResult(0) != getOutputType())
+    return emitOpError("expected forward function ")
+           << getForwardAttr() << " to return the stage output "
+           << getOutputType() << " first, got " << type;
+
+  // Stage 0's input is the data: its gradient is not needed.
+  bool needsInputGrad = getStageIndex() > 0;
+  if (failed(verifyBackwardLike(*this, getBackwardAttr(), "backward",
+                                needsInputGrad, symbolTable)))
+    return failure();
+  if (FlatSymbolRefAttr ref = getBackwardInputAttr())
+    if (failed(verifyBackwardLike(*this, ref, "backward_input", needsInputGrad,
+                                  symbolTable)))
+      return failure();
+  if (FlatSymbolRefAttr ref = getBackwardWeightAttr())
+    if (failed(verifyBackwardLike(*this, ref, "backward_weight",
+                                  /*needsInputGrad=*/false, symbolTable)))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PipelineOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<ProgramOp, 8> PipelineOp::getPrograms() {
+  SmallVector<ProgramOp, 8> programs;
+  if (getBody().empty())
+    return programs;
+  for (auto program : getBody().front().getOps<ProgramOp>())
+    programs.push_back(program);
+  return programs;
+}
+
+int64_t PipelineOp::getNumRanks() {
+  if (getBody().empty())
+    return 0;
+  return llvm::range_size(getBody().front().getOps<ProgramOp>());
+}
+
+int64_t PipelineOp::getStagePosition(FlatSymbolRefAttr stage) {
+  for (auto [i, attr] : llvm::enumerate(getStages()))
+    if (attr == stage)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+LogicalResult PipelineOp::verify() {
+  if (getStages().empty())
+    return emitOpError("expected at least one stage");
+  if (getNumMicrobatches() < 1)
+    return emitOpError("expected at least one micro-batch, got ")
+           << getNumMicrobatches();
+  // Schedules index micro-batches with `int`.
+  if (getNumMicrobatches() > std::numeric_limits<int32_t>::max())
+    return emitOpError("expected at most ")
+           << std::numeric_limits<int32_t>::max() << " micro-batches, got "
+           << getNumMicrobatches();
+  llvm::DenseSet<Attribute> seen;
+  for (Attribute stage : getStages())
+    if (!seen.insert(stage).second)
+      return emitOpError("stage ") << stage << " is listed twice";
+  return success();
+}
+
+LogicalResult PipelineOp::verifyRegions() {
+  if (getBody().empty())
+    return success();
+  int64_t position = 0;
+  for (Operation &op : getBody().front()) {
+    auto program = dyn_cast<ProgramOp>(op);
+    if (!program)
+      return op.emitOpError("is not allowed in a pipeline body, expected "
+                            "'gpipe.program'");
+    if (program.getRankIndex() != position)
+      return program.emitOpError("expected rank ")
+             << position << " (programs list ranks 0, 1, ... in order), got "
+             << program.getRankIndex();
+    ++position;
+  }
+  // Which rank runs each stage follows from the programs: one rank a stage.
+  llvm::DenseMap<Attribute, int64_t> stageToRank;
+  for (ProgramOp program : getPrograms()) {
+    if (program.getBody().empty())
+      continue;
+    for (auto action : program.getBody().front().getOps<ActionOpInterface>()) {
+      auto [it, inserted] = stageToRank.try_emplace(action.getStageSymbol(),
+                                                    program.getRankIndex());
+      if (!inserted && it->second != program.getRankIndex())
+        return action->emitOpError("runs stage ")
+               << action.getStageSymbol() << " on rank "
+               << program.getRankIndex() << ", but rank " << it->second
+               << " runs it too; a stage runs on one rank";
+    }
+  }
+  return success();
+}
+
+LogicalResult PipelineOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  StageOp previous;
+  FlatSymbolRefAttr previousRef;
+  for (auto [position, attr] : llvm::enumerate(getStages())) {
+    auto ref = cast<FlatSymbolRefAttr>(attr);
+    auto stage = symbolTable.lookupNearestSymbolFrom<StageOp>(*this, ref);
+    if (!stage)
+      return emitOpError("stage ") << ref << " does not name a 'gpipe.stage'";
+    if (stage.getStageIndex() != static_cast<int64_t>(position))
+      return emitOpError("expected stage ")
+             << ref << " at position " << position << " to have index "
+             << position << ", got " << stage.getStageIndex();
+    if (previous && previous.getOutputType() != stage.getInputType())
+      return emitOpError("stage ")
+             << previousRef << " produces " << previous.getOutputType()
+             << " but the next stage " << ref << " takes "
+             << stage.getInputType();
+    previous = stage;
+    previousRef = ref;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ProgramOp
+//===----------------------------------------------------------------------===//
+
+PipelineOp ProgramOp::getPipeline() {
+  return cast<PipelineOp>((*this)->getParentOp());
+}
+
+LogicalResult ProgramOp::verify() {
+  if (getRankIndex() < 0)
+    return emitOpError("expected a non-negative rank, got ") << getRankIndex();
+  if (getBody().empty())
+    return success();
+  for (Operation &op : getBody().front())
+    if (!isa<ActionOpInterface>(op))
+      return op.emitOpError("is not allowed in a program, expected a "
+                            "pipeline action");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Actions
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::gpipe::detail::verifyActionOp(Operation *op) {
+  auto action = cast<ActionOpInterface>(op);
+  // HasParent has checked the program; the pipeline is the program's parent.
+  auto program = dyn_cast_or_null<ProgramOp>(op->getParentOp());
+  if (!program)
+    return success();
+  auto pipeline = dyn_cast_or_null<PipelineOp>(program->getParentOp());
+  if (!pipeline)
+    return success();
+  FlatSymbolRefAttr stage = action.getStageSymbol();
+  int64_t position = pipeline.getStagePosition(stage);
+  if (position < 0)
+    return op->emitOpError("stage ")
+           << stage << " is not a stage of pipeline @" << pipeline.getSymName();
+
+  ActionKind kind = action.getActionKind();
+  if (hasMicrobatch(kind)) {
+    int64_t mb = action.getMicrobatchIndex();
+    int64_t numMicrobatches = pipeline.getNumMicrobatches();
+    if (mb < 0 || mb >= numMicrobatches)
+      return op->emitOpError("micro-batch ")
+             << mb << " out of range for " << numMicrobatches
+             << " micro-batches";
+  }
+  if (!isCommKind(kind))
+    return success();
+
+  int64_t peer = action.getPeerRank();
+  int64_t numRanks = pipeline.getNumRanks();
+  int64_t rank = program.getRankIndex();
+  if (peer < 0 || peer >= numRanks)
+    return op->emitOpError("peer rank ")
+           << peer << " out of range for " << numRanks << " ranks";
+  if (peer == rank)
+    return op->emitOpError("peer rank ")
+           << peer << " is its own rank; stages on one rank hand data over "
+           << "in memory";
+  int64_t last = pipeline.getNumStages() - 1;
+  switch (kind) {
+  case ActionKind::SendF:
+    if (position == last)
+      return op->emitOpError("sends an activation forward from the last stage ")
+             << stage;
+    break;
+  case ActionKind::RecvB:
+    if (position == last)
+      return op->emitOpError("receives a gradient on the last stage ") << stage;
+    break;
+  case ActionKind::RecvF:
+    if (position == 0)
+      return op->emitOpError("receives an activation on the first stage ")
+             << stage;
+    break;
+  case ActionKind::SendB:
+    if (position == 0)
+      return op->emitOpError("sends a gradient backward from the first stage ")
+             << stage;
+    break;
+  default:
+    break;
+  }
+  return success();
+}
+
+LogicalResult mlir::gpipe::detail::verifyActionSymbolUses(
+    ActionOpInterface action, SymbolTableCollection &symbolTable) {
+  Operation *op = action;
+  FlatSymbolRefAttr ref = action.getStageSymbol();
+  Operation *found = symbolTable.lookupNearestSymbolFrom(op, ref);
+  auto stage = dyn_cast_or_null<StageOp>(found);
+  if (!stage)
+    return op->emitOpError("stage ") << ref << " does not name a 'gpipe.stage'";
+
+  switch (action.getActionKind()) {
+  case ActionKind::BackwardInput:
+  case ActionKind::BackwardWeight:
+    if (!stage.hasSplitBackward())
+      return op->emitOpError("needs a split backward, but stage ")
+             << ref << " declares no backward_input and backward_weight";
+    break;
+  case ActionKind::Recompute: {
+    auto program = dyn_cast_or_null<ProgramOp>(op->getParentOp());
+    auto pipeline = program
+                        ? dyn_cast_or_null<PipelineOp>(program->getParentOp())
+                        : PipelineOp();
+    if (pipeline && pipeline.getRemat() == Remat::None)
+      return op->emitOpError("recomputes in pipeline @")
+             << pipeline.getSymName() << ", whose remat policy is none";
+    break;
+  }
+  case ActionKind::SendF:
+  case ActionKind::RecvB:
+  case ActionKind::RecvF:
+  case ActionKind::SendB: {
+    bool carriesOutput = action.getActionKind() == ActionKind::SendF ||
+                         action.getActionKind() == ActionKind::RecvB;
+    Type expected =
+        carriesOutput ? stage.getOutputType() : stage.getInputType();
+    Type payload = llvm::TypeSwitch<Operation *, Type>(op)
+                       .Case<SendOp, RecvOp>(
+                           [](auto transfer) { return transfer.getPayload(); })
+                       .Default([](Operation *) { return Type(); });
+    if (payload != expected)
+      return op->emitOpError("expected payload ")
+             << expected << " (the " << (carriesOutput ? "output" : "input")
+             << " type of stage " << ref << "), got " << payload;
+    break;
+  }
+  default:
+    break;
+  }
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.cpp.inc"

@@ -1,0 +1,247 @@
+/*===- CPUKernels.h - CPU kernels for the nn ops ------------------*- C -*-===*\
+|*                                                                            *|
+|* The CPU backend's kernels: one entry point per forward `nn` op, over raw   *|
+|* row-major buffers whose shapes are passed explicitly (a pointer to `rank`  *|
+|* int64 dims; a rank-0 tensor is a scalar of one element). Float math is     *|
+|* fp32; contractions go through OpenBLAS sgemm, the rest are plain loops     *|
+|* with a fixed order of summation, so results are bitwise reproducible from  *|
+|* run to run for a given build and BLAS thread count.                        *|
+|*                                                                            *|
+|* Every kernel validates its shapes and returns a gpipe_rt_status; on        *|
+|* failure gpipe_rt_last_error() names the kernel and the offending values.   *|
+|* Outputs never alias inputs unless a kernel says so. Broadcasting follows   *|
+|* numpy: shapes align at the right, a dim of 1 stretches.                    *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef GPIPE_RUNTIME_CPUKERNELS_H
+#define GPIPE_RUNTIME_CPUKERNELS_H
+
+#include "gpipe/Runtime/Common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The largest rank any kernel accepts.
+#define GPIPE_RT_MAX_RANK 8
+
+/// Sets OpenBLAS's thread count (the runtime runs one BLAS thread per rank,
+/// so it calls this with 1). Values below 1 are treated as 1.
+void gpipe_rt_cpu_set_blas_threads(int32_t threads);
+
+/// The current OpenBLAS thread count.
+int32_t gpipe_rt_cpu_get_blas_threads(void);
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+typedef enum gpipe_rt_binary_op {
+  GPIPE_RT_ADD = 0,
+  GPIPE_RT_SUB = 1,
+  GPIPE_RT_MUL = 2,
+  GPIPE_RT_DIV = 3,
+  GPIPE_RT_POW = 4,
+} gpipe_rt_binary_op;
+
+/// out = lhs `op` rhs with broadcasting; `outShape` must be the broadcast
+/// shape. `out` may alias an operand of the output's shape.
+gpipe_rt_status gpipe_rt_cpu_binary_f32(
+    gpipe_rt_binary_op op, const float *lhs, const int64_t *lhsShape,
+    int32_t lhsRank, const float *rhs, const int64_t *rhsShape, int32_t rhsRank,
+    float *out, const int64_t *outShape, int32_t outRank);
+
+typedef enum gpipe_rt_unary_op {
+  GPIPE_RT_NEG = 0,
+  GPIPE_RT_RECIPROCAL = 1,
+  GPIPE_RT_SQRT = 2,
+  GPIPE_RT_EXP = 3,
+  GPIPE_RT_ERF = 4,
+  GPIPE_RT_TANH = 5,
+  GPIPE_RT_SIGMOID = 6,
+  GPIPE_RT_RELU = 7,
+  /// Exact GELU: x * 0.5 * (1 + erf(x / sqrt(2))).
+  GPIPE_RT_GELU = 8,
+  GPIPE_RT_LOG = 9,
+} gpipe_rt_unary_op;
+
+/// out[i] = op(in[i]) for `count` elements; `out` may equal `in`.
+gpipe_rt_status gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op op, const float *in,
+                                       float *out, int64_t count);
+
+/// out = (lhs == rhs) with broadcasting, as bytes 0/1. `dtype` is the
+/// operands' type: f32, f64, i32, i64 or bool.
+gpipe_rt_status gpipe_rt_cpu_equal(gpipe_rt_dtype dtype, const void *lhs,
+                                   const int64_t *lhsShape, int32_t lhsRank,
+                                   const void *rhs, const int64_t *rhsShape,
+                                   int32_t rhsRank, uint8_t *out,
+                                   const int64_t *outShape, int32_t outRank);
+
+/// out = cond ? x : y, all three broadcast to `outShape`. `cond` holds
+/// bytes (nonzero is true); x, y and out have type `dtype` (any).
+gpipe_rt_status gpipe_rt_cpu_where(const uint8_t *cond,
+                                   const int64_t *condShape, int32_t condRank,
+                                   gpipe_rt_dtype dtype, const void *x,
+                                   const int64_t *xShape, int32_t xRank,
+                                   const void *y, const int64_t *yShape,
+                                   int32_t yRank, void *out,
+                                   const int64_t *outShape, int32_t outRank);
+
+/// out[i] = !in[i] over bytes (nonzero is true); `out` may equal `in`.
+gpipe_rt_status gpipe_rt_cpu_not(const uint8_t *in, uint8_t *out,
+                                 int64_t count);
+
+/// Converts `count` elements between f32, f64, i32, i64 and bool. Floats to
+/// integers truncate toward zero and saturate at the integer's range (NaN
+/// gives 0); anything to bool is `x != 0`.
+gpipe_rt_status gpipe_rt_cpu_cast(gpipe_rt_dtype inType, const void *in,
+                                  gpipe_rt_dtype outType, void *out,
+                                  int64_t count);
+
+//===----------------------------------------------------------------------===//
+// Contractions (OpenBLAS sgemm)
+//===----------------------------------------------------------------------===//
+
+/// Numpy matmul of operands of rank >= 2: [..., M, K] x [..., K, N] ->
+/// [..., M, N], leading (batch) dims broadcast.
+gpipe_rt_status
+gpipe_rt_cpu_matmul_f32(const float *lhs, const int64_t *lhsShape,
+                        int32_t lhsRank, const float *rhs,
+                        const int64_t *rhsShape, int32_t rhsRank, float *out,
+                        const int64_t *outShape, int32_t outRank);
+
+/// ONNX Gemm: out[M, N] = alpha * op(a) * op(b) + beta * c, `op` transposing
+/// when `transA`/`transB` is nonzero; `c` (may be null, then `cRank` is
+/// ignored) broadcasts to [M, N]. `aShape`, `bShape` and `outShape` have two
+/// dims each.
+gpipe_rt_status gpipe_rt_cpu_gemm_f32(const float *a, const int64_t *aShape,
+                                      const float *b, const int64_t *bShape,
+                                      const float *c, const int64_t *cShape,
+                                      int32_t cRank, float alpha, float beta,
+                                      int32_t transA, int32_t transB,
+                                      float *out, const int64_t *outShape);
+
+/// Fully connected layer, one sgemm: input [..., in] times weight [in, out]
+/// (or [out, in] when `transposeWeight`), plus `bias` [out] (may be null).
+/// `outShape` is input's shape with the last dim replaced by `out`.
+gpipe_rt_status
+gpipe_rt_cpu_linear_f32(const float *input, const int64_t *inputShape,
+                        int32_t inputRank, const float *weight,
+                        const int64_t *weightShape, const float *bias,
+                        int32_t transposeWeight, float *out,
+                        const int64_t *outShape, int32_t outRank);
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+/// Softmax along `axis` (max-subtracted); out has the input's shape and may
+/// equal `in`.
+gpipe_rt_status gpipe_rt_cpu_softmax_f32(const float *in, const int64_t *shape,
+                                         int32_t rank, int64_t axis,
+                                         float *out);
+
+/// Layer normalization over dims [axis, rank): biased variance, `epsilon`
+/// inside the square root, then times `scale` and plus `bias` (may be null),
+/// both shaped like the normalized dims. `mean` and `rstd` (may be null)
+/// receive one value per normalized row (the product of dims [0, axis)):
+/// the row's mean and 1 / sqrt(var + epsilon), what a backward kernel needs.
+gpipe_rt_status gpipe_rt_cpu_layer_norm_f32(const float *in,
+                                            const int64_t *shape, int32_t rank,
+                                            int64_t axis, const float *scale,
+                                            const float *bias, float epsilon,
+                                            float *out, float *mean,
+                                            float *rstd);
+
+//===----------------------------------------------------------------------===//
+// Indexing and data movement (any element type)
+//===----------------------------------------------------------------------===//
+
+/// ONNX Gather: out shape is data.shape[:axis] + indices.shape +
+/// data.shape[axis+1:]. `indexType` is i32 or i64; every index must lie in
+/// [0, data.shape[axis]): the first one that does not is reported with its
+/// position, and `out` is left untouched.
+gpipe_rt_status gpipe_rt_cpu_gather(
+    gpipe_rt_dtype dtype, const void *data, const int64_t *dataShape,
+    int32_t dataRank, gpipe_rt_dtype indexType, const void *indices,
+    const int64_t *indicesShape, int32_t indicesRank, int64_t axis, void *out);
+
+/// out dim i is input dim perm[i].
+gpipe_rt_status gpipe_rt_cpu_transpose(gpipe_rt_dtype dtype, const void *in,
+                                       const int64_t *shape, int32_t rank,
+                                       const int64_t *perm, void *out);
+
+/// Takes sizes[i] elements of dim i starting at offsets[i], every
+/// strides[i] (> 0). The result has shape `sizes`.
+gpipe_rt_status gpipe_rt_cpu_slice(gpipe_rt_dtype dtype, const void *in,
+                                   const int64_t *shape, int32_t rank,
+                                   const int64_t *offsets, const int64_t *sizes,
+                                   const int64_t *strides, void *out);
+
+/// Splits `in` along `axis` into `numOutputs` consecutive pieces of
+/// sizes[i] (summing to shape[axis]), written to outs[i].
+gpipe_rt_status gpipe_rt_cpu_split(gpipe_rt_dtype dtype, const void *in,
+                                   const int64_t *shape, int32_t rank,
+                                   int64_t axis, const int64_t *sizes,
+                                   int32_t numOutputs, void *const *outs);
+
+/// Concatenates `numInputs` tensors of rank `rank` along `axis`; shapes[i]
+/// is input i's shape (all equal except along `axis`).
+gpipe_rt_status gpipe_rt_cpu_concat(gpipe_rt_dtype dtype, int32_t numInputs,
+                                    const void *const *inputs,
+                                    const int64_t *const *shapes, int32_t rank,
+                                    int64_t axis, void *out);
+
+/// Copies `count` elements: reshape and unsqueeze, which change no data (a
+/// no-op when `out == in`; a compiler may alias the buffers instead).
+gpipe_rt_status gpipe_rt_cpu_copy(gpipe_rt_dtype dtype, const void *in,
+                                  void *out, int64_t count);
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+/// Softmax cross-entropy, mean over rows: logits [..., C] and one label per
+/// row (`labelType` i32 or i64, shape = logits without the last dim). Each
+/// row's logsumexp is max-subtracted. A label outside [0, C) is reported
+/// with its position. `*loss` receives the mean (NaN for zero rows).
+gpipe_rt_status gpipe_rt_cpu_cross_entropy_f32(const float *logits,
+                                               const int64_t *logitsShape,
+                                               int32_t logitsRank,
+                                               gpipe_rt_dtype labelType,
+                                               const void *labels, float *loss);
+
+/// Mean squared error over `count` elements (NaN for none).
+gpipe_rt_status gpipe_rt_cpu_mse_f32(const float *input, const float *target,
+                                     int64_t count, float *loss);
+
+//===----------------------------------------------------------------------===//
+// Parameter initialization
+//===----------------------------------------------------------------------===//
+
+typedef enum gpipe_rt_init {
+  GPIPE_RT_INIT_ZEROS = 0,
+  GPIPE_RT_INIT_ONES = 1,
+  /// Normal with mean 0 and standard deviation `scale`.
+  GPIPE_RT_INIT_NORMAL = 2,
+  /// Uniform on [-scale, scale).
+  GPIPE_RT_INIT_UNIFORM = 3,
+} gpipe_rt_init;
+
+/// Fills `count` floats by `init`. Random draws are counter-based: element i
+/// depends only on (seed, stream, i), so a parameter's values do not depend
+/// on the order parameters are filled in or on how the model is split.
+/// `stream` is usually gpipe_rt_hash_name(parameter name).
+gpipe_rt_status gpipe_rt_cpu_fill_init_f32(gpipe_rt_init init, float *out,
+                                           int64_t count, double scale,
+                                           uint64_t seed, uint64_t stream);
+
+/// 64-bit FNV-1a hash of `size` bytes at `name`.
+uint64_t gpipe_rt_hash_name(const char *name, size_t size);
+
+#ifdef __cplusplus
+} // extern "C"
+#endif
+
+#endif /* GPIPE_RUNTIME_CPUKERNELS_H */

@@ -1,0 +1,1094 @@
+//===- KernelsTest.cpp - CPU kernels against float64 references -*- C++ -*-===//
+//
+// Each CPU kernel on random inputs against a naive float64 implementation
+// written from the op's definition (relative tolerance 1e-5, scaled by the
+// magnitude of the terms for sums), plus broadcasting corner cases, shape
+// errors, out-of-range indices and labels, and run-to-run bitwise
+// reproducibility.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Runtime/CPUKernels.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+int32_t rankOf(const Shape &shape) { return int32_t(shape.size()); }
+
+std::vector<float> randomFloats(int64_t n, uint32_t seed, float lo = -2.0f,
+                                float hi = 2.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float &x : v)
+    x = dist(gen);
+  return v;
+}
+
+std::vector<int64_t> unravel(int64_t flat, const Shape &shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return idx;
+}
+
+int64_t ravel(const std::vector<int64_t> &idx, const Shape &shape) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    flat = flat * shape[d] + idx[d];
+  return flat;
+}
+
+/// The flat index of `in` read at output index `outIdx` under numpy
+/// broadcasting.
+int64_t broadcastIndex(const Shape &in, const std::vector<int64_t> &outIdx) {
+  size_t lead = outIdx.size() - in.size();
+  std::vector<int64_t> idx(in.size());
+  for (size_t d = 0; d < in.size(); ++d)
+    idx[d] = in[d] == 1 ? 0 : outIdx[lead + d];
+  return ravel(idx, in);
+}
+
+Shape broadcastShapes(const Shape &a, const Shape &b) {
+  Shape out(std::max(a.size(), b.size()), 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    size_t ia = i + a.size() - out.size(), ib = i + b.size() - out.size();
+    int64_t da = i + a.size() >= out.size() ? a[ia] : 1;
+    int64_t db = i + b.size() >= out.size() ? b[ib] : 1;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+/// |got - want| <= atol + rtol * |want| for every element.
+void expectClose(const std::vector<float> &got, const std::vector<double> &want,
+                 double rtol = 1e-5, double atol = 1e-6) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_LE(std::abs(double(got[i]) - want[i]),
+              atol + rtol * std::abs(want[i]))
+        << "element " << i << ": got " << got[i] << ", want " << want[i];
+}
+
+/// |got - want| <= rtol * bound[i] (bound: the sum of the magnitudes of the
+/// terms that make up the element).
+void expectWithin(const std::vector<float> &got,
+                  const std::vector<double> &want,
+                  const std::vector<double> &bound, double rtol = 1e-5) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_LE(std::abs(double(got[i]) - want[i]), 1e-7 + rtol * bound[i])
+        << "element " << i << ": got " << got[i] << ", want " << want[i];
+}
+
+std::string lastError() { return gpipe_rt_last_error(); }
+
+//===----------------------------------------------------------------------===//
+// Binary ops
+//===----------------------------------------------------------------------===//
+
+double applyBinary(gpipe_rt_binary_op op, double a, double b) {
+  switch (op) {
+  case GPIPE_RT_ADD:
+    return a + b;
+  case GPIPE_RT_SUB:
+    return a - b;
+  case GPIPE_RT_MUL:
+    return a * b;
+  case GPIPE_RT_DIV:
+    return a / b;
+  case GPIPE_RT_POW:
+    return std::pow(a, b);
+  }
+  return 0;
+}
+
+struct BinaryCase {
+  Shape lhs, rhs;
+};
+
+class BinaryTest : public ::testing::TestWithParam<BinaryCase> {};
+
+TEST_P(BinaryTest, MatchesReferenceForEveryOp) {
+  const BinaryCase &c = GetParam();
+  Shape out = broadcastShapes(c.lhs, c.rhs);
+  for (gpipe_rt_binary_op op :
+       {GPIPE_RT_ADD, GPIPE_RT_SUB, GPIPE_RT_MUL, GPIPE_RT_DIV, GPIPE_RT_POW}) {
+    std::vector<float> a = randomFloats(numel(c.lhs), 1);
+    std::vector<float> b = randomFloats(numel(c.rhs), 2);
+    if (op == GPIPE_RT_POW)
+      for (float &x : a)
+        x = std::abs(x) + 0.25f;
+    if (op == GPIPE_RT_DIV)
+      for (float &x : b)
+        x = x < 0 ? x - 0.5f : x + 0.5f;
+    std::vector<float> got(static_cast<size_t>(numel(out)), -1.0f);
+    ASSERT_EQ(gpipe_rt_cpu_binary_f32(op, a.data(), c.lhs.data(), rankOf(c.lhs),
+                                      b.data(), c.rhs.data(), rankOf(c.rhs),
+                                      got.data(), out.data(), rankOf(out)),
+              GPIPE_RT_SUCCESS)
+        << lastError();
+    std::vector<double> want(got.size());
+    for (int64_t i = 0; i < numel(out); ++i) {
+      std::vector<int64_t> idx = unravel(i, out);
+      want[size_t(i)] = applyBinary(op, a[size_t(broadcastIndex(c.lhs, idx))],
+                                    b[size_t(broadcastIndex(c.rhs, idx))]);
+    }
+    expectClose(got, want);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Broadcasting, BinaryTest,
+    ::testing::Values(
+        BinaryCase{{4, 8}, {4, 8}}, BinaryCase{{4, 8}, {8}},
+        BinaryCase{{8}, {4, 8}}, BinaryCase{{4, 1}, {1, 8}},
+        BinaryCase{{}, {3, 2}}, BinaryCase{{3, 2}, {}}, BinaryCase{{}, {}},
+        BinaryCase{{2, 1, 3}, {4, 1}}, BinaryCase{{3, 1, 5, 1}, {1, 4, 1, 6}},
+        BinaryCase{{2, 3, 4, 5}, {3, 1, 5}}, BinaryCase{{1, 1, 7}, {1, 7}},
+        BinaryCase{{5, 1, 1}, {1, 1, 1}}, BinaryCase{{2, 16, 32}, {16, 32}},
+        BinaryCase{{8, 16, 16}, {1, 16, 16}}));
+
+TEST(BinaryErrors, IncompatibleShapesAreReported) {
+  Shape a{4, 8}, b{3}, out{4, 8};
+  std::vector<float> x(32), y(3), z(32);
+  EXPECT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_ADD, x.data(), a.data(), 2,
+                                    y.data(), b.data(), 1, z.data(), out.data(),
+                                    2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "add: operands [4, 8], [3] do not broadcast");
+}
+
+TEST(BinaryErrors, WrongResultShapeIsReported) {
+  Shape a{4, 1}, b{8}, out{4, 4};
+  std::vector<float> x(4), y(8), z(32);
+  EXPECT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_MUL, x.data(), a.data(), 2,
+                                    y.data(), b.data(), 1, z.data(), out.data(),
+                                    2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mul: operands [4, 1], [8] broadcast to [4, 8], not "
+                         "to the result shape [4, 4]");
+}
+
+TEST(BinaryErrors, BadRanksAndDimsAreReported) {
+  Shape big(GPIPE_RT_MAX_RANK + 1, 1), neg{2, -1};
+  float x = 0, y = 0, z = 0;
+  EXPECT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_ADD, &x, big.data(), rankOf(big),
+                                    &y, nullptr, 0, &z, big.data(),
+                                    rankOf(big)),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("lhs has rank 9"), std::string::npos);
+  EXPECT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_ADD, &x, neg.data(), 2, &y,
+                                    nullptr, 0, &z, neg.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "add: lhs dim 1 is negative (-1)");
+  // Sub-products of the dims must fit too, even when the tensor is empty.
+  Shape huge{0, int64_t(1) << 40, int64_t(1) << 40};
+  EXPECT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_ADD, &x, huge.data(), 3, &y,
+                                    nullptr, 0, &z, huge.data(), 3),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "add: lhs [0, 1099511627776, 1099511627776] has more "
+                         "elements than int64 holds");
+}
+
+TEST(BinaryCorners, EmptyTensorsBroadcast) {
+  Shape a{0, 3}, b{3}, out{0, 3};
+  std::vector<float> y{1, 2, 3};
+  EXPECT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_ADD, nullptr, a.data(), 2,
+                                    y.data(), b.data(), 1, nullptr, out.data(),
+                                    2),
+            GPIPE_RT_SUCCESS);
+  // A dim of 1 stretches to 0.
+  Shape c{1, 3}, d{0, 1}, res{0, 3};
+  EXPECT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_ADD, y.data(), c.data(), 2,
+                                    nullptr, d.data(), 2, nullptr, res.data(),
+                                    2),
+            GPIPE_RT_SUCCESS);
+}
+
+TEST(BinaryCorners, InPlaceOnTheFullShapeOperand) {
+  Shape a{3, 4}, b{4};
+  std::vector<float> x = randomFloats(12, 3), y = randomFloats(4, 4);
+  std::vector<double> want(12);
+  for (int i = 0; i < 12; ++i)
+    want[size_t(i)] = double(x[size_t(i)]) * y[size_t(i % 4)];
+  ASSERT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_MUL, x.data(), a.data(), 2,
+                                    y.data(), b.data(), 1, x.data(), a.data(),
+                                    2),
+            GPIPE_RT_SUCCESS);
+  expectClose(x, want);
+}
+
+//===----------------------------------------------------------------------===//
+// Unary ops
+//===----------------------------------------------------------------------===//
+
+double applyUnary(gpipe_rt_unary_op op, double x) {
+  switch (op) {
+  case GPIPE_RT_NEG:
+    return -x;
+  case GPIPE_RT_RECIPROCAL:
+    return 1.0 / x;
+  case GPIPE_RT_SQRT:
+    return std::sqrt(x);
+  case GPIPE_RT_EXP:
+    return std::exp(x);
+  case GPIPE_RT_LOG:
+    return std::log(x);
+  case GPIPE_RT_ERF:
+    return std::erf(x);
+  case GPIPE_RT_TANH:
+    return std::tanh(x);
+  case GPIPE_RT_SIGMOID:
+    return 1.0 / (1.0 + std::exp(-x));
+  case GPIPE_RT_RELU:
+    return x > 0 ? x : 0;
+  case GPIPE_RT_GELU:
+    return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  }
+  return 0;
+}
+
+TEST(Unary, EveryOpMatchesReference) {
+  for (gpipe_rt_unary_op op :
+       {GPIPE_RT_NEG, GPIPE_RT_RECIPROCAL, GPIPE_RT_SQRT, GPIPE_RT_EXP,
+        GPIPE_RT_LOG, GPIPE_RT_ERF, GPIPE_RT_TANH, GPIPE_RT_SIGMOID,
+        GPIPE_RT_RELU, GPIPE_RT_GELU}) {
+    SCOPED_TRACE(int(op));
+    // 1003 elements: a vector body and a remainder.
+    std::vector<float> x = randomFloats(1003, 5, -3.0f, 3.0f);
+    if (op == GPIPE_RT_SQRT || op == GPIPE_RT_LOG)
+      for (float &v : x)
+        v = std::abs(v) + (op == GPIPE_RT_LOG ? 0.01f : 0.0f);
+    if (op == GPIPE_RT_RECIPROCAL)
+      for (float &v : x)
+        v = v < 0 ? v - 0.1f : v + 0.1f;
+    std::vector<float> got(x.size());
+    ASSERT_EQ(
+        gpipe_rt_cpu_unary_f32(op, x.data(), got.data(), int64_t(x.size())),
+        GPIPE_RT_SUCCESS);
+    std::vector<double> want(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      want[i] = applyUnary(op, x[i]);
+    expectClose(got, want);
+  }
+}
+
+TEST(Unary, SigmoidAndGeluAtExtremes) {
+  std::vector<float> x{-100.0f, -30.0f, 0.0f, 30.0f, 100.0f};
+  std::vector<float> s(x.size()), g(x.size());
+  ASSERT_EQ(gpipe_rt_cpu_unary_f32(GPIPE_RT_SIGMOID, x.data(), s.data(), 5),
+            GPIPE_RT_SUCCESS);
+  ASSERT_EQ(gpipe_rt_cpu_unary_f32(GPIPE_RT_GELU, x.data(), g.data(), 5),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(s[0], std::exp(-100.0f) / (1.0f + std::exp(-100.0f)));
+  EXPECT_EQ(s[2], 0.5f);
+  EXPECT_EQ(s[4], 1.0f);
+  EXPECT_EQ(g[0], -0.0f);
+  EXPECT_EQ(g[4], 100.0f);
+  for (float v : s)
+    EXPECT_FALSE(std::isnan(v));
+}
+
+TEST(Unary, ReluKeepsNaN) {
+  float x = std::nanf(""), y = 0;
+  ASSERT_EQ(gpipe_rt_cpu_unary_f32(GPIPE_RT_RELU, &x, &y, 1), GPIPE_RT_SUCCESS);
+  EXPECT_TRUE(std::isnan(y));
+}
+
+TEST(Unary, InPlace) {
+  std::vector<float> x = randomFloats(17, 6);
+  std::vector<double> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    want[i] = std::tanh(double(x[i]));
+  ASSERT_EQ(gpipe_rt_cpu_unary_f32(GPIPE_RT_TANH, x.data(), x.data(), 17),
+            GPIPE_RT_SUCCESS);
+  expectClose(x, want);
+}
+
+//===----------------------------------------------------------------------===//
+// equal, where, not, cast
+//===----------------------------------------------------------------------===//
+
+TEST(Equal, BroadcastsOverEveryType) {
+  Shape a{3, 4}, b{4}, out{3, 4};
+  std::vector<int64_t> x(12), y{0, 5, 2, 7};
+  std::iota(x.begin(), x.end(), 0);
+  std::vector<uint8_t> got(12);
+  ASSERT_EQ(gpipe_rt_cpu_equal(GPIPE_RT_I64, x.data(), a.data(), 2, y.data(),
+                               b.data(), 1, got.data(), out.data(), 2),
+            GPIPE_RT_SUCCESS);
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(got[size_t(i)], uint8_t(x[size_t(i)] == y[size_t(i % 4)]));
+
+  std::vector<float> fx{1.0f, 2.0f, 3.0f}, fy{2.0f};
+  Shape fa{3}, fb{};
+  std::vector<uint8_t> fgot(3);
+  ASSERT_EQ(gpipe_rt_cpu_equal(GPIPE_RT_F32, fx.data(), fa.data(), 1, fy.data(),
+                               fb.data(), 0, fgot.data(), fa.data(), 1),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(fgot, (std::vector<uint8_t>{0, 1, 0}));
+
+  // Booleans compare by truth, not by byte value.
+  std::vector<uint8_t> bx{0, 1, 2}, by{0, 2, 1}, bgot(3);
+  ASSERT_EQ(gpipe_rt_cpu_equal(GPIPE_RT_BOOL, bx.data(), fa.data(), 1,
+                               by.data(), fa.data(), 1, bgot.data(), fa.data(),
+                               1),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(bgot, (std::vector<uint8_t>{1, 1, 1}));
+}
+
+TEST(Where, BroadcastsAllThreeOperands) {
+  // The causal-mask pattern: [T, T] mask, [B, H, T, T] scores, scalar -inf.
+  Shape cs{4, 4}, xs{2, 3, 4, 4}, ys{}, out{2, 3, 4, 4};
+  std::vector<uint8_t> cond(16);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      cond[size_t(i * 4 + j)] = j <= i;
+  std::vector<float> x = randomFloats(numel(xs), 7);
+  float y = -INFINITY;
+  std::vector<float> got(static_cast<size_t>(numel(out)));
+  ASSERT_EQ(gpipe_rt_cpu_where(cond.data(), cs.data(), 2, GPIPE_RT_F32,
+                               x.data(), xs.data(), 4, &y, ys.data(), 0,
+                               got.data(), out.data(), 4),
+            GPIPE_RT_SUCCESS);
+  for (int64_t i = 0; i < numel(out); ++i) {
+    std::vector<int64_t> idx = unravel(i, out);
+    float want = idx[3] <= idx[2] ? x[size_t(i)] : y;
+    EXPECT_EQ(got[size_t(i)], want) << i;
+  }
+}
+
+TEST(Where, MovesI64AndReportsShapes) {
+  Shape cs{3}, xs{2, 3}, ys{2, 1};
+  std::vector<uint8_t> cond{1, 0, 1};
+  std::vector<int64_t> x{1, 2, 3, 4, 5, 6}, y{-1, -2}, got(6);
+  ASSERT_EQ(gpipe_rt_cpu_where(cond.data(), cs.data(), 1, GPIPE_RT_I64,
+                               x.data(), xs.data(), 2, y.data(), ys.data(), 2,
+                               got.data(), xs.data(), 2),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(got, (std::vector<int64_t>{1, -1, 3, 4, -2, 6}));
+  Shape bad{4};
+  EXPECT_EQ(gpipe_rt_cpu_where(cond.data(), bad.data(), 1, GPIPE_RT_I64,
+                               x.data(), xs.data(), 2, y.data(), ys.data(), 2,
+                               got.data(), xs.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(),
+            "where: operands [4], [2, 3], [2, 1] do not broadcast");
+}
+
+TEST(Not, FlipsTruth) {
+  std::vector<uint8_t> x{0, 1, 7}, y(3);
+  ASSERT_EQ(gpipe_rt_cpu_not(x.data(), y.data(), 3), GPIPE_RT_SUCCESS);
+  EXPECT_EQ(y, (std::vector<uint8_t>{1, 0, 0}));
+}
+
+TEST(Cast, ConvertsBetweenTypes) {
+  std::vector<float> f{-2.7f, -0.0f, 0.5f, 3.9f, 1e30f, -1e30f, NAN};
+  std::vector<int64_t> i64(f.size());
+  ASSERT_EQ(gpipe_rt_cpu_cast(GPIPE_RT_F32, f.data(), GPIPE_RT_I64, i64.data(),
+                              int64_t(f.size())),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(i64, (std::vector<int64_t>{-2, 0, 0, 3, INT64_MAX, INT64_MIN, 0}));
+  std::vector<int32_t> i32(f.size());
+  ASSERT_EQ(gpipe_rt_cpu_cast(GPIPE_RT_F32, f.data(), GPIPE_RT_I32, i32.data(),
+                              int64_t(f.size())),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(i32[4], INT32_MAX);
+  std::vector<uint8_t> b(f.size());
+  ASSERT_EQ(gpipe_rt_cpu_cast(GPIPE_RT_F32, f.data(), GPIPE_RT_BOOL, b.data(),
+                              int64_t(f.size())),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(b, (std::vector<uint8_t>{1, 0, 1, 1, 1, 1, 1}));
+  std::vector<float> back(b.size());
+  ASSERT_EQ(gpipe_rt_cpu_cast(GPIPE_RT_BOOL, b.data(), GPIPE_RT_F32,
+                              back.data(), int64_t(b.size())),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(back[1], 0.0f);
+  EXPECT_EQ(back[0], 1.0f);
+  std::vector<int64_t> ints{-3, 0, 1 << 20};
+  std::vector<double> d(3);
+  ASSERT_EQ(
+      gpipe_rt_cpu_cast(GPIPE_RT_I64, ints.data(), GPIPE_RT_F64, d.data(), 3),
+      GPIPE_RT_SUCCESS);
+  EXPECT_EQ(d, (std::vector<double>{-3.0, 0.0, double(1 << 20)}));
+  EXPECT_EQ(
+      gpipe_rt_cpu_cast(GPIPE_RT_F16, ints.data(), GPIPE_RT_F32, d.data(), 1),
+      GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "cast: unsupported conversion from f16 to f32 "
+                         "(supported: f32, f64, i32, i64, i1)");
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+/// Reference numpy matmul; `bound` gets sum |a_ik b_kj| per element.
+void referenceMatmul(const std::vector<float> &a, const Shape &as,
+                     const std::vector<float> &b, const Shape &bs,
+                     const Shape &out, std::vector<double> &want,
+                     std::vector<double> &bound) {
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
+  Shape oBatch(out.begin(), out.end() - 2);
+  want.assign(size_t(numel(out)), 0.0);
+  bound.assign(size_t(numel(out)), 0.0);
+  for (int64_t bi = 0; bi < numel(oBatch); ++bi) {
+    std::vector<int64_t> idx = unravel(bi, oBatch);
+    int64_t ai = broadcastIndex(aBatch, idx), bj = broadcastIndex(bBatch, idx);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0, t = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          double term = double(a[size_t((ai * m + i) * k + p)]) *
+                        b[size_t((bj * k + p) * n + j)];
+          s += term;
+          t += std::abs(term);
+        }
+        want[size_t((bi * m + i) * n + j)] = s;
+        bound[size_t((bi * m + i) * n + j)] = t;
+      }
+  }
+}
+
+struct MatmulCase {
+  Shape lhs, rhs, out;
+};
+
+class MatmulTest : public ::testing::TestWithParam<MatmulCase> {};
+
+TEST_P(MatmulTest, MatchesReference) {
+  const MatmulCase &c = GetParam();
+  std::vector<float> a = randomFloats(numel(c.lhs), 11);
+  std::vector<float> b = randomFloats(numel(c.rhs), 12);
+  std::vector<float> got(static_cast<size_t>(numel(c.out)), NAN);
+  ASSERT_EQ(gpipe_rt_cpu_matmul_f32(a.data(), c.lhs.data(), rankOf(c.lhs),
+                                    b.data(), c.rhs.data(), rankOf(c.rhs),
+                                    got.data(), c.out.data(), rankOf(c.out)),
+            GPIPE_RT_SUCCESS)
+      << lastError();
+  std::vector<double> want, bound;
+  referenceMatmul(a, c.lhs, b, c.rhs, c.out, want, bound);
+  expectWithin(got, want, bound);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MatmulTest,
+    ::testing::Values(MatmulCase{{3, 5}, {5, 4}, {3, 4}},
+                      MatmulCase{{2, 3, 5}, {2, 5, 4}, {2, 3, 4}},
+                      // rhs shared: the batch folds into one sgemm.
+                      MatmulCase{{2, 16, 32}, {32, 96}, {2, 16, 96}},
+                      MatmulCase{{2, 3, 5}, {1, 5, 4}, {2, 3, 4}},
+                      // lhs broadcast.
+                      MatmulCase{{3, 5}, {2, 5, 4}, {2, 3, 4}},
+                      MatmulCase{{2, 1, 3, 5}, {4, 5, 6}, {2, 4, 3, 6}},
+                      MatmulCase{{8, 16, 8}, {8, 8, 16}, {8, 16, 16}},
+                      MatmulCase{{1, 1}, {1, 1}, {1, 1}},
+                      MatmulCase{{4, 0}, {0, 3}, {4, 3}},
+                      MatmulCase{{65, 70}, {70, 33}, {65, 33}}));
+
+TEST(Matmul, ShapeErrors) {
+  Shape a{3, 5}, b{4, 2}, out{3, 2};
+  std::vector<float> x(15), y(8), z(6);
+  EXPECT_EQ(gpipe_rt_cpu_matmul_f32(x.data(), a.data(), 2, y.data(), b.data(),
+                                    2, z.data(), out.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "matmul: inner dimensions differ: [3, 5] and [4, 2]");
+  Shape a3{2, 3, 5}, b3{3, 5, 2}, o3{2, 3, 2};
+  std::vector<float> x3(30), y3(30), z3(12);
+  EXPECT_EQ(gpipe_rt_cpu_matmul_f32(x3.data(), a3.data(), 3, y3.data(),
+                                    b3.data(), 3, z3.data(), o3.data(), 3),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(),
+            "matmul: batch dims of [2, 3, 5] and [3, 5, 2] do not broadcast");
+}
+
+TEST(Gemm, EveryTransposeAlphaBetaAndBias) {
+  const int64_t m = 5, n = 7, k = 6;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (const Shape &cs : {Shape{}, Shape{n}, Shape{m, 1}, Shape{m, n}}) {
+        SCOPED_TRACE(::testing::Message() << "transA=" << ta << " transB=" << tb
+                                          << " c rank=" << cs.size());
+        Shape as = ta ? Shape{k, m} : Shape{m, k};
+        Shape bs = tb ? Shape{n, k} : Shape{k, n};
+        Shape out{m, n};
+        std::vector<float> a = randomFloats(m * k, 21),
+                           b = randomFloats(k * n, 22);
+        std::vector<float> c = randomFloats(numel(cs), 23);
+        float alpha = 0.75f, beta = -1.5f;
+        std::vector<float> got(static_cast<size_t>(m * n), NAN);
+        ASSERT_EQ(gpipe_rt_cpu_gemm_f32(a.data(), as.data(), b.data(),
+                                        bs.data(), c.data(), cs.data(),
+                                        rankOf(cs), alpha, beta, ta, tb,
+                                        got.data(), out.data()),
+                  GPIPE_RT_SUCCESS)
+            << lastError();
+        std::vector<double> want(static_cast<size_t>(m * n)),
+            bound(static_cast<size_t>(m * n));
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double s = 0, t = 0;
+            for (int64_t p = 0; p < k; ++p) {
+              double av = ta ? a[size_t(p * m + i)] : a[size_t(i * k + p)];
+              double bv = tb ? b[size_t(j * k + p)] : b[size_t(p * n + j)];
+              s += av * bv;
+              t += std::abs(av * bv);
+            }
+            double cv = c[size_t(broadcastIndex(cs, {i, j}))];
+            want[size_t(i * n + j)] = alpha * s + beta * cv;
+            bound[size_t(i * n + j)] =
+                std::abs(alpha) * t + std::abs(beta * cv);
+          }
+        expectWithin(got, want, bound);
+      }
+}
+
+TEST(Gemm, WithoutC) {
+  Shape as{2, 3}, bs{3, 2}, out{2, 2};
+  std::vector<float> a{1, 2, 3, 4, 5, 6}, b{1, 0, 0, 1, 1, 1};
+  std::vector<float> got(4, NAN);
+  ASSERT_EQ(gpipe_rt_cpu_gemm_f32(a.data(), as.data(), b.data(), bs.data(),
+                                  nullptr, nullptr, 0, 2.0f, 5.0f, 0, 0,
+                                  got.data(), out.data()),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(got, (std::vector<float>{8, 10, 20, 22}));
+}
+
+TEST(Linear, BothWeightLayoutsWithAndWithoutBias) {
+  Shape in{2, 3, 8};
+  const int64_t inF = 8, outF = 5, rows = 6;
+  std::vector<float> x = randomFloats(numel(in), 31);
+  std::vector<float> w = randomFloats(inF * outF, 32);
+  std::vector<float> bias = randomFloats(outF, 33);
+  for (int transpose = 0; transpose < 2; ++transpose)
+    for (int withBias = 0; withBias < 2; ++withBias) {
+      SCOPED_TRACE(::testing::Message()
+                   << "transpose=" << transpose << " bias=" << withBias);
+      Shape ws = transpose ? Shape{outF, inF} : Shape{inF, outF};
+      Shape out{2, 3, outF};
+      std::vector<float> got(static_cast<size_t>(numel(out)), NAN);
+      ASSERT_EQ(gpipe_rt_cpu_linear_f32(x.data(), in.data(), 3, w.data(),
+                                        ws.data(),
+                                        withBias ? bias.data() : nullptr,
+                                        transpose, got.data(), out.data(), 3),
+                GPIPE_RT_SUCCESS)
+          << lastError();
+      std::vector<double> want(got.size()), bound(got.size());
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t o = 0; o < outF; ++o) {
+          double s = withBias ? bias[size_t(o)] : 0.0, t = std::abs(s);
+          for (int64_t i = 0; i < inF; ++i) {
+            double wv =
+                transpose ? w[size_t(o * inF + i)] : w[size_t(i * outF + o)];
+            s += double(x[size_t(r * inF + i)]) * wv;
+            t += std::abs(double(x[size_t(r * inF + i)]) * wv);
+          }
+          want[size_t(r * outF + o)] = s;
+          bound[size_t(r * outF + o)] = t;
+        }
+      expectWithin(got, want, bound);
+    }
+}
+
+TEST(Linear, ReportsFeatureMismatch) {
+  Shape in{4, 8}, ws{5, 7}, out{4, 5};
+  std::vector<float> x(32), w(35), y(20);
+  EXPECT_EQ(gpipe_rt_cpu_linear_f32(x.data(), in.data(), 2, w.data(), ws.data(),
+                                    nullptr, 1, y.data(), out.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "linear: input [4, 8] has 8 features but weight "
+                         "[5, 7] ([out, in]) takes 7");
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and layer norm
+//===----------------------------------------------------------------------===//
+
+TEST(Softmax, EveryAxisMatchesReference) {
+  Shape s{3, 4, 5};
+  std::vector<float> x = randomFloats(numel(s), 41, -5.0f, 5.0f);
+  for (int64_t axis = 0; axis < 3; ++axis) {
+    SCOPED_TRACE(axis);
+    std::vector<float> got(x.size());
+    ASSERT_EQ(gpipe_rt_cpu_softmax_f32(x.data(), s.data(), 3, axis, got.data()),
+              GPIPE_RT_SUCCESS);
+    std::vector<double> want(x.size());
+    for (int64_t i = 0; i < numel(s); ++i) {
+      std::vector<int64_t> idx = unravel(i, s);
+      double denom = 0;
+      for (int64_t j = 0; j < s[size_t(axis)]; ++j) {
+        std::vector<int64_t> other = idx;
+        other[size_t(axis)] = j;
+        denom += std::exp(double(x[size_t(ravel(other, s))]));
+      }
+      want[size_t(i)] = std::exp(double(x[size_t(i)])) / denom;
+    }
+    expectClose(got, want, 1e-5, 0.0);
+  }
+}
+
+TEST(Softmax, LargeLogitsAndMaskedEntriesStayFinite) {
+  Shape s{2, 4};
+  std::vector<float> x{1000.0f,   1001.0f, 1002.0f,   1003.0f,
+                       -INFINITY, 0.0f,    -INFINITY, 0.0f};
+  std::vector<float> got(8);
+  ASSERT_EQ(gpipe_rt_cpu_softmax_f32(x.data(), s.data(), 2, 1, got.data()),
+            GPIPE_RT_SUCCESS);
+  double denom = 1 + std::exp(-1.0) + std::exp(-2.0) + std::exp(-3.0);
+  EXPECT_NEAR(got[3], 1.0 / denom, 1e-6);
+  EXPECT_EQ(got[4], 0.0f);
+  EXPECT_EQ(got[5], 0.5f);
+}
+
+TEST(Softmax, InPlaceAndBadAxis) {
+  Shape s{4, 6};
+  std::vector<float> x = randomFloats(24, 42), copy(24);
+  ASSERT_EQ(gpipe_rt_cpu_softmax_f32(x.data(), s.data(), 2, 1, copy.data()),
+            GPIPE_RT_SUCCESS);
+  ASSERT_EQ(gpipe_rt_cpu_softmax_f32(x.data(), s.data(), 2, 1, x.data()),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(x, copy);
+  EXPECT_EQ(gpipe_rt_cpu_softmax_f32(x.data(), s.data(), 2, 2, x.data()),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "softmax: axis 2 is out of range for [4, 6]");
+}
+
+TEST(LayerNorm, MatchesReferenceOverTrailingDims) {
+  Shape s{2, 3, 8};
+  std::vector<float> x = randomFloats(numel(s), 51, -3.0f, 5.0f);
+  for (int64_t axis : {1, 2}) {
+    for (int withBias = 0; withBias < 2; ++withBias) {
+      SCOPED_TRACE(::testing::Message()
+                   << "axis=" << axis << " bias=" << withBias);
+      int64_t n = 1;
+      for (size_t d = size_t(axis); d < s.size(); ++d)
+        n *= s[d];
+      int64_t rows = numel(s) / n;
+      std::vector<float> scale = randomFloats(n, 52),
+                         bias = randomFloats(n, 53);
+      std::vector<float> got(x.size()), mean(static_cast<size_t>(rows)),
+          rstd(static_cast<size_t>(rows));
+      const float eps = 1e-5f;
+      ASSERT_EQ(
+          gpipe_rt_cpu_layer_norm_f32(x.data(), s.data(), 3, axis, scale.data(),
+                                      withBias ? bias.data() : nullptr, eps,
+                                      got.data(), mean.data(), rstd.data()),
+          GPIPE_RT_SUCCESS);
+      std::vector<double> want(x.size()), bound(x.size());
+      for (int64_t r = 0; r < rows; ++r) {
+        double mu = 0, var = 0;
+        for (int64_t j = 0; j < n; ++j)
+          mu += x[size_t(r * n + j)];
+        mu /= double(n);
+        for (int64_t j = 0; j < n; ++j)
+          var += (x[size_t(r * n + j)] - mu) * (x[size_t(r * n + j)] - mu);
+        var /= double(n);
+        double rs = 1.0 / std::sqrt(var + eps);
+        EXPECT_NEAR(mean[size_t(r)], mu, 1e-6 * (1 + std::abs(mu)));
+        EXPECT_NEAR(rstd[size_t(r)], rs, 1e-6 * rs);
+        for (int64_t j = 0; j < n; ++j) {
+          double xv = x[size_t(r * n + j)];
+          double b = withBias ? bias[size_t(j)] : 0.0;
+          want[size_t(r * n + j)] = (xv - mu) * rs * scale[size_t(j)] + b;
+          bound[size_t(r * n + j)] =
+              (std::abs(xv) + std::abs(mu)) * rs * std::abs(scale[size_t(j)]) +
+              std::abs(b);
+        }
+      }
+      expectWithin(got, want, bound);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Gather, transpose, slice, split, concat
+//===----------------------------------------------------------------------===//
+
+TEST(Gather, EmbeddingLookup) {
+  Shape table{10, 4}, ids{2, 3};
+  std::vector<float> t = randomFloats(40, 61);
+  std::vector<int64_t> idx{0, 9, 3, 3, 1, 0};
+  std::vector<float> got(24);
+  ASSERT_EQ(gpipe_rt_cpu_gather(GPIPE_RT_F32, t.data(), table.data(), 2,
+                                GPIPE_RT_I64, idx.data(), ids.data(), 2, 0,
+                                got.data()),
+            GPIPE_RT_SUCCESS);
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 4; ++j)
+      EXPECT_EQ(got[size_t(i * 4 + j)], t[size_t(idx[size_t(i)] * 4 + j)]);
+}
+
+TEST(Gather, MiddleAxisWithI32Indices) {
+  Shape data{2, 5, 3}, ids{4};
+  std::vector<int64_t> d(30);
+  std::iota(d.begin(), d.end(), 100);
+  std::vector<int32_t> idx{4, 0, 2, 4};
+  std::vector<int64_t> got(24);
+  ASSERT_EQ(gpipe_rt_cpu_gather(GPIPE_RT_I64, d.data(), data.data(), 3,
+                                GPIPE_RT_I32, idx.data(), ids.data(), 1, 1,
+                                got.data()),
+            GPIPE_RT_SUCCESS);
+  for (int o = 0; o < 2; ++o)
+    for (int i = 0; i < 4; ++i)
+      for (int k = 0; k < 3; ++k)
+        EXPECT_EQ(got[size_t((o * 4 + i) * 3 + k)],
+                  d[size_t((o * 5 + idx[size_t(i)]) * 3 + k)]);
+}
+
+TEST(Gather, BadIndexIsReportedWithItsPosition) {
+  Shape table{10, 4}, ids{2, 3};
+  std::vector<float> t(40), got(24, 7.0f);
+  std::vector<int64_t> idx{0, 1, 2, 3, 10, 5};
+  EXPECT_EQ(gpipe_rt_cpu_gather(GPIPE_RT_F32, t.data(), table.data(), 2,
+                                GPIPE_RT_I64, idx.data(), ids.data(), 2, 0,
+                                got.data()),
+            GPIPE_RT_OUT_OF_RANGE);
+  EXPECT_EQ(lastError(), "gather: index 10 at position [1, 1] of indices "
+                         "[2, 3] is out of range [0, 10) for axis 0 of data "
+                         "[10, 4]");
+  // Nothing was written.
+  EXPECT_EQ(got, std::vector<float>(24, 7.0f));
+  idx[4] = -1;
+  EXPECT_EQ(gpipe_rt_cpu_gather(GPIPE_RT_F32, t.data(), table.data(), 2,
+                                GPIPE_RT_I64, idx.data(), ids.data(), 2, 0,
+                                got.data()),
+            GPIPE_RT_OUT_OF_RANGE);
+  EXPECT_NE(lastError().find("index -1 at position [1, 1]"), std::string::npos);
+}
+
+/// Reference transpose: out[i] = in[perm-mapped index].
+template <typename T>
+std::vector<T> referenceTranspose(const std::vector<T> &in, const Shape &s,
+                                  const Shape &perm) {
+  Shape out(s.size());
+  for (size_t i = 0; i < s.size(); ++i)
+    out[i] = s[size_t(perm[i])];
+  std::vector<T> res(in.size());
+  for (int64_t i = 0; i < numel(out); ++i) {
+    std::vector<int64_t> oi = unravel(i, out), ii(s.size());
+    for (size_t d = 0; d < s.size(); ++d)
+      ii[size_t(perm[d])] = oi[d];
+    res[size_t(i)] = in[size_t(ravel(ii, s))];
+  }
+  return res;
+}
+
+TEST(Transpose, EveryPermutationOfRank4) {
+  Shape s{2, 3, 4, 5}, perm{0, 1, 2, 3};
+  std::vector<float> x = randomFloats(numel(s), 71);
+  do {
+    std::vector<float> got(x.size());
+    ASSERT_EQ(gpipe_rt_cpu_transpose(GPIPE_RT_F32, x.data(), s.data(), 4,
+                                     perm.data(), got.data()),
+              GPIPE_RT_SUCCESS);
+    EXPECT_EQ(got, referenceTranspose(x, s, perm));
+  } while (std::next_permutation(perm.begin(), perm.end()));
+}
+
+TEST(Transpose, LargeTiledAndOtherTypes) {
+  Shape s{3, 67, 131}, perm{0, 2, 1};
+  std::vector<int64_t> x(static_cast<size_t>(numel(s)));
+  std::iota(x.begin(), x.end(), 0);
+  std::vector<int64_t> got(x.size());
+  ASSERT_EQ(gpipe_rt_cpu_transpose(GPIPE_RT_I64, x.data(), s.data(), 3,
+                                   perm.data(), got.data()),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(got, referenceTranspose(x, s, perm));
+  Shape s2{40, 3, 50}, perm2{2, 1, 0};
+  std::vector<uint8_t> b(static_cast<size_t>(numel(s2)));
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = uint8_t(i * 7);
+  std::vector<uint8_t> bgot(b.size());
+  ASSERT_EQ(gpipe_rt_cpu_transpose(GPIPE_RT_BOOL, b.data(), s2.data(), 3,
+                                   perm2.data(), bgot.data()),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(bgot, referenceTranspose(b, s2, perm2));
+}
+
+TEST(Transpose, RejectsBadPermutation) {
+  Shape s{2, 3}, perm{0, 0};
+  std::vector<float> x(6), y(6);
+  EXPECT_EQ(gpipe_rt_cpu_transpose(GPIPE_RT_F32, x.data(), s.data(), 2,
+                                   perm.data(), y.data()),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(),
+            "transpose: perm [0, 0] is not a permutation of 2 dims");
+}
+
+TEST(Slice, StridedWindows) {
+  Shape s{6, 7}, off{1, 2}, sizes{3, 2}, strides{2, 3};
+  std::vector<float> x(42);
+  std::iota(x.begin(), x.end(), 0.0f);
+  std::vector<float> got(6);
+  ASSERT_EQ(gpipe_rt_cpu_slice(GPIPE_RT_F32, x.data(), s.data(), 2, off.data(),
+                               sizes.data(), strides.data(), got.data()),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(got, (std::vector<float>{9, 12, 23, 26, 37, 40}));
+  // The last row would be 7: one past the end.
+  Shape tooFar{4, 2};
+  EXPECT_EQ(gpipe_rt_cpu_slice(GPIPE_RT_F32, x.data(), s.data(), 2, off.data(),
+                               tooFar.data(), strides.data(), got.data()),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "slice: dim 0: offset 1, size 4, stride 2 do not fit "
+                         "in 6 (input [6, 7])");
+}
+
+TEST(SplitConcat, RoundTripAlongEachAxis) {
+  Shape s{4, 6, 5};
+  std::vector<float> x = randomFloats(numel(s), 81);
+  for (int64_t axis = 0; axis < 3; ++axis) {
+    SCOPED_TRACE(axis);
+    int64_t dim = s[size_t(axis)];
+    Shape sizes{1, dim - 3, 2};
+    std::vector<std::vector<float>> pieces;
+    std::vector<Shape> shapes;
+    std::vector<void *> outs;
+    for (int64_t size : sizes) {
+      Shape ps = s;
+      ps[size_t(axis)] = size;
+      shapes.push_back(ps);
+      pieces.emplace_back(size_t(numel(ps)));
+    }
+    for (auto &p : pieces)
+      outs.push_back(p.data());
+    ASSERT_EQ(gpipe_rt_cpu_split(GPIPE_RT_F32, x.data(), s.data(), 3, axis,
+                                 sizes.data(), 3, outs.data()),
+              GPIPE_RT_SUCCESS);
+    // Each piece is the matching slice.
+    int64_t offset = 0;
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      Shape off{0, 0, 0}, strides{1, 1, 1};
+      off[size_t(axis)] = offset;
+      std::vector<float> slice(pieces[p].size());
+      ASSERT_EQ(gpipe_rt_cpu_slice(GPIPE_RT_F32, x.data(), s.data(), 3,
+                                   off.data(), shapes[p].data(), strides.data(),
+                                   slice.data()),
+                GPIPE_RT_SUCCESS);
+      EXPECT_EQ(slice, pieces[p]);
+      offset += sizes[p];
+    }
+    std::vector<const void *> ins;
+    std::vector<const int64_t *> inShapes;
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      ins.push_back(pieces[p].data());
+      inShapes.push_back(shapes[p].data());
+    }
+    std::vector<float> back(x.size());
+    ASSERT_EQ(gpipe_rt_cpu_concat(GPIPE_RT_F32, 3, ins.data(), inShapes.data(),
+                                  3, axis, back.data()),
+              GPIPE_RT_SUCCESS);
+    EXPECT_EQ(back, x);
+  }
+}
+
+TEST(SplitConcat, Errors) {
+  Shape s{4, 6}, sizes{2, 3};
+  std::vector<float> x(24), a(8), b(12);
+  void *outs[] = {a.data(), b.data()};
+  EXPECT_EQ(gpipe_rt_cpu_split(GPIPE_RT_F32, x.data(), s.data(), 2, 1,
+                               sizes.data(), 2, outs),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "split: sizes sum to 5, not to dim 1 of [4, 6]");
+  Shape s1{2, 3}, s2{3, 3};
+  const int64_t *shapes[] = {s1.data(), s2.data()};
+  const void *ins[] = {a.data(), b.data()};
+  EXPECT_EQ(gpipe_rt_cpu_concat(GPIPE_RT_F32, 2, ins, shapes, 2, 1, x.data()),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "concat: input 1 [3, 3] does not match input 0 "
+                         "[2, 3] outside axis 1");
+}
+
+TEST(Copy, CopiesAndAllowsAliasing) {
+  std::vector<int64_t> x{1, 2, 3}, y(3);
+  ASSERT_EQ(gpipe_rt_cpu_copy(GPIPE_RT_I64, x.data(), y.data(), 3),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(x, y);
+  ASSERT_EQ(gpipe_rt_cpu_copy(GPIPE_RT_I64, x.data(), x.data(), 3),
+            GPIPE_RT_SUCCESS);
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+double referenceCrossEntropy(const std::vector<float> &logits, int64_t classes,
+                             const std::vector<int64_t> &labels) {
+  double total = 0;
+  int64_t rows = int64_t(labels.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = -INFINITY;
+    for (int64_t c = 0; c < classes; ++c)
+      m = std::max(m, double(logits[size_t(r * classes + c)]));
+    double s = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      s += std::exp(double(logits[size_t(r * classes + c)]) - m);
+    total += m + std::log(s) - logits[size_t(r * classes + labels[size_t(r)])];
+  }
+  return total / double(rows);
+}
+
+TEST(CrossEntropy, MatchesReference) {
+  Shape s{2, 16, 32};
+  std::vector<float> logits = randomFloats(numel(s), 91, -4.0f, 4.0f);
+  std::mt19937 gen(92);
+  std::vector<int64_t> labels(32);
+  for (int64_t &l : labels)
+    l = int64_t(gen() % 32);
+  float loss = NAN;
+  ASSERT_EQ(gpipe_rt_cpu_cross_entropy_f32(logits.data(), s.data(), 3,
+                                           GPIPE_RT_I64, labels.data(), &loss),
+            GPIPE_RT_SUCCESS);
+  double want = referenceCrossEntropy(logits, 32, labels);
+  EXPECT_NEAR(loss, want, 1e-5 * want);
+
+  std::vector<int32_t> labels32(labels.begin(), labels.end());
+  float loss32 = NAN;
+  ASSERT_EQ(gpipe_rt_cpu_cross_entropy_f32(logits.data(), s.data(), 3,
+                                           GPIPE_RT_I32, labels32.data(),
+                                           &loss32),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(loss, loss32);
+}
+
+TEST(CrossEntropy, StableForLargeLogits) {
+  Shape s{1, 3};
+  std::vector<float> logits{1000.0f, 1000.0f, 1000.0f};
+  int64_t label = 1;
+  float loss = NAN;
+  ASSERT_EQ(gpipe_rt_cpu_cross_entropy_f32(logits.data(), s.data(), 2,
+                                           GPIPE_RT_I64, &label, &loss),
+            GPIPE_RT_SUCCESS);
+  EXPECT_NEAR(loss, std::log(3.0), 1e-6);
+}
+
+TEST(CrossEntropy, BadLabelIsReportedWithItsPosition) {
+  Shape s{2, 3, 4};
+  std::vector<float> logits(24);
+  std::vector<int64_t> labels{0, 1, 2, 3, 4, 0};
+  float loss = 0;
+  EXPECT_EQ(gpipe_rt_cpu_cross_entropy_f32(logits.data(), s.data(), 3,
+                                           GPIPE_RT_I64, labels.data(), &loss),
+            GPIPE_RT_OUT_OF_RANGE);
+  EXPECT_EQ(lastError(), "cross_entropy: label 4 at position [1, 1] is out of "
+                         "range [0, 4)");
+}
+
+TEST(MSE, MatchesReference) {
+  std::vector<float> a = randomFloats(1001, 101), b = randomFloats(1001, 102);
+  float loss = NAN;
+  ASSERT_EQ(gpipe_rt_cpu_mse_f32(a.data(), b.data(), 1001, &loss),
+            GPIPE_RT_SUCCESS);
+  double want = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    want += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+  want /= 1001.0;
+  EXPECT_NEAR(loss, want, 1e-6 * want);
+}
+
+//===----------------------------------------------------------------------===//
+// Init, reproducibility, BLAS threads
+//===----------------------------------------------------------------------===//
+
+TEST(FillInit, CounterBasedAndWellDistributed) {
+  const int64_t n = 20000;
+  std::vector<float> a(static_cast<size_t>(n)), prefix(100);
+  uint64_t stream = gpipe_rt_hash_name("fc.weight", 9);
+  ASSERT_EQ(gpipe_rt_cpu_fill_init_f32(GPIPE_RT_INIT_NORMAL, a.data(), n, 0.02,
+                                       7, stream),
+            GPIPE_RT_SUCCESS);
+  ASSERT_EQ(gpipe_rt_cpu_fill_init_f32(GPIPE_RT_INIT_NORMAL, prefix.data(), 100,
+                                       0.02, 7, stream),
+            GPIPE_RT_SUCCESS);
+  EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), a.begin()));
+  double mean = 0, sq = 0;
+  for (float v : a) {
+    mean += v;
+    sq += double(v) * v;
+  }
+  mean /= double(n);
+  double sd = std::sqrt(sq / double(n) - mean * mean);
+  EXPECT_NEAR(mean, 0.0, 0.001);
+  EXPECT_NEAR(sd, 0.02, 0.001);
+
+  std::vector<float> u(static_cast<size_t>(n));
+  ASSERT_EQ(gpipe_rt_cpu_fill_init_f32(GPIPE_RT_INIT_UNIFORM, u.data(), n, 0.5,
+                                       7, stream),
+            GPIPE_RT_SUCCESS);
+  auto [lo, hi] = std::minmax_element(u.begin(), u.end());
+  EXPECT_GE(*lo, -0.5f);
+  EXPECT_LT(*hi, 0.5f);
+  EXPECT_LT(*lo, -0.49f);
+  EXPECT_GT(*hi, 0.49f);
+
+  // Another stream or seed gives other values.
+  std::vector<float> other(100);
+  ASSERT_EQ(gpipe_rt_cpu_fill_init_f32(GPIPE_RT_INIT_NORMAL, other.data(), 100,
+                                       0.02, 8, stream),
+            GPIPE_RT_SUCCESS);
+  EXPECT_NE(other, prefix);
+
+  std::vector<float> ones(5);
+  ASSERT_EQ(
+      gpipe_rt_cpu_fill_init_f32(GPIPE_RT_INIT_ONES, ones.data(), 5, 0, 0, 0),
+      GPIPE_RT_SUCCESS);
+  EXPECT_EQ(ones, std::vector<float>(5, 1.0f));
+}
+
+TEST(Reproducibility, RepeatedCallsAreBitwiseIdentical) {
+  Shape a{4, 33, 70}, b{70, 29}, out{4, 33, 29};
+  std::vector<float> x = randomFloats(numel(a), 111),
+                     w = randomFloats(numel(b), 112);
+  std::vector<float> first(static_cast<size_t>(numel(out))),
+      second(first.size());
+  for (std::vector<float> *dst : {&first, &second}) {
+    ASSERT_EQ(gpipe_rt_cpu_matmul_f32(x.data(), a.data(), 3, w.data(), b.data(),
+                                      2, dst->data(), out.data(), 3),
+              GPIPE_RT_SUCCESS);
+    ASSERT_EQ(
+        gpipe_rt_cpu_softmax_f32(dst->data(), out.data(), 3, 1, dst->data()),
+        GPIPE_RT_SUCCESS);
+  }
+  EXPECT_EQ(
+      std::memcmp(first.data(), second.data(), first.size() * sizeof(float)),
+      0);
+}
+
+TEST(Blas, ThreadCountIsSettable) {
+  gpipe_rt_cpu_set_blas_threads(1);
+  EXPECT_EQ(gpipe_rt_cpu_get_blas_threads(), 1);
+  gpipe_rt_cpu_set_blas_threads(0);
+  EXPECT_EQ(gpipe_rt_cpu_get_blas_threads(), 1);
+}
+
+TEST(Errors, LastErrorIsPerCallAndClearable) {
+  gpipe_rt_clear_error();
+  EXPECT_EQ(lastError(), "");
+  EXPECT_EQ(gpipe_rt_cpu_unary_f32(GPIPE_RT_NEG, nullptr, nullptr, -1),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "unary: negative element count -1");
+  EXPECT_EQ(gpipe_rt_dtype_size(GPIPE_RT_BF16), 2u);
+  EXPECT_STREQ(gpipe_rt_dtype_name(GPIPE_RT_BOOL), "i1");
+}
+
+} // namespace

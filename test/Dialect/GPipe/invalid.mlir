@@ -1,0 +1,548 @@
+// RUN: gpipe-opt %s -split-input-file -verify-diagnostics
+
+// Every verifier rule of the gpipe ops, with its exact message. Schedule-level
+// rules (coverage, order, matching, deadlock) are gpipe-verify-schedule's and
+// are tested in verify-schedule.mlir.
+
+//===----------------------------------------------------------------------===//
+// gpipe.stage
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'gpipe.stage' op expected a non-negative stage index, got -1}}
+gpipe.stage @negative_index index -1 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.stage' op expected backward_input and backward_weight together, got only backward_input}}
+gpipe.stage @half_split_backward index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0 backward_input @b0
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.stage' op expected a finite non-negative forward_time, got -1.000000e+00}}
+gpipe.stage @negative_time index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0 {forward_time = -1.0 : f64}
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.stage' op attribute 'input_type' failed to satisfy constraint: type attribute of statically shaped tensor of any type values}}
+gpipe.stage @dynamic_input index 0 : tensor<?x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+func.func @stage_in_function() {
+  // expected-error @+1 {{'gpipe.stage' op expects parent op 'builtin.module'}}
+  gpipe.stage @nested index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+  return
+}
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.stage' op forward function @missing not found}}
+gpipe.stage @missing_forward index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @missing backward @b0
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.stage' op backward function @other is a 'gpipe.stage', expected a 'func.func'}}
+gpipe.stage @backward_not_a_function index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @other
+gpipe.stage @other index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.stage' op expected forward function @f0 to take the stage input 'tensor<4x32xf32>' first, got '(tensor<4x16xf32>) -> tensor<4x8xf32>'}}
+gpipe.stage @forward_input_mismatch index 0 : tensor<4x32xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.stage' op expected forward function @f0 to return the stage output 'tensor<4x8xf16>' first, got '(tensor<4x16xf32>) -> tensor<4x8xf32>'}}
+gpipe.stage @forward_output_mismatch index 0 : tensor<4x16xf32> -> tensor<4x8xf16> forward @f0 backward @b0
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.stage' op expected backward function @f0 to take the stage input 'tensor<4x16xf32>' and the output gradient 'tensor<4x8xf32>' first, got '(tensor<4x16xf32>) -> tensor<4x8xf32>'}}
+gpipe.stage @backward_without_output_gradient index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @f0
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.stage' op expected backward function @b of stage 1 to return the input gradient 'tensor<4x8xf32>' first, got '(tensor<4x8xf32>, tensor<f32>) -> tensor<8x8xf32>'}}
+gpipe.stage @backward_without_input_gradient index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b
+func.func private @b(tensor<4x8xf32>, tensor<f32>) -> tensor<8x8xf32>
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.stage' op expected backward_weight function @f1 to take the stage input 'tensor<4x8xf32>' and the output gradient 'tensor<f32>' first, got '(tensor<4x8xf32>) -> tensor<f32>'}}
+gpipe.stage @bad_weight_half index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1 backward_input @b1 backward_weight @f1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// gpipe.pipeline and gpipe.program
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'gpipe.pipeline' op expected at least one stage}}
+gpipe.pipeline @no_stages stages [] microbatches 2 schedule gpipe remat stage {
+}
+
+// -----
+
+// expected-error @+1 {{'gpipe.pipeline' op expected at least one micro-batch, got 0}}
+gpipe.pipeline @no_microbatches stages [@s0, @s1] microbatches 0 schedule gpipe remat stage {
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.pipeline' op expected at most 2147483647 micro-batches, got 4294967296}}
+gpipe.pipeline @too_many_microbatches stages [@s0, @s1] microbatches 4294967296 schedule gpipe remat stage {
+}
+
+// -----
+
+// expected-error @+1 {{'gpipe.pipeline' op stage @s0 is listed twice}}
+gpipe.pipeline @stage_listed_twice stages [@s0, @s0] microbatches 2 schedule gpipe remat stage {
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+2 {{expected ::mlir::gpipe::ScheduleKind to be one of: gpipe, 1f1b, custom}}
+// expected-error @+1 {{failed to parse GPipe_ScheduleKindAttr parameter 'value' which is to be a `::mlir::gpipe::ScheduleKind`}}
+gpipe.pipeline @unknown_schedule stages [@s0, @s1] microbatches 2 schedule zero_bubble remat stage {
+}
+
+// -----
+
+// expected-error @+1 {{'gpipe.pipeline' op stage @f0 does not name a 'gpipe.stage'}}
+gpipe.pipeline @stage_is_a_function stages [@f0] microbatches 2 schedule gpipe remat stage {
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.pipeline' op expected stage @s1 at position 0 to have index 0, got 1}}
+gpipe.pipeline @stages_out_of_order stages [@s1, @s0] microbatches 2 schedule gpipe remat stage {
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.pipeline' op stage @s0 produces 'tensor<4x8xf32>' but the next stage @t1 takes 'tensor<4x9xf32>'}}
+gpipe.pipeline @boundary_type_mismatch stages [@s0, @t1] microbatches 2 schedule gpipe remat stage {
+}
+gpipe.stage @t1 index 1 : tensor<4x9xf32> -> tensor<f32> forward @g1 backward @c1
+func.func private @g1(tensor<4x9xf32>) -> tensor<f32>
+func.func private @c1(tensor<4x9xf32>, tensor<f32>) -> tensor<4x9xf32>
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @function_in_body stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  // expected-error @+1 {{'func.call' op is not allowed in a pipeline body, expected 'gpipe.program'}}
+  func.call @f0_unused() : () -> ()
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @programs_out_of_order stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  // expected-error @+1 {{'gpipe.program' op expected rank 0 (programs list ranks 0, 1, ... in order), got 1}}
+  gpipe.program rank 1 {
+  }
+  gpipe.program rank 0 {
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @negative_rank stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  // expected-error @+1 {{'gpipe.program' op expected a non-negative rank, got -1}}
+  gpipe.program rank -1 {
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @stage_on_two_ranks stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    gpipe.forward @s0 mb 0
+  }
+  gpipe.program rank 1 {
+    // expected-error @+1 {{'gpipe.forward' op runs stage @s0 on rank 1, but rank 0 runs it too; a stage runs on one rank}}
+    gpipe.forward @s0 mb 1
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @function_in_program stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    // expected-error @+1 {{'func.call' op is not allowed in a program, expected a pipeline action}}
+    func.call @f0_unused() : () -> ()
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+func.func @program_outside_pipeline() {
+  // expected-error @+1 {{'gpipe.program' op expects parent op 'gpipe.pipeline'}}
+  "gpipe.program"() <{rank = 0 : i64}> ({
+  }) : () -> ()
+  return
+}
+
+// -----
+
+gpipe.pipeline @action_outside_program stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  // expected-error @+1 {{'gpipe.forward' op expects parent op 'gpipe.program'}}
+  gpipe.forward @s0 mb 0
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Actions
+//===----------------------------------------------------------------------===//
+
+gpipe.pipeline @foreign_stage stages [@s0] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    // expected-error @+1 {{'gpipe.forward' op stage @s1 is not a stage of pipeline @foreign_stage}}
+    gpipe.forward @s1 mb 0
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @microbatch_too_large stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    // expected-error @+1 {{'gpipe.backward' op micro-batch 2 out of range for 2 micro-batches}}
+    gpipe.backward @s0 mb 2
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @negative_microbatch stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    // expected-error @+1 {{'gpipe.send' op micro-batch -1 out of range for 2 micro-batches}}
+    gpipe.send @s0 mb -1 forward to 1 : tensor<4x8xf32>
+  }
+  gpipe.program rank 1 {
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @peer_out_of_range stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    // expected-error @+1 {{'gpipe.send' op peer rank 2 out of range for 2 ranks}}
+    gpipe.send @s0 mb 0 forward to 2 : tensor<4x8xf32>
+  }
+  gpipe.program rank 1 {
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @peer_is_own_rank stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+  }
+  gpipe.program rank 1 {
+    // expected-error @+1 {{'gpipe.recv' op peer rank 1 is its own rank; stages on one rank hand data over in memory}}
+    gpipe.recv @s1 mb 0 forward from 1 : tensor<4x8xf32>
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @send_forward_from_last_stage stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+  }
+  gpipe.program rank 1 {
+    // expected-error @+1 {{'gpipe.send' op sends an activation forward from the last stage @s1}}
+    gpipe.send @s1 mb 0 forward to 0 : tensor<f32>
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @recv_forward_on_first_stage stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    // expected-error @+1 {{'gpipe.recv' op receives an activation on the first stage @s0}}
+    gpipe.recv @s0 mb 0 forward from 1 : tensor<4x16xf32>
+  }
+  gpipe.program rank 1 {
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @send_backward_from_first_stage stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    // expected-error @+1 {{'gpipe.send' op sends a gradient backward from the first stage @s0}}
+    gpipe.send @s0 mb 0 backward to 1 : tensor<4x16xf32>
+  }
+  gpipe.program rank 1 {
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @recv_backward_on_last_stage stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+  }
+  gpipe.program rank 1 {
+    // expected-error @+1 {{'gpipe.recv' op receives a gradient on the last stage @s1}}
+    gpipe.recv @s1 mb 0 backward from 0 : tensor<f32>
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @unknown_direction stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    // expected-error @+2 {{expected ::mlir::gpipe::Direction to be one of: forward, backward}}
+    // expected-error @+1 {{failed to parse GPipe_DirectionAttr parameter 'value' which is to be a `::mlir::gpipe::Direction`}}
+    gpipe.send @s0 mb 0 sideways to 1 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+gpipe.pipeline @forward_payload_mismatch stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    // expected-error @+1 {{'gpipe.send' op expected payload 'tensor<4x8xf32>' (the output type of stage @s0), got 'tensor<4x16xf32>'}}
+    gpipe.send @s0 mb 0 forward to 1 : tensor<4x16xf32>
+  }
+  gpipe.program rank 1 {
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @backward_payload_mismatch stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+  }
+  gpipe.program rank 1 {
+    // expected-error @+1 {{'gpipe.send' op expected payload 'tensor<4x8xf32>' (the input type of stage @s1), got 'tensor<f32>'}}
+    gpipe.send @s1 mb 0 backward to 0 : tensor<f32>
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @recv_gradient_payload_mismatch stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    // expected-error @+1 {{'gpipe.recv' op expected payload 'tensor<4x8xf32>' (the output type of stage @s0), got 'tensor<4x16xf32>'}}
+    gpipe.recv @s0 mb 0 backward from 1 : tensor<4x16xf32>
+  }
+  gpipe.program rank 1 {
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @split_backward_not_declared stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    // expected-error @+1 {{'gpipe.backward_weight' op needs a split backward, but stage @s0 declares no backward_input and backward_weight}}
+    gpipe.backward_weight @s0 mb 0
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @recompute_without_remat stages [@s0, @s1] microbatches 2 schedule gpipe remat none {
+  gpipe.program rank 0 {
+    // expected-error @+1 {{'gpipe.recompute' op recomputes in pipeline @recompute_without_remat, whose remat policy is none}}
+    gpipe.recompute @s0 mb 0
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
