@@ -93,7 +93,7 @@ func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
 
 // -----
 
-// expected-error @+1 {{'gpipe.stage' op expected backward function @f0 to take the stage input 'tensor<4x16xf32>' and the output gradient 'tensor<4x8xf32>' first, got '(tensor<4x16xf32>) -> tensor<4x8xf32>'}}
+// expected-error @+1 {{'gpipe.stage' op expected backward function @f0 to take the forward's arguments 'tensor<4x16xf32>' and then the output gradient 'tensor<4x8xf32>', got '(tensor<4x16xf32>) -> tensor<4x8xf32>'}}
 gpipe.stage @backward_without_output_gradient index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @f0
 func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
 func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
@@ -112,7 +112,7 @@ func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
 
 // -----
 
-// expected-error @+1 {{'gpipe.stage' op expected backward_weight function @f1 to take the stage input 'tensor<4x8xf32>' and the output gradient 'tensor<f32>' first, got '(tensor<4x8xf32>) -> tensor<f32>'}}
+// expected-error @+1 {{'gpipe.stage' op expected backward_weight function @f1 to take the forward's arguments 'tensor<4x8xf32>' and then the output gradient 'tensor<f32>', got '(tensor<4x8xf32>) -> tensor<f32>'}}
 gpipe.stage @bad_weight_half index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1 backward_input @b1 backward_weight @f1
 func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
 func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>

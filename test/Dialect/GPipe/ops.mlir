@@ -57,9 +57,9 @@ func.func @f0(%x: tensor<4x16xf32>) -> tensor<4x8xf32> {
 }
 func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
 func.func private @f1(tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
-func.func private @b1(tensor<4x8xf32>, tensor<f32>, tensor<4xi64>) -> (tensor<4x8xf32>, tensor<8x8xf32>)
-func.func private @bi1(tensor<4x8xf32>, tensor<f32>, tensor<4xi64>) -> tensor<4x8xf32>
-func.func private @bw1(tensor<4x8xf32>, tensor<f32>, tensor<4xi64>) -> tensor<8x8xf32>
+func.func private @b1(tensor<4x8xf32>, tensor<4xi64>, tensor<f32>) -> (tensor<4x8xf32>, tensor<8x8xf32>)
+func.func private @bi1(tensor<4x8xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x8xf32>
+func.func private @bw1(tensor<4x8xf32>, tensor<4xi64>, tensor<f32>) -> tensor<8x8xf32>
 nn.parameter @w0 : tensor<16x8xf32> {init = "normal", init_scale = 2.0e-02 : f64}
 
 // -----
@@ -74,7 +74,7 @@ gpipe.pipeline @unscheduled_1f1b stages [@only] microbatches 4 schedule "1f1b" r
 }
 gpipe.stage @only index 0 : tensor<2x3xf32> -> tensor<f32> forward @f backward @b
 func.func private @f(tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>
-func.func private @b(tensor<2x3xf32>, tensor<f32>, tensor<2xi64>) -> tensor<3x3xf32>
+func.func private @b(tensor<2x3xf32>, tensor<2xi64>, tensor<f32>) -> tensor<3x3xf32>
 
 // -----
 
@@ -99,7 +99,7 @@ gpipe.stage @b index 1 : tensor<4x2x8xbf16> -> tensor<f32> forward @fb backward 
 func.func private @fa(tensor<4x2xi64>) -> tensor<4x2x8xbf16>
 func.func private @ba(tensor<4x2xi64>, tensor<4x2x8xbf16>) -> tensor<10x8xbf16>
 func.func private @fb(tensor<4x2x8xbf16>, tensor<4x2xi64>) -> tensor<f32>
-func.func private @bb(tensor<4x2x8xbf16>, tensor<f32>, tensor<4x2xi64>) -> tensor<4x2x8xbf16>
+func.func private @bb(tensor<4x2x8xbf16>, tensor<4x2xi64>, tensor<f32>) -> tensor<4x2x8xbf16>
 
 // -----
 

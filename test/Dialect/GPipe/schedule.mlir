@@ -156,7 +156,7 @@ func.func private @bb(tensor<2x4x8xf32>, tensor<2x4x8xbf16>) -> tensor<2x4x8xf32
 func.func private @fc(tensor<2x4x8xbf16>) -> tensor<2x4x8xbf16>
 func.func private @bc(tensor<2x4x8xbf16>, tensor<2x4x8xbf16>) -> tensor<2x4x8xbf16>
 func.func private @fd(tensor<2x4x8xbf16>, tensor<2x4xi64>) -> tensor<f32>
-func.func private @bd(tensor<2x4x8xbf16>, tensor<f32>, tensor<2x4xi64>) -> tensor<2x4x8xbf16>
+func.func private @bd(tensor<2x4x8xbf16>, tensor<2x4xi64>, tensor<f32>) -> tensor<2x4x8xbf16>
 
 // -----
 

@@ -85,10 +85,13 @@ static FailureOr<func::FuncOp> lookupFunc(StageOp stage, FlatSymbolRefAttr ref,
   return func;
 }
 
-/// Checks that a backward-like function takes (input, output gradient, ...)
-/// and, when `needsInputGrad`, returns the input gradient first.
-static LogicalResult verifyBackwardLike(StageOp stage, FlatSymbolRefAttr ref,
-                                        StringRef role, bool needsInputGrad,
+/// Checks that a backward-like function takes the forward's arguments and
+/// then the output gradient (the autodiff contract of
+/// `nn::buildBackwardFunction`) and, when `needsInputGrad`, returns the input
+/// gradient first.
+static LogicalResult verifyBackwardLike(StageOp stage, FunctionType forward,
+                                        FlatSymbolRefAttr ref, StringRef role,
+                                        bool needsInputGrad,
                                         SymbolTableCollection &symbolTable) {
   FailureOr<func::FuncOp> func = lookupFunc(stage, ref, role, symbolTable);
   if (failed(func))
@@ -96,12 +99,14 @@ static LogicalResult verifyBackwardLike(StageOp stage, FlatSymbolRefAttr ref,
   FunctionType type = func->getFunctionType();
   Type input = stage.getInputType();
   Type output = stage.getOutputType();
-  if (type.getNumInputs() < 2 || type.getInput(0) != input ||
-      type.getInput(1) != output)
+  unsigned n = forward.getNumInputs();
+  if (type.getNumInputs() < n + 1 ||
+      type.getInputs().take_front(n) != forward.getInputs() ||
+      type.getInput(n) != output)
     return stage.emitOpError("expected ")
-           << role << " function " << ref << " to take the stage input "
-           << input << " and the output gradient " << output << " first, got "
-           << type;
+           << role << " function " << ref
+           << " to take the forward's arguments " << forward.getInputs()
+           << " and then the output gradient " << output << ", got " << type;
   if (needsInputGrad &&
       (type.getNumResults() < 1 || type.getResult(0) != input))
     return stage.emitOpError("expected ")
@@ -128,15 +133,15 @@ LogicalResult StageOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 
   // Stage 0's input is the data: its gradient is not needed.
   bool needsInputGrad = getStageIndex() > 0;
-  if (failed(verifyBackwardLike(*this, getBackwardAttr(), "backward",
+  if (failed(verifyBackwardLike(*this, type, getBackwardAttr(), "backward",
                                 needsInputGrad, symbolTable)))
     return failure();
   if (FlatSymbolRefAttr ref = getBackwardInputAttr())
-    if (failed(verifyBackwardLike(*this, ref, "backward_input", needsInputGrad,
+    if (failed(verifyBackwardLike(*this, type, ref, "backward_input", needsInputGrad,
                                   symbolTable)))
       return failure();
   if (FlatSymbolRefAttr ref = getBackwardWeightAttr())
-    if (failed(verifyBackwardLike(*this, ref, "backward_weight",
+    if (failed(verifyBackwardLike(*this, type, ref, "backward_weight",
                                   /*needsInputGrad=*/false, symbolTable)))
       return failure();
   return success();

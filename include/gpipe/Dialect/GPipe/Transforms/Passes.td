@@ -185,4 +185,70 @@ def GPipeExportTracePass : Pass<"gpipe-export-trace", "::mlir::ModuleOp"> {
   ];
 }
 
+def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
+  let summary = "Cut a layered network into K pipeline stages";
+  let description = [{
+    Takes the network function (`func`, default `forward`): a chain of
+    `nn.layer` ops (`nn-form-layers`) on one micro-batch (`nn-microbatch`),
+    optionally followed by a loss on a trailing labels argument
+    (`nn-attach-loss`). It estimates each layer's time with the cost model
+    (`profile`: `cpu` or `h200`), finds the partition into `stages`
+    contiguous stages that minimizes the slowest stage (boundary transfers
+    included) under `memory-budget`, or takes the manual `balance`, and
+    builds:
+
+    - per stage, `@<pipeline>_s<k>_fwd` (its layers on one micro-batch; the
+      last stage also takes the labels and returns the loss) and
+      `@<pipeline>_s<k>_bwd` (recompute + reverse mode, `nn-differentiate`'s
+      contract; the last stage's seed is scaled by 1/M so that the M
+      accumulated micro-batch gradients equal the mini-batch gradient);
+    - `gpipe.stage @<pipeline>_s<k>` declarations with the estimated times;
+    - an empty `gpipe.pipeline @<pipeline>` for `gpipe-schedule`.
+
+    The network function is kept as the sequential reference.
+
+    Before (abridged):
+    ```mlir
+    func.func @forward(%x: tensor<2x16xf32>, %labels: tensor<2xi64>) -> tensor<f32> {
+      %0 = nn.layer "0"(%x) ... %1 = nn.layer "2"(%0) ...
+      %loss = nn.cross_entropy %1, %labels ...
+    }
+    ```
+    After `--gpipe-partition=stages=2 microbatches=4`:
+    ```mlir
+    func.func @train_s0_fwd(%x: tensor<2x16xf32>) -> tensor<2x32xf32>
+    func.func @train_s0_bwd(%x: tensor<2x16xf32>, %dy: tensor<2x32xf32>) -> (tensor<2x16xf32>, ...)
+    func.func @train_s1_fwd(%h: tensor<2x32xf32>, %labels: tensor<2xi64>) -> tensor<f32>
+    func.func @train_s1_bwd(%h: tensor<2x32xf32>, %labels: tensor<2xi64>, %dl: tensor<f32>) -> (tensor<2x32xf32>, ...)
+    gpipe.stage @train_s0 index 0 : tensor<2x16xf32> -> tensor<2x32xf32> forward @train_s0_fwd backward @train_s0_bwd
+    gpipe.stage @train_s1 index 1 : tensor<2x32xf32> -> tensor<f32> forward @train_s1_fwd backward @train_s1_bwd
+    gpipe.pipeline @train stages [@train_s0, @train_s1] microbatches 4 schedule gpipe remat stage {
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpipe::GPipeDialect",
+                           "::mlir::gpipe::nn::NNDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"1",
+           "Number of pipeline stages K">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "Number of micro-batches M per mini-batch">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"gpipe\"",
+           "Schedule family recorded on the pipeline: gpipe or 1f1b">,
+    Option<"remat", "remat", "std::string", /*default=*/"\"stage\"",
+           "Re-materialization policy: stage or none">,
+    ListOption<"balance", "balance", "int64_t",
+               "Layers per stage (manual partition); overrides the search">,
+    Option<"memoryBudget", "memory-budget", "std::string", /*default=*/"\"\"",
+           "Per-stage memory cap, e.g. 16GiB">,
+    Option<"profile", "profile", "std::string", /*default=*/"\"cpu\"",
+           "Device profile of the cost model: cpu or h200">,
+    Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
+           "Name of the network function">,
+    Option<"pipelineName", "pipeline", "std::string", /*default=*/"\"train\"",
+           "Name of the pipeline to create">,
+  ];
+}
+
 #endif // GPIPE_DIALECT_GPIPE_TRANSFORMS_PASSES_TD

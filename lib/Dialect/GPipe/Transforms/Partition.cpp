@@ -1,0 +1,338 @@
+//===- Partition.cpp - Cut a layered network into pipeline stages ---------===//
+//
+// Implements `gpipe-partition`: reads the chain of nn.layer ops of the
+// network function, estimates each layer with the cost model, partitions
+// the chain into K contiguous stages (exactly, or by a manual balance), and
+// builds the per-stage forward and backward functions, the gpipe.stage
+// declarations and an empty gpipe.pipeline for a schedule to fill.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Analysis/CostModel.h"
+#include "gpipe/Analysis/Partition.h"
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+#include "gpipe/Dialect/NN/IR/NNOps.h"
+#include "gpipe/Dialect/NN/Transforms/Transforms.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::gpipe {
+#define GEN_PASS_DEF_GPIPEPARTITIONPASS
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h.inc"
+} // namespace mlir::gpipe
+
+using namespace mlir;
+using namespace mlir::gpipe;
+
+namespace {
+
+/// The network as the partitioner sees it: a chain of layers, then the loss.
+struct Network {
+  func::FuncOp func;
+  SmallVector<nn::LayerOp> layers;
+  /// Ops after the last layer (the loss); they join the last stage.
+  SmallVector<Operation *> tail;
+  /// Arguments the tail reads that no layer does (the labels).
+  SmallVector<BlockArgument> tailArgs;
+};
+
+} // namespace
+
+/// Checks that `func` is a chain of single-input layers and splits it.
+static FailureOr<Network> analyzeNetwork(func::FuncOp func) {
+  Network net{func, {}, {}, {}};
+  if (func.isExternal())
+    return func.emitError("network function has no body"), failure();
+  Block &body = func.getBody().front();
+  for (Operation &op : body.without_terminator()) {
+    if (auto layer = dyn_cast<nn::LayerOp>(op)) {
+      if (!net.tail.empty())
+        return layer.emitError("layer '")
+                   << layer.getName()
+                   << "' follows non-layer ops; expected the loss last",
+               failure();
+      net.layers.push_back(layer);
+      continue;
+    }
+    if (net.layers.empty())
+      return op.emitError("expected the network cut into nn.layer ops before "
+                          "this op (run nn-form-layers)"),
+             failure();
+    net.tail.push_back(&op);
+  }
+  if (net.layers.empty())
+    return func.emitError("network function has no nn.layer ops (run "
+                          "nn-form-layers)"),
+           failure();
+
+  for (auto [i, layer] : llvm::enumerate(net.layers)) {
+    if (layer.getNumResults() != 1)
+      return layer.emitError("layer '")
+                 << layer.getName() << "' has " << layer.getNumResults()
+                 << " results; a pipeline boundary carries exactly one tensor",
+             failure();
+    if (layer.getInputs().size() != 1)
+      return layer.emitError("layer '")
+                 << layer.getName() << "' takes " << layer.getInputs().size()
+                 << " inputs; a pipeline stage takes exactly one activation",
+             failure();
+    Value in = layer.getInputs()[0];
+    bool chained = i == 0 ? isa<BlockArgument>(in)
+                          : in == net.layers[i - 1].getResult(0);
+    if (!chained)
+      return layer.emitError("layer '")
+                 << layer.getName()
+                 << "' does not take the previous layer's output",
+             failure();
+    // Only the next layer (or the tail, for the last) may use the output.
+    for (Operation *user : layer.getResult(0).getUsers()) {
+      bool ok = i + 1 < net.layers.size()
+                    ? user == net.layers[i + 1].getOperation()
+                    : !isa<nn::LayerOp>(user);
+      if (!ok)
+        return layer.emitError("output of layer '")
+                   << layer.getName() << "' skips the next layer",
+               failure();
+    }
+  }
+  Value first = net.layers.front().getInputs()[0];
+  for (Operation *op : net.tail)
+    for (Value v : op->getOperands())
+      if (auto arg = dyn_cast<BlockArgument>(v);
+          arg && arg != first && !llvm::is_contained(net.tailArgs, arg))
+        net.tailArgs.push_back(arg);
+  return net;
+}
+
+/// Parameters (by symbol) each layer reads.
+static SmallVector<StringRef> paramsOf(nn::LayerOp layer) {
+  SmallVector<StringRef> names;
+  layer.getBodyBlock().walk([&](nn::ParamOp p) {
+    if (!llvm::is_contained(names, p.getName()))
+      names.push_back(p.getName());
+  });
+  return names;
+}
+
+/// Bytes of the parameters a layer reads.
+static int64_t paramBytesOf(nn::LayerOp layer, ModuleOp module) {
+  int64_t bytes = 0;
+  for (StringRef name : paramsOf(layer))
+    if (auto p = module.lookupSymbol<nn::ParameterOp>(name))
+      bytes += nn::tensorBytes(p.getType());
+  return bytes;
+}
+
+/// Builds `name`: layers [begin, end) of `net` (plus the tail when `last`)
+/// as a function of the stage input (plus the tail's arguments).
+static func::FuncOp buildStageForward(OpBuilder &builder, Network &net,
+                                      size_t begin, size_t end, bool last,
+                                      StringRef name) {
+  Location loc = net.layers[begin].getLoc();
+  SmallVector<Type> inputs{net.layers[begin].getInputs()[0].getType()};
+  if (last)
+    for (BlockArgument arg : net.tailArgs)
+      inputs.push_back(arg.getType());
+  Type output = last && !net.tail.empty()
+                    ? net.func.getBody().front().getTerminator()->getOperand(0)
+                          .getType()
+                    : net.layers[end - 1].getResult(0).getType();
+  auto func = func::FuncOp::create(builder, loc, name,
+                                   builder.getFunctionType(inputs, output));
+  Block *entry = func.addEntryBlock();
+  IRMapping mapping;
+  mapping.map(net.layers[begin].getInputs()[0], entry->getArgument(0));
+  if (last)
+    for (auto [i, arg] : llvm::enumerate(net.tailArgs))
+      mapping.map(arg, entry->getArgument(i + 1));
+  OpBuilder body = OpBuilder::atBlockEnd(entry);
+  for (size_t i = begin; i < end; ++i)
+    body.clone(*net.layers[i], mapping);
+  Value result = mapping.lookup(net.layers[end - 1].getResult(0));
+  if (last) {
+    for (Operation *op : net.tail)
+      body.clone(*op, mapping);
+    if (!net.tail.empty())
+      result = mapping.lookup(
+          net.func.getBody().front().getTerminator()->getOperand(0));
+  }
+  func::ReturnOp::create(body, loc, result);
+  return func;
+}
+
+namespace {
+struct GPipePartitionPass
+    : public gpipe::impl::GPipePartitionPassBase<GPipePartitionPass> {
+  using GPipePartitionPassBase::GPipePartitionPassBase;
+  void runOnOperation() override;
+};
+} // namespace
+
+void GPipePartitionPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto fail = [&] { signalPassFailure(); };
+  auto func = module.lookupSymbol<func::FuncOp>(funcName);
+  if (!func) {
+    module.emitError("gpipe-partition: no function '") << funcName << "'";
+    return fail();
+  }
+  if (stages < 1) {
+    func.emitError("expected at least 1 stage, got ") << stages;
+    return fail();
+  }
+  if (microbatches < 1) {
+    func.emitError("expected at least 1 micro-batch, got ") << microbatches;
+    return fail();
+  }
+  std::optional<ScheduleKind> scheduleKind = symbolizeScheduleKind(schedule);
+  if (!scheduleKind || *scheduleKind == ScheduleKind::Custom) {
+    func.emitError("unknown schedule '")
+        << schedule << "' (expected gpipe or 1f1b)";
+    return fail();
+  }
+  std::optional<Remat> rematKind = symbolizeRemat(remat);
+  if (!rematKind) {
+    func.emitError("unknown remat policy '")
+        << remat << "' (expected stage or none)";
+    return fail();
+  }
+  std::optional<DeviceProfile> device = lookupProfile(profile);
+  if (!device) {
+    func.emitError("unknown device profile '")
+        << profile << "' (expected cpu or h200)";
+    return fail();
+  }
+  FailureOr<Network> net = analyzeNetwork(func);
+  if (failed(net))
+    return fail();
+  int64_t numLayers = net->layers.size();
+  if (stages > numLayers) {
+    func.emitError("cannot cut ")
+        << numLayers << " layers into " << stages << " stages";
+    return fail();
+  }
+
+  // Cost model: one micro-batch per layer.
+  CostModelInput costInput;
+  costInput.rematerialize = *rematKind == Remat::Stage;
+  PartitionProblem problem;
+  problem.numStages = static_cast<int>(stages);
+  for (nn::LayerOp layer : net->layers) {
+    nn::OpCost c = layer.getCost();
+    costInput.layers.push_back(
+        {c.flops, c.bytesRead, c.bytesWritten, c.paramBytes});
+    costInput.outputBytes.push_back(nn::tensorBytes(layer.getType(0)));
+    // Weights and their gradient accumulator, plus one micro-batch of the
+    // layer's activations; the memory planner refines this estimate.
+    int64_t scratch = 0;
+    layer.getBodyBlock().walk([&](Operation *op) {
+      for (Value r : op->getResults())
+        scratch += nn::tensorBytes(r.getType());
+    });
+    problem.layerMemory.push_back(2 * paramBytesOf(layer, module) + scratch);
+  }
+  LayerCosts costs = computeLayerCosts(costInput, *device);
+  if (!costs.ok()) {
+    func.emitError("cost model: ") << costs.error;
+    return fail();
+  }
+  problem.layerTime = costs.total;
+  problem.boundaryTime = costs.boundary;
+  if (!memoryBudget.empty()) {
+    std::optional<int64_t> budget = parseBytes(memoryBudget);
+    if (!budget) {
+      func.emitError("cannot read memory budget '")
+          << memoryBudget << "' (expected a size such as 16GiB)";
+      return fail();
+    }
+    problem.memoryBudget = budget;
+  }
+  PartitionResult result;
+  if (!balance.empty()) {
+    std::vector<int> manual(balance.begin(), balance.end());
+    if (static_cast<int64_t>(manual.size()) != stages) {
+      func.emitError("balance lists ")
+          << manual.size() << " stages but stages=" << stages;
+      return fail();
+    }
+    result = partitionManual(problem, manual);
+  } else {
+    result = partitionOptimal(problem);
+  }
+  if (!result.ok()) {
+    InFlightDiagnostic diag = func.emitError(result.error);
+    if (result.smallestFeasibleBudget)
+      diag.attachNote() << "the smallest budget that fits is "
+                        << formatBytes(*result.smallestFeasibleBudget);
+    return fail();
+  }
+  const std::vector<int> &first = result.partition.firstLayer;
+
+  // A parameter read on two stages would need its gradients synchronized.
+  llvm::StringMap<int64_t> owner;
+  for (int64_t s = 0; s < stages; ++s)
+    for (int l = first[s]; l < first[s + 1]; ++l)
+      for (StringRef name : paramsOf(net->layers[l])) {
+        auto [it, inserted] = owner.try_emplace(name, s);
+        if (!inserted && it->second != s) {
+          net->layers[l].emitError("parameter '")
+              << name << "' is shared by stages " << it->second << " and "
+              << s << "; tied weights across stages are not supported yet";
+          return fail();
+        }
+      }
+
+  // Build the stages after the network function.
+  SymbolTable symbols(module);
+  OpBuilder builder(module.getContext());
+  builder.setInsertionPointAfter(func);
+  SmallVector<Attribute> stageRefs;
+  SmallVector<StageOp> stageOps;
+  for (int64_t s = 0; s < stages; ++s) {
+    bool last = s + 1 == stages;
+    std::string base = pipelineName + "_s" + std::to_string(s);
+    if (symbols.lookup(base) || symbols.lookup(base + "_fwd") ||
+        symbols.lookup(base + "_bwd")) {
+      func.emitError("symbol '") << base << "' already exists";
+      return fail();
+    }
+    func::FuncOp fwd = buildStageForward(builder, *net, first[s],
+                                         first[s + 1], last, base + "_fwd");
+    nn::BackwardOptions options;
+    if (last)
+      options.lossScale = 1.0 / static_cast<double>(microbatches);
+    FailureOr<func::FuncOp> bwd =
+        nn::buildBackwardFunction(fwd, base + "_bwd", options);
+    if (failed(bwd))
+      return fail();
+    builder.setInsertionPointAfter(*bwd);
+
+    double forwardTime = 0, backwardTime = 0;
+    for (int l = first[s]; l < first[s + 1]; ++l) {
+      forwardTime += costs.forward[l];
+      backwardTime += costs.backward[l] + costs.recompute[l];
+    }
+    FunctionType type = fwd.getFunctionType();
+    auto stage = StageOp::create(
+        builder, fwd.getLoc(), builder.getStringAttr(base),
+        builder.getI64IntegerAttr(s), TypeAttr::get(type.getInput(0)),
+        TypeAttr::get(type.getResult(0)), FlatSymbolRefAttr::get(fwd),
+        FlatSymbolRefAttr::get(*bwd), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
+        builder.getF64FloatAttr(forwardTime),
+        builder.getF64FloatAttr(backwardTime));
+    stageRefs.push_back(FlatSymbolRefAttr::get(stage));
+    stageOps.push_back(stage);
+  }
+  PipelineOp::create(builder, func.getLoc(),
+                     builder.getStringAttr(pipelineName),
+                     builder.getArrayAttr(stageRefs),
+                     builder.getI64IntegerAttr(microbatches),
+                     ScheduleKindAttr::get(module.getContext(), *scheduleKind),
+                     RematAttr::get(module.getContext(), *rematKind))
+      .getBody()
+      .emplaceBlock();
+}
