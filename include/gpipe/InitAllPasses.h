@@ -10,6 +10,7 @@
 
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/NN/Transforms/Passes.h"
+#include "gpipe/Pipelines/Pipelines.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace mlir::gpipe {
@@ -18,6 +19,7 @@ inline void registerAllPasses() {
   mlir::registerTransformsPasses();
   nn::registerNNPasses();
   registerGPipePasses();
+  registerGPipePipelines();
 }
 
 } // namespace mlir::gpipe

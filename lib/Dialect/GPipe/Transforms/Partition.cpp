@@ -174,6 +174,7 @@ struct GPipePartitionPass
 
 void GPipePartitionPass::runOnOperation() {
   ModuleOp module = getOperation();
+  const int64_t stages = this->stages, microbatches = this->microbatches;
   auto fail = [&] { signalPassFailure(); };
   auto func = module.lookupSymbol<func::FuncOp>(funcName);
   if (!func) {

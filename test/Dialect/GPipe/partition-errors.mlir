@@ -1,0 +1,33 @@
+// RUN: gpipe-opt %s --gpipe-partition="stages=0" -verify-diagnostics
+// RUN: not gpipe-opt %s --gpipe-partition="stages=2 microbatches=0" 2>&1 | FileCheck %s --check-prefix=MB
+// RUN: not gpipe-opt %s --gpipe-partition="stages=2 schedule=zigzag" 2>&1 | FileCheck %s --check-prefix=SCHED
+// RUN: not gpipe-opt %s --gpipe-partition="stages=2 memory-budget=1KiB" 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: not gpipe-opt %s --gpipe-partition="stages=2 balance=1,1,1" 2>&1 | FileCheck %s --check-prefix=BALANCE
+
+// The option errors, each located at the network function.
+
+// MB: error: expected at least 1 micro-batch, got 0
+// SCHED: error: unknown schedule 'zigzag' (expected gpipe or 1f1b)
+// BUDGET: error: layer {{[0-9]+}} needs {{.*}} but the memory budget is 1.0 KiB
+// BUDGET: note: the smallest budget that fits is
+// BALANCE: error: balance lists 3 stages but stages=2
+
+nn.parameter @w0 : tensor<64x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @w1 : tensor<16x64xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+
+// expected-error @+1 {{expected at least 1 stage, got 0}}
+func.func @forward(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %0 = nn.layer "a"(%x) : (tensor<4x16xf32>) -> tensor<4x64xf32> {
+  ^bb0(%a: tensor<4x16xf32>):
+    %w = nn.param @w0 : tensor<64x16xf32>
+    %h = nn.linear %a, %w {transpose_weight = true} : (tensor<4x16xf32>, tensor<64x16xf32>) -> tensor<4x64xf32>
+    nn.yield %h : tensor<4x64xf32>
+  }
+  %1 = nn.layer "b"(%0) : (tensor<4x64xf32>) -> tensor<4x16xf32> {
+  ^bb0(%a: tensor<4x64xf32>):
+    %w = nn.param @w1 : tensor<16x64xf32>
+    %h = nn.linear %a, %w {transpose_weight = true} : (tensor<4x64xf32>, tensor<16x64xf32>) -> tensor<4x16xf32>
+    nn.yield %h : tensor<4x16xf32>
+  }
+  return %1 : tensor<4x16xf32>
+}
