@@ -201,6 +201,12 @@ void GPipePartitionPass::runOnOperation() {
         << remat << "' (expected stage or none)";
     return fail();
   }
+  if (*rematKind == Remat::None) {
+    // Keeping every activation needs forward functions that return what the
+    // backward reads; until those exist, every backward recomputes.
+    func.emitError("remat=none is not supported yet; use remat=stage");
+    return fail();
+  }
   std::optional<DeviceProfile> device = lookupProfile(profile);
   if (!device) {
     func.emitError("unknown device profile '")
