@@ -4,8 +4,9 @@
 // host tensor per SSA value, and runs each op with the runtime's CPU kernel,
 // reading shapes and attributes from the op. `nn.layer` bodies run inline
 // (one level of nesting per layer, bounded), `nn.reshape`/`nn.unsqueeze` are
-// views, and every failure - an unsupported op or element type, a kernel
-// error such as an out-of-range index - is reported at the op's location.
+// views, the gradient ops of autodiff run their backward kernels, and every
+// failure - an unsupported op or element type, a kernel error such as an
+// out-of-range index - is reported at the op's location.
 // Also holds the host tensor type and the parameter store.
 //
 //===----------------------------------------------------------------------===//
@@ -862,6 +863,181 @@ LogicalResult Interpreter::run(Operation *op, unsigned depth) {
           return failure();
         return bindResult(std::move(*out));
       })
+      .Case<nn::ReduceSumOp>([&](nn::ReduceSumOp sum) -> LogicalResult {
+        if (failed(dtypeOf(op, sum.getInput(), {GPIPE_RT_F32})))
+          return failure();
+        FailureOr<HostTensor> out = allocate(op, sum.getResult());
+        if (failed(out))
+          return failure();
+        const HostTensor &x = get(sum.getInput());
+        ArrayRef<int64_t> axes = sum.getAxes();
+        // The kernel checks the axes; the result must hold the kept dims.
+        int64_t kept = 1;
+        for (auto [d, size] : llvm::enumerate(x.getShape()))
+          if (!llvm::is_contained(axes, int64_t(d)))
+            kept *= size;
+        if (kept != out->getNumElements())
+          return sum.emitOpError("result has ")
+                 << out->getNumElements() << " elements, but reducing "
+                 << x.getTypeString() << " keeps " << kept;
+        if (failed(check(op, gpipe_rt_cpu_reduce_sum_f32(
+                                 x.getF32().data(), x.getShape().data(),
+                                 rankOf(x.getShape()), axes.data(),
+                                 int32_t(axes.size()),
+                                 static_cast<float *>(out->getMutableData())))))
+          return failure();
+        return bindResult(std::move(*out));
+      })
+      .Case<nn::InsertSliceOp>([&](nn::InsertSliceOp insert) -> LogicalResult {
+        FailureOr<gpipe_rt_dtype> dtype = dtypeOf(op, insert.getDest());
+        FailureOr<HostTensor> out = allocate(op, insert.getResult());
+        if (failed(dtype) || failed(out))
+          return failure();
+        const HostTensor &src = get(insert.getSource());
+        const HostTensor &dest = get(insert.getDest());
+        size_t rank = size_t(dest.getRank());
+        if (src.getDType() != *dtype || size_t(src.getRank()) != rank ||
+            insert.getOffsets().size() != rank ||
+            insert.getStrides().size() != rank)
+          return insert.emitOpError("source, dest, offsets and strides must "
+                                    "agree on the rank and element type");
+        if (failed(check(op, gpipe_rt_cpu_insert_slice(
+                                 *dtype, src.getData(), src.getShape().data(),
+                                 dest.getData(), dest.getShape().data(),
+                                 int32_t(rank), insert.getOffsets().data(),
+                                 insert.getStrides().data(),
+                                 out->getMutableData()))))
+          return failure();
+        return bindResult(std::move(*out));
+      })
+      .Case<nn::GatherGradOp>([&](nn::GatherGradOp gg) -> LogicalResult {
+        FailureOr<gpipe_rt_dtype> indexType =
+            dtypeOf(op, gg.getIndices(), {GPIPE_RT_I32, GPIPE_RT_I64});
+        if (failed(indexType) ||
+            failed(dtypeOf(op, gg.getGrad(), {GPIPE_RT_F32})) ||
+            failed(dtypeOf(op, gg.getResult(), {GPIPE_RT_F32})))
+          return failure();
+        FailureOr<HostTensor> out = allocate(op, gg.getResult());
+        if (failed(out))
+          return failure();
+        const HostTensor &indices = get(gg.getIndices());
+        const HostTensor &grad = get(gg.getGrad());
+        if (failed(check(
+                op, gpipe_rt_cpu_gather_grad_f32(
+                        *indexType, indices.getData(),
+                        indices.getShape().data(), rankOf(indices.getShape()),
+                        grad.getF32().data(), grad.getShape().data(),
+                        rankOf(grad.getShape()), int64_t(gg.getAxis()),
+                        static_cast<float *>(out->getMutableData()),
+                        out->getShape().data(), rankOf(out->getShape())))))
+          return failure();
+        return bindResult(std::move(*out));
+      })
+      .Case<nn::SoftmaxGradOp>([&](nn::SoftmaxGradOp sg) -> LogicalResult {
+        if (failed(dtypeOf(op, sg.getOutput(), {GPIPE_RT_F32})))
+          return failure();
+        FailureOr<HostTensor> out = allocate(op, sg.getResult());
+        if (failed(out))
+          return failure();
+        const HostTensor &y = get(sg.getOutput());
+        const HostTensor &dy = get(sg.getGrad());
+        if (y.getShape() != dy.getShape() || y.getShape() != out->getShape())
+          return sg.emitOpError("output, grad and result shapes differ");
+        if (failed(check(op, gpipe_rt_cpu_softmax_grad_f32(
+                                 y.getF32().data(), dy.getF32().data(),
+                                 y.getShape().data(), rankOf(y.getShape()),
+                                 int64_t(sg.getAxis()),
+                                 static_cast<float *>(out->getMutableData())))))
+          return failure();
+        return bindResult(std::move(*out));
+      })
+      .Case<nn::LayerNormGradOp>([&](nn::LayerNormGradOp lg) -> LogicalResult {
+        for (Value v : lg->getOperands())
+          if (failed(dtypeOf(op, v, {GPIPE_RT_F32})))
+            return failure();
+        for (Value v : lg->getResults())
+          if (failed(dtypeOf(op, v, {GPIPE_RT_F32})))
+            return failure();
+        FailureOr<HostTensor> dx = allocate(op, lg.getInputGrad());
+        FailureOr<HostTensor> dscale = allocate(op, lg.getScaleGrad());
+        FailureOr<HostTensor> dbias = allocate(op, lg.getBiasGrad());
+        if (failed(dx) || failed(dscale) || failed(dbias))
+          return failure();
+        const HostTensor &x = get(lg.getInput());
+        const HostTensor &scale = get(lg.getScale());
+        const HostTensor &dy = get(lg.getGrad());
+        int64_t axis = int64_t(lg.getAxis());
+        if (axis > x.getRank())
+          return lg.emitOpError("axis ") << axis << " exceeds the rank";
+        int64_t normalized = productOf(x.getShape().drop_front(axis));
+        if (dy.getShape() != x.getShape() || dx->getShape() != x.getShape() ||
+            scale.getNumElements() != normalized ||
+            dscale->getNumElements() != normalized ||
+            dbias->getNumElements() != normalized)
+          return lg.emitOpError("shapes do not fit a layer norm over dims [")
+                 << axis << ", " << x.getRank() << ") of " << x.getTypeString();
+        if (failed(check(
+                op, gpipe_rt_cpu_layer_norm_grad_f32(
+                        x.getF32().data(), x.getShape().data(),
+                        rankOf(x.getShape()), axis, scale.getF32().data(),
+                        dy.getF32().data(), lg.getEpsilon().convertToFloat(),
+                        static_cast<float *>(dx->getMutableData()),
+                        static_cast<float *>(dscale->getMutableData()),
+                        static_cast<float *>(dbias->getMutableData())))))
+          return failure();
+        env[lg.getInputGrad()] = std::move(*dx);
+        env[lg.getScaleGrad()] = std::move(*dscale);
+        env[lg.getBiasGrad()] = std::move(*dbias);
+        return success();
+      })
+      .Case<nn::GeluGradOp>([&](nn::GeluGradOp gg) -> LogicalResult {
+        if (failed(dtypeOf(op, gg.getInput(), {GPIPE_RT_F32})))
+          return failure();
+        FailureOr<HostTensor> out = allocate(op, gg.getResult());
+        if (failed(out))
+          return failure();
+        const HostTensor &x = get(gg.getInput());
+        const HostTensor &dy = get(gg.getGrad());
+        if (x.getShape() != dy.getShape())
+          return gg.emitOpError("input and grad shapes differ");
+        if (failed(check(op, gpipe_rt_cpu_gelu_grad_f32(
+                                 x.getF32().data(), dy.getF32().data(),
+                                 static_cast<float *>(out->getMutableData()),
+                                 x.getNumElements()))))
+          return failure();
+        return bindResult(std::move(*out));
+      })
+      .Case<nn::CrossEntropyGradOp>(
+          [&](nn::CrossEntropyGradOp ce) -> LogicalResult {
+            FailureOr<gpipe_rt_dtype> labelType =
+                dtypeOf(op, ce.getLabels(), {GPIPE_RT_I32, GPIPE_RT_I64});
+            if (failed(dtypeOf(op, ce.getLogits(), {GPIPE_RT_F32})) ||
+                failed(labelType) ||
+                failed(dtypeOf(op, ce.getGrad(), {GPIPE_RT_F32})) ||
+                failed(dtypeOf(op, ce.getResult(), {GPIPE_RT_F32})))
+              return failure();
+            FailureOr<HostTensor> out = allocate(op, ce.getResult());
+            if (failed(out))
+              return failure();
+            const HostTensor &logits = get(ce.getLogits());
+            const HostTensor &labels = get(ce.getLabels());
+            const HostTensor &grad = get(ce.getGrad());
+            if (logits.getRank() < 1 ||
+                labels.getShape() != logits.getShape().drop_back() ||
+                out->getShape() != logits.getShape() ||
+                grad.getNumElements() != 1)
+              return ce.emitOpError(
+                  "labels must be shaped like the logits without the class "
+                  "dim, the result like the logits, and grad a scalar");
+            if (failed(check(
+                    op, gpipe_rt_cpu_cross_entropy_grad_f32(
+                            logits.getF32().data(), logits.getShape().data(),
+                            rankOf(logits.getShape()), *labelType,
+                            labels.getData(), grad.getF32()[0],
+                            static_cast<float *>(out->getMutableData())))))
+              return failure();
+            return bindResult(std::move(*out));
+          })
       .Default([&](Operation *other) {
         return other->emitOpError("is not supported by the nn interpreter");
       });

@@ -2,9 +2,10 @@
 //
 // The interpreter on hand-written functions with hand-computed results: layer
 // bodies, parameters (inline, dense_resource and seeded init rules),
-// constants, masking ops, shape ops, contractions, normalization and losses;
-// and the located errors it reports for unsupported ops and element types,
-// bad arguments, missing parameters and out-of-range indices and labels.
+// constants, masking ops, shape ops, contractions, normalization, losses and
+// the gradient ops autodiff emits; and the located errors it reports for
+// unsupported ops and element types, bad arguments, missing parameters and
+// out-of-range indices and labels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -371,6 +372,97 @@ func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
   EXPECT_EQ(lastDiagnostic(),
             "test.mlir:4:8: 'nn.param' op reads 'tensor<2xf32>' but "
             "parameter @w holds 'tensor<3xf32>'");
+}
+
+TEST_F(InterpreterTest, GradientOps) {
+  OwningOpRef<ModuleOp> module = parse(R"mlir(
+func.func @f(%x: tensor<2x3xf32>, %ids: tensor<2xi64>, %dl: tensor<f32>) -> (tensor<1x3xf32>, tensor<2xf32>, tensor<2x5xf32>, tensor<4x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3xf32>) {
+  %s = nn.reduce_sum %x {axes = array<i64: 0>, keep_dims = true} : tensor<2x3xf32> -> tensor<1x3xf32>
+  %r = nn.reduce_sum %x {axes = array<i64: 1>} : tensor<2x3xf32> -> tensor<2xf32>
+  %z = nn.constant dense<0.0> : tensor<2x5xf32>
+  %i = nn.insert_slice %x into %z {offsets = array<i64: 0, 0>, strides = array<i64: 1, 2>} : tensor<2x3xf32> into tensor<2x5xf32>
+  %g = nn.gather_grad %ids, %x {axis = 0} : (tensor<2xi64>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  %u = nn.constant dense<0.5> : tensor<2x3xf32>
+  %sg = nn.softmax_grad %u, %x {axis = 1} : tensor<2x3xf32>
+  %z2 = nn.constant dense<0.0> : tensor<2x3xf32>
+  %gg = nn.gelu_grad %z2, %x : tensor<2x3xf32>
+  %ones = nn.constant dense<1.0> : tensor<3xf32>
+  %dx, %dg, %db = nn.layer_norm_grad %x, %ones, %x {axis = 1, epsilon = 0.0 : f32} : (tensor<2x3xf32>, tensor<3xf32>, tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>)
+  %labels = nn.constant dense<[0, 2]> : tensor<2xi64>
+  %ce = nn.cross_entropy_grad %z2, %labels, %dl : (tensor<2x3xf32>, tensor<2xi64>, tensor<f32>) -> tensor<2x3xf32>
+  return %s, %r, %i, %g, %sg, %gg, %dx, %dg, %db, %ce : tensor<1x3xf32>, tensor<2xf32>, tensor<2x5xf32>, tensor<4x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3xf32>
+}
+  )mlir");
+  ASSERT_TRUE(module);
+  auto results =
+      run(*module, "f",
+          {HostTensor::fromF32({2, 3}, {1, 2, 3, 4, 5, 6}),
+           HostTensor::fromI64({2}, {3, 3}), HostTensor::fromF32({}, {3.0f})});
+  ASSERT_TRUE(succeeded(results)) << lastDiagnostic();
+  ASSERT_EQ(results->size(), 10u);
+  auto &r = *results;
+  EXPECT_EQ(r[0].getShape(), llvm::ArrayRef<int64_t>({1, 3}));
+  EXPECT_EQ(toVector(r[0].getF32()), (std::vector<float>{5, 7, 9}));
+  EXPECT_EQ(toVector(r[1].getF32()), (std::vector<float>{6, 15}));
+  EXPECT_EQ(toVector(r[2].getF32()),
+            (std::vector<float>{1, 0, 2, 0, 3, 4, 0, 5, 0, 6}));
+  // Both rows go to row 3 of the table.
+  EXPECT_EQ(toVector(r[3].getF32()),
+            (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 7, 9}));
+  // y = 0.5: dx = 0.5 * (dy - 0.5 * sum(dy)).
+  EXPECT_EQ(toVector(r[4].getF32()),
+            (std::vector<float>{0.5f * (1 - 3), 0.5f * (2 - 3), 0.5f * (3 - 3),
+                                0.5f * (4 - 7.5f), 0.5f * (5 - 7.5f),
+                                0.5f * (6 - 7.5f)}));
+  // gelu'(0) = 0.5.
+  EXPECT_EQ(toVector(r[5].getF32()),
+            (std::vector<float>{0.5f, 1, 1.5f, 2, 2.5f, 3}));
+  // dy = x: g = x, mean(g) = the row mean, xhat = (x - mean) * rstd, so
+  // dx = rstd * (x - mean - xhat * mean(x * xhat)) = 0 (x is affine in
+  // xhat); dscale = sum over rows of x * xhat, dbias = column sums.
+  for (float v : r[6].getF32())
+    EXPECT_NEAR(v, 0.0f, 1e-6f);
+  float rstd = float(1.0 / std::sqrt(2.0 / 3.0));
+  std::vector<float> dscale = toVector(r[7].getF32());
+  ASSERT_EQ(dscale.size(), 3u);
+  EXPECT_NEAR(dscale[0], -(1 + 4) * rstd, 1e-5f);
+  EXPECT_NEAR(dscale[1], 0.0f, 1e-6f);
+  EXPECT_NEAR(dscale[2], (3 + 6) * rstd, 1e-5f);
+  EXPECT_EQ(toVector(r[8].getF32()), (std::vector<float>{5, 7, 9}));
+  // Zero logits: softmax 1/3; dloss 3 over 2 rows.
+  std::vector<float> ce = toVector(r[9].getF32());
+  std::vector<float> want{-1, 0.5f, 0.5f, 0.5f, 0.5f, -1};
+  for (size_t i = 0; i < ce.size(); ++i)
+    EXPECT_NEAR(ce[i], want[i], 1e-6f) << i;
+}
+
+TEST_F(InterpreterTest, GradientOpErrorsAreReportedAtTheOp) {
+  OwningOpRef<ModuleOp> module = parse(R"mlir(
+func.func @g(%ids: tensor<2xi64>, %dy: tensor<2x3xf32>) -> tensor<4x3xf32> {
+  %0 = nn.gather_grad %ids, %dy {axis = 0} : (tensor<2xi64>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+func.func @ce(%x: tensor<2x3xf32>, %labels: tensor<2xi64>, %dl: tensor<f32>) -> tensor<2x3xf32> {
+  %0 = nn.cross_entropy_grad %x, %labels, %dl : (tensor<2x3xf32>, tensor<2xi64>, tensor<f32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+  )mlir");
+  ASSERT_TRUE(module);
+  EXPECT_TRUE(failed(run(
+      *module, "g",
+      {HostTensor::fromI64({2}, {1, 4}), HostTensor(GPIPE_RT_F32, {2, 3})})));
+  EXPECT_EQ(lastDiagnostic(),
+            "test.mlir:3:8: 'nn.gather_grad' op failed in the runtime kernel: "
+            "gather_grad: index 4 at position [1] of indices [2] is out of "
+            "range [0, 4) for axis 0 of [4, 3]");
+  EXPECT_TRUE(failed(
+      run(*module, "ce",
+          {HostTensor(GPIPE_RT_F32, {2, 3}), HostTensor::fromI64({2}, {-1, 0}),
+           HostTensor::fromF32({}, {1.0f})})));
+  EXPECT_EQ(lastDiagnostic(),
+            "test.mlir:7:8: 'nn.cross_entropy_grad' op failed in the runtime "
+            "kernel: cross_entropy_grad: label -1 at position [0] is out of "
+            "range [0, 3)");
 }
 
 } // namespace

@@ -4,9 +4,12 @@
 // the runtime's CPU kernel (runtime/include/gpipe/Runtime/CPUKernels.h) on
 // host tensors, `nn.layer` bodies run inline, `nn.param` reads a
 // ParameterStore filled from the module's `nn.parameter` initial values (or
-// their seeded init rules) and `nn.constant` materializes its attribute. It is
-// the reference the tests check imports, rewrites and (next) autodiff
-// against; the production path compiles the IR instead.
+// their seeded init rules) and `nn.constant` materializes its attribute. The
+// ops reverse-mode autodiff emits (`nn.reduce_sum`, `nn.insert_slice` and the
+// `*_grad` kernels) run too, so any backward function buildBackwardFunction
+// builds can be interpreted. It is the reference the tests check imports,
+// rewrites and autodiff against (and the pipeline executor's engine); the
+// production path compiles the IR instead.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,6 +1,6 @@
 //===- Kernels.cpp - CPU kernels for the nn ops -----------------*- C++ -*-===//
 //
-// The CPU backend's forward kernels behind the C ABI of CPUKernels.h. Shapes
+// The CPU backend's kernels behind the C ABI of CPUKernels.h. Shapes
 // are validated first; then each kernel runs plain loops written so the
 // compiler can vectorize the innermost one (broadcast and strided operands
 // are collapsed to a few dims whose innermost stride is 0 or 1). Reductions
@@ -1559,6 +1559,385 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_mse_f32(const float *input,
     acc[k] += d * d;
   }
   *loss = float(combineLanes(acc) / double(count));
+  return GPIPE_RT_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
+// Backward kernels
+//===----------------------------------------------------------------------===//
+
+extern "C" gpipe_rt_status
+gpipe_rt_cpu_reduce_sum_f32(const float *in, const int64_t *shape, int32_t rank,
+                            const int64_t *axes, int32_t numAxes, float *out) {
+  const char *kernel = "reduce_sum";
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  if (numAxes < 0 || numAxes > s.rank || (numAxes > 0 && !axes))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << numAxes << " axes for input " << s;
+  bool reduced[kMaxRank] = {};
+  for (int32_t i = 0; i < numAxes; ++i) {
+    if (axes[i] < 0 || axes[i] >= s.rank || (i > 0 && axes[i] <= axes[i - 1]))
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << "axes must be sorted, distinct and below rank " << s.rank
+             << " (axis " << axes[i] << " at position " << i << ")";
+    reduced[axes[i]] = true;
+  }
+  // The result: the kept dims, row-major; its strides per input dim (0 on
+  // the reduced ones).
+  Shape res;
+  int64_t strides[2][kMaxRank];
+  res.rank = 0;
+  res.numElements = 1;
+  for (int32_t d = 0; d < s.rank; ++d)
+    if (!reduced[d]) {
+      res.dims[res.rank++] = s.dims[d];
+      res.numElements *= s.dims[d];
+    }
+  {
+    int64_t stride = 1;
+    for (int32_t d = s.rank - 1; d >= 0; --d) {
+      strides[0][d] = reduced[d] ? 0 : stride;
+      if (!reduced[d])
+        stride *= s.dims[d];
+    }
+  }
+  contiguousStrides(s, strides[1]);
+  if (res.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
+  if (s.numElements == 0) {
+    std::fill(out, out + res.numElements, 0.0f);
+    return GPIPE_RT_SUCCESS;
+  }
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+  // Row-major order over the input visits, for every result element, its
+  // inputs in increasing index order of the reduced dims.
+  std::vector<double> acc(static_cast<size_t>(res.numElements), 0.0);
+  StridedPlan<2> plan = collapse(s, strides);
+  double *a = acc.data();
+  forEachRun(plan, [&](int64_t n, const int64_t *off, const int64_t *st) {
+    double *o = a + off[0];
+    const float *x = in + off[1];
+    int64_t so = st[0], sx = st[1];
+    if (so == 0) {
+      double sum = *o;
+      for (int64_t i = 0; i < n; ++i)
+        sum += double(x[i * sx]);
+      *o = sum;
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i)
+      o[i * so] += double(x[i * sx]);
+  });
+  for (int64_t i = 0; i < res.numElements; ++i)
+    out[i] = float(a[i]);
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cpu_insert_slice(
+    gpipe_rt_dtype dtype, const void *source, const int64_t *sourceShape,
+    const void *dest, const int64_t *destShape, int32_t rank,
+    const int64_t *offsets, const int64_t *strides, void *out) {
+  const char *kernel = "insert_slice";
+  size_t elemSize;
+  GPIPE_RT_TRY(dtypeSize(kernel, dtype, elemSize));
+  Shape src, dst;
+  GPIPE_RT_TRY(readShape(kernel, "source", sourceShape, rank, src));
+  GPIPE_RT_TRY(readShape(kernel, "dest", destShape, rank, dst));
+  if (dst.rank > 0 && (!offsets || !strides))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "null offsets or strides";
+  int64_t dstStrides[kMaxRank], st[2][kMaxRank];
+  contiguousStrides(dst, dstStrides);
+  contiguousStrides(src, st[1]);
+  int64_t base = 0;
+  for (int32_t i = 0; i < dst.rank; ++i) {
+    int64_t off = offsets[i], size = src.dims[i], step = strides[i];
+    bool ok = step > 0 && off >= 0 &&
+              (size == 0 ? off <= dst.dims[i]
+                         : off < dst.dims[i] &&
+                               (size - 1) <= (dst.dims[i] - 1 - off) / step);
+    if (!ok)
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << "dim " << i << ": offset " << off << ", size " << size
+             << ", stride " << step << " do not fit in " << dst.dims[i]
+             << " (source " << src << ", dest " << dst << ")";
+    base += off * dstStrides[i];
+    st[0][i] = dstStrides[i] * step;
+  }
+  if (dst.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "dest", dest, dst.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, dst.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "source", source, src.numElements));
+  if (out != dest)
+    std::memmove(out, dest, size_t(dst.numElements) * elemSize);
+  stridedCopy(elemSize, src, static_cast<char *>(out) + size_t(base) * elemSize,
+              st[0], source, st[1]);
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cpu_gather_grad_f32(gpipe_rt_dtype indexType, const void *indices,
+                             const int64_t *indicesShape, int32_t indicesRank,
+                             const float *grad, const int64_t *gradShape,
+                             int32_t gradRank, int64_t axis, float *out,
+                             const int64_t *outShape, int32_t outRank) {
+  const char *kernel = "gather_grad";
+  GPIPE_RT_TRY(checkIndexType(kernel, "indices", indexType));
+  Shape is, gs, os;
+  GPIPE_RT_TRY(readShape(kernel, "indices", indicesShape, indicesRank, is));
+  GPIPE_RT_TRY(readShape(kernel, "grad", gradShape, gradRank, gs));
+  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, os));
+  if (axis < 0 || axis >= os.rank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for result " << os;
+  // grad must be out.shape[:axis] + indices.shape + out.shape[axis+1:].
+  Shape expected;
+  expected.rank = 0;
+  bool fits = os.rank - 1 + is.rank <= kMaxRank;
+  if (fits) {
+    for (int32_t d = 0; d < axis; ++d)
+      expected.dims[expected.rank++] = os.dims[d];
+    for (int32_t d = 0; d < is.rank; ++d)
+      expected.dims[expected.rank++] = is.dims[d];
+    for (int32_t d = int32_t(axis) + 1; d < os.rank; ++d)
+      expected.dims[expected.rank++] = os.dims[d];
+  }
+  if (!fits || expected != gs)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "grad " << gs << " does not have the shape of gathering " << is
+           << " along axis " << axis << " of " << os;
+  int64_t outer = 1, inner = 1, axisDim = os.dims[axis];
+  for (int32_t d = 0; d < axis; ++d)
+    outer *= os.dims[d];
+  for (int32_t d = int32_t(axis) + 1; d < os.rank; ++d)
+    inner *= os.dims[d];
+  GPIPE_RT_TRY(checkPointer(kernel, "indices", indices, is.numElements));
+  for (int64_t i = 0; i < is.numElements; ++i) {
+    int64_t idx = readIndex(indexType, indices, i);
+    if (idx < 0 || idx >= axisDim)
+      return Error(GPIPE_RT_OUT_OF_RANGE, kernel)
+             << "index " << idx << " at position " << positionOf(is, i)
+             << " of indices " << is << " is out of range [0, " << axisDim
+             << ") for axis " << axis << " of " << os;
+  }
+  if (os.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, os.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, gs.numElements));
+  std::vector<double> acc(static_cast<size_t>(os.numElements), 0.0);
+  int64_t count = is.numElements;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t idx = readIndex(indexType, indices, i);
+      double *dst = acc.data() + (o * axisDim + idx) * inner;
+      const float *src = grad + (o * count + i) * inner;
+      for (int64_t k = 0; k < inner; ++k)
+        dst[k] += double(src[k]);
+    }
+  }
+  for (int64_t i = 0; i < os.numElements; ++i)
+    out[i] = float(acc[size_t(i)]);
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cpu_softmax_grad_f32(const float *output, const float *grad,
+                              const int64_t *shape, int32_t rank, int64_t axis,
+                              float *out) {
+  const char *kernel = "softmax_grad";
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  if (axis < 0 || axis >= std::max<int64_t>(s.rank, 1) ||
+      (s.rank == 0 && axis != 0))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for " << s;
+  if (s.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "output", output, s.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, s.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, s.numElements));
+  int64_t outer = 1, inner = 1, n = s.rank ? s.dims[axis] : 1;
+  for (int32_t d = 0; d < axis; ++d)
+    outer *= s.dims[d];
+  for (int32_t d = int32_t(axis) + 1; d < s.rank; ++d)
+    inner *= s.dims[d];
+  std::vector<double> sums(static_cast<size_t>(inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    const float *y = output + o * n * inner;
+    const float *dy = grad + o * n * inner;
+    float *dx = out + o * n * inner;
+    std::fill(sums.begin(), sums.end(), 0.0);
+    double *sm = sums.data();
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < inner; ++i)
+        sm[i] += double(dy[j * inner + i]) * double(y[j * inner + i]);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < inner; ++i)
+        dx[j * inner + i] = float(double(y[j * inner + i]) *
+                                  (double(dy[j * inner + i]) - sm[i]));
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cpu_layer_norm_grad_f32(
+    const float *in, const int64_t *shape, int32_t rank, int64_t axis,
+    const float *scale, const float *grad, float epsilon, float *inputGrad,
+    float *scaleGrad, float *biasGrad) {
+  const char *kernel = "layer_norm_grad";
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  if (axis < 0 || axis > s.rank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for " << s;
+  if (!(epsilon >= 0.0f))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "epsilon must be non-negative, got " << epsilon;
+  int64_t rows = 1, n = 1;
+  for (int32_t d = 0; d < axis; ++d)
+    rows *= s.dims[d];
+  for (int32_t d = int32_t(axis); d < s.rank; ++d)
+    n *= s.dims[d];
+  if (n == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "scale", scale, n));
+  if (scaleGrad)
+    std::fill(scaleGrad, scaleGrad + n, 0.0f);
+  if (biasGrad)
+    std::fill(biasGrad, biasGrad + n, 0.0f);
+  if (s.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, s.numElements));
+  std::vector<double> xhat(static_cast<size_t>(n));
+  std::vector<double> scaleAcc(scaleGrad ? size_t(n) : 0, 0.0);
+  std::vector<double> biasAcc(biasGrad ? size_t(n) : 0, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *x = in + r * n;
+    const float *dy = grad + r * n;
+    double mu = sumMapped(x, n, [](float v) { return double(v); }) / double(n);
+    double var = sumMapped(x, n,
+                           [mu](float v) {
+                             double d = double(v) - mu;
+                             return d * d;
+                           }) /
+                 double(n);
+    double rs = 1.0 / std::sqrt(var + double(epsilon));
+    double sumG = 0.0, sumGX = 0.0;
+    for (int64_t j = 0; j < n; ++j) {
+      double xh = (double(x[j]) - mu) * rs;
+      double g = double(dy[j]) * double(scale[j]);
+      xhat[size_t(j)] = xh;
+      sumG += g;
+      sumGX += g * xh;
+    }
+    if (inputGrad) {
+      double meanG = sumG / double(n), meanGX = sumGX / double(n);
+      float *dx = inputGrad + r * n;
+      for (int64_t j = 0; j < n; ++j) {
+        double g = double(dy[j]) * double(scale[j]);
+        dx[j] = float(rs * (g - meanG - xhat[size_t(j)] * meanGX));
+      }
+    }
+    if (scaleGrad)
+      for (int64_t j = 0; j < n; ++j)
+        scaleAcc[size_t(j)] += double(dy[j]) * xhat[size_t(j)];
+    if (biasGrad)
+      for (int64_t j = 0; j < n; ++j)
+        biasAcc[size_t(j)] += double(dy[j]);
+  }
+  if (scaleGrad)
+    for (int64_t j = 0; j < n; ++j)
+      scaleGrad[j] = float(scaleAcc[size_t(j)]);
+  if (biasGrad)
+    for (int64_t j = 0; j < n; ++j)
+      biasGrad[j] = float(biasAcc[size_t(j)]);
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cpu_gelu_grad_f32(const float *in,
+                                                      const float *grad,
+                                                      float *out,
+                                                      int64_t count) {
+  const char *kernel = "gelu_grad";
+  GPIPE_RT_TRY(checkCount(kernel, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, count));
+  constexpr double kSqrtHalf = 0.70710678118654752440;
+  constexpr double kInvSqrtTwoPi = 0.39894228040143267794;
+  for (int64_t i = 0; i < count; ++i) {
+    double x = in[i];
+    double cdf = 0.5 * (1.0 + std::erf(x * kSqrtHalf));
+    double pdf = kInvSqrtTwoPi * std::exp(-0.5 * x * x);
+    out[i] = float(double(grad[i]) * (cdf + x * pdf));
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cpu_cross_entropy_grad_f32(
+    const float *logits, const int64_t *logitsShape, int32_t logitsRank,
+    gpipe_rt_dtype labelType, const void *labels, float grad, float *out) {
+  const char *kernel = "cross_entropy_grad";
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "logits", logitsShape, logitsRank, s));
+  GPIPE_RT_TRY(checkIndexType(kernel, "labels", labelType));
+  if (s.rank < 1)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "logits must have a class dim";
+  Shape rowsShape = s;
+  --rowsShape.rank;
+  int64_t classes = s.dims[s.rank - 1];
+  int64_t rows = 1;
+  for (int32_t d = 0; d < rowsShape.rank; ++d)
+    rows *= rowsShape.dims[d];
+  rowsShape.numElements = rows;
+  GPIPE_RT_TRY(checkPointer(kernel, "labels", labels, rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t label = readIndex(labelType, labels, r);
+    if (label < 0 || label >= classes)
+      return Error(GPIPE_RT_OUT_OF_RANGE, kernel)
+             << "label " << label << " at position " << positionOf(rowsShape, r)
+             << " is out of range [0, " << classes << ")";
+  }
+  if (s.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "logits", logits, s.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, s.numElements));
+  double factor = double(grad) / double(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *x = logits + r * classes;
+    float *dx = out + r * classes;
+    int64_t label = readIndex(labelType, labels, r);
+    float m = maxOf(x, classes);
+    double sum =
+        sumMapped(x, classes, [m](float v) { return double(std::exp(v - m)); });
+    for (int64_t j = 0; j < classes; ++j) {
+      double p = double(std::exp(x[j] - m)) / sum;
+      dx[j] = float((p - (j == label ? 1.0 : 0.0)) * factor);
+    }
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+extern "C" gpipe_rt_status gpipe_rt_cpu_sgd_update_f32(float *param,
+                                                       const float *grad,
+                                                       int64_t count,
+                                                       float lr) {
+  const char *kernel = "sgd_update";
+  GPIPE_RT_TRY(checkCount(kernel, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "param", param, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, count));
+  for (int64_t i = 0; i < count; ++i) {
+    float step = lr * grad[i];
+    param[i] = param[i] - step;
+  }
   return GPIPE_RT_SUCCESS;
 }
 

@@ -1,6 +1,7 @@
 /*===- CPUKernels.h - CPU kernels for the nn ops ------------------*- C -*-===*\
 |*                                                                            *|
-|* The CPU backend's kernels: one entry point per forward `nn` op, over raw   *|
+|* The CPU backend's kernels: one entry point per `nn` op (forward and the    *|
+|* gradient ops autodiff emits) and the SGD update, over raw                  *|
 |* row-major buffers whose shapes are passed explicitly (a pointer to `rank`  *|
 |* int64 dims; a rank-0 tensor is a scalar of one element). Float math is     *|
 |* fp32; contractions go through OpenBLAS sgemm, the rest are plain loops     *|
@@ -215,6 +216,94 @@ gpipe_rt_status gpipe_rt_cpu_cross_entropy_f32(const float *logits,
 /// Mean squared error over `count` elements (NaN for none).
 gpipe_rt_status gpipe_rt_cpu_mse_f32(const float *input, const float *target,
                                      int64_t count, float *loss);
+
+//===----------------------------------------------------------------------===//
+// Backward (gradient) kernels
+//
+// The ops reverse-mode autodiff emits. Sums run in double precision in a
+// fixed order (stated per kernel) and round to f32 once, so every result is
+// bitwise reproducible from run to run.
+//===----------------------------------------------------------------------===//
+
+/// nn.reduce_sum: sums `in` over `axes` (`numAxes` sorted, distinct dims
+/// below `rank`; none copies). `out` holds the kept dims in order (with or
+/// without keep_dims the elements are the same). Each output element adds
+/// its inputs in increasing index order of the reduced dims; reducing an
+/// empty dim gives 0.
+gpipe_rt_status gpipe_rt_cpu_reduce_sum_f32(const float *in,
+                                            const int64_t *shape, int32_t rank,
+                                            const int64_t *axes,
+                                            int32_t numAxes, float *out);
+
+/// nn.insert_slice: `out` = `dest` (shape `destShape`) with the elements at
+/// offsets[i] + j * strides[i] (j in [0, sourceShape[i])) of every dim i
+/// replaced by `source`; the written positions must lie inside `dest`
+/// (strides > 0). `out` may equal `dest`. Any element type.
+gpipe_rt_status gpipe_rt_cpu_insert_slice(
+    gpipe_rt_dtype dtype, const void *source, const int64_t *sourceShape,
+    const void *dest, const int64_t *destShape, int32_t rank,
+    const int64_t *offsets, const int64_t *strides, void *out);
+
+/// nn.gather_grad: `out` (shape `outShape`, the gathered table's) is zero
+/// plus, for every position of `indices` (row-major order), the matching
+/// slice of `grad` (shape outShape[:axis] + indicesShape +
+/// outShape[axis+1:]) added at the row the index names. Rows read twice get
+/// the sum, accumulated in double in that order. Indices out of
+/// [0, outShape[axis]) are reported with their position; `out` is then
+/// untouched.
+gpipe_rt_status
+gpipe_rt_cpu_gather_grad_f32(gpipe_rt_dtype indexType, const void *indices,
+                             const int64_t *indicesShape, int32_t indicesRank,
+                             const float *grad, const int64_t *gradShape,
+                             int32_t gradRank, int64_t axis, float *out,
+                             const int64_t *outShape, int32_t outRank);
+
+/// nn.softmax_grad: from y = softmax(x) along `axis` (`output`) and dy
+/// (`grad`), dx = y * (dy - sum(dy * y)) with the sum over the axis in
+/// double, in increasing index order. All three have shape `shape`; `out`
+/// may equal `grad`.
+gpipe_rt_status gpipe_rt_cpu_softmax_grad_f32(const float *output,
+                                              const float *grad,
+                                              const int64_t *shape,
+                                              int32_t rank, int64_t axis,
+                                              float *out);
+
+/// nn.layer_norm_grad over dims [axis, rank) of `in` (shape `shape`): the
+/// row mean and rstd = 1 / sqrt(var + epsilon) are recomputed in double as
+/// the forward kernel does; with xhat = (x - mean) * rstd and g = dy *
+/// scale, `inputGrad` = rstd * (g - mean(g) - xhat * mean(g * xhat)),
+/// `scaleGrad` = sum of dy * xhat and `biasGrad` = sum of dy over the rows
+/// (dims [0, axis)), added row by row in order. `scaleGrad` and `biasGrad`
+/// have the normalized size and may be null (not computed); `inputGrad` may
+/// be null too.
+gpipe_rt_status gpipe_rt_cpu_layer_norm_grad_f32(
+    const float *in, const int64_t *shape, int32_t rank, int64_t axis,
+    const float *scale, const float *grad, float epsilon, float *inputGrad,
+    float *scaleGrad, float *biasGrad);
+
+/// nn.gelu_grad: out[i] = grad[i] * (Phi(x) + x * phi(x)) for x = in[i],
+/// evaluated in double (Phi the normal CDF, phi its density). `out` may equal
+/// `in` or `grad`.
+gpipe_rt_status gpipe_rt_cpu_gelu_grad_f32(const float *in, const float *grad,
+                                           float *out, int64_t count);
+
+/// nn.cross_entropy_grad: for logits [..., C] (N rows) and one label per
+/// row, out = grad * (softmax(logits) - onehot(labels)) / N, the softmax
+/// max-subtracted with its sum in double. `out` has the logits' shape and
+/// may equal `logits`. Labels out of [0, C) are reported with their
+/// position.
+gpipe_rt_status gpipe_rt_cpu_cross_entropy_grad_f32(
+    const float *logits, const int64_t *logitsShape, int32_t logitsRank,
+    gpipe_rt_dtype labelType, const void *labels, float grad, float *out);
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+/// Plain SGD in place: param[i] = param[i] - lr * grad[i], in f32 without
+/// fused multiply-add (the same bits on every target).
+gpipe_rt_status gpipe_rt_cpu_sgd_update_f32(float *param, const float *grad,
+                                            int64_t count, float lr);
 
 //===----------------------------------------------------------------------===//
 // Parameter initialization

@@ -251,4 +251,89 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
   ];
 }
 
+def GPipePlanMemoryPass : Pass<"gpipe-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Plan every rank's memory: one arena, static offsets, exact peak";
+  let description = [{
+    For every scheduled `gpipe.pipeline` (the schedule must pass the
+    schedule verifier): derives each stage's sizes from its declaration and
+    functions, runs the memory planner over each rank's program
+    (include/gpipe/Analysis/MemoryPlan.h) and attaches the result.
+
+    Sizes: parameters are the distinct `nn.param` reads of the forward
+    function (their `nn.parameter` types); the gradient accumulator has the
+    same size, the optimizer state 0 (`sgd`), 1 (`momentum`) or 2 (`adam`)
+    times it. Per micro-batch: the stage input (kept from its receive, or its
+    forward on stage 0, to its backward), the forward's other arguments (the
+    labels), the output while it waits for its send, the output gradient from
+    its receive to the backward, the input gradient from the backward to its
+    send. Working sets (scratch, live only during the action): the peak of
+    live result bytes over the program points of the forward and backward
+    bodies (`nn.layer` bodies inlined; parameter reads and constants are
+    free; arguments and the boundary buffers excluded). With `remat none` the
+    stage also keeps everything its forward defines until the backward, and
+    the backward's working set counts only the values that depend on the
+    output gradient.
+
+    Results: every `gpipe.program` gets `arena_bytes`, `peak_bytes` (the
+    exact peak of live bytes; the arena is at least that), `peak_at` (the
+    action where the peak is reached) and `peak_breakdown` (params, grads,
+    optimizer, kept, scratch, boundary at the peak); the pipeline gets
+    `gpipe.memory_plan` (optimizer, alignment, largest peak and arena, budget,
+    per-stage sizes, and per stage the most micro-batches of activations kept
+    at once: `kept_microbatches`). With `memory-budget`, a rank whose arena
+    exceeds it is an error at the pipeline naming the rank, its stages, the
+    bytes it needs and the budget, with a note breaking down its peak.
+
+    ```mlir
+    gpipe.program rank 0 attributes {arena_bytes = 2304 : i64, peak_at = "0B0", peak_breakdown = {boundary = 128 : i64, grads = 512 : i64, kept = 512 : i64, optimizer = 0 : i64, params = 512 : i64, scratch = 640 : i64}, peak_bytes = 2304 : i64} {
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpipe::GPipeDialect"];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "Optimizer whose state the plan holds: sgd, momentum or adam">,
+    Option<"memoryBudget", "memory-budget", "std::string", /*default=*/"\"\"",
+           "Per-rank memory cap, e.g. 16GiB; empty: none">,
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Alignment of every buffer in the arena (a power of two)">,
+  ];
+}
+
+def GPipePlanReportPass : Pass<"gpipe-plan-report", "::mlir::ModuleOp"> {
+  let summary = "Print the plan of a pipeline: stages, times, memory, bubble";
+  let description = [{
+    Writes a readable report of the pipeline (the module's only one, or the
+    one `pipeline` names) to `file`, or to standard output when `file` is
+    empty (what `gpipe-compile` prints): per stage its rank, its layers (the
+    `nn.layer` ops of its forward function: count and names), its predicted
+    forward and backward time per micro-batch (the stage attributes), its
+    parameters (count and bytes) and the peak memory of its rank (from
+    `gpipe-plan-memory`, when it ran); then the schedule's simulated
+    makespan and bubble fraction next to GPipe's closed form (K-1)/(M+K-1),
+    and per rank the memory plan's breakdown. Simulation durations are those
+    of `gpipe-export-trace`. The IR is not changed.
+
+    ```
+    pipeline @train: 2 stages on 2 ranks, 4 micro-batches, schedule gpipe, remat stage
+    stage  rank  layers  forward   backward  parameters       rank peak memory
+        0     0       2  832 ns    2.496 us  1,600 (6.2 KiB)  19.9 KiB
+        1     1       3  1.215 us  3.646 us  2,442 (9.5 KiB)  30.2 KiB
+    layers of stage 0: 0, 2
+    layers of stage 1: 4, 6, 8
+    schedule gpipe: step time 22.77 us predicted, busy rank 0 58.5%, rank 1 85.4%
+    bubble: 28.1% predicted, 20.0% closed form (K-1)/(M+K-1) = 1/5
+    micro-batches of activations kept per stage: 4, 4 (of M = 4)
+    memory per rank (optimizer sgd, 64-byte aligned buffers):
+      rank 0: peak 19.9 KiB (20352 B) at 0B0, arena 19.9 KiB (20352 B) +0.0%; params 6.2 KiB, ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpipe::GPipeDialect"];
+  let options = [
+    Option<"file", "file", "std::string", /*default=*/"\"\"",
+           "Path of the report to write; empty: standard output">,
+    Option<"pipeline", "pipeline", "std::string", /*default=*/"\"\"",
+           "Name of the pipeline to report; empty: the module's only one">,
+  ];
+}
+
 #endif // GPIPE_DIALECT_GPIPE_TRANSFORMS_PASSES_TD

@@ -1,0 +1,268 @@
+//===- MemoryPlan.h - Per-rank arena memory planning ------------*- C++ -*-===//
+//
+// The memory planner: given a verified schedule (every rank's ordered
+// program) and the sizes of each stage (parameters, optimizer state, boundary
+// activations, per-micro-batch kept bytes, forward and backward working
+// sets), it lists every buffer each rank needs with the actions it is live
+// for, places all of them into ONE arena per rank at static offsets, and
+// reports the arena size and the exact peak of live bytes with a breakdown.
+// Plain C++17.
+//
+// Time. Action i of a rank's program is one point in time. A buffer is live
+// at every action from the one that creates it to the one that last uses it,
+// both included; two buffers whose action intervals intersect must not
+// overlap in the arena. Peak = the largest sum of live bytes at any action.
+//
+// Buffers of a rank (stage s, micro-batch m; "next"/"previous" stage):
+//
+//   Parameters(s), Gradients(s), OptimizerState(s)   whole program
+//   Input(s, m)      the stage's input activation, kept for its backward:
+//                    from RECV_F (cross-rank), F of s on stage 0 (the data
+//                    micro-batch), or F of s-1 when s-1 runs on the same rank
+//                    (its output is handed over in memory), to B of s (W for
+//                    a split backward). Until F of s runs it is a receive
+//                    buffer (a schedule may receive micro-batch m+1 before
+//                    the backward that frees micro-batch m-K+k+1); from F on
+//                    a kept activation. Same buffer, counted by phase.
+//   ExtraInput(s, m) the forward's other arguments (the labels of the last
+//                    stage): F to B/W.
+//   Saved(s, m)      remat `none` only: the forward intermediates the
+//                    backward reads instead of recomputing them: F to B/W.
+//   Output(s, m)     the forward's output while it waits for SEND_F: F to
+//                    SEND_F. None on the last stage (the loss is part of the
+//                    forward's working set) nor when s+1 is on the same rank
+//                    (then the output IS Input(s+1, m)).
+//   OutputGrad(s, m) the gradient of the stage's output: from RECV_B, or from
+//                    B/I of s+1 on the same rank (hand-over), to B/W of s.
+//                    None on the last stage (the loss seed is part of the
+//                    backward's working set).
+//   InputGrad(s, m)  the gradient of the stage's input while it waits for
+//                    SEND_B: B/I to SEND_B. None on stage 0 and when s-1 is
+//                    on the same rank (then it IS OutputGrad(s-1, m)).
+//   Scratch          one per compute action (F, B, I, W, R), live only at that
+//                    action: the working set of the stage function for one
+//                    micro-batch (see StageMemory).
+//
+// Kept activations = Input (from its forward on) + ExtraInput + Saved;
+// boundary (send/receive) buffers = Input (before its forward) + Output +
+// OutputGrad + InputGrad.
+//
+// Allocation. Offline interval allocation (the interval graph of a rank is
+// fully known at compile time): persistent buffers first, packed from offset
+// 0; then every other buffer greedily, largest first, into the best-fitting
+// (smallest sufficient) gap among the buffers already placed that are live at
+// the same time, or on top of them. A second order (by first action, first
+// fit) is tried too and the smaller arena kept; ties keep the first. Offsets
+// and sizes are multiples of `alignment`. Deterministic. The arena is never
+// smaller than the peak of aligned live bytes; `getArenaOverhead` says by how
+// much it exceeds the exact peak.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_ANALYSIS_MEMORYPLAN_H
+#define GPIPE_ANALYSIS_MEMORYPLAN_H
+
+#include "gpipe/Analysis/Schedule.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlir::gpipe {
+
+/// What one stage needs, in bytes. Per-micro-batch sizes are for one
+/// micro-batch.
+struct StageMemory {
+  /// Parameters the stage owns; the gradient accumulator has the same size
+  /// and the optimizer state `optimizerStateFactor` times it.
+  int64_t paramBytes = 0;
+  /// The boundary activation entering the stage (the data on stage 0).
+  int64_t inputBytes = 0;
+  /// The forward's other arguments, kept from F to B (the labels).
+  int64_t extraInputBytes = 0;
+  /// The boundary activation leaving the stage (the gradient coming back has
+  /// the same size).
+  int64_t outputBytes = 0;
+  /// Remat `none`: the forward intermediates kept from F to B on top of the
+  /// input. Ignored (treated as 0) with remat `stage`.
+  int64_t savedBytes = 0;
+  /// Peak live bytes inside the forward of one micro-batch, arguments and the
+  /// output buffer excluded.
+  int64_t forwardScratch = 0;
+  /// Peak live bytes inside the backward of one micro-batch (with remat
+  /// `stage`: the recomputed activations and the gradients), arguments and
+  /// the input-gradient buffer excluded.
+  int64_t backwardScratch = 0;
+  /// The same for the two halves of a split backward; nullopt: use
+  /// backwardScratch.
+  std::optional<int64_t> backwardInputScratch;
+  std::optional<int64_t> backwardWeightScratch;
+};
+
+/// What a stage keeps between its forward and its backward.
+enum class RematPolicy {
+  Stage, ///< only its input (and extra inputs); the backward recomputes
+  None,  ///< its input plus `savedBytes` of forward intermediates
+};
+
+/// Optimizer state per parameter byte: SGD 0, SGD with momentum 1 (velocity),
+/// Adam/AdamW 2 (first and second moments).
+enum class OptimizerKind { SGD, Momentum, Adam };
+int getOptimizerStateFactor(OptimizerKind kind);
+/// "sgd", "momentum", "adam".
+const char *getOptimizerName(OptimizerKind kind);
+/// Parses "sgd", "momentum" (also "sgd-momentum"), "adam" (also "adamw").
+std::optional<OptimizerKind> parseOptimizerKind(std::string_view name);
+
+struct MemoryPlanInput {
+  /// One entry per stage of the schedule.
+  std::vector<StageMemory> stages;
+  RematPolicy remat = RematPolicy::Stage;
+  OptimizerKind optimizer = OptimizerKind::SGD;
+  /// Offsets and sizes in the arena are multiples of this (a power of two
+  /// >= 1).
+  int64_t alignment = 64;
+};
+
+enum class BufferKind {
+  Parameters,
+  Gradients,
+  OptimizerState,
+  Input,
+  ExtraInput,
+  Saved,
+  Output,
+  OutputGrad,
+  InputGrad,
+  Scratch,
+};
+
+/// "params", "grads", "optimizer", "input", "extra", "saved", "output",
+/// "output_grad", "input_grad", "scratch".
+const char *getBufferKindName(BufferKind kind);
+/// Parameters, Gradients, OptimizerState.
+bool isPersistentBuffer(BufferKind kind);
+/// Input, ExtraInput, Saved.
+bool isKeptActivation(BufferKind kind);
+/// Output, OutputGrad, InputGrad.
+bool isBoundaryBuffer(BufferKind kind);
+
+struct PlannedBuffer {
+  BufferKind kind = BufferKind::Scratch;
+  int stage = 0;
+  /// The micro-batch; -1 for persistent buffers.
+  int microbatch = -1;
+  /// Exact size.
+  int64_t bytes = 0;
+  /// Offset in the rank's arena (a multiple of the alignment).
+  int64_t offset = 0;
+  /// The actions (indices into the rank's program) it is live for, both
+  /// included.
+  int firstAction = 0;
+  int lastAction = 0;
+  /// Input buffers: the stage's forward, from which on the buffer is a kept
+  /// activation (before it, a receive buffer). Others: firstAction.
+  int keptFromAction = 0;
+
+  bool isLiveAt(int action) const {
+    return firstAction <= action && action <= lastAction;
+  }
+  /// Live at `action` as a kept activation (Input from its forward on,
+  /// ExtraInput, Saved).
+  bool isKeptAt(int action) const {
+    return isLiveAt(action) && isKeptActivation(kind) &&
+           action >= keptFromAction;
+  }
+};
+
+/// Bytes by category.
+struct MemoryBreakdown {
+  int64_t parameters = 0;
+  int64_t gradients = 0;
+  int64_t optimizerState = 0;
+  /// Input (from its forward on) + ExtraInput + Saved
+  int64_t keptActivations = 0;
+  int64_t scratch = 0;
+  /// Input (before its forward) + Output + OutputGrad + InputGrad
+  int64_t boundary = 0;
+
+  int64_t getTotal() const {
+    return parameters + gradients + optimizerState + keptActivations + scratch +
+           boundary;
+  }
+  /// Adds `buffer`, live at `action`, to its category.
+  void add(const PlannedBuffer &buffer, int action);
+};
+
+struct RankMemoryPlan {
+  /// Every buffer of the rank, persistent ones first, then in the order the
+  /// program creates them.
+  std::vector<PlannedBuffer> buffers;
+  /// The exact peak of live bytes (unaligned) and the first action where it
+  /// is reached (-1 for an empty program).
+  int64_t peakBytes = 0;
+  int peakAction = -1;
+  /// The live bytes at `peakAction` by category; sums to peakBytes.
+  MemoryBreakdown atPeak;
+  /// The peak of live bytes with every buffer rounded up to the alignment:
+  /// a lower bound on any arena.
+  int64_t alignedPeakBytes = 0;
+  /// The arena size: max of offset + aligned size over the buffers.
+  int64_t arenaBytes = 0;
+  /// Per stage of the schedule (0 for stages of other ranks): the most
+  /// micro-batches whose input is kept at one time (forward run, backward
+  /// not yet).
+  std::vector<int> peakKeptMicrobatches;
+  /// Which placement order produced the arena: "size" or "time".
+  std::string strategy;
+
+  /// The buffers live at `action`.
+  std::vector<const PlannedBuffer *> getLiveBuffers(int action) const;
+  /// arenaBytes / peakBytes - 1 (0 when the peak is 0).
+  double getArenaOverhead() const;
+};
+
+struct MemoryPlan {
+  /// One plan per rank of the schedule.
+  std::vector<RankMemoryPlan> ranks;
+  /// Non-empty when the schedule fails verification or the input does not
+  /// fit it; the ranks are then empty.
+  std::string error;
+
+  bool ok() const { return error.empty(); }
+};
+
+/// Plans `schedule` (which must pass `verifySchedule`) with the sizes of
+/// `input` (one StageMemory per stage, all sizes >= 0).
+MemoryPlan planMemory(const Schedule &schedule, const MemoryPlanInput &input);
+
+/// The interval allocator on its own: places `buffers` (their bytes and
+/// action intervals given; offsets are overwritten) so that buffers live at
+/// the same action do not overlap. Persistent kinds are packed first from 0.
+/// Returns the arena size; `strategy` receives "size" or "time".
+int64_t allocateArena(std::vector<PlannedBuffer> &buffers, int64_t alignment,
+                      std::string *strategy = nullptr);
+
+/// A value's life inside a function body for `getPeakLiveBytes`: its bytes
+/// and the program points (op positions) of its definition and last use.
+struct LiveRange {
+  int64_t bytes = 0;
+  int def = 0;
+  int lastUse = 0; ///< >= def
+};
+
+/// max over program points p of the bytes of ranges with def <= p <= lastUse;
+/// 0 for none. The working-set measure behind forwardScratch and
+/// backwardScratch.
+int64_t getPeakLiveBytes(const std::vector<LiveRange> &ranges);
+
+/// A multi-line table of `plan` for reports and diagnostics: per rank the
+/// arena, the peak and its breakdown.
+std::string describeMemoryPlan(const Schedule &schedule,
+                               const MemoryPlan &plan);
+
+} // namespace mlir::gpipe
+
+#endif // GPIPE_ANALYSIS_MEMORYPLAN_H

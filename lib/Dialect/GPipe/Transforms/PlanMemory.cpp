@@ -1,0 +1,505 @@
+//===- PlanMemory.cpp - Plan each rank's arena ------------------*- C++ -*-===//
+//
+// Implements `gpipe-plan-memory`: derives every stage's sizes from its
+// declaration and its functions (parameters from the `nn.param` reads of the
+// forward and the module's `nn.parameter` types; boundary activations from
+// the stage types; working sets from a liveness walk over the forward and
+// backward bodies), runs the memory planner (gpipe/Analysis/MemoryPlan.h)
+// over the scheduled programs, attaches the arena size, the peak and its
+// breakdown to every `gpipe.program` and a summary to the pipeline, and
+// rejects a plan whose arena exceeds the memory budget.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Analysis/MemoryPlan.h"
+#include "gpipe/Analysis/Partition.h"
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+#include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
+#include "gpipe/Dialect/GPipe/Utils/ScheduleConversion.h"
+#include "gpipe/Dialect/NN/IR/NNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::gpipe {
+#define GEN_PASS_DEF_GPIPEPLANMEMORYPASS
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h.inc"
+} // namespace mlir::gpipe
+
+using namespace mlir;
+using namespace mlir::gpipe;
+
+//===----------------------------------------------------------------------===//
+// Sizes from the IR
+//===----------------------------------------------------------------------===//
+
+/// Bytes of a value in memory: statically shaped tensors of integers (i1 as
+/// one byte) and floats; 0 for anything else.
+static int64_t getValueBytes(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape() ||
+      !shaped.getElementType().isIntOrFloat())
+    return 0;
+  return nn::tensorBytes(shaped);
+}
+
+namespace {
+
+/// Liveness over one function body in execution order. Every op is a program
+/// point; an `nn.layer` runs its body in place: its block arguments are its
+/// operands and its results are the values its `nn.yield` returns (the same
+/// buffers). A value is live from the point that defines it to its last use
+/// (itself if unused). `nn.param` results are views of the persistent
+/// parameters and constants are read-only data: both take no arena bytes;
+/// the function's arguments live in the caller's buffers and are not values
+/// here.
+class FunctionLiveness {
+public:
+  explicit FunctionLiveness(func::FuncOp func) : func(func) {
+    if (func.isExternal())
+      return;
+    Block &entry = func.getBody().front();
+    for (BlockArgument arg : entry.getArguments())
+      arguments.push_back(arg);
+    visit(entry);
+  }
+
+  /// The peak of live bytes over the body, leaving out the values
+  /// `excluded` returns true for.
+  int64_t getPeak(llvm::function_ref<bool(Value)> excluded) const {
+    std::vector<LiveRange> live;
+    for (Value v : order)
+      if (!excluded(v))
+        live.push_back(ranges.lookup(v));
+    return getPeakLiveBytes(live);
+  }
+
+  /// The sum of the bytes of every value the body defines, leaving out the
+  /// values `excluded` returns true for.
+  int64_t getTotal(llvm::function_ref<bool(Value)> excluded) const {
+    int64_t total = 0;
+    for (Value v : order)
+      if (!excluded(v))
+        total += ranges.lookup(v).bytes;
+    return total;
+  }
+
+  /// The defined value `v` stands for (through layer arguments and results).
+  Value getCanonical(Value v) const {
+    for (auto it = alias.find(v); it != alias.end(); it = alias.find(v))
+      v = it->second;
+    return v;
+  }
+
+  /// The canonical values the function returns, in result order.
+  SmallVector<Value> getReturned() const {
+    SmallVector<Value> values;
+    if (func.isExternal())
+      return values;
+    Operation *terminator = func.getBody().front().getTerminator();
+    for (Value v : terminator->getOperands())
+      values.push_back(getCanonical(v));
+    return values;
+  }
+
+  /// The values that depend (through the body's data flow) on the arguments
+  /// from `firstArgument` on: the gradient values of a backward whose
+  /// output-gradient arguments start there.
+  llvm::DenseSet<Value> getDependents(unsigned firstArgument) const {
+    llvm::DenseSet<Value> dependents;
+    for (unsigned i = firstArgument; i < arguments.size(); ++i)
+      dependents.insert(arguments[i]);
+    for (Operation *op : ops) {
+      bool depends = llvm::any_of(op->getOperands(), [&](Value operand) {
+        return dependents.contains(getCanonical(operand));
+      });
+      if (depends)
+        for (Value result : op->getResults())
+          dependents.insert(getCanonical(result));
+    }
+    return dependents;
+  }
+
+private:
+  void visit(Block &block) {
+    for (Operation &op : block) {
+      if (auto layer = dyn_cast<nn::LayerOp>(op)) {
+        Block &body = layer.getBodyBlock();
+        for (auto [arg, operand] :
+             llvm::zip(body.getArguments(), layer.getInputs()))
+          alias[arg] = operand;
+        visit(body);
+        Operation *yield = body.getTerminator();
+        for (auto [result, yielded] :
+             llvm::zip(layer.getResults(), yield->getOperands()))
+          alias[result] = yielded;
+        continue;
+      }
+      for (Region &region : op.getRegions())
+        for (Block &inner : region)
+          visit(inner);
+      int point = numPoints++;
+      ops.push_back(&op);
+      for (Value operand : op.getOperands()) {
+        auto it = ranges.find(getCanonical(operand));
+        if (it != ranges.end())
+          it->second.lastUse = std::max(it->second.lastUse, point);
+      }
+      bool free = isa<nn::ParamOp>(op) || op.hasTrait<OpTrait::ConstantLike>();
+      for (Value result : op.getResults()) {
+        int64_t bytes = free ? 0 : getValueBytes(result.getType());
+        ranges[result] = LiveRange{bytes, point, point};
+        order.push_back(result);
+      }
+    }
+  }
+
+  mutable func::FuncOp func;
+  SmallVector<BlockArgument> arguments;
+  llvm::DenseMap<Value, Value> alias;
+  llvm::DenseMap<Value, LiveRange> ranges;
+  /// Defined values in definition order (deterministic iteration).
+  SmallVector<Value> order;
+  /// Ops that are program points, in order.
+  SmallVector<Operation *> ops;
+  int numPoints = 0;
+};
+
+/// A stage's sizes and the facts behind them, for the plan and the summary.
+struct StageSizes {
+  StageMemory memory;
+  /// Functions without a body (their working sets count as 0).
+  SmallVector<StringRef> declarations;
+};
+
+} // namespace
+
+/// Bytes of the distinct parameters `func` reads (nested layers included),
+/// looked up in `module`.
+static int64_t getParameterBytes(func::FuncOp func, ModuleOp module) {
+  llvm::SetVector<StringRef> names;
+  func.walk([&](nn::ParamOp param) { names.insert(param.getName()); });
+  int64_t bytes = 0;
+  for (StringRef name : names)
+    if (auto parameter = module.lookupSymbol<nn::ParameterOp>(name))
+      bytes += getValueBytes(parameter.getType());
+  return bytes;
+}
+
+/// The working set of a backward-like function `func` of stage `index` (of
+/// `numStages`) whose forward takes `numForwardArgs` arguments.
+static int64_t getBackwardScratch(func::FuncOp func, int64_t index,
+                                  int64_t numStages, unsigned numForwardArgs,
+                                  bool keepsForwardValues,
+                                  bool returnsInputGrad) {
+  FunctionLiveness liveness(func);
+  // Stages after the first return their input gradient first: it is written
+  // into the buffer sent upstream (or handed to the previous stage).
+  Value inputGrad;
+  SmallVector<Value> returned = liveness.getReturned();
+  if (returnsInputGrad && index > 0 && !returned.empty())
+    inputGrad = returned.front();
+  // remat=none: values that do not depend on the output gradient are the
+  // forward's, kept from the forward instead of recomputed.
+  llvm::DenseSet<Value> gradients;
+  if (keepsForwardValues)
+    gradients = liveness.getDependents(numForwardArgs);
+  int64_t scratch = liveness.getPeak([&](Value v) {
+    return v == inputGrad || (keepsForwardValues && !gradients.contains(v));
+  });
+  // The last stage has no output-gradient buffer: the loss seed lives in its
+  // backward's working set.
+  if (index + 1 == numStages) {
+    FunctionType type = func.getFunctionType();
+    for (unsigned i = numForwardArgs; i < type.getNumInputs(); ++i)
+      scratch += getValueBytes(type.getInput(i));
+  }
+  return scratch;
+}
+
+/// The sizes of `stage` (position `index` of `numStages`).
+static FailureOr<StageSizes> getStageSizes(StageOp stage, int64_t index,
+                                           int64_t numStages, Remat remat,
+                                           ModuleOp module,
+                                           SymbolTableCollection &symbols) {
+  StageSizes sizes;
+  StageMemory &m = sizes.memory;
+  auto lookup = [&](FlatSymbolRefAttr ref) -> func::FuncOp {
+    if (!ref)
+      return nullptr;
+    return symbols.lookupNearestSymbolFrom<func::FuncOp>(stage, ref);
+  };
+  func::FuncOp forward = lookup(stage.getForwardAttr());
+  func::FuncOp backward = lookup(stage.getBackwardAttr());
+  if (!forward || !backward)
+    return stage.emitError("stage @")
+               << stage.getSymName()
+               << " does not name its forward and backward functions",
+           failure();
+  bool last = index + 1 == numStages;
+  m.inputBytes = getPayloadBytes(stage.getInputType());
+  m.outputBytes = last ? 0 : getPayloadBytes(stage.getOutputType());
+  FunctionType forwardType = forward.getFunctionType();
+  for (unsigned i = 1; i < forwardType.getNumInputs(); ++i)
+    m.extraInputBytes += getValueBytes(forwardType.getInput(i));
+
+  // Parameters: what the forward reads; a declared forward falls back to the
+  // parameters the backward lists gradients for.
+  m.paramBytes = getParameterBytes(forward, module);
+  if (forward.isExternal())
+    if (auto grads = backward->getAttrOfType<ArrayAttr>("nn.param_grads"))
+      for (Attribute ref : grads)
+        if (auto sym = dyn_cast<FlatSymbolRefAttr>(ref))
+          if (auto p = module.lookupSymbol<nn::ParameterOp>(sym.getValue()))
+            m.paramBytes += getValueBytes(p.getType());
+
+  // Forward: the output goes into its own buffer except on the last stage.
+  FunctionLiveness forwardLiveness(forward);
+  SmallVector<Value> forwardReturned = forwardLiveness.getReturned();
+  Value output =
+      !last && !forwardReturned.empty() ? forwardReturned.front() : Value();
+  m.forwardScratch =
+      forwardLiveness.getPeak([&](Value v) { return v == output; });
+  bool keep = remat == Remat::None;
+  if (keep)
+    m.savedBytes = forwardLiveness.getTotal([](Value) { return false; });
+
+  unsigned numForwardArgs = forwardType.getNumInputs();
+  m.backwardScratch = getBackwardScratch(backward, index, numStages,
+                                         numForwardArgs, keep, true);
+  if (func::FuncOp input = lookup(stage.getBackwardInputAttr())) {
+    m.backwardInputScratch =
+        getBackwardScratch(input, index, numStages, numForwardArgs, keep, true);
+    if (input.isExternal())
+      sizes.declarations.push_back(input.getSymName());
+  }
+  if (func::FuncOp weight = lookup(stage.getBackwardWeightAttr())) {
+    m.backwardWeightScratch = getBackwardScratch(weight, index, numStages,
+                                                 numForwardArgs, keep, false);
+    if (weight.isExternal())
+      sizes.declarations.push_back(weight.getSymName());
+  }
+  if (forward.isExternal())
+    sizes.declarations.push_back(forward.getSymName());
+  if (backward.isExternal())
+    sizes.declarations.push_back(backward.getSymName());
+  return sizes;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+static std::string describeBytes(int64_t bytes) {
+  std::string text = formatBytes(bytes);
+  if (text != std::to_string(bytes) + " B")
+    text += " (" + std::to_string(bytes) + " bytes)";
+  return text;
+}
+
+static std::string describeStages(const Schedule &schedule, int rank) {
+  std::vector<int> stages = schedule.getStagesOfRank(rank);
+  std::string text = stages.size() == 1 ? "stage" : "stages";
+  for (size_t i = 0; i < stages.size(); ++i)
+    text += (i ? ", " : " ") + std::to_string(stages[i]);
+  return text;
+}
+
+static DictionaryAttr getBreakdownAttr(Builder &b,
+                                       const MemoryBreakdown &breakdown) {
+  return b.getDictionaryAttr({
+      b.getNamedAttr("params", b.getI64IntegerAttr(breakdown.parameters)),
+      b.getNamedAttr("grads", b.getI64IntegerAttr(breakdown.gradients)),
+      b.getNamedAttr("optimizer",
+                     b.getI64IntegerAttr(breakdown.optimizerState)),
+      b.getNamedAttr("kept", b.getI64IntegerAttr(breakdown.keptActivations)),
+      b.getNamedAttr("scratch", b.getI64IntegerAttr(breakdown.scratch)),
+      b.getNamedAttr("boundary", b.getI64IntegerAttr(breakdown.boundary)),
+  });
+}
+
+static DictionaryAttr getStageAttr(Builder &b, const StageMemory &m) {
+  SmallVector<NamedAttribute> entries = {
+      b.getNamedAttr("params", b.getI64IntegerAttr(m.paramBytes)),
+      b.getNamedAttr("input", b.getI64IntegerAttr(m.inputBytes)),
+      b.getNamedAttr("extra_input", b.getI64IntegerAttr(m.extraInputBytes)),
+      b.getNamedAttr("output", b.getI64IntegerAttr(m.outputBytes)),
+      b.getNamedAttr("saved", b.getI64IntegerAttr(m.savedBytes)),
+      b.getNamedAttr("forward_scratch", b.getI64IntegerAttr(m.forwardScratch)),
+      b.getNamedAttr("backward_scratch",
+                     b.getI64IntegerAttr(m.backwardScratch)),
+  };
+  if (m.backwardInputScratch)
+    entries.push_back(
+        b.getNamedAttr("backward_input_scratch",
+                       b.getI64IntegerAttr(*m.backwardInputScratch)));
+  if (m.backwardWeightScratch)
+    entries.push_back(
+        b.getNamedAttr("backward_weight_scratch",
+                       b.getI64IntegerAttr(*m.backwardWeightScratch)));
+  return b.getDictionaryAttr(entries);
+}
+
+namespace {
+
+struct GPipePlanMemoryPass
+    : public gpipe::impl::GPipePlanMemoryPassBase<GPipePlanMemoryPass> {
+  using GPipePlanMemoryPassBase::GPipePlanMemoryPassBase;
+
+  void runOnOperation() override;
+  LogicalResult planPipeline(PipelineOp pipeline, OptimizerKind optimizer,
+                             std::optional<int64_t> budget,
+                             SymbolTableCollection &symbols);
+};
+
+} // namespace
+
+LogicalResult
+GPipePlanMemoryPass::planPipeline(PipelineOp op, OptimizerKind optimizer,
+                                  std::optional<int64_t> budget,
+                                  SymbolTableCollection &symbols) {
+  if (!op.isScheduled())
+    return emitPipelineError(op) << "has no programs to plan; run "
+                                    "gpipe-schedule or gpipe-import-schedule "
+                                    "first";
+  if (failed(verifyPipelineSchedule(op, &symbols)))
+    return failure();
+  FailureOr<PipelineSchedule> converted = toSchedule(op, &symbols);
+  if (failed(converted))
+    return failure();
+  const Schedule &schedule = converted->schedule;
+
+  ModuleOp module = getOperation();
+  MemoryPlanInput input;
+  input.optimizer = optimizer;
+  input.alignment = static_cast<int64_t>(alignment);
+  input.remat =
+      op.getRemat() == Remat::None ? RematPolicy::None : RematPolicy::Stage;
+  int64_t numStages = converted->stages.size();
+  for (auto [index, stage] : llvm::enumerate(converted->stages)) {
+    FailureOr<StageSizes> sizes =
+        getStageSizes(stage, static_cast<int64_t>(index), numStages,
+                      op.getRemat(), module, symbols);
+    if (failed(sizes))
+      return failure();
+    if (!sizes->declarations.empty()) {
+      InFlightDiagnostic diag = emitWarning(stage.getLoc(), "stage @")
+                                << stage.getSymName() << ": ";
+      llvm::interleaveComma(sizes->declarations, diag,
+                            [&](StringRef name) { diag << "@" << name; });
+      diag << (sizes->declarations.size() == 1 ? " has" : " have")
+           << " no body; the memory plan counts no working set for "
+           << (sizes->declarations.size() == 1 ? "it" : "them");
+    }
+    input.stages.push_back(sizes->memory);
+  }
+
+  MemoryPlan plan = planMemory(schedule, input);
+  if (!plan.ok())
+    return emitPipelineError(op) << "cannot plan its memory: " << plan.error;
+
+  Builder b(op.getContext());
+  int64_t maxPeak = 0, maxArena = 0;
+  SmallVector<ProgramOp, 8> programs = op.getPrograms();
+  for (auto [r, program] : llvm::enumerate(programs)) {
+    const RankMemoryPlan &rank = plan.ranks[r];
+    maxPeak = std::max(maxPeak, rank.peakBytes);
+    maxArena = std::max(maxArena, rank.arenaBytes);
+    program->setAttr("arena_bytes", b.getI64IntegerAttr(rank.arenaBytes));
+    program->setAttr("peak_bytes", b.getI64IntegerAttr(rank.peakBytes));
+    std::string at = rank.peakAction >= 0
+                         ? toString(schedule.ranks[r][rank.peakAction])
+                         : std::string();
+    program->setAttr("peak_at", b.getStringAttr(at));
+    program->setAttr("peak_breakdown", getBreakdownAttr(b, rank.atPeak));
+  }
+  SmallVector<Attribute> stageAttrs;
+  for (const StageMemory &m : input.stages)
+    stageAttrs.push_back(getStageAttr(b, m));
+  SmallVector<int64_t> kept;
+  for (int s = 0; s < schedule.numStages; ++s) {
+    int rank = schedule.getRankOfStage(s);
+    kept.push_back(rank >= 0 ? plan.ranks[rank].peakKeptMicrobatches[s] : 0);
+  }
+  SmallVector<NamedAttribute> summary = {
+      b.getNamedAttr("optimizer", b.getStringAttr(getOptimizerName(optimizer))),
+      b.getNamedAttr("alignment", b.getI64IntegerAttr(input.alignment)),
+      b.getNamedAttr("peak_bytes", b.getI64IntegerAttr(maxPeak)),
+      b.getNamedAttr("arena_bytes", b.getI64IntegerAttr(maxArena)),
+      b.getNamedAttr("stages", b.getArrayAttr(stageAttrs)),
+      b.getNamedAttr("kept_microbatches", b.getDenseI64ArrayAttr(kept)),
+  };
+  if (budget)
+    summary.push_back(
+        b.getNamedAttr("budget_bytes", b.getI64IntegerAttr(*budget)));
+  op->setAttr("gpipe.memory_plan", b.getDictionaryAttr(summary));
+
+  if (!budget)
+    return success();
+  bool fits = true;
+  for (size_t r = 0; r < plan.ranks.size(); ++r) {
+    const RankMemoryPlan &rank = plan.ranks[r];
+    if (rank.arenaBytes <= *budget)
+      continue;
+    fits = false;
+    const MemoryBreakdown &at = rank.atPeak;
+    InFlightDiagnostic diag = emitPipelineError(op);
+    diag << "rank " << r << " ("
+         << describeStages(schedule, static_cast<int>(r)) << ") needs "
+         << describeBytes(rank.arenaBytes)
+         << " of memory, over the memory budget of " << describeBytes(*budget);
+    std::string action = rank.peakAction >= 0
+                             ? toString(schedule.ranks[r][rank.peakAction])
+                             : std::string("-");
+    diag.attachNote() << "its arena holds a peak of "
+                      << describeBytes(rank.peakBytes) << " live at action "
+                      << rank.peakAction << " (" << action << "): parameters "
+                      << formatBytes(at.parameters) << ", gradients "
+                      << formatBytes(at.gradients) << ", optimizer state "
+                      << formatBytes(at.optimizerState) << ", kept activations "
+                      << formatBytes(at.keptActivations) << ", scratch "
+                      << formatBytes(at.scratch) << ", send/receive buffers "
+                      << formatBytes(at.boundary);
+  }
+  return success(fits);
+}
+
+void GPipePlanMemoryPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  std::optional<OptimizerKind> kind = parseOptimizerKind(optimizer);
+  if (!kind) {
+    emitError(module.getLoc(), "gpipe-plan-memory: unknown optimizer '")
+        << optimizer << "' (expected sgd, momentum or adam)";
+    return signalPassFailure();
+  }
+  int64_t align = alignment;
+  if (align < 1 || (align & (align - 1)) != 0) {
+    emitError(module.getLoc(), "gpipe-plan-memory: alignment ")
+        << align << " is not a power of two";
+    return signalPassFailure();
+  }
+  std::optional<int64_t> budget;
+  if (!memoryBudget.empty()) {
+    budget = parseBytes(memoryBudget);
+    if (!budget) {
+      emitError(module.getLoc(), "gpipe-plan-memory: cannot read memory "
+                                 "budget '")
+          << memoryBudget << "' (expected a size such as 16GiB)";
+      return signalPassFailure();
+    }
+  }
+  SymbolTableCollection symbols;
+  bool failed = false;
+  for (PipelineOp pipeline :
+       llvm::to_vector(module.getBody()->getOps<PipelineOp>()))
+    if (mlir::failed(planPipeline(pipeline, *kind, budget, symbols)))
+      failed = true;
+  if (failed)
+    signalPassFailure();
+}

@@ -1,0 +1,375 @@
+//===- PlanReport.cpp - Print a pipeline's plan -----------------*- C++ -*-===//
+//
+// Implements `gpipe-plan-report`: a readable text report of a pipeline's
+// plan. Per stage: its rank, its layers, its predicted forward and backward
+// time, its parameters and its rank's peak memory (from gpipe-plan-memory's
+// attributes); then the simulated step time and bubble fraction next to
+// GPipe's closed form (K-1)/(M+K-1), and per rank the memory breakdown.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Analysis/Partition.h"
+#include "gpipe/Analysis/Timeline.h"
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+#include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
+#include "gpipe/Dialect/GPipe/Utils/ScheduleConversion.h"
+#include "gpipe/Dialect/NN/IR/NNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <cmath>
+
+namespace mlir::gpipe {
+#define GEN_PASS_DEF_GPIPEPLANREPORTPASS
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h.inc"
+} // namespace mlir::gpipe
+
+using namespace mlir;
+using namespace mlir::gpipe;
+
+//===----------------------------------------------------------------------===//
+// Formatting
+//===----------------------------------------------------------------------===//
+
+/// Seconds with four significant digits in the largest unit that keeps the
+/// value at least 1: "832 ns", "2.496 us", "1.5 ms", "3.25 s".
+static std::string formatSeconds(double seconds) {
+  if (seconds == 0)
+    return "0 s";
+  struct Unit {
+    double scale;
+    const char *name;
+  } units[] = {{1, "s"}, {1e-3, "ms"}, {1e-6, "us"}, {1e-9, "ns"}};
+  for (const Unit &unit : units) {
+    if (std::fabs(seconds) >= unit.scale || unit.scale == 1e-9) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%.4g %s", seconds / unit.scale,
+                    unit.name);
+      return text;
+    }
+  }
+  return "";
+}
+
+/// 1234567 -> "1,234,567".
+static std::string formatCount(int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return value < 0 ? "-" + out : out;
+}
+
+static std::string formatPercent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f%%", 100.0 * fraction);
+  return text;
+}
+
+/// Cells padded to `widths` and separated by two spaces: the first
+/// `numRight` right-aligned (numbers), the others left-aligned.
+static std::string formatRow(ArrayRef<std::string> cells,
+                             ArrayRef<size_t> widths, size_t numRight) {
+  std::string line;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    std::string pad(
+        widths[i] > cells[i].size() ? widths[i] - cells[i].size() : 0, ' ');
+    if (i)
+      line += "  ";
+    line += i < numRight ? pad + cells[i] : cells[i] + pad;
+  }
+  while (!line.empty() && line.back() == ' ')
+    line.pop_back();
+  return line + "\n";
+}
+
+static std::string formatBytesExactly(int64_t bytes) {
+  std::string text = formatBytes(bytes);
+  if (text != std::to_string(bytes) + " B")
+    text += " (" + std::to_string(bytes) + " B)";
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// What the report says about a stage
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct StageInfo {
+  SmallVector<std::string> layers;
+  int64_t paramCount = 0;
+  int64_t paramBytes = 0;
+  std::optional<double> forwardTime, backwardTime;
+  int rank = -1;
+};
+
+} // namespace
+
+static StageInfo getStageInfo(StageOp stage, ModuleOp module,
+                              SymbolTableCollection &symbols) {
+  StageInfo info;
+  if (FloatAttr forward = stage.getForwardTimeAttr())
+    info.forwardTime = forward.getValueAsDouble();
+  if (FloatAttr backward = stage.getBackwardTimeAttr())
+    info.backwardTime = backward.getValueAsDouble();
+  auto func = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+      stage, stage.getForwardAttr());
+  if (!func)
+    return info;
+  llvm::SetVector<StringRef> params;
+  func.walk([&](Operation *op) {
+    if (auto layer = dyn_cast<nn::LayerOp>(op))
+      info.layers.push_back(layer.getName().str());
+    else if (auto param = dyn_cast<nn::ParamOp>(op))
+      params.insert(param.getName());
+  });
+  for (StringRef name : params) {
+    auto parameter = module.lookupSymbol<nn::ParameterOp>(name);
+    if (!parameter)
+      continue;
+    auto type = dyn_cast<ShapedType>(parameter.getType());
+    if (!type || !type.hasStaticShape())
+      continue;
+    info.paramCount += type.getNumElements();
+    info.paramBytes += nn::tensorBytes(type);
+  }
+  return info;
+}
+
+/// Per-stage durations for the simulation: the stage's attributes, else
+/// forward 1 and backward 2 (as gpipe-export-trace).
+static ActionDurations getDurations(ArrayRef<StageOp> stages) {
+  ActionDurations durations = ActionDurations::uniform(
+      static_cast<int>(stages.size()), /*forward=*/1.0, /*backward=*/2.0);
+  for (auto [s, decl] : llvm::enumerate(stages)) {
+    int index = static_cast<int>(s);
+    StageOp stage = decl;
+    if (FloatAttr forward = stage.getForwardTimeAttr()) {
+      durations.set(ActionKind::Forward, index, forward.getValueAsDouble());
+      durations.set(ActionKind::Recompute, index, forward.getValueAsDouble());
+    }
+    if (FloatAttr backward = stage.getBackwardTimeAttr()) {
+      double seconds = backward.getValueAsDouble();
+      durations.set(ActionKind::Backward, index, seconds);
+      durations.set(ActionKind::BackwardInput, index, seconds / 2);
+      durations.set(ActionKind::BackwardWeight, index, seconds / 2);
+    }
+  }
+  return durations;
+}
+
+static int64_t getInt(DictionaryAttr dict, StringRef name) {
+  if (!dict)
+    return 0;
+  if (auto value = dict.getAs<IntegerAttr>(name))
+    return value.getInt();
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// The report
+//===----------------------------------------------------------------------===//
+
+static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module) {
+  SymbolTableCollection symbols;
+  FailureOr<SmallVector<StageOp>> stages = lookupStages(op, &symbols);
+  if (failed(stages))
+    return failure();
+  int64_t numStages = stages->size();
+  int64_t numMicrobatches = op.getNumMicrobatches();
+  SmallVector<ProgramOp, 8> programs = op.getPrograms();
+
+  std::optional<PipelineSchedule> converted;
+  if (op.isScheduled()) {
+    if (failed(verifyPipelineSchedule(op, &symbols)))
+      return failure();
+    FailureOr<PipelineSchedule> schedule = toSchedule(op, &symbols);
+    if (failed(schedule))
+      return failure();
+    converted = std::move(*schedule);
+  }
+
+  SmallVector<StageInfo> infos;
+  for (auto [s, stage] : llvm::enumerate(*stages)) {
+    infos.push_back(getStageInfo(stage, module, symbols));
+    if (converted)
+      infos.back().rank =
+          converted->schedule.getRankOfStage(static_cast<int>(s));
+  }
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  std::string scheduleName = stringifyScheduleKind(op.getSchedule()).str();
+  os << "pipeline @" << op.getSymName() << ": " << numStages
+     << (numStages == 1 ? " stage" : " stages");
+  if (converted)
+    os << " on " << converted->schedule.getNumRanks()
+       << (converted->schedule.getNumRanks() == 1 ? " rank" : " ranks");
+  os << ", " << numMicrobatches
+     << (numMicrobatches == 1 ? " micro-batch" : " micro-batches")
+     << ", schedule " << scheduleName << ", remat "
+     << stringifyRemat(op.getRemat()) << "\n";
+
+  // The stage table.
+  SmallVector<SmallVector<std::string>> rows;
+  rows.push_back({"stage", "rank", "layers", "forward", "backward",
+                  "parameters", "rank peak memory"});
+  bool planned = false;
+  for (auto [s, info] : llvm::enumerate(infos)) {
+    std::string peak = "-";
+    if (info.rank >= 0 && info.rank < static_cast<int>(programs.size()))
+      if (auto bytes =
+              programs[info.rank]->getAttrOfType<IntegerAttr>("peak_bytes")) {
+        peak = formatBytes(bytes.getInt());
+        planned = true;
+      }
+    rows.push_back({std::to_string(s),
+                    info.rank >= 0 ? std::to_string(info.rank) : "-",
+                    std::to_string(info.layers.size()),
+                    info.forwardTime ? formatSeconds(*info.forwardTime) : "-",
+                    info.backwardTime ? formatSeconds(*info.backwardTime) : "-",
+                    formatCount(info.paramCount) + " (" +
+                        formatBytes(info.paramBytes) + ")",
+                    peak});
+  }
+  SmallVector<size_t> widths(rows.front().size(), 0);
+  for (const auto &row : rows)
+    for (size_t i = 0; i < row.size(); ++i)
+      widths[i] = std::max(widths[i], row[i].size());
+  for (const auto &row : rows)
+    os << formatRow(row, widths, /*numRight=*/3);
+  for (auto [s, info] : llvm::enumerate(infos)) {
+    os << "layers of stage " << s << ":";
+    if (info.layers.empty())
+      os << " (none)";
+    for (auto [i, name] : llvm::enumerate(info.layers))
+      os << (i ? ", " : " ") << name;
+    os << "\n";
+  }
+
+  // The simulated schedule.
+  double ideal = getIdealBubbleFraction(static_cast<int>(numStages),
+                                        static_cast<int>(numMicrobatches));
+  std::string closedForm =
+      formatPercent(ideal) +
+      " closed form (K-1)/(M+K-1) = " + std::to_string(numStages - 1) + "/" +
+      std::to_string(numMicrobatches + numStages - 1);
+  if (!converted) {
+    os << "schedule: none yet (run gpipe-schedule); bubble " << closedForm
+       << "\n";
+  } else {
+    Timeline timeline =
+        simulate(converted->schedule, getDurations(converted->stages));
+    if (!timeline.ok()) {
+      emitPipelineError(op)
+          << "cannot simulate its schedule: " << timeline.error;
+      return failure();
+    }
+    os << "schedule " << scheduleName << ": step time "
+       << formatSeconds(timeline.makespan) << " predicted, busy";
+    for (auto [r, busy] : llvm::enumerate(timeline.busy))
+      os << (r ? ", " : " ") << "rank " << r << " "
+         << formatPercent(timeline.makespan > 0 ? busy / timeline.makespan : 0);
+    os << "\n";
+    os << "bubble: " << formatPercent(timeline.bubbleFraction) << " predicted, "
+       << closedForm;
+    if (converted->schedule.getNumRanks() != numStages)
+      os << " (for one stage per rank)";
+    os << "\n";
+    // The memory plan's count when it ran (the same by construction).
+    ArrayRef<int64_t> kept;
+    if (auto summary = op->getAttrOfType<DictionaryAttr>("gpipe.memory_plan"))
+      if (auto attr = summary.getAs<DenseI64ArrayAttr>("kept_microbatches"))
+        kept = attr.asArrayRef();
+    os << "micro-batches of activations kept per stage:";
+    if (!kept.empty())
+      for (auto [s, held] : llvm::enumerate(kept))
+        os << (s ? ", " : " ") << held;
+    else
+      for (auto [s, held] : llvm::enumerate(timeline.peakActivations))
+        os << (s ? ", " : " ") << held;
+    os << " (of M = " << numMicrobatches << ")\n";
+  }
+
+  // The memory plan.
+  auto summary = op->getAttrOfType<DictionaryAttr>("gpipe.memory_plan");
+  if (!planned || !summary) {
+    os << "memory: not planned (run gpipe-plan-memory)\n";
+  } else {
+    std::string optimizer = "?";
+    if (auto name = summary.getAs<StringAttr>("optimizer"))
+      optimizer = name.getValue().str();
+    os << "memory per rank (optimizer " << optimizer << ", "
+       << getInt(summary, "alignment") << "-byte aligned buffers";
+    if (summary.get("budget_bytes"))
+      os << ", budget " << formatBytes(getInt(summary, "budget_bytes"));
+    os << "):\n";
+    for (auto [r, program] : llvm::enumerate(programs)) {
+      auto arena = program->getAttrOfType<IntegerAttr>("arena_bytes");
+      auto peak = program->getAttrOfType<IntegerAttr>("peak_bytes");
+      if (!arena || !peak)
+        continue;
+      auto at = program->getAttrOfType<StringAttr>("peak_at");
+      auto breakdown = program->getAttrOfType<DictionaryAttr>("peak_breakdown");
+      os << "  rank " << r << ": peak " << formatBytesExactly(peak.getInt());
+      if (at)
+        os << " at " << at.getValue();
+      os << ", arena " << formatBytesExactly(arena.getInt());
+      if (peak.getInt() > 0)
+        os << " +"
+           << formatPercent(static_cast<double>(arena.getInt()) /
+                                static_cast<double>(peak.getInt()) -
+                            1.0);
+      os << "; params " << formatBytes(getInt(breakdown, "params"))
+         << ", grads " << formatBytes(getInt(breakdown, "grads"))
+         << ", optimizer " << formatBytes(getInt(breakdown, "optimizer"))
+         << ", kept activations " << formatBytes(getInt(breakdown, "kept"))
+         << ", scratch " << formatBytes(getInt(breakdown, "scratch"))
+         << ", send/recv " << formatBytes(getInt(breakdown, "boundary"))
+         << "\n";
+    }
+  }
+  return text;
+}
+
+namespace {
+
+struct GPipePlanReportPass
+    : public gpipe::impl::GPipePlanReportPassBase<GPipePlanReportPass> {
+  using GPipePlanReportPassBase::GPipePlanReportPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<PipelineOp> target = findPipeline(module, pipeline);
+    if (failed(target))
+      return signalPassFailure();
+    FailureOr<std::string> report = buildReport(*target, module);
+    if (failed(report))
+      return signalPassFailure();
+    if (file.empty()) {
+      llvm::outs() << *report;
+      llvm::outs().flush();
+    } else {
+      std::string error;
+      std::unique_ptr<llvm::ToolOutputFile> output =
+          openOutputFile(file, &error);
+      if (!output) {
+        emitError(target->getLoc(), "cannot write '") << file << "': " << error;
+        return signalPassFailure();
+      }
+      output->os() << *report;
+      output->keep();
+    }
+    markAllAnalysesPreserved();
+  }
+};
+
+} // namespace
