@@ -45,6 +45,11 @@ void mlir::gpipe::buildGPipePipeline(OpPassManager &pm,
 
   pm.addPass(createGPipeSchedulePass());
   pm.addPass(createGPipeVerifySchedulePass());
+
+  GPipePlanMemoryPassOptions memory;
+  memory.optimizer = options.optimizer;
+  memory.memoryBudget = options.memoryBudget;
+  pm.addPass(createGPipePlanMemoryPass(memory));
 }
 
 void mlir::gpipe::registerGPipePipelines() {

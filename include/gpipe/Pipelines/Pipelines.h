@@ -38,15 +38,21 @@ struct GPipePipelineOptions
   Option<std::string> profile{*this, "profile",
                               llvm::cl::desc("Cost-model device: cpu or h200"),
                               llvm::cl::init("cpu")};
+  Option<std::string> optimizer{
+      *this, "optimizer",
+      llvm::cl::desc("Optimizer state the memory plan reserves: sgd, momentum "
+                     "or adam"),
+      llvm::cl::init("sgd")};
   Option<std::string> granularity{
       *this, "granularity",
       llvm::cl::desc("Layer granularity: scope, anchor or op"),
       llvm::cl::init("scope")};
 };
 
-/// nn network (one mini-batch) -> verified, scheduled gpipe.pipeline:
-/// canonicalize, nn-form-layers, nn-attach-loss, nn-microbatch,
-/// gpipe-partition, gpipe-schedule, gpipe-verify-schedule.
+/// nn network (one mini-batch) -> verified, scheduled, memory-planned
+/// gpipe.pipeline: canonicalize, nn-form-layers, nn-attach-loss,
+/// nn-microbatch, gpipe-partition, gpipe-schedule, gpipe-verify-schedule,
+/// gpipe-plan-memory.
 void buildGPipePipeline(OpPassManager &pm, const GPipePipelineOptions &options);
 
 /// Registers `gpipe-pipeline` with the pass registry.

@@ -24,27 +24,6 @@ namespace mlir::gpipe {
 using namespace mlir;
 using namespace mlir::gpipe;
 
-/// Per-stage durations: the stage's attributes, else forward 1, backward 2.
-static ActionDurations getDurations(ArrayRef<StageOp> stages) {
-  ActionDurations durations = ActionDurations::uniform(
-      static_cast<int>(stages.size()), /*forward=*/1.0, /*backward=*/2.0);
-  for (auto [s, decl] : llvm::enumerate(stages)) {
-    int index = static_cast<int>(s);
-    StageOp stage = decl;
-    if (FloatAttr forward = stage.getForwardTimeAttr()) {
-      durations.set(ActionKind::Forward, index, forward.getValueAsDouble());
-      durations.set(ActionKind::Recompute, index, forward.getValueAsDouble());
-    }
-    if (FloatAttr backward = stage.getBackwardTimeAttr()) {
-      double seconds = backward.getValueAsDouble();
-      durations.set(ActionKind::Backward, index, seconds);
-      durations.set(ActionKind::BackwardInput, index, seconds / 2);
-      durations.set(ActionKind::BackwardWeight, index, seconds / 2);
-    }
-  }
-  return durations;
-}
-
 static LogicalResult writeFile(Operation *anchor, StringRef path,
                                StringRef contents) {
   std::string error;
@@ -83,7 +62,7 @@ struct GPipeExportTracePass
     if (failed(converted))
       return signalPassFailure();
     Timeline timeline =
-        simulate(converted->schedule, getDurations(converted->stages));
+        simulate(converted->schedule, getStageDurations(converted->stages));
     if (!timeline.ok()) {
       emitPipelineError(op)
           << "cannot simulate its schedule: " << timeline.error;

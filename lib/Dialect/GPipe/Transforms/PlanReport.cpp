@@ -144,28 +144,6 @@ static StageInfo getStageInfo(StageOp stage, ModuleOp module,
   return info;
 }
 
-/// Per-stage durations for the simulation: the stage's attributes, else
-/// forward 1 and backward 2 (as gpipe-export-trace).
-static ActionDurations getDurations(ArrayRef<StageOp> stages) {
-  ActionDurations durations = ActionDurations::uniform(
-      static_cast<int>(stages.size()), /*forward=*/1.0, /*backward=*/2.0);
-  for (auto [s, decl] : llvm::enumerate(stages)) {
-    int index = static_cast<int>(s);
-    StageOp stage = decl;
-    if (FloatAttr forward = stage.getForwardTimeAttr()) {
-      durations.set(ActionKind::Forward, index, forward.getValueAsDouble());
-      durations.set(ActionKind::Recompute, index, forward.getValueAsDouble());
-    }
-    if (FloatAttr backward = stage.getBackwardTimeAttr()) {
-      double seconds = backward.getValueAsDouble();
-      durations.set(ActionKind::Backward, index, seconds);
-      durations.set(ActionKind::BackwardInput, index, seconds / 2);
-      durations.set(ActionKind::BackwardWeight, index, seconds / 2);
-    }
-  }
-  return durations;
-}
-
 static int64_t getInt(DictionaryAttr dict, StringRef name) {
   if (!dict)
     return 0;
@@ -267,7 +245,7 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module) {
        << "\n";
   } else {
     Timeline timeline =
-        simulate(converted->schedule, getDurations(converted->stages));
+        simulate(converted->schedule, getStageDurations(converted->stages));
     if (!timeline.ok()) {
       emitPipelineError(op)
           << "cannot simulate its schedule: " << timeline.error;

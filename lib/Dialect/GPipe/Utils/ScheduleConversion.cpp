@@ -377,3 +377,23 @@ mlir::gpipe::emitScheduleProblems(PipelineOp pipeline,
     emitError(pipeline.getLoc(), result.summary);
   return failure();
 }
+
+ActionDurations mlir::gpipe::getStageDurations(ArrayRef<StageOp> stages) {
+  ActionDurations durations = ActionDurations::uniform(
+      static_cast<int>(stages.size()), /*forward=*/1.0, /*backward=*/2.0);
+  for (auto [s, decl] : llvm::enumerate(stages)) {
+    int index = static_cast<int>(s);
+    StageOp stage = decl;
+    if (FloatAttr forward = stage.getForwardTimeAttr()) {
+      durations.set(ActionKind::Forward, index, forward.getValueAsDouble());
+      durations.set(ActionKind::Recompute, index, forward.getValueAsDouble());
+    }
+    if (FloatAttr backward = stage.getBackwardTimeAttr()) {
+      double seconds = backward.getValueAsDouble();
+      durations.set(ActionKind::Backward, index, seconds);
+      durations.set(ActionKind::BackwardInput, index, seconds / 2);
+      durations.set(ActionKind::BackwardWeight, index, seconds / 2);
+    }
+  }
+  return durations;
+}

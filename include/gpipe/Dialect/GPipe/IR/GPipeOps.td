@@ -40,9 +40,11 @@ def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
       arguments carry what only some stages need (the labels on the last
       stage); parameters are module-level `nn.parameter` symbols, not
       arguments.
-    - `backward`: `(input, extra..., output_grad, ...) -> (input_grad, param
-      grads...)`: the forward's arguments, then the gradient of its output
-      (the contract of `nn-differentiate`). It recomputes the forward itself (the `stage` remat policy
+    - `backward`: `(input, extra..., output_grad, ...) -> (input_grad, extra
+      grads..., param grads...)`: the forward's arguments, then the gradient
+      of its output (the contract of `nn-differentiate`); it returns the
+      gradients of the float arguments (listed by `nn.input_grads`), then
+      those of the parameters (listed by `nn.param_grads`). It recomputes the forward itself (the `stage` remat policy
       needs nothing else kept). Stage 0 may omit `input_grad` (its input is
       the data); every other stage returns it first, with type `input_type`.
     - `backward_input` and `backward_weight` (optional, both or neither): the

@@ -13,6 +13,7 @@
 #define GPIPE_DIALECT_GPIPE_UTILS_SCHEDULECONVERSION_H
 
 #include "gpipe/Analysis/Schedule.h"
+#include "gpipe/Analysis/Timeline.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 
 #include "mlir/IR/SymbolTable.h"
@@ -93,6 +94,11 @@ SmallVector<std::pair<int, int>> getProblemPositions(const VerifyProblem &p);
 LogicalResult emitScheduleProblems(PipelineOp pipeline,
                                    const PipelineSchedule &converted,
                                    const VerifyResult &result);
+
+/// Per-stage action durations for the timeline simulator: the stages'
+/// `forward_time` / `backward_time` (recompute as forward, each backward half
+/// as half the backward), else forward 1 and backward 2.
+ActionDurations getStageDurations(ArrayRef<StageOp> stages);
 
 } // namespace mlir::gpipe
 
