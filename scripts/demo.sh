@@ -30,12 +30,12 @@ echo "\$ gpipe-import gpt.onnx --summary -o $out/gpt-onnx.mlir"
 
 echo
 echo "== the pipeline: 4 stages, 8 micro-batches, GPipe schedule, stage remat =="
-echo "\$ gpipe-opt gpt-preset.mlir --gpipe-pipeline=\"stages=4 microbatches=8\" --gpipe-export-trace=..."
+echo "\$ gpipe-opt gpt-preset.mlir --gpipe-pipeline=\"stages=4 microbatches=8\" --gpipe-export-trace=... --gpipe-plan-report"
 "$bin/gpipe-opt" "$out/gpt-preset.mlir" \
   --gpipe-pipeline="stages=4 microbatches=8 schedule=gpipe remat=stage" \
   --gpipe-export-trace="file=$out/schedule.trace.json svg=$out/schedule.svg" \
+  --gpipe-plan-report \
   --mlir-elide-resource-strings-if-larger=16 -o "$out/gpt-pipeline.mlir"
-grep -E "gpipe\.(stage|pipeline)" "$out/gpt-pipeline.mlir" | sed 's/^ */  /'
 echo
 echo "rank 1's program (what the schedule verifier proved deadlock-free):"
 sed -n '/gpipe.program rank 1/,/^    }/p' "$out/gpt-pipeline.mlir" | head -n 12
@@ -43,7 +43,6 @@ echo "  ..."
 echo
 echo "Predicted timeline: $out/schedule.svg (open in a browser) and"
 echo "$out/schedule.trace.json (load in ui.perfetto.dev or chrome://tracing)."
-grep -o 'makespan[^<]*' "$out/schedule.svg" | head -n 1
 echo
 echo "IR: $out/gpt-preset.mlir (layers) and $out/gpt-pipeline.mlir (pipeline)."
 echo "Training this pipeline end to end (gpipe-compile, gpipe-run) is not built yet."

@@ -4,7 +4,8 @@
 // A three-layer MLP on one micro-batch with its loss. The partitioner puts
 // the two heavy layers apart; each stage gets a forward and a backward
 // function and a declaration; the last stage takes the labels and its
-// backward seeds the loss gradient with 1/M.
+// backward seeds the loss gradient with 1/M. Stage 0's input is the data, so
+// its backward does not compute the input's gradient.
 
 nn.parameter @w0 : tensor<64x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
 nn.parameter @w1 : tensor<64x64xf32> {init = "normal", init_scale = 2.0e-02 : f64}
@@ -13,8 +14,8 @@ nn.parameter @w2 : tensor<10x64xf32> {init = "normal", init_scale = 2.0e-02 : f6
 // CHECK-LABEL: func.func @forward
 // CHECK:       func.func @train_s0_fwd(%[[X:.*]]: tensor<4x16xf32>) -> tensor<4x64xf32>
 // CHECK:         nn.layer "l0"(%[[X]])
-// CHECK:       func.func @train_s0_bwd({{.*}}: tensor<4x16xf32>, {{.*}}: tensor<4x64xf32>) -> (tensor<4x16xf32>, tensor<64x16xf32>)
-// CHECK-SAME:    nn.param_grads = [@w0]
+// CHECK:       func.func @train_s0_bwd({{.*}}: tensor<4x16xf32>, {{.*}}: tensor<4x64xf32>) -> tensor<64x16xf32>
+// CHECK-SAME:    nn.input_grads = array<i64>, nn.param_grads = [@w0]
 // CHECK:       gpipe.stage @train_s0 index 0 : tensor<4x16xf32> -> tensor<4x64xf32> forward @train_s0_fwd backward @train_s0_bwd
 // CHECK:       func.func @train_s1_fwd(%[[H:.*]]: tensor<4x64xf32>, %[[L:.*]]: tensor<4xi64>) -> tensor<f32>
 // CHECK:         nn.layer "l1"(%[[H]])

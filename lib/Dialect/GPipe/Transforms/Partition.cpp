@@ -164,6 +164,28 @@ static func::FuncOp buildStageForward(OpBuilder &builder, Network &net,
   return func;
 }
 
+/// Stage 0's input is the data: drops its gradient from the backward's
+/// results (listed first by nn.input_grads) and the ops only it needed.
+static void dropDataGradient(func::FuncOp backward) {
+  auto positions =
+      backward->getAttrOfType<DenseI64ArrayAttr>(nn::kInputGradsAttrName);
+  if (!positions || positions.empty() || positions[0] != 0)
+    return;
+  auto ret = cast<func::ReturnOp>(backward.getBody().front().getTerminator());
+  ret->eraseOperand(0);
+  FunctionType type = backward.getFunctionType();
+  backward.setFunctionType(FunctionType::get(
+      backward.getContext(), type.getInputs(), type.getResults().drop_front()));
+  backward->setAttr(nn::kInputGradsAttrName,
+                    DenseI64ArrayAttr::get(backward.getContext(),
+                                           positions.asArrayRef().drop_front()));
+  // Erase what only the data gradient used, last op first.
+  Block &body = backward.getBody().front();
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (&op != ret.getOperation() && op.use_empty() && isPure(&op))
+      op.erase();
+}
+
 namespace {
 struct GPipePartitionPass
     : public gpipe::impl::GPipePartitionPassBase<GPipePartitionPass> {
@@ -316,6 +338,8 @@ void GPipePartitionPass::runOnOperation() {
         nn::buildBackwardFunction(fwd, base + "_bwd", options);
     if (failed(bwd))
       return fail();
+    if (s == 0)
+      dropDataGradient(*bwd);
     builder.setInsertionPointAfter(*bwd);
 
     double forwardTime = 0, backwardTime = 0;
