@@ -13,8 +13,7 @@
 
 namespace mlir::gpipe {
 
-struct GPipePipelineOptions
-    : public PassPipelineOptions<GPipePipelineOptions> {
+struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("Number of pipeline stages K"),
                          llvm::cl::init(1)};
@@ -30,8 +29,8 @@ struct GPipePipelineOptions
   ListOption<int64_t> balance{*this, "balance",
                               llvm::cl::desc("Manual layers per stage")};
   Option<std::string> memoryBudget{
-      *this, "memory-budget", llvm::cl::desc("Per-stage memory cap, e.g. 16GiB"),
-      llvm::cl::init("")};
+      *this, "memory-budget",
+      llvm::cl::desc("Per-stage memory cap, e.g. 16GiB"), llvm::cl::init("")};
   Option<std::string> loss{*this, "loss",
                            llvm::cl::desc("cross-entropy or mse"),
                            llvm::cl::init("cross-entropy")};

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/Analysis/CostModel.h"
 #include "gpipe/Analysis/Partition.h"
+#include "gpipe/Analysis/CostModel.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
@@ -46,12 +46,13 @@ struct Network {
 static FailureOr<Network> analyzeNetwork(func::FuncOp func) {
   Network net{func, {}, {}, {}};
   if (func.isExternal())
-    return func.emitError("network function has no body"), failure();
+    return mlir::emitError(func.getLoc(), "network function has no body"),
+           failure();
   Block &body = func.getBody().front();
   for (Operation &op : body.without_terminator()) {
     if (auto layer = dyn_cast<nn::LayerOp>(op)) {
       if (!net.tail.empty())
-        return layer.emitError("layer '")
+        return mlir::emitError(layer.getLoc(), "layer '")
                    << layer.getName()
                    << "' follows non-layer ops; expected the loss last",
                failure();
@@ -59,32 +60,35 @@ static FailureOr<Network> analyzeNetwork(func::FuncOp func) {
       continue;
     }
     if (net.layers.empty())
-      return op.emitError("expected the network cut into nn.layer ops before "
-                          "this op (run nn-form-layers)"),
+      return mlir::emitError(
+                 op.getLoc(),
+                 "expected the network cut into nn.layer ops before "
+                 "this op (run nn-form-layers)"),
              failure();
     net.tail.push_back(&op);
   }
   if (net.layers.empty())
-    return func.emitError("network function has no nn.layer ops (run "
-                          "nn-form-layers)"),
+    return mlir::emitError(func.getLoc(),
+                           "network function has no nn.layer ops (run "
+                           "nn-form-layers)"),
            failure();
 
   for (auto [i, layer] : llvm::enumerate(net.layers)) {
     if (layer.getNumResults() != 1)
-      return layer.emitError("layer '")
+      return mlir::emitError(layer.getLoc(), "layer '")
                  << layer.getName() << "' has " << layer.getNumResults()
                  << " results; a pipeline boundary carries exactly one tensor",
              failure();
     if (layer.getInputs().size() != 1)
-      return layer.emitError("layer '")
+      return mlir::emitError(layer.getLoc(), "layer '")
                  << layer.getName() << "' takes " << layer.getInputs().size()
                  << " inputs; a pipeline stage takes exactly one activation",
              failure();
     Value in = layer.getInputs()[0];
-    bool chained = i == 0 ? isa<BlockArgument>(in)
-                          : in == net.layers[i - 1].getResult(0);
+    bool chained =
+        i == 0 ? isa<BlockArgument>(in) : in == net.layers[i - 1].getResult(0);
     if (!chained)
-      return layer.emitError("layer '")
+      return mlir::emitError(layer.getLoc(), "layer '")
                  << layer.getName()
                  << "' does not take the previous layer's output",
              failure();
@@ -94,7 +98,7 @@ static FailureOr<Network> analyzeNetwork(func::FuncOp func) {
                     ? user == net.layers[i + 1].getOperation()
                     : !isa<nn::LayerOp>(user);
       if (!ok)
-        return layer.emitError("output of layer '")
+        return mlir::emitError(layer.getLoc(), "output of layer '")
                    << layer.getName() << "' skips the next layer",
                failure();
     }
@@ -137,10 +141,10 @@ static func::FuncOp buildStageForward(OpBuilder &builder, Network &net,
   if (last)
     for (BlockArgument arg : net.tailArgs)
       inputs.push_back(arg.getType());
-  Type output = last && !net.tail.empty()
-                    ? net.func.getBody().front().getTerminator()->getOperand(0)
-                          .getType()
-                    : net.layers[end - 1].getResult(0).getType();
+  Type output =
+      last && !net.tail.empty()
+          ? net.func.getBody().front().getTerminator()->getOperand(0).getType()
+          : net.layers[end - 1].getResult(0).getType();
   auto func = func::FuncOp::create(builder, loc, name,
                                    builder.getFunctionType(inputs, output));
   Block *entry = func.addEntryBlock();
@@ -176,9 +180,10 @@ static void dropDataGradient(func::FuncOp backward) {
   FunctionType type = backward.getFunctionType();
   backward.setFunctionType(FunctionType::get(
       backward.getContext(), type.getInputs(), type.getResults().drop_front()));
-  backward->setAttr(nn::kInputGradsAttrName,
-                    DenseI64ArrayAttr::get(backward.getContext(),
-                                           positions.asArrayRef().drop_front()));
+  backward->setAttr(
+      nn::kInputGradsAttrName,
+      DenseI64ArrayAttr::get(backward.getContext(),
+                             positions.asArrayRef().drop_front()));
   // Erase what only the data gradient used, last op first.
   Block &body = backward.getBody().front();
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
@@ -200,38 +205,41 @@ void GPipePartitionPass::runOnOperation() {
   auto fail = [&] { signalPassFailure(); };
   auto func = module.lookupSymbol<func::FuncOp>(funcName);
   if (!func) {
-    module.emitError("gpipe-partition: no function '") << funcName << "'";
+    mlir::emitError(module.getLoc(), "gpipe-partition: no function '")
+        << funcName << "'";
     return fail();
   }
   if (stages < 1) {
-    func.emitError("expected at least 1 stage, got ") << stages;
+    mlir::emitError(func.getLoc(), "expected at least 1 stage, got ") << stages;
     return fail();
   }
   if (microbatches < 1) {
-    func.emitError("expected at least 1 micro-batch, got ") << microbatches;
+    mlir::emitError(func.getLoc(), "expected at least 1 micro-batch, got ")
+        << microbatches;
     return fail();
   }
   std::optional<ScheduleKind> scheduleKind = symbolizeScheduleKind(schedule);
   if (!scheduleKind || *scheduleKind == ScheduleKind::Custom) {
-    func.emitError("unknown schedule '")
+    mlir::emitError(func.getLoc(), "unknown schedule '")
         << schedule << "' (expected gpipe or 1f1b)";
     return fail();
   }
   std::optional<Remat> rematKind = symbolizeRemat(remat);
   if (!rematKind) {
-    func.emitError("unknown remat policy '")
+    mlir::emitError(func.getLoc(), "unknown remat policy '")
         << remat << "' (expected stage or none)";
     return fail();
   }
   if (*rematKind == Remat::None) {
     // Keeping every activation needs forward functions that return what the
     // backward reads; until those exist, every backward recomputes.
-    func.emitError("remat=none is not supported yet; use remat=stage");
+    mlir::emitError(func.getLoc(),
+                    "remat=none is not supported yet; use remat=stage");
     return fail();
   }
   std::optional<DeviceProfile> device = lookupProfile(profile);
   if (!device) {
-    func.emitError("unknown device profile '")
+    mlir::emitError(func.getLoc(), "unknown device profile '")
         << profile << "' (expected cpu or h200)";
     return fail();
   }
@@ -240,7 +248,7 @@ void GPipePartitionPass::runOnOperation() {
     return fail();
   int64_t numLayers = net->layers.size();
   if (stages > numLayers) {
-    func.emitError("cannot cut ")
+    mlir::emitError(func.getLoc(), "cannot cut ")
         << numLayers << " layers into " << stages << " stages";
     return fail();
   }
@@ -266,7 +274,7 @@ void GPipePartitionPass::runOnOperation() {
   }
   LayerCosts costs = computeLayerCosts(costInput, *device);
   if (!costs.ok()) {
-    func.emitError("cost model: ") << costs.error;
+    mlir::emitError(func.getLoc(), "cost model: ") << costs.error;
     return fail();
   }
   problem.layerTime = costs.total;
@@ -274,7 +282,7 @@ void GPipePartitionPass::runOnOperation() {
   if (!memoryBudget.empty()) {
     std::optional<int64_t> budget = parseBytes(memoryBudget);
     if (!budget) {
-      func.emitError("cannot read memory budget '")
+      mlir::emitError(func.getLoc(), "cannot read memory budget '")
           << memoryBudget << "' (expected a size such as 16GiB)";
       return fail();
     }
@@ -284,7 +292,7 @@ void GPipePartitionPass::runOnOperation() {
   if (!balance.empty()) {
     std::vector<int> manual(balance.begin(), balance.end());
     if (static_cast<int64_t>(manual.size()) != stages) {
-      func.emitError("balance lists ")
+      mlir::emitError(func.getLoc(), "balance lists ")
           << manual.size() << " stages but stages=" << stages;
       return fail();
     }
@@ -293,8 +301,9 @@ void GPipePartitionPass::runOnOperation() {
     result = partitionOptimal(problem);
   }
   if (!result.ok()) {
-    InFlightDiagnostic diag = func.emitError(result.error);
-    if (result.smallestFeasibleBudget)
+    InFlightDiagnostic diag = mlir::emitError(func.getLoc(), result.error);
+    if (result.smallestFeasibleBudget &&
+        !StringRef(result.error).contains("smallest budget"))
       diag.attachNote() << "the smallest budget that fits is "
                         << formatBytes(*result.smallestFeasibleBudget);
     return fail();
@@ -308,9 +317,9 @@ void GPipePartitionPass::runOnOperation() {
       for (StringRef name : paramsOf(net->layers[l])) {
         auto [it, inserted] = owner.try_emplace(name, s);
         if (!inserted && it->second != s) {
-          net->layers[l].emitError("parameter '")
-              << name << "' is shared by stages " << it->second << " and "
-              << s << "; tied weights across stages are not supported yet";
+          mlir::emitError(net->layers[l].getLoc(), "parameter '")
+              << name << "' is shared by stages " << it->second << " and " << s
+              << "; tied weights across stages are not supported yet";
           return fail();
         }
       }
@@ -326,11 +335,11 @@ void GPipePartitionPass::runOnOperation() {
     std::string base = pipelineName + "_s" + std::to_string(s);
     if (symbols.lookup(base) || symbols.lookup(base + "_fwd") ||
         symbols.lookup(base + "_bwd")) {
-      func.emitError("symbol '") << base << "' already exists";
+      mlir::emitError(func.getLoc(), "symbol '") << base << "' already exists";
       return fail();
     }
-    func::FuncOp fwd = buildStageForward(builder, *net, first[s],
-                                         first[s + 1], last, base + "_fwd");
+    func::FuncOp fwd = buildStageForward(builder, *net, first[s], first[s + 1],
+                                         last, base + "_fwd");
     nn::BackwardOptions options;
     if (last)
       options.lossScale = 1.0 / static_cast<double>(microbatches);
@@ -358,12 +367,11 @@ void GPipePartitionPass::runOnOperation() {
     stageRefs.push_back(FlatSymbolRefAttr::get(stage));
     stageOps.push_back(stage);
   }
-  PipelineOp::create(builder, func.getLoc(),
-                     builder.getStringAttr(pipelineName),
-                     builder.getArrayAttr(stageRefs),
-                     builder.getI64IntegerAttr(microbatches),
-                     ScheduleKindAttr::get(module.getContext(), *scheduleKind),
-                     RematAttr::get(module.getContext(), *rematKind))
+  PipelineOp::create(
+      builder, func.getLoc(), builder.getStringAttr(pipelineName),
+      builder.getArrayAttr(stageRefs), builder.getI64IntegerAttr(microbatches),
+      ScheduleKindAttr::get(module.getContext(), *scheduleKind),
+      RematAttr::get(module.getContext(), *rematKind))
       .getBody()
       .emplaceBlock();
 }

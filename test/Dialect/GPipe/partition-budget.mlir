@@ -1,0 +1,37 @@
+// RUN: not gpipe-opt %s --gpipe-partition="stages=2 memory-budget=20KiB" 2>&1 | FileCheck %s --check-prefix=TIGHT
+// RUN: gpipe-opt %s --gpipe-partition="stages=2 memory-budget=1MiB" | FileCheck %s --check-prefix=FITS
+
+// Three equal layers: each fits the budget alone, but two stages would put
+// two layers together, which does not fit; the error says which budget
+// would.
+
+// TIGHT: error: no partition into 2 stages fits the memory budget of 20.0 KiB; the smallest budget that fits is 25.0 KiB (25600 bytes)
+// TIGHT-NOT: note
+
+// FITS: gpipe.pipeline @train stages [@train_s0, @train_s1]
+
+nn.parameter @w0 : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @w1 : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @w2 : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+
+func.func @forward(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %0 = nn.layer "a"(%x) : (tensor<4x32xf32>) -> tensor<4x32xf32> {
+  ^bb0(%a: tensor<4x32xf32>):
+    %w = nn.param @w0 : tensor<32x32xf32>
+    %h = nn.linear %a, %w : (tensor<4x32xf32>, tensor<32x32xf32>) -> tensor<4x32xf32>
+    nn.yield %h : tensor<4x32xf32>
+  }
+  %1 = nn.layer "b"(%0) : (tensor<4x32xf32>) -> tensor<4x32xf32> {
+  ^bb0(%a: tensor<4x32xf32>):
+    %w = nn.param @w1 : tensor<32x32xf32>
+    %h = nn.linear %a, %w : (tensor<4x32xf32>, tensor<32x32xf32>) -> tensor<4x32xf32>
+    nn.yield %h : tensor<4x32xf32>
+  }
+  %2 = nn.layer "c"(%1) : (tensor<4x32xf32>) -> tensor<4x32xf32> {
+  ^bb0(%a: tensor<4x32xf32>):
+    %w = nn.param @w2 : tensor<32x32xf32>
+    %h = nn.linear %a, %w : (tensor<4x32xf32>, tensor<32x32xf32>) -> tensor<4x32xf32>
+    nn.yield %h : tensor<4x32xf32>
+  }
+  return %2 : tensor<4x32xf32>
+}
