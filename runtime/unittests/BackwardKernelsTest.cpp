@@ -10,6 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TestUtil.h"
+
 #include "gpipe/Runtime/CPUKernels.h"
 
 #include <gtest/gtest.h>
@@ -23,42 +25,7 @@
 
 namespace {
 
-using Shape = std::vector<int64_t>;
-
-int64_t numel(const Shape &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
-int32_t rankOf(const Shape &shape) { return int32_t(shape.size()); }
-
-std::vector<float> randomFloats(int64_t n, uint32_t seed, float lo = -2.0f,
-                                float hi = 2.0f) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float &x : v)
-    x = dist(gen);
-  return v;
-}
-
-std::vector<int64_t> unravel(int64_t flat, const Shape &shape) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return idx;
-}
-
-int64_t ravel(const std::vector<int64_t> &idx, const Shape &shape) {
-  int64_t flat = 0;
-  for (size_t d = 0; d < shape.size(); ++d)
-    flat = flat * shape[d] + idx[d];
-  return flat;
-}
+using namespace gpipe::rt::test;
 
 /// |got - want| <= 1e-7 + rtol * bound[i] (bound: the sum of the magnitudes
 /// of the terms that make up the element).
@@ -85,7 +52,6 @@ bool bitwiseEqual(const std::vector<float> &a, const std::vector<float> &b) {
          std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-std::string lastError() { return gpipe_rt_last_error(); }
 
 //===----------------------------------------------------------------------===//
 // reduce_sum
