@@ -31,6 +31,13 @@
 using namespace mlir;
 using namespace mlir::gpipe;
 
+/// The number of values `forward` saves for its backward (its last results;
+/// remat none), 0 when the backward recomputes.
+static unsigned getSavedCount(func::FuncOp forward) {
+  auto count = forward->getAttrOfType<IntegerAttr>(nn::kSavedCountAttrName);
+  return count ? static_cast<unsigned>(count.getInt()) : 0;
+}
+
 namespace {
 
 /// How a stage's backward-like function returns its gradients: the result
@@ -66,6 +73,9 @@ struct Slot {
   HostTensor outputGrad;
   /// The gradient of `input` from the backward (or its input half).
   HostTensor inputGrad;
+  /// remat none: the forward's saved results (`nn.saved_count`), kept for the
+  /// backward.
+  SmallVector<HostTensor> saved;
   bool forwardDone = false;
   bool backwardDone = false;
   bool inputGradDone = false;
@@ -426,6 +436,14 @@ Outcome Executor::runForward(Operation *op, Stage &stage, int64_t mb) {
     return Outcome::Failed;
   }
   slot.output = (*results)[0];
+  unsigned numSaved = getSavedCount(stage.forward);
+  if (results->size() < 1 + numSaved) {
+    actionError(op) << "the stage's forward returns " << results->size()
+                    << " values, fewer than its output and " << numSaved
+                    << " saved values";
+    return Outcome::Failed;
+  }
+  slot.saved.assign(results->end() - numSaved, results->end());
   slot.forwardDone = true;
   if (stage.index + 1 == int64_t(stages.size()) &&
       (slot.output.getDType() != GPIPE_RT_F32 ||
@@ -524,8 +542,10 @@ Outcome Executor::runBackward(Operation *op, Stage &stage, int64_t mb,
   // (forward arguments..., one seed per float result of the forward): the
   // output gradient for result 0, zeros for any other.
   SmallVector<HostTensor> args = forwardArgs(stage, mb);
+  args.append(slot.saved.begin(), slot.saved.end());
   FunctionType fwdType = stage.forward.getFunctionType();
-  for (auto [i, type] : llvm::enumerate(fwdType.getResults())) {
+  for (auto [i, type] : llvm::enumerate(
+           fwdType.getResults().drop_back(getSavedCount(stage.forward)))) {
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (!tensor || !isa<FloatType>(tensor.getElementType()))
       continue;
@@ -561,9 +581,10 @@ Outcome Executor::runBackward(Operation *op, Stage &stage, int64_t mb,
     if (failed(accumulate(op, stage, mb, layout, *results)))
       return Outcome::Failed;
     slot.backwardDone = true;
-    // The stage input is no longer needed (remat keeps nothing else).
+    // The stage input and the saved values are no longer needed.
     if (stage.index > 0)
       slot.input = HostTensor();
+    slot.saved.clear();
   }
   return Outcome::Ran;
 }

@@ -4,7 +4,8 @@
 // runs one training step with the reference pipeline executor:
 //
 // - The GPipe guarantee: for a fixed M, loss and gradients are bitwise
-//   identical for every K and both schedules (the MLP export and a GPT
+//   identical for every K, both schedules and both remat policies (stage
+//   recomputes, none keeps the activations) (the MLP export and a GPT
 //   preset); after three SGD steps the parameters are bitwise equal too.
 // - Against M = 1, the gradients of M = 2 and 4 agree to 1e-5 relative
 //   (norm of the difference over the norm, per parameter).
@@ -116,13 +117,15 @@ protected:
 
   /// A copy of `network` compiled with gpipe-pipeline (null on failure).
   OwningOpRef<ModuleOp> compile(ModuleOp network, int64_t k, int64_t m,
-                                const std::string &schedule) {
+                                const std::string &schedule,
+                                const std::string &remat = "stage") {
     OwningOpRef<ModuleOp> module = network.clone();
     PassManager pm(&context);
     GPipePipelineOptions options;
     options.stages = k;
     options.microbatches = m;
     options.schedule = schedule;
+    options.remat = remat;
     buildGPipePipeline(pm, options);
     if (failed(pm.run(*module)))
       return nullptr;
@@ -134,13 +137,14 @@ protected:
   std::optional<PipelineStepResult>
   train(ModuleOp network, int64_t k, int64_t m, const std::string &schedule,
         const Data &data, uint64_t seed, int steps = 1,
-        std::optional<ParameterStore> *finalParams = nullptr) {
-    SCOPED_TRACE(::testing::Message()
-                 << "K=" << k << " M=" << m << " " << schedule);
-    OwningOpRef<ModuleOp> module = compile(network, k, m, schedule);
+        std::optional<ParameterStore> *finalParams = nullptr,
+        const std::string &remat = "stage") {
+    SCOPED_TRACE(::testing::Message() << "K=" << k << " M=" << m << " "
+                                      << schedule << " remat=" << remat);
+    OwningOpRef<ModuleOp> module = compile(network, k, m, schedule, remat);
     if (!module) {
       ADD_FAILURE() << "compile failed: K=" << k << " M=" << m << " "
-                    << schedule;
+                    << schedule << " remat=" << remat;
       return std::nullopt;
     }
     FailureOr<ParameterStore> params =
@@ -246,8 +250,9 @@ protected:
   }
 
   /// The GPipe guarantee on `network`: for each M, every K of `ks` and
-  /// both schedules give bitwise the same loss and gradients as K=1 gpipe;
-  /// and M = 2, 4 agree with M = 1 to 1e-5.
+  /// both schedules, each with remat stage (recompute) and none (keep the
+  /// activations), give bitwise the same loss and gradients as K=1 gpipe
+  /// remat stage; and M = 2, 4 agree with M = 1 to 1e-5.
   void checkGuarantee(const std::string &label, ModuleOp network,
                       const Data &data, uint64_t seed,
                       const std::vector<int64_t> &ks) {
@@ -258,27 +263,31 @@ protected:
       ASSERT_TRUE(reference);
       int configs = 0;
       for (int64_t k : ks)
-        for (const char *schedule : {"gpipe", "1f1b"}) {
-          std::optional<PipelineStepResult> result =
-              train(network, k, m, schedule, data, seed);
-          ASSERT_TRUE(result);
-          ASSERT_EQ(result->gradients.size(), reference->gradients.size());
-          EXPECT_EQ(
-              std::memcmp(&result->loss, &reference->loss, sizeof(double)), 0)
-              << label << " K=" << k << " M=" << m << " " << schedule
-              << " loss " << result->loss << " vs " << reference->loss;
-          for (auto &[name, grad] : reference->gradients) {
-            auto it = result->gradients.find(name);
-            ASSERT_NE(it, result->gradients.end()) << name;
-            EXPECT_TRUE(bitwiseEqual(it->second, grad))
+        for (const char *schedule : {"gpipe", "1f1b"})
+          for (const char *remat : {"stage", "none"}) {
+            std::optional<PipelineStepResult> result =
+                train(network, k, m, schedule, data, seed, 1, nullptr, remat);
+            ASSERT_TRUE(result);
+            ASSERT_EQ(result->gradients.size(), reference->gradients.size());
+            EXPECT_EQ(
+                std::memcmp(&result->loss, &reference->loss, sizeof(double)), 0)
                 << label << " K=" << k << " M=" << m << " " << schedule
-                << ": gradient of " << name << " differs by "
-                << relativeNormDiff(it->second.getF32(), grad.getF32());
+                << " remat=" << remat << " loss " << result->loss << " vs "
+                << reference->loss;
+            for (auto &[name, grad] : reference->gradients) {
+              auto it = result->gradients.find(name);
+              ASSERT_NE(it, result->gradients.end()) << name;
+              EXPECT_TRUE(bitwiseEqual(it->second, grad))
+                  << label << " K=" << k << " M=" << m << " " << schedule
+                  << " remat=" << remat << ": gradient of " << name
+                  << " differs by "
+                  << relativeNormDiff(it->second.getF32(), grad.getF32());
+            }
+            ++configs;
           }
-          ++configs;
-        }
       std::printf("[ bitwise  ] %-10s M=%lld: %d configurations (K in %s, "
-                  "gpipe and 1f1b) identical, loss %.6f, %zu parameters\n",
+                  "gpipe and 1f1b, remat stage and none) identical, loss "
+                  "%.6f, %zu parameters\n",
                   label.c_str(), (long long)m, configs, listOf(ks).c_str(),
                   reference->loss, reference->gradients.size());
       if (m == 1) {

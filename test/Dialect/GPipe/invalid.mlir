@@ -102,6 +102,30 @@ func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
 
 // -----
 
+// remat none: the backward takes the values the forward saves (its last
+// results, nn.saved_count) between the forward's arguments and the output
+// gradient.
+// expected-error @+1 {{'gpipe.stage' op expected backward function @b to take the 1 values its forward saves (nn.saved_count), got 0}}
+gpipe.stage @backward_without_saved_count index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f backward @b
+func.func private @f(tensor<4x16xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) attributes {nn.saved_count = 1 : i64}
+func.func private @b(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.stage' op expected backward function @b to take the forward's arguments 'tensor<4x16xf32>', the saved values 'tensor<4x4xf32>' and then the output gradient 'tensor<4x8xf32>', got '(tensor<4x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>'}}
+gpipe.stage @backward_saved_mismatch index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f backward @b
+func.func private @f(tensor<4x16xf32>) -> (tensor<4x8xf32>, tensor<4x4xf32>) attributes {nn.saved_count = 1 : i64}
+func.func private @b(tensor<4x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<16x8xf32> attributes {nn.saved_count = 1 : i64}
+
+// -----
+
+// expected-error @+1 {{'gpipe.stage' op expected forward function @f to return the stage output and the 1 values it saves (nn.saved_count), got '(tensor<4x16xf32>) -> tensor<4x8xf32>'}}
+gpipe.stage @forward_without_saved_values index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f backward @b
+func.func private @f(tensor<4x16xf32>) -> tensor<4x8xf32> attributes {nn.saved_count = 1 : i64}
+func.func private @b(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+
+// -----
+
 // expected-error @+1 {{'gpipe.stage' op expected backward function @b of stage 1 to return the input gradient 'tensor<4x8xf32>' first, got '(tensor<4x8xf32>, tensor<f32>) -> tensor<8x8xf32>'}}
 gpipe.stage @backward_without_input_gradient index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b
 func.func private @b(tensor<4x8xf32>, tensor<f32>) -> tensor<8x8xf32>

@@ -3,7 +3,6 @@
 // RUN: not gpipe-opt %s --gpipe-partition="stages=2 schedule=zigzag" 2>&1 | FileCheck %s --check-prefix=SCHED
 // RUN: not gpipe-opt %s --gpipe-partition="stages=2 memory-budget=1KiB" 2>&1 | FileCheck %s --check-prefix=BUDGET
 // RUN: not gpipe-opt %s --gpipe-partition="stages=2 balance=1,1,1" 2>&1 | FileCheck %s --check-prefix=BALANCE
-// RUN: not gpipe-opt %s --gpipe-partition="stages=2 remat=none" 2>&1 | FileCheck %s --check-prefix=REMAT
 
 // The option errors, each located at the network function.
 
@@ -12,7 +11,6 @@
 // BUDGET: error: layer {{[0-9]+}} needs {{.*}} but the memory budget is 1.0 KiB
 // BUDGET: note: the smallest budget that fits is
 // BALANCE: error: balance lists 3 stages but stages=2
-// REMAT: error: remat=none is not supported yet; use remat=stage
 
 nn.parameter @w0 : tensor<64x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
 nn.parameter @w1 : tensor<16x64xf32> {init = "normal", init_scale = 2.0e-02 : f64}

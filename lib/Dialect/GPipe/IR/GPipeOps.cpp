@@ -85,11 +85,19 @@ static FailureOr<func::FuncOp> lookupFunc(StageOp stage, FlatSymbolRefAttr ref,
   return func;
 }
 
-/// Checks that a backward-like function takes the forward's arguments and
-/// then the output gradient (the autodiff contract of
-/// `nn::buildBackwardFunction`) and, when `needsInputGrad`, returns the input
-/// gradient first.
+/// The number of values a forward function saves for its backward (its
+/// last results, `nn.saved_count`; 0 when it recomputes).
+static unsigned getSavedCount(func::FuncOp func) {
+  auto count = func->getAttrOfType<IntegerAttr>("nn.saved_count");
+  return count ? static_cast<unsigned>(count.getInt()) : 0;
+}
+
+/// Checks that a backward-like function takes the forward's arguments, then
+/// the `numSaved` values the forward saves (its last results), then the
+/// output gradient (the autodiff contract of `nn::buildBackwardFunction`)
+/// and, when `needsInputGrad`, returns the input gradient first.
 static LogicalResult verifyBackwardLike(StageOp stage, FunctionType forward,
+                                        unsigned numSaved,
                                         FlatSymbolRefAttr ref, StringRef role,
                                         bool needsInputGrad,
                                         SymbolTableCollection &symbolTable) {
@@ -100,13 +108,25 @@ static LogicalResult verifyBackwardLike(StageOp stage, FunctionType forward,
   Type input = stage.getInputType();
   Type output = stage.getOutputType();
   unsigned n = forward.getNumInputs();
-  if (type.getNumInputs() < n + 1 ||
-      type.getInputs().take_front(n) != forward.getInputs() ||
-      type.getInput(n) != output)
+  ArrayRef<Type> saved = forward.getResults().take_back(numSaved);
+  if (getSavedCount(*func) != numSaved)
     return stage.emitOpError("expected ")
-           << role << " function " << ref
-           << " to take the forward's arguments " << forward.getInputs()
-           << " and then the output gradient " << output << ", got " << type;
+           << role << " function " << ref << " to take the " << numSaved
+           << " values its forward saves (nn.saved_count), got "
+           << getSavedCount(*func);
+  if (type.getNumInputs() < n + numSaved + 1 ||
+      type.getInputs().take_front(n) != forward.getInputs() ||
+      type.getInputs().slice(n, numSaved) != saved ||
+      type.getInput(n + numSaved) != output) {
+    InFlightDiagnostic diag = stage.emitOpError("expected ")
+                              << role << " function " << ref
+                              << " to take the forward's arguments "
+                              << forward.getInputs();
+    if (numSaved)
+      diag << ", the saved values " << saved;
+    return diag << " and then the output gradient " << output << ", got "
+                << type;
+  }
   if (needsInputGrad &&
       (type.getNumResults() < 1 || type.getResult(0) != input))
     return stage.emitOpError("expected ")
@@ -131,17 +151,25 @@ LogicalResult StageOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
            << getForwardAttr() << " to return the stage output "
            << getOutputType() << " first, got " << type;
 
+  // remat none: the forward returns, after the output, what its backward
+  // reads.
+  unsigned numSaved = getSavedCount(*forward);
+  if (type.getNumResults() < 1 + numSaved)
+    return emitOpError("expected forward function ")
+           << getForwardAttr() << " to return the stage output and the "
+           << numSaved << " values it saves (nn.saved_count), got " << type;
+
   // Stage 0's input is the data: its gradient is not needed.
   bool needsInputGrad = getStageIndex() > 0;
-  if (failed(verifyBackwardLike(*this, type, getBackwardAttr(), "backward",
-                                needsInputGrad, symbolTable)))
+  if (failed(verifyBackwardLike(*this, type, numSaved, getBackwardAttr(),
+                                "backward", needsInputGrad, symbolTable)))
     return failure();
   if (FlatSymbolRefAttr ref = getBackwardInputAttr())
-    if (failed(verifyBackwardLike(*this, type, ref, "backward_input", needsInputGrad,
-                                  symbolTable)))
+    if (failed(verifyBackwardLike(*this, type, numSaved, ref, "backward_input",
+                                  needsInputGrad, symbolTable)))
       return failure();
   if (FlatSymbolRefAttr ref = getBackwardWeightAttr())
-    if (failed(verifyBackwardLike(*this, type, ref, "backward_weight",
+    if (failed(verifyBackwardLike(*this, type, numSaved, ref, "backward_weight",
                                   /*needsInputGrad=*/false, symbolTable)))
       return failure();
   return success();

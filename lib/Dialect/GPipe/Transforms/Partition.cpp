@@ -3,8 +3,10 @@
 // Implements `gpipe-partition`: reads the chain of nn.layer ops of the
 // network function, estimates each layer with the cost model, partitions
 // the chain into K contiguous stages (exactly, or by a manual balance), and
-// builds the per-stage forward and backward functions, the gpipe.stage
-// declarations and an empty gpipe.pipeline for a schedule to fill.
+// builds the per-stage forward and backward functions (the backward
+// recomputes the forward under remat=stage, and reads the values the forward
+// saved under remat=none), the gpipe.stage declarations and an empty
+// gpipe.pipeline for a schedule to fill.
 //
 //===----------------------------------------------------------------------===//
 
@@ -230,13 +232,6 @@ void GPipePartitionPass::runOnOperation() {
         << remat << "' (expected stage or none)";
     return fail();
   }
-  if (*rematKind == Remat::None) {
-    // Keeping every activation needs forward functions that return what the
-    // backward reads; until those exist, every backward recomputes.
-    mlir::emitError(func.getLoc(),
-                    "remat=none is not supported yet; use remat=stage");
-    return fail();
-  }
   std::optional<DeviceProfile> device = lookupProfile(profile);
   if (!device) {
     mlir::emitError(func.getLoc(), "unknown device profile '")
@@ -343,6 +338,8 @@ void GPipePartitionPass::runOnOperation() {
     nn::BackwardOptions options;
     if (last)
       options.lossScale = 1.0 / static_cast<double>(microbatches);
+    // remat=none: the forward also returns what the backward reads.
+    options.saveActivations = *rematKind == Remat::None;
     FailureOr<func::FuncOp> bwd =
         nn::buildBackwardFunction(fwd, base + "_bwd", options);
     if (failed(bwd))

@@ -193,7 +193,8 @@ static int64_t getParameterBytes(func::FuncOp func, ModuleOp module) {
 }
 
 /// The working set of a backward-like function `func` of stage `index` (of
-/// `numStages`) whose forward takes `numForwardArgs` arguments.
+/// `numStages`) that takes `numForwardArgs` arguments (the forward's, then the
+/// values it saves) before the seeds.
 static int64_t getBackwardScratch(func::FuncOp func, int64_t index,
                                   int64_t numStages, unsigned numForwardArgs,
                                   bool keepsForwardValues,
@@ -267,10 +268,24 @@ static FailureOr<StageSizes> getStageSizes(StageOp stage, int64_t index,
   m.forwardScratch =
       forwardLiveness.getPeak([&](Value v) { return v == output; });
   bool keep = remat == Remat::None;
-  if (keep)
+  // A forward built for remat none returns the values its backward reads
+  // (its last nn.saved_count results): exactly those are kept. Without the
+  // count, everything the forward defines is.
+  unsigned numSaved = 0;
+  if (auto count = forward->getAttrOfType<IntegerAttr>("nn.saved_count"))
+    numSaved = static_cast<unsigned>(count.getInt());
+  if (keep && numSaved > 0 && forwardReturned.size() > numSaved) {
+    llvm::DenseSet<Value> counted;
+    for (Value v : ArrayRef<Value>(forwardReturned).take_back(numSaved))
+      if (counted.insert(v).second)
+        m.savedBytes += getValueBytes(v.getType());
+  } else if (keep) {
     m.savedBytes = forwardLiveness.getTotal([](Value) { return false; });
+  }
 
-  unsigned numForwardArgs = forwardType.getNumInputs();
+  // A backward that takes saved values reads them after the forward's
+  // arguments; its seeds follow them.
+  unsigned numForwardArgs = forwardType.getNumInputs() + numSaved;
   m.backwardScratch = getBackwardScratch(backward, index, numStages,
                                          numForwardArgs, keep, true);
   if (func::FuncOp input = lookup(stage.getBackwardInputAttr())) {

@@ -7,6 +7,9 @@
 // bodies inlined), seeds the result gradients (scaled by the loss scale),
 // walks the ops in reverse order accumulating gradients with `nn.add`, and
 // returns the gradients of the float arguments and of every parameter read.
+// With `saveActivations` (remat none) it recomputes nothing: the forward
+// values the VJPs read become extra results of the forward (threaded out of
+// nn.layer ops) and arguments of the backward.
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,6 +85,107 @@ static llvm::MapVector<StringAttr, ParamOp> mergeParamReads(Block &block) {
     read.erase();
   }
   return first;
+}
+
+/// Makes every value of `values` (defined in `func`, possibly inside nn.layer
+/// ops, nested or not) available in the function's block: a value inside a
+/// layer becomes an extra result of the layer (yielded after its results);
+/// each round rebuilds every layer that directly holds one of them, so a
+/// value nested k layers deep surfaces after k rounds. Returns the values to
+/// use in the block, in the order of `values`.
+static SmallVector<Value> exposeFromLayers(func::FuncOp func,
+                                           ArrayRef<Value> values) {
+  SmallVector<Value> out(values);
+  Block &top = func.getBody().front();
+  OpBuilder builder(func.getContext());
+  while (true) {
+    llvm::MapVector<Operation *, SmallVector<unsigned>> byLayer;
+    for (auto [i, v] : llvm::enumerate(out))
+      if (v.getParentBlock() != &top)
+        byLayer[v.getParentBlock()->getParentOp()].push_back(i);
+    if (byLayer.empty())
+      return out;
+    for (auto &[op, indices] : byLayer) {
+      auto layer = cast<LayerOp>(op);
+      Operation *yield = layer.getBodyBlock().getTerminator();
+      unsigned numResults = layer->getNumResults();
+      SmallVector<Type> types(layer->getResultTypes());
+      for (unsigned i : indices) {
+        yield->insertOperands(yield->getNumOperands(), out[i]);
+        types.push_back(out[i].getType());
+      }
+      builder.setInsertionPoint(layer);
+      auto rebuilt = LayerOp::create(builder, layer.getLoc(), types,
+                                     layer.getNameAttr(), layer.getInputs());
+      rebuilt->setDiscardableAttrs(layer->getDiscardableAttrDictionary());
+      rebuilt.getBody().takeBody(layer.getBody());
+      layer->replaceAllUsesWith(rebuilt->getResults().take_front(numResults));
+      // Values already exposed as results of this layer (a layer rebuilt
+      // again in a later round) move to the rebuilt one.
+      for (Value &v : out)
+        if (v.getDefiningOp() == layer.getOperation())
+          v = rebuilt->getResult(cast<OpResult>(v).getResultNumber());
+      layer.erase();
+      for (auto [k, i] : llvm::enumerate(indices))
+        out[i] = rebuilt->getResult(numResults + k);
+    }
+  }
+}
+
+/// The `saveActivations` rewrite of `buildBackwardFunction`: the forward
+/// values (results of `forwardOps` other than parameter reads and constants)
+/// that the reverse pass or the return of `backward` reads become arguments
+/// of `backward` after its first `numInputs`, and extra results of
+/// `forward`. `original` maps a backward value to the forward value it
+/// clones.
+static void saveActivations(func::FuncOp forward, func::FuncOp backward,
+                            const llvm::DenseSet<Operation *> &forwardOps,
+                            const llvm::DenseMap<Value, Value> &original,
+                            unsigned numInputs) {
+  Block &block = backward.getBody().front();
+  SmallVector<Value> saved;
+  for (Operation &op : block) {
+    if (!forwardOps.contains(&op) || isa<ParamOp>(op) ||
+        op.hasTrait<::mlir::OpTrait::ConstantLike>())
+      continue;
+    for (Value r : op.getResults())
+      if (llvm::any_of(r.getUsers(), [&](Operation *user) {
+            return !forwardOps.contains(user);
+          }))
+        saved.push_back(r);
+  }
+  MLIRContext *ctx = forward.getContext();
+  auto count = IntegerAttr::get(IntegerType::get(ctx, 64), saved.size());
+
+  // Backward: the saved values come in as arguments; the forward ops that
+  // computed them die.
+  SmallVector<unsigned> positions(saved.size(), numInputs);
+  SmallVector<Type> types;
+  SmallVector<Location> locs;
+  for (Value v : saved) {
+    types.push_back(v.getType());
+    locs.push_back(v.getLoc());
+  }
+  SmallVector<DictionaryAttr> argAttrs(saved.size(),
+                                       DictionaryAttr::get(ctx, {}));
+  (void)backward.insertArguments(positions, types, argAttrs, locs);
+  for (auto [k, v] : llvm::enumerate(saved))
+    v.replaceAllUsesWith(block.getArgument(numInputs + k));
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+  backward->setAttr(kSavedCountAttrName, count);
+
+  // Forward: returns them after its results.
+  SmallVector<Value> sources;
+  for (Value v : saved)
+    sources.push_back(original.lookup(v));
+  SmallVector<Value> exposed = exposeFromLayers(forward, sources);
+  Operation *ret = forward.getBody().front().getTerminator();
+  ret->insertOperands(ret->getNumOperands(), exposed);
+  forward.setFunctionType(FunctionType::get(
+      ctx, forward.getFunctionType().getInputs(), ret->getOperandTypes()));
+  forward->setAttr(kSavedCountAttrName, count);
 }
 
 namespace {
@@ -226,6 +330,8 @@ mlir::gpipe::nn::buildBackwardFunction(func::FuncOp forward, StringRef name,
   SmallVector<Operation *> forwardOps;
   for (Operation &op : *block)
     forwardOps.push_back(&op);
+  llvm::DenseSet<Operation *> forwardOpSet(forwardOps.begin(),
+                                           forwardOps.end());
 
   ReverseMode reverse(builder);
   reverse.markActive(*block, numInputs);
@@ -294,6 +400,13 @@ mlir::gpipe::nn::buildBackwardFunction(func::FuncOp forward, StringRef name,
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*block)))
     if (isOpTriviallyDead(&op))
       op.erase();
+
+  if (options.saveActivations) {
+    llvm::DenseMap<Value, Value> original;
+    for (auto [from, to] : mapping.getValueMap())
+      original.try_emplace(to, from);
+    saveActivations(forward, backward, forwardOpSet, original, numInputs);
+  }
   return backward;
 }
 
@@ -309,6 +422,7 @@ struct NNDifferentiatePass
         marked.push_back(func);
     BackwardOptions options;
     options.lossScale = lossScale;
+    options.saveActivations = saveActivations;
     for (func::FuncOp func : marked) {
       std::string name = (func.getSymName() + "_bwd").str();
       if (failed(buildBackwardFunction(func, name, options)))

@@ -39,14 +39,18 @@ def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
       has type `input_type`, the first result type `output_type`. Extra
       arguments carry what only some stages need (the labels on the last
       stage); parameters are module-level `nn.parameter` symbols, not
-      arguments.
-    - `backward`: `(input, extra..., output_grad, ...) -> (input_grad, extra
-      grads..., param grads...)`: the forward's arguments, then the gradient
-      of its output (the contract of `nn-differentiate`); it returns the
-      gradients of the float arguments (listed by `nn.input_grads`), then
-      those of the parameters (listed by `nn.param_grads`). It recomputes the forward itself (the `stage` remat policy
-      needs nothing else kept). Stage 0 may omit `input_grad` (its input is
-      the data); every other stage returns it first, with type `input_type`.
+      arguments. A forward with `nn.saved_count = N` (remat `none`) returns
+      N saved values last: the activations its backward reads.
+    - `backward`: `(input, extra..., saved..., output_grad, ...) ->
+      (input_grad, extra grads..., param grads...)`: the forward's arguments,
+      the forward's N saved results (none without `nn.saved_count`; the
+      backward carries the same count), then the gradient of its output (the
+      contract of `nn-differentiate`); it returns the gradients of the float
+      arguments (listed by `nn.input_grads`), then those of the parameters
+      (listed by `nn.param_grads`). Without saved values it recomputes the
+      forward itself (the `stage` remat policy needs nothing else kept).
+      Stage 0 may omit `input_grad` (its input is the data); every other
+      stage returns it first, with type `input_type`.
     - `backward_input` and `backward_weight` (optional, both or neither): the
       zero-bubble split of `backward`, needed by `gpipe.backward_input` and
       `gpipe.backward_weight` actions. Both take the arguments of
@@ -216,8 +220,9 @@ def GPipe_ForwardOp : GPipe_ComputeOp<"forward", "Forward"> {
   let description = [{
     Calls the stage's `forward` function on the activation of micro-batch
     `mb` (received, handed over by the previous stage on the same rank, or the
-    data on stage 0) and keeps the result for the next stage. Under the
-    `stage` remat policy it also keeps its input for the backward.
+    data on stage 0) and keeps the result for the next stage. It also keeps
+    its input for the backward, and under the `none` remat policy the values
+    the forward saves (its results after the output, `nn.saved_count`).
 
     ```mlir
     gpipe.forward @s0 mb 3

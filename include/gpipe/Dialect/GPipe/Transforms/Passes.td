@@ -201,7 +201,10 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
       last stage also takes the labels and returns the loss) and
       `@<pipeline>_s<k>_bwd` (recompute + reverse mode, `nn-differentiate`'s
       contract; the last stage's seed is scaled by 1/M so that the M
-      accumulated micro-batch gradients equal the mini-batch gradient);
+      accumulated micro-batch gradients equal the mini-batch gradient); with
+      `remat=none` the forward also returns the activations the backward
+      reads (`nn.saved_count`) and the backward takes them after the
+      forward's arguments instead of recomputing;
     - `gpipe.stage @<pipeline>_s<k>` declarations with the estimated times;
     - an empty `gpipe.pipeline @<pipeline>` for `gpipe-schedule`.
 
@@ -270,9 +273,10 @@ def GPipePlanMemoryPass : Pass<"gpipe-plan-memory", "::mlir::ModuleOp"> {
     live result bytes over the program points of the forward and backward
     bodies (`nn.layer` bodies inlined; parameter reads and constants are
     free; arguments and the boundary buffers excluded). With `remat none` the
-    stage also keeps everything its forward defines until the backward, and
-    the backward's working set counts only the values that depend on the
-    output gradient.
+    stage also keeps, until the backward, the values its forward saves for
+    it (its last `nn.saved_count` results; everything the forward defines
+    when it has no count), and the backward's working set counts only the
+    values that depend on the output gradient.
 
     Results: every `gpipe.program` gets `arena_bytes`, `peak_bytes` (the
     exact peak of live bytes; the arena is at least that), `peak_at` (the

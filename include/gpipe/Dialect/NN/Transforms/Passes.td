@@ -154,6 +154,12 @@ def NNDifferentiatePass : Pass<"nn-differentiate", "::mlir::ModuleOp"> {
     loss takes the scale; a stage before it is seeded with the next stage's
     input gradients, which carry it already.
 
+    With `save-activations` (remat none) the backward recomputes nothing:
+    the forward is rewritten to also return, after its results, the forward
+    values the VJPs read (values inside an `nn.layer` become extra layer
+    results), and the backward takes them between the inputs and the seeds;
+    both functions carry `nn.saved_count`.
+
     Before:
     ```mlir
     func.func @forward(%x: tensor<4x3xf32>) -> tensor<4x2xf32> attributes {nn.differentiate} {
@@ -186,6 +192,10 @@ def NNDifferentiatePass : Pass<"nn-differentiate", "::mlir::ModuleOp"> {
     Option<"lossScale", "loss-scale", "double", /*default=*/"1.0",
            "Multiplies the result-gradient seeds (1/M for M micro-batches of "
            "a mean loss)">,
+    Option<"saveActivations", "save-activations", "bool", /*default=*/"false",
+           "Keep the activations (remat none): the forward also returns the "
+           "values the backward reads, which it takes instead of "
+           "recomputing">,
   ];
 }
 

@@ -83,6 +83,11 @@ inline constexpr llvm::StringLiteral kInputGradsAttrName = "nn.input_grads";
 /// (f64), for the reader.
 inline constexpr llvm::StringLiteral kLossScaleAttrName = "nn.loss_scale";
 
+/// On a forward function and its backward built with `saveActivations`: the
+/// number N of saved forward values, the forward's last N results and the
+/// backward's N arguments after the forward's arguments (`i64`).
+inline constexpr llvm::StringLiteral kSavedCountAttrName = "nn.saved_count";
+
 /// Options of `buildBackwardFunction`.
 struct BackwardOptions {
   /// Multiplies every result-gradient seed before reverse mode. The training
@@ -93,6 +98,10 @@ struct BackwardOptions {
   /// loss (the last stage) is built with the scale: the seeds of the earlier
   /// stages are the input gradients of the next stage, already scaled.
   double lossScale = 1.0;
+  /// Keep the activations instead of recomputing them (remat `none`): the
+  /// forward is rewritten to also return, after its results, the forward
+  /// values the backward reads, and the backward takes them as arguments.
+  bool saveActivations = false;
 };
 
 /// Builds the reverse-mode gradient function of `forward`, inserted right
@@ -117,6 +126,17 @@ struct BackwardOptions {
 /// Fails with an error (and leaves the module unchanged) when `forward` has
 /// no single-block body, `name` is taken, or an op on the gradient path has
 /// no VJP.
+///
+/// With `options.saveActivations` nothing is recomputed: the forward values
+/// the reverse pass reads (op results other than parameter reads and
+/// constants, in forward op order; values inside `nn.layer` ops are threaded
+/// out as extra layer results) are appended to the forward's results, and
+/// the backward takes them between the forward's arguments and the seeds:
+///
+///   forward: (x_0, ..., x_n) -> (y_0, ..., y_m, s_0, ..., s_k)
+///   name:    (x_0, ..., x_n, s_0, ..., s_k, dy_i ...) -> (as above)
+///
+/// Both functions carry `nn.saved_count = k+1`.
 FailureOr<func::FuncOp>
 buildBackwardFunction(func::FuncOp forward, llvm::StringRef name,
                       const BackwardOptions &options = {});

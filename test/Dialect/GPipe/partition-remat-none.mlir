@@ -1,0 +1,69 @@
+// RUN: gpipe-opt %s --gpipe-partition="stages=2 microbatches=4 remat=none" | FileCheck %s
+// RUN: gpipe-opt %s --gpipe-partition="stages=2 microbatches=4 remat=none" --gpipe-schedule --gpipe-verify-schedule --gpipe-plan-memory | FileCheck %s --check-prefix=PLAN
+
+// remat=none keeps every activation the backward reads instead of
+// recomputing it: each stage forward returns, after its output, the values
+// its backward's VJPs read (threaded out of the nn.layer ops as extra
+// results), and the backward takes them between the forward's arguments and
+// the output gradient. Both carry nn.saved_count; no forward op (linear)
+// is left in a backward, only the VJPs. The memory planner keeps exactly the
+// saved values per micro-batch: the 4x64 ReLU on stage 0 (1 KiB); the 4x64
+// ReLU and the 4x10 logits on stage 1 (1024 + 160 bytes).
+
+// PLAN: remat none attributes {gpipe.memory_plan
+// PLAN-SAME: saved = 1024 : i64}, {{.*}} saved = 1184 : i64}]
+
+nn.parameter @w0 : tensor<64x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @w1 : tensor<64x64xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @w2 : tensor<10x64xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+
+// CHECK-LABEL: func.func @train_s0_fwd
+// CHECK-SAME:    (%{{.*}}: tensor<4x16xf32>) -> (tensor<4x64xf32>, tensor<4x64xf32>) attributes {nn.saved_count = 1 : i64}
+// CHECK:         %[[L0:.*]]:2 = nn.layer "l0"
+// CHECK:           %[[R0:.*]] = nn.relu
+// CHECK:           nn.yield %[[R0]], %[[R0]]
+// CHECK:         return %[[L0]]#0, %[[L0]]#1
+// CHECK:       func.func @train_s0_bwd(%[[X:.*]]: tensor<4x16xf32>, %[[S0:.*]]: tensor<4x64xf32>, %[[G0:.*]]: tensor<4x64xf32>) -> tensor<64x16xf32>
+// CHECK-SAME:    nn.saved_count = 1 : i64
+// CHECK-NOT:     nn.linear
+// CHECK:         nn.equal %[[S0]]
+// CHECK:         nn.where {{.*}}, %[[G0]]
+// CHECK:         nn.gemm {{.*}}, %[[X]]
+// CHECK:       gpipe.stage @train_s0 index 0 : tensor<4x16xf32> -> tensor<4x64xf32> forward @train_s0_fwd backward @train_s0_bwd
+// CHECK:       func.func @train_s1_fwd
+// CHECK-SAME:    (%{{.*}}: tensor<4x64xf32>, %{{.*}}: tensor<4xi64>) -> (tensor<f32>, tensor<4x64xf32>, tensor<4x10xf32>) attributes {nn.saved_count = 2 : i64}
+// CHECK:         %[[L1:.*]]:2 = nn.layer "l1"
+// CHECK:         %[[L2:.*]]:2 = nn.layer "l2"(%[[L1]]#0)
+// CHECK:         %[[LOSS:.*]] = nn.cross_entropy %[[L2]]#0
+// CHECK:         return %[[LOSS]], %[[L1]]#1, %[[L2]]#1
+// CHECK:       func.func @train_s1_bwd(%{{.*}}: tensor<4x64xf32>, %{{.*}}: tensor<4xi64>, %[[H:.*]]: tensor<4x64xf32>, %[[LOGITS:.*]]: tensor<4x10xf32>, %{{.*}}: tensor<f32>)
+// CHECK-SAME:    nn.saved_count = 2 : i64
+// CHECK:         nn.cross_entropy_grad %[[LOGITS]]
+// CHECK:         nn.gemm {{.*}}, %[[H]]
+// CHECK:         nn.equal %[[H]]
+// CHECK:       gpipe.stage @train_s1 index 1 : tensor<4x64xf32> -> tensor<f32> forward @train_s1_fwd backward @train_s1_bwd
+// CHECK:       gpipe.pipeline @train stages [@train_s0, @train_s1] microbatches 4 schedule gpipe remat none {
+func.func @forward(%x: tensor<4x16xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
+  %0 = nn.layer "l0"(%x) : (tensor<4x16xf32>) -> tensor<4x64xf32> {
+  ^bb0(%a: tensor<4x16xf32>):
+    %w = nn.param @w0 : tensor<64x16xf32>
+    %h = nn.linear %a, %w {transpose_weight = true} : (tensor<4x16xf32>, tensor<64x16xf32>) -> tensor<4x64xf32>
+    %r = nn.relu %h : tensor<4x64xf32>
+    nn.yield %r : tensor<4x64xf32>
+  }
+  %1 = nn.layer "l1"(%0) : (tensor<4x64xf32>) -> tensor<4x64xf32> {
+  ^bb0(%a: tensor<4x64xf32>):
+    %w = nn.param @w1 : tensor<64x64xf32>
+    %h = nn.linear %a, %w {transpose_weight = true} : (tensor<4x64xf32>, tensor<64x64xf32>) -> tensor<4x64xf32>
+    %r = nn.relu %h : tensor<4x64xf32>
+    nn.yield %r : tensor<4x64xf32>
+  }
+  %2 = nn.layer "l2"(%1) : (tensor<4x64xf32>) -> tensor<4x10xf32> {
+  ^bb0(%a: tensor<4x64xf32>):
+    %w = nn.param @w2 : tensor<10x64xf32>
+    %h = nn.linear %a, %w {transpose_weight = true} : (tensor<4x64xf32>, tensor<10x64xf32>) -> tensor<4x10xf32>
+    nn.yield %h : tensor<4x10xf32>
+  }
+  %loss = nn.cross_entropy %2, %labels : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
