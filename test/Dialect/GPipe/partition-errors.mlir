@@ -1,15 +1,9 @@
 // RUN: gpipe-opt %s --gpipe-partition="stages=0" -verify-diagnostics
-// RUN: not gpipe-opt %s --gpipe-partition="stages=2 microbatches=0" 2>&1 | FileCheck %s --check-prefix=MB
-// RUN: not gpipe-opt %s --gpipe-partition="stages=2 schedule=zigzag" 2>&1 | FileCheck %s --check-prefix=SCHED
-// RUN: not gpipe-opt %s --gpipe-partition="stages=2 memory-budget=1KiB" 2>&1 | FileCheck %s --check-prefix=BUDGET
 // RUN: not gpipe-opt %s --gpipe-partition="stages=2 balance=1,1,1" 2>&1 | FileCheck %s --check-prefix=BALANCE
 
-// The option errors, each located at the network function.
+// Option errors, each located at the network function (more in
+// partition-*.mlir, one file per error).
 
-// MB: error: expected at least 1 micro-batch, got 0
-// SCHED: error: unknown schedule 'zigzag' (expected gpipe or 1f1b)
-// BUDGET: error: layer {{[0-9]+}} needs {{.*}} but the memory budget is 1.0 KiB
-// BUDGET: note: the smallest budget that fits is
 // BALANCE: error: balance lists 3 stages but stages=2
 
 nn.parameter @w0 : tensor<64x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
