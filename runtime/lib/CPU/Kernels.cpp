@@ -1115,6 +1115,46 @@ gpipe_rt_cpu_linear_f32(const float *input, const int64_t *inputShape,
 // Normalization
 //===----------------------------------------------------------------------===//
 
+/// Softmax-style kernels: `s` as outer x n x inner around `axis` (a scalar
+/// is one element along axis 0).
+static gpipe_rt_status splitAtAxis(const char *kernel, const Shape &s,
+                                   int64_t axis, int64_t &outer, int64_t &n,
+                                   int64_t &inner) {
+  if (axis < 0 || axis >= std::max<int64_t>(s.rank, 1) ||
+      (s.rank == 0 && axis != 0))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for " << s;
+  outer = 1;
+  inner = 1;
+  n = s.rank ? s.dims[axis] : 1;
+  for (int32_t d = 0; d < axis; ++d)
+    outer *= s.dims[d];
+  for (int32_t d = int32_t(axis) + 1; d < s.rank; ++d)
+    inner *= s.dims[d];
+  return GPIPE_RT_SUCCESS;
+}
+
+/// Layer-norm kernels: `rows` independent rows of the `n` elements of dims
+/// [axis, rank).
+static gpipe_rt_status splitNormalized(const char *kernel, const Shape &s,
+                                       int64_t axis, float epsilon,
+                                       int64_t &rows, int64_t &n) {
+  if (axis < 0 || axis > s.rank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for " << s;
+  if (!(epsilon >= 0.0f))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "epsilon must be non-negative, got " << epsilon;
+  rows = 1;
+  n = 1;
+  for (int32_t d = 0; d < axis; ++d)
+    rows *= s.dims[d];
+  for (int32_t d = int32_t(axis); d < s.rank; ++d)
+    n *= s.dims[d];
+  return GPIPE_RT_SUCCESS;
+}
+
+
 extern "C" gpipe_rt_status gpipe_rt_cpu_softmax_f32(const float *in,
                                                     const int64_t *shape,
                                                     int32_t rank, int64_t axis,
@@ -1122,19 +1162,12 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_softmax_f32(const float *in,
   const char *kernel = "softmax";
   Shape s;
   GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
-  if (axis < 0 || axis >= std::max<int64_t>(s.rank, 1) ||
-      (s.rank == 0 && axis != 0))
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "axis " << axis << " is out of range for " << s;
+  int64_t outer = 0, n = 0, inner = 0;
+  GPIPE_RT_TRY(splitAtAxis(kernel, s, axis, outer, n, inner));
   if (s.numElements == 0)
     return GPIPE_RT_SUCCESS;
   GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
   GPIPE_RT_TRY(checkPointer(kernel, "result", out, s.numElements));
-  int64_t outer = 1, inner = 1, n = s.rank ? s.dims[axis] : 1;
-  for (int32_t d = 0; d < axis; ++d)
-    outer *= s.dims[d];
-  for (int32_t d = int32_t(axis) + 1; d < s.rank; ++d)
-    inner *= s.dims[d];
 
   if (inner == 1) {
     for (int64_t o = 0; o < outer; ++o) {
@@ -1187,17 +1220,8 @@ gpipe_rt_cpu_layer_norm_f32(const float *in, const int64_t *shape, int32_t rank,
   const char *kernel = "layer_norm";
   Shape s;
   GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
-  if (axis < 0 || axis > s.rank)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "axis " << axis << " is out of range for " << s;
-  if (!(epsilon >= 0.0f))
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "epsilon must be non-negative, got " << epsilon;
-  int64_t rows = 1, n = 1;
-  for (int32_t d = 0; d < axis; ++d)
-    rows *= s.dims[d];
-  for (int32_t d = int32_t(axis); d < s.rank; ++d)
-    n *= s.dims[d];
+  int64_t rows = 0, n = 0;
+  GPIPE_RT_TRY(splitNormalized(kernel, s, axis, epsilon, rows, n));
   if (s.numElements == 0) {
     // Rows of zero elements have no mean; leave everything untouched.
     return GPIPE_RT_SUCCESS;
@@ -1750,20 +1774,13 @@ gpipe_rt_cpu_softmax_grad_f32(const float *output, const float *grad,
   const char *kernel = "softmax_grad";
   Shape s;
   GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
-  if (axis < 0 || axis >= std::max<int64_t>(s.rank, 1) ||
-      (s.rank == 0 && axis != 0))
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "axis " << axis << " is out of range for " << s;
+  int64_t outer = 0, n = 0, inner = 0;
+  GPIPE_RT_TRY(splitAtAxis(kernel, s, axis, outer, n, inner));
   if (s.numElements == 0)
     return GPIPE_RT_SUCCESS;
   GPIPE_RT_TRY(checkPointer(kernel, "output", output, s.numElements));
   GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, s.numElements));
   GPIPE_RT_TRY(checkPointer(kernel, "result", out, s.numElements));
-  int64_t outer = 1, inner = 1, n = s.rank ? s.dims[axis] : 1;
-  for (int32_t d = 0; d < axis; ++d)
-    outer *= s.dims[d];
-  for (int32_t d = int32_t(axis) + 1; d < s.rank; ++d)
-    inner *= s.dims[d];
   std::vector<double> sums(static_cast<size_t>(inner));
   for (int64_t o = 0; o < outer; ++o) {
     const float *y = output + o * n * inner;
@@ -1789,17 +1806,8 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_layer_norm_grad_f32(
   const char *kernel = "layer_norm_grad";
   Shape s;
   GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
-  if (axis < 0 || axis > s.rank)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "axis " << axis << " is out of range for " << s;
-  if (!(epsilon >= 0.0f))
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "epsilon must be non-negative, got " << epsilon;
-  int64_t rows = 1, n = 1;
-  for (int32_t d = 0; d < axis; ++d)
-    rows *= s.dims[d];
-  for (int32_t d = int32_t(axis); d < s.rank; ++d)
-    n *= s.dims[d];
+  int64_t rows = 0, n = 0;
+  GPIPE_RT_TRY(splitNormalized(kernel, s, axis, epsilon, rows, n));
   if (n == 0)
     return GPIPE_RT_SUCCESS;
   GPIPE_RT_TRY(checkPointer(kernel, "scale", scale, n));
