@@ -1949,6 +1949,24 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_sgd_update_f32(float *param,
   return GPIPE_RT_SUCCESS;
 }
 
+extern "C" gpipe_rt_status gpipe_rt_cpu_accumulate_f32(float *acc,
+                                                      const float *grad,
+                                                      int64_t count,
+                                                      int32_t first) {
+  const char *kernel = "accumulate";
+  GPIPE_RT_TRY(checkCount(kernel, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "acc", acc, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, count));
+  if (first) {
+    if (acc != grad)
+      std::memcpy(acc, grad, size_t(count) * sizeof(float));
+    return GPIPE_RT_SUCCESS;
+  }
+  for (int64_t i = 0; i < count; ++i)
+    acc[i] = acc[i] + grad[i];
+  return GPIPE_RT_SUCCESS;
+}
+
 //===----------------------------------------------------------------------===//
 // Parameter initialization
 //===----------------------------------------------------------------------===//

@@ -19,7 +19,7 @@
 // CHECK:      pipeline @train: 2 stages on 2 ranks, 2 micro-batches, schedule gpipe, remat stage
 // CHECK-NEXT: stage  rank  layers  forward  backward  parameters   rank peak memory
 // CHECK-NEXT:     0     0       0  2 ms     4 ms      128 (512 B)  2.2 KiB
-// CHECK-NEXT:     1     1       0  1 ms     2 ms      32 (128 B)   900 B
+// CHECK-NEXT:     1     1       0  1 ms     2 ms      32 (128 B)   960 B
 // CHECK-NEXT: layers of stage 0: (none)
 // CHECK-NEXT: layers of stage 1: (none)
 // CHECK-NEXT: schedule gpipe: step time 15 ms predicted, busy rank 0 80.0%, rank 1 40.0%
@@ -27,7 +27,7 @@
 // CHECK-NEXT: micro-batches of activations kept per stage: 2, 2 (of M = 2)
 // CHECK-NEXT: memory per rank (optimizer sgd, 64-byte aligned buffers):
 // CHECK-NEXT:   rank 0: peak 2.2 KiB (2304 B) at 0B0, arena 2.2 KiB (2304 B) +0.0%; params 512 B, grads 512 B, optimizer 0 B, kept activations 512 B, scratch 640 B, send/recv 128 B
-// CHECK-NEXT:   rank 1: peak 900 B at 1B0, arena 1.0 KiB (1024 B) +13.8%; params 128 B, grads 128 B, optimizer 0 B, kept activations 320 B, scratch 196 B, send/recv 128 B
+// CHECK-NEXT:   rank 1: peak 960 B at 1B0, arena 1.0 KiB (1024 B) +6.7%; params 128 B, grads 128 B, optimizer 0 B, kept activations 320 B, scratch 256 B, send/recv 128 B
 
 // 1F1B: rank 1 runs F0 B0 F1 B1 and keeps one micro-batch; it receives
 // micro-batch 1 before B0, a receive buffer at its peak. Adam adds two
@@ -36,7 +36,7 @@
 // ONEF:      micro-batches of activations kept per stage: 2, 1 (of M = 2)
 // ONEF-NEXT: memory per rank (optimizer adam, 64-byte aligned buffers):
 // ONEF-NEXT:   rank 0: peak 3.2 KiB (3328 B) at 0B0, {{.*}} optimizer 1.0 KiB, kept activations 512 B,
-// ONEF-NEXT:   rank 1: peak 1.1 KiB (1124 B) at 1B0, {{.*}} optimizer 256 B, kept activations 160 B, scratch 196 B, send/recv 256 B
+// ONEF-NEXT:   rank 1: peak 1.2 KiB (1184 B) at 1B0, {{.*}} optimizer 256 B, kept activations 160 B, scratch 256 B, send/recv 256 B
 
 // Identical stages: the prediction is the closed form.
 // UNIFORM: bubble: 33.3% predicted, 33.3% closed form (K-1)/(M+K-1) = 1/3

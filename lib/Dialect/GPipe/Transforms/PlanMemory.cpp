@@ -15,6 +15,7 @@
 #include "gpipe/Analysis/Partition.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+#include "gpipe/Dialect/GPipe/Transforms/StageBuffers.h"
 #include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
 #include "gpipe/Dialect/GPipe/Utils/ScheduleConversion.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
@@ -39,137 +40,7 @@ using namespace mlir::gpipe;
 // Sizes from the IR
 //===----------------------------------------------------------------------===//
 
-/// Bytes of a value in memory: statically shaped tensors of integers (i1 as
-/// one byte) and floats; 0 for anything else.
-static int64_t getValueBytes(Type type) {
-  auto shaped = dyn_cast<ShapedType>(type);
-  if (!shaped || !shaped.hasStaticShape() ||
-      !shaped.getElementType().isIntOrFloat())
-    return 0;
-  return nn::tensorBytes(shaped);
-}
-
 namespace {
-
-/// Liveness over one function body in execution order. Every op is a program
-/// point; an `nn.layer` runs its body in place: its block arguments are its
-/// operands and its results are the values its `nn.yield` returns (the same
-/// buffers). A value is live from the point that defines it to its last use
-/// (itself if unused). `nn.param` results are views of the persistent
-/// parameters and constants are read-only data: both take no arena bytes;
-/// the function's arguments live in the caller's buffers and are not values
-/// here.
-class FunctionLiveness {
-public:
-  explicit FunctionLiveness(func::FuncOp func) : func(func) {
-    if (func.isExternal())
-      return;
-    Block &entry = func.getBody().front();
-    for (BlockArgument arg : entry.getArguments())
-      arguments.push_back(arg);
-    visit(entry);
-  }
-
-  /// The peak of live bytes over the body, leaving out the values
-  /// `excluded` returns true for.
-  int64_t getPeak(llvm::function_ref<bool(Value)> excluded) const {
-    std::vector<LiveRange> live;
-    for (Value v : order)
-      if (!excluded(v))
-        live.push_back(ranges.lookup(v));
-    return getPeakLiveBytes(live);
-  }
-
-  /// The sum of the bytes of every value the body defines, leaving out the
-  /// values `excluded` returns true for.
-  int64_t getTotal(llvm::function_ref<bool(Value)> excluded) const {
-    int64_t total = 0;
-    for (Value v : order)
-      if (!excluded(v))
-        total += ranges.lookup(v).bytes;
-    return total;
-  }
-
-  /// The defined value `v` stands for (through layer arguments and results).
-  Value getCanonical(Value v) const {
-    for (auto it = alias.find(v); it != alias.end(); it = alias.find(v))
-      v = it->second;
-    return v;
-  }
-
-  /// The canonical values the function returns, in result order.
-  SmallVector<Value> getReturned() const {
-    SmallVector<Value> values;
-    if (func.isExternal())
-      return values;
-    Operation *terminator = func.getBody().front().getTerminator();
-    for (Value v : terminator->getOperands())
-      values.push_back(getCanonical(v));
-    return values;
-  }
-
-  /// The values that depend (through the body's data flow) on the arguments
-  /// from `firstArgument` on: the gradient values of a backward whose
-  /// output-gradient arguments start there.
-  llvm::DenseSet<Value> getDependents(unsigned firstArgument) const {
-    llvm::DenseSet<Value> dependents;
-    for (unsigned i = firstArgument; i < arguments.size(); ++i)
-      dependents.insert(arguments[i]);
-    for (Operation *op : ops) {
-      bool depends = llvm::any_of(op->getOperands(), [&](Value operand) {
-        return dependents.contains(getCanonical(operand));
-      });
-      if (depends)
-        for (Value result : op->getResults())
-          dependents.insert(getCanonical(result));
-    }
-    return dependents;
-  }
-
-private:
-  void visit(Block &block) {
-    for (Operation &op : block) {
-      if (auto layer = dyn_cast<nn::LayerOp>(op)) {
-        Block &body = layer.getBodyBlock();
-        for (auto [arg, operand] :
-             llvm::zip(body.getArguments(), layer.getInputs()))
-          alias[arg] = operand;
-        visit(body);
-        Operation *yield = body.getTerminator();
-        for (auto [result, yielded] :
-             llvm::zip(layer.getResults(), yield->getOperands()))
-          alias[result] = yielded;
-        continue;
-      }
-      for (Region &region : op.getRegions())
-        for (Block &inner : region)
-          visit(inner);
-      int point = numPoints++;
-      ops.push_back(&op);
-      for (Value operand : op.getOperands()) {
-        auto it = ranges.find(getCanonical(operand));
-        if (it != ranges.end())
-          it->second.lastUse = std::max(it->second.lastUse, point);
-      }
-      bool free = isa<nn::ParamOp>(op) || op.hasTrait<OpTrait::ConstantLike>();
-      for (Value result : op.getResults()) {
-        int64_t bytes = free ? 0 : getValueBytes(result.getType());
-        ranges[result] = LiveRange{bytes, point, point};
-        order.push_back(result);
-      }
-    }
-  }
-
-  mutable func::FuncOp func;
-  SmallVector<BlockArgument> arguments;
-  llvm::DenseMap<Value, Value> alias;
-  llvm::DenseMap<Value, LiveRange> ranges;
-  /// Defined values in definition order (deterministic iteration).
-  SmallVector<Value> order;
-  /// Ops that are program points, in order.
-  SmallVector<Operation *> ops;
-  int numPoints = 0;
-};
 
 /// A stage's sizes and the facts behind them, for the plan and the summary.
 struct StageSizes {
@@ -192,42 +63,22 @@ static int64_t getParameterBytes(func::FuncOp func, ModuleOp module) {
   return bytes;
 }
 
-/// The working set of a backward-like function `func` of stage `index` (of
+/// The working set of a backward function `func` of stage `index` (of
 /// `numStages`) that takes `numForwardArgs` arguments (the forward's, then the
-/// values it saves) before the seeds.
+/// values it saves) before the seeds: its scratch region.
 static int64_t getBackwardScratch(func::FuncOp func, int64_t index,
                                   int64_t numStages, unsigned numForwardArgs,
-                                  bool keepsForwardValues,
-                                  bool returnsInputGrad) {
+                                  int64_t alignment) {
   FunctionLiveness liveness(func);
-  // Stages after the first return their input gradient first: it is written
-  // into the buffer sent upstream (or handed to the previous stage).
-  Value inputGrad;
-  SmallVector<Value> returned = liveness.getReturned();
-  if (returnsInputGrad && index > 0 && !returned.empty())
-    inputGrad = returned.front();
-  // remat=none: values that do not depend on the output gradient are the
-  // forward's, kept from the forward instead of recomputed.
-  llvm::DenseSet<Value> gradients;
-  if (keepsForwardValues)
-    gradients = liveness.getDependents(numForwardArgs);
-  int64_t scratch = liveness.getPeak([&](Value v) {
-    return v == inputGrad || (keepsForwardValues && !gradients.contains(v));
-  });
-  // The last stage has no output-gradient buffer: the loss seed lives in its
-  // backward's working set.
-  if (index + 1 == numStages) {
-    FunctionType type = func.getFunctionType();
-    for (unsigned i = numForwardArgs; i < type.getNumInputs(); ++i)
-      scratch += getValueBytes(type.getInput(i));
-  }
-  return scratch;
+  return planStageFunction(func, liveness, StageFunctionKind::Backward, index,
+                           numStages, numForwardArgs, alignment)
+      .scratchBytes;
 }
 
 /// The sizes of `stage` (position `index` of `numStages`).
 static FailureOr<StageSizes> getStageSizes(StageOp stage, int64_t index,
                                            int64_t numStages, Remat remat,
-                                           ModuleOp module,
+                                           int64_t alignment, ModuleOp module,
                                            SymbolTableCollection &symbols) {
   StageSizes sizes;
   StageMemory &m = sizes.memory;
@@ -263,10 +114,10 @@ static FailureOr<StageSizes> getStageSizes(StageOp stage, int64_t index,
   // Forward: the output goes into its own buffer except on the last stage.
   FunctionLiveness forwardLiveness(forward);
   SmallVector<Value> forwardReturned = forwardLiveness.getReturned();
-  Value output =
-      !last && !forwardReturned.empty() ? forwardReturned.front() : Value();
   m.forwardScratch =
-      forwardLiveness.getPeak([&](Value v) { return v == output; });
+      planStageFunction(forward, forwardLiveness, StageFunctionKind::Forward,
+                        index, numStages, /*numForwardArgs=*/0, alignment)
+          .scratchBytes;
   bool keep = remat == Remat::None;
   // A forward built for remat none returns the values its backward reads
   // (its last nn.saved_count results): exactly those are kept. Without the
@@ -287,16 +138,16 @@ static FailureOr<StageSizes> getStageSizes(StageOp stage, int64_t index,
   // arguments; its seeds follow them.
   unsigned numForwardArgs = forwardType.getNumInputs() + numSaved;
   m.backwardScratch = getBackwardScratch(backward, index, numStages,
-                                         numForwardArgs, keep, true);
+                                         numForwardArgs, alignment);
   if (func::FuncOp input = lookup(stage.getBackwardInputAttr())) {
-    m.backwardInputScratch =
-        getBackwardScratch(input, index, numStages, numForwardArgs, keep, true);
+    m.backwardInputScratch = getBackwardScratch(input, index, numStages,
+                                                numForwardArgs, alignment);
     if (input.isExternal())
       sizes.declarations.push_back(input.getSymName());
   }
   if (func::FuncOp weight = lookup(stage.getBackwardWeightAttr())) {
     m.backwardWeightScratch = getBackwardScratch(weight, index, numStages,
-                                                 numForwardArgs, keep, false);
+                                                 numForwardArgs, alignment);
     if (weight.isExternal())
       sizes.declarations.push_back(weight.getSymName());
   }
@@ -375,10 +226,10 @@ struct GPipePlanMemoryPass
 
 } // namespace
 
-LogicalResult
-GPipePlanMemoryPass::planPipeline(PipelineOp op, OptimizerKind optimizer,
-                                  std::optional<int64_t> budget,
-                                  SymbolTableCollection &symbols) {
+FailureOr<PipelineMemoryPlan>
+mlir::gpipe::planPipelineMemory(PipelineOp op, OptimizerKind optimizer,
+                                int64_t alignment,
+                                SymbolTableCollection &symbols) {
   if (!op.isScheduled())
     return emitPipelineError(op) << "has no programs to plan; run "
                                     "gpipe-schedule or gpipe-import-schedule "
@@ -388,19 +239,21 @@ GPipePlanMemoryPass::planPipeline(PipelineOp op, OptimizerKind optimizer,
   FailureOr<PipelineSchedule> converted = toSchedule(op, &symbols);
   if (failed(converted))
     return failure();
-  const Schedule &schedule = converted->schedule;
+  PipelineMemoryPlan result;
+  result.schedule = std::move(*converted);
+  const Schedule &schedule = result.schedule.schedule;
 
-  ModuleOp module = getOperation();
-  MemoryPlanInput input;
+  ModuleOp module = op->getParentOfType<ModuleOp>();
+  MemoryPlanInput &input = result.input;
   input.optimizer = optimizer;
-  input.alignment = static_cast<int64_t>(alignment);
+  input.alignment = alignment;
   input.remat =
       op.getRemat() == Remat::None ? RematPolicy::None : RematPolicy::Stage;
-  int64_t numStages = converted->stages.size();
-  for (auto [index, stage] : llvm::enumerate(converted->stages)) {
+  int64_t numStages = result.schedule.stages.size();
+  for (auto [index, stage] : llvm::enumerate(result.schedule.stages)) {
     FailureOr<StageSizes> sizes =
         getStageSizes(stage, static_cast<int64_t>(index), numStages,
-                      op.getRemat(), module, symbols);
+                      op.getRemat(), alignment, module, symbols);
     if (failed(sizes))
       return failure();
     if (!sizes->declarations.empty()) {
@@ -415,9 +268,24 @@ GPipePlanMemoryPass::planPipeline(PipelineOp op, OptimizerKind optimizer,
     input.stages.push_back(sizes->memory);
   }
 
-  MemoryPlan plan = planMemory(schedule, input);
-  if (!plan.ok())
-    return emitPipelineError(op) << "cannot plan its memory: " << plan.error;
+  result.plan = planMemory(schedule, input);
+  if (!result.plan.ok())
+    return emitPipelineError(op)
+           << "cannot plan its memory: " << result.plan.error;
+  return result;
+}
+
+LogicalResult
+GPipePlanMemoryPass::planPipeline(PipelineOp op, OptimizerKind optimizer,
+                                  std::optional<int64_t> budget,
+                                  SymbolTableCollection &symbols) {
+  FailureOr<PipelineMemoryPlan> planned =
+      planPipelineMemory(op, optimizer, alignment, symbols);
+  if (failed(planned))
+    return failure();
+  const Schedule &schedule = planned->schedule.schedule;
+  const MemoryPlanInput &input = planned->input;
+  const MemoryPlan &plan = planned->plan;
 
   Builder b(op.getContext());
   int64_t maxPeak = 0, maxArena = 0;

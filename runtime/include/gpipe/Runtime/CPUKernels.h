@@ -305,6 +305,13 @@ gpipe_rt_status gpipe_rt_cpu_cross_entropy_grad_f32(
 gpipe_rt_status gpipe_rt_cpu_sgd_update_f32(float *param, const float *grad,
                                             int64_t count, float lr);
 
+/// Gradient accumulation over micro-batches: acc = grad when `first` is
+/// nonzero (a copy, so the sum starts from the first micro-batch's bits),
+/// else acc[i] = acc[i] + grad[i] in f32. Accumulating micro-batches
+/// 0, 1, ..., M-1 in that order gives the same bits for every partition.
+gpipe_rt_status gpipe_rt_cpu_accumulate_f32(float *acc, const float *grad,
+                                            int64_t count, int32_t first);
+
 //===----------------------------------------------------------------------===//
 // Parameter initialization
 //===----------------------------------------------------------------------===//

@@ -9,7 +9,9 @@
 #ifndef GPIPE_DIALECT_GPIPE_TRANSFORMS_TRANSFORMS_H
 #define GPIPE_DIALECT_GPIPE_TRANSFORMS_TRANSFORMS_H
 
+#include "gpipe/Analysis/MemoryPlan.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/Dialect/GPipe/Utils/ScheduleConversion.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringRef.h"
@@ -38,6 +40,22 @@ enum class CommunicationMode { Auto, Keep, Insert };
 LogicalResult importSchedule(PipelineOp pipeline, StringRef text,
                              StringRef fileName, CommunicationMode mode,
                              SymbolTableCollection *symbolTable = nullptr);
+
+/// A scheduled pipeline's memory plan with what it was computed from.
+struct PipelineMemoryPlan {
+  PipelineSchedule schedule;
+  /// The stages' sizes, from their declarations and functions.
+  MemoryPlanInput input;
+  /// Every buffer of every rank at its arena offset.
+  MemoryPlan plan;
+};
+
+/// Plans the memory of scheduled `pipeline` (verifying its schedule first):
+/// what `gpipe-plan-memory` records and the code generator lays out. Errors
+/// at the pipeline or the offending action.
+FailureOr<PipelineMemoryPlan>
+planPipelineMemory(PipelineOp pipeline, OptimizerKind optimizer,
+                   int64_t alignment, SymbolTableCollection &symbols);
 
 /// The pipeline named `name` in `module`, or its only pipeline when `name`
 /// is empty; an error at the module otherwise.

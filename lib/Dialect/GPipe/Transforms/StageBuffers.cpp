@@ -1,0 +1,158 @@
+//===- StageBuffers.cpp - Where a stage function's values live --*- C++ -*-===//
+//
+// Liveness over stage-function bodies and the interval allocation of their
+// scratch values; see StageBuffers.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Dialect/GPipe/Transforms/StageBuffers.h"
+#include "gpipe/Dialect/NN/IR/NNOps.h"
+#include "gpipe/Dialect/NN/IR/NNShapes.h"
+
+using namespace mlir;
+using namespace mlir::gpipe;
+
+int64_t mlir::gpipe::getValueBytes(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape() ||
+      !shaped.getElementType().isIntOrFloat())
+    return 0;
+  return nn::tensorBytes(shaped);
+}
+
+static int64_t alignTo(int64_t bytes, int64_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
+FunctionLiveness::FunctionLiveness(func::FuncOp func) : func(func) {
+  if (!func.isExternal())
+    visit(func.getBody().front());
+}
+
+bool FunctionLiveness::isScratchValue(Value v) const {
+  auto it = ranges.find(v);
+  return it != ranges.end() && it->second.bytes > 0;
+}
+
+int64_t
+FunctionLiveness::getPeak(llvm::function_ref<bool(Value)> excluded) const {
+  std::vector<LiveRange> live;
+  for (Value v : order)
+    if (!excluded(v))
+      live.push_back(ranges.lookup(v));
+  return getPeakLiveBytes(live);
+}
+
+int64_t
+FunctionLiveness::getTotal(llvm::function_ref<bool(Value)> excluded) const {
+  int64_t total = 0;
+  for (Value v : order)
+    if (!excluded(v))
+      total += ranges.lookup(v).bytes;
+  return total;
+}
+
+Value FunctionLiveness::getCanonical(Value v) const {
+  for (auto it = alias.find(v); it != alias.end(); it = alias.find(v))
+    v = it->second;
+  return v;
+}
+
+SmallVector<Value> FunctionLiveness::getReturned() const {
+  SmallVector<Value> values;
+  if (func.isExternal())
+    return values;
+  Operation *terminator = func.getBody().front().getTerminator();
+  for (Value v : terminator->getOperands())
+    values.push_back(getCanonical(v));
+  return values;
+}
+
+void FunctionLiveness::visit(Block &block) {
+  for (Operation &op : block) {
+    if (auto layer = dyn_cast<nn::LayerOp>(op)) {
+      Block &body = layer.getBodyBlock();
+      for (auto [arg, operand] :
+           llvm::zip(body.getArguments(), layer.getInputs()))
+        alias[arg] = operand;
+      visit(body);
+      Operation *yield = body.getTerminator();
+      for (auto [result, yielded] :
+           llvm::zip(layer.getResults(), yield->getOperands()))
+        alias[result] = yielded;
+      continue;
+    }
+    for (Region &region : op.getRegions())
+      for (Block &inner : region)
+        visit(inner);
+    int point = numPoints++;
+    ops.push_back(&op);
+    for (Value operand : op.getOperands()) {
+      auto it = ranges.find(getCanonical(operand));
+      if (it != ranges.end())
+        it->second.lastUse = std::max(it->second.lastUse, point);
+    }
+    // Reshapes are views: their result is their input.
+    if (isa<nn::ReshapeOp, nn::UnsqueezeOp>(op)) {
+      alias[op.getResult(0)] = op.getOperand(0);
+      continue;
+    }
+    bool free = isa<nn::ParamOp>(op) || op.hasTrait<OpTrait::ConstantLike>();
+    for (Value result : op.getResults()) {
+      int64_t bytes = free ? 0 : getValueBytes(result.getType());
+      ranges[result] = LiveRange{bytes, point, point};
+      order.push_back(result);
+    }
+  }
+}
+
+StageFunctionBuffers mlir::gpipe::planStageFunction(
+    func::FuncOp func, const FunctionLiveness &liveness, StageFunctionKind kind,
+    int64_t index, int64_t numStages, unsigned numForwardArgs,
+    int64_t alignment) {
+  StageFunctionBuffers plan;
+  bool last = index + 1 == numStages;
+  SmallVector<Value> returned = liveness.getReturned();
+  if (!returned.empty()) {
+    if (kind == StageFunctionKind::Forward && !last)
+      plan.routed = returned.front();
+    if (kind == StageFunctionKind::Backward) {
+      auto inputGrads = func->getAttrOfType<DenseI64ArrayAttr>("nn.input_grads");
+      bool returnsInputGrad =
+          inputGrads ? !inputGrads.empty() : index > 0;
+      if (returnsInputGrad)
+        plan.routed = returned.front();
+    }
+  }
+  if (plan.routed && !liveness.isScratchValue(plan.routed))
+    plan.routed = Value();
+
+  std::vector<PlannedBuffer> buffers;
+  SmallVector<Value> placed;
+  for (Value v : liveness.getValues()) {
+    if (v == plan.routed || !liveness.isScratchValue(v))
+      continue;
+    LiveRange range = liveness.getRange(v);
+    PlannedBuffer buffer;
+    buffer.kind = BufferKind::Scratch;
+    buffer.bytes = range.bytes;
+    buffer.firstAction = range.def;
+    buffer.lastAction = range.lastUse;
+    buffer.keptFromAction = range.def;
+    buffers.push_back(buffer);
+    placed.push_back(v);
+  }
+  int64_t top = allocateArena(buffers, alignment);
+  for (auto [v, buffer] : llvm::zip(placed, buffers))
+    plan.offsets[v] = buffer.offset;
+
+  if (kind == StageFunctionKind::Backward && last && !func.isExternal()) {
+    FunctionType type = func.getFunctionType();
+    for (unsigned i = numForwardArgs; i < type.getNumInputs(); ++i) {
+      plan.seedOffsets.push_back(top);
+      top += alignTo(getValueBytes(type.getInput(i)), alignment);
+    }
+  }
+  plan.scratchBytes = top;
+  return plan;
+}
