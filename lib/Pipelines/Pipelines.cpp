@@ -18,7 +18,8 @@
 using namespace mlir;
 
 void mlir::gpipe::buildGPipePipeline(OpPassManager &pm,
-                                     const GPipePipelineOptions &options) {
+                                     const GPipePipelineOptions &options,
+                                     bool partitionOnly) {
   pm.addPass(createCanonicalizerPass());
 
   nn::NNFormLayersPassOptions layers;
@@ -42,6 +43,8 @@ void mlir::gpipe::buildGPipePipeline(OpPassManager &pm,
   partition.memoryBudget = options.memoryBudget;
   partition.profile = options.profile;
   pm.addPass(createGPipePartitionPass(partition));
+  if (partitionOnly)
+    return;
 
   pm.addPass(createGPipeSchedulePass());
   pm.addPass(createGPipeVerifySchedulePass());
@@ -56,5 +59,7 @@ void mlir::gpipe::registerGPipePipelines() {
   PassPipelineRegistration<GPipePipelineOptions>(
       "gpipe-pipeline",
       "Compile an nn network into a verified, scheduled GPipe pipeline",
-      buildGPipePipeline);
+      [](OpPassManager &pm, const GPipePipelineOptions &options) {
+        buildGPipePipeline(pm, options);
+      });
 }

@@ -10,9 +10,9 @@
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "gpipe/Dialect/NN/Transforms/Passes.h"
 #include "gpipe/Dialect/NN/Transforms/Transforms.h"
-#include "gpipe/Frontend/ONNXImporter.h"
-#include "gpipe/Frontend/Presets.h"
 #include "gpipe/InitAllDialects.h"
+
+#include "../common/ModelOptions.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/AsmState.h"
@@ -30,14 +30,9 @@ namespace cl = llvm::cl;
 
 static cl::OptionCategory category("gpipe-import options");
 
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
-                                      cl::init(""), cl::cat(category));
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("file"), cl::init("-"),
                                        cl::cat(category));
-static cl::opt<std::string>
-    preset("preset", cl::desc("Build a built-in model instead (mlp, gpt)"),
-           cl::init(""), cl::cat(category));
 static cl::opt<bool> raw("raw",
                          cl::desc("Print the import as is: no fusion, no layers"),
                          cl::cat(category));
@@ -52,69 +47,13 @@ static cl::opt<bool> emitBytecode("emit-bytecode",
                                   cl::desc("Write MLIR bytecode (compact "
                                            "parameter values)"),
                                   cl::cat(category));
-static cl::list<std::string>
-    dims("dim", cl::desc("Size of a symbolic ONNX input dim, NAME=SIZE"),
-         cl::value_desc("NAME=SIZE"), cl::cat(category));
-
-static cl::OptionCategory presetCategory("preset options");
-static mlir::gpipe::PresetOptions presetDefaults;
-#define PRESET_OPT(VAR, FLAG, DESC)                                            \
-  static cl::opt<int64_t> VAR(FLAG, cl::desc(DESC),                            \
-                              cl::init(presetDefaults.VAR),                    \
-                              cl::cat(presetCategory));
-PRESET_OPT(depth, "depth", "Hidden layers (mlp) or transformer blocks (gpt)")
-PRESET_OPT(width, "width", "Hidden features (mlp) or model dim (gpt)")
-PRESET_OPT(heads, "heads", "Attention heads (gpt)")
-PRESET_OPT(seqLen, "seq-len", "Tokens per sample (gpt)")
-PRESET_OPT(batch, "batch", "Samples per mini-batch")
-PRESET_OPT(vocab, "vocab", "Vocabulary size (gpt)")
-PRESET_OPT(inFeatures, "in-features", "Input features (mlp)")
-PRESET_OPT(classes, "classes", "Output classes (mlp)")
-#undef PRESET_OPT
-
-static OwningOpRef<ModuleOp> loadModel(MLIRContext &context) {
-  if (!preset.empty()) {
-    if (!inputFile.empty()) {
-      emitError(UnknownLoc::get(&context))
-          << "give either a model file or --preset, not both";
-      return nullptr;
-    }
-    gpipe::PresetOptions options;
-    options.depth = depth;
-    options.width = width;
-    options.heads = heads;
-    options.seqLen = seqLen;
-    options.batch = batch;
-    options.vocab = vocab;
-    options.inFeatures = inFeatures;
-    options.classes = classes;
-    return gpipe::buildPreset(&context, preset, options);
-  }
-  if (inputFile.empty()) {
-    emitError(UnknownLoc::get(&context))
-        << "no model: give an .onnx file or --preset mlp|gpt";
-    return nullptr;
-  }
-  gpipe::ONNXImportOptions options;
-  for (const std::string &d : dims) {
-    auto [name, size] = StringRef(d).split('=');
-    int64_t value;
-    if (name.empty() || size.getAsInteger(10, value) || value <= 0) {
-      emitError(UnknownLoc::get(&context))
-          << "--dim expects NAME=SIZE with a positive size, got '" << d << "'";
-      return nullptr;
-    }
-    options.dimSizes[name] = value;
-  }
-  return gpipe::importONNXFile(&context, inputFile, options);
-}
-
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
-  cl::HideUnrelatedOptions({&category, &presetCategory});
+  cl::HideUnrelatedOptions({&category, &gpipe_tools::getModelCategory(),
+                            &gpipe_tools::getPresetCategory()});
   cl::ParseCommandLineOptions(argc, argv,
                               "gpipe-import: ONNX model or preset -> nn IR\n");
 
@@ -137,7 +76,7 @@ int main(int argc, char **argv) {
     return success();
   });
 
-  OwningOpRef<ModuleOp> module = loadModel(context);
+  OwningOpRef<ModuleOp> module = gpipe_tools::loadModel(context, sourceMgr);
   if (!module)
     return 1;
 

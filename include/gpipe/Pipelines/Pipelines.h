@@ -52,7 +52,10 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
 /// gpipe.pipeline: canonicalize, nn-form-layers, nn-attach-loss,
 /// nn-microbatch, gpipe-partition, gpipe-schedule, gpipe-verify-schedule,
 /// gpipe-plan-memory.
-void buildGPipePipeline(OpPassManager &pm, const GPipePipelineOptions &options);
+/// With `partitionOnly`, stops after gpipe-partition (an unscheduled
+/// pipeline of stage functions).
+void buildGPipePipeline(OpPassManager &pm, const GPipePipelineOptions &options,
+                        bool partitionOnly = false);
 
 /// Registers `gpipe-pipeline` with the pass registry.
 void registerGPipePipelines();

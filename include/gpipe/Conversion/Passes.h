@@ -1,0 +1,24 @@
+//===- Passes.h - gpipe conversion passes -----------------------*- C++ -*-===//
+//
+// Lowerings out of the nn and gpipe dialects.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_CONVERSION_PASSES_H
+#define GPIPE_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::gpipe {
+
+#define GEN_PASS_DECL
+#include "gpipe/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "gpipe/Conversion/Passes.h.inc"
+
+} // namespace mlir::gpipe
+
+#endif // GPIPE_CONVERSION_PASSES_H

@@ -1,0 +1,59 @@
+//===- Passes.td - gpipe conversion passes -----------------*- tablegen -*-===//
+//
+// Lowerings out of the nn and gpipe dialects.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_CONVERSION_PASSES_TD
+#define GPIPE_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertGPipeToRuntimePass : Pass<"convert-gpipe-to-runtime",
+                                     "::mlir::ModuleOp"> {
+  let summary = "Lower a scheduled, memory-planned pipeline to calls into "
+                "the gpipe runtime (LLVM dialect)";
+  let description = [{
+    Takes the output of `gpipe-pipeline` (a scheduled `gpipe.pipeline` whose
+    programs carry `arena_bytes` from `gpipe-plan-memory`) and replaces the
+    whole module with LLVM-dialect code against the runtime ABI of
+    runtime/include/gpipe/Runtime/Program.h:
+
+    - every stage's forward and backward become internal functions
+      `(rank, mb, scratch, params, grads, first, args..., results...) -> i32`
+      that call one `gpipe_rt_cpu_*` kernel per nn op on buffers at fixed
+      offsets (the stage-function layout of StageBuffers.h: scratch values
+      at their interval-allocated offsets, the forward's output and the
+      backward's input gradient computed in place into the buffers they are
+      sent from, parameters in the rank's parameter buffer, constants as
+      read-only globals); parameter gradients are accumulated into the
+      rank's gradient buffer in micro-batch order (copy on the stage's first
+      backward, add after), so the sums are bitwise the same for every
+      partition;
+    - every rank's `gpipe.program` becomes `gpipe_model_rank_<r>(rank,
+      arena)`: its actions in order, each bracketed by
+      `gpipe_rt_action_begin/end`, with data loads, transfers, loss reports
+      and optimizer steps as runtime calls on the arena offsets of the
+      memory plan (recomputed here and checked against the recorded
+      `arena_bytes`);
+    - `gpipe_model_abi_version`, `gpipe_model_metadata` (JSON: shapes,
+      parameters, per-rank arena layout, actions with transfer tags, kernel
+      call sites) and `gpipe_model_data` (initial parameter values).
+
+    Any nonzero status from a kernel reports the call site through
+    `gpipe_rt_kernel_error` and returns; a failing callback returns at once.
+    Errors (unsupported op or element type, split backwards, a plan that
+    does not match the recorded one) are reported at the op or pipeline.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+  let options = [
+    Option<"pipeline", "pipeline", "std::string", /*default=*/"\"\"",
+           "The pipeline to lower (default: the module's only one)">,
+    Option<"source", "source", "std::string", /*default=*/"\"\"",
+           "What the model was compiled from, for the metadata">,
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Arena alignment the memory plan used">,
+  ];
+}
+
+#endif // GPIPE_CONVERSION_PASSES_TD

@@ -1,0 +1,162 @@
+//===- SharedLibrary.cpp - LLVM dialect to a loadable model -----*- C++ -*-===//
+//
+// LLVM dialect -> LLVM IR -> host object (TargetMachine) -> shared library
+// (the C compiler driver as linker); see SharedLibrary.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Target/SharedLibrary.h"
+
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+
+namespace {
+
+/// The host target machine, PIC, or an error message.
+std::unique_ptr<llvm::TargetMachine> createHostTargetMachine(std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  llvm::TargetOptions options;
+  // The generated code only passes pointers and constants to the runtime:
+  // a generic CPU keeps the library portable across hosts of one
+  // architecture.
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, "generic", "", options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Less));
+}
+
+std::unique_ptr<llvm::Module> translate(ModuleOp module,
+                                        llvm::LLVMContext &context,
+                                        llvm::TargetMachine *machine) {
+  registerBuiltinDialectTranslation(*module.getContext());
+  registerLLVMDialectTranslation(*module.getContext());
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context, "gpipe-model");
+  if (!llvmModule)
+    return nullptr;
+  if (machine) {
+    llvmModule->setTargetTriple(machine->getTargetTriple());
+    llvmModule->setDataLayout(machine->createDataLayout());
+  }
+  return llvmModule;
+}
+
+} // namespace
+
+LogicalResult mlir::gpipe::emitLLVMIR(ModuleOp module, llvm::raw_ostream &os) {
+  std::string error;
+  std::unique_ptr<llvm::TargetMachine> machine = createHostTargetMachine(error);
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translate(module, context, machine.get());
+  if (!llvmModule)
+    return emitError(module.getLoc(), "cannot translate the module to LLVM IR"),
+           failure();
+  llvmModule->print(os, nullptr);
+  return success();
+}
+
+LogicalResult mlir::gpipe::emitObject(ModuleOp module,
+                                      llvm::raw_pwrite_stream &os) {
+  std::string error;
+  std::unique_ptr<llvm::TargetMachine> machine = createHostTargetMachine(error);
+  if (!machine)
+    return emitError(module.getLoc(), "no code generator for this host: ")
+               << error,
+           failure();
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translate(module, context, machine.get());
+  if (!llvmModule)
+    return emitError(module.getLoc(), "cannot translate the module to LLVM IR"),
+           failure();
+  llvm::legacy::PassManager passes;
+  if (machine->addPassesToEmitFile(passes, os, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile))
+    return emitError(module.getLoc(),
+                     "the host target cannot emit object files"),
+           failure();
+  passes.run(*llvmModule);
+  return success();
+}
+
+LogicalResult mlir::gpipe::emitSharedLibrary(ModuleOp module,
+                                             llvm::StringRef outputPath) {
+  // The object goes to a temporary file next to nothing the user owns.
+  llvm::SmallString<128> objectPath;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "gpipe-model", "o", objectPath))
+    return emitError(module.getLoc(), "cannot create a temporary file: ")
+               << ec.message(),
+           failure();
+  auto removeObject = llvm::make_scope_exit(
+      [&] { llvm::sys::fs::remove(objectPath); });
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objectPath, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return emitError(module.getLoc(), "cannot write ")
+                 << objectPath.str().str() << ": " << ec.message(),
+             failure();
+    if (failed(emitObject(module, os)))
+      return failure();
+  }
+
+  std::string driver;
+  if (const char *cc = std::getenv("CC"); cc && *cc) {
+    if (llvm::ErrorOr<std::string> found = llvm::sys::findProgramByName(cc))
+      driver = *found;
+  }
+  for (const char *name : {"cc", "gcc", "clang"}) {
+    if (!driver.empty())
+      break;
+    if (llvm::ErrorOr<std::string> found = llvm::sys::findProgramByName(name))
+      driver = *found;
+  }
+  if (driver.empty())
+    return emitError(module.getLoc(),
+                     "no C compiler driver (cc, gcc or clang) on PATH to "
+                     "link the shared library; install gcc or set CC"),
+           failure();
+
+  // Link to a temporary name, then rename: a failed link leaves any existing
+  // output untouched.
+  std::string temporary = (outputPath + ".tmp").str();
+  std::string message;
+  llvm::SmallVector<llvm::StringRef> args = {
+      driver, "-shared", "-o", temporary, objectPath, "-Wl,-z,noexecstack"};
+  int rc = llvm::sys::ExecuteAndWait(driver, args, std::nullopt, {}, 0, 0,
+                                     &message);
+  if (rc != 0) {
+    llvm::sys::fs::remove(temporary);
+    return emitError(module.getLoc(), "linking ")
+               << outputPath.str() << " with " << driver << " failed"
+               << (message.empty() ? "" : ": ") << message,
+           failure();
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(temporary, outputPath)) {
+    llvm::sys::fs::remove(temporary);
+    return emitError(module.getLoc(), "cannot write ")
+               << outputPath.str() << ": " << ec.message(),
+           failure();
+  }
+  return success();
+}

@@ -1,0 +1,122 @@
+/*===- Program.h - The ABI between compiled models and the runtime -*- C -*-===*\
+|*                                                                            *|
+|* A model compiled by gpipe-compile is a shared library holding one native  *|
+|* function per pipeline rank: the rank's scheduled program for ONE training *|
+|* step, straight-line code that runs the stage functions' kernels           *|
+|* (CPUKernels.h) on buffers at fixed offsets of the rank's arena and calls  *|
+|* back into the runtime for everything that is not compute: action          *|
+|* boundaries (timing, traces, abort checks), transfers between ranks, the   *|
+|* data, the loss and the optimizer. The runtime owns threads, arenas,       *|
+|* parameters' initial values and every policy (timeouts, the optimizer's    *|
+|* hyper-parameters); the library owns the numbers the compiler fixed (the   *|
+|* schedule, the memory plan, kernel arguments).                             *|
+|*                                                                            *|
+|* Exported by the model library:                                             *|
+|*                                                                            *|
+|*   int32_t gpipe_model_abi_version(void);    GPIPE_RT_ABI_VERSION          *|
+|*   const char *gpipe_model_metadata(void);   NUL-terminated JSON (below)   *|
+|*   const uint8_t *gpipe_model_data(void);    initial parameter bytes       *|
+|*   int32_t gpipe_model_rank_<r>(gpipe_rt_rank *rank, uint8_t *arena);      *|
+|*                                                                            *|
+|* `gpipe_model_rank_<r>` runs rank r's program once: every action in order. *|
+|* It returns 0, or nonzero as soon as a callback or kernel failed (the      *|
+|* runtime already holds the message). The arena must be at least the        *|
+|* metadata's arena_bytes, aligned to its alignment, with the rank's         *|
+|* parameters in place; the code reads and writes nothing else.              *|
+|*                                                                            *|
+|* Metadata (JSON object; sizes in bytes, offsets into the rank's arena):    *|
+|*                                                                            *|
+|*   format "gpipe-model", abi_version, producer (tool version string)       *|
+|*   source, stages K, microbatches M, schedule, remat, loss, alignment      *|
+|*   optimizer      the optimizer whose state the arenas hold: "sgd" (none), *|
+|*                  "momentum" (1x parameters), "adam" (2x)                  *|
+|*   input          {shape, dtype}: the whole mini-batch (dim 0 = B)         *|
+|*   labels         {shape, dtype, classes} or null                          *|
+|*   vocab          rows of the token embedding when input is token ids      *|
+|*   data_hint      "text-char", "classification" or "": what built-in data  *|
+|*                  fits when the user gives none                            *|
+|*   predicted      {bubble, closed_form_bubble, step_seconds}               *|
+|*   parameters     [{name, shape, dtype "f32", init: "data" with            *|
+|*                  data_offset into gpipe_model_data(), or "zeros", "ones", *|
+|*                  "normal", "uniform" with scale}]                         *|
+|*   stage_info     [{index, rank, name, layers: [names]}]                   *|
+|*   ranks          [{rank, symbol, arena_bytes, peak_bytes,                 *|
+|*                    stages: [{stage, params_offset, grads_offset,          *|
+|*                              state_offset, param_bytes,                   *|
+|*                              params: [{name, offset, elements}]}],        *|
+|*                    actions: [{kind, stage, mb, peer, direction, tag,      *|
+|*                               bytes}]}]                                   *|
+|*                  kind: forward backward backward_input backward_weight    *|
+|*                  recompute send recv reduce_grad step; mb -1 for step and *|
+|*                  reduce_grad; peer/direction/tag/bytes only on transfers. *|
+|*                  A send and the receive it pairs with carry the same tag. *|
+|*                  `offset` in params is relative to params_offset (and,   *|
+|*                  for the gradient, to grads_offset).                      *|
+|*   sites          [{op, loc, function}]: the kernel call sites, by the     *|
+|*                  index gpipe_rt_kernel_error receives                     *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef GPIPE_RUNTIME_PROGRAM_H
+#define GPIPE_RUNTIME_PROGRAM_H
+
+#include "gpipe/Runtime/Common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Bumped whenever the callbacks below, the exported symbols or the
+/// metadata's meaning change; the runtime refuses a library of another
+/// version.
+#define GPIPE_RT_ABI_VERSION 1
+
+/// One rank's view of a running pipeline (owned by the runtime).
+typedef struct gpipe_rt_rank gpipe_rt_rank;
+
+/// Signature of `gpipe_model_rank_<r>`.
+typedef int32_t (*gpipe_model_rank_fn)(gpipe_rt_rank *rank, uint8_t *arena);
+
+/// Action `action` (its index in the rank's program) starts / ends. Begin
+/// returns nonzero when the run is being aborted (another rank failed); the
+/// program then returns at once.
+int32_t gpipe_rt_action_begin(gpipe_rt_rank *rank, int64_t action);
+void gpipe_rt_action_end(gpipe_rt_rank *rank, int64_t action);
+
+/// Transfers of action `action` (a send or a receive; the metadata names the
+/// peer and the tag): `bytes` at `data`. A send returns once the receiver
+/// has the bytes (rendezvous: the schedule is deadlock-free under it), a
+/// receive once they have arrived. Both fail after the run's timeout.
+int32_t gpipe_rt_send(gpipe_rt_rank *rank, int64_t action, const void *data,
+                      int64_t bytes);
+int32_t gpipe_rt_recv(gpipe_rt_rank *rank, int64_t action, void *data,
+                      int64_t bytes);
+
+/// Copies micro-batch `microbatch` of the current step's input (stage 0) or
+/// labels (last stage) into `data` (`bytes` = one micro-batch).
+int32_t gpipe_rt_load_input(gpipe_rt_rank *rank, int64_t microbatch,
+                            void *data, int64_t bytes);
+int32_t gpipe_rt_load_labels(gpipe_rt_rank *rank, int64_t microbatch,
+                             void *data, int64_t bytes);
+
+/// The last stage's forward computed micro-batch `microbatch`'s loss.
+int32_t gpipe_rt_report_loss(gpipe_rt_rank *rank, int64_t microbatch,
+                             const float *loss);
+
+/// `gpipe.step` of `stage`: apply the run's optimizer to the stage's
+/// `count` parameters with their gradients (summed over the micro-batches)
+/// and the optimizer state the plan reserved (null when none).
+int32_t gpipe_rt_optimizer_step(gpipe_rt_rank *rank, int64_t stage,
+                                float *params, const float *grads,
+                                float *state, int64_t count);
+
+/// Kernel call site `site` returned `status`; the runtime records
+/// gpipe_rt_last_error() with the site's op and location. Returns `status`.
+int32_t gpipe_rt_kernel_error(gpipe_rt_rank *rank, int64_t site,
+                              int32_t status);
+
+#ifdef __cplusplus
+} // extern "C"
+#endif
+
+#endif /* GPIPE_RUNTIME_PROGRAM_H */

@@ -1,0 +1,156 @@
+//===- ModelOptions.h - Command-line model selection for tools --*- C++ -*-===//
+//
+// The command-line options every gpipe tool that takes a model shares: a
+// model file (.onnx, or .mlir / .mlirbc holding nn IR) or a built-in
+// preset with its size options, and `--dim` for symbolic ONNX dims; plus
+// `loadModel`, which turns them into an nn module. Included once per tool
+// (it defines the static options).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_TOOLS_COMMON_MODELOPTIONS_H
+#define GPIPE_TOOLS_COMMON_MODELOPTIONS_H
+
+#include "gpipe/Frontend/ONNXImporter.h"
+#include "gpipe/Frontend/Presets.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/CommandLine.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/SourceMgr.h"
+
+namespace gpipe_tools {
+
+namespace cl = llvm::cl;
+using namespace mlir;
+
+inline cl::OptionCategory &getModelCategory() {
+  static cl::OptionCategory category("model options");
+  return category;
+}
+
+static cl::opt<std::string> inputFile(cl::Positional,
+                                      cl::desc("<model.onnx | model.mlir>"),
+                                      cl::init(""),
+                                      cl::cat(getModelCategory()));
+static cl::opt<std::string>
+    preset("preset", cl::desc("Build a built-in model instead (mlp, gpt)"),
+           cl::init(""), cl::cat(getModelCategory()));
+static cl::list<std::string>
+    dims("dim", cl::desc("Size of a symbolic ONNX input dim, NAME=SIZE"),
+         cl::value_desc("NAME=SIZE"), cl::cat(getModelCategory()));
+
+inline cl::OptionCategory &getPresetCategory() {
+  static cl::OptionCategory category("preset options");
+  return category;
+}
+static mlir::gpipe::PresetOptions presetDefaults;
+#define PRESET_OPT(VAR, FLAG, DESC)                                            \
+  static cl::opt<int64_t> VAR(FLAG, cl::desc(DESC),                            \
+                              cl::init(presetDefaults.VAR),                    \
+                              cl::cat(getPresetCategory()));
+PRESET_OPT(depth, "depth", "Hidden layers (mlp) or transformer blocks (gpt)")
+PRESET_OPT(width, "width", "Hidden features (mlp) or model dim (gpt)")
+PRESET_OPT(heads, "heads", "Attention heads (gpt)")
+PRESET_OPT(seqLen, "seq-len", "Tokens per sample (gpt)")
+PRESET_OPT(batch, "batch", "Samples per mini-batch")
+PRESET_OPT(vocab, "vocab", "Vocabulary size (gpt)")
+PRESET_OPT(inFeatures, "in-features", "Input features (mlp)")
+PRESET_OPT(classes, "classes", "Output classes (mlp)")
+#undef PRESET_OPT
+
+static OwningOpRef<ModuleOp> loadModel(MLIRContext &context) {
+  if (!preset.empty()) {
+    if (!inputFile.empty()) {
+      emitError(UnknownLoc::get(&context))
+          << "give either a model file or --preset, not both";
+      return nullptr;
+    }
+    gpipe::PresetOptions options;
+    options.depth = depth;
+    options.width = width;
+    options.heads = heads;
+    options.seqLen = seqLen;
+    options.batch = batch;
+    options.vocab = vocab;
+    options.inFeatures = inFeatures;
+    options.classes = classes;
+    return gpipe::buildPreset(&context, preset, options);
+  }
+  if (inputFile.empty()) {
+    emitError(UnknownLoc::get(&context))
+        << "no model: give an .onnx file or --preset mlp|gpt";
+    return nullptr;
+  }
+  gpipe::ONNXImportOptions options;
+  for (const std::string &d : dims) {
+    auto [name, size] = StringRef(d).split('=');
+    int64_t value;
+    if (name.empty() || size.getAsInteger(10, value) || value <= 0) {
+      emitError(UnknownLoc::get(&context))
+          << "--dim expects NAME=SIZE with a positive size, got '" << d << "'";
+      return nullptr;
+    }
+    options.dimSizes[name] = value;
+  }
+  return gpipe::importONNXFile(&context, inputFile, options);
+}
+
+
+/// Loads the model the options name: a preset, an ONNX file, or nn IR
+/// (`.mlir`, `.mlirbc`) parsed with `sourceMgr`. Null after reporting an
+/// error.
+inline OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
+                                       llvm::SourceMgr &sourceMgr) {
+  if (!preset.empty()) {
+    if (!inputFile.empty()) {
+      emitError(UnknownLoc::get(&context))
+          << "give either a model file or --preset, not both";
+      return nullptr;
+    }
+    gpipe::PresetOptions options;
+    options.depth = depth;
+    options.width = width;
+    options.heads = heads;
+    options.seqLen = seqLen;
+    options.batch = batch;
+    options.vocab = vocab;
+    options.inFeatures = inFeatures;
+    options.classes = classes;
+    return gpipe::buildPreset(&context, preset, options);
+  }
+  if (inputFile.empty()) {
+    emitError(UnknownLoc::get(&context))
+        << "no model: give an .onnx or .mlir file or --preset mlp|gpt";
+    return nullptr;
+  }
+  StringRef path = inputFile;
+  if (path.ends_with(".mlir") || path.ends_with(".mlirbc")) {
+    std::string error;
+    auto file = openInputFile(path, &error);
+    if (!file) {
+      emitError(UnknownLoc::get(&context)) << error;
+      return nullptr;
+    }
+    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    return parseSourceFile<ModuleOp>(sourceMgr, &context);
+  }
+  gpipe::ONNXImportOptions options;
+  for (const std::string &d : dims) {
+    auto [name, size] = StringRef(d).split('=');
+    int64_t value;
+    if (name.empty() || size.getAsInteger(10, value) || value <= 0) {
+      emitError(UnknownLoc::get(&context))
+          << "--dim expects NAME=SIZE with a positive size, got '" << d << "'";
+      return nullptr;
+    }
+    options.dimSizes[name] = value;
+  }
+  return gpipe::importONNXFile(&context, path, options);
+}
+
+} // namespace gpipe_tools
+
+#endif // GPIPE_TOOLS_COMMON_MODELOPTIONS_H

@@ -1,0 +1,249 @@
+//===- gpipe-compile.cpp - Compile a model to a pipeline library -*- C++ -*-===//
+//
+// The ahead-of-time compiler driver: a model (ONNX, nn IR, or a built-in
+// preset) -> the gpipe-pipeline pass pipeline (layers, loss, micro-batches,
+// partition into K stages, schedule, verification, memory plan) -> the
+// plan report -> convert-gpipe-to-runtime -> LLVM IR -> object -> a shared
+// library that gpipe-run trains. `--emit` stops at any stage and writes
+// that stage's form instead.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Conversion/Passes.h"
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+#include "gpipe/InitAllDialects.h"
+#include "gpipe/Pipelines/Pipelines.h"
+#include "gpipe/Target/SharedLibrary.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/Timer.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include "../common/ModelOptions.h"
+
+#include <chrono>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("gpipe-compile options");
+
+static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                       cl::value_desc("file"), cl::init(""),
+                                       cl::cat(category));
+static cl::opt<int64_t> stages("stages", cl::desc("Pipeline stages K"),
+                               cl::init(1), cl::cat(category));
+static cl::opt<int64_t>
+    microbatches("microbatches",
+                 cl::desc("Micro-batches M per mini-batch (must divide it)"),
+                 cl::init(1), cl::cat(category));
+static cl::opt<std::string> schedule("schedule", cl::desc("gpipe or 1f1b"),
+                                     cl::init("gpipe"), cl::cat(category));
+static cl::opt<std::string>
+    remat("remat",
+          cl::desc("stage (keep stage inputs, recompute in backward) or none"),
+          cl::init("stage"), cl::cat(category));
+static cl::list<int64_t> balance("balance",
+                                 cl::desc("Layers per stage, e.g. 3,3,2"),
+                                 cl::CommaSeparated, cl::cat(category));
+static cl::opt<std::string>
+    memoryBudget("memory-budget",
+                 cl::desc("Memory cap per rank, e.g. 512MiB (checked)"),
+                 cl::init(""), cl::cat(category));
+static cl::opt<std::string> loss("loss", cl::desc("cross-entropy or mse"),
+                                 cl::init("cross-entropy"), cl::cat(category));
+static cl::opt<std::string>
+    optimizer("optimizer",
+              cl::desc("Optimizer state to reserve: sgd, momentum or adam"),
+              cl::init("sgd"), cl::cat(category));
+static cl::opt<std::string> profile("profile",
+                                    cl::desc("Cost model device: cpu or h200"),
+                                    cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string>
+    granularity("granularity",
+                cl::desc("Layer granularity: scope (default), anchor or op"),
+                cl::init("scope"), cl::cat(category));
+static cl::opt<std::string>
+    emit("emit",
+         cl::desc("Stop at: nn, pipeline (partitioned), scheduled (planned), "
+                  "llvm (LLVM dialect), ir (LLVM IR), obj, so (default)"),
+         cl::init("so"), cl::cat(category));
+static cl::opt<bool> quiet("quiet", cl::desc("Do not print the plan report"),
+                           cl::cat(category));
+
+namespace {
+enum class Stop { NN, Pipeline, Scheduled, LLVM, IR, Object, Library };
+}
+
+static std::optional<Stop> parseStop(StringRef name) {
+  return llvm::StringSwitch<std::optional<Stop>>(name)
+      .Case("nn", Stop::NN)
+      .Case("pipeline", Stop::Pipeline)
+      .Case("scheduled", Stop::Scheduled)
+      .Case("llvm", Stop::LLVM)
+      .Case("ir", Stop::IR)
+      .Case("obj", Stop::Object)
+      .Case("so", Stop::Library)
+      .Default(std::nullopt);
+}
+
+/// Where the model came from, for the library's metadata.
+static std::string describeSource() {
+  using namespace gpipe_tools;
+  if (!preset.empty())
+    return "preset " + preset;
+  return llvm::sys::path::filename(inputFile).str();
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  cl::HideUnrelatedOptions({&category, &gpipe_tools::getModelCategory(),
+                            &gpipe_tools::getPresetCategory()});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "gpipe-compile: model -> K-stage GPipe pipeline -> shared library\n");
+
+  DialectRegistry registry;
+  gpipe::registerAllDialects(registry);
+  registry.insert<LLVM::LLVMDialect>();
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  ScopedDiagnosticHandler toolHandler(&context, [](Diagnostic &diag) {
+    if (!isa<UnknownLoc>(diag.getLocation()))
+      return failure();
+    llvm::errs() << "gpipe-compile: "
+                 << (diag.getSeverity() == DiagnosticSeverity::Error
+                         ? "error: "
+                         : "note: ")
+                 << diag << "\n";
+    return success();
+  });
+  auto fail = [&](const Twine &message) {
+    emitError(UnknownLoc::get(&context)) << message;
+    return 1;
+  };
+
+  std::optional<Stop> stop = parseStop(emit);
+  if (!stop)
+    return fail("unknown --emit '" + emit +
+                "' (expected nn, pipeline, scheduled, llvm, ir, obj or so)");
+  if (outputFile.empty()) {
+    if (*stop == Stop::Library || *stop == Stop::Object)
+      return fail("no output: give -o model.so (or -o - with --emit of a "
+                  "text form)");
+    outputFile = "-";
+  }
+  if (*stop == Stop::Library && outputFile == "-")
+    return fail("a shared library cannot be written to standard output");
+
+  auto started = std::chrono::steady_clock::now();
+  OwningOpRef<ModuleOp> module = gpipe_tools::loadModel(context, sourceMgr);
+  if (!module)
+    return 1;
+
+  std::string error;
+  auto writeText = [&](auto print) -> int {
+    std::unique_ptr<llvm::ToolOutputFile> output =
+        openOutputFile(outputFile, &error);
+    if (!output) {
+      llvm::errs() << "gpipe-compile: error: " << error << "\n";
+      return 1;
+    }
+    if (failed(print(output->os())))
+      return 1;
+    output->keep();
+    return 0;
+  };
+  if (*stop == Stop::NN)
+    return writeText([&](llvm::raw_ostream &os) {
+      module->print(os);
+      return success();
+    });
+
+  gpipe::GPipePipelineOptions options;
+  options.stages = stages;
+  options.microbatches = microbatches;
+  options.schedule = schedule;
+  options.remat = remat;
+  for (int64_t b : balance)
+    options.balance.push_back(b);
+  options.memoryBudget = memoryBudget;
+  options.loss = loss;
+  options.profile = profile;
+  options.optimizer = optimizer;
+  options.granularity = granularity;
+
+  PassManager pm(&context);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return 1;
+  gpipe::buildGPipePipeline(pm, options, *stop == Stop::Pipeline);
+  if (*stop != Stop::Pipeline && !quiet)
+    pm.addPass(gpipe::createGPipePlanReportPass());
+  if (*stop != Stop::Pipeline && *stop != Stop::Scheduled) {
+    gpipe::ConvertGPipeToRuntimePassOptions lower;
+    lower.source = describeSource();
+    pm.addPass(gpipe::createConvertGPipeToRuntimePass(lower));
+  }
+  if (failed(pm.run(*module)))
+    return 1;
+
+  int rc = 0;
+  switch (*stop) {
+  case Stop::NN:
+  case Stop::Pipeline:
+  case Stop::Scheduled:
+  case Stop::LLVM:
+    rc = writeText([&](llvm::raw_ostream &os) {
+      module->print(os);
+      return success();
+    });
+    break;
+  case Stop::IR:
+    rc = writeText(
+        [&](llvm::raw_ostream &os) { return gpipe::emitLLVMIR(*module, os); });
+    break;
+  case Stop::Object: {
+    std::unique_ptr<llvm::ToolOutputFile> output =
+        openOutputFile(outputFile, &error);
+    if (!output) {
+      llvm::errs() << "gpipe-compile: error: " << error << "\n";
+      return 1;
+    }
+    if (failed(gpipe::emitObject(*module, output->os())))
+      return 1;
+    output->keep();
+    break;
+  }
+  case Stop::Library:
+    if (failed(gpipe::emitSharedLibrary(*module, outputFile)))
+      return 1;
+    break;
+  }
+  if (rc == 0 && !quiet && outputFile != "-") {
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - started)
+                         .count();
+    llvm::outs() << "wrote " << outputFile << " in "
+                 << llvm::format("%.2f", seconds) << " s\n";
+  }
+  return rc;
+}
