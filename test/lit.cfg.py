@@ -11,7 +11,7 @@ from lit.llvm.subst import ToolSubst
 config.name = "GPIPE"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["Inputs", "CMakeLists.txt", "README.md", "lit.cfg.py",
+config.excludes = ["Inputs", "Utils", "CMakeLists.txt", "README.md", "lit.cfg.py",
                    "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.gpipe_obj_root, "test")
@@ -25,5 +25,10 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.gpipe_tools_dir, config.llvm_tools_dir]
-tools = ["gpipe-opt", "gpipe-import"]
+tools = ["gpipe-opt", "gpipe-import", "gpipe-compile", "gpipe-run"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# Compares tensors of two safetensors files (bitwise or by relative error).
+config.substitutions.append(
+    ("%compare", "python3 " + os.path.join(config.test_source_root, "Utils",
+                                           "compare-safetensors.py")))

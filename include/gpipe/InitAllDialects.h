@@ -11,12 +11,14 @@
 #include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
 #include "gpipe/Dialect/NN/IR/NNDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Dialect.h"
 
 namespace mlir::gpipe {
 
 inline void registerAllDialects(DialectRegistry &registry) {
-  registry.insert<nn::NNDialect, GPipeDialect, func::FuncDialect>();
+  registry.insert<nn::NNDialect, GPipeDialect, func::FuncDialect,
+                  LLVM::LLVMDialect>();
 }
 
 } // namespace mlir::gpipe

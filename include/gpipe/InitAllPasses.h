@@ -8,6 +8,7 @@
 #ifndef GPIPE_INITALLPASSES_H
 #define GPIPE_INITALLPASSES_H
 
+#include "gpipe/Conversion/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/NN/Transforms/Passes.h"
 #include "gpipe/Pipelines/Pipelines.h"
@@ -19,6 +20,7 @@ inline void registerAllPasses() {
   mlir::registerTransformsPasses();
   nn::registerNNPasses();
   registerGPipePasses();
+  registerGPipeConversionPasses();
   registerGPipePipelines();
 }
 

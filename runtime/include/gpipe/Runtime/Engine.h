@@ -1,0 +1,414 @@
+//===- Engine.h - Loading and training compiled pipelines -------*- C++ -*-===//
+//
+// The training engine behind gpipe-run. A ModelImage is a compiled model: the
+// metadata JSON its library carries (Program.h), parsed and validated, the
+// initial parameter bytes and one native function per pipeline rank. The
+// Engine runs it: one thread per rank, each with one arena allocated once
+// (canary-filled so the bytes the program really touched can be measured
+// against the plan), ranks exchanging activations and gradients through an
+// in-process rendezvous transport, data from a safetensors file or built in,
+// and the optimizer the user picked within the state the plan reserved.
+// Every wait has a timeout; a failing rank aborts the run, every thread winds
+// down and run() returns the first error, never hanging.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_ENGINE_H
+#define GPIPE_RUNTIME_ENGINE_H
+
+#include "gpipe/Runtime/Common.h"
+#include "gpipe/Runtime/Program.h"
+#include "gpipe/Runtime/SafeTensors.h"
+#include "gpipe/Runtime/Status.h"
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpipe::rt {
+
+//===----------------------------------------------------------------------===//
+// Model metadata
+//===----------------------------------------------------------------------===//
+
+/// What an action of a rank's program does.
+enum class ActionKind {
+  Forward,
+  Backward,
+  BackwardInput,
+  BackwardWeight,
+  Recompute,
+  Send,
+  Recv,
+  ReduceGrad,
+  Step,
+};
+
+/// The metadata's spelling ("forward", "backward_input", ...).
+const char *actionKindName(ActionKind kind);
+/// Whether the action is compute (counted as busy time): forward, backward,
+/// backward_input, backward_weight, recompute and step.
+bool isComputeAction(ActionKind kind);
+
+/// A tensor the data provides: the whole mini-batch's shape (dim 0 = B).
+struct TensorSpec {
+  std::vector<int64_t> shape;
+  gpipe_rt_dtype dtype = GPIPE_RT_F32;
+  /// Labels only: the number of classes of integer labels (0 otherwise).
+  int64_t classes = 0;
+
+  /// Elements of one sample (the product of the dims after dim 0).
+  int64_t sampleElements() const;
+  /// Bytes of one sample.
+  int64_t sampleBytes() const;
+};
+
+/// How a parameter's initial value is made.
+enum class ParamInit { Data, Zeros, Ones, Normal, Uniform };
+
+struct ParameterSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t elements = 0;
+  ParamInit init = ParamInit::Zeros;
+  /// Init::Data: offset into gpipe_model_data().
+  int64_t dataOffset = 0;
+  /// Init::Normal (standard deviation) and Init::Uniform (half-width).
+  double scale = 0.0;
+};
+
+/// Where one parameter lives inside a stage's parameter block.
+struct ParamSlot {
+  std::string name;
+  /// Bytes from the stage's params_offset (and grads_offset).
+  int64_t offset = 0;
+  int64_t elements = 0;
+  /// Index into ModelMetadata::parameters.
+  size_t parameter = 0;
+};
+
+/// One stage a rank holds: its parameter, gradient and optimizer-state
+/// blocks in the rank's arena.
+struct StagePlan {
+  int64_t stage = 0;
+  int64_t paramsOffset = 0, gradsOffset = 0, stateOffset = -1;
+  int64_t paramBytes = 0;
+  std::vector<ParamSlot> params;
+};
+
+struct ActionSpec {
+  ActionKind kind = ActionKind::Forward;
+  int64_t stage = 0;
+  /// Micro-batch; -1 for step and reduce_grad.
+  int64_t mb = -1;
+  /// Transfers only.
+  int64_t peer = -1;
+  std::string direction;
+  int64_t tag = -1;
+  int64_t bytes = 0;
+};
+
+struct RankPlan {
+  int64_t rank = 0;
+  std::string symbol;
+  int64_t arenaBytes = 0, peakBytes = 0;
+  std::vector<StagePlan> stages;
+  std::vector<ActionSpec> actions;
+
+  /// The stage plan of `stage`, or null if this rank does not hold it.
+  const StagePlan *findStage(int64_t stage) const;
+};
+
+struct StageInfo {
+  int64_t index = 0, rank = 0;
+  std::string name;
+  std::vector<std::string> layers;
+};
+
+struct KernelSite {
+  std::string op, loc, function;
+};
+
+/// The metadata of a compiled model (Program.h), validated.
+struct ModelMetadata {
+  std::string producer, source, schedule, remat, loss;
+  int64_t abiVersion = 0;
+  int64_t stages = 0, microbatches = 0, alignment = 1;
+  /// "sgd", "momentum" or "adam": the optimizer state the arenas hold.
+  std::string optimizer;
+  TensorSpec input;
+  std::optional<TensorSpec> labels;
+  /// Token-embedding rows when the input is token ids (0 if none).
+  int64_t vocab = 0;
+  std::string dataHint;
+  /// The compiler's predictions (NaN when absent).
+  double predictedBubble = std::numeric_limits<double>::quiet_NaN();
+  double predictedClosedFormBubble = std::numeric_limits<double>::quiet_NaN();
+  double predictedStepSeconds = std::numeric_limits<double>::quiet_NaN();
+  std::vector<ParameterSpec> parameters;
+  std::vector<StageInfo> stageInfo;
+  std::vector<RankPlan> ranks;
+  std::vector<KernelSite> sites;
+
+  /// Parses and validates `json`. `dataSize`, when known, bounds the
+  /// parameters' data offsets. Errors start with "metadata: ".
+  static Status parse(std::string_view json, ModelMetadata &out,
+                      std::optional<size_t> dataSize = std::nullopt);
+
+  int64_t batchSize() const { return input.shape.empty() ? 0 : input.shape[0]; }
+  int64_t microBatchSize() const { return batchSize() / microbatches; }
+  int64_t numRanks() const { return int64_t(ranks.size()); }
+  /// Optimizer-state blocks (each the size of the parameters) the arenas
+  /// reserve: 0 for sgd, 1 for momentum, 2 for adam.
+  int64_t stateMultiple() const;
+  /// The parameter called `name`, or null.
+  const ParameterSpec *findParameter(std::string_view name) const;
+};
+
+//===----------------------------------------------------------------------===//
+// Model images
+//===----------------------------------------------------------------------===//
+
+/// A loaded model: metadata, initial data and the rank functions. Copies
+/// share the library, which stays loaded while any copy lives.
+class ModelImage {
+public:
+  /// dlopens the model library at `path` (RTLD_NOW | RTLD_LOCAL), checks
+  /// its ABI version, parses its metadata and resolves every rank's symbol.
+  static Status load(const std::string &path, ModelImage &image);
+  /// An in-process model (tests): `metadataJson`, initial data (`dataSize`
+  /// bytes at `data`, may be null when no parameter uses "data") and one
+  /// function per rank.
+  static Status fromParts(std::string_view metadataJson, const uint8_t *data,
+                          size_t dataSize,
+                          std::vector<gpipe_model_rank_fn> rankFunctions,
+                          ModelImage &image);
+
+  const ModelMetadata &metadata() const { return meta; }
+  /// gpipe_model_data(): the bytes "data" parameters start from.
+  const uint8_t *data() const { return initialData; }
+  gpipe_model_rank_fn rankFunction(int64_t rank) const {
+    return functions[size_t(rank)];
+  }
+  /// The library path ("<in-process>" for fromParts).
+  const std::string &path() const { return libraryPath; }
+
+  /// The model library's own gpipe_rt_last_error / gpipe_rt_clear_error
+  /// when it carries a copy of the kernels (null otherwise): kernel
+  /// messages are read from both copies.
+  const char *(*libraryLastError)(void) = nullptr;
+  void (*libraryClearError)(void) = nullptr;
+
+private:
+  ModelMetadata meta;
+  const uint8_t *initialData = nullptr;
+  std::vector<gpipe_model_rank_fn> functions;
+  std::string libraryPath;
+  std::shared_ptr<void> handle;
+};
+
+/// Same as ModelImage::load.
+Status loadModelLibrary(const std::string &path, ModelImage &image);
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+enum class OptimizerKind { SGD, Momentum, Adam };
+
+/// The metadata's / command line's spelling ("sgd", "momentum", "adam").
+const char *optimizerKindName(OptimizerKind kind);
+std::optional<OptimizerKind> parseOptimizerKind(std::string_view name);
+
+/// Fully resolved hyper-parameters.
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::SGD;
+  double lr = 0.01;
+  /// SGD with momentum (PyTorch semantics, no dampening, no Nesterov).
+  double momentum = 0.0;
+  /// SGD: added to the gradient (g + wd * p); Adam: decoupled (AdamW).
+  double weightDecay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+
+  /// Optimizer-state blocks the update needs: 0 for plain SGD, 1 for SGD
+  /// with momentum > 0, 2 for Adam.
+  int64_t stateMultiple() const;
+};
+
+/// What the user asked for; unset fields take defaults that depend on the
+/// optimizer (and the optimizer defaults to the one the model reserved).
+struct OptimizerOptions {
+  std::optional<OptimizerKind> kind;
+  std::optional<double> lr, momentum, weightDecay;
+};
+
+/// Resolves `options` against the model: default optimizer = the
+/// metadata's; lr 0.01 (sgd, momentum) or 0.001 (adam); momentum 0.9 for
+/// "momentum", else 0; weight decay 0 (sgd, momentum) or 0.01 (AdamW, as
+/// torch.optim.AdamW). Fails when the result needs more optimizer state than
+/// the model reserves, or a value is out of range.
+Status resolveOptimizer(const ModelMetadata &metadata,
+                        const OptimizerOptions &options,
+                        OptimizerConfig &config);
+
+/// One optimizer step over `count` parameters in place. `step` counts this
+/// parameter block's steps from 1 (Adam's bias correction, momentum's first
+/// step). `state` holds config.stateMultiple() * count floats (momentum
+/// buffer; Adam's m then v) and may be null when that is 0. Plain SGD
+/// without weight decay is exactly gpipe_rt_cpu_sgd_update_f32.
+Status applyOptimizer(const OptimizerConfig &config, int64_t step,
+                      float *params, const float *grads, float *state,
+                      int64_t count);
+
+//===----------------------------------------------------------------------===//
+// Data
+//===----------------------------------------------------------------------===//
+
+/// Samples for the model's input and labels. Sample indices are taken
+/// modulo numSamples().
+class Dataset {
+public:
+  virtual ~Dataset();
+  /// For the run's header, e.g. "data.safetensors (1000 samples)".
+  virtual std::string describe() const = 0;
+  virtual int64_t numSamples() const = 0;
+  /// Writes sample `sample`'s input (metadata.input.sampleBytes() bytes).
+  virtual void copyInput(int64_t sample, uint8_t *out) const = 0;
+  /// Writes sample `sample`'s labels (metadata.labels->sampleBytes()).
+  virtual void copyLabels(int64_t sample, uint8_t *out) const = 0;
+};
+
+/// Reads `input` (and `labels` when the model has labels) from a safetensors
+/// file, checking names, shapes, dtypes and value ranges against
+/// `metadata`.
+Status loadDataset(const std::string &path, const ModelMetadata &metadata,
+                   std::unique_ptr<Dataset> &dataset);
+/// Same, from a file already in memory.
+Status datasetFromSafeTensors(const SafeTensorsFile &file,
+                              const ModelMetadata &metadata,
+                              std::unique_ptr<Dataset> &dataset);
+/// The built-in data the metadata's data_hint names ("text-char" or
+/// "classification"), generated from `seed`.
+Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
+                          std::unique_ptr<Dataset> &dataset);
+
+/// The built-in English text of "text-char" data.
+std::string_view defaultText();
+/// The 65 symbols of "text-char" data, id = position.
+std::string_view textAlphabet();
+/// `c`'s id in textAlphabet(); characters outside it map to ' '.
+int64_t textCharId(char c);
+
+//===----------------------------------------------------------------------===//
+// Running
+//===----------------------------------------------------------------------===//
+
+/// A rank that stops silently, as if it died, when it reaches action
+/// `action` of step `step` (counted from 1): its peers then time out.
+struct FaultInjection {
+  int64_t rank = 0;
+  int64_t step = 1;
+  int64_t action = 0;
+};
+
+/// Parses "rank=R[,step=S][,action=A]".
+Status parseFaultInjection(std::string_view spec, FaultInjection &fault);
+
+/// Metrics of one training step.
+struct StepMetrics {
+  /// Counted from 1.
+  int64_t step = 0;
+  /// Mean of the micro-batch losses (NaN when the model reports none).
+  double loss = 0.0;
+  double seconds = 0.0;
+  double samplesPerSecond = 0.0;
+  /// Per rank: compute time over the step's wall time.
+  std::vector<double> busyFraction;
+};
+
+struct RunOptions {
+  int64_t steps = 10;
+  OptimizerOptions optimizer;
+  uint64_t seed = 0;
+  /// Data: `dataset` if set, else the file at `dataPath` if not empty, else
+  /// the built-in data the metadata's data_hint names.
+  std::shared_ptr<const Dataset> dataset;
+  std::string dataPath;
+  /// Every wait (send, receive, step barrier) gives up after this long.
+  double timeoutSeconds = 60.0;
+  std::optional<FaultInjection> fault;
+  /// Keep every action's begin and end for a trace.
+  bool recordTrace = false;
+  /// Called on the calling thread after each step.
+  std::function<void(const StepMetrics &)> onStep;
+  /// Called once before the first step, when data and optimizer are known.
+  std::function<void(const OptimizerConfig &, const Dataset &)> onStart;
+};
+
+/// One rank's arena: what the plan said, what the program touched.
+struct ArenaReport {
+  int64_t rank = 0;
+  int64_t plannedBytes = 0, peakBytes = 0;
+  /// (Offset of the highest byte that lost its canary + 1) rounded up to
+  /// the alignment.
+  int64_t measuredBytes = 0;
+};
+
+/// One action as it ran (microseconds since the run started).
+struct TraceEvent {
+  int64_t rank = 0, step = 0, action = 0;
+  double beginUs = 0.0, endUs = 0.0;
+};
+
+struct RunResult {
+  OptimizerConfig optimizer;
+  std::string dataDescription;
+  std::vector<StepMetrics> steps;
+  /// 1 - mean over ranks of compute time over wall time, over all steps
+  /// but the first when there is more than one.
+  double measuredBubble = 0.0;
+  double totalSeconds = 0.0;
+  /// The first step's gradients and the parameters after the last step,
+  /// by parameter name.
+  std::map<std::string, std::vector<float>> firstGradients, finalParameters;
+  std::vector<ArenaReport> arenas;
+  /// Filled when RunOptions::recordTrace is set.
+  std::vector<TraceEvent> trace;
+};
+
+/// Trains a model.
+class Engine {
+public:
+  explicit Engine(ModelImage image) : model(std::move(image)) {}
+
+  const ModelImage &image() const { return model; }
+
+  /// Runs `options.steps` training steps. On failure the result holds the
+  /// steps that completed.
+  Status run(const RunOptions &options, RunResult &result);
+
+private:
+  ModelImage model;
+};
+
+/// Writes `tensors` (by parameter name) as an F32 safetensors file in the
+/// parameters' shapes.
+Status writeParameterTensors(const std::string &path,
+                             const ModelMetadata &metadata,
+                             const std::map<std::string, std::vector<float>>
+                                 &tensors);
+
+/// Writes `result.trace` as Chrome trace JSON (chrome://tracing, Perfetto):
+/// one thread per rank.
+Status writeChromeTrace(const std::string &path, const ModelMetadata &metadata,
+                        const RunResult &result);
+
+} // namespace gpipe::rt
+
+#endif // GPIPE_RUNTIME_ENGINE_H

@@ -1,0 +1,354 @@
+//===- Data.cpp - Training data for the engine ------------------*- C++ -*-===//
+//
+// Where the samples gpipe_rt_load_input / gpipe_rt_load_labels copy come
+// from. A safetensors file holds `input` [N, ...] and `labels` [N, ...]:
+// both are checked against the model (the name, the dims after dim 0, the
+// dtype family: any float type for f32, any integer type for i64), converted
+// to the model's dtype once, and every label (and token id, when the model
+// has a vocabulary) is range-checked before training starts, so a bad file
+// fails with its position instead of a kernel error deep in a step.
+//
+// Without a file, the metadata's data_hint picks built-in data generated on
+// the fly from the seed: "text-char" (windows of the built-in English text
+// at pseudo-random positions, labels the next characters) and
+// "classification" (Gaussian features labelled by a fixed random linear
+// teacher, which a model can learn).
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Runtime/CPUKernels.h"
+#include "gpipe/Runtime/Engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace gpipe::rt {
+namespace {
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// The shape a file's tensor must have: N followed by the model's dims.
+std::string expectedShape(const TensorSpec &spec) {
+  std::string s = "[N";
+  for (size_t i = 1; i < spec.shape.size(); ++i)
+    s += ", " + std::to_string(spec.shape[i]);
+  return s + "]";
+}
+
+bool isFloat(SafeTensorsDType t) {
+  return t == SafeTensorsDType::F32 || t == SafeTensorsDType::F64 ||
+         t == SafeTensorsDType::F16 || t == SafeTensorsDType::BF16;
+}
+
+bool isInteger(SafeTensorsDType t) {
+  switch (t) {
+  case SafeTensorsDType::U8:
+  case SafeTensorsDType::I8:
+  case SafeTensorsDType::U16:
+  case SafeTensorsDType::I16:
+  case SafeTensorsDType::U32:
+  case SafeTensorsDType::I32:
+  case SafeTensorsDType::U64:
+  case SafeTensorsDType::I64:
+    return true;
+  default:
+    return false;
+  }
+}
+
+std::string positionString(int64_t flat, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    int64_t dim = shape[d] ? shape[d] : 1;
+    index[d] = flat % dim;
+    flat /= dim;
+  }
+  return shapeString(index);
+}
+
+uint64_t splitMix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// A tensor of the file, converted to the model's dtype.
+Status readTensor(const SafeTensorsFile &file, const char *name,
+                  const TensorSpec &spec, int64_t range,
+                  const char *rangeWhat, std::vector<uint8_t> &bytes,
+                  int64_t &samples) {
+  std::string family = spec.dtype == GPIPE_RT_F32
+                           ? "f32 (F32, F64, F16 or BF16)"
+                           : "i64 (any integer type)";
+  std::string want = "'" + std::string(name) + "' " + expectedShape(spec) +
+                     " " + gpipe_rt_dtype_name(spec.dtype);
+  const SafeTensorInfo *info = file.find(name);
+  if (!info) {
+    std::string held;
+    for (const SafeTensorInfo &t : file.tensors())
+      held += (held.empty() ? "" : ", ") + ("'" + t.name + "'");
+    return Status::error(file.name() + ": no tensor '" + name +
+                         "'; the model expects " + want + " (the file holds " +
+                         (held.empty() ? "no tensors" : held) + ")");
+  }
+  bool shapeOk = info->shape.size() == spec.shape.size() &&
+                 !info->shape.empty() && info->shape[0] >= 1;
+  for (size_t i = 1; shapeOk && i < spec.shape.size(); ++i)
+    shapeOk = info->shape[i] == spec.shape[i];
+  if (!shapeOk)
+    return Status::error(file.name() + ": tensor '" + name + "' has shape " +
+                         shapeString(info->shape) + ", the model expects " +
+                         expectedShape(spec) + " with N >= 1");
+  bool dtypeOk =
+      spec.dtype == GPIPE_RT_F32 ? isFloat(info->dtype) : isInteger(info->dtype);
+  if (!dtypeOk)
+    return Status::error(file.name() + ": tensor '" + name + "' has dtype " +
+                         safeTensorsDTypeName(info->dtype) +
+                         ", the model expects " + family);
+  samples = info->shape[0];
+  int64_t count = info->numElements();
+  bytes.resize(size_t(count) * gpipe_rt_dtype_size(spec.dtype));
+  if (spec.dtype == GPIPE_RT_F32) {
+    std::vector<float> values;
+    Status s = file.readF32(name, values);
+    if (!s.ok())
+      return s;
+    if (count)
+      std::memcpy(bytes.data(), values.data(), bytes.size());
+    return Status::success();
+  }
+  std::vector<int64_t> values;
+  Status s = file.readI64(name, values);
+  if (!s.ok())
+    return s;
+  if (range > 0)
+    for (int64_t i = 0; i < count; ++i)
+      if (values[size_t(i)] < 0 || values[size_t(i)] >= range)
+        return Status::error(
+            file.name() + ": tensor '" + name + "': " + rangeWhat + " " +
+            std::to_string(values[size_t(i)]) + " at position " +
+            positionString(i, info->shape) + " is outside [0, " +
+            std::to_string(range) + ")");
+  if (count)
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+  return Status::success();
+}
+
+class FileDataset : public Dataset {
+public:
+  std::string name;
+  int64_t samples = 0;
+  int64_t inputSampleBytes = 0, labelSampleBytes = 0;
+  std::vector<uint8_t> input, labels;
+
+  std::string describe() const override {
+    return name + " (" + std::to_string(samples) + " samples)";
+  }
+  int64_t numSamples() const override { return samples; }
+  void copyInput(int64_t sample, uint8_t *out) const override {
+    std::memcpy(out, input.data() + sample * inputSampleBytes,
+                size_t(inputSampleBytes));
+  }
+  void copyLabels(int64_t sample, uint8_t *out) const override {
+    std::memcpy(out, labels.data() + sample * labelSampleBytes,
+                size_t(labelSampleBytes));
+  }
+};
+
+/// Effectively endless generated data.
+constexpr int64_t kGeneratedSamples = int64_t(1) << 62;
+
+class TextDataset : public Dataset {
+public:
+  uint64_t seed = 0;
+  int64_t length = 0;
+  std::vector<int64_t> ids;
+
+  std::string describe() const override {
+    return "built-in text (" + std::to_string(ids.size()) +
+           " characters, windows of " + std::to_string(length) + ")";
+  }
+  int64_t numSamples() const override { return kGeneratedSamples; }
+  int64_t position(int64_t sample) const {
+    uint64_t span = uint64_t(ids.size()) - uint64_t(length);
+    return int64_t(splitMix(seed ^ splitMix(uint64_t(sample))) % span);
+  }
+  void copyInput(int64_t sample, uint8_t *out) const override {
+    std::memcpy(out, ids.data() + position(sample), size_t(length) * 8);
+  }
+  void copyLabels(int64_t sample, uint8_t *out) const override {
+    std::memcpy(out, ids.data() + position(sample) + 1, size_t(length) * 8);
+  }
+};
+
+class ClassificationDataset : public Dataset {
+public:
+  uint64_t seed = 0;
+  int64_t features = 0, classes = 0;
+  std::vector<float> teacher; // [classes, features]
+
+  std::string describe() const override {
+    return "built-in classification (" + std::to_string(features) +
+           " Gaussian features, " + std::to_string(classes) +
+           " classes from a random linear teacher)";
+  }
+  int64_t numSamples() const override { return kGeneratedSamples; }
+  void sampleFeatures(int64_t sample, float *out) const {
+    (void)gpipe_rt_cpu_fill_init_f32(GPIPE_RT_INIT_NORMAL, out, features, 1.0,
+                                     seed, splitMix(uint64_t(sample) + 1));
+  }
+  void copyInput(int64_t sample, uint8_t *out) const override {
+    std::vector<float> x(static_cast<size_t>(features));
+    sampleFeatures(sample, x.data());
+    std::memcpy(out, x.data(), x.size() * 4);
+  }
+  void copyLabels(int64_t sample, uint8_t *out) const override {
+    std::vector<float> x(static_cast<size_t>(features));
+    sampleFeatures(sample, x.data());
+    int64_t best = 0;
+    double bestScore = -INFINITY;
+    for (int64_t c = 0; c < classes; ++c) {
+      double score = 0;
+      const float *w = teacher.data() + c * features;
+      for (int64_t i = 0; i < features; ++i)
+        score += double(w[i]) * double(x[size_t(i)]);
+      if (score > bestScore) {
+        bestScore = score;
+        best = c;
+      }
+    }
+    std::memcpy(out, &best, 8);
+  }
+};
+
+} // namespace
+
+Dataset::~Dataset() = default;
+
+Status datasetFromSafeTensors(const SafeTensorsFile &file,
+                              const ModelMetadata &metadata,
+                              std::unique_ptr<Dataset> &dataset) {
+  auto data = std::make_unique<FileDataset>();
+  data->name = file.name();
+  int64_t inputSamples = 0;
+  Status s = readTensor(file, "input", metadata.input,
+                        metadata.input.dtype == GPIPE_RT_I64 ? metadata.vocab
+                                                             : 0,
+                        "token id", data->input, inputSamples);
+  if (!s.ok())
+    return s;
+  data->samples = inputSamples;
+  data->inputSampleBytes = metadata.input.sampleBytes();
+  if (metadata.labels) {
+    int64_t labelSamples = 0;
+    s = readTensor(file, "labels", *metadata.labels,
+                   metadata.labels->dtype == GPIPE_RT_I64
+                       ? metadata.labels->classes
+                       : 0,
+                   "label", data->labels, labelSamples);
+    if (!s.ok())
+      return s;
+    if (labelSamples != inputSamples)
+      return Status::error(file.name() + ": tensor 'labels' has " +
+                           std::to_string(labelSamples) +
+                           " samples but 'input' has " +
+                           std::to_string(inputSamples));
+    data->labelSampleBytes = metadata.labels->sampleBytes();
+  }
+  dataset = std::move(data);
+  return Status::success();
+}
+
+Status loadDataset(const std::string &path, const ModelMetadata &metadata,
+                   std::unique_ptr<Dataset> &dataset) {
+  SafeTensorsFile file;
+  Status s = SafeTensorsFile::read(path, file);
+  if (!s.ok())
+    return s;
+  return datasetFromSafeTensors(file, metadata, dataset);
+}
+
+Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
+                          std::unique_ptr<Dataset> &dataset) {
+  const TensorSpec &in = metadata.input;
+  const std::string &hint = metadata.dataHint;
+  std::string noData = "this model has no built-in data";
+  if (hint == "text-char") {
+    const int64_t alphabet = int64_t(textAlphabet().size());
+    if (in.dtype != GPIPE_RT_I64 || in.shape.size() != 2)
+      return Status::error("built-in text data needs token ids of shape "
+                           "[B, T], the model's input is " +
+                           shapeString(in.shape) + " " +
+                           gpipe_rt_dtype_name(in.dtype) +
+                           "; pass --data FILE.safetensors");
+    if (metadata.vocab < alphabet)
+      return Status::error(
+          "built-in text data has " + std::to_string(alphabet) +
+          " symbols but the model's vocabulary has " +
+          std::to_string(metadata.vocab) +
+          "; compile it with a vocabulary of at least " +
+          std::to_string(alphabet) + " or pass --data FILE.safetensors");
+    if (!metadata.labels || metadata.labels->dtype != GPIPE_RT_I64 ||
+        metadata.labels->shape != in.shape ||
+        metadata.labels->classes < alphabet)
+      return Status::error("built-in text data needs i64 labels shaped like "
+                           "the input with at least " +
+                           std::to_string(alphabet) +
+                           " classes; pass --data FILE.safetensors");
+    auto data = std::make_unique<TextDataset>();
+    data->seed = seed;
+    data->length = in.shape[1];
+    for (char c : defaultText())
+      data->ids.push_back(textCharId(c));
+    if (int64_t(data->ids.size()) <= data->length)
+      return Status::error("the built-in text has " +
+                           std::to_string(data->ids.size()) +
+                           " characters, too few for sequences of " +
+                           std::to_string(data->length) +
+                           "; pass --data FILE.safetensors");
+    dataset = std::move(data);
+    return Status::success();
+  }
+  if (hint == "classification") {
+    if (in.dtype != GPIPE_RT_F32)
+      return Status::error("built-in classification data needs f32 input, "
+                           "the model's is " +
+                           std::string(gpipe_rt_dtype_name(in.dtype)) +
+                           "; pass --data FILE.safetensors");
+    if (!metadata.labels || metadata.labels->dtype != GPIPE_RT_I64 ||
+        metadata.labels->shape.size() != 1 || metadata.labels->classes < 1)
+      return Status::error("built-in classification data needs i64 labels "
+                           "of shape [B]; pass --data FILE.safetensors");
+    auto data = std::make_unique<ClassificationDataset>();
+    data->seed = seed;
+    data->features = in.sampleElements();
+    data->classes = metadata.labels->classes;
+    data->teacher.resize(size_t(data->classes * data->features));
+    double scale = 1.0 / std::sqrt(double(std::max<int64_t>(1, data->features)));
+    const char teacherName[] = "classification-teacher";
+    (void)gpipe_rt_cpu_fill_init_f32(
+        GPIPE_RT_INIT_NORMAL, data->teacher.data(),
+        int64_t(data->teacher.size()), scale, seed,
+        gpipe_rt_hash_name(teacherName, sizeof(teacherName) - 1));
+    dataset = std::move(data);
+    return Status::success();
+  }
+  return Status::error(
+      noData +
+      (hint.empty() ? std::string(" (its data_hint is empty)")
+                    : " for data_hint '" + hint + "'") +
+      "; pass --data FILE.safetensors holding 'input' " +
+      expectedShape(in) + " " + gpipe_rt_dtype_name(in.dtype) +
+      (metadata.labels ? " and 'labels' " + expectedShape(*metadata.labels) +
+                             " " + gpipe_rt_dtype_name(metadata.labels->dtype)
+                       : std::string()));
+}
+
+} // namespace gpipe::rt

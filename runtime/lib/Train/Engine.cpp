@@ -1,0 +1,1102 @@
+//===- Engine.cpp - Running compiled pipelines on threads -------*- C++ -*-===//
+//
+// The engine behind gpipe-run and the runtime side of Program.h's
+// callbacks. Engine::run allocates one arena per rank (once, aligned, with a
+// guard zone after it; arena and guard are filled with a canary pattern and
+// the parameters, gradients and optimizer state are put in place), starts
+// one thread per rank and drives the steps: the main thread releases a step,
+// every rank runs its program once, and the main thread waits at the step
+// barrier, then checks the guard zones, sums the losses, computes the step's
+// metrics and releases the next step.
+//
+// Transfers ("local" transport) rendezvous with a single copy: the side that
+// arrives second copies the sender's buffer into the receiver's and wakes
+// the first; both return once the bytes are in place. Every wait has the
+// run's timeout and also watches the shared abort flag: the first error
+// (a timeout, a kernel error, a misused callback) is recorded with the rank,
+// stage, micro-batch and action it happened in, sets the flag and wakes
+// every waiter; gpipe_rt_action_begin then returns nonzero everywhere, the
+// programs return, the threads end and run() returns the error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Runtime/CPUKernels.h"
+#include "gpipe/Runtime/Engine.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <unistd.h>
+
+namespace gpipe::rt {
+class RunState;
+} // namespace gpipe::rt
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+/// One action as it ran, in nanoseconds since the run started.
+struct RecordedAction {
+  int64_t step, action, beginNs, endNs;
+};
+} // namespace
+
+/// A rank's view of the run (Program.h): its plan, its arena and what it is
+/// doing in the current step. Only the rank's own thread touches it during a
+/// step; the main thread reads it at the step barrier.
+struct gpipe_rt_rank {
+  gpipe::rt::RunState *run = nullptr;
+  int64_t index = 0;
+  const gpipe::rt::RankPlan *plan = nullptr;
+  uint8_t *arena = nullptr;
+
+  /// The current step, from 0.
+  int64_t step = 0;
+  /// The action begin expects next, the one running (-1 between actions)
+  /// and the last one begun.
+  int64_t nextAction = 0, current = -1, lastBegun = -1;
+  int64_t actionBeginNs = 0;
+  /// Compute time of the current step.
+  int64_t busyNs = 0;
+  /// Stopped by fault injection.
+  bool dead = false;
+  /// Per stage the rank holds (plan order): optimizer steps taken, and the
+  /// step the optimizer last ran in.
+  std::vector<int64_t> optimizerSteps, lastStepped;
+  /// The current step's losses by micro-batch.
+  std::vector<double> losses;
+  std::vector<char> lossReported;
+  std::vector<RecordedAction> events;
+};
+
+namespace gpipe::rt {
+namespace {
+
+/// Bytes after each arena that must keep their canary.
+constexpr int64_t kGuardBytes = 4096;
+
+uint8_t canaryByte(int64_t offset) {
+  uint32_t x = uint32_t(offset) * 0x9E3779B1u;
+  return uint8_t((x >> 24) ^ 0xA5u);
+}
+
+int64_t roundUp(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+std::string formatSeconds(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", seconds);
+  if (std::fabs(std::strtod(buf, nullptr) - seconds) > 1e-9)
+    std::snprintf(buf, sizeof buf, "%.3g", seconds);
+  return buf;
+}
+
+/// One pending transfer of the local transport, keyed by (sender, receiver,
+/// tag).
+struct Slot {
+  bool sendPosted = false, recvPosted = false;
+  const void *sendData = nullptr;
+  void *recvData = nullptr;
+  /// The first side's byte count, action and rank.
+  int64_t bytes = 0, action = 0, rank = 0;
+  bool copying = false, done = false, failed = false;
+};
+
+} // namespace
+
+/// Everything one Engine::run shares between its threads.
+class RunState {
+public:
+  RunState(const ModelImage &model, const RunOptions &options)
+      : model(model), meta(model.metadata()), options(options),
+        timeoutNs(int64_t(options.timeoutSeconds * 1e9)),
+        start(Clock::now()) {}
+
+  const ModelImage &model;
+  const ModelMetadata &meta;
+  const RunOptions &options;
+  OptimizerConfig optimizer;
+  const Dataset *data = nullptr;
+  int64_t timeoutNs;
+  Clock::time_point start;
+  std::vector<gpipe_rt_rank> ranks;
+
+  std::mutex mu;
+  std::condition_variable mainCv;
+  std::vector<std::unique_ptr<std::condition_variable>> rankCvs;
+  std::atomic<bool> aborted{false};
+  /// (step from 1 or 0 for none, message); the first is the run's error.
+  std::vector<std::pair<int64_t, std::string>> errors;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, Slot> slots;
+  /// The last step the main thread released (-1 before the first).
+  int64_t released = -1;
+  std::vector<char> finished;
+  int64_t finishedCount = 0, lastFinishNs = 0;
+
+  int64_t nowNs() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() -
+                                                                start)
+        .count();
+  }
+
+  /// Records an error and aborts the run; `mu` must be held.
+  void failLocked(int64_t step, std::string message) {
+    errors.push_back({step, std::move(message)});
+    if (!aborted.exchange(true)) {
+      mainCv.notify_all();
+      for (auto &cv : rankCvs)
+        cv->notify_all();
+    }
+  }
+
+  void fail(int64_t step, std::string message) {
+    std::lock_guard<std::mutex> lock(mu);
+    failLocked(step, std::move(message));
+  }
+
+  void fail(const gpipe_rt_rank *rank, std::string message) {
+    fail(rank->step + 1, std::move(message));
+  }
+
+  /// "rank 1 (stage 1, micro-batch 3, recv forward from rank 0)".
+  std::string where(const gpipe_rt_rank *rank, int64_t action) const {
+    std::string s = "rank " + std::to_string(rank->index);
+    if (action < 0 || action >= int64_t(rank->plan->actions.size()))
+      return s + (action < 0 ? std::string(" (between actions)")
+                             : " (action " + std::to_string(action) + ")");
+    const ActionSpec &a = rank->plan->actions[size_t(action)];
+    s += " (stage " + std::to_string(a.stage);
+    if (a.mb >= 0)
+      s += ", micro-batch " + std::to_string(a.mb);
+    s += ", ";
+    s += actionKindName(a.kind);
+    if (a.kind == ActionKind::Send)
+      s += " " + a.direction + " to rank " + std::to_string(a.peer);
+    else if (a.kind == ActionKind::Recv)
+      s += " " + a.direction + " from rank " + std::to_string(a.peer);
+    return s + ")";
+  }
+
+  /// The action a callback outside begin/end is attributed to.
+  static int64_t currentAction(const gpipe_rt_rank *rank) {
+    return rank->current >= 0 ? rank->current : rank->lastBegun;
+  }
+
+  int32_t transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
+                   const void *sendData, void *recvData, int64_t bytes);
+  int32_t actionBegin(gpipe_rt_rank *rank, int64_t action);
+  void actionEnd(gpipe_rt_rank *rank, int64_t action);
+  int32_t load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *data,
+               int64_t bytes);
+  int32_t reportLoss(gpipe_rt_rank *rank, int64_t mb, const float *loss);
+  int32_t optimizerStep(gpipe_rt_rank *rank, int64_t stage, float *params,
+                        const float *grads, float *state, int64_t count);
+  int32_t kernelError(gpipe_rt_rank *rank, int64_t site, int32_t status);
+  void rankMain(gpipe_rt_rank *rank);
+};
+
+//===----------------------------------------------------------------------===//
+// Callbacks
+//===----------------------------------------------------------------------===//
+
+int32_t RunState::actionBegin(gpipe_rt_rank *rank, int64_t action) {
+  if (aborted.load(std::memory_order_relaxed) || rank->dead)
+    return 1;
+  if (options.fault && options.fault->rank == rank->index &&
+      options.fault->step == rank->step + 1 &&
+      options.fault->action == action) {
+    rank->dead = true;
+    return 1;
+  }
+  int64_t numActions = int64_t(rank->plan->actions.size());
+  if (action < 0 || action >= numActions) {
+    fail(rank, where(rank, currentAction(rank)) + ": action " +
+                   std::to_string(action) + " began but the program has " +
+                   std::to_string(numActions) + " actions");
+    return 1;
+  }
+  if (rank->current >= 0 || action != rank->nextAction) {
+    fail(rank, where(rank, action) + ": action " + std::to_string(action) +
+                   " began " +
+                   (rank->current >= 0
+                        ? "while action " + std::to_string(rank->current) +
+                              " was still running"
+                        : "when action " + std::to_string(rank->nextAction) +
+                              " was due (actions run in order)"));
+    return 1;
+  }
+  rank->current = rank->lastBegun = action;
+  rank->nextAction = action + 1;
+  rank->actionBeginNs = nowNs();
+  return 0;
+}
+
+void RunState::actionEnd(gpipe_rt_rank *rank, int64_t action) {
+  if (aborted.load(std::memory_order_relaxed) || rank->dead)
+    return;
+  if (action != rank->current) {
+    fail(rank, where(rank, currentAction(rank)) + ": action " +
+                   std::to_string(action) + " ended but " +
+                   (rank->current >= 0
+                        ? "action " + std::to_string(rank->current) +
+                              " is the one running"
+                        : std::string("no action is running")));
+    return;
+  }
+  int64_t end = nowNs();
+  const ActionSpec &a = rank->plan->actions[size_t(action)];
+  if (isComputeAction(a.kind))
+    rank->busyNs += end - rank->actionBeginNs;
+  if (options.recordTrace)
+    rank->events.push_back({rank->step, action, rank->actionBeginNs, end});
+  rank->current = -1;
+}
+
+int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
+                           const void *sendData, void *recvData,
+                           int64_t bytes) {
+  if (aborted.load(std::memory_order_relaxed))
+    return 1;
+  const char *callback = isSend ? "gpipe_rt_send" : "gpipe_rt_recv";
+  int64_t numActions = int64_t(rank->plan->actions.size());
+  if (action < 0 || action >= numActions) {
+    fail(rank, where(rank, currentAction(rank)) + ": " + callback +
+                   " for action " + std::to_string(action) +
+                   " of a program with " + std::to_string(numActions) +
+                   " actions");
+    return 1;
+  }
+  const ActionSpec &a = rank->plan->actions[size_t(action)];
+  ActionKind want = isSend ? ActionKind::Send : ActionKind::Recv;
+  if (a.kind != want) {
+    fail(rank, where(rank, action) + ": " + callback + " on a " +
+                   actionKindName(a.kind) + " action");
+    return 1;
+  }
+  if (bytes < 0 || (bytes > 0 && !(isSend ? sendData : recvData))) {
+    fail(rank, where(rank, action) + ": " + callback + " of " +
+                   std::to_string(bytes) + " bytes at a null pointer");
+    return 1;
+  }
+  auto key = isSend ? std::make_tuple(rank->index, a.peer, a.tag)
+                    : std::make_tuple(a.peer, rank->index, a.tag);
+  std::unique_lock<std::mutex> lock(mu);
+  if (aborted)
+    return 1;
+  Slot &slot = slots[key];
+  bool peerWaiting = isSend ? slot.recvPosted : slot.sendPosted;
+  if (peerWaiting) {
+    // Arrived second: check the sizes, copy, wake the peer.
+    const gpipe_rt_rank *peer = &ranks[size_t(slot.rank)];
+    if (slot.bytes != bytes) {
+      int64_t sendBytes = isSend ? bytes : slot.bytes;
+      int64_t recvBytes = isSend ? slot.bytes : bytes;
+      std::string sender = isSend ? where(rank, action)
+                                  : where(peer, slot.action);
+      std::string receiver = isSend ? where(peer, slot.action)
+                                    : where(rank, action);
+      slot.failed = slot.done = true;
+      rankCvs[size_t(slot.rank)]->notify_all();
+      failLocked(rank->step + 1,
+                 where(rank, action) + ": transfer size mismatch: " + sender +
+                     " sends " + std::to_string(sendBytes) + " bytes but " +
+                     receiver + " receives " + std::to_string(recvBytes));
+      return 1;
+    }
+    void *dst = isSend ? slot.recvData : recvData;
+    const void *src = isSend ? sendData : slot.sendData;
+    slot.copying = true;
+    lock.unlock();
+    if (bytes > 0)
+      std::memcpy(dst, src, size_t(bytes));
+    lock.lock();
+    slot.copying = false;
+    slot.done = true;
+    rankCvs[size_t(slot.rank)]->notify_all();
+    return 0;
+  }
+  // Arrived first: post the buffer and wait for the peer to copy.
+  if (isSend) {
+    slot.sendPosted = true;
+    slot.sendData = sendData;
+  } else {
+    slot.recvPosted = true;
+    slot.recvData = recvData;
+  }
+  slot.bytes = bytes;
+  slot.action = action;
+  slot.rank = rank->index;
+  std::condition_variable &cv = *rankCvs[size_t(rank->index)];
+  Clock::time_point deadline =
+      Clock::now() + std::chrono::nanoseconds(timeoutNs);
+  for (;;) {
+    if (slot.done) {
+      bool failed = slot.failed;
+      slots.erase(key);
+      return failed ? 1 : 0;
+    }
+    if (!slot.copying) {
+      if (aborted) {
+        slots.erase(key);
+        return 1;
+      }
+      if (Clock::now() >= deadline) {
+        slots.erase(key);
+        failLocked(rank->step + 1,
+                   where(rank, action) + ": " +
+                       (isSend ? "no receiver" : "no message") + " after " +
+                       formatSeconds(options.timeoutSeconds) +
+                       " s; the peer may have died or stalled");
+        return 1;
+      }
+      cv.wait_until(lock, deadline);
+    } else {
+      // The peer is copying into or out of our buffer: wait for it to
+      // finish whatever happens, the buffer must not go away under it.
+      cv.wait(lock);
+    }
+  }
+}
+
+int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb,
+                       void *out, int64_t bytes) {
+  if (aborted.load(std::memory_order_relaxed))
+    return 1;
+  const char *callback = labels ? "gpipe_rt_load_labels" : "gpipe_rt_load_input";
+  std::string at = where(rank, currentAction(rank)) + ": " + callback;
+  if (labels && !meta.labels) {
+    fail(rank, at + ": the model has no labels");
+    return 1;
+  }
+  const TensorSpec &spec = labels ? *meta.labels : meta.input;
+  if (mb < 0 || mb >= meta.microbatches) {
+    fail(rank, at + ": micro-batch " + std::to_string(mb) + " is outside [0, " +
+                   std::to_string(meta.microbatches) + ")");
+    return 1;
+  }
+  int64_t rows = meta.microBatchSize();
+  int64_t sampleBytes = spec.sampleBytes();
+  if (bytes != rows * sampleBytes || (bytes > 0 && !out)) {
+    fail(rank, at + ": asked for " + std::to_string(bytes) +
+                   " bytes, one micro-batch is " +
+                   std::to_string(rows * sampleBytes) + " bytes (" +
+                   std::to_string(rows) + " samples of " +
+                   std::to_string(sampleBytes) + ")");
+    return 1;
+  }
+  uint64_t n = uint64_t(data->numSamples());
+  uint64_t first = uint64_t(rank->step) * uint64_t(meta.batchSize()) +
+                   uint64_t(mb) * uint64_t(rows);
+  uint8_t *dst = static_cast<uint8_t *>(out);
+  for (int64_t j = 0; j < rows; ++j) {
+    int64_t sample = int64_t((first + uint64_t(j)) % n);
+    if (labels)
+      data->copyLabels(sample, dst + j * sampleBytes);
+    else
+      data->copyInput(sample, dst + j * sampleBytes);
+  }
+  return 0;
+}
+
+int32_t RunState::reportLoss(gpipe_rt_rank *rank, int64_t mb,
+                             const float *loss) {
+  if (aborted.load(std::memory_order_relaxed))
+    return 1;
+  std::string at = where(rank, currentAction(rank)) + ": gpipe_rt_report_loss";
+  if (mb < 0 || mb >= meta.microbatches || !loss) {
+    fail(rank, at + (loss ? ": micro-batch " + std::to_string(mb) +
+                                " is outside [0, " +
+                                std::to_string(meta.microbatches) + ")"
+                          : std::string(": null loss")));
+    return 1;
+  }
+  if (rank->lossReported[size_t(mb)]) {
+    fail(rank, at + ": micro-batch " + std::to_string(mb) +
+                   "'s loss was already reported this step");
+    return 1;
+  }
+  rank->lossReported[size_t(mb)] = 1;
+  rank->losses[size_t(mb)] = double(*loss);
+  return 0;
+}
+
+int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
+                                float *params, const float *grads,
+                                float *state, int64_t count) {
+  if (aborted.load(std::memory_order_relaxed))
+    return 1;
+  std::string at =
+      where(rank, currentAction(rank)) + ": gpipe_rt_optimizer_step";
+  const std::vector<StagePlan> &stages = rank->plan->stages;
+  size_t local = 0;
+  while (local < stages.size() && stages[local].stage != stage)
+    ++local;
+  if (local == stages.size()) {
+    fail(rank, at + ": the rank does not hold stage " + std::to_string(stage));
+    return 1;
+  }
+  const StagePlan &plan = stages[local];
+  if (count != plan.paramBytes / 4) {
+    fail(rank, at + ": " + std::to_string(count) + " parameters, stage " +
+                   std::to_string(stage) + " has " +
+                   std::to_string(plan.paramBytes / 4));
+    return 1;
+  }
+  if (count > 0 &&
+      (reinterpret_cast<uint8_t *>(params) != rank->arena + plan.paramsOffset ||
+       reinterpret_cast<const uint8_t *>(grads) !=
+           rank->arena + plan.gradsOffset)) {
+    fail(rank, at + ": parameters or gradients are not at the planned "
+                    "params_offset " +
+                   std::to_string(plan.paramsOffset) + " / grads_offset " +
+                   std::to_string(plan.gradsOffset));
+    return 1;
+  }
+  if (count > 0 && optimizer.stateMultiple() > 0 &&
+      reinterpret_cast<uint8_t *>(state) != rank->arena + plan.stateOffset) {
+    fail(rank, at + ": the optimizer state is not at the planned "
+                    "state_offset " +
+                   std::to_string(plan.stateOffset));
+    return 1;
+  }
+  if (rank->lastStepped[local] == rank->step) {
+    fail(rank, at + ": stage " + std::to_string(stage) +
+                   " already stepped this step");
+    return 1;
+  }
+  rank->lastStepped[local] = rank->step;
+  int64_t t = ++rank->optimizerSteps[local];
+  Status s = applyOptimizer(optimizer, t, params, grads,
+                            optimizer.stateMultiple() ? state : nullptr, count);
+  if (!s.ok()) {
+    fail(rank, at + ": " + s.message());
+    return 1;
+  }
+  return 0;
+}
+
+int32_t RunState::kernelError(gpipe_rt_rank *rank, int64_t site,
+                              int32_t status) {
+  const char *library =
+      model.libraryLastError ? model.libraryLastError() : nullptr;
+  const char *own = gpipe_rt_last_error();
+  std::string message = library && *library ? library
+                        : own && *own       ? own
+                                            : "kernel failed with status " +
+                                            std::to_string(status);
+  std::string at = where(rank, currentAction(rank)) + ": ";
+  if (site >= 0 && site < int64_t(meta.sites.size())) {
+    const KernelSite &k = meta.sites[size_t(site)];
+    at += k.op;
+    if (!k.loc.empty())
+      at += " at " + k.loc;
+    if (!k.function.empty())
+      at += " in " + (k.function[0] == '@' ? k.function : "@" + k.function);
+    at += ": ";
+  } else {
+    at += "kernel site " + std::to_string(site) + ": ";
+  }
+  if (!aborted.load())
+    fail(rank, at + message);
+  return status ? status : 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Threads
+//===----------------------------------------------------------------------===//
+
+void RunState::rankMain(gpipe_rt_rank *rank) {
+  gpipe_rt_cpu_set_blas_threads(1);
+  gpipe_model_rank_fn fn = model.rankFunction(rank->index);
+  std::condition_variable &cv = *rankCvs[size_t(rank->index)];
+  size_t numActions = rank->plan->actions.size();
+  for (int64_t step = 0; step < options.steps; ++step) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return released >= step || aborted; });
+      if (aborted)
+        return;
+    }
+    rank->step = step;
+    rank->nextAction = 0;
+    rank->current = rank->lastBegun = -1;
+    rank->busyNs = 0;
+    std::fill(rank->lossReported.begin(), rank->lossReported.end(), 0);
+    gpipe_rt_clear_error();
+    if (model.libraryClearError)
+      model.libraryClearError();
+
+    int32_t rc = fn(rank, rank->arena);
+    if (rank->dead || aborted)
+      return;
+    if (rc != 0) {
+      fail(rank, where(rank, currentAction(rank)) + ": " +
+                     rank->plan->symbol + " returned " + std::to_string(rc) +
+                     " without reporting an error");
+      return;
+    }
+    if (rank->current >= 0 || rank->nextAction != int64_t(numActions)) {
+      fail(rank, "rank " + std::to_string(rank->index) + ": " +
+                     rank->plan->symbol + " returned after beginning " +
+                     std::to_string(rank->nextAction) + " of its " +
+                     std::to_string(numActions) + " actions" +
+                     (rank->current >= 0
+                          ? " (action " + std::to_string(rank->current) +
+                                " never ended)"
+                          : std::string()));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    finished[size_t(rank->index)] = 1;
+    ++finishedCount;
+    lastFinishNs = nowNs();
+    mainCv.notify_all();
+  }
+}
+
+} // namespace gpipe::rt
+
+//===----------------------------------------------------------------------===//
+// The C ABI
+//===----------------------------------------------------------------------===//
+
+using gpipe::rt::RunState;
+
+extern "C" int32_t gpipe_rt_action_begin(gpipe_rt_rank *rank, int64_t action) {
+  return rank->run->actionBegin(rank, action);
+}
+
+extern "C" void gpipe_rt_action_end(gpipe_rt_rank *rank, int64_t action) {
+  rank->run->actionEnd(rank, action);
+}
+
+extern "C" int32_t gpipe_rt_send(gpipe_rt_rank *rank, int64_t action,
+                                 const void *data, int64_t bytes) {
+  return rank->run->transfer(rank, action, true, data, nullptr, bytes);
+}
+
+extern "C" int32_t gpipe_rt_recv(gpipe_rt_rank *rank, int64_t action,
+                                 void *data, int64_t bytes) {
+  return rank->run->transfer(rank, action, false, nullptr, data, bytes);
+}
+
+extern "C" int32_t gpipe_rt_load_input(gpipe_rt_rank *rank,
+                                       int64_t microbatch, void *data,
+                                       int64_t bytes) {
+  return rank->run->load(rank, false, microbatch, data, bytes);
+}
+
+extern "C" int32_t gpipe_rt_load_labels(gpipe_rt_rank *rank,
+                                        int64_t microbatch, void *data,
+                                        int64_t bytes) {
+  return rank->run->load(rank, true, microbatch, data, bytes);
+}
+
+extern "C" int32_t gpipe_rt_report_loss(gpipe_rt_rank *rank,
+                                        int64_t microbatch,
+                                        const float *loss) {
+  return rank->run->reportLoss(rank, microbatch, loss);
+}
+
+extern "C" int32_t gpipe_rt_optimizer_step(gpipe_rt_rank *rank, int64_t stage,
+                                           float *params, const float *grads,
+                                           float *state, int64_t count) {
+  return rank->run->optimizerStep(rank, stage, params, grads, state, count);
+}
+
+extern "C" int32_t gpipe_rt_kernel_error(gpipe_rt_rank *rank, int64_t site,
+                                         int32_t status) {
+  return rank->run->kernelError(rank, site, status);
+}
+
+//===----------------------------------------------------------------------===//
+// Engine::run
+//===----------------------------------------------------------------------===//
+
+namespace gpipe::rt {
+namespace {
+
+struct AlignedFree {
+  void operator()(uint8_t *p) const { std::free(p); }
+};
+using ArenaPtr = std::unique_ptr<uint8_t, AlignedFree>;
+
+Status checkRunOptions(const ModelMetadata &meta, const RunOptions &options) {
+  if (options.steps < 1)
+    return Status::error("the number of steps must be at least 1");
+  if (!(options.timeoutSeconds > 0) || !std::isfinite(options.timeoutSeconds) ||
+      options.timeoutSeconds > 1e6)
+    return Status::error("the timeout must be positive seconds");
+  if (const std::optional<FaultInjection> &f = options.fault) {
+    if (f->rank < 0 || f->rank >= meta.numRanks())
+      return Status::error("fault injection: rank " + std::to_string(f->rank) +
+                           " is outside [0, " +
+                           std::to_string(meta.numRanks()) + ")");
+    if (f->step < 1 || f->step > options.steps)
+      return Status::error("fault injection: step " + std::to_string(f->step) +
+                           " is outside [1, " + std::to_string(options.steps) +
+                           "]");
+    int64_t actions = int64_t(meta.ranks[size_t(f->rank)].actions.size());
+    if (f->action < 0 || f->action >= actions)
+      return Status::error("fault injection: rank " + std::to_string(f->rank) +
+                           " has actions [0, " + std::to_string(actions) +
+                           "), not " + std::to_string(f->action));
+  }
+  return Status::success();
+}
+
+/// Allocates rank `plan`'s arena, fills it and its guard with the canary and
+/// puts the parameters (initial values), gradients and state (zeros) in.
+Status makeArena(const ModelImage &model, const RankPlan &plan, uint64_t seed,
+                 ArenaPtr &arena) {
+  const ModelMetadata &meta = model.metadata();
+  int64_t align = std::max<int64_t>(meta.alignment, 64);
+  int64_t total = roundUp(plan.arenaBytes + kGuardBytes, align);
+  arena.reset(static_cast<uint8_t *>(std::aligned_alloc(size_t(align),
+                                                        size_t(total))));
+  if (!arena)
+    return Status::error("rank " + std::to_string(plan.rank) +
+                         ": cannot allocate its arena of " +
+                         std::to_string(plan.arenaBytes) + " bytes");
+  uint8_t *base = arena.get();
+  for (int64_t i = 0; i < plan.arenaBytes + kGuardBytes; ++i)
+    base[i] = canaryByte(i);
+  int64_t multiple = meta.stateMultiple();
+  for (const StagePlan &stage : plan.stages) {
+    if (stage.paramBytes == 0)
+      continue;
+    std::memset(base + stage.gradsOffset, 0, size_t(stage.paramBytes));
+    if (multiple)
+      std::memset(base + stage.stateOffset, 0,
+                  size_t(stage.paramBytes * multiple));
+    for (const ParamSlot &slot : stage.params) {
+      const ParameterSpec &p = meta.parameters[slot.parameter];
+      float *dst =
+          reinterpret_cast<float *>(base + stage.paramsOffset + slot.offset);
+      if (p.elements == 0)
+        continue;
+      if (p.init == ParamInit::Data) {
+        std::memcpy(dst, model.data() + p.dataOffset, size_t(p.elements) * 4);
+        continue;
+      }
+      gpipe_rt_init kind = p.init == ParamInit::Zeros  ? GPIPE_RT_INIT_ZEROS
+                           : p.init == ParamInit::Ones ? GPIPE_RT_INIT_ONES
+                           : p.init == ParamInit::Normal
+                               ? GPIPE_RT_INIT_NORMAL
+                               : GPIPE_RT_INIT_UNIFORM;
+      if (gpipe_rt_cpu_fill_init_f32(
+              kind, dst, p.elements, p.scale, seed,
+              gpipe_rt_hash_name(p.name.data(), p.name.size())) !=
+          GPIPE_RT_SUCCESS)
+        return Status::error("parameter '" + p.name +
+                             "': " + gpipe_rt_last_error());
+    }
+  }
+  return Status::success();
+}
+
+/// The first guard byte of `rank`'s arena that lost its canary, or -1.
+int64_t firstChangedGuardByte(const RankPlan &plan, const uint8_t *arena) {
+  for (int64_t i = plan.arenaBytes; i < plan.arenaBytes + kGuardBytes; ++i)
+    if (arena[i] != canaryByte(i))
+      return i;
+  return -1;
+}
+
+Status checkGuard(const RankPlan &plan, const uint8_t *arena) {
+  int64_t changed = firstChangedGuardByte(plan, arena);
+  if (changed < 0)
+    return Status::success();
+  return Status::error("rank " + std::to_string(plan.rank) +
+                       " wrote past its planned arena of " +
+                       std::to_string(plan.arenaBytes) + " bytes (byte " +
+                       std::to_string(changed) + " changed)");
+}
+
+/// Copies every parameter's block (params or grads) out of the arenas.
+void collectTensors(const ModelMetadata &meta,
+                    const std::vector<ArenaPtr> &arenas, bool gradients,
+                    std::map<std::string, std::vector<float>> &out) {
+  out.clear();
+  for (const RankPlan &rank : meta.ranks)
+    for (const StagePlan &stage : rank.stages)
+      for (const ParamSlot &slot : stage.params) {
+        const uint8_t *src = arenas[size_t(rank.rank)].get() +
+                             (gradients ? stage.gradsOffset
+                                        : stage.paramsOffset) +
+                             slot.offset;
+        std::vector<float> &v = out[slot.name];
+        v.resize(size_t(slot.elements));
+        if (slot.elements)
+          std::memcpy(v.data(), src, size_t(slot.elements) * 4);
+      }
+}
+
+std::string unfinishedRanks(const std::vector<char> &finished) {
+  std::string list;
+  int count = 0;
+  for (size_t r = 0; r < finished.size(); ++r)
+    if (!finished[r]) {
+      list += (list.empty() ? "" : ", ") + std::to_string(r);
+      ++count;
+    }
+  return (count == 1 ? "rank " : "ranks ") + list;
+}
+
+} // namespace
+
+Status Engine::run(const RunOptions &options, RunResult &result) {
+  result = RunResult();
+  const ModelMetadata &meta = model.metadata();
+  Status s = checkRunOptions(meta, options);
+  if (!s.ok())
+    return s;
+  RunState state(model, options);
+  s = resolveOptimizer(meta, options.optimizer, state.optimizer);
+  if (!s.ok())
+    return s;
+  result.optimizer = state.optimizer;
+
+  std::shared_ptr<const Dataset> data = options.dataset;
+  if (!data) {
+    std::unique_ptr<Dataset> loaded;
+    s = options.dataPath.empty()
+            ? makeBuiltinDataset(meta, options.seed, loaded)
+            : loadDataset(options.dataPath, meta, loaded);
+    if (!s.ok())
+      return s;
+    data = std::move(loaded);
+  }
+  if (data->numSamples() < 1)
+    return Status::error("the data holds no samples");
+  state.data = data.get();
+  result.dataDescription = data->describe();
+
+  int64_t numRanks = meta.numRanks();
+  std::vector<ArenaPtr> arenas(static_cast<size_t>(numRanks));
+  for (int64_t r = 0; r < numRanks; ++r) {
+    s = makeArena(model, meta.ranks[size_t(r)], options.seed,
+                  arenas[size_t(r)]);
+    if (!s.ok())
+      return s;
+  }
+  state.ranks.resize(size_t(numRanks));
+  for (int64_t r = 0; r < numRanks; ++r) {
+    gpipe_rt_rank &rank = state.ranks[size_t(r)];
+    rank.run = &state;
+    rank.index = r;
+    rank.plan = &meta.ranks[size_t(r)];
+    rank.arena = arenas[size_t(r)].get();
+    rank.optimizerSteps.assign(rank.plan->stages.size(), 0);
+    rank.lastStepped.assign(rank.plan->stages.size(), -1);
+    rank.losses.assign(size_t(meta.microbatches), 0.0);
+    rank.lossReported.assign(size_t(meta.microbatches), 0);
+    if (options.recordTrace)
+      rank.events.reserve(size_t(options.steps) * rank.plan->actions.size());
+    state.rankCvs.push_back(std::make_unique<std::condition_variable>());
+  }
+  state.finished.assign(size_t(numRanks), 0);
+  if (options.onStart)
+    options.onStart(state.optimizer, *data);
+
+  std::vector<std::thread> threads;
+  for (int64_t r = 0; r < numRanks; ++r)
+    threads.emplace_back(
+        [&state, r] { state.rankMain(&state.ranks[size_t(r)]); });
+
+  // Per rank: compute and wall time over the steps the bubble counts.
+  std::vector<int64_t> busyTotal(size_t(numRanks), 0);
+  int64_t wallTotal = 0;
+  const int64_t batch = meta.batchSize();
+  for (int64_t step = 0; step < options.steps; ++step) {
+    int64_t stepStart;
+    {
+      std::unique_lock<std::mutex> lock(state.mu);
+      std::fill(state.finished.begin(), state.finished.end(), 0);
+      state.finishedCount = 0;
+      stepStart = state.nowNs();
+      state.released = step;
+      for (auto &cv : state.rankCvs)
+        cv->notify_all();
+      // The barrier: all ranks finish, or one fails, or the stragglers take
+      // longer than the timeout after the first rank finished.
+      while (state.finishedCount < numRanks && !state.aborted) {
+        if (state.finishedCount == 0) {
+          state.mainCv.wait_for(lock, std::chrono::milliseconds(100));
+          continue;
+        }
+        int64_t deadline = state.lastFinishNs + state.timeoutNs;
+        int64_t now = state.nowNs();
+        if (now >= deadline) {
+          state.failLocked(0, unfinishedRanks(state.finished) +
+                                  " did not finish step " +
+                                  std::to_string(step + 1) + " within " +
+                                  formatSeconds(options.timeoutSeconds) +
+                                  " s after the other ranks; it may have "
+                                  "died or stalled");
+          break;
+        }
+        state.mainCv.wait_for(
+            lock, std::chrono::nanoseconds(std::min<int64_t>(
+                      deadline - now, 100'000'000)));
+      }
+      if (state.aborted)
+        break;
+    }
+    int64_t wall = std::max<int64_t>(state.lastFinishNs - stepStart, 1);
+    StepMetrics metrics;
+    metrics.step = step + 1;
+    metrics.seconds = double(wall) * 1e-9;
+    metrics.samplesPerSecond = double(batch) / metrics.seconds;
+    for (int64_t r = 0; r < numRanks; ++r) {
+      const gpipe_rt_rank &rank = state.ranks[size_t(r)];
+      metrics.busyFraction.push_back(double(rank.busyNs) / double(wall));
+      if (options.steps == 1 || step > 0)
+        busyTotal[size_t(r)] += rank.busyNs;
+      s = checkGuard(*rank.plan, rank.arena);
+      if (!s.ok()) {
+        state.fail(step + 1, s.message());
+        break;
+      }
+    }
+    if (state.aborted)
+      break;
+    if (options.steps == 1 || step > 0)
+      wallTotal += wall;
+
+    // The loss: micro-batch losses in order, summed in double, over M.
+    double sum = 0.0;
+    int64_t reported = 0, missing = -1;
+    for (int64_t mb = 0; mb < meta.microbatches; ++mb) {
+      int64_t reporters = 0;
+      for (const gpipe_rt_rank &rank : state.ranks)
+        if (rank.lossReported[size_t(mb)]) {
+          ++reporters;
+          sum += rank.losses[size_t(mb)];
+        }
+      if (reporters > 1) {
+        state.fail(step + 1, "micro-batch " + std::to_string(mb) +
+                                 "'s loss was reported by more than one rank");
+        break;
+      }
+      reported += reporters;
+      if (!reporters && missing < 0)
+        missing = mb;
+    }
+    if (state.aborted)
+      break;
+    if (reported > 0 && missing >= 0) {
+      state.fail(step + 1, "the loss of micro-batch " +
+                               std::to_string(missing) +
+                               " was never reported");
+      break;
+    }
+    metrics.loss = reported ? sum / double(meta.microbatches)
+                            : std::numeric_limits<double>::quiet_NaN();
+    if (step == 0)
+      collectTensors(meta, arenas, /*gradients=*/true, result.firstGradients);
+    result.steps.push_back(metrics);
+    if (options.onStep)
+      options.onStep(metrics);
+  }
+  for (std::thread &t : threads)
+    t.join();
+  result.totalSeconds = double(state.nowNs()) * 1e-9;
+
+  if (options.recordTrace)
+    for (const gpipe_rt_rank &rank : state.ranks)
+      for (const RecordedAction &e : rank.events)
+        result.trace.push_back({rank.index, e.step, e.action,
+                                double(e.beginNs) * 1e-3,
+                                double(e.endNs) * 1e-3});
+
+  if (!state.errors.empty()) {
+    const auto &[step, message] = state.errors.front();
+    std::string text =
+        step > 0 ? "step " + std::to_string(step) + ": " + message : message;
+    return Status::error(text);
+  }
+
+  double busyMean = 0.0;
+  for (int64_t r = 0; r < numRanks; ++r)
+    busyMean += double(busyTotal[size_t(r)]) /
+                double(std::max<int64_t>(wallTotal, 1));
+  result.measuredBubble = 1.0 - busyMean / double(numRanks);
+
+  for (int64_t r = 0; r < numRanks; ++r) {
+    const RankPlan &plan = meta.ranks[size_t(r)];
+    const uint8_t *arena = arenas[size_t(r)].get();
+    s = checkGuard(plan, arena);
+    if (!s.ok())
+      return s;
+    int64_t top = plan.arenaBytes;
+    while (top > 0 && arena[top - 1] == canaryByte(top - 1))
+      --top;
+    ArenaReport report;
+    report.rank = r;
+    report.plannedBytes = plan.arenaBytes;
+    report.peakBytes = plan.peakBytes;
+    report.measuredBytes = roundUp(top, meta.alignment);
+    result.arenas.push_back(report);
+  }
+  collectTensors(meta, arenas, /*gradients=*/false, result.finalParameters);
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Fault specs and output files
+//===----------------------------------------------------------------------===//
+
+Status parseFaultInjection(std::string_view spec, FaultInjection &fault) {
+  fault = FaultInjection();
+  bool haveRank = false;
+  std::string text(spec);
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(
+        pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t eq = item.find('=');
+    std::string key = item.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    char *end = nullptr;
+    errno = 0;
+    long long parsed = value.empty() ? 0 : std::strtoll(value.c_str(), &end, 10);
+    if (eq == std::string::npos || value.empty() || *end || errno)
+      return Status::error("bad fault spec '" + text + "': expected "
+                           "rank=R[,step=S][,action=A] with integers");
+    if (key == "rank") {
+      fault.rank = parsed;
+      haveRank = true;
+    } else if (key == "step") {
+      fault.step = parsed;
+    } else if (key == "action") {
+      fault.action = parsed;
+    } else {
+      return Status::error("bad fault spec '" + text + "': unknown key '" +
+                           key + "' (expected rank, step, action)");
+    }
+    if (comma == std::string::npos)
+      break;
+    pos = comma + 1;
+  }
+  if (!haveRank)
+    return Status::error("bad fault spec '" + text + "': rank=R is required");
+  return Status::success();
+}
+
+Status writeParameterTensors(
+    const std::string &path, const ModelMetadata &metadata,
+    const std::map<std::string, std::vector<float>> &tensors) {
+  std::vector<SafeTensorRef> refs;
+  for (const ParameterSpec &p : metadata.parameters) {
+    auto it = tensors.find(p.name);
+    if (it == tensors.end() || int64_t(it->second.size()) != p.elements)
+      return Status::error(path + ": no values for parameter '" + p.name + "'");
+    refs.push_back({p.name, SafeTensorsDType::F32, p.shape,
+                    it->second.data(), it->second.size() * 4});
+  }
+  std::map<std::string, std::string> fileMeta;
+  if (!metadata.source.empty())
+    fileMeta["source"] = metadata.source;
+  return writeSafeTensors(path, refs, fileMeta);
+}
+
+Status writeChromeTrace(const std::string &path, const ModelMetadata &metadata,
+                        const RunResult &result) {
+  using Json = nlohmann::json;
+  Json events = Json::array();
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"tid", 0},
+                    {"args", {{"name", "gpipe " + metadata.source}}}});
+  for (const RankPlan &rank : metadata.ranks)
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", rank.rank},
+                      {"args", {{"name", "rank " + std::to_string(rank.rank)}}}});
+  for (const TraceEvent &e : result.trace) {
+    const ActionSpec &a =
+        metadata.ranks[size_t(e.rank)].actions[size_t(e.action)];
+    std::string mb = std::to_string(a.mb), stage = std::to_string(a.stage);
+    std::string name;
+    switch (a.kind) {
+    case ActionKind::Forward:
+      name = "F" + mb + " s" + stage;
+      break;
+    case ActionKind::Backward:
+      name = "B" + mb + " s" + stage;
+      break;
+    case ActionKind::BackwardInput:
+      name = "BI" + mb + " s" + stage;
+      break;
+    case ActionKind::BackwardWeight:
+      name = "BW" + mb + " s" + stage;
+      break;
+    case ActionKind::Recompute:
+      name = "R" + mb + " s" + stage;
+      break;
+    case ActionKind::Send:
+      name = "send mb" + mb;
+      break;
+    case ActionKind::Recv:
+      name = "recv mb" + mb;
+      break;
+    case ActionKind::ReduceGrad:
+      name = "reduce s" + stage;
+      break;
+    case ActionKind::Step:
+      name = "step";
+      break;
+    }
+    Json args = {{"stage", a.stage},
+                 {"mb", a.mb},
+                 {"step", e.step + 1},
+                 {"action", e.action}};
+    if (a.kind == ActionKind::Send || a.kind == ActionKind::Recv) {
+      args["peer"] = a.peer;
+      args["bytes"] = a.bytes;
+    }
+    events.push_back({{"name", name},
+                      {"cat", actionKindName(a.kind)},
+                      {"ph", "X"},
+                      {"pid", 0},
+                      {"tid", e.rank},
+                      {"ts", e.beginUs},
+                      {"dur", e.endUs - e.beginUs},
+                      {"args", std::move(args)}});
+  }
+  Json root = {{"traceEvents", std::move(events)},
+               {"displayTimeUnit", "ms"}};
+  std::string text =
+      root.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f)
+    return Status::error("cannot write " + path + ": " + std::strerror(errno));
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok &= std::fclose(f) == 0;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    return Status::error("cannot write " + path + ": " + std::strerror(err));
+  }
+  return Status::success();
+}
+
+} // namespace gpipe::rt

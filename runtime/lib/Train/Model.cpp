@@ -1,0 +1,882 @@
+//===- Model.cpp - Model metadata and model libraries -----------*- C++ -*-===//
+//
+// Parses the metadata JSON a compiled model carries (Program.h) into
+// ModelMetadata and validates everything the engine relies on before any
+// thread starts: field presence and types, the batch splitting into
+// micro-batches, every stage held by exactly one rank, every parameter by
+// exactly one stage, parameter, gradient and optimizer-state blocks inside
+// the rank's arena and disjoint, actions well formed, and every send paired
+// with exactly one receive of the same size. Errors name the JSON path of
+// the offending value. ModelImage::load dlopens a model library, checks its
+// ABI version and resolves the rank functions.
+//
+// The parser never throws: JSON is parsed with exceptions disabled and every
+// value's type is checked before it is read, so this builds with or without
+// -fno-exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Runtime/Engine.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <dlfcn.h>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace gpipe::rt {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr const char *kActionKinds[] = {
+    "forward", "backward", "backward_input", "backward_weight", "recompute",
+    "send",    "recv",     "reduce_grad",    "step"};
+
+std::optional<ActionKind> parseActionKind(const std::string &name) {
+  for (size_t i = 0; i < std::size(kActionKinds); ++i)
+    if (name == kActionKinds[i])
+      return ActionKind(i);
+  return std::nullopt;
+}
+
+std::string joinShape(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// Reads typed fields out of JSON objects, remembering the first error with
+/// the JSON path it occurred at.
+class Reader {
+public:
+  std::string error;
+
+  bool fail(const std::string &where, const std::string &message) {
+    if (error.empty())
+      error = "metadata: " + (where.empty() ? message : where + ": " + message);
+    return false;
+  }
+
+  /// The member `key` of `object`, or null (an error unless `optional`).
+  const Json *member(const Json &object, const std::string &where,
+                     const char *key, bool optional = false) {
+    if (!object.is_object()) {
+      fail(where, "is not an object");
+      return nullptr;
+    }
+    auto it = object.find(key);
+    if (it == object.end()) {
+      if (!optional)
+        fail(where, std::string("missing '") + key + "'");
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  static std::string path(const std::string &where, const char *key) {
+    return where.empty() ? std::string(key) : where + "." + key;
+  }
+
+  bool integer(const Json &object, const std::string &where, const char *key,
+               int64_t &out, std::optional<int64_t> fallback = std::nullopt) {
+    const Json *v = member(object, where, key, fallback.has_value());
+    if (!v || v->is_null()) {
+      if (fallback) {
+        out = *fallback;
+        return true;
+      }
+      return v ? fail(path(where, key), "is null, expected an integer")
+               : false;
+    }
+    return toInteger(*v, path(where, key), out);
+  }
+
+  bool toInteger(const Json &v, const std::string &where, int64_t &out) {
+    if (v.is_number_unsigned()) {
+      uint64_t u = v.get<uint64_t>();
+      if (u > uint64_t(INT64_MAX))
+        return fail(where, "integer " + std::to_string(u) + " is too large");
+      out = int64_t(u);
+      return true;
+    }
+    if (v.is_number_integer()) {
+      out = v.get<int64_t>();
+      return true;
+    }
+    return fail(where, "expected an integer, got " + describe(v));
+  }
+
+  bool number(const Json &object, const std::string &where, const char *key,
+              double &out, std::optional<double> fallback = std::nullopt) {
+    const Json *v = member(object, where, key, fallback.has_value());
+    if (!v || (v->is_null() && fallback)) {
+      if (fallback) {
+        out = *fallback;
+        return true;
+      }
+      return false;
+    }
+    if (!v->is_number())
+      return fail(path(where, key), "expected a number, got " + describe(*v));
+    out = v->get<double>();
+    return true;
+  }
+
+  bool string(const Json &object, const std::string &where, const char *key,
+              std::string &out,
+              std::optional<std::string> fallback = std::nullopt) {
+    const Json *v = member(object, where, key, fallback.has_value());
+    if (!v || (v->is_null() && fallback)) {
+      if (fallback) {
+        out = *fallback;
+        return true;
+      }
+      return false;
+    }
+    if (!v->is_string())
+      return fail(path(where, key), "expected a string, got " + describe(*v));
+    out = v->get<std::string>();
+    return true;
+  }
+
+  /// An array member; null when missing (an error unless `optional`).
+  const Json *array(const Json &object, const std::string &where,
+                    const char *key, bool optional = false) {
+    const Json *v = member(object, where, key, optional);
+    if (!v)
+      return nullptr;
+    if (v->is_null() && optional)
+      return nullptr;
+    if (!v->is_array()) {
+      fail(path(where, key), "expected an array, got " + describe(*v));
+      return nullptr;
+    }
+    return v;
+  }
+
+  bool shape(const Json &object, const std::string &where, const char *key,
+             std::vector<int64_t> &out) {
+    const Json *v = array(object, where, key);
+    if (!v)
+      return false;
+    out.clear();
+    for (size_t i = 0; i < v->size(); ++i) {
+      int64_t d;
+      std::string at = path(where, key) + "[" + std::to_string(i) + "]";
+      if (!toInteger((*v)[i], at, d))
+        return false;
+      if (d < 0)
+        return fail(at, "negative dimension " + std::to_string(d));
+      out.push_back(d);
+    }
+    return true;
+  }
+
+  static std::string describe(const Json &v) {
+    switch (v.type()) {
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return "a boolean";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::number_float:
+      return "a non-integer number";
+    default:
+      return "a number";
+    }
+  }
+};
+
+std::optional<gpipe_rt_dtype> parseDType(const std::string &name) {
+  if (name == "f32")
+    return GPIPE_RT_F32;
+  if (name == "i64")
+    return GPIPE_RT_I64;
+  if (name == "i32")
+    return GPIPE_RT_I32;
+  return std::nullopt;
+}
+
+bool parseTensorSpec(Reader &r, const Json &v, const std::string &where,
+                     bool isLabels, TensorSpec &spec) {
+  if (!r.shape(v, where, "shape", spec.shape))
+    return false;
+  std::string dtype;
+  if (!r.string(v, where, "dtype", dtype))
+    return false;
+  std::optional<gpipe_rt_dtype> parsed = parseDType(dtype);
+  bool allowed = parsed && (*parsed == GPIPE_RT_F32 || *parsed == GPIPE_RT_I64);
+  if (!allowed)
+    return r.fail(where + ".dtype", "unsupported dtype '" + dtype +
+                                        "' (expected f32 or i64)");
+  spec.dtype = *parsed;
+  if (spec.shape.empty())
+    return r.fail(where + ".shape",
+                  "must have at least one dimension (the batch)");
+  if (spec.shape[0] < 1)
+    return r.fail(where + ".shape", "batch dimension must be at least 1");
+  if (isLabels && spec.dtype == GPIPE_RT_I64) {
+    if (!r.integer(v, where, "classes", spec.classes))
+      return false;
+    if (spec.classes < 1)
+      return r.fail(where + ".classes", "must be at least 1, got " +
+                                            std::to_string(spec.classes));
+  } else if (isLabels) {
+    if (!r.integer(v, where, "classes", spec.classes, 0))
+      return false;
+  }
+  return true;
+}
+
+bool multiplyOverflows(int64_t a, int64_t b, int64_t &out) {
+  return __builtin_mul_overflow(a, b, &out);
+}
+
+/// A byte range of a rank's arena a stage owns, for the overlap check.
+struct Region {
+  int64_t begin, end;
+  std::string what;
+};
+
+bool parseParameters(Reader &r, const Json &root, ModelMetadata &m,
+                     std::optional<size_t> dataSize) {
+  const Json *params = r.array(root, "", "parameters");
+  if (!params)
+    return false;
+  std::set<std::string> names;
+  for (size_t i = 0; i < params->size(); ++i) {
+    const Json &p = (*params)[i];
+    std::string where = "parameters[" + std::to_string(i) + "]";
+    ParameterSpec spec;
+    if (!r.string(p, where, "name", spec.name) ||
+        !r.shape(p, where, "shape", spec.shape))
+      return false;
+    if (spec.name.empty())
+      return r.fail(where + ".name", "is empty");
+    where = "parameter '" + spec.name + "'";
+    if (!names.insert(spec.name).second)
+      return r.fail(where, "appears twice in 'parameters'");
+    std::string dtype;
+    if (!r.string(p, where, "dtype", dtype, std::string("f32")))
+      return false;
+    if (dtype != "f32")
+      return r.fail(where + ".dtype",
+                    "unsupported dtype '" + dtype + "' (expected f32)");
+    spec.elements = 1;
+    for (int64_t d : spec.shape)
+      if (multiplyOverflows(spec.elements, d, spec.elements) ||
+          spec.elements > (INT64_MAX / 8))
+        return r.fail(where + ".shape", "too many elements");
+    std::string init;
+    if (!r.string(p, where, "init", init))
+      return false;
+    if (init == "data") {
+      spec.init = ParamInit::Data;
+      if (!r.integer(p, where, "data_offset", spec.dataOffset))
+        return false;
+      if (spec.dataOffset < 0)
+        return r.fail(where + ".data_offset", "is negative");
+      if (dataSize && uint64_t(spec.dataOffset) + uint64_t(spec.elements) * 4 >
+                          *dataSize)
+        return r.fail(where + ".data_offset",
+                      "bytes [" + std::to_string(spec.dataOffset) + ", " +
+                          std::to_string(spec.dataOffset + spec.elements * 4) +
+                          ") lie beyond the model's " +
+                          std::to_string(*dataSize) + " data bytes");
+    } else if (init == "zeros") {
+      spec.init = ParamInit::Zeros;
+    } else if (init == "ones") {
+      spec.init = ParamInit::Ones;
+    } else if (init == "normal" || init == "uniform") {
+      spec.init = init == "normal" ? ParamInit::Normal : ParamInit::Uniform;
+      if (!r.number(p, where, "scale", spec.scale))
+        return false;
+      if (!std::isfinite(spec.scale) || spec.scale < 0)
+        return r.fail(where + ".scale", "must be finite and non-negative");
+    } else {
+      return r.fail(where + ".init",
+                    "unknown init '" + init +
+                        "' (expected data, zeros, ones, normal or uniform)");
+    }
+    m.parameters.push_back(std::move(spec));
+  }
+  return true;
+}
+
+bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
+                    ModelMetadata &m, RankPlan &rank,
+                    std::vector<int> &parameterHolders,
+                    std::vector<Region> &regions) {
+  StagePlan plan;
+  if (!r.integer(s, where, "stage", plan.stage) ||
+      !r.integer(s, where, "params_offset", plan.paramsOffset) ||
+      !r.integer(s, where, "grads_offset", plan.gradsOffset) ||
+      !r.integer(s, where, "state_offset", plan.stateOffset, -1) ||
+      !r.integer(s, where, "param_bytes", plan.paramBytes))
+    return false;
+  if (plan.stage < 0 || plan.stage >= m.stages)
+    return r.fail(where + ".stage", "stage " + std::to_string(plan.stage) +
+                                        " is outside [0, " +
+                                        std::to_string(m.stages) + ")");
+  if (plan.paramBytes < 0 || plan.paramBytes % 4)
+    return r.fail(where + ".param_bytes",
+                  "must be a non-negative multiple of 4, got " +
+                      std::to_string(plan.paramBytes));
+  std::string stageName = "stage " + std::to_string(plan.stage);
+  auto region = [&](const char *what, int64_t offset, int64_t bytes) {
+    std::string name = stageName + " " + what;
+    if (bytes == 0)
+      return true;
+    if (offset < 0 || offset % 4)
+      return r.fail(where, name + " offset " + std::to_string(offset) +
+                               " is negative or not a multiple of 4");
+    if (offset > rank.arenaBytes || bytes > rank.arenaBytes - offset)
+      return r.fail(where, name + " bytes [" + std::to_string(offset) + ", " +
+                               std::to_string(offset + bytes) +
+                               ") lie beyond arena_bytes " +
+                               std::to_string(rank.arenaBytes));
+    regions.push_back({offset, offset + bytes, name});
+    return true;
+  };
+  if (!region("parameters", plan.paramsOffset, plan.paramBytes) ||
+      !region("gradients", plan.gradsOffset, plan.paramBytes))
+    return false;
+  int64_t stateBytes = plan.paramBytes * m.stateMultiple();
+  if (stateBytes > 0 && plan.stateOffset < 0)
+    return r.fail(where + ".state_offset",
+                  "optimizer '" + m.optimizer + "' needs state but " +
+                      stageName + " has none");
+  if (!region("optimizer state", plan.stateOffset, stateBytes))
+    return false;
+
+  const Json *params = r.array(s, where, "params");
+  if (!params)
+    return false;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (size_t i = 0; i < params->size(); ++i) {
+    const Json &p = (*params)[i];
+    std::string at = where + ".params[" + std::to_string(i) + "]";
+    ParamSlot slot;
+    if (!r.string(p, at, "name", slot.name) ||
+        !r.integer(p, at, "offset", slot.offset) ||
+        !r.integer(p, at, "elements", slot.elements))
+      return false;
+    const ParameterSpec *spec = m.findParameter(slot.name);
+    if (!spec)
+      return r.fail(at, "parameter '" + slot.name +
+                            "' is not in the 'parameters' list");
+    slot.parameter = size_t(spec - m.parameters.data());
+    if (slot.elements != spec->elements)
+      return r.fail(at, "parameter '" + slot.name + "' has " +
+                            std::to_string(slot.elements) +
+                            " elements here but its shape " +
+                            joinShape(spec->shape) + " has " +
+                            std::to_string(spec->elements));
+    if (slot.offset < 0 || slot.offset % 4 ||
+        slot.offset > plan.paramBytes ||
+        slot.elements * 4 > plan.paramBytes - slot.offset)
+      return r.fail(at, "parameter '" + slot.name + "' at offset " +
+                            std::to_string(slot.offset) + " (" +
+                            std::to_string(slot.elements * 4) +
+                            " bytes) does not fit the stage's param_bytes " +
+                            std::to_string(plan.paramBytes));
+    if (parameterHolders[slot.parameter]++)
+      return r.fail(at, "parameter '" + slot.name +
+                            "' is held by more than one stage");
+    if (slot.elements)
+      ranges.push_back({slot.offset, slot.offset + slot.elements * 4});
+    plan.params.push_back(std::move(slot));
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].first < ranges[i - 1].second)
+      return r.fail(where + ".params", "parameters overlap at byte " +
+                                           std::to_string(ranges[i].first));
+  rank.stages.push_back(std::move(plan));
+  return true;
+}
+
+bool parseAction(Reader &r, const Json &a, const std::string &where,
+                 const ModelMetadata &m, const RankPlan &rank,
+                 int64_t numRanks, ActionSpec &action) {
+  std::string kind;
+  if (!r.string(a, where, "kind", kind))
+    return false;
+  std::optional<ActionKind> parsed = parseActionKind(kind);
+  if (!parsed)
+    return r.fail(where + ".kind", "unknown action kind '" + kind + "'");
+  action.kind = *parsed;
+  if (!r.integer(a, where, "stage", action.stage) ||
+      !r.integer(a, where, "mb", action.mb))
+    return false;
+  if (!rank.findStage(action.stage))
+    return r.fail(where + ".stage",
+                  "rank " + std::to_string(rank.rank) + " does not hold stage " +
+                      std::to_string(action.stage));
+  bool perStep =
+      action.kind == ActionKind::Step || action.kind == ActionKind::ReduceGrad;
+  if (perStep && action.mb != -1)
+    return r.fail(where + ".mb", kind + " must have mb -1, got " +
+                                     std::to_string(action.mb));
+  if (!perStep && (action.mb < 0 || action.mb >= m.microbatches))
+    return r.fail(where + ".mb", "micro-batch " + std::to_string(action.mb) +
+                                     " is outside [0, " +
+                                     std::to_string(m.microbatches) + ")");
+  if (action.kind == ActionKind::Send || action.kind == ActionKind::Recv) {
+    if (!r.integer(a, where, "peer", action.peer) ||
+        !r.string(a, where, "direction", action.direction) ||
+        !r.integer(a, where, "tag", action.tag) ||
+        !r.integer(a, where, "bytes", action.bytes))
+      return false;
+    if (action.peer < 0 || action.peer >= numRanks ||
+        action.peer == rank.rank)
+      return r.fail(where + ".peer", "peer " + std::to_string(action.peer) +
+                                         " is not another rank");
+    if (action.direction != "forward" && action.direction != "backward")
+      return r.fail(where + ".direction",
+                    "expected 'forward' or 'backward', got '" +
+                        action.direction + "'");
+    if (action.bytes < 0)
+      return r.fail(where + ".bytes", "is negative");
+  }
+  return true;
+}
+
+std::string describeAction(const RankPlan &rank, size_t index) {
+  const ActionSpec &a = rank.actions[index];
+  std::ostringstream os;
+  os << "rank " << rank.rank << " action " << index << " (" <<
+      actionKindName(a.kind) << " " << a.direction << " mb " << a.mb
+     << (a.kind == ActionKind::Send ? " to rank " : " from rank ") << a.peer
+     << ", tag " << a.tag << ", " << a.bytes << " bytes)";
+  return os.str();
+}
+
+/// Every send pairs with exactly one receive (same sender, receiver, tag),
+/// of the same size and direction.
+bool checkTransfers(Reader &r, const ModelMetadata &m) {
+  // (sender, receiver, tag) -> (rank, action index)
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::pair<size_t, size_t>>
+      sends, recvs;
+  for (size_t ri = 0; ri < m.ranks.size(); ++ri) {
+    const RankPlan &rank = m.ranks[ri];
+    for (size_t ai = 0; ai < rank.actions.size(); ++ai) {
+      const ActionSpec &a = rank.actions[ai];
+      if (a.kind != ActionKind::Send && a.kind != ActionKind::Recv)
+        continue;
+      bool isSend = a.kind == ActionKind::Send;
+      auto key = isSend ? std::make_tuple(rank.rank, a.peer, a.tag)
+                        : std::make_tuple(a.peer, rank.rank, a.tag);
+      auto &table = isSend ? sends : recvs;
+      auto [it, inserted] = table.insert({key, {ri, ai}});
+      if (!inserted)
+        return r.fail("ranks[" + std::to_string(ri) + "].actions[" +
+                          std::to_string(ai) + "]",
+                      describeAction(rank, ai) + " reuses the tag of " +
+                          describeAction(m.ranks[it->second.first],
+                                         it->second.second));
+    }
+  }
+  for (auto &[key, send] : sends) {
+    const RankPlan &sr = m.ranks[send.first];
+    auto it = recvs.find(key);
+    if (it == recvs.end())
+      return r.fail("ranks[" + std::to_string(send.first) + "]",
+                    describeAction(sr, send.second) +
+                        " has no matching recv on rank " +
+                        std::to_string(std::get<1>(key)));
+    const RankPlan &rr = m.ranks[it->second.first];
+    const ActionSpec &sa = sr.actions[send.second];
+    const ActionSpec &ra = rr.actions[it->second.second];
+    if (sa.bytes != ra.bytes || sa.direction != ra.direction)
+      return r.fail("ranks[" + std::to_string(send.first) + "]",
+                    describeAction(sr, send.second) + " does not match " +
+                        describeAction(rr, it->second.second));
+    recvs.erase(it);
+  }
+  if (!recvs.empty()) {
+    auto &recv = recvs.begin()->second;
+    return r.fail("ranks[" + std::to_string(recv.first) + "]",
+                  describeAction(m.ranks[recv.first], recv.second) +
+                      " has no matching send");
+  }
+  return true;
+}
+
+bool parseRanks(Reader &r, const Json &root, ModelMetadata &m) {
+  const Json *ranks = r.array(root, "", "ranks");
+  if (!ranks)
+    return false;
+  if (ranks->empty())
+    return r.fail("ranks", "is empty");
+  int64_t numRanks = int64_t(ranks->size());
+  std::vector<int> parameterHolders(m.parameters.size(), 0);
+  std::vector<int64_t> stageHolder(size_t(m.stages), -1);
+  for (size_t ri = 0; ri < ranks->size(); ++ri) {
+    const Json &rj = (*ranks)[ri];
+    std::string where = "ranks[" + std::to_string(ri) + "]";
+    RankPlan rank;
+    if (!r.integer(rj, where, "rank", rank.rank) ||
+        !r.string(rj, where, "symbol", rank.symbol) ||
+        !r.integer(rj, where, "arena_bytes", rank.arenaBytes))
+      return false;
+    if (rank.rank != int64_t(ri))
+      return r.fail(where + ".rank", "is " + std::to_string(rank.rank) +
+                                         ", expected " + std::to_string(ri));
+    if (rank.symbol.empty())
+      return r.fail(where + ".symbol", "is empty");
+    if (rank.arenaBytes < 0)
+      return r.fail(where + ".arena_bytes", "is negative");
+    if (!r.integer(rj, where, "peak_bytes", rank.peakBytes, rank.arenaBytes))
+      return false;
+    const Json *stages = r.array(rj, where, "stages");
+    if (!stages)
+      return false;
+    std::vector<Region> regions;
+    for (size_t si = 0; si < stages->size(); ++si) {
+      std::string at = where + ".stages[" + std::to_string(si) + "]";
+      if (!parseStagePlan(r, (*stages)[si], at, m, rank, parameterHolders,
+                          regions))
+        return false;
+      int64_t stage = rank.stages.back().stage;
+      if (stageHolder[size_t(stage)] >= 0)
+        return r.fail(at, "stage " + std::to_string(stage) +
+                              " is also held by rank " +
+                              std::to_string(stageHolder[size_t(stage)]));
+      stageHolder[size_t(stage)] = rank.rank;
+    }
+    std::sort(regions.begin(), regions.end(),
+              [](const Region &a, const Region &b) { return a.begin < b.begin; });
+    for (size_t i = 1; i < regions.size(); ++i)
+      if (regions[i].begin < regions[i - 1].end)
+        return r.fail(where, regions[i - 1].what + " [" +
+                                 std::to_string(regions[i - 1].begin) + ", " +
+                                 std::to_string(regions[i - 1].end) +
+                                 ") overlaps " + regions[i].what + " [" +
+                                 std::to_string(regions[i].begin) + ", " +
+                                 std::to_string(regions[i].end) + ")");
+    const Json *actions = r.array(rj, where, "actions");
+    if (!actions)
+      return false;
+    for (size_t ai = 0; ai < actions->size(); ++ai) {
+      ActionSpec action;
+      if (!parseAction(r, (*actions)[ai],
+                       where + ".actions[" + std::to_string(ai) + "]", m,
+                       rank, numRanks, action))
+        return false;
+      rank.actions.push_back(std::move(action));
+    }
+    m.ranks.push_back(std::move(rank));
+  }
+  for (int64_t s = 0; s < m.stages; ++s)
+    if (stageHolder[size_t(s)] < 0)
+      return r.fail("ranks", "no rank holds stage " + std::to_string(s));
+  for (size_t i = 0; i < m.parameters.size(); ++i)
+    if (!parameterHolders[i])
+      return r.fail("parameters", "parameter '" + m.parameters[i].name +
+                                      "' is held by no stage");
+  return checkTransfers(r, m);
+}
+
+bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
+                   std::optional<size_t> dataSize) {
+  if (!root.is_object())
+    return r.fail("top level", "is not a JSON object");
+  std::string format;
+  if (!r.string(root, "", "format", format))
+    return false;
+  if (format != "gpipe-model")
+    return r.fail("format", "is '" + format + "', expected 'gpipe-model'");
+  if (!r.integer(root, "", "abi_version", m.abiVersion))
+    return false;
+  if (m.abiVersion != GPIPE_RT_ABI_VERSION)
+    return r.fail("abi_version", "is " + std::to_string(m.abiVersion) +
+                                     ", this runtime speaks " +
+                                     std::to_string(GPIPE_RT_ABI_VERSION));
+  if (!r.string(root, "", "producer", m.producer, std::string()) ||
+      !r.string(root, "", "source", m.source, std::string()) ||
+      !r.string(root, "", "schedule", m.schedule, std::string()) ||
+      !r.string(root, "", "loss", m.loss, std::string()) ||
+      !r.string(root, "", "data_hint", m.dataHint, std::string()) ||
+      !r.integer(root, "", "stages", m.stages) ||
+      !r.integer(root, "", "microbatches", m.microbatches) ||
+      !r.integer(root, "", "alignment", m.alignment) ||
+      !r.integer(root, "", "vocab", m.vocab, 0) ||
+      !r.string(root, "", "optimizer", m.optimizer))
+    return false;
+  if (const Json *remat = r.member(root, "", "remat", true))
+    m.remat = remat->is_string()
+                  ? remat->get<std::string>()
+                  : remat->dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (m.stages < 1)
+    return r.fail("stages", "must be at least 1");
+  if (m.microbatches < 1)
+    return r.fail("microbatches", "must be at least 1");
+  if (m.alignment < 1 || (m.alignment & (m.alignment - 1)) ||
+      m.alignment > 4096)
+    return r.fail("alignment", "must be a power of two up to 4096, got " +
+                                   std::to_string(m.alignment));
+  if (m.vocab < 0)
+    return r.fail("vocab", "is negative");
+  if (!parseOptimizerKind(m.optimizer))
+    return r.fail("optimizer", "unknown optimizer '" + m.optimizer +
+                                   "' (expected sgd, momentum or adam)");
+
+  const Json *input = r.member(root, "", "input");
+  if (!input || !parseTensorSpec(r, *input, "input", false, m.input))
+    return false;
+  if (m.input.shape[0] % m.microbatches)
+    return r.fail("input.shape",
+                  "batch " + std::to_string(m.input.shape[0]) +
+                      " is not a multiple of the " +
+                      std::to_string(m.microbatches) + " micro-batches");
+  const Json *labels = r.member(root, "", "labels");
+  if (!labels)
+    return false;
+  if (!labels->is_null()) {
+    TensorSpec spec;
+    if (!parseTensorSpec(r, *labels, "labels", true, spec))
+      return false;
+    if (spec.shape[0] != m.input.shape[0])
+      return r.fail("labels.shape", "batch " + std::to_string(spec.shape[0]) +
+                                        " differs from the input's " +
+                                        std::to_string(m.input.shape[0]));
+    m.labels = std::move(spec);
+  }
+
+  if (const Json *predicted = r.member(root, "", "predicted", true);
+      predicted && !predicted->is_null()) {
+    double nan = std::numeric_limits<double>::quiet_NaN();
+    if (!r.number(*predicted, "predicted", "bubble", m.predictedBubble, nan) ||
+        !r.number(*predicted, "predicted", "closed_form_bubble",
+                  m.predictedClosedFormBubble, nan) ||
+        !r.number(*predicted, "predicted", "step_seconds",
+                  m.predictedStepSeconds, nan))
+      return false;
+  }
+
+  if (!parseParameters(r, root, m, dataSize) || !parseRanks(r, root, m))
+    return false;
+
+  if (const Json *info = r.array(root, "", "stage_info", true)) {
+    for (size_t i = 0; i < info->size(); ++i) {
+      const Json &s = (*info)[i];
+      std::string where = "stage_info[" + std::to_string(i) + "]";
+      StageInfo si;
+      if (!r.integer(s, where, "index", si.index) ||
+          !r.integer(s, where, "rank", si.rank) ||
+          !r.string(s, where, "name", si.name, std::string()))
+        return false;
+      if (si.index < 0 || si.index >= m.stages)
+        return r.fail(where + ".index", "is outside [0, " +
+                                            std::to_string(m.stages) + ")");
+      if (si.rank < 0 || si.rank >= m.numRanks() ||
+          !m.ranks[size_t(si.rank)].findStage(si.index))
+        return r.fail(where + ".rank",
+                      "stage " + std::to_string(si.index) +
+                          " is not held by rank " + std::to_string(si.rank));
+      if (const Json *layers = r.array(s, where, "layers", true))
+        for (const Json &l : *layers)
+          if (l.is_string())
+            si.layers.push_back(l.get<std::string>());
+      if (!r.error.empty())
+        return false;
+      m.stageInfo.push_back(std::move(si));
+    }
+  }
+  if (const Json *sites = r.array(root, "", "sites", true)) {
+    for (size_t i = 0; i < sites->size(); ++i) {
+      std::string where = "sites[" + std::to_string(i) + "]";
+      KernelSite site;
+      if (!r.string((*sites)[i], where, "op", site.op) ||
+          !r.string((*sites)[i], where, "loc", site.loc, std::string()) ||
+          !r.string((*sites)[i], where, "function", site.function,
+                    std::string()))
+        return false;
+      m.sites.push_back(std::move(site));
+    }
+  }
+  return r.error.empty();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Small queries
+//===----------------------------------------------------------------------===//
+
+const char *actionKindName(ActionKind kind) {
+  return kActionKinds[size_t(kind)];
+}
+
+bool isComputeAction(ActionKind kind) {
+  switch (kind) {
+  case ActionKind::Forward:
+  case ActionKind::Backward:
+  case ActionKind::BackwardInput:
+  case ActionKind::BackwardWeight:
+  case ActionKind::Recompute:
+  case ActionKind::Step:
+    return true;
+  default:
+    return false;
+  }
+}
+
+int64_t TensorSpec::sampleElements() const {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i)
+    n *= shape[i];
+  return n;
+}
+
+int64_t TensorSpec::sampleBytes() const {
+  return sampleElements() * int64_t(gpipe_rt_dtype_size(dtype));
+}
+
+const StagePlan *RankPlan::findStage(int64_t stage) const {
+  for (const StagePlan &s : stages)
+    if (s.stage == stage)
+      return &s;
+  return nullptr;
+}
+
+int64_t ModelMetadata::stateMultiple() const {
+  if (optimizer == "momentum")
+    return 1;
+  if (optimizer == "adam")
+    return 2;
+  return 0;
+}
+
+const ParameterSpec *ModelMetadata::findParameter(std::string_view name) const {
+  for (const ParameterSpec &p : parameters)
+    if (p.name == name)
+      return &p;
+  return nullptr;
+}
+
+Status ModelMetadata::parse(std::string_view json, ModelMetadata &out,
+                            std::optional<size_t> dataSize) {
+  out = ModelMetadata();
+  Json root = Json::parse(json.begin(), json.end(), nullptr,
+                          /*allow_exceptions=*/false);
+  if (root.is_discarded())
+    return Status::error("metadata: is not valid JSON");
+  Reader reader;
+  if (!parseMetadata(reader, root, out, dataSize))
+    return Status::error(reader.error.empty() ? "metadata: invalid"
+                                              : reader.error);
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Model images
+//===----------------------------------------------------------------------===//
+
+Status ModelImage::fromParts(std::string_view metadataJson,
+                             const uint8_t *data, size_t dataSize,
+                             std::vector<gpipe_model_rank_fn> rankFunctions,
+                             ModelImage &image) {
+  image = ModelImage();
+  Status parsed = ModelMetadata::parse(metadataJson, image.meta, dataSize);
+  if (!parsed.ok())
+    return parsed;
+  if (rankFunctions.size() != image.meta.ranks.size())
+    return Status::error("metadata has " +
+                         std::to_string(image.meta.ranks.size()) +
+                         " ranks but " + std::to_string(rankFunctions.size()) +
+                         " rank functions were given");
+  for (size_t i = 0; i < rankFunctions.size(); ++i)
+    if (!rankFunctions[i])
+      return Status::error("rank function " + std::to_string(i) + " is null");
+  image.initialData = data;
+  image.functions = std::move(rankFunctions);
+  image.libraryPath = "<in-process>";
+  return Status::success();
+}
+
+Status ModelImage::load(const std::string &path, ModelImage &image) {
+  image = ModelImage();
+  // dlopen searches the library path for names without a slash.
+  std::string openPath =
+      path.find('/') == std::string::npos ? "./" + path : path;
+  dlerror();
+  void *handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *why = dlerror();
+    return Status::error("cannot load model library " + path + ": " +
+                         (why ? why : "unknown error"));
+  }
+  std::shared_ptr<void> owner(handle, [](void *h) { dlclose(h); });
+  auto symbol = [&](const char *name) { return dlsym(handle, name); };
+
+  auto abi = reinterpret_cast<int32_t (*)(void)>(
+      symbol("gpipe_model_abi_version"));
+  auto metadata =
+      reinterpret_cast<const char *(*)(void)>(symbol("gpipe_model_metadata"));
+  auto data =
+      reinterpret_cast<const uint8_t *(*)(void)>(symbol("gpipe_model_data"));
+  if (!abi || !metadata || !data)
+    return Status::error(
+        path + " is not a gpipe model: it lacks " +
+        std::string(!abi ? "gpipe_model_abi_version"
+                         : !metadata ? "gpipe_model_metadata"
+                                     : "gpipe_model_data") +
+        " (build it with gpipe-compile)");
+  int32_t version = abi();
+  if (version != GPIPE_RT_ABI_VERSION)
+    return Status::error(path + " was compiled for runtime ABI " +
+                         std::to_string(version) + ", this gpipe-run speaks " +
+                         std::to_string(GPIPE_RT_ABI_VERSION) +
+                         "; recompile it with this gpipe-compile");
+  const char *json = metadata();
+  if (!json)
+    return Status::error(path + ": gpipe_model_metadata() returned null");
+  Status parsed = ModelMetadata::parse(json, image.meta);
+  if (!parsed.ok())
+    return Status::error(path + ": " + parsed.message());
+  for (const RankPlan &rank : image.meta.ranks) {
+    auto fn = reinterpret_cast<gpipe_model_rank_fn>(
+        symbol(rank.symbol.c_str()));
+    if (!fn)
+      return Status::error(path + ": rank " + std::to_string(rank.rank) +
+                           "'s function '" + rank.symbol +
+                           "' is not exported by the library");
+    image.functions.push_back(fn);
+  }
+  image.initialData = data();
+  bool needsData = false;
+  for (const ParameterSpec &p : image.meta.parameters)
+    needsData |= p.init == ParamInit::Data && p.elements > 0;
+  if (needsData && !image.initialData)
+    return Status::error(path + ": gpipe_model_data() returned null but "
+                                "parameters start from it");
+  image.libraryLastError =
+      reinterpret_cast<const char *(*)(void)>(symbol("gpipe_rt_last_error"));
+  image.libraryClearError =
+      reinterpret_cast<void (*)(void)>(symbol("gpipe_rt_clear_error"));
+  if (image.libraryLastError == &gpipe_rt_last_error)
+    image.libraryLastError = nullptr;
+  if (image.libraryClearError == &gpipe_rt_clear_error)
+    image.libraryClearError = nullptr;
+  image.libraryPath = path;
+  image.handle = std::move(owner);
+  return Status::success();
+}
+
+Status loadModelLibrary(const std::string &path, ModelImage &image) {
+  return ModelImage::load(path, image);
+}
+
+} // namespace gpipe::rt

@@ -1,0 +1,327 @@
+//===- gpipe-run.cpp - Train a compiled GPipe model -------------*- C++ -*-===//
+//
+// Loads a model library gpipe-compile produced and trains it with the
+// runtime's engine: one thread per pipeline rank in this process, data from
+// a safetensors file or built in, and the optimizer given on the command
+// line. Prints a header describing the pipeline, one line per step (loss,
+// throughput, each rank's busy fraction) and a summary comparing the
+// measured bubble and arenas with what the compiler predicted and planned.
+// Optionally saves the first step's gradients, the final parameters and a
+// Chrome trace of every action.
+//
+// Usage errors exit with 2, failures with 1; output files are only written
+// after training succeeded, each atomically.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Runtime/Engine.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <sys/stat.h>
+
+using namespace gpipe::rt;
+
+namespace {
+
+const char *const kUsage =
+    "usage: gpipe-run model.so [options]\n"
+    "\n"
+    "Trains a model compiled by gpipe-compile, one thread per pipeline rank.\n"
+    "\n"
+    "options:\n"
+    "  --data FILE.safetensors  'input' [N, ...] and 'labels' [N, ...]; by\n"
+    "                           default the model's built-in data\n"
+    "  --steps N                training steps (default 10)\n"
+    "  --optimizer NAME         sgd, momentum or adam (default: the one the\n"
+    "                           model reserves state for)\n"
+    "  --lr X                   learning rate (default 0.01, adam 0.001)\n"
+    "  --momentum X             SGD momentum (default 0.9 for momentum)\n"
+    "  --weight-decay X         default 0, adam (AdamW) 0.01\n"
+    "  --seed S                 parameter and data seed (default 0)\n"
+    "  --save-grads FILE        the first step's gradients (safetensors)\n"
+    "  --save-params FILE       the parameters after the last step\n"
+    "  --trace FILE.json        Chrome trace of every action\n"
+    "  --timeout SECONDS        give up on a silent peer (default 60)\n"
+    "  --inject-fault rank=R[,step=S][,action=A]\n"
+    "                           rank R stops at action A of step S (tests)\n"
+    "  --quiet                  print only the summary\n";
+
+[[noreturn]] void usageError(const std::string &message) {
+  std::fprintf(stderr, "gpipe-run: error: %s\n", message.c_str());
+  std::fprintf(stderr, "run 'gpipe-run --help' for usage\n");
+  std::exit(2);
+}
+
+[[noreturn]] void fatal(const std::string &message) {
+  std::fprintf(stderr, "gpipe-run: error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+double parseNumber(const std::string &flag, const std::string &text) {
+  char *end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end || errno || !std::isfinite(v))
+    usageError(flag + " expects a number, got '" + text + "'");
+  return v;
+}
+
+int64_t parseInteger(const std::string &flag, const std::string &text,
+                     int64_t min) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end || errno)
+    usageError(flag + " expects an integer, got '" + text + "'");
+  if (v < min)
+    usageError(flag + " must be at least " + std::to_string(min) + ", got " +
+               text);
+  return v;
+}
+
+/// Fails early when `path`'s directory does not exist, so a long run does
+/// not end in an unwritable output.
+void checkOutputPath(const std::string &flag, const std::string &path) {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (dir.empty())
+    dir = "/";
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    fatal(flag + " " + path + ": directory '" + dir + "' does not exist");
+}
+
+std::string bytesString(int64_t bytes) {
+  char buf[64];
+  if (bytes >= (int64_t(1) << 20))
+    std::snprintf(buf, sizeof buf, "%lld B (%.1f MiB)", (long long)bytes,
+                  double(bytes) / double(1 << 20));
+  else if (bytes >= 1024)
+    std::snprintf(buf, sizeof buf, "%lld B (%.1f KiB)", (long long)bytes,
+                  double(bytes) / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%lld B", (long long)bytes);
+  return buf;
+}
+
+std::string numberOrNA(double v, const char *format = "%.3f") {
+  if (std::isnan(v))
+    return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+struct Args {
+  std::string model;
+  RunOptions run;
+  std::string saveGrads, saveParams, trace;
+  bool quiet = false;
+};
+
+Args parseArgs(int argc, char **argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--") {
+      if (arg.size() > 1 && arg[0] == '-')
+        usageError("unknown option '" + arg + "'");
+      if (!args.model.empty())
+        usageError("more than one model given ('" + args.model + "' and '" +
+                   arg + "')");
+      args.model = arg;
+      continue;
+    }
+    std::string flag = arg, value;
+    bool inlineValue = false;
+    if (size_t eq = arg.find('='); eq != std::string::npos) {
+      flag = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      inlineValue = true;
+    }
+    if (flag == "--quiet") {
+      if (inlineValue)
+        usageError("--quiet takes no value");
+      args.quiet = true;
+      continue;
+    }
+    static const char *const kValued[] = {
+        "--data",       "--steps",       "--optimizer", "--lr",
+        "--momentum",   "--weight-decay", "--seed",     "--save-grads",
+        "--save-params", "--trace",      "--timeout",   "--inject-fault"};
+    bool known = false;
+    for (const char *k : kValued)
+      known |= flag == k;
+    if (!known)
+      usageError("unknown option '" + flag + "'");
+    if (!inlineValue) {
+      if (i + 1 >= argc)
+        usageError(flag + " needs a value");
+      value = argv[++i];
+    }
+    RunOptions &run = args.run;
+    if (flag == "--data") {
+      run.dataPath = value;
+    } else if (flag == "--steps") {
+      run.steps = parseInteger(flag, value, 1);
+    } else if (flag == "--optimizer") {
+      std::optional<OptimizerKind> kind = parseOptimizerKind(value);
+      if (!kind)
+        usageError("--optimizer must be sgd, momentum or adam, got '" + value +
+                   "'");
+      run.optimizer.kind = kind;
+    } else if (flag == "--lr") {
+      run.optimizer.lr = parseNumber(flag, value);
+    } else if (flag == "--momentum") {
+      run.optimizer.momentum = parseNumber(flag, value);
+    } else if (flag == "--weight-decay") {
+      run.optimizer.weightDecay = parseNumber(flag, value);
+    } else if (flag == "--seed") {
+      run.seed = uint64_t(parseInteger(flag, value, 0));
+    } else if (flag == "--save-grads") {
+      args.saveGrads = value;
+    } else if (flag == "--save-params") {
+      args.saveParams = value;
+    } else if (flag == "--trace") {
+      args.trace = value;
+    } else if (flag == "--timeout") {
+      run.timeoutSeconds = parseNumber(flag, value);
+      if (!(run.timeoutSeconds > 0))
+        usageError("--timeout must be positive, got '" + value + "'");
+    } else if (flag == "--inject-fault") {
+      FaultInjection fault;
+      Status s = parseFaultInjection(value, fault);
+      if (!s.ok())
+        usageError("--inject-fault: " + s.message());
+      run.fault = fault;
+    }
+  }
+  if (args.model.empty())
+    usageError("no model library given (gpipe-run model.so [options])");
+  return args;
+}
+
+void printHeader(const ModelImage &image) {
+  const ModelMetadata &m = image.metadata();
+  std::printf("model: %s%s%s\n", m.source.empty() ? image.path().c_str()
+                                                 : m.source.c_str(),
+              m.producer.empty() ? "" : ", compiled by ",
+              m.producer.c_str());
+  std::printf("pipeline: K=%lld stages on %lld ranks, M=%lld micro-batches "
+              "of %lld (batch %lld), schedule %s%s%s\n",
+              (long long)m.stages, (long long)m.numRanks(),
+              (long long)m.microbatches, (long long)m.microBatchSize(),
+              (long long)m.batchSize(),
+              m.schedule.empty() ? "?" : m.schedule.c_str(),
+              m.remat.empty() ? "" : ", remat ", m.remat.c_str());
+  for (const RankPlan &rank : m.ranks) {
+    std::string stages;
+    for (const StagePlan &s : rank.stages)
+      stages += (stages.empty() ? "" : ",") + std::to_string(s.stage);
+    std::printf("  rank %lld: stage%s %s, arena %s planned, %zu actions\n",
+                (long long)rank.rank, rank.stages.size() == 1 ? "" : "s",
+                stages.c_str(), bytesString(rank.arenaBytes).c_str(),
+                rank.actions.size());
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Args args = parseArgs(argc, argv);
+  for (auto &[flag, path] : {std::pair<const char *, std::string &>{
+                                 "--save-grads", args.saveGrads},
+                             {"--save-params", args.saveParams},
+                             {"--trace", args.trace}})
+    if (!path.empty())
+      checkOutputPath(flag, path);
+
+  ModelImage image;
+  Status s = loadModelLibrary(args.model, image);
+  if (!s.ok())
+    fatal(s.message());
+  const ModelMetadata &meta = image.metadata();
+  if (!args.quiet)
+    printHeader(image);
+
+  RunOptions &run = args.run;
+  run.recordTrace = !args.trace.empty();
+  int64_t numRanks = meta.numRanks();
+  run.onStart = [&](const OptimizerConfig &opt, const Dataset &data) {
+    if (args.quiet)
+      return;
+    std::printf("data: %s\n", data.describe().c_str());
+    std::printf("optimizer: %s, lr %g", optimizerKindName(opt.kind), opt.lr);
+    if (opt.kind == OptimizerKind::Momentum)
+      std::printf(", momentum %g", opt.momentum);
+    if (opt.weightDecay != 0.0)
+      std::printf(", weight decay %g", opt.weightDecay);
+    std::printf("\n%6s %12s %12s  busy per rank\n", "step", "loss",
+                "samples/s");
+    std::fflush(stdout);
+  };
+  run.onStep = [&](const StepMetrics &m) {
+    if (args.quiet)
+      return;
+    std::printf("%6lld %12.6f %12.1f ", (long long)m.step, m.loss,
+                m.samplesPerSecond);
+    for (int64_t r = 0; r < numRanks; ++r)
+      std::printf(" %.2f", m.busyFraction[size_t(r)]);
+    std::printf("\n");
+    std::fflush(stdout);
+  };
+
+  Engine engine(image);
+  RunResult result;
+  s = engine.run(run, result);
+  if (!s.ok())
+    fatal(s.message());
+
+  const StepMetrics &first = result.steps.front(), &last = result.steps.back();
+  std::printf("loss: %.6f -> %.6f over %lld steps (%.3f s)\n", first.loss,
+              last.loss, (long long)result.steps.size(), result.totalSeconds);
+  std::printf("bubble: measured %.3f, predicted %s (closed form %s)\n",
+              result.measuredBubble, numberOrNA(meta.predictedBubble).c_str(),
+              numberOrNA(meta.predictedClosedFormBubble).c_str());
+  if (!std::isnan(meta.predictedStepSeconds)) {
+    double mean = 0;
+    for (const StepMetrics &m : result.steps)
+      mean += m.seconds;
+    std::printf("step time: measured %.6f s (mean), predicted %.6f s\n",
+                mean / double(result.steps.size()), meta.predictedStepSeconds);
+  }
+  for (const ArenaReport &a : result.arenas)
+    std::printf("arena rank %lld: measured %s, planned %s: %s\n",
+                (long long)a.rank, bytesString(a.measuredBytes).c_str(),
+                bytesString(a.plannedBytes).c_str(),
+                a.measuredBytes == a.plannedBytes ? "equal" : "DIFFERENT");
+
+  if (!args.saveGrads.empty()) {
+    s = writeParameterTensors(args.saveGrads, meta, result.firstGradients);
+    if (!s.ok())
+      fatal(s.message());
+    std::printf("wrote the first step's gradients to %s\n",
+                args.saveGrads.c_str());
+  }
+  if (!args.saveParams.empty()) {
+    s = writeParameterTensors(args.saveParams, meta, result.finalParameters);
+    if (!s.ok())
+      fatal(s.message());
+    std::printf("wrote the final parameters to %s\n", args.saveParams.c_str());
+  }
+  if (!args.trace.empty()) {
+    s = writeChromeTrace(args.trace, meta, result);
+    if (!s.ok())
+      fatal(s.message());
+    std::printf("wrote the trace to %s\n", args.trace.c_str());
+  }
+  return 0;
+}

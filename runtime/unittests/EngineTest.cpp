@@ -1,0 +1,882 @@
+//===- EngineTest.cpp - The training engine on fake pipelines ---*- C++ -*-===//
+//
+// Drives the engine with a hand-written two-rank "pipeline" whose rank
+// functions are plain C++ calling Program.h's callbacks: stage 0 scales the
+// input by a parameter and sends it, stage 1 dots it with a second parameter
+// and computes a squared error against the labels, and the gradients flow
+// back. Checks the transport (pairing, data integrity, size mismatches),
+// timeouts and aborts after an injected fault, the arena canary measurement
+// and guard, the loss and gradients against a double reference, the
+// optimizers against hand-computed values, data and metadata validation, the
+// built-in data, and loading model libraries with dlopen.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Runtime/CPUKernels.h"
+#include "gpipe/Runtime/Engine.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+using namespace gpipe::rt;
+using Json = nlohmann::json;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The fake pipeline
+//===----------------------------------------------------------------------===//
+
+/// Misbehaviours the fake rank functions can be told to show.
+struct FakeFaults {
+  bool badRecvSize = false;   // rank 1 receives 20 bytes of micro-batch 0
+  bool overflow = false;      // rank 1 writes one byte past its arena
+  bool kernelFailure = false; // rank 1's forward of micro-batch 0 fails
+  bool skipStep = false;      // rank 0 never runs its last action
+} faults;
+
+constexpr int kRows = 2, kFeatures = 3, kBytes = kRows * kFeatures * 4;
+
+float *at(uint8_t *arena, int offset) {
+  return reinterpret_cast<float *>(arena + offset);
+}
+
+#define BEGIN(a)                                                               \
+  if (gpipe_rt_action_begin(rank, a))                                          \
+  return 1
+#define END(a) gpipe_rt_action_end(rank, a)
+#define TRY(x)                                                                 \
+  if (x)                                                                       \
+  return 1
+
+/// Stage 0: h = x * w0 (per column); backward accumulates dw0.
+int32_t fakeRank0(gpipe_rt_rank *rank, uint8_t *arena) {
+  float *w0 = at(arena, 0), *g0 = at(arena, 64);
+  float *xs[2] = {at(arena, 192), at(arena, 224)};
+  float *h = at(arena, 256), *dh = at(arena, 288);
+  for (int m = 0; m < 2; ++m) {
+    BEGIN(2 * m);
+    TRY(gpipe_rt_load_input(rank, m, xs[m], kBytes));
+    for (int r = 0; r < kRows; ++r)
+      for (int j = 0; j < kFeatures; ++j)
+        h[r * kFeatures + j] = xs[m][r * kFeatures + j] * w0[j];
+    END(2 * m);
+    BEGIN(2 * m + 1);
+    TRY(gpipe_rt_send(rank, 2 * m + 1, h, kBytes));
+    END(2 * m + 1);
+  }
+  int a = 4;
+  for (int m = 1; m >= 0; --m) {
+    BEGIN(a);
+    TRY(gpipe_rt_recv(rank, a, dh, kBytes));
+    END(a);
+    ++a;
+    BEGIN(a);
+    for (int j = 0; j < kFeatures; ++j) {
+      float s = 0.0f;
+      for (int r = 0; r < kRows; ++r)
+        s += dh[r * kFeatures + j] * xs[m][r * kFeatures + j];
+      g0[j] = m == 1 ? s : g0[j] + s;
+    }
+    END(a);
+    ++a;
+  }
+  if (faults.skipStep)
+    return 0;
+  BEGIN(8);
+  TRY(gpipe_rt_optimizer_step(rank, 0, w0, g0, at(arena, 128), 3));
+  END(8);
+  return 0;
+}
+
+/// Stage 1: y = h . w1 per row, loss = mean (y - label)^2.
+int32_t fakeRank1(gpipe_rt_rank *rank, uint8_t *arena) {
+  float *w1 = at(arena, 0), *g1 = at(arena, 64);
+  float *hs[2] = {at(arena, 192), at(arena, 224)};
+  int64_t *labels = reinterpret_cast<int64_t *>(arena + 256);
+  float *dh = at(arena, 288);
+  auto dot = [&](const float *row) {
+    float y = 0.0f;
+    for (int j = 0; j < kFeatures; ++j)
+      y += row[j] * w1[j];
+    return y;
+  };
+  for (int m = 0; m < 2; ++m) {
+    BEGIN(2 * m);
+    TRY(gpipe_rt_recv(rank, 2 * m, hs[m],
+                      faults.badRecvSize && m == 0 ? 20 : kBytes));
+    END(2 * m);
+    BEGIN(2 * m + 1);
+    TRY(gpipe_rt_load_labels(rank, m, labels, kRows * 8));
+    if (faults.kernelFailure && m == 0) {
+      int64_t shape[2] = {kRows, kFeatures};
+      int32_t status = gpipe_rt_cpu_cross_entropy_f32(
+          hs[m], shape, 2, GPIPE_RT_I64, labels, nullptr);
+      return gpipe_rt_kernel_error(rank, 1, status);
+    }
+    float loss = 0.0f;
+    for (int r = 0; r < kRows; ++r) {
+      float d = dot(hs[m] + r * kFeatures) - float(labels[r]);
+      loss += d * d;
+    }
+    loss /= float(kRows);
+    TRY(gpipe_rt_report_loss(rank, m, &loss));
+    END(2 * m + 1);
+  }
+  int a = 4;
+  for (int m = 1; m >= 0; --m) {
+    BEGIN(a);
+    TRY(gpipe_rt_load_labels(rank, m, labels, kRows * 8));
+    float s[kFeatures] = {0, 0, 0};
+    for (int r = 0; r < kRows; ++r) {
+      const float *row = hs[m] + r * kFeatures;
+      float dy = dot(row) - float(labels[r]);
+      for (int j = 0; j < kFeatures; ++j) {
+        dh[r * kFeatures + j] = dy * w1[j];
+        s[j] += dy * row[j];
+      }
+    }
+    for (int j = 0; j < kFeatures; ++j)
+      g1[j] = m == 1 ? s[j] : g1[j] + s[j];
+    END(a);
+    ++a;
+    BEGIN(a);
+    TRY(gpipe_rt_send(rank, a, dh, kBytes));
+    END(a);
+    ++a;
+  }
+  if (faults.overflow)
+    arena[320] ^= 0xFF;
+  BEGIN(8);
+  TRY(gpipe_rt_optimizer_step(rank, 1, w1, g1, at(arena, 128), 3));
+  END(8);
+  return 0;
+}
+
+Json transfer(const char *kind, int stage, int mb, int peer,
+              const char *direction, int tag) {
+  return {{"kind", kind}, {"stage", stage},         {"mb", mb},
+          {"peer", peer}, {"direction", direction}, {"tag", tag},
+          {"bytes", kBytes}};
+}
+
+Json compute(const char *kind, int stage, int mb) {
+  return {{"kind", kind}, {"stage", stage}, {"mb", mb}};
+}
+
+Json stagePlan(int stage, const char *param) {
+  return {{"stage", stage},
+          {"params_offset", 0},
+          {"grads_offset", 64},
+          {"state_offset", 128},
+          {"param_bytes", 12},
+          {"params", {{{"name", param}, {"offset", 0}, {"elements", 3}}}}};
+}
+
+/// The fake pipeline's metadata: K = 2 stages on 2 ranks, M = 2
+/// micro-batches of 2 samples of 3 features, integer labels.
+Json fakeMetadata() {
+  Json rank0 = {
+      {"rank", 0},
+      {"symbol", "fake_rank_0"},
+      {"arena_bytes", 320},
+      {"peak_bytes", 312},
+      {"stages", {stagePlan(0, "w0")}},
+      {"actions",
+       {compute("forward", 0, 0), transfer("send", 0, 0, 1, "forward", 0),
+        compute("forward", 0, 1), transfer("send", 0, 1, 1, "forward", 1),
+        transfer("recv", 0, 1, 1, "backward", 11), compute("backward", 0, 1),
+        transfer("recv", 0, 0, 1, "backward", 10), compute("backward", 0, 0),
+        compute("step", 0, -1)}}};
+  Json rank1 = {
+      {"rank", 1},
+      {"symbol", "fake_rank_1"},
+      {"arena_bytes", 320},
+      {"peak_bytes", 312},
+      {"stages", {stagePlan(1, "w1")}},
+      {"actions",
+       {transfer("recv", 1, 0, 0, "forward", 0), compute("forward", 1, 0),
+        transfer("recv", 1, 1, 0, "forward", 1), compute("forward", 1, 1),
+        compute("backward", 1, 1), transfer("send", 1, 1, 0, "backward", 11),
+        compute("backward", 1, 0), transfer("send", 1, 0, 0, "backward", 10),
+        compute("step", 1, -1)}}};
+  return {
+      {"format", "gpipe-model"},
+      {"abi_version", GPIPE_RT_ABI_VERSION},
+      {"producer", "hand-written"},
+      {"source", "fake.onnx"},
+      {"stages", 2},
+      {"microbatches", 2},
+      {"schedule", "gpipe"},
+      {"remat", "none"},
+      {"loss", "mse"},
+      {"alignment", 64},
+      {"optimizer", "adam"},
+      {"input", {{"shape", {4, 3}}, {"dtype", "f32"}}},
+      {"labels", {{"shape", {4}}, {"dtype", "i64"}, {"classes", 5}}},
+      {"vocab", 0},
+      {"data_hint", ""},
+      {"predicted",
+       {{"bubble", 0.2}, {"closed_form_bubble", 0.333}, {"step_seconds", 0.0}}},
+      {"parameters",
+       {{{"name", "w0"},
+         {"shape", {3}},
+         {"dtype", "f32"},
+         {"init", "data"},
+         {"data_offset", 0}},
+        {{"name", "w1"},
+         {"shape", {3}},
+         {"dtype", "f32"},
+         {"init", "normal"},
+         {"scale", 0.5}}}},
+      {"stage_info",
+       {{{"index", 0}, {"rank", 0}, {"name", "s0"}, {"layers", {"a"}}},
+        {{"index", 1}, {"rank", 1}, {"name", "s1"}, {"layers", {"b"}}}}},
+      {"ranks", {rank0, rank1}},
+      {"sites",
+       {{{"op", "nn.linear"}, {"loc", "loc(\"fake.onnx\":1:1)"},
+         {"function", "train_s0_fwd"}},
+        {{"op", "nn.cross_entropy"},
+         {"loc", "loc(\"fake.onnx\":3:1)"},
+         {"function", "train_s1_fwd"}}}}};
+}
+
+const float kW0[3] = {0.5f, -1.0f, 2.0f};
+
+Status makeImage(const Json &metadata, ModelImage &image) {
+  return ModelImage::fromParts(metadata.dump(),
+                               reinterpret_cast<const uint8_t *>(kW0),
+                               sizeof kW0, {fakeRank0, fakeRank1}, image);
+}
+
+/// Samples x_i = (i + 1) * (0.1, -0.2, 0.3) + small offsets, labels i % 5;
+/// remembers which samples were read.
+class TestDataset : public Dataset {
+public:
+  explicit TestDataset(int64_t n) : n(n) {}
+  std::string describe() const override { return "test data"; }
+  int64_t numSamples() const override { return n; }
+  static float feature(int64_t i, int j) {
+    return float(i + 1) * (j == 1 ? -0.2f : 0.1f * float(j + 1)) +
+           0.01f * float(j);
+  }
+  void copyInput(int64_t i, uint8_t *out) const override {
+    std::lock_guard<std::mutex> lock(mu);
+    read.push_back(i);
+    float x[3];
+    for (int j = 0; j < 3; ++j)
+      x[j] = feature(i, j);
+    std::memcpy(out, x, sizeof x);
+  }
+  void copyLabels(int64_t i, uint8_t *out) const override {
+    int64_t label = i % 5;
+    std::memcpy(out, &label, 8);
+  }
+  int64_t n;
+  mutable std::mutex mu;
+  mutable std::vector<int64_t> read;
+};
+
+class EngineTest : public ::testing::Test {
+protected:
+  void SetUp() override { faults = FakeFaults(); }
+  void TearDown() override { faults = FakeFaults(); }
+
+  /// Runs the fake pipeline; returns the status.
+  Status runFake(RunOptions options, RunResult &result,
+                 const Json &metadata = fakeMetadata()) {
+    ModelImage image;
+    Status s = makeImage(metadata, image);
+    if (!s.ok())
+      return s;
+    if (!options.dataset)
+      options.dataset = std::make_shared<TestDataset>(8);
+    Engine engine(image);
+    return engine.run(options, result);
+  }
+};
+
+std::vector<float> initialW1(uint64_t seed) {
+  std::vector<float> w(3);
+  EXPECT_EQ(gpipe_rt_cpu_fill_init_f32(GPIPE_RT_INIT_NORMAL, w.data(), 3, 0.5,
+                                       seed, gpipe_rt_hash_name("w1", 2)),
+            GPIPE_RT_SUCCESS);
+  return w;
+}
+
+//===----------------------------------------------------------------------===//
+// Running
+//===----------------------------------------------------------------------===//
+
+TEST_F(EngineTest, LossAndGradientsMatchAReference) {
+  RunOptions options;
+  options.steps = 1;
+  options.seed = 7;
+  options.optimizer.kind = OptimizerKind::SGD;
+  options.optimizer.lr = 0.125;
+  RunResult result;
+  Status s = runFake(options, result);
+  ASSERT_TRUE(s.ok()) << s.message();
+
+  std::vector<float> w1 = initialW1(7);
+  double loss = 0, g0[3] = {0, 0, 0}, g1[3] = {0, 0, 0};
+  for (int i = 0; i < 4; ++i) {
+    double y = 0;
+    for (int j = 0; j < 3; ++j)
+      y += double(TestDataset::feature(i, j)) * kW0[j] * w1[size_t(j)];
+    double d = y - double(i % 5);
+    loss += d * d / kRows;
+    for (int j = 0; j < 3; ++j) {
+      g1[j] += d * TestDataset::feature(i, j) * kW0[j];
+      g0[j] += d * w1[size_t(j)] * TestDataset::feature(i, j);
+    }
+  }
+  ASSERT_EQ(result.steps.size(), 1u);
+  EXPECT_NEAR(result.steps[0].loss, loss / 2, 1e-5);
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_NEAR(result.firstGradients["w0"][size_t(j)], g0[j], 1e-5);
+    EXPECT_NEAR(result.firstGradients["w1"][size_t(j)], g1[j], 1e-5);
+  }
+  // Plain SGD is exactly the kernel's update.
+  std::vector<float> w0(kW0, kW0 + 3);
+  ASSERT_EQ(gpipe_rt_cpu_sgd_update_f32(w0.data(),
+                                        result.firstGradients["w0"].data(), 3,
+                                        0.125f),
+            GPIPE_RT_SUCCESS);
+  ASSERT_EQ(gpipe_rt_cpu_sgd_update_f32(w1.data(),
+                                        result.firstGradients["w1"].data(), 3,
+                                        0.125f),
+            GPIPE_RT_SUCCESS);
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_EQ(result.finalParameters["w0"][size_t(j)], w0[size_t(j)]);
+    EXPECT_EQ(result.finalParameters["w1"][size_t(j)], w1[size_t(j)]);
+  }
+  ASSERT_EQ(result.steps[0].busyFraction.size(), 2u);
+}
+
+TEST_F(EngineTest, StepsCycleThroughTheData) {
+  auto data = std::make_shared<TestDataset>(6);
+  RunOptions options;
+  options.steps = 3;
+  options.dataset = data;
+  options.recordTrace = true;
+  RunResult result;
+  Status s = runFake(options, result);
+  ASSERT_TRUE(s.ok()) << s.message();
+  // Steps read samples [0, 4), [4, 8) mod 6 and [8, 12) mod 6.
+  std::multiset<int64_t> read(data->read.begin(), data->read.end());
+  std::multiset<int64_t> want{0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5};
+  EXPECT_EQ(read, want);
+  ASSERT_EQ(result.steps.size(), 3u);
+  for (const StepMetrics &m : result.steps) {
+    EXPECT_TRUE(std::isfinite(m.loss));
+    EXPECT_GT(m.samplesPerSecond, 0.0);
+  }
+  EXPECT_EQ(result.trace.size(), 2u * 9u * 3u);
+  EXPECT_GE(result.measuredBubble, 0.0);
+  EXPECT_LE(result.measuredBubble, 1.0);
+}
+
+TEST_F(EngineTest, ArenaMeasuredEqualsPlannedWhenTheTopIsWritten) {
+  Json meta = fakeMetadata();
+  // Rank 1 plans 128 bytes more than it touches.
+  meta["ranks"][1]["arena_bytes"] = 448;
+  RunResult result;
+  Status s = runFake(RunOptions{}, result, meta);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(result.arenas.size(), 2u);
+  EXPECT_EQ(result.arenas[0].plannedBytes, 320);
+  EXPECT_EQ(result.arenas[0].measuredBytes, 320);
+  EXPECT_EQ(result.arenas[1].plannedBytes, 448);
+  EXPECT_EQ(result.arenas[1].measuredBytes, 320);
+}
+
+TEST_F(EngineTest, WritingPastTheArenaIsAnError) {
+  faults.overflow = true;
+  RunResult result;
+  Status s = runFake(RunOptions{}, result);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("rank 1 wrote past its planned arena of 320 "
+                             "bytes"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(EngineTest, InjectedFaultTimesOutThePeer) {
+  RunOptions options;
+  options.timeoutSeconds = 0.5;
+  options.steps = 3;
+  // Rank 0 dies before sending micro-batch 0 of step 2.
+  options.fault = FaultInjection{0, 2, 1};
+  RunResult result;
+  auto start = std::chrono::steady_clock::now();
+  Status s = runFake(options, result);
+  double elapsed = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "step 2: rank 1 (stage 1, micro-batch 0, recv forward "
+                         "from rank 0): no message after 0.5 s; the peer may "
+                         "have died or stalled");
+  EXPECT_LT(elapsed, 3.0);
+  EXPECT_EQ(result.steps.size(), 1u);
+}
+
+TEST_F(EngineTest, InjectedFaultOnTheReceiverTimesOutTheSender) {
+  RunOptions options;
+  options.timeoutSeconds = 0.5;
+  options.fault = FaultInjection{1, 1, 2};
+  RunResult result;
+  Status s = runFake(options, result);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "step 1: rank 0 (stage 0, micro-batch 1, send forward "
+                         "to rank 1): no receiver after 0.5 s; the peer may "
+                         "have died or stalled");
+}
+
+TEST_F(EngineTest, StepBarrierTimesOut) {
+  RunOptions options;
+  options.timeoutSeconds = 0.5;
+  options.fault = FaultInjection{0, 1, 8};
+  RunResult result;
+  Status s = runFake(options, result);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "rank 0 did not finish step 1 within 0.5 s after the "
+                         "other ranks; it may have died or stalled");
+}
+
+TEST_F(EngineTest, TransferSizeMismatchNamesBothActions) {
+  faults.badRecvSize = true;
+  RunOptions options;
+  options.timeoutSeconds = 2;
+  RunResult result;
+  Status s = runFake(options, result);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("rank 0 (stage 0, micro-batch 0, send forward to "
+                             "rank 1) sends 24 bytes but rank 1 (stage 1, "
+                             "micro-batch 0, recv forward from rank 0) "
+                             "receives 20"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(EngineTest, KernelErrorNamesTheSite) {
+  faults.kernelFailure = true;
+  RunOptions options;
+  options.timeoutSeconds = 2;
+  RunResult result;
+  Status s = runFake(options, result);
+  ASSERT_FALSE(s.ok());
+  std::string prefix = "step 1: rank 1 (stage 1, micro-batch 0, forward): "
+                       "nn.cross_entropy at loc(\"fake.onnx\":3:1) in "
+                       "@train_s1_fwd: ";
+  EXPECT_EQ(s.message().substr(0, prefix.size()), prefix) << s.message();
+  EXPECT_GT(s.message().size(), prefix.size());
+}
+
+TEST_F(EngineTest, ProgramThatSkipsActionsIsAnError) {
+  faults.skipStep = true;
+  RunResult result;
+  Status s = runFake(RunOptions{}, result);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("returned after beginning 8 of its 9 actions"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(EngineTest, OptimizerNeedingMoreStateThanReservedFails) {
+  Json meta = fakeMetadata();
+  meta["optimizer"] = "sgd";
+  RunOptions options;
+  options.optimizer.kind = OptimizerKind::Adam;
+  RunResult result;
+  Status s = runFake(options, result, meta);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "model.so reserves optimizer state for sgd; "
+                         "recompile with gpipe-compile --optimizer adam");
+}
+
+TEST_F(EngineTest, InitialValuesDependOnTheNameAndSeedOnly) {
+  // With lr 0 the parameters keep their initial values: "data" from the
+  // model's bytes, random inits from (seed, name) whichever rank holds them.
+  RunOptions options;
+  options.steps = 1;
+  options.optimizer.kind = OptimizerKind::SGD;
+  options.optimizer.lr = 0.0;
+  options.seed = 3;
+  RunResult result;
+  Status s = runFake(options, result);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(result.finalParameters["w1"], initialW1(3));
+  EXPECT_EQ(result.finalParameters["w0"], std::vector<float>(kW0, kW0 + 3));
+}
+
+TEST(FaultSpec, Parses) {
+  FaultInjection f;
+  ASSERT_TRUE(parseFaultInjection("rank=1,step=3,action=4", f).ok());
+  EXPECT_EQ(f.rank, 1);
+  EXPECT_EQ(f.step, 3);
+  EXPECT_EQ(f.action, 4);
+  ASSERT_TRUE(parseFaultInjection("rank=2", f).ok());
+  EXPECT_EQ(f.step, 1);
+  EXPECT_EQ(f.action, 0);
+  EXPECT_FALSE(parseFaultInjection("step=1", f).ok());
+  EXPECT_FALSE(parseFaultInjection("rank=x", f).ok());
+  EXPECT_FALSE(parseFaultInjection("rank=1,bogus=2", f).ok());
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+TEST(Optimizer, PlainSgdIsTheKernelBitForBit) {
+  OptimizerConfig config;
+  config.kind = OptimizerKind::SGD;
+  config.lr = 0.1;
+  std::vector<float> p{1.0f, -0.3f, 1e-7f, 123.456f}, g{0.7f, 3.3f, -1e-3f,
+                                                         -0.01f};
+  std::vector<float> want = p;
+  ASSERT_EQ(gpipe_rt_cpu_sgd_update_f32(want.data(), g.data(), 4, 0.1f),
+            GPIPE_RT_SUCCESS);
+  ASSERT_TRUE(applyOptimizer(config, 1, p.data(), g.data(), nullptr, 4).ok());
+  for (size_t i = 0; i < p.size(); ++i)
+    EXPECT_EQ(std::memcmp(&p[i], &want[i], 4), 0) << i;
+}
+
+TEST(Optimizer, SgdWeightDecayAddsToTheGradient) {
+  OptimizerConfig config;
+  config.lr = 0.5;
+  config.weightDecay = 0.25;
+  float p = 2.0f, g = 1.0f;
+  ASSERT_TRUE(applyOptimizer(config, 1, &p, &g, nullptr, 1).ok());
+  EXPECT_FLOAT_EQ(p, 2.0f - 0.5f * (1.0f + 0.25f * 2.0f));
+}
+
+TEST(Optimizer, MomentumFollowsPyTorch) {
+  OptimizerConfig config;
+  config.kind = OptimizerKind::Momentum;
+  config.lr = 0.1;
+  config.momentum = 0.9;
+  float p = 1.0f, g = 0.5f, buf = 12345.0f; // the first step ignores buf
+  const float want[3] = {0.95f, 0.855f, 0.7195f};
+  for (int t = 1; t <= 3; ++t) {
+    ASSERT_TRUE(applyOptimizer(config, t, &p, &g, &buf, 1).ok());
+    EXPECT_NEAR(p, want[t - 1], 1e-6) << "step " << t;
+  }
+}
+
+TEST(Optimizer, AdamWFollowsPyTorch) {
+  OptimizerConfig config;
+  config.kind = OptimizerKind::Adam;
+  config.lr = 0.01;
+  config.weightDecay = 0.01;
+  std::vector<float> p{0.5f, -1.5f}, state(4, 0.0f);
+  const float grads[3][2] = {{0.1f, -0.2f}, {0.3f, 0.05f}, {-0.4f, 0.2f}};
+  double rp[2] = {0.5, -1.5}, m[2] = {0, 0}, v[2] = {0, 0};
+  for (int t = 1; t <= 3; ++t) {
+    ASSERT_TRUE(
+        applyOptimizer(config, t, p.data(), grads[t - 1], state.data(), 2)
+            .ok());
+    for (int i = 0; i < 2; ++i) {
+      double g = grads[t - 1][i];
+      rp[i] *= 1 - 0.01 * 0.01;
+      m[i] = 0.9 * m[i] + 0.1 * g;
+      v[i] = 0.999 * v[i] + 0.001 * g * g;
+      double mhat = m[i] / (1 - std::pow(0.9, t));
+      double vhat = v[i] / (1 - std::pow(0.999, t));
+      rp[i] -= 0.01 * mhat / (std::sqrt(vhat) + 1e-8);
+      EXPECT_NEAR(p[size_t(i)], rp[i], 1e-6) << "step " << t << " i " << i;
+    }
+  }
+}
+
+TEST(Optimizer, ResolvesDefaults) {
+  ModelMetadata meta;
+  meta.optimizer = "adam";
+  OptimizerConfig config;
+  ASSERT_TRUE(resolveOptimizer(meta, {}, config).ok());
+  EXPECT_EQ(config.kind, OptimizerKind::Adam);
+  EXPECT_DOUBLE_EQ(config.lr, 1e-3);
+  EXPECT_DOUBLE_EQ(config.weightDecay, 0.01);
+  OptimizerOptions options;
+  options.kind = OptimizerKind::Momentum;
+  ASSERT_TRUE(resolveOptimizer(meta, options, config).ok());
+  EXPECT_DOUBLE_EQ(config.momentum, 0.9);
+  meta.optimizer = "momentum";
+  options.kind = OptimizerKind::Adam;
+  Status s = resolveOptimizer(meta, options, config);
+  EXPECT_EQ(s.message(), "model.so reserves optimizer state for momentum; "
+                         "recompile with gpipe-compile --optimizer adam");
+}
+
+//===----------------------------------------------------------------------===//
+// Metadata validation
+//===----------------------------------------------------------------------===//
+
+std::string metadataError(const Json &meta) {
+  ModelImage image;
+  return makeImage(meta, image).message();
+}
+
+TEST(Metadata, FakePipelineIsValid) {
+  ModelImage image;
+  Status s = makeImage(fakeMetadata(), image);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const ModelMetadata &m = image.metadata();
+  EXPECT_EQ(m.numRanks(), 2);
+  EXPECT_EQ(m.microBatchSize(), 2);
+  EXPECT_EQ(m.ranks[1].actions[7].kind, ActionKind::Send);
+  EXPECT_EQ(m.ranks[1].actions[7].tag, 10);
+  EXPECT_DOUBLE_EQ(m.predictedClosedFormBubble, 0.333);
+  EXPECT_EQ(m.sites[1].op, "nn.cross_entropy");
+}
+
+TEST(Metadata, Errors) {
+  Json m = fakeMetadata();
+  m.erase("microbatches");
+  EXPECT_EQ(metadataError(m), "metadata: missing 'microbatches'");
+
+  m = fakeMetadata();
+  m["format"] = "onnx";
+  EXPECT_EQ(metadataError(m),
+            "metadata: format: is 'onnx', expected 'gpipe-model'");
+
+  m = fakeMetadata();
+  m["ranks"][0]["stages"][0]["grads_offset"] = 316;
+  EXPECT_EQ(metadataError(m),
+            "metadata: ranks[0].stages[0]: stage 0 gradients bytes [316, 328) "
+            "lie beyond arena_bytes 320");
+
+  m = fakeMetadata();
+  m["ranks"][1]["stages"][0]["state_offset"] = 8;
+  EXPECT_NE(metadataError(m).find("overlaps"), std::string::npos);
+
+  m = fakeMetadata();
+  m["ranks"][1]["actions"][0]["bytes"] = 20;
+  EXPECT_NE(metadataError(m).find("does not match"), std::string::npos);
+
+  m = fakeMetadata();
+  m["ranks"][1]["actions"][0]["tag"] = 7;
+  EXPECT_NE(metadataError(m).find("has no matching recv on rank 1"),
+            std::string::npos)
+      << metadataError(m);
+
+  m = fakeMetadata();
+  m["ranks"][0]["actions"][0]["stage"] = 1;
+  EXPECT_EQ(metadataError(m), "metadata: ranks[0].actions[0].stage: rank 0 "
+                              "does not hold stage 1");
+
+  m = fakeMetadata();
+  m["ranks"][1]["stages"][0]["params"][0]["name"] = "w0";
+  EXPECT_NE(metadataError(m).find("held by more than one stage"),
+            std::string::npos);
+
+  m = fakeMetadata();
+  m["input"]["shape"] = {5, 3};
+  EXPECT_NE(metadataError(m).find("not a multiple of the 2 micro-batches"),
+            std::string::npos);
+
+  m = fakeMetadata();
+  m["parameters"][0]["data_offset"] = 4;
+  EXPECT_EQ(metadataError(m), "metadata: parameter 'w0'.data_offset: bytes "
+                              "[4, 16) lie beyond the model's 12 data bytes");
+
+  m = fakeMetadata();
+  m["abi_version"] = 2;
+  EXPECT_NE(metadataError(m).find("abi_version"), std::string::npos);
+
+  m = fakeMetadata();
+  m["ranks"][0]["actions"][3]["kind"] = "teleport";
+  EXPECT_EQ(metadataError(m), "metadata: ranks[0].actions[3].kind: unknown "
+                              "action kind 'teleport'");
+
+  m = fakeMetadata();
+  m["stages"] = "two";
+  EXPECT_EQ(metadataError(m),
+            "metadata: stages: expected an integer, got a string");
+
+  ModelImage image;
+  EXPECT_EQ(ModelImage::fromParts("{not json", nullptr, 0, {}, image).message(),
+            "metadata: is not valid JSON");
+}
+
+//===----------------------------------------------------------------------===//
+// Data
+//===----------------------------------------------------------------------===//
+
+std::string dataError(const std::vector<SafeTensorRef> &tensors) {
+  ModelImage image;
+  Status s = makeImage(fakeMetadata(), image);
+  EXPECT_TRUE(s.ok());
+  std::vector<uint8_t> bytes;
+  EXPECT_TRUE(serializeSafeTensors(tensors, {}, bytes).ok());
+  SafeTensorsFile file;
+  s = SafeTensorsFile::parse(std::move(bytes), "data.safetensors", file);
+  EXPECT_TRUE(s.ok()) << s.message();
+  std::unique_ptr<Dataset> data;
+  return datasetFromSafeTensors(file, image.metadata(), data).message();
+}
+
+TEST(Data, FileValidation) {
+  std::vector<float> x(6 * 3, 0.5f);
+  std::vector<int64_t> y{0, 1, 2, 3, 4, 0};
+  std::vector<double> xd(6 * 3, 0.5);
+  auto input = [&](std::vector<int64_t> shape) {
+    return SafeTensorRef{"input", SafeTensorsDType::F32, shape, x.data(),
+                         size_t(shape[0] * (shape.size() > 1 ? shape[1] : 1) *
+                                4)};
+  };
+  SafeTensorRef labels{"labels", SafeTensorsDType::I64, {6}, y.data(), 48};
+
+  EXPECT_EQ(dataError({input({6, 3}), labels}), "");
+  // F64 features are converted.
+  EXPECT_EQ(dataError({{"input", SafeTensorsDType::F64, {6, 3}, xd.data(),
+                        xd.size() * 8},
+                       labels}),
+            "");
+  EXPECT_EQ(dataError({{"inputs", SafeTensorsDType::F32, {6, 3}, x.data(),
+                        72},
+                       labels}),
+            "data.safetensors: no tensor 'input'; the model expects 'input' "
+            "[N, 3] f32 (the file holds 'inputs', 'labels')");
+  EXPECT_EQ(dataError({input({9, 2}), labels}),
+            "data.safetensors: tensor 'input' has shape [9, 2], the model "
+            "expects [N, 3] with N >= 1");
+  std::vector<int64_t> ix(18, 1);
+  EXPECT_EQ(dataError({{"input", SafeTensorsDType::I64, {6, 3}, ix.data(),
+                        ix.size() * 8},
+                       labels}),
+            "data.safetensors: tensor 'input' has dtype I64, the model "
+            "expects f32 (F32, F64, F16 or BF16)");
+  std::vector<int64_t> bad{0, 1, 7, 3, 4, 0};
+  EXPECT_EQ(dataError({input({6, 3}),
+                       {"labels", SafeTensorsDType::I64, {6}, bad.data(), 48}}),
+            "data.safetensors: tensor 'labels': label 7 at position [2] is "
+            "outside [0, 5)");
+  EXPECT_EQ(dataError({input({5, 3}), labels}),
+            "data.safetensors: tensor 'labels' has 6 samples but 'input' has "
+            "5");
+}
+
+ModelMetadata textMetadata(int64_t vocab) {
+  ModelMetadata m;
+  m.microbatches = 2;
+  m.dataHint = "text-char";
+  m.vocab = vocab;
+  m.input.shape = {4, 16};
+  m.input.dtype = GPIPE_RT_I64;
+  TensorSpec labels = m.input;
+  labels.classes = vocab;
+  m.labels = labels;
+  return m;
+}
+
+TEST(Data, BuiltinText) {
+  EXPECT_EQ(textAlphabet().size(), 65u);
+  EXPECT_GT(defaultText().size(), 2000u);
+  EXPECT_EQ(textCharId('\n'), 0);
+  EXPECT_EQ(textCharId('a'), 39);
+  EXPECT_EQ(textCharId('~'), 1);
+  std::unique_ptr<Dataset> data;
+  Status s = makeBuiltinDataset(textMetadata(65), 1, data);
+  ASSERT_TRUE(s.ok()) << s.message();
+  for (int64_t sample = 0; sample < 50; ++sample) {
+    int64_t x[16], y[16];
+    data->copyInput(sample, reinterpret_cast<uint8_t *>(x));
+    data->copyLabels(sample, reinterpret_cast<uint8_t *>(y));
+    for (int t = 0; t < 16; ++t) {
+      ASSERT_GE(x[t], 0);
+      ASSERT_LT(x[t], 65);
+      if (t + 1 < 16)
+        EXPECT_EQ(y[t], x[t + 1]);
+    }
+  }
+  s = makeBuiltinDataset(textMetadata(60), 1, data);
+  EXPECT_NE(s.message().find("vocabulary has 60"), std::string::npos)
+      << s.message();
+}
+
+TEST(Data, BuiltinClassification) {
+  ModelMetadata m;
+  m.microbatches = 1;
+  m.dataHint = "classification";
+  m.input.shape = {8, 5};
+  m.labels = TensorSpec{{8}, GPIPE_RT_I64, 3};
+  std::unique_ptr<Dataset> a, b;
+  ASSERT_TRUE(makeBuiltinDataset(m, 9, a).ok());
+  ASSERT_TRUE(makeBuiltinDataset(m, 9, b).ok());
+  std::set<int64_t> seen;
+  for (int64_t i = 0; i < 64; ++i) {
+    int64_t la, lb;
+    a->copyLabels(i, reinterpret_cast<uint8_t *>(&la));
+    b->copyLabels(i, reinterpret_cast<uint8_t *>(&lb));
+    EXPECT_EQ(la, lb);
+    ASSERT_GE(la, 0);
+    ASSERT_LT(la, 3);
+    seen.insert(la);
+  }
+  EXPECT_GE(seen.size(), 2u);
+  m.dataHint = "";
+  Status s = makeBuiltinDataset(m, 9, a);
+  EXPECT_NE(s.message().find("pass --data FILE.safetensors"),
+            std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// Model libraries
+//===----------------------------------------------------------------------===//
+
+TEST(ModelLibrary, LoadsAndTrains) {
+  ModelImage image;
+  Status s = loadModelLibrary(GPIPE_FAKE_MODEL, image);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(image.metadata().source, "fake.onnx");
+  std::vector<float> x{1, 2, 3, 4};
+  std::vector<SafeTensorRef> tensors{
+      {"input", SafeTensorsDType::F32, {2, 2}, x.data(), 16}};
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(serializeSafeTensors(tensors, {}, bytes).ok());
+  SafeTensorsFile file;
+  ASSERT_TRUE(SafeTensorsFile::parse(std::move(bytes), "x", file).ok());
+  std::unique_ptr<Dataset> data;
+  ASSERT_TRUE(datasetFromSafeTensors(file, image.metadata(), data).ok());
+  RunOptions options;
+  options.steps = 2;
+  options.optimizer.lr = 0.5;
+  options.dataset = std::move(data);
+  Engine engine(image);
+  RunResult result;
+  s = engine.run(options, result);
+  ASSERT_TRUE(s.ok()) << s.message();
+  // w = (1, -2); loss = 1 - 4 + 3 - 8 = -8; grads (4, 6); w' = (-1, -5).
+  EXPECT_DOUBLE_EQ(result.steps[0].loss, -8.0);
+  EXPECT_EQ(result.firstGradients["w"], (std::vector<float>{4, 6}));
+  EXPECT_EQ(result.finalParameters["w"], (std::vector<float>{-3, -8}));
+  EXPECT_EQ(result.arenas[0].measuredBytes, 64);
+}
+
+TEST(ModelLibrary, WrongAbiVersion) {
+  ModelImage image;
+  Status s = loadModelLibrary(GPIPE_FAKE_MODEL_BAD_ABI, image);
+  EXPECT_EQ(s.message(), std::string(GPIPE_FAKE_MODEL_BAD_ABI) +
+                             " was compiled for runtime ABI 99, this "
+                             "gpipe-run speaks 1; recompile it with this "
+                             "gpipe-compile");
+}
+
+TEST(ModelLibrary, NotAModel) {
+  ModelImage image;
+  Status s = loadModelLibrary(GPIPE_FAKE_MODEL_NOT_A_MODEL, image);
+  EXPECT_NE(s.message().find("is not a gpipe model"), std::string::npos)
+      << s.message();
+  s = loadModelLibrary("/nonexistent/model.so", image);
+  EXPECT_NE(s.message().find("cannot load model library"), std::string::npos);
+}
+
+} // namespace
