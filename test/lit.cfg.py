@@ -32,3 +32,6 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 config.substitutions.append(
     ("%compare", "python3 " + os.path.join(config.test_source_root, "Utils",
                                            "compare-safetensors.py")))
+config.substitutions.append(
+    ("%set-tensor", "python3 " + os.path.join(config.test_source_root, "Utils",
+                                              "set-tensor.py")))

@@ -9,7 +9,9 @@
 # --prefix-a grad.). --bitwise: the raw bytes must be equal. Otherwise the
 # relative error ||a - b|| / ||a|| (2-norms, in double) must be <= --rtol.
 # Prints one line per tensor and `N passed, N failed`; exits 1 on any
-# failure. Standard library only (f32, f64, i64, i32 tensors).
+# failure. --loss also compares A's scalar tensor `loss` with the "loss"
+# entry of B's metadata (what gpipe-run --save-grads records for the first
+# step). Standard library only (f32, f64, i64, i32 tensors).
 #
 #===----------------------------------------------------------------------===#
 import argparse
@@ -21,7 +23,7 @@ import sys
 FORMATS = {"F32": "f", "F64": "d", "I64": "q", "I32": "i"}
 
 
-def read(path):
+def read(path, metadata=None):
     with open(path, "rb") as f:
         data = f.read()
     (size,) = struct.unpack("<Q", data[:8])
@@ -30,6 +32,8 @@ def read(path):
     tensors = {}
     for name, info in header.items():
         if name == "__metadata__":
+            if metadata is not None:
+                metadata.update(info)
             continue
         begin, end = info["data_offsets"]
         tensors[name] = (info["dtype"], info["shape"], data[base + begin:base + end])
@@ -51,12 +55,27 @@ def main():
     parser.add_argument("--prefix-a", default="")
     parser.add_argument("--prefix-b", default="")
     parser.add_argument("--names", default="")
+    parser.add_argument("--loss", action="store_true")
     args = parser.parse_args()
     a = read(args.a)
-    b = read(args.b)
+    meta_b = {}
+    b = read(args.b, meta_b)
     names = [n for n in args.names.split(",") if n] or sorted(
         n[len(args.prefix_b):] for n in b if n.startswith(args.prefix_b))
     passed = failed = 0
+    if args.loss:
+        if "loss" not in a or "loss" not in meta_b:
+            print("FAIL loss: missing in %s" % (args.a if "loss" not in a else args.b))
+            failed += 1
+        else:
+            expected = values(a["loss"][0], a["loss"][2])[0]
+            got = float(meta_b["loss"])
+            rel = abs(got - expected) / abs(expected) if expected else abs(got)
+            ok = rel <= args.rtol
+            print("%s loss: %.9g vs %.9g, relative error %.3g (tolerance %g)" %
+                  ("ok" if ok else "FAIL", expected, got, rel, args.rtol))
+            passed += ok
+            failed += not ok
     for name in names:
         ka, kb = args.prefix_a + name, args.prefix_b + name
         if ka not in a or kb not in b:

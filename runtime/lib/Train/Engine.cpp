@@ -1000,7 +1000,8 @@ Status parseFaultInjection(std::string_view spec, FaultInjection &fault) {
 
 Status writeParameterTensors(
     const std::string &path, const ModelMetadata &metadata,
-    const std::map<std::string, std::vector<float>> &tensors) {
+    const std::map<std::string, std::vector<float>> &tensors,
+    const std::map<std::string, std::string> &extra) {
   std::vector<SafeTensorRef> refs;
   for (const ParameterSpec &p : metadata.parameters) {
     auto it = tensors.find(p.name);
@@ -1009,7 +1010,7 @@ Status writeParameterTensors(
     refs.push_back({p.name, SafeTensorsDType::F32, p.shape,
                     it->second.data(), it->second.size() * 4});
   }
-  std::map<std::string, std::string> fileMeta;
+  std::map<std::string, std::string> fileMeta = extra;
   if (!metadata.source.empty())
     fileMeta["source"] = metadata.source;
   return writeSafeTensors(path, refs, fileMeta);

@@ -821,25 +821,28 @@ Status ModelImage::load(const std::string &path, ModelImage &image) {
   std::shared_ptr<void> owner(handle, [](void *h) { dlclose(h); });
   auto symbol = [&](const char *name) { return dlsym(handle, name); };
 
+  // The version first: a library of another ABI may lack the other symbols.
   auto abi = reinterpret_cast<int32_t (*)(void)>(
       symbol("gpipe_model_abi_version"));
-  auto metadata =
-      reinterpret_cast<const char *(*)(void)>(symbol("gpipe_model_metadata"));
-  auto data =
-      reinterpret_cast<const uint8_t *(*)(void)>(symbol("gpipe_model_data"));
-  if (!abi || !metadata || !data)
-    return Status::error(
-        path + " is not a gpipe model: it lacks " +
-        std::string(!abi ? "gpipe_model_abi_version"
-                         : !metadata ? "gpipe_model_metadata"
-                                     : "gpipe_model_data") +
-        " (build it with gpipe-compile)");
+  if (!abi)
+    return Status::error(path + " is not a gpipe model: it lacks "
+                                "gpipe_model_abi_version (build it with "
+                                "gpipe-compile)");
   int32_t version = abi();
   if (version != GPIPE_RT_ABI_VERSION)
     return Status::error(path + " was compiled for runtime ABI " +
                          std::to_string(version) + ", this gpipe-run speaks " +
                          std::to_string(GPIPE_RT_ABI_VERSION) +
                          "; recompile it with this gpipe-compile");
+  auto metadata =
+      reinterpret_cast<const char *(*)(void)>(symbol("gpipe_model_metadata"));
+  auto data =
+      reinterpret_cast<const uint8_t *(*)(void)>(symbol("gpipe_model_data"));
+  if (!metadata || !data)
+    return Status::error(path + " is not a gpipe model: it lacks " +
+                         std::string(!metadata ? "gpipe_model_metadata"
+                                               : "gpipe_model_data") +
+                         " (build it with gpipe-compile)");
   const char *json = metadata();
   if (!json)
     return Status::error(path + ": gpipe_model_metadata() returned null");

@@ -305,14 +305,22 @@ int main(int argc, char **argv) {
                 a.measuredBytes == a.plannedBytes ? "equal" : "DIFFERENT");
 
   if (!args.saveGrads.empty()) {
-    s = writeParameterTensors(args.saveGrads, meta, result.firstGradients);
+    // The loss of the step the gradients belong to, for checks against a
+    // reference (full precision).
+    char loss[32];
+    std::snprintf(loss, sizeof loss, "%.9g",
+                  result.steps.empty() ? 0.0 : result.steps.front().loss);
+    s = writeParameterTensors(args.saveGrads, meta, result.firstGradients,
+                              {{"step", "1"}, {"loss", loss}});
     if (!s.ok())
       fatal(s.message());
     std::printf("wrote the first step's gradients to %s\n",
                 args.saveGrads.c_str());
   }
   if (!args.saveParams.empty()) {
-    s = writeParameterTensors(args.saveParams, meta, result.finalParameters);
+    s = writeParameterTensors(
+        args.saveParams, meta, result.finalParameters,
+        {{"steps", std::to_string(result.steps.size())}});
     if (!s.ok())
       fatal(s.message());
     std::printf("wrote the final parameters to %s\n", args.saveParams.c_str());
