@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/CPUKernels.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -161,8 +161,8 @@ int32_t fakeRank1(gpipe_rt_rank *rank, uint8_t *arena) {
 
 Json transfer(const char *kind, int stage, int mb, int peer,
               const char *direction, int tag) {
-  return {{"kind", kind}, {"stage", stage},         {"mb", mb},
-          {"peer", peer}, {"direction", direction}, {"tag", tag},
+  return {{"kind", kind},   {"stage", stage},         {"mb", mb},
+          {"peer", peer},   {"direction", direction}, {"tag", tag},
           {"bytes", kBytes}};
 }
 
@@ -240,7 +240,8 @@ Json fakeMetadata() {
         {{"index", 1}, {"rank", 1}, {"name", "s1"}, {"layers", {"b"}}}}},
       {"ranks", {rank0, rank1}},
       {"sites",
-       {{{"op", "nn.linear"}, {"loc", "loc(\"fake.onnx\":1:1)"},
+       {{{"op", "nn.linear"},
+         {"loc", "loc(\"fake.onnx\":1:1)"},
          {"function", "train_s0_fwd"}},
         {{"op", "nn.cross_entropy"},
          {"loc", "loc(\"fake.onnx\":3:1)"},
@@ -345,13 +346,11 @@ TEST_F(EngineTest, LossAndGradientsMatchAReference) {
   }
   // Plain SGD is exactly the kernel's update.
   std::vector<float> w0(kW0, kW0 + 3);
-  ASSERT_EQ(gpipe_rt_cpu_sgd_update_f32(w0.data(),
-                                        result.firstGradients["w0"].data(), 3,
-                                        0.125f),
+  ASSERT_EQ(gpipe_rt_cpu_sgd_update_f32(
+                w0.data(), result.firstGradients["w0"].data(), 3, 0.125f),
             GPIPE_RT_SUCCESS);
-  ASSERT_EQ(gpipe_rt_cpu_sgd_update_f32(w1.data(),
-                                        result.firstGradients["w1"].data(), 3,
-                                        0.125f),
+  ASSERT_EQ(gpipe_rt_cpu_sgd_update_f32(
+                w1.data(), result.firstGradients["w1"].data(), 3, 0.125f),
             GPIPE_RT_SUCCESS);
   for (int j = 0; j < 3; ++j) {
     EXPECT_EQ(result.finalParameters["w0"][size_t(j)], w0[size_t(j)]);
@@ -417,9 +416,9 @@ TEST_F(EngineTest, InjectedFaultTimesOutThePeer) {
   RunResult result;
   auto start = std::chrono::steady_clock::now();
   Status s = runFake(options, result);
-  double elapsed = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(), "step 2: rank 1 (stage 1, micro-batch 0, recv forward "
                          "from rank 0): no message after 0.5 s; the peer may "
@@ -539,8 +538,8 @@ TEST(Optimizer, PlainSgdIsTheKernelBitForBit) {
   OptimizerConfig config;
   config.kind = OptimizerKind::SGD;
   config.lr = 0.1;
-  std::vector<float> p{1.0f, -0.3f, 1e-7f, 123.456f}, g{0.7f, 3.3f, -1e-3f,
-                                                         -0.01f};
+  std::vector<float> p{1.0f, -0.3f, 1e-7f, 123.456f},
+      g{0.7f, 3.3f, -1e-3f, -0.01f};
   std::vector<float> want = p;
   ASSERT_EQ(gpipe_rt_cpu_sgd_update_f32(want.data(), g.data(), 4, 0.1f),
             GPIPE_RT_SUCCESS);
@@ -728,20 +727,20 @@ TEST(Data, FileValidation) {
   std::vector<int64_t> y{0, 1, 2, 3, 4, 0};
   std::vector<double> xd(6 * 3, 0.5);
   auto input = [&](std::vector<int64_t> shape) {
-    return SafeTensorRef{"input", SafeTensorsDType::F32, shape, x.data(),
-                         size_t(shape[0] * (shape.size() > 1 ? shape[1] : 1) *
-                                4)};
+    return SafeTensorRef{
+        "input", SafeTensorsDType::F32, shape, x.data(),
+        size_t(shape[0] * (shape.size() > 1 ? shape[1] : 1) * 4)};
   };
   SafeTensorRef labels{"labels", SafeTensorsDType::I64, {6}, y.data(), 48};
 
   EXPECT_EQ(dataError({input({6, 3}), labels}), "");
   // F64 features are converted.
-  EXPECT_EQ(dataError({{"input", SafeTensorsDType::F64, {6, 3}, xd.data(),
-                        xd.size() * 8},
-                       labels}),
-            "");
-  EXPECT_EQ(dataError({{"inputs", SafeTensorsDType::F32, {6, 3}, x.data(),
-                        72},
+  EXPECT_EQ(
+      dataError(
+          {{"input", SafeTensorsDType::F64, {6, 3}, xd.data(), xd.size() * 8},
+           labels}),
+      "");
+  EXPECT_EQ(dataError({{"inputs", SafeTensorsDType::F32, {6, 3}, x.data(), 72},
                        labels}),
             "data.safetensors: no tensor 'input'; the model expects 'input' "
             "[N, 3] f32 (the file holds 'inputs', 'labels')");
@@ -749,11 +748,12 @@ TEST(Data, FileValidation) {
             "data.safetensors: tensor 'input' has shape [9, 2], the model "
             "expects [N, 3] with N >= 1");
   std::vector<int64_t> ix(18, 1);
-  EXPECT_EQ(dataError({{"input", SafeTensorsDType::I64, {6, 3}, ix.data(),
-                        ix.size() * 8},
-                       labels}),
-            "data.safetensors: tensor 'input' has dtype I64, the model "
-            "expects f32 (F32, F64, F16 or BF16)");
+  EXPECT_EQ(
+      dataError(
+          {{"input", SafeTensorsDType::I64, {6, 3}, ix.data(), ix.size() * 8},
+           labels}),
+      "data.safetensors: tensor 'input' has dtype I64, the model "
+      "expects f32 (F32, F64, F16 or BF16)");
   std::vector<int64_t> bad{0, 1, 7, 3, 4, 0};
   EXPECT_EQ(dataError({input({6, 3}),
                        {"labels", SafeTensorsDType::I64, {6}, bad.data(), 48}}),
@@ -793,8 +793,9 @@ TEST(Data, BuiltinText) {
     for (int t = 0; t < 16; ++t) {
       ASSERT_GE(x[t], 0);
       ASSERT_LT(x[t], 65);
-      if (t + 1 < 16)
+      if (t + 1 < 16) {
         EXPECT_EQ(y[t], x[t + 1]);
+      }
     }
   }
   s = makeBuiltinDataset(textMetadata(60), 1, data);
@@ -859,6 +860,15 @@ TEST(ModelLibrary, LoadsAndTrains) {
   EXPECT_EQ(result.firstGradients["w"], (std::vector<float>{4, 6}));
   EXPECT_EQ(result.finalParameters["w"], (std::vector<float>{-3, -8}));
   EXPECT_EQ(result.arenas[0].measuredBytes, 64);
+
+  // The only rank dies: nothing times out on a transfer, the step barrier
+  // notices that nothing moves any more.
+  options.fault = FaultInjection{0, 2, 1};
+  options.timeoutSeconds = 0.25;
+  s = engine.run(options, result);
+  EXPECT_EQ(s.message(), "rank 0 did not finish step 2 and no rank made "
+                         "progress for 0.5 s; a rank may have died or stalled");
+  EXPECT_EQ(result.steps.size(), 1u);
 }
 
 TEST(ModelLibrary, WrongAbiVersion) {

@@ -40,7 +40,7 @@ std::vector<std::string> presetNames();
 /// `func.func @forward` in fused `nn` ops with ONNX-style name-scope
 /// locations, verified. Only the options the preset uses are checked. On bad
 /// options (a size that is not positive, or past a cap that keeps the IR
-/// buildable: depth <= 1024, seq-len <= 8192, other sizes <= 2^24, no tensor
+/// buildable: depth <= 16384, seq-len <= 8192, other sizes <= 2^24, no tensor
 /// over 2^40 elements; width not divisible by heads; unknown name) reports an
 /// error at an unknown location naming the option and returns null.
 OwningOpRef<ModuleOp> buildPreset(MLIRContext *context, llvm::StringRef name,

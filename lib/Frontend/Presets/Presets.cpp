@@ -154,7 +154,7 @@ struct SizeOption {
 /// GPT's causal mask is a materialized [seq-len, seq-len] constant and every
 /// block is unrolled.
 static constexpr int64_t kMaxSize = int64_t(1) << 24;
-static constexpr int64_t kMaxDepth = 1024;
+static constexpr int64_t kMaxDepth = 16384;
 static constexpr int64_t kMaxSeqLen = 8192;
 static constexpr int64_t kMaxElementsLog2 = 40;
 

@@ -81,9 +81,8 @@ uint64_t splitMix(uint64_t x) {
 
 /// A tensor of the file, converted to the model's dtype.
 Status readTensor(const SafeTensorsFile &file, const char *name,
-                  const TensorSpec &spec, int64_t range,
-                  const char *rangeWhat, std::vector<uint8_t> &bytes,
-                  int64_t &samples) {
+                  const TensorSpec &spec, int64_t range, const char *rangeWhat,
+                  std::vector<uint8_t> &bytes, int64_t &samples) {
   std::string family = spec.dtype == GPIPE_RT_F32
                            ? "f32 (F32, F64, F16 or BF16)"
                            : "i64 (any integer type)";
@@ -106,8 +105,8 @@ Status readTensor(const SafeTensorsFile &file, const char *name,
     return Status::error(file.name() + ": tensor '" + name + "' has shape " +
                          shapeString(info->shape) + ", the model expects " +
                          expectedShape(spec) + " with N >= 1");
-  bool dtypeOk =
-      spec.dtype == GPIPE_RT_F32 ? isFloat(info->dtype) : isInteger(info->dtype);
+  bool dtypeOk = spec.dtype == GPIPE_RT_F32 ? isFloat(info->dtype)
+                                            : isInteger(info->dtype);
   if (!dtypeOk)
     return Status::error(file.name() + ": tensor '" + name + "' has dtype " +
                          safeTensorsDTypeName(info->dtype) +
@@ -131,11 +130,11 @@ Status readTensor(const SafeTensorsFile &file, const char *name,
   if (range > 0)
     for (int64_t i = 0; i < count; ++i)
       if (values[size_t(i)] < 0 || values[size_t(i)] >= range)
-        return Status::error(
-            file.name() + ": tensor '" + name + "': " + rangeWhat + " " +
-            std::to_string(values[size_t(i)]) + " at position " +
-            positionString(i, info->shape) + " is outside [0, " +
-            std::to_string(range) + ")");
+        return Status::error(file.name() + ": tensor '" + name +
+                             "': " + rangeWhat + " " +
+                             std::to_string(values[size_t(i)]) +
+                             " at position " + positionString(i, info->shape) +
+                             " is outside [0, " + std::to_string(range) + ")");
   if (count)
     std::memcpy(bytes.data(), values.data(), bytes.size());
   return Status::success();
@@ -188,43 +187,52 @@ public:
   }
 };
 
+/// Gaussian features labelled by a random linear teacher (argmax). A pool
+/// of samples is drawn once, up front, so that loading a micro-batch during
+/// a step is a copy (generation would otherwise count as compute time).
 class ClassificationDataset : public Dataset {
 public:
   uint64_t seed = 0;
-  int64_t features = 0, classes = 0;
-  std::vector<float> teacher; // [classes, features]
+  int64_t features = 0, classes = 0, pool = 0;
+  std::vector<float> teacher;  // [classes, features]
+  std::vector<float> inputs;   // [pool, features]
+  std::vector<int64_t> labels; // [pool]
 
   std::string describe() const override {
-    return "built-in classification (" + std::to_string(features) +
-           " Gaussian features, " + std::to_string(classes) +
-           " classes from a random linear teacher)";
+    return "built-in classification (" + std::to_string(pool) + " samples of " +
+           std::to_string(features) + " Gaussian features, " +
+           std::to_string(classes) + " classes from a random linear teacher)";
   }
-  int64_t numSamples() const override { return kGeneratedSamples; }
-  void sampleFeatures(int64_t sample, float *out) const {
-    (void)gpipe_rt_cpu_fill_init_f32(GPIPE_RT_INIT_NORMAL, out, features, 1.0,
-                                     seed, splitMix(uint64_t(sample) + 1));
+  int64_t numSamples() const override { return pool; }
+
+  void generate() {
+    inputs.resize(size_t(pool * features));
+    labels.resize(size_t(pool));
+    for (int64_t n = 0; n < pool; ++n) {
+      float *x = inputs.data() + n * features;
+      (void)gpipe_rt_cpu_fill_init_f32(GPIPE_RT_INIT_NORMAL, x, features, 1.0,
+                                       seed, splitMix(uint64_t(n) + 1));
+      int64_t best = 0;
+      double bestScore = -INFINITY;
+      for (int64_t c = 0; c < classes; ++c) {
+        double score = 0;
+        const float *w = teacher.data() + c * features;
+        for (int64_t i = 0; i < features; ++i)
+          score += double(w[i]) * double(x[i]);
+        if (score > bestScore) {
+          bestScore = score;
+          best = c;
+        }
+      }
+      labels[size_t(n)] = best;
+    }
   }
   void copyInput(int64_t sample, uint8_t *out) const override {
-    std::vector<float> x(static_cast<size_t>(features));
-    sampleFeatures(sample, x.data());
-    std::memcpy(out, x.data(), x.size() * 4);
+    std::memcpy(out, inputs.data() + (sample % pool) * features,
+                size_t(features) * 4);
   }
   void copyLabels(int64_t sample, uint8_t *out) const override {
-    std::vector<float> x(static_cast<size_t>(features));
-    sampleFeatures(sample, x.data());
-    int64_t best = 0;
-    double bestScore = -INFINITY;
-    for (int64_t c = 0; c < classes; ++c) {
-      double score = 0;
-      const float *w = teacher.data() + c * features;
-      for (int64_t i = 0; i < features; ++i)
-        score += double(w[i]) * double(x[size_t(i)]);
-      if (score > bestScore) {
-        bestScore = score;
-        best = c;
-      }
-    }
-    std::memcpy(out, &best, 8);
+    std::memcpy(out, &labels[size_t(sample % pool)], 8);
   }
 };
 
@@ -238,21 +246,20 @@ Status datasetFromSafeTensors(const SafeTensorsFile &file,
   auto data = std::make_unique<FileDataset>();
   data->name = file.name();
   int64_t inputSamples = 0;
-  Status s = readTensor(file, "input", metadata.input,
-                        metadata.input.dtype == GPIPE_RT_I64 ? metadata.vocab
-                                                             : 0,
-                        "token id", data->input, inputSamples);
+  Status s =
+      readTensor(file, "input", metadata.input,
+                 metadata.input.dtype == GPIPE_RT_I64 ? metadata.vocab : 0,
+                 "token id", data->input, inputSamples);
   if (!s.ok())
     return s;
   data->samples = inputSamples;
   data->inputSampleBytes = metadata.input.sampleBytes();
   if (metadata.labels) {
     int64_t labelSamples = 0;
-    s = readTensor(file, "labels", *metadata.labels,
-                   metadata.labels->dtype == GPIPE_RT_I64
-                       ? metadata.labels->classes
-                       : 0,
-                   "label", data->labels, labelSamples);
+    s = readTensor(
+        file, "labels", *metadata.labels,
+        metadata.labels->dtype == GPIPE_RT_I64 ? metadata.labels->classes : 0,
+        "label", data->labels, labelSamples);
     if (!s.ok())
       return s;
     if (labelSamples != inputSamples)
@@ -308,11 +315,10 @@ Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
     for (char c : defaultText())
       data->ids.push_back(textCharId(c));
     if (int64_t(data->ids.size()) <= data->length)
-      return Status::error("the built-in text has " +
-                           std::to_string(data->ids.size()) +
-                           " characters, too few for sequences of " +
-                           std::to_string(data->length) +
-                           "; pass --data FILE.safetensors");
+      return Status::error(
+          "the built-in text has " + std::to_string(data->ids.size()) +
+          " characters, too few for sequences of " +
+          std::to_string(data->length) + "; pass --data FILE.safetensors");
     dataset = std::move(data);
     return Status::success();
   }
@@ -331,12 +337,20 @@ Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
     data->features = in.sampleElements();
     data->classes = metadata.labels->classes;
     data->teacher.resize(size_t(data->classes * data->features));
-    double scale = 1.0 / std::sqrt(double(std::max<int64_t>(1, data->features)));
+    double scale =
+        1.0 / std::sqrt(double(std::max<int64_t>(1, data->features)));
     const char teacherName[] = "classification-teacher";
     (void)gpipe_rt_cpu_fill_init_f32(
         GPIPE_RT_INIT_NORMAL, data->teacher.data(),
         int64_t(data->teacher.size()), scale, seed,
         gpipe_rt_hash_name(teacherName, sizeof(teacherName) - 1));
+    // Enough distinct samples for several mini-batches, at most ~64 MiB.
+    int64_t batch = std::max<int64_t>(1, metadata.batchSize());
+    int64_t cap = std::max<int64_t>(
+        batch,
+        (int64_t(64) << 20) / (4 * std::max<int64_t>(1, data->features)));
+    data->pool = std::min(std::max<int64_t>(4 * batch, 256), cap);
+    data->generate();
     dataset = std::move(data);
     return Status::success();
   }
@@ -344,8 +358,8 @@ Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
       noData +
       (hint.empty() ? std::string(" (its data_hint is empty)")
                     : " for data_hint '" + hint + "'") +
-      "; pass --data FILE.safetensors holding 'input' " +
-      expectedShape(in) + " " + gpipe_rt_dtype_name(in.dtype) +
+      "; pass --data FILE.safetensors holding 'input' " + expectedShape(in) +
+      " " + gpipe_rt_dtype_name(in.dtype) +
       (metadata.labels ? " and 'labels' " + expectedShape(*metadata.labels) +
                              " " + gpipe_rt_dtype_name(metadata.labels->dtype)
                        : std::string()));

@@ -20,8 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/CPUKernels.h"
 
 #include <nlohmann/json.hpp>
 
@@ -122,8 +122,7 @@ class RunState {
 public:
   RunState(const ModelImage &model, const RunOptions &options)
       : model(model), meta(model.metadata()), options(options),
-        timeoutNs(int64_t(options.timeoutSeconds * 1e9)),
-        start(Clock::now()) {}
+        timeoutNs(int64_t(options.timeoutSeconds * 1e9)), start(Clock::now()) {}
 
   const ModelImage &model;
   const ModelMetadata &meta;
@@ -145,6 +144,8 @@ public:
   int64_t released = -1;
   std::vector<char> finished;
   int64_t finishedCount = 0, lastFinishNs = 0;
+  /// When any rank last began or ended an action.
+  std::atomic<int64_t> lastProgressNs{0};
 
   int64_t nowNs() const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() -
@@ -241,6 +242,7 @@ int32_t RunState::actionBegin(gpipe_rt_rank *rank, int64_t action) {
   rank->current = rank->lastBegun = action;
   rank->nextAction = action + 1;
   rank->actionBeginNs = nowNs();
+  lastProgressNs.store(rank->actionBeginNs, std::memory_order_relaxed);
   return 0;
 }
 
@@ -248,15 +250,16 @@ void RunState::actionEnd(gpipe_rt_rank *rank, int64_t action) {
   if (aborted.load(std::memory_order_relaxed) || rank->dead)
     return;
   if (action != rank->current) {
-    fail(rank, where(rank, currentAction(rank)) + ": action " +
-                   std::to_string(action) + " ended but " +
-                   (rank->current >= 0
-                        ? "action " + std::to_string(rank->current) +
-                              " is the one running"
-                        : std::string("no action is running")));
+    fail(rank,
+         where(rank, currentAction(rank)) + ": action " +
+             std::to_string(action) + " ended but " +
+             (rank->current >= 0 ? "action " + std::to_string(rank->current) +
+                                       " is the one running"
+                                 : std::string("no action is running")));
     return;
   }
   int64_t end = nowNs();
+  lastProgressNs.store(end, std::memory_order_relaxed);
   const ActionSpec &a = rank->plan->actions[size_t(action)];
   if (isComputeAction(a.kind))
     rank->busyNs += end - rank->actionBeginNs;
@@ -304,10 +307,10 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
     if (slot.bytes != bytes) {
       int64_t sendBytes = isSend ? bytes : slot.bytes;
       int64_t recvBytes = isSend ? slot.bytes : bytes;
-      std::string sender = isSend ? where(rank, action)
-                                  : where(peer, slot.action);
-      std::string receiver = isSend ? where(peer, slot.action)
-                                    : where(rank, action);
+      std::string sender =
+          isSend ? where(rank, action) : where(peer, slot.action);
+      std::string receiver =
+          isSend ? where(peer, slot.action) : where(rank, action);
       slot.failed = slot.done = true;
       rankCvs[size_t(slot.rank)]->notify_all();
       failLocked(rank->step + 1,
@@ -355,11 +358,11 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
       }
       if (Clock::now() >= deadline) {
         slots.erase(key);
-        failLocked(rank->step + 1,
-                   where(rank, action) + ": " +
-                       (isSend ? "no receiver" : "no message") + " after " +
-                       formatSeconds(options.timeoutSeconds) +
-                       " s; the peer may have died or stalled");
+        failLocked(rank->step + 1, where(rank, action) + ": " +
+                                       (isSend ? "no receiver" : "no message") +
+                                       " after " +
+                                       formatSeconds(options.timeoutSeconds) +
+                                       " s; the peer may have died or stalled");
         return 1;
       }
       cv.wait_until(lock, deadline);
@@ -371,11 +374,12 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
   }
 }
 
-int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb,
-                       void *out, int64_t bytes) {
+int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *out,
+                       int64_t bytes) {
   if (aborted.load(std::memory_order_relaxed))
     return 1;
-  const char *callback = labels ? "gpipe_rt_load_labels" : "gpipe_rt_load_input";
+  const char *callback =
+      labels ? "gpipe_rt_load_labels" : "gpipe_rt_load_input";
   std::string at = where(rank, currentAction(rank)) + ": " + callback;
   if (labels && !meta.labels) {
     fail(rank, at + ": the model has no labels");
@@ -434,8 +438,8 @@ int32_t RunState::reportLoss(gpipe_rt_rank *rank, int64_t mb,
 }
 
 int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
-                                float *params, const float *grads,
-                                float *state, int64_t count) {
+                                float *params, const float *grads, float *state,
+                                int64_t count) {
   if (aborted.load(std::memory_order_relaxed))
     return 1;
   std::string at =
@@ -459,16 +463,18 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
       (reinterpret_cast<uint8_t *>(params) != rank->arena + plan.paramsOffset ||
        reinterpret_cast<const uint8_t *>(grads) !=
            rank->arena + plan.gradsOffset)) {
-    fail(rank, at + ": parameters or gradients are not at the planned "
-                    "params_offset " +
+    fail(rank, at +
+                   ": parameters or gradients are not at the planned "
+                   "params_offset " +
                    std::to_string(plan.paramsOffset) + " / grads_offset " +
                    std::to_string(plan.gradsOffset));
     return 1;
   }
   if (count > 0 && optimizer.stateMultiple() > 0 &&
       reinterpret_cast<uint8_t *>(state) != rank->arena + plan.stateOffset) {
-    fail(rank, at + ": the optimizer state is not at the planned "
-                    "state_offset " +
+    fail(rank, at +
+                   ": the optimizer state is not at the planned "
+                   "state_offset " +
                    std::to_string(plan.stateOffset));
     return 1;
   }
@@ -493,10 +499,10 @@ int32_t RunState::kernelError(gpipe_rt_rank *rank, int64_t site,
   const char *library =
       model.libraryLastError ? model.libraryLastError() : nullptr;
   const char *own = gpipe_rt_last_error();
-  std::string message = library && *library ? library
-                        : own && *own       ? own
-                                            : "kernel failed with status " +
-                                            std::to_string(status);
+  std::string message =
+      library && *library ? library
+      : own && *own       ? own
+                    : "kernel failed with status " + std::to_string(status);
   std::string at = where(rank, currentAction(rank)) + ": ";
   if (site >= 0 && site < int64_t(meta.sites.size())) {
     const KernelSite &k = meta.sites[size_t(site)];
@@ -519,7 +525,14 @@ int32_t RunState::kernelError(gpipe_rt_rank *rank, int64_t site,
 //===----------------------------------------------------------------------===//
 
 void RunState::rankMain(gpipe_rt_rank *rank) {
-  gpipe_rt_cpu_set_blas_threads(1);
+  // One BLAS thread per rank. The count is per thread for OpenMP builds of
+  // OpenBLAS and global otherwise; the calls are serialized because the
+  // latter may resize OpenBLAS's thread pool.
+  {
+    static std::mutex blasMutex;
+    std::lock_guard<std::mutex> lock(blasMutex);
+    gpipe_rt_cpu_set_blas_threads(1);
+  }
   gpipe_model_rank_fn fn = model.rankFunction(rank->index);
   std::condition_variable &cv = *rankCvs[size_t(rank->index)];
   size_t numActions = rank->plan->actions.size();
@@ -543,8 +556,8 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     if (rank->dead || aborted)
       return;
     if (rc != 0) {
-      fail(rank, where(rank, currentAction(rank)) + ": " +
-                     rank->plan->symbol + " returned " + std::to_string(rc) +
+      fail(rank, where(rank, currentAction(rank)) + ": " + rank->plan->symbol +
+                     " returned " + std::to_string(rc) +
                      " without reporting an error");
       return;
     }
@@ -593,20 +606,17 @@ extern "C" int32_t gpipe_rt_recv(gpipe_rt_rank *rank, int64_t action,
   return rank->run->transfer(rank, action, false, nullptr, data, bytes);
 }
 
-extern "C" int32_t gpipe_rt_load_input(gpipe_rt_rank *rank,
-                                       int64_t microbatch, void *data,
-                                       int64_t bytes) {
+extern "C" int32_t gpipe_rt_load_input(gpipe_rt_rank *rank, int64_t microbatch,
+                                       void *data, int64_t bytes) {
   return rank->run->load(rank, false, microbatch, data, bytes);
 }
 
-extern "C" int32_t gpipe_rt_load_labels(gpipe_rt_rank *rank,
-                                        int64_t microbatch, void *data,
-                                        int64_t bytes) {
+extern "C" int32_t gpipe_rt_load_labels(gpipe_rt_rank *rank, int64_t microbatch,
+                                        void *data, int64_t bytes) {
   return rank->run->load(rank, true, microbatch, data, bytes);
 }
 
-extern "C" int32_t gpipe_rt_report_loss(gpipe_rt_rank *rank,
-                                        int64_t microbatch,
+extern "C" int32_t gpipe_rt_report_loss(gpipe_rt_rank *rank, int64_t microbatch,
                                         const float *loss) {
   return rank->run->reportLoss(rank, microbatch, loss);
 }
@@ -665,8 +675,8 @@ Status makeArena(const ModelImage &model, const RankPlan &plan, uint64_t seed,
   const ModelMetadata &meta = model.metadata();
   int64_t align = std::max<int64_t>(meta.alignment, 64);
   int64_t total = roundUp(plan.arenaBytes + kGuardBytes, align);
-  arena.reset(static_cast<uint8_t *>(std::aligned_alloc(size_t(align),
-                                                        size_t(total))));
+  arena.reset(
+      static_cast<uint8_t *>(std::aligned_alloc(size_t(align), size_t(total))));
   if (!arena)
     return Status::error("rank " + std::to_string(plan.rank) +
                          ": cannot allocate its arena of " +
@@ -734,10 +744,9 @@ void collectTensors(const ModelMetadata &meta,
   for (const RankPlan &rank : meta.ranks)
     for (const StagePlan &stage : rank.stages)
       for (const ParamSlot &slot : stage.params) {
-        const uint8_t *src = arenas[size_t(rank.rank)].get() +
-                             (gradients ? stage.gradsOffset
-                                        : stage.paramsOffset) +
-                             slot.offset;
+        const uint8_t *src =
+            arenas[size_t(rank.rank)].get() +
+            (gradients ? stage.gradsOffset : stage.paramsOffset) + slot.offset;
         std::vector<float> &v = out[slot.name];
         v.resize(size_t(slot.elements));
         if (slot.elements)
@@ -812,6 +821,7 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
   if (options.onStart)
     options.onStart(state.optimizer, *data);
 
+  gpipe_rt_cpu_set_blas_threads(1);
   std::vector<std::thread> threads;
   for (int64_t r = 0; r < numRanks; ++r)
     threads.emplace_back(
@@ -832,26 +842,34 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
       for (auto &cv : state.rankCvs)
         cv->notify_all();
       // The barrier: all ranks finish, or one fails, or the stragglers take
-      // longer than the timeout after the first rank finished.
+      // longer than the timeout after the first rank finished. While no rank
+      // has finished, ranks waiting on transfers time out by themselves;
+      // the main thread only steps in when nothing at all happened for
+      // twice the timeout (every rank died or hangs in a computation).
+      state.lastProgressNs.store(stepStart);
       while (state.finishedCount < numRanks && !state.aborted) {
-        if (state.finishedCount == 0) {
-          state.mainCv.wait_for(lock, std::chrono::milliseconds(100));
-          continue;
-        }
-        int64_t deadline = state.lastFinishNs + state.timeoutNs;
         int64_t now = state.nowNs();
+        bool anyFinished = state.finishedCount > 0;
+        int64_t deadline =
+            anyFinished ? state.lastFinishNs + state.timeoutNs
+                        : state.lastProgressNs.load() + 2 * state.timeoutNs;
         if (now >= deadline) {
-          state.failLocked(0, unfinishedRanks(state.finished) +
-                                  " did not finish step " +
-                                  std::to_string(step + 1) + " within " +
-                                  formatSeconds(options.timeoutSeconds) +
-                                  " s after the other ranks; it may have "
-                                  "died or stalled");
+          std::string ranks = unfinishedRanks(state.finished);
+          std::string stepName = "step " + std::to_string(step + 1);
+          state.failLocked(
+              0, anyFinished
+                     ? ranks + " did not finish " + stepName + " within " +
+                           formatSeconds(options.timeoutSeconds) +
+                           " s after the other ranks; it may have died or "
+                           "stalled"
+                     : ranks + " did not finish " + stepName +
+                           " and no rank made progress for " +
+                           formatSeconds(2 * options.timeoutSeconds) +
+                           " s; a rank may have died or stalled");
           break;
         }
-        state.mainCv.wait_for(
-            lock, std::chrono::nanoseconds(std::min<int64_t>(
-                      deadline - now, 100'000'000)));
+        state.mainCv.wait_for(lock, std::chrono::nanoseconds(std::min<int64_t>(
+                                        deadline - now, 100'000'000)));
       }
       if (state.aborted)
         break;
@@ -900,8 +918,7 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
       break;
     if (reported > 0 && missing >= 0) {
       state.fail(step + 1, "the loss of micro-batch " +
-                               std::to_string(missing) +
-                               " was never reported");
+                               std::to_string(missing) + " was never reported");
       break;
     }
     metrics.loss = reported ? sum / double(meta.microbatches)
@@ -932,8 +949,8 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
 
   double busyMean = 0.0;
   for (int64_t r = 0; r < numRanks; ++r)
-    busyMean += double(busyTotal[size_t(r)]) /
-                double(std::max<int64_t>(wallTotal, 1));
+    busyMean +=
+        double(busyTotal[size_t(r)]) / double(std::max<int64_t>(wallTotal, 1));
   result.measuredBubble = 1.0 - busyMean / double(numRanks);
 
   for (int64_t r = 0; r < numRanks; ++r) {
@@ -974,9 +991,11 @@ Status parseFaultInjection(std::string_view spec, FaultInjection &fault) {
     std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
     char *end = nullptr;
     errno = 0;
-    long long parsed = value.empty() ? 0 : std::strtoll(value.c_str(), &end, 10);
+    long long parsed =
+        value.empty() ? 0 : std::strtoll(value.c_str(), &end, 10);
     if (eq == std::string::npos || value.empty() || *end || errno)
-      return Status::error("bad fault spec '" + text + "': expected "
+      return Status::error("bad fault spec '" + text +
+                           "': expected "
                            "rank=R[,step=S][,action=A] with integers");
     if (key == "rank") {
       fault.rank = parsed;
@@ -998,17 +1017,17 @@ Status parseFaultInjection(std::string_view spec, FaultInjection &fault) {
   return Status::success();
 }
 
-Status writeParameterTensors(
-    const std::string &path, const ModelMetadata &metadata,
-    const std::map<std::string, std::vector<float>> &tensors,
-    const std::map<std::string, std::string> &extra) {
+Status
+writeParameterTensors(const std::string &path, const ModelMetadata &metadata,
+                      const std::map<std::string, std::vector<float>> &tensors,
+                      const std::map<std::string, std::string> &extra) {
   std::vector<SafeTensorRef> refs;
   for (const ParameterSpec &p : metadata.parameters) {
     auto it = tensors.find(p.name);
     if (it == tensors.end() || int64_t(it->second.size()) != p.elements)
       return Status::error(path + ": no values for parameter '" + p.name + "'");
-    refs.push_back({p.name, SafeTensorsDType::F32, p.shape,
-                    it->second.data(), it->second.size() * 4});
+    refs.push_back({p.name, SafeTensorsDType::F32, p.shape, it->second.data(),
+                    it->second.size() * 4});
   }
   std::map<std::string, std::string> fileMeta = extra;
   if (!metadata.source.empty())
@@ -1026,11 +1045,12 @@ Status writeChromeTrace(const std::string &path, const ModelMetadata &metadata,
                     {"tid", 0},
                     {"args", {{"name", "gpipe " + metadata.source}}}});
   for (const RankPlan &rank : metadata.ranks)
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", 0},
-                      {"tid", rank.rank},
-                      {"args", {{"name", "rank " + std::to_string(rank.rank)}}}});
+    events.push_back(
+        {{"name", "thread_name"},
+         {"ph", "M"},
+         {"pid", 0},
+         {"tid", rank.rank},
+         {"args", {{"name", "rank " + std::to_string(rank.rank)}}}});
   for (const TraceEvent &e : result.trace) {
     const ActionSpec &a =
         metadata.ranks[size_t(e.rank)].actions[size_t(e.action)];
@@ -1082,8 +1102,7 @@ Status writeChromeTrace(const std::string &path, const ModelMetadata &metadata,
                       {"dur", e.endUs - e.beginUs},
                       {"args", std::move(args)}});
   }
-  Json root = {{"traceEvents", std::move(events)},
-               {"displayTimeUnit", "ms"}};
+  Json root = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
   std::string text =
       root.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
   std::string tmp = path + ".tmp-" + std::to_string(::getpid());

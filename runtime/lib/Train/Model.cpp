@@ -33,8 +33,9 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr const char *kActionKinds[] = {
-    "forward", "backward", "backward_input", "backward_weight", "recompute",
-    "send",    "recv",     "reduce_grad",    "step"};
+    "forward",   "backward", "backward_input", "backward_weight",
+    "recompute", "send",     "recv",           "reduce_grad",
+    "step"};
 
 std::optional<ActionKind> parseActionKind(const std::string &name) {
   for (size_t i = 0; i < std::size(kActionKinds); ++i)
@@ -90,8 +91,7 @@ public:
         out = *fallback;
         return true;
       }
-      return v ? fail(path(where, key), "is null, expected an integer")
-               : false;
+      return v ? fail(path(where, key), "is null, expected an integer") : false;
     }
     return toInteger(*v, path(where, key), out);
   }
@@ -217,8 +217,8 @@ bool parseTensorSpec(Reader &r, const Json &v, const std::string &where,
   std::optional<gpipe_rt_dtype> parsed = parseDType(dtype);
   bool allowed = parsed && (*parsed == GPIPE_RT_F32 || *parsed == GPIPE_RT_I64);
   if (!allowed)
-    return r.fail(where + ".dtype", "unsupported dtype '" + dtype +
-                                        "' (expected f32 or i64)");
+    return r.fail(where + ".dtype",
+                  "unsupported dtype '" + dtype + "' (expected f32 or i64)");
   spec.dtype = *parsed;
   if (spec.shape.empty())
     return r.fail(where + ".shape",
@@ -229,8 +229,8 @@ bool parseTensorSpec(Reader &r, const Json &v, const std::string &where,
     if (!r.integer(v, where, "classes", spec.classes))
       return false;
     if (spec.classes < 1)
-      return r.fail(where + ".classes", "must be at least 1, got " +
-                                            std::to_string(spec.classes));
+      return r.fail(where + ".classes",
+                    "must be at least 1, got " + std::to_string(spec.classes));
   } else if (isLabels) {
     if (!r.integer(v, where, "classes", spec.classes, 0))
       return false;
@@ -286,8 +286,8 @@ bool parseParameters(Reader &r, const Json &root, ModelMetadata &m,
         return false;
       if (spec.dataOffset < 0)
         return r.fail(where + ".data_offset", "is negative");
-      if (dataSize && uint64_t(spec.dataOffset) + uint64_t(spec.elements) * 4 >
-                          *dataSize)
+      if (dataSize &&
+          uint64_t(spec.dataOffset) + uint64_t(spec.elements) * 4 > *dataSize)
         return r.fail(where + ".data_offset",
                       "bytes [" + std::to_string(spec.dataOffset) + ", " +
                           std::to_string(spec.dataOffset + spec.elements * 4) +
@@ -353,9 +353,9 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
     return false;
   int64_t stateBytes = plan.paramBytes * m.stateMultiple();
   if (stateBytes > 0 && plan.stateOffset < 0)
-    return r.fail(where + ".state_offset",
-                  "optimizer '" + m.optimizer + "' needs state but " +
-                      stageName + " has none");
+    return r.fail(where + ".state_offset", "optimizer '" + m.optimizer +
+                                               "' needs state but " +
+                                               stageName + " has none");
   if (!region("optimizer state", plan.stateOffset, stateBytes))
     return false;
 
@@ -382,8 +382,7 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
                             " elements here but its shape " +
                             joinShape(spec->shape) + " has " +
                             std::to_string(spec->elements));
-    if (slot.offset < 0 || slot.offset % 4 ||
-        slot.offset > plan.paramBytes ||
+    if (slot.offset < 0 || slot.offset % 4 || slot.offset > plan.paramBytes ||
         slot.elements * 4 > plan.paramBytes - slot.offset)
       return r.fail(at, "parameter '" + slot.name + "' at offset " +
                             std::to_string(slot.offset) + " (" +
@@ -407,8 +406,8 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
 }
 
 bool parseAction(Reader &r, const Json &a, const std::string &where,
-                 const ModelMetadata &m, const RankPlan &rank,
-                 int64_t numRanks, ActionSpec &action) {
+                 const ModelMetadata &m, const RankPlan &rank, int64_t numRanks,
+                 ActionSpec &action) {
   std::string kind;
   if (!r.string(a, where, "kind", kind))
     return false;
@@ -420,14 +419,14 @@ bool parseAction(Reader &r, const Json &a, const std::string &where,
       !r.integer(a, where, "mb", action.mb))
     return false;
   if (!rank.findStage(action.stage))
-    return r.fail(where + ".stage",
-                  "rank " + std::to_string(rank.rank) + " does not hold stage " +
-                      std::to_string(action.stage));
+    return r.fail(where + ".stage", "rank " + std::to_string(rank.rank) +
+                                        " does not hold stage " +
+                                        std::to_string(action.stage));
   bool perStep =
       action.kind == ActionKind::Step || action.kind == ActionKind::ReduceGrad;
   if (perStep && action.mb != -1)
-    return r.fail(where + ".mb", kind + " must have mb -1, got " +
-                                     std::to_string(action.mb));
+    return r.fail(where + ".mb",
+                  kind + " must have mb -1, got " + std::to_string(action.mb));
   if (!perStep && (action.mb < 0 || action.mb >= m.microbatches))
     return r.fail(where + ".mb", "micro-batch " + std::to_string(action.mb) +
                                      " is outside [0, " +
@@ -438,8 +437,7 @@ bool parseAction(Reader &r, const Json &a, const std::string &where,
         !r.integer(a, where, "tag", action.tag) ||
         !r.integer(a, where, "bytes", action.bytes))
       return false;
-    if (action.peer < 0 || action.peer >= numRanks ||
-        action.peer == rank.rank)
+    if (action.peer < 0 || action.peer >= numRanks || action.peer == rank.rank)
       return r.fail(where + ".peer", "peer " + std::to_string(action.peer) +
                                          " is not another rank");
     if (action.direction != "forward" && action.direction != "backward")
@@ -455,8 +453,8 @@ bool parseAction(Reader &r, const Json &a, const std::string &where,
 std::string describeAction(const RankPlan &rank, size_t index) {
   const ActionSpec &a = rank.actions[index];
   std::ostringstream os;
-  os << "rank " << rank.rank << " action " << index << " (" <<
-      actionKindName(a.kind) << " " << a.direction << " mb " << a.mb
+  os << "rank " << rank.rank << " action " << index << " ("
+     << actionKindName(a.kind) << " " << a.direction << " mb " << a.mb
      << (a.kind == ActionKind::Send ? " to rank " : " from rank ") << a.peer
      << ", tag " << a.tag << ", " << a.bytes << " bytes)";
   return os.str();
@@ -480,11 +478,11 @@ bool checkTransfers(Reader &r, const ModelMetadata &m) {
       auto &table = isSend ? sends : recvs;
       auto [it, inserted] = table.insert({key, {ri, ai}});
       if (!inserted)
-        return r.fail("ranks[" + std::to_string(ri) + "].actions[" +
-                          std::to_string(ai) + "]",
-                      describeAction(rank, ai) + " reuses the tag of " +
-                          describeAction(m.ranks[it->second.first],
-                                         it->second.second));
+        return r.fail(
+            "ranks[" + std::to_string(ri) + "].actions[" + std::to_string(ai) +
+                "]",
+            describeAction(rank, ai) + " reuses the tag of " +
+                describeAction(m.ranks[it->second.first], it->second.second));
     }
   }
   for (auto &[key, send] : sends) {
@@ -555,8 +553,9 @@ bool parseRanks(Reader &r, const Json &root, ModelMetadata &m) {
                               std::to_string(stageHolder[size_t(stage)]));
       stageHolder[size_t(stage)] = rank.rank;
     }
-    std::sort(regions.begin(), regions.end(),
-              [](const Region &a, const Region &b) { return a.begin < b.begin; });
+    std::sort(
+        regions.begin(), regions.end(),
+        [](const Region &a, const Region &b) { return a.begin < b.begin; });
     for (size_t i = 1; i < regions.size(); ++i)
       if (regions[i].begin < regions[i - 1].end)
         return r.fail(where, regions[i - 1].what + " [" +
@@ -571,8 +570,8 @@ bool parseRanks(Reader &r, const Json &root, ModelMetadata &m) {
     for (size_t ai = 0; ai < actions->size(); ++ai) {
       ActionSpec action;
       if (!parseAction(r, (*actions)[ai],
-                       where + ".actions[" + std::to_string(ai) + "]", m,
-                       rank, numRanks, action))
+                       where + ".actions[" + std::to_string(ai) + "]", m, rank,
+                       numRanks, action))
         return false;
       rank.actions.push_back(std::move(action));
     }
@@ -636,10 +635,10 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
   if (!input || !parseTensorSpec(r, *input, "input", false, m.input))
     return false;
   if (m.input.shape[0] % m.microbatches)
-    return r.fail("input.shape",
-                  "batch " + std::to_string(m.input.shape[0]) +
-                      " is not a multiple of the " +
-                      std::to_string(m.microbatches) + " micro-batches");
+    return r.fail("input.shape", "batch " + std::to_string(m.input.shape[0]) +
+                                     " is not a multiple of the " +
+                                     std::to_string(m.microbatches) +
+                                     " micro-batches");
   const Json *labels = r.member(root, "", "labels");
   if (!labels)
     return false;
@@ -678,13 +677,13 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
           !r.string(s, where, "name", si.name, std::string()))
         return false;
       if (si.index < 0 || si.index >= m.stages)
-        return r.fail(where + ".index", "is outside [0, " +
-                                            std::to_string(m.stages) + ")");
+        return r.fail(where + ".index",
+                      "is outside [0, " + std::to_string(m.stages) + ")");
       if (si.rank < 0 || si.rank >= m.numRanks() ||
           !m.ranks[size_t(si.rank)].findStage(si.index))
-        return r.fail(where + ".rank",
-                      "stage " + std::to_string(si.index) +
-                          " is not held by rank " + std::to_string(si.rank));
+        return r.fail(where + ".rank", "stage " + std::to_string(si.index) +
+                                           " is not held by rank " +
+                                           std::to_string(si.rank));
       if (const Json *layers = r.array(s, where, "layers", true))
         for (const Json &l : *layers)
           if (l.is_string())
@@ -784,8 +783,8 @@ Status ModelMetadata::parse(std::string_view json, ModelMetadata &out,
 // Model images
 //===----------------------------------------------------------------------===//
 
-Status ModelImage::fromParts(std::string_view metadataJson,
-                             const uint8_t *data, size_t dataSize,
+Status ModelImage::fromParts(std::string_view metadataJson, const uint8_t *data,
+                             size_t dataSize,
                              std::vector<gpipe_model_rank_fn> rankFunctions,
                              ModelImage &image) {
   image = ModelImage();
@@ -822,8 +821,8 @@ Status ModelImage::load(const std::string &path, ModelImage &image) {
   auto symbol = [&](const char *name) { return dlsym(handle, name); };
 
   // The version first: a library of another ABI may lack the other symbols.
-  auto abi = reinterpret_cast<int32_t (*)(void)>(
-      symbol("gpipe_model_abi_version"));
+  auto abi =
+      reinterpret_cast<int32_t (*)(void)>(symbol("gpipe_model_abi_version"));
   if (!abi)
     return Status::error(path + " is not a gpipe model: it lacks "
                                 "gpipe_model_abi_version (build it with "
@@ -839,10 +838,10 @@ Status ModelImage::load(const std::string &path, ModelImage &image) {
   auto data =
       reinterpret_cast<const uint8_t *(*)(void)>(symbol("gpipe_model_data"));
   if (!metadata || !data)
-    return Status::error(path + " is not a gpipe model: it lacks " +
-                         std::string(!metadata ? "gpipe_model_metadata"
-                                               : "gpipe_model_data") +
-                         " (build it with gpipe-compile)");
+    return Status::error(
+        path + " is not a gpipe model: it lacks " +
+        std::string(!metadata ? "gpipe_model_metadata" : "gpipe_model_data") +
+        " (build it with gpipe-compile)");
   const char *json = metadata();
   if (!json)
     return Status::error(path + ": gpipe_model_metadata() returned null");
@@ -850,8 +849,8 @@ Status ModelImage::load(const std::string &path, ModelImage &image) {
   if (!parsed.ok())
     return Status::error(path + ": " + parsed.message());
   for (const RankPlan &rank : image.meta.ranks) {
-    auto fn = reinterpret_cast<gpipe_model_rank_fn>(
-        symbol(rank.symbol.c_str()));
+    auto fn =
+        reinterpret_cast<gpipe_model_rank_fn>(symbol(rank.symbol.c_str()));
     if (!fn)
       return Status::error(path + ": rank " + std::to_string(rank.rank) +
                            "'s function '" + rank.symbol +

@@ -54,8 +54,8 @@ Status resolveOptimizer(const ModelMetadata &metadata,
                         const OptimizerOptions &options,
                         OptimizerConfig &config) {
   config = OptimizerConfig();
-  config.kind = options.kind ? *options.kind
-                             : *parseOptimizerKind(metadata.optimizer);
+  config.kind =
+      options.kind ? *options.kind : *parseOptimizerKind(metadata.optimizer);
   bool adam = config.kind == OptimizerKind::Adam;
   config.lr = options.lr.value_or(adam ? 1e-3 : 0.01);
   config.momentum = options.momentum.value_or(
@@ -72,13 +72,13 @@ Status resolveOptimizer(const ModelMetadata &metadata,
   // "momentum" with momentum 0 is plain SGD, and "sgd" with a momentum is
   // SGD with momentum: name the optimizer by what it does.
   if (!adam)
-    config.kind = config.momentum > 0.0 ? OptimizerKind::Momentum
-                                        : OptimizerKind::SGD;
+    config.kind =
+        config.momentum > 0.0 ? OptimizerKind::Momentum : OptimizerKind::SGD;
   if (config.stateMultiple() > metadata.stateMultiple())
-    return Status::error(
-        "model.so reserves optimizer state for " + metadata.optimizer +
-        "; recompile with gpipe-compile --optimizer " +
-        optimizerKindName(config.kind));
+    return Status::error("model.so reserves optimizer state for " +
+                         metadata.optimizer +
+                         "; recompile with gpipe-compile --optimizer " +
+                         optimizerKindName(config.kind));
   return Status::success();
 }
 
@@ -144,10 +144,8 @@ Status applyOptimizer(const OptimizerConfig &config, int64_t step,
   const float oneMinusBeta1 = float(1.0 - config.beta1);
   const float beta2 = float(config.beta2);
   const float oneMinusBeta2 = float(1.0 - config.beta2);
-  const float stepSize =
-      float(config.lr / (1.0 - std::pow(config.beta1, t)));
-  const float correction2 =
-      float(std::sqrt(1.0 - std::pow(config.beta2, t)));
+  const float stepSize = float(config.lr / (1.0 - std::pow(config.beta1, t)));
+  const float correction2 = float(std::sqrt(1.0 - std::pow(config.beta2, t)));
   const float eps = float(config.eps);
   float *m = state;
   float *v = state + count;

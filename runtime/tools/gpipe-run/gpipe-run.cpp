@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace gpipe::rt;
 
@@ -154,9 +155,9 @@ Args parseArgs(int argc, char **argv) {
       continue;
     }
     static const char *const kValued[] = {
-        "--data",       "--steps",       "--optimizer", "--lr",
-        "--momentum",   "--weight-decay", "--seed",     "--save-grads",
-        "--save-params", "--trace",      "--timeout",   "--inject-fault"};
+        "--data",        "--steps",        "--optimizer", "--lr",
+        "--momentum",    "--weight-decay", "--seed",      "--save-grads",
+        "--save-params", "--trace",        "--timeout",   "--inject-fault"};
     bool known = false;
     for (const char *k : kValued)
       known |= flag == k;
@@ -211,10 +212,9 @@ Args parseArgs(int argc, char **argv) {
 
 void printHeader(const ModelImage &image) {
   const ModelMetadata &m = image.metadata();
-  std::printf("model: %s%s%s\n", m.source.empty() ? image.path().c_str()
-                                                 : m.source.c_str(),
-              m.producer.empty() ? "" : ", compiled by ",
-              m.producer.c_str());
+  std::printf("model: %s%s%s\n",
+              m.source.empty() ? image.path().c_str() : m.source.c_str(),
+              m.producer.empty() ? "" : ", compiled by ", m.producer.c_str());
   std::printf("pipeline: K=%lld stages on %lld ranks, M=%lld micro-batches "
               "of %lld (batch %lld), schedule %s%s%s\n",
               (long long)m.stages, (long long)m.numRanks(),
@@ -235,12 +235,28 @@ void printHeader(const ModelImage &image) {
 
 } // namespace
 
+/// OpenBLAS sizes its thread pool when it is loaded, before main: the
+/// pool's idle threads spin and steal the cores the rank threads need, and
+/// openblas_set_num_threads(1) later does not stop them. So gpipe-run makes
+/// sure OPENBLAS_NUM_THREADS=1 is in its environment from the start,
+/// re-executing itself once if it was not (one BLAS thread per rank).
+static void ensureSingleThreadedBlas(char **argv) {
+  const char *value = std::getenv("OPENBLAS_NUM_THREADS");
+  if (value && std::string(value) == "1")
+    return;
+  if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0)
+    return;
+  execv("/proc/self/exe", argv);
+  // Could not re-execute (no /proc): carry on with the pool as it is.
+}
+
 int main(int argc, char **argv) {
+  ensureSingleThreadedBlas(argv);
   Args args = parseArgs(argc, argv);
-  for (auto &[flag, path] : {std::pair<const char *, std::string &>{
-                                 "--save-grads", args.saveGrads},
-                             {"--save-params", args.saveParams},
-                             {"--trace", args.trace}})
+  for (auto &[flag, path] :
+       {std::pair<const char *, std::string &>{"--save-grads", args.saveGrads},
+        {"--save-params", args.saveParams},
+        {"--trace", args.trace}})
     if (!path.empty())
       checkOutputPath(flag, path);
 
@@ -318,9 +334,8 @@ int main(int argc, char **argv) {
                 args.saveGrads.c_str());
   }
   if (!args.saveParams.empty()) {
-    s = writeParameterTensors(
-        args.saveParams, meta, result.finalParameters,
-        {{"steps", std::to_string(result.steps.size())}});
+    s = writeParameterTensors(args.saveParams, meta, result.finalParameters,
+                              {{"steps", std::to_string(result.steps.size())}});
     if (!s.ok())
       fatal(s.message());
     std::printf("wrote the final parameters to %s\n", args.saveParams.c_str());

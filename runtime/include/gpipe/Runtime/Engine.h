@@ -400,10 +400,10 @@ private:
 /// Writes `tensors` (by parameter name) as an F32 safetensors file in the
 /// parameters' shapes; `extra` joins the file's metadata (next to the
 /// model's source).
-Status writeParameterTensors(
-    const std::string &path, const ModelMetadata &metadata,
-    const std::map<std::string, std::vector<float>> &tensors,
-    const std::map<std::string, std::string> &extra = {});
+Status
+writeParameterTensors(const std::string &path, const ModelMetadata &metadata,
+                      const std::map<std::string, std::vector<float>> &tensors,
+                      const std::map<std::string, std::string> &extra = {});
 
 /// Writes `result.trace` as Chrome trace JSON (chrome://tracing, Perfetto):
 /// one thread per rank.
