@@ -689,9 +689,8 @@ LogicalResult Emitter::collectParams() {
     WalkResult walk = forward.walk([&](nn::ParamOp param) {
       if (sp.params.count(param.getName()))
         return WalkResult::advance();
-      auto decl = module.lookupSymbol<nn::ParameterOp>(param.getName());
-      auto type = decl ? dyn_cast<RankedTensorType>(decl.getType())
-                       : RankedTensorType();
+      // The read's type is the declaration's (verified).
+      auto type = dyn_cast<RankedTensorType>(param.getType());
       if (!type || !type.getElementType().isF32()) {
         mlir::emitError(param.getLoc())
             << "parameter @" << param.getName()

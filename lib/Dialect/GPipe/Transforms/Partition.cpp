@@ -124,12 +124,15 @@ static SmallVector<StringRef> paramsOf(nn::LayerOp layer) {
   return names;
 }
 
-/// Bytes of the parameters a layer reads.
-static int64_t paramBytesOf(nn::LayerOp layer, ModuleOp module) {
+/// Bytes of the parameters a layer reads: the types of its `nn.param` reads
+/// (verified equal to the declarations'), each distinct parameter once.
+static int64_t paramBytesOf(nn::LayerOp layer, ModuleOp) {
+  llvm::SmallDenseSet<StringRef, 8> seen;
   int64_t bytes = 0;
-  for (StringRef name : paramsOf(layer))
-    if (auto p = module.lookupSymbol<nn::ParameterOp>(name))
+  layer.getBodyBlock().walk([&](nn::ParamOp p) {
+    if (seen.insert(p.getName()).second)
       bytes += nn::tensorBytes(p.getType());
+  });
   return bytes;
 }
 

@@ -51,15 +51,16 @@ struct StageSizes {
 
 } // namespace
 
-/// Bytes of the distinct parameters `func` reads (nested layers included),
-/// looked up in `module`.
-static int64_t getParameterBytes(func::FuncOp func, ModuleOp module) {
-  llvm::SetVector<StringRef> names;
-  func.walk([&](nn::ParamOp param) { names.insert(param.getName()); });
+/// Bytes of the distinct parameters `func` reads (nested layers included):
+/// the types of its `nn.param` reads, which the verifier holds equal to the
+/// declarations' (no symbol lookups: linear in the function's size).
+static int64_t getParameterBytes(func::FuncOp func) {
+  llvm::DenseSet<StringRef> seen;
   int64_t bytes = 0;
-  for (StringRef name : names)
-    if (auto parameter = module.lookupSymbol<nn::ParameterOp>(name))
-      bytes += getValueBytes(parameter.getType());
+  func.walk([&](nn::ParamOp param) {
+    if (seen.insert(param.getName()).second)
+      bytes += getValueBytes(param.getType());
+  });
   return bytes;
 }
 
@@ -103,7 +104,7 @@ static FailureOr<StageSizes> getStageSizes(StageOp stage, int64_t index,
 
   // Parameters: what the forward reads; a declared forward falls back to the
   // parameters the backward lists gradients for.
-  m.paramBytes = getParameterBytes(forward, module);
+  m.paramBytes = getParameterBytes(forward);
   if (forward.isExternal())
     if (auto grads = backward->getAttrOfType<ArrayAttr>("nn.param_grads"))
       for (Attribute ref : grads)

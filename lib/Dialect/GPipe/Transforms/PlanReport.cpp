@@ -124,18 +124,15 @@ static StageInfo getStageInfo(StageOp stage, ModuleOp module,
       stage, stage.getForwardAttr());
   if (!func)
     return info;
-  llvm::SetVector<StringRef> params;
+  llvm::MapVector<StringRef, Type> params;
   func.walk([&](Operation *op) {
     if (auto layer = dyn_cast<nn::LayerOp>(op))
       info.layers.push_back(layer.getName().str());
     else if (auto param = dyn_cast<nn::ParamOp>(op))
-      params.insert(param.getName());
+      params.insert({param.getName(), param.getType()});
   });
-  for (StringRef name : params) {
-    auto parameter = module.lookupSymbol<nn::ParameterOp>(name);
-    if (!parameter)
-      continue;
-    auto type = dyn_cast<ShapedType>(parameter.getType());
+  for (auto &[name, paramType] : params) {
+    auto type = dyn_cast<ShapedType>(paramType);
     if (!type || !type.hasStaticShape())
       continue;
     info.paramCount += type.getNumElements();
