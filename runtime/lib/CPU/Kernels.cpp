@@ -21,6 +21,8 @@ extern "C" void openblas_set_num_threads(int threads);
 extern "C" int openblas_get_num_threads(void);
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -366,6 +368,10 @@ bool fitsBlasInt(int64_t v) {
   return v >= 0 && v <= int64_t(std::numeric_limits<int>::max());
 }
 
+/// Profiling of the time spent inside sgemm (gpipe_rt_cpu_set_gemm_timing).
+std::atomic<bool> gemmTiming{false};
+std::atomic<uint64_t> gemmNanoseconds{0};
+
 /// C[M, N] = alpha * op(A) * op(B) + beta * C, row-major, where op(A) is
 /// [M, K] and op(B) is [K, N]. Validates every argument before calling
 /// cblas_sgemm, so OpenBLAS's own argument checker never fires.
@@ -398,9 +404,18 @@ gpipe_rt_status checkedSgemm(const char *kernel, bool transA, bool transB,
         c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return GPIPE_RT_SUCCESS;
   }
+  bool timed = gemmTiming.load(std::memory_order_relaxed);
+  auto start = timed ? std::chrono::steady_clock::now()
+                     : std::chrono::steady_clock::time_point();
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha,
               a, int(lda), b, int(ldb), beta, c, int(ldc));
+  if (timed)
+    gemmNanoseconds.fetch_add(
+        uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now() - start)
+                     .count()),
+        std::memory_order_relaxed);
   return GPIPE_RT_SUCCESS;
 }
 
@@ -709,6 +724,14 @@ extern "C" const char *gpipe_rt_dtype_name(gpipe_rt_dtype dtype) {
 
 extern "C" void gpipe_rt_cpu_set_blas_threads(int32_t threads) {
   openblas_set_num_threads(threads < 1 ? 1 : threads);
+}
+
+extern "C" void gpipe_rt_cpu_set_gemm_timing(int32_t enabled) {
+  gemmTiming.store(enabled != 0, std::memory_order_relaxed);
+}
+
+extern "C" uint64_t gpipe_rt_cpu_gemm_nanoseconds(void) {
+  return gemmNanoseconds.load(std::memory_order_relaxed);
 }
 
 extern "C" int32_t gpipe_rt_cpu_get_blas_threads(void) {

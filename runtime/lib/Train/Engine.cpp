@@ -1119,4 +1119,14 @@ Status writeChromeTrace(const std::string &path, const ModelMetadata &metadata,
   return Status::success();
 }
 
+void ensureSingleThreadedBlas(char **argv) {
+  const char *value = std::getenv("OPENBLAS_NUM_THREADS");
+  if (value && std::string(value) == "1")
+    return;
+  if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0)
+    return;
+  execv("/proc/self/exe", argv);
+  // Could not re-execute (no /proc): carry on with the pool as it is.
+}
+
 } // namespace gpipe::rt

@@ -235,23 +235,8 @@ void printHeader(const ModelImage &image) {
 
 } // namespace
 
-/// OpenBLAS sizes its thread pool when it is loaded, before main: the
-/// pool's idle threads spin and steal the cores the rank threads need, and
-/// openblas_set_num_threads(1) later does not stop them. So gpipe-run makes
-/// sure OPENBLAS_NUM_THREADS=1 is in its environment from the start,
-/// re-executing itself once if it was not (one BLAS thread per rank).
-static void ensureSingleThreadedBlas(char **argv) {
-  const char *value = std::getenv("OPENBLAS_NUM_THREADS");
-  if (value && std::string(value) == "1")
-    return;
-  if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0)
-    return;
-  execv("/proc/self/exe", argv);
-  // Could not re-execute (no /proc): carry on with the pool as it is.
-}
-
 int main(int argc, char **argv) {
-  ensureSingleThreadedBlas(argv);
+  gpipe::rt::ensureSingleThreadedBlas(argv);
   Args args = parseArgs(argc, argv);
   for (auto &[flag, path] :
        {std::pair<const char *, std::string &>{"--save-grads", args.saveGrads},

@@ -34,6 +34,12 @@ void gpipe_rt_cpu_set_blas_threads(int32_t threads);
 /// The current OpenBLAS thread count.
 int32_t gpipe_rt_cpu_get_blas_threads(void);
 
+/// Profiling for benchmarks: while enabled, the wall time of every sgemm
+/// call (on any thread) is added to one process-wide counter, which
+/// gpipe_rt_cpu_gemm_nanoseconds reads. Off by default.
+void gpipe_rt_cpu_set_gemm_timing(int32_t enabled);
+uint64_t gpipe_rt_cpu_gemm_nanoseconds(void);
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//

@@ -410,6 +410,15 @@ writeParameterTensors(const std::string &path, const ModelMetadata &metadata,
 Status writeChromeTrace(const std::string &path, const ModelMetadata &metadata,
                         const RunResult &result);
 
+/// OpenBLAS sizes its thread pool when it is loaded, before main: the
+/// pool's idle threads spin and steal the cores the rank threads need, and
+/// openblas_set_num_threads(1) later does not stop them. Programs that run
+/// pipelines call this first thing in main: unless OPENBLAS_NUM_THREADS=1 is
+/// already in the environment, it sets it and re-executes the program with
+/// the same arguments (one BLAS thread per rank). Returns only when the
+/// environment is right or re-execution is impossible.
+void ensureSingleThreadedBlas(char **argv);
+
 } // namespace gpipe::rt
 
 #endif // GPIPE_RUNTIME_ENGINE_H

@@ -1,0 +1,203 @@
+//===- pipeline_bench.cpp - Compiled pipelines on this machine --*- C++ -*-===//
+//
+// Prints one table about compiled GPipe pipelines on the CPU backend:
+//
+//   1. Pipeline efficiency for K = 2 and M in {1, 2, 4, 8, 16} on a
+//      balanced MLP (every layer a 512 x 512 linear + ReLU, so two stages
+//      get the same work): measured busy time over wall time (mean over
+//      ranks and steps, the first step left out) next to the ideal
+//      M / (M + K - 1), and throughput relative to the same model at K = 1
+//      with the same M.
+//   2. The step's non-GEMM overhead at K = 1, M = 1: step time over the
+//      time spent inside sgemm (gpipe_rt_cpu_set_gemm_timing).
+//   3. Compile time (gpipe-compile to a shared library, wall clock) for
+//      100-, 1,000- and 10,000-layer MLPs.
+//
+// Models are compiled by the gpipe-compile next to this build and trained
+// in process by the runtime engine, exactly as gpipe-run does (one thread
+// per rank, one BLAS thread each). Usage: pipeline_bench [--steps N]
+// [--quick] (--quick: fewer steps, no 10,000-layer compile).
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Runtime/CPUKernels.h"
+#include "gpipe/Runtime/Engine.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace gpipe::rt;
+
+namespace {
+
+struct Options {
+  int steps = 8;
+  bool quick = false;
+};
+
+std::string tempDir() {
+  char pattern[] = "/tmp/gpipe-bench-XXXXXX";
+  const char *dir = mkdtemp(pattern);
+  return dir ? dir : "/tmp";
+}
+
+/// Runs gpipe-compile with `args`; returns wall seconds, or -1 on failure.
+double compile(const std::string &args, const std::string &output) {
+  std::string command = std::string(GPIPE_COMPILE) + " " + args +
+                        " --quiet -o " + output + " > /dev/null";
+  auto start = std::chrono::steady_clock::now();
+  int rc = std::system(command.c_str());
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  if (rc != 0) {
+    std::fprintf(stderr, "pipeline_bench: failed: %s\n", command.c_str());
+    return -1;
+  }
+  return seconds;
+}
+
+struct Measurement {
+  bool ok = false;
+  double efficiency = 0, stepSeconds = 0, samplesPerSecond = 0;
+  /// Time inside sgemm per counted step (when timing is on).
+  double gemmSeconds = 0;
+};
+
+Measurement train(const std::string &path, int steps) {
+  Measurement m;
+  ModelImage image;
+  Status s = ModelImage::load(path, image);
+  if (!s.ok()) {
+    std::fprintf(stderr, "pipeline_bench: %s\n", s.message().c_str());
+    return m;
+  }
+  Engine engine(std::move(image));
+  RunOptions options;
+  options.steps = steps;
+  RunResult result;
+  // GEMM time of the counted steps: from the end of the first step on.
+  uint64_t gemmAfterFirst = 0;
+  options.onStep = [&](const StepMetrics &step) {
+    if (step.step == 1)
+      gemmAfterFirst = gpipe_rt_cpu_gemm_nanoseconds();
+  };
+  s = engine.run(options, result);
+  if (!s.ok()) {
+    std::fprintf(stderr, "pipeline_bench: %s\n", s.message().c_str());
+    return m;
+  }
+  // Leave out the first step (page faults, caches, thread start-up).
+  double busy = 0, seconds = 0, samples = 0;
+  int counted = 0;
+  for (size_t i = result.steps.size() > 1 ? 1 : 0; i < result.steps.size();
+       ++i) {
+    const StepMetrics &step = result.steps[i];
+    double mean = 0;
+    for (double b : step.busyFraction)
+      mean += b;
+    busy += mean / double(step.busyFraction.size());
+    seconds += step.seconds;
+    samples += step.samplesPerSecond * step.seconds;
+    ++counted;
+  }
+  m.ok = counted > 0;
+  m.efficiency = busy / counted;
+  m.stepSeconds = seconds / counted;
+  m.samplesPerSecond = samples / seconds;
+  m.gemmSeconds =
+      double(gpipe_rt_cpu_gemm_nanoseconds() - gemmAfterFirst) * 1e-9 /
+      counted;
+  return m;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  ensureSingleThreadedBlas(argv);
+  Options opts;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--quick")
+      opts.quick = true;
+    else if (arg == "--steps" && i + 1 < argc)
+      opts.steps = std::max(2, std::atoi(argv[++i]));
+    else {
+      std::fprintf(stderr, "usage: pipeline_bench [--steps N] [--quick]\n");
+      return 2;
+    }
+  }
+  if (opts.quick)
+    opts.steps = std::min(opts.steps, 3);
+  std::string dir = tempDir();
+  const std::string model = "--preset mlp --depth 7 --width 512 "
+                            "--in-features 512 --classes 512 --batch 512";
+
+  std::printf("gpipe pipeline benchmark (CPU backend, %ld cores)\n",
+              sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf("model: MLP of 8 linear+ReLU layers 512 x 512, batch 512, "
+              "GPipe schedule, remat stage, SGD; %d steps, first left out\n\n",
+              opts.steps);
+  std::printf("  K   M  efficiency  ideal M/(M+K-1)  ratio  step (s)  "
+              "samples/s  vs K=1\n");
+  const int K = 2;
+  bool targetMet = true;
+  for (int M : {1, 2, 4, 8, 16}) {
+    std::string one = dir + "/k1.so", two = dir + "/k2.so";
+    std::string mb = " --microbatches " + std::to_string(M);
+    if (compile(model + " --stages 1" + mb, one) < 0 ||
+        compile(model + " --stages 2" + mb, two) < 0)
+      return 1;
+    Measurement base = train(one, opts.steps);
+    Measurement pipe = train(two, opts.steps);
+    if (!base.ok || !pipe.ok)
+      return 1;
+    double ideal = double(M) / double(M + K - 1);
+    std::printf("  %d  %2d  %10.3f  %15.3f  %5.2f  %8.4f  %9.1f  %5.2fx\n", K,
+                M, pipe.efficiency, ideal, pipe.efficiency / ideal,
+                pipe.stepSeconds, pipe.samplesPerSecond,
+                pipe.samplesPerSecond / base.samplesPerSecond);
+    if (M == 8 && pipe.efficiency < 0.9 * ideal)
+      targetMet = false;
+  }
+  std::printf("  target K=2, M=8: efficiency >= 0.9 x 8/9 = 0.800: %s\n\n",
+              targetMet ? "met" : "NOT met");
+
+  {
+    std::string one = dir + "/gemm.so";
+    if (compile(model + " --stages 1 --microbatches 1", one) < 0)
+      return 1;
+    gpipe_rt_cpu_set_gemm_timing(1);
+    Measurement m = train(one, opts.steps);
+    gpipe_rt_cpu_set_gemm_timing(0);
+    if (!m.ok)
+      return 1;
+    double gemmPerStep = m.gemmSeconds;
+    std::printf("non-GEMM overhead (K=1, M=1): step %.4f s, GEMM %.4f s "
+                "per step, step / GEMM = %.3f\n\n",
+                m.stepSeconds, gemmPerStep, m.stepSeconds / gemmPerStep);
+  }
+
+  std::printf("compile time (gpipe-compile to model.so; MLP width 16, "
+              "K=8, M=8):\n");
+  std::printf("  layers  seconds\n");
+  std::vector<int> depths = {100, 1000};
+  if (!opts.quick)
+    depths.push_back(10000);
+  for (int depth : depths) {
+    std::string args = "--preset mlp --depth " + std::to_string(depth - 1) +
+                       " --width 16 --in-features 16 --classes 16 --batch 8 "
+                       "--stages 8 --microbatches 8";
+    double seconds = compile(args, dir + "/deep.so");
+    if (seconds < 0)
+      return 1;
+    std::printf("  %6d  %7.2f\n", depth, seconds);
+  }
+  std::string cleanup = "rm -rf " + dir;
+  return std::system(cleanup.c_str()) == 0 ? 0 : 1;
+}
