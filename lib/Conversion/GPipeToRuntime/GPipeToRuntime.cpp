@@ -943,6 +943,13 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
     auto inputGrads = func->getAttrOfType<DenseI64ArrayAttr>("nn.input_grads");
     unsigned numInputGrads = inputGrads ? inputGrads.size() : (stage > 0);
     auto paramGrads = func->getAttrOfType<ArrayAttr>("nn.param_grads");
+    if (!paramGrads && returned.size() > numInputGrads)
+      return mlir::emitError(func.getLoc())
+                 << "@" << func.getSymName() << " returns " << returned.size()
+                 << " results but lists no nn.param_grads for the "
+                 << returned.size() - numInputGrads
+                 << " after its input gradient",
+             failure();
     if (numInputGrads > 1 ||
         (paramGrads && paramGrads.size() + numInputGrads != returned.size()))
       return mlir::emitError(func.getLoc())

@@ -21,17 +21,18 @@
 // %dh 128 [2,3], %dw 512 [3,4] (a parameter gradient, live to the return):
 // scratch 128 + 512 = 640.
 // @s1 (last): parameters @w1 128 B; input 128 B; labels tensor<4xi64> 32 B
-// (extra input); the loss has no buffer. Forward @f1: %z 64 [1,2], the loss
-// 4 [2,3]: scratch 68. Backward @b1: %z 64 [1,2], %dz 64 [2,4], %dh is the
-// input gradient (own buffer), %dw 128 [4,5]: peak 192 at point 4, plus the
-// 4-byte loss seed: 196.
+// (extra input); the loss has no buffer of its own. Forward @f1: %z 64
+// [1,2], the loss 4 [2,3]: scratch 64 + 64 (every value of a function's
+// scratch region is aligned: the code generator places them at these
+// offsets) = 128. Backward @b1: %z 64 [1,2], %dz 64 [2,4], %dh is the input
+// gradient (own buffer), %dw 128 [4,5]: 192 at point 4, plus the loss
+// seed's aligned slot: 256.
 //
 // Rank 0 (sgd: params + grads 1024 B): 0F0 1536, 0SEND_F0 1408, 0F1 1792,
 // 0SEND_F1 1664, 0RECV_B0 1664, 0B0 1024 + 2 inputs 512 + output gradient
 // 128 + scratch 640 = 2304, ... Everything is a multiple of 64: arena 2304.
 // Rank 1 (params + grads 256 B): 1B0 = 256 + 2 x (input 128 + labels 32) +
-// input gradient 128 + scratch 196 = 900; aligned (labels 64, scratch 256):
-// 1024.
+// input gradient 128 + scratch 256 = 960; aligned (labels 64): 1024.
 
 // CHECK:      gpipe.pipeline @train stages [@s0, @s1] microbatches 2 schedule gpipe remat stage attributes {gpipe.memory_plan = {alignment = 64 : i64, arena_bytes = 2304 : i64, kept_microbatches = array<i64: 2, 2>, optimizer = "sgd", peak_bytes = 2304 : i64, stages = [{backward_scratch = 640 : i64, extra_input = 0 : i64, forward_scratch = 128 : i64, input = 256 : i64, output = 128 : i64, params = 512 : i64, saved = 0 : i64}, {backward_scratch = 256 : i64, extra_input = 32 : i64, forward_scratch = 128 : i64, input = 128 : i64, output = 0 : i64, params = 128 : i64, saved = 0 : i64}]}} {
 // CHECK-NEXT:   gpipe.program rank 0 attributes {arena_bytes = 2304 : i64, peak_at = "0B0", peak_breakdown = {boundary = 128 : i64, grads = 512 : i64, kept = 512 : i64, optimizer = 0 : i64, params = 512 : i64, scratch = 640 : i64}, peak_bytes = 2304 : i64} {

@@ -1,0 +1,58 @@
+// convert-gpipe-to-runtime needs a scheduled, memory-planned pipeline whose
+// recorded plan is the one its functions give; the hand-written two-stage
+// pipeline of plan-memory.mlir lowers once planned.
+// RUN: split-file %s %t
+// RUN: not gpipe-opt %t/two-stages.mlir --gpipe-schedule --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=UNPLANNED
+// UNPLANNED: error: pipeline @train has no memory plan; run gpipe-plan-memory (or gpipe-pipeline) first
+// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory --convert-gpipe-to-runtime | FileCheck %s --check-prefix=LOWERED
+// LOWERED: llvm.func @gpipe_model_rank_0
+// LOWERED: llvm.func @gpipe_model_rank_1
+// A stale plan (the arena of another plan) is refused.
+// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/arena_bytes = 2304 : i64, peak_at/arena_bytes = 4096 : i64, peak_at/' | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=STALE
+// STALE: error: rank 0 records an arena of 4096 bytes but its memory plan needs 2304; re-run gpipe-plan-memory
+// A backward that does not say which results are parameter gradients.
+// RUN: sed 's/, nn.param_grads = \[@w1\]//' %t/two-stages.mlir | gpipe-opt --gpipe-schedule --gpipe-plan-memory | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=GRADS
+// GRADS: error: @b1 returns 2 results but lists no nn.param_grads for the 1 after its input gradient
+// No pipeline at all.
+// RUN: not gpipe-opt %t/empty.mlir --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=NONE
+// NONE: error: {{.*}}pipeline
+
+//--- two-stages.mlir
+nn.parameter @w0 : tensor<16x8xf32> {init = "zeros"}
+nn.parameter @w1 : tensor<8x4xf32> {init = "zeros"}
+
+func.func @f0(%x: tensor<4x16xf32>) -> tensor<4x8xf32> {
+  %w = nn.param @w0 : tensor<16x8xf32>
+  %h = nn.matmul %x, %w : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %y = nn.relu %h : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+func.func @b0(%x: tensor<4x16xf32>, %dy: tensor<4x8xf32>) -> tensor<16x8xf32> attributes {nn.input_grads = array<i64>, nn.param_grads = [@w0]} {
+  %w = nn.param @w0 : tensor<16x8xf32>
+  %h = nn.matmul %x, %w : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %dh = nn.mul %dy, %h : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %dw = nn.gemm %x, %dh {trans_a = true} : (tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+  return %dw : tensor<16x8xf32>
+}
+func.func @f1(%h: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
+  %w = nn.param @w1 : tensor<8x4xf32>
+  %z = nn.matmul %h, %w : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  %l = nn.cross_entropy %z, %labels : (tensor<4x4xf32>, tensor<4xi64>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+func.func @b1(%h: tensor<4x8xf32>, %labels: tensor<4xi64>, %dl: tensor<f32>) -> (tensor<4x8xf32>, tensor<8x4xf32>) attributes {nn.input_grads = array<i64: 0>, nn.param_grads = [@w1]} {
+  %w = nn.param @w1 : tensor<8x4xf32>
+  %z = nn.matmul %h, %w : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  %dz = nn.cross_entropy_grad %z, %labels, %dl : (tensor<4x4xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x4xf32>
+  %dh = nn.linear %dz, %w {transpose_weight = true} : (tensor<4x4xf32>, tensor<8x4xf32>) -> tensor<4x8xf32>
+  %dw = nn.gemm %h, %dz {trans_a = true} : (tensor<4x8xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
+  return %dh, %dw : tensor<4x8xf32>, tensor<8x4xf32>
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+gpipe.pipeline @train stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+}
+
+
+//--- empty.mlir
+module {}
