@@ -304,6 +304,14 @@ int main(int argc, char **argv) {
                 (long long)a.rank, bytesString(a.measuredBytes).c_str(),
                 bytesString(a.plannedBytes).c_str(),
                 a.measuredBytes == a.plannedBytes ? "equal" : "DIFFERENT");
+  // The plan is exact: a rank that touched more or fewer bytes than it
+  // reserved means the compiler and the runtime disagree about the layout.
+  for (const ArenaReport &a : result.arenas)
+    if (a.measuredBytes != a.plannedBytes)
+      fatal("rank " + std::to_string(a.rank) + " touched " +
+            std::to_string(a.measuredBytes) + " bytes of its arena but the "
+            "memory plan reserved " + std::to_string(a.plannedBytes) +
+            " (a compiler bug: please report it with the model)");
 
   if (!args.saveGrads.empty()) {
     // The loss of the step the gradients belong to, for checks against a
