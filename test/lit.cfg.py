@@ -35,3 +35,6 @@ config.substitutions.append(
 config.substitutions.append(
     ("%set-tensor", "python3 " + os.path.join(config.test_source_root, "Utils",
                                               "set-tensor.py")))
+config.substitutions.append(
+    ("%kill-resume", "python3 " + os.path.join(config.test_source_root, "Utils",
+                                               "kill-resume.py")))

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/Checkpoint.h"
 #include "gpipe/Runtime/CPUKernels.h"
 
 #include <nlohmann/json.hpp>
@@ -536,7 +537,8 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
   gpipe_model_rank_fn fn = model.rankFunction(rank->index);
   std::condition_variable &cv = *rankCvs[size_t(rank->index)];
   size_t numActions = rank->plan->actions.size();
-  for (int64_t step = 0; step < options.steps; ++step) {
+  int64_t startStep = options.resume ? options.resume->step : 0;
+  for (int64_t step = startStep; step < options.steps; ++step) {
     {
       std::unique_lock<std::mutex> lock(mu);
       cv.wait(lock, [&] { return released >= step || aborted; });
@@ -655,10 +657,11 @@ Status checkRunOptions(const ModelMetadata &meta, const RunOptions &options) {
       return Status::error("fault injection: rank " + std::to_string(f->rank) +
                            " is outside [0, " +
                            std::to_string(meta.numRanks()) + ")");
-    if (f->step < 1 || f->step > options.steps)
+    int64_t first = options.resume ? options.resume->step + 1 : 1;
+    if (f->step < first || f->step > options.steps)
       return Status::error("fault injection: step " + std::to_string(f->step) +
-                           " is outside [1, " + std::to_string(options.steps) +
-                           "]");
+                           " is outside [" + std::to_string(first) + ", " +
+                           std::to_string(options.steps) + "]");
     int64_t actions = int64_t(meta.ranks[size_t(f->rank)].actions.size());
     if (f->action < 0 || f->action >= actions)
       return Status::error("fault injection: rank " + std::to_string(f->rank) +
@@ -754,6 +757,65 @@ void collectTensors(const ModelMetadata &meta,
       }
 }
 
+/// The checkpoint name of the optimizer state `config` keeps.
+std::string stateKindName(const OptimizerConfig &config) {
+  if (config.kind == OptimizerKind::Adam)
+    return "adam";
+  return config.stateMultiple() > 0 ? "momentum" : "sgd";
+}
+
+/// Copies `state`'s parameters and optimizer state into the arenas, by
+/// name.
+Status restoreState(const ModelMetadata &meta, const TrainingState &state,
+                    const std::vector<ArenaPtr> &arenas) {
+  std::vector<std::string> slots = optimizerStateSlots(state.optimizer);
+  for (const RankPlan &rank : meta.ranks)
+    for (const StagePlan &stage : rank.stages)
+      for (const ParamSlot &slot : stage.params) {
+        uint8_t *arena = arenas[size_t(rank.rank)].get();
+        auto p = state.parameters.find(slot.name);
+        if (p == state.parameters.end() ||
+            int64_t(p->second.size()) != slot.elements)
+          return Status::error("the checkpoint lacks parameter '" + slot.name +
+                               "'");
+        if (slot.elements)
+          std::memcpy(arena + stage.paramsOffset + slot.offset,
+                      p->second.data(), size_t(slot.elements) * 4);
+        for (size_t k = 0; k < slots.size(); ++k) {
+          auto v = state.optimizerState.find(slots[k] + "." + slot.name);
+          if (v == state.optimizerState.end() ||
+              int64_t(v->second.size()) != slot.elements)
+            return Status::error("the checkpoint lacks optimizer state '" +
+                                 slots[k] + "." + slot.name + "'");
+          if (slot.elements)
+            std::memcpy(arena + stage.stateOffset +
+                            int64_t(k) * stage.paramBytes + slot.offset,
+                        v->second.data(), size_t(slot.elements) * 4);
+        }
+      }
+  return Status::success();
+}
+
+/// The optimizer state of every parameter, by "<slot>.<name>".
+void collectOptimizerState(const ModelMetadata &meta,
+                           const std::vector<ArenaPtr> &arenas,
+                           const std::vector<std::string> &slots,
+                           std::map<std::string, std::vector<float>> &out) {
+  out.clear();
+  for (const RankPlan &rank : meta.ranks)
+    for (const StagePlan &stage : rank.stages)
+      for (const ParamSlot &slot : stage.params)
+        for (size_t k = 0; k < slots.size(); ++k) {
+          const uint8_t *src = arenas[size_t(rank.rank)].get() +
+                               stage.stateOffset +
+                               int64_t(k) * stage.paramBytes + slot.offset;
+          std::vector<float> &v = out[slots[k] + "." + slot.name];
+          v.resize(size_t(slot.elements));
+          if (slot.elements)
+            std::memcpy(v.data(), src, size_t(slot.elements) * 4);
+        }
+}
+
 std::string unfinishedRanks(const std::vector<char> &finished) {
   std::string list;
   int count = 0;
@@ -802,6 +864,17 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     if (!s.ok())
       return s;
   }
+  const int64_t startStep = options.resume ? options.resume->step : 0;
+  if (options.resume) {
+    if (optimizerStateSlots(options.resume->optimizer) !=
+        optimizerStateSlots(stateKindName(state.optimizer)))
+      return Status::error("the checkpoint holds optimizer state for " +
+                           options.resume->optimizer + ", this run uses " +
+                           stateKindName(state.optimizer));
+    s = restoreState(meta, *options.resume, arenas);
+    if (!s.ok())
+      return s;
+  }
   state.ranks.resize(size_t(numRanks));
   for (int64_t r = 0; r < numRanks; ++r) {
     gpipe_rt_rank &rank = state.ranks[size_t(r)];
@@ -809,7 +882,9 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     rank.index = r;
     rank.plan = &meta.ranks[size_t(r)];
     rank.arena = arenas[size_t(r)].get();
-    rank.optimizerSteps.assign(rank.plan->stages.size(), 0);
+    rank.optimizerSteps.assign(rank.plan->stages.size(),
+                               options.resume ? options.resume->optimizerSteps
+                                              : 0);
     rank.lastStepped.assign(rank.plan->stages.size(), -1);
     rank.losses.assign(size_t(meta.microbatches), 0.0);
     rank.lossReported.assign(size_t(meta.microbatches), 0);
@@ -831,7 +906,11 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
   std::vector<int64_t> busyTotal(size_t(numRanks), 0);
   int64_t wallTotal = 0;
   const int64_t batch = meta.batchSize();
-  for (int64_t step = 0; step < options.steps; ++step) {
+  // Steps the bubble counts: all but the first when there are several.
+  auto counted = [&](int64_t step) {
+    return options.steps - startStep == 1 || step > startStep;
+  };
+  for (int64_t step = startStep; step < options.steps; ++step) {
     int64_t stepStart;
     {
       std::unique_lock<std::mutex> lock(state.mu);
@@ -882,7 +961,7 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     for (int64_t r = 0; r < numRanks; ++r) {
       const gpipe_rt_rank &rank = state.ranks[size_t(r)];
       metrics.busyFraction.push_back(double(rank.busyNs) / double(wall));
-      if (options.steps == 1 || step > 0)
+      if (counted(step))
         busyTotal[size_t(r)] += rank.busyNs;
       s = checkGuard(*rank.plan, rank.arena);
       if (!s.ok()) {
@@ -892,7 +971,7 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     }
     if (state.aborted)
       break;
-    if (options.steps == 1 || step > 0)
+    if (counted(step))
       wallTotal += wall;
 
     // The loss: micro-batch losses in order, summed in double, over M.
@@ -923,11 +1002,35 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     }
     metrics.loss = reported ? sum / double(meta.microbatches)
                             : std::numeric_limits<double>::quiet_NaN();
-    if (step == 0)
+    if (step == startStep)
       collectTensors(meta, arenas, /*gradients=*/true, result.firstGradients);
     result.steps.push_back(metrics);
     if (options.onStep)
       options.onStep(metrics);
+
+    // A checkpoint between steps: every rank waits at the barrier.
+    bool due = options.checkpoint && options.checkpointEvery > 0 &&
+               ((step + 1) % options.checkpointEvery == 0 ||
+                step + 1 == options.steps);
+    if (due) {
+      TrainingState saved;
+      saved.step = step + 1;
+      saved.seed = options.seed;
+      saved.optimizer = stateKindName(state.optimizer);
+      saved.source = meta.source;
+      for (const gpipe_rt_rank &rank : state.ranks)
+        for (int64_t t : rank.optimizerSteps)
+          saved.optimizerSteps = std::max(saved.optimizerSteps, t);
+      collectTensors(meta, arenas, /*gradients=*/false, saved.parameters);
+      collectOptimizerState(meta, arenas,
+                            optimizerStateSlots(saved.optimizer),
+                            saved.optimizerState);
+      s = options.checkpoint(saved);
+      if (!s.ok()) {
+        state.fail(step + 1, "checkpoint: " + s.message());
+        break;
+      }
+    }
   }
   for (std::thread &t : threads)
     t.join();

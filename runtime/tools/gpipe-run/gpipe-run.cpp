@@ -14,12 +14,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gpipe/Runtime/Checkpoint.h"
 #include "gpipe/Runtime/Engine.h"
 
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <dirent.h>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,7 +38,7 @@ const char *const kUsage =
     "options:\n"
     "  --data FILE.safetensors  'input' [N, ...] and 'labels' [N, ...]; by\n"
     "                           default the model's built-in data\n"
-    "  --steps N                training steps (default 10)\n"
+    "  --steps N                train up to step N (default 10)\n"
     "  --optimizer NAME         sgd, momentum or adam (default: the one the\n"
     "                           model reserves state for)\n"
     "  --lr X                   learning rate (default 0.01, adam 0.001)\n"
@@ -47,6 +49,13 @@ const char *const kUsage =
     "  --save-params FILE       the parameters after the last step\n"
     "  --trace FILE.json        Chrome trace of every action\n"
     "  --timeout SECONDS        give up on a silent peer (default 60)\n"
+    "  --checkpoint-dir DIR     write checkpoints (parameters, optimizer\n"
+    "                           state, step) there, atomically\n"
+    "  --checkpoint-every N     every N steps and after the last (default 10)\n"
+    "  --keep-checkpoints N     keep the newest N (default 3)\n"
+    "  --resume                 continue from the newest complete checkpoint\n"
+    "                           in --checkpoint-dir (any stage count); start\n"
+    "                           fresh when it holds none\n"
     "  --inject-fault rank=R[,step=S][,action=A]\n"
     "                           rank R stops at action A of step S (tests)\n"
     "  --quiet                  print only the summary\n";
@@ -121,6 +130,10 @@ struct Args {
   std::string model;
   RunOptions run;
   std::string saveGrads, saveParams, trace;
+  std::string checkpointDir;
+  int64_t checkpointEvery = 10;
+  int64_t keepCheckpoints = 3;
+  bool resume = false;
   bool quiet = false;
 };
 
@@ -148,16 +161,17 @@ Args parseArgs(int argc, char **argv) {
       value = arg.substr(eq + 1);
       inlineValue = true;
     }
-    if (flag == "--quiet") {
+    if (flag == "--quiet" || flag == "--resume") {
       if (inlineValue)
-        usageError("--quiet takes no value");
-      args.quiet = true;
+        usageError(flag + " takes no value");
+      (flag == "--quiet" ? args.quiet : args.resume) = true;
       continue;
     }
     static const char *const kValued[] = {
         "--data",        "--steps",        "--optimizer", "--lr",
         "--momentum",    "--weight-decay", "--seed",      "--save-grads",
-        "--save-params", "--trace",        "--timeout",   "--inject-fault"};
+        "--save-params", "--trace",        "--timeout",   "--inject-fault",
+        "--checkpoint-dir", "--checkpoint-every", "--keep-checkpoints"};
     bool known = false;
     for (const char *k : kValued)
       known |= flag == k;
@@ -197,6 +211,12 @@ Args parseArgs(int argc, char **argv) {
       run.timeoutSeconds = parseNumber(flag, value);
       if (!(run.timeoutSeconds > 0))
         usageError("--timeout must be positive, got '" + value + "'");
+    } else if (flag == "--checkpoint-dir") {
+      args.checkpointDir = value;
+    } else if (flag == "--checkpoint-every") {
+      args.checkpointEvery = parseInteger(flag, value, 1);
+    } else if (flag == "--keep-checkpoints") {
+      args.keepCheckpoints = parseInteger(flag, value, 1);
     } else if (flag == "--inject-fault") {
       FaultInjection fault;
       Status s = parseFaultInjection(value, fault);
@@ -207,6 +227,8 @@ Args parseArgs(int argc, char **argv) {
   }
   if (args.model.empty())
     usageError("no model library given (gpipe-run model.so [options])");
+  if (args.resume && args.checkpointDir.empty())
+    usageError("--resume needs --checkpoint-dir");
   return args;
 }
 
@@ -255,6 +277,70 @@ int main(int argc, char **argv) {
 
   RunOptions &run = args.run;
   run.recordTrace = !args.trace.empty();
+
+  // Checkpoints: resume from the newest complete one, write new ones.
+  TrainingState resumed;
+  if (args.resume) {
+    OptimizerConfig config;
+    s = resolveOptimizer(meta, run.optimizer, config);
+    if (!s.ok())
+      fatal(s.message());
+    std::string kind = config.kind == OptimizerKind::Adam ? "adam"
+                       : config.stateMultiple() > 0       ? "momentum"
+                                                          : "sgd";
+    std::string path;
+    std::vector<std::string> skipped;
+    bool any = false;
+    if (DIR *d = opendir(args.checkpointDir.c_str())) {
+      while (dirent *e = readdir(d))
+        any |= std::string(e->d_name).rfind("step-", 0) == 0;
+      closedir(d);
+    }
+    if (!any) {
+      std::printf("resume: no checkpoint in %s yet; starting at step 1\n",
+                  args.checkpointDir.c_str());
+    } else {
+      s = findLatestCheckpoint(args.checkpointDir, meta, kind, path, resumed,
+                               &skipped);
+      for (const std::string &why : skipped)
+        std::fprintf(stderr, "gpipe-run: warning: skipping checkpoint %s\n",
+                     why.c_str());
+      if (!s.ok())
+        fatal(s.message());
+      if (resumed.seed != run.seed)
+        std::printf("resume: using the checkpoint's seed %llu\n",
+                    (unsigned long long)resumed.seed);
+      run.seed = resumed.seed;
+      std::printf("resume: %s (step %lld)\n", path.c_str(),
+                  (long long)resumed.step);
+      if (resumed.step >= run.steps) {
+        std::printf("nothing to do: the checkpoint is at step %lld, "
+                    "--steps is %lld\n",
+                    (long long)resumed.step, (long long)run.steps);
+        if (!args.saveParams.empty()) {
+          s = writeParameterTensors(args.saveParams, meta, resumed.parameters,
+                                    {{"step", std::to_string(resumed.step)}});
+          if (!s.ok())
+            fatal(s.message());
+          std::printf("wrote the parameters of step %lld to %s\n",
+                      (long long)resumed.step, args.saveParams.c_str());
+        }
+        return 0;
+      }
+      run.resume = &resumed;
+    }
+  }
+  if (!args.checkpointDir.empty()) {
+    run.checkpointEvery = args.checkpointEvery;
+    run.checkpoint = [&](const TrainingState &state) -> Status {
+      std::string path;
+      Status w = writeCheckpoint(args.checkpointDir, state, meta,
+                                 int(args.keepCheckpoints), &path);
+      if (w.ok() && !args.quiet)
+        std::printf("checkpoint: %s\n", path.c_str());
+      return w;
+    };
+  }
   int64_t numRanks = meta.numRanks();
   run.onStart = [&](const OptimizerConfig &opt, const Dataset &data) {
     if (args.quiet)
@@ -328,7 +414,7 @@ int main(int argc, char **argv) {
   }
   if (!args.saveParams.empty()) {
     s = writeParameterTensors(args.saveParams, meta, result.finalParameters,
-                              {{"steps", std::to_string(result.steps.size())}});
+                              {{"step", std::to_string(result.steps.back().step)}});
     if (!s.ok())
       fatal(s.message());
     std::printf("wrote the final parameters to %s\n", args.saveParams.c_str());

@@ -332,8 +332,21 @@ struct StepMetrics {
   std::vector<double> busyFraction;
 };
 
+struct TrainingState;
+
 struct RunOptions {
+  /// The step to train up to (counted from 1): with `resume` at step s,
+  /// steps s+1..steps run.
   int64_t steps = 10;
+  /// Continue from this state (a checkpoint): its parameters and optimizer
+  /// state replace the initial ones, by name, whatever the stage count it
+  /// was written with.
+  const TrainingState *resume = nullptr;
+  /// After every `checkpointEvery` steps (and after the last), between
+  /// steps, `checkpoint` receives the training state; an error stops the
+  /// run.
+  int64_t checkpointEvery = 0;
+  std::function<Status(const TrainingState &)> checkpoint;
   OptimizerOptions optimizer;
   uint64_t seed = 0;
   /// Data: `dataset` if set, else the file at `dataPath` if not empty, else

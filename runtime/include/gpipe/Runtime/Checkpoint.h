@@ -1,0 +1,91 @@
+//===- Checkpoint.h - Crash-safe training checkpoints -----------*- C++ -*-===//
+//
+// A checkpoint is the whole training state by the frontend's parameter
+// names, so it resumes with any number of stages: the parameters, the
+// optimizer state (PyTorch's names: `momentum_buffer.<param>`,
+// `exp_avg.<param>`, `exp_avg_sq.<param>`), the optimizer's step count, the
+// number of steps done (which is also the data position: step t reads
+// samples [t B, (t + 1) B)) and the seed the data and initial values were
+// drawn from.
+//
+// On disk, under the checkpoint directory D:
+//
+//   D/step-00000012/params.safetensors
+//   D/step-00000012/optimizer.safetensors
+//   D/step-00000012/MANIFEST.json        written last: step, seed, optimizer,
+//                                        and each file's size and FNV-1a hash
+//
+// Writing is atomic: the files go to D/.tmp-step-00000012-<pid>/, each
+// flushed to disk, the manifest last, the directory flushed, then renamed
+// to D/step-00000012 and D flushed. A crash at any moment leaves either the
+// previous checkpoints alone or a complete new one; leftover temporary
+// directories are ignored (and removed by the next writer). Resuming picks
+// the newest directory whose manifest and files check out, and says which
+// newer ones it skipped.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_CHECKPOINT_H
+#define GPIPE_RUNTIME_CHECKPOINT_H
+
+#include "gpipe/Runtime/Status.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gpipe::rt {
+
+struct ModelMetadata;
+
+/// Everything needed to continue training exactly where it stopped.
+struct TrainingState {
+  /// Steps completed (the next step is step + 1, counted from 1).
+  int64_t step = 0;
+  /// The run's seed (initial values and built-in data).
+  uint64_t seed = 0;
+  /// "sgd", "momentum" or "adam": which state tensors there are.
+  std::string optimizer;
+  /// Optimizer updates applied so far (Adam's bias correction t).
+  int64_t optimizerSteps = 0;
+  /// Where the model came from (informational).
+  std::string source;
+  /// By parameter name, in the parameter's row-major layout.
+  std::map<std::string, std::vector<float>> parameters;
+  /// By "<slot>.<parameter name>".
+  std::map<std::string, std::vector<float>> optimizerState;
+};
+
+/// The optimizer-state slot names of an optimizer ("momentum_buffer";
+/// "exp_avg", "exp_avg_sq"; none for sgd), in the order of its state blocks.
+std::vector<std::string> optimizerStateSlots(const std::string &optimizer);
+
+/// The directory name of the checkpoint after `step` steps: step-00000012.
+std::string checkpointName(int64_t step);
+
+/// Writes `state` as a checkpoint under `dir` (created if missing),
+/// atomically; `path` receives the final directory. Then removes all but
+/// the newest `keep` complete checkpoints (keep >= 1) and stale temporary
+/// directories.
+Status writeCheckpoint(const std::string &dir, const TrainingState &state,
+                       const ModelMetadata &meta, int keep,
+                       std::string *path = nullptr);
+
+/// Reads and verifies the checkpoint directory `path` (a step-* directory):
+/// manifest, file sizes and hashes, and that it holds exactly the model's
+/// parameters in their shapes and the state tensors `optimizer` needs.
+Status readCheckpoint(const std::string &path, const ModelMetadata &meta,
+                      const std::string &optimizer, TrainingState &state);
+
+/// The newest checkpoint under `dir` that reads back completely for this
+/// model and optimizer. `skipped` receives "path: why" for each newer one
+/// that did not. Fails when there is none (saying why for each).
+Status findLatestCheckpoint(const std::string &dir, const ModelMetadata &meta,
+                            const std::string &optimizer, std::string &path,
+                            TrainingState &state,
+                            std::vector<std::string> *skipped = nullptr);
+
+} // namespace gpipe::rt
+
+#endif // GPIPE_RUNTIME_CHECKPOINT_H

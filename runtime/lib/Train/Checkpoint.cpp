@@ -1,0 +1,383 @@
+//===- Checkpoint.cpp - Crash-safe training checkpoints ---------*- C++ -*-===//
+//
+// Writing, verifying and finding checkpoints; see Checkpoint.h for the
+// format and the atomicity argument.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Runtime/Checkpoint.h"
+#include "gpipe/Runtime/CPUKernels.h"
+#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/SafeTensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <tuple>
+#include <unistd.h>
+
+namespace gpipe::rt {
+
+namespace {
+
+constexpr const char *kManifest = "MANIFEST.json";
+constexpr const char *kParams = "params.safetensors";
+constexpr const char *kOptimizer = "optimizer.safetensors";
+constexpr const char *kPrefix = "step-";
+constexpr const char *kTempPrefix = ".tmp-step-";
+
+std::string errnoText() { return std::strerror(errno); }
+
+std::string hexHash(const std::vector<uint8_t> &bytes) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx",
+                (unsigned long long)gpipe_rt_hash_name(
+                    reinterpret_cast<const char *>(bytes.data()),
+                    bytes.size()));
+  return text;
+}
+
+/// Writes `bytes` to `path` and flushes them to disk.
+Status writeDurably(const std::string &path, const std::vector<uint8_t> &bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return Status::error("cannot create " + path + ": " + errnoText());
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      std::string why = errnoText();
+      ::close(fd);
+      return Status::error("cannot write " + path + ": " + why);
+    }
+    done += size_t(n);
+  }
+  if (::fsync(fd) != 0) {
+    std::string why = errnoText();
+    ::close(fd);
+    return Status::error("cannot flush " + path + ": " + why);
+  }
+  ::close(fd);
+  return Status::success();
+}
+
+void syncDirectory(const std::string &dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+Status readFile(const std::string &path, std::vector<uint8_t> &bytes) {
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return Status::error("cannot open " + path + ": " + errnoText());
+  bytes.clear();
+  uint8_t buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0)
+    bytes.insert(bytes.end(), buffer, buffer + n);
+  bool bad = std::ferror(f);
+  std::fclose(f);
+  if (bad)
+    return Status::error("cannot read " + path);
+  return Status::success();
+}
+
+void removeTree(const std::string &dir) {
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (dirent *e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..")
+        ::unlink((dir + "/" + name).c_str());
+    }
+    ::closedir(d);
+  }
+  ::rmdir(dir.c_str());
+}
+
+/// The entries of `dir` starting with `prefix`, sorted.
+std::vector<std::string> listEntries(const std::string &dir,
+                                     const std::string &prefix) {
+  std::vector<std::string> names;
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (dirent *e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.compare(0, prefix.size(), prefix) == 0)
+        names.push_back(name);
+    }
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Status makeDirectories(const std::string &dir) {
+  std::string partial;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    partial = dir.substr(0, pos);
+    if (partial.empty())
+      continue;
+    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+      return Status::error("cannot create directory " + partial + ": " +
+                           errnoText());
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return Status::error(dir + " is not a directory");
+  return Status::success();
+}
+
+/// Serializes `tensors` keyed by name with the shapes `shapeOf` gives.
+Status serialize(const std::map<std::string, std::vector<float>> &tensors,
+                 const std::map<std::string, std::vector<int64_t>> &shapes,
+                 std::vector<uint8_t> &bytes) {
+  std::vector<SafeTensorRef> refs;
+  for (const auto &[name, values] : tensors) {
+    auto it = shapes.find(name);
+    if (it == shapes.end())
+      return Status::error("checkpoint: no shape for tensor '" + name + "'");
+    refs.push_back({name, SafeTensorsDType::F32, it->second, values.data(),
+                    values.size() * 4});
+  }
+  return serializeSafeTensors(refs, {}, bytes);
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+/// Reads the tensors of `file` into `out`, checking they are exactly the
+/// `expected` names with their shapes.
+Status readTensors(const SafeTensorsFile &file,
+                   const std::map<std::string, std::vector<int64_t>> &expected,
+                   std::map<std::string, std::vector<float>> &out) {
+  for (const SafeTensorInfo &info : file.tensors())
+    if (!expected.count(info.name))
+      return Status::error(file.name() + ": tensor '" + info.name +
+                           "' is not one of this model's");
+  for (const auto &[name, shape] : expected) {
+    const SafeTensorInfo *info = file.find(name);
+    if (!info)
+      return Status::error(file.name() + ": tensor '" + name +
+                           "' is missing");
+    if (info->shape != shape)
+      return Status::error(file.name() + ": tensor '" + name + "' has shape " +
+                           shapeText(info->shape) + ", the model's is " +
+                           shapeText(shape));
+    if (info->dtype != SafeTensorsDType::F32)
+      return Status::error(file.name() + ": tensor '" + name +
+                           "' is not F32");
+    std::vector<float> &values = out[name];
+    Status s = file.readF32(name, values);
+    if (!s.ok())
+      return s;
+  }
+  return Status::success();
+}
+
+} // namespace
+
+std::vector<std::string> optimizerStateSlots(const std::string &optimizer) {
+  if (optimizer == "momentum")
+    return {"momentum_buffer"};
+  if (optimizer == "adam")
+    return {"exp_avg", "exp_avg_sq"};
+  return {};
+}
+
+std::string checkpointName(int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "%s%08lld", kPrefix, (long long)step);
+  return name;
+}
+
+Status writeCheckpoint(const std::string &dir, const TrainingState &state,
+                       const ModelMetadata &meta, int keep,
+                       std::string *path) {
+  Status s = makeDirectories(dir);
+  if (!s.ok())
+    return s;
+  std::map<std::string, std::vector<int64_t>> paramShapes, stateShapes;
+  for (const ParameterSpec &p : meta.parameters) {
+    paramShapes[p.name] = p.shape;
+    for (const std::string &slot : optimizerStateSlots(state.optimizer))
+      stateShapes[slot + "." + p.name] = p.shape;
+  }
+  std::vector<uint8_t> params, optimizer;
+  s = serialize(state.parameters, paramShapes, params);
+  if (s.ok())
+    s = serialize(state.optimizerState, stateShapes, optimizer);
+  if (!s.ok())
+    return s;
+
+  std::string name = checkpointName(state.step);
+  std::string temp = dir + "/" + kTempPrefix + name.substr(5) + "-" +
+                     std::to_string(::getpid());
+  removeTree(temp);
+  if (::mkdir(temp.c_str(), 0755) != 0)
+    return Status::error("cannot create " + temp + ": " + errnoText());
+  nlohmann::json manifest = {
+      {"format", "gpipe-checkpoint"},
+      {"version", 1},
+      {"step", state.step},
+      {"seed", std::to_string(state.seed)},
+      {"optimizer", state.optimizer},
+      {"optimizer_steps", state.optimizerSteps},
+      {"source", state.source},
+      {"files", nlohmann::json::object()},
+  };
+  for (const auto &[file, bytes] :
+       {std::pair<const char *, const std::vector<uint8_t> &>{kParams, params},
+        {kOptimizer, optimizer}}) {
+    s = writeDurably(temp + "/" + file, bytes);
+    if (!s.ok()) {
+      removeTree(temp);
+      return s;
+    }
+    manifest["files"][file] = {{"bytes", bytes.size()},
+                               {"fnv1a64", hexHash(bytes)}};
+  }
+  std::string text = manifest.dump(2) + "\n";
+  s = writeDurably(temp + "/" + kManifest,
+                   std::vector<uint8_t>(text.begin(), text.end()));
+  if (!s.ok()) {
+    removeTree(temp);
+    return s;
+  }
+  syncDirectory(temp);
+  std::string final = dir + "/" + name;
+  removeTree(final); // a checkpoint of the same step from an earlier run
+  if (::rename(temp.c_str(), final.c_str()) != 0) {
+    std::string why = errnoText();
+    removeTree(temp);
+    return Status::error("cannot rename " + temp + " to " + final + ": " + why);
+  }
+  syncDirectory(dir);
+  if (path)
+    *path = final;
+
+  // Retention: the newest `keep` checkpoints; stale temporaries of other
+  // writers that are gone.
+  std::vector<std::string> names = listEntries(dir, kPrefix);
+  for (size_t i = 0; i + size_t(std::max(keep, 1)) < names.size(); ++i)
+    removeTree(dir + "/" + names[i]);
+  for (const std::string &t : listEntries(dir, kTempPrefix)) {
+    size_t dash = t.rfind('-');
+    int pid = dash == std::string::npos ? 0 : std::atoi(t.c_str() + dash + 1);
+    if (pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH)
+      removeTree(dir + "/" + t);
+  }
+  return Status::success();
+}
+
+Status readCheckpoint(const std::string &path, const ModelMetadata &meta,
+                      const std::string &optimizer, TrainingState &state) {
+  state = TrainingState();
+  std::vector<uint8_t> bytes;
+  Status s = readFile(path + "/" + kManifest, bytes);
+  if (!s.ok())
+    return Status::error("no complete manifest (" + s.message() + ")");
+  nlohmann::json manifest =
+      nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  if (manifest.is_discarded() || !manifest.is_object() ||
+      manifest.value("format", "") != "gpipe-checkpoint")
+    return Status::error(path + "/" + kManifest +
+                         " is not a gpipe checkpoint manifest");
+  if (manifest.value("version", 0) != 1)
+    return Status::error(path + "/" + kManifest + ": unsupported version");
+  try {
+    state.step = manifest.at("step").get<int64_t>();
+    state.seed = std::stoull(manifest.at("seed").get<std::string>());
+    state.optimizer = manifest.at("optimizer").get<std::string>();
+    state.optimizerSteps = manifest.at("optimizer_steps").get<int64_t>();
+    state.source = manifest.value("source", "");
+  } catch (const std::exception &e) {
+    return Status::error(path + "/" + kManifest + ": " + e.what());
+  }
+  if (state.step < 0 || state.optimizerSteps < 0)
+    return Status::error(path + "/" + kManifest + ": negative step count");
+  if (state.optimizer != optimizer &&
+      optimizerStateSlots(state.optimizer) != optimizerStateSlots(optimizer))
+    return Status::error("it holds optimizer state for " + state.optimizer +
+                         ", this run uses " + optimizer);
+
+  std::map<std::string, std::vector<int64_t>> paramShapes, stateShapes;
+  for (const ParameterSpec &p : meta.parameters) {
+    paramShapes[p.name] = p.shape;
+    for (const std::string &slot : optimizerStateSlots(state.optimizer))
+      stateShapes[slot + "." + p.name] = p.shape;
+  }
+  for (const auto &[file, shapes, out] :
+       {std::tuple<const char *, const std::map<std::string,
+                                                std::vector<int64_t>> &,
+                   std::map<std::string, std::vector<float>> &>{
+            kParams, paramShapes, state.parameters},
+        {kOptimizer, stateShapes, state.optimizerState}}) {
+    const nlohmann::json *entry = nullptr;
+    if (manifest.contains("files") && manifest["files"].contains(file))
+      entry = &manifest["files"][file];
+    if (!entry)
+      return Status::error(path + "/" + kManifest + " does not list " + file);
+    std::string filePath = path + "/" + file;
+    s = readFile(filePath, bytes);
+    if (!s.ok())
+      return s;
+    if (bytes.size() != entry->value("bytes", uint64_t(0)) ||
+        hexHash(bytes) != entry->value("fnv1a64", std::string()))
+      return Status::error(filePath + " does not match its manifest (" +
+                           std::to_string(bytes.size()) +
+                           " bytes; torn or corrupted)");
+    SafeTensorsFile tensors;
+    s = SafeTensorsFile::parse(std::move(bytes), filePath, tensors);
+    if (!s.ok())
+      return s;
+    s = readTensors(tensors, shapes, out);
+    if (!s.ok())
+      return s;
+  }
+  return Status::success();
+}
+
+Status findLatestCheckpoint(const std::string &dir, const ModelMetadata &meta,
+                            const std::string &optimizer, std::string &path,
+                            TrainingState &state,
+                            std::vector<std::string> *skipped) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return Status::error("checkpoint directory " + dir + " does not exist");
+  std::vector<std::string> names = listEntries(dir, kPrefix);
+  std::string reasons;
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
+    std::string candidate = dir + "/" + *it;
+    Status s = readCheckpoint(candidate, meta, optimizer, state);
+    if (s.ok()) {
+      path = candidate;
+      return Status::success();
+    }
+    if (skipped)
+      skipped->push_back(candidate + ": " + s.message());
+    reasons += "\n  " + candidate + ": " + s.message();
+  }
+  return Status::error("no usable checkpoint in " + dir +
+                       (names.empty() ? std::string(" (it holds none)")
+                                      : ":" + reasons));
+}
+
+} // namespace gpipe::rt
