@@ -1517,6 +1517,7 @@ LogicalResult Emitter::emitMetadata() {
         entry["tag"] = (int64_t(boundary) * M + a.microbatch) * 2 +
                        (forwardDir ? 0 : 1);
         entry["bytes"] = a.bytes;
+        entry["dtype"] = a.dtype;
       }
       actions.push_back(std::move(entry));
     }

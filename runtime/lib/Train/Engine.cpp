@@ -80,6 +80,20 @@ struct gpipe_rt_rank {
   std::vector<double> losses;
   std::vector<char> lossReported;
   std::vector<RecordedAction> events;
+  /// The flight recorder: the last kFlightRecorderSize actions begun (end
+  /// -1 while running), oldest first once full.
+  std::vector<RecordedAction> recent;
+  size_t recentNext = 0;
+  /// NonFinitePolicy::Skip: the updates of this step, applied after the
+  /// step if every rank finished it cleanly.
+  struct PendingUpdate {
+    size_t local;
+    float *params;
+    const float *grads;
+    float *state;
+    int64_t count;
+  };
+  std::vector<PendingUpdate> pending;
 };
 
 namespace gpipe::rt {
@@ -87,6 +101,33 @@ namespace {
 
 /// Bytes after each arena that must keep their canary.
 constexpr int64_t kGuardBytes = 4096;
+
+/// Actions the flight recorder keeps per rank.
+constexpr size_t kFlightRecorderSize = 6;
+
+/// The index of the first non-finite float of `values`, or -1.
+int64_t firstNonFinite(const float *values, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    if (!std::isfinite(values[i]))
+      return i;
+  return -1;
+}
+
+/// "12 us", "3.4 ms", "1.25 s".
+std::string formatDuration(int64_t ns) {
+  char buf[32];
+  if (ns < 1'000'000)
+    std::snprintf(buf, sizeof buf, "%.0f us", double(ns) * 1e-3);
+  else if (ns < 1'000'000'000)
+    std::snprintf(buf, sizeof buf, "%.1f ms", double(ns) * 1e-6);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f s", double(ns) * 1e-9);
+  return buf;
+}
+
+std::string floatText(float value) {
+  return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
+}
 
 uint8_t canaryByte(int64_t offset) {
   uint32_t x = uint32_t(offset) * 0x9E3779B1u;
@@ -197,6 +238,33 @@ public:
     return rank->current >= 0 ? rank->current : rank->lastBegun;
   }
 
+  /// A non-finite value found at `rank`: stops the run (returns 1) or,
+  /// with NonFinitePolicy::Skip, marks the step (returns 0).
+  int32_t nonFinite(gpipe_rt_rank *rank, std::string message) {
+    if (options.onNonFinite == NonFinitePolicy::Stop) {
+      fail(rank, message);
+      return 1;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (nonFiniteMessage.empty())
+      nonFiniteMessage = std::move(message);
+    return 0;
+  }
+  /// NaN injection (tests): poisons `data` when `rank` is at the injected
+  /// step and micro-batch.
+  void maybeInjectNan(const gpipe_rt_rank *rank, int64_t mb, void *data,
+                      int64_t bytes) const {
+    const std::optional<NanInjection> &nan = options.injectNan;
+    if (nan && nan->rank == rank->index && nan->step == rank->step + 1 &&
+        nan->mb == mb && bytes >= 4)
+      static_cast<float *>(data)[0] = std::numeric_limits<float>::quiet_NaN();
+  }
+  /// The first non-finite value of the current step (Skip policy).
+  std::string nonFiniteMessage;
+
+  /// The flight recorder of `rank` as one line.
+  std::string flightRecorder(const gpipe_rt_rank *rank) const;
+
   int32_t transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
                    const void *sendData, void *recvData, int64_t bytes);
   int32_t actionBegin(gpipe_rt_rank *rank, int64_t action);
@@ -243,6 +311,13 @@ int32_t RunState::actionBegin(gpipe_rt_rank *rank, int64_t action) {
   rank->current = rank->lastBegun = action;
   rank->nextAction = action + 1;
   rank->actionBeginNs = nowNs();
+  RecordedAction entry{rank->step, action, rank->actionBeginNs, -1};
+  if (rank->recent.size() < kFlightRecorderSize) {
+    rank->recent.push_back(entry);
+  } else {
+    rank->recent[rank->recentNext] = entry;
+    rank->recentNext = (rank->recentNext + 1) % kFlightRecorderSize;
+  }
   lastProgressNs.store(rank->actionBeginNs, std::memory_order_relaxed);
   return 0;
 }
@@ -266,6 +341,13 @@ void RunState::actionEnd(gpipe_rt_rank *rank, int64_t action) {
     rank->busyNs += end - rank->actionBeginNs;
   if (options.recordTrace)
     rank->events.push_back({rank->step, action, rank->actionBeginNs, end});
+  if (!rank->recent.empty()) {
+    size_t newest = rank->recent.size() < kFlightRecorderSize
+                        ? rank->recent.size() - 1
+                        : (rank->recentNext + kFlightRecorderSize - 1) %
+                              kFlightRecorderSize;
+    rank->recent[newest].endNs = end;
+  }
   rank->current = -1;
 }
 
@@ -294,6 +376,19 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
     fail(rank, where(rank, action) + ": " + callback + " of " +
                    std::to_string(bytes) + " bytes at a null pointer");
     return 1;
+  }
+  if (isSend && a.dtype == "f32" && bytes > 0) {
+    const float *values = static_cast<const float *>(sendData);
+    int64_t bad = firstNonFinite(values, bytes / 4);
+    if (bad >= 0 &&
+        nonFinite(rank, where(rank, action) + ": non-finite " +
+                            (a.direction == "forward" ? "activation"
+                                                      : "gradient") +
+                            " (" + floatText(values[bad]) + " at element " +
+                            std::to_string(bad) + ") leaving stage " +
+                            std::to_string(a.stage) + " for micro-batch " +
+                            std::to_string(a.mb)))
+      return 1;
   }
   auto key = isSend ? std::make_tuple(rank->index, a.peer, a.tag)
                     : std::make_tuple(a.peer, rank->index, a.tag);
@@ -330,6 +425,8 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
     slot.copying = false;
     slot.done = true;
     rankCvs[size_t(slot.rank)]->notify_all();
+    if (!isSend && a.direction == "forward" && a.dtype == "f32")
+      maybeInjectNan(rank, a.mb, recvData, bytes);
     return 0;
   }
   // Arrived first: post the buffer and wait for the peer to copy.
@@ -350,6 +447,8 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
     if (slot.done) {
       bool failed = slot.failed;
       slots.erase(key);
+      if (!failed && !isSend && a.direction == "forward" && a.dtype == "f32")
+        maybeInjectNan(rank, a.mb, recvData, bytes);
       return failed ? 1 : 0;
     }
     if (!slot.copying) {
@@ -413,6 +512,8 @@ int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *out,
     else
       data->copyInput(sample, dst + j * sampleBytes);
   }
+  if (!labels && spec.dtype == GPIPE_RT_F32)
+    maybeInjectNan(rank, mb, out, bytes);
   return 0;
 }
 
@@ -435,6 +536,10 @@ int32_t RunState::reportLoss(gpipe_rt_rank *rank, int64_t mb,
   }
   rank->lossReported[size_t(mb)] = 1;
   rank->losses[size_t(mb)] = double(*loss);
+  if (!std::isfinite(*loss))
+    return nonFinite(rank, where(rank, currentAction(rank)) +
+                               ": non-finite loss (" + floatText(*loss) +
+                               ") of micro-batch " + std::to_string(mb));
   return 0;
 }
 
@@ -485,6 +590,22 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
     return 1;
   }
   rank->lastStepped[local] = rank->step;
+  if (int64_t bad = firstNonFinite(grads, count); bad >= 0) {
+    std::string name = "?";
+    for (const ParamSlot &slot : plan.params)
+      if (bad * 4 >= slot.offset && bad * 4 < slot.offset + slot.elements * 4)
+        name = slot.name;
+    if (nonFinite(rank, where(rank, currentAction(rank)) +
+                            ": non-finite gradient (" +
+                            floatText(grads[bad]) + ") of parameter '" + name +
+                            "' on stage " + std::to_string(stage)))
+      return 1;
+  }
+  if (options.onNonFinite == NonFinitePolicy::Skip) {
+    // Applied after the step, if every rank finished it cleanly.
+    rank->pending.push_back({local, params, grads, state, count});
+    return 0;
+  }
   int64_t t = ++rank->optimizerSteps[local];
   Status s = applyOptimizer(optimizer, t, params, grads,
                             optimizer.stateMultiple() ? state : nullptr, count);
@@ -525,6 +646,32 @@ int32_t RunState::kernelError(gpipe_rt_rank *rank, int64_t site,
 // Threads
 //===----------------------------------------------------------------------===//
 
+std::string RunState::flightRecorder(const gpipe_rt_rank *rank) const {
+  std::string line = "rank " + std::to_string(rank->index) + " last actions:";
+  if (rank->recent.empty())
+    return line + " none";
+  size_t n = rank->recent.size();
+  size_t first = n < kFlightRecorderSize ? 0 : rank->recentNext;
+  int64_t now = nowNs();
+  for (size_t i = 0; i < n; ++i) {
+    const RecordedAction &e = rank->recent[(first + i) % n];
+    const ActionSpec &a = rank->plan->actions[size_t(e.action)];
+    line += i ? "; " : " ";
+    line += "step " + std::to_string(e.step + 1) + " #" +
+            std::to_string(e.action) + " " + actionKindName(a.kind);
+    if (a.kind == ActionKind::Send || a.kind == ActionKind::Recv)
+      line += " " + a.direction + (a.kind == ActionKind::Send ? " to " : " from ") +
+              "rank " + std::to_string(a.peer);
+    line += " (stage " + std::to_string(a.stage);
+    if (a.mb >= 0)
+      line += ", mb " + std::to_string(a.mb);
+    line += e.endNs >= 0
+                ? ", " + formatDuration(e.endNs - e.beginNs) + ")"
+                : ", unfinished after " + formatDuration(now - e.beginNs) + ")";
+  }
+  return line;
+}
+
 void RunState::rankMain(gpipe_rt_rank *rank) {
   // One BLAS thread per rank. The count is per thread for OpenMP builds of
   // OpenBLAS and global otherwise; the calls are serialized because the
@@ -549,6 +696,7 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     rank->nextAction = 0;
     rank->current = rank->lastBegun = -1;
     rank->busyNs = 0;
+    rank->pending.clear();
     std::fill(rank->lossReported.begin(), rank->lossReported.end(), 0);
     gpipe_rt_clear_error();
     if (model.libraryClearError)
@@ -1004,6 +1152,31 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
                             : std::numeric_limits<double>::quiet_NaN();
     if (step == startStep)
       collectTensors(meta, arenas, /*gradients=*/true, result.firstGradients);
+
+    // NonFinitePolicy::Skip: the step's updates, all or none.
+    if (options.onNonFinite == NonFinitePolicy::Skip) {
+      if (!state.nonFiniteMessage.empty()) {
+        result.skippedSteps.push_back("step " + std::to_string(step + 1) +
+                                      ": " + state.nonFiniteMessage +
+                                      "; the step's updates were skipped");
+        state.nonFiniteMessage.clear();
+      } else {
+        for (gpipe_rt_rank &rank : state.ranks)
+          for (const auto &u : rank.pending) {
+            int64_t t = ++rank.optimizerSteps[u.local];
+            s = applyOptimizer(state.optimizer, t, u.params, u.grads,
+                               state.optimizer.stateMultiple() ? u.state
+                                                               : nullptr,
+                               u.count);
+            if (!s.ok())
+              break;
+          }
+        if (!s.ok()) {
+          state.fail(step + 1, s.message());
+          break;
+        }
+      }
+    }
     result.steps.push_back(metrics);
     if (options.onStep)
       options.onStep(metrics);
@@ -1044,6 +1217,8 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
                                 double(e.endNs) * 1e-3});
 
   if (!state.errors.empty()) {
+    for (const gpipe_rt_rank &rank : state.ranks)
+      result.flightRecorder.push_back(state.flightRecorder(&rank));
     const auto &[step, message] = state.errors.front();
     std::string text =
         step > 0 ? "step " + std::to_string(step) + ": " + message : message;

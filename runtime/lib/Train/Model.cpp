@@ -435,7 +435,8 @@ bool parseAction(Reader &r, const Json &a, const std::string &where,
     if (!r.integer(a, where, "peer", action.peer) ||
         !r.string(a, where, "direction", action.direction) ||
         !r.integer(a, where, "tag", action.tag) ||
-        !r.integer(a, where, "bytes", action.bytes))
+        !r.integer(a, where, "bytes", action.bytes) ||
+        !r.string(a, where, "dtype", action.dtype, std::string()))
       return false;
     if (action.peer < 0 || action.peer >= numRanks || action.peer == rank.rank)
       return r.fail(where + ".peer", "peer " + std::to_string(action.peer) +

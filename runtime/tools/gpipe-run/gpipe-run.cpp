@@ -56,8 +56,14 @@ const char *const kUsage =
     "  --resume                 continue from the newest complete checkpoint\n"
     "                           in --checkpoint-dir (any stage count); start\n"
     "                           fresh when it holds none\n"
+    "  --on-nonfinite stop|skip a NaN or infinity in a loss, activation or\n"
+    "                           gradient stops the run (default) or skips\n"
+    "                           the step's updates\n"
     "  --inject-fault rank=R[,step=S][,action=A]\n"
     "                           rank R stops at action A of step S (tests)\n"
+    "  --inject-nan rank=R,step=S[,mb=M]\n"
+    "                           the activation rank R receives for\n"
+    "                           micro-batch M gets a NaN (tests)\n"
     "  --quiet                  print only the summary\n";
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -171,7 +177,8 @@ Args parseArgs(int argc, char **argv) {
         "--data",        "--steps",        "--optimizer", "--lr",
         "--momentum",    "--weight-decay", "--seed",      "--save-grads",
         "--save-params", "--trace",        "--timeout",   "--inject-fault",
-        "--checkpoint-dir", "--checkpoint-every", "--keep-checkpoints"};
+        "--checkpoint-dir", "--checkpoint-every", "--keep-checkpoints",
+        "--on-nonfinite", "--inject-nan"};
     bool known = false;
     for (const char *k : kValued)
       known |= flag == k;
@@ -217,6 +224,34 @@ Args parseArgs(int argc, char **argv) {
       args.checkpointEvery = parseInteger(flag, value, 1);
     } else if (flag == "--keep-checkpoints") {
       args.keepCheckpoints = parseInteger(flag, value, 1);
+    } else if (flag == "--on-nonfinite") {
+      if (value != "stop" && value != "skip")
+        usageError("--on-nonfinite must be stop or skip, got '" + value + "'");
+      run.onNonFinite =
+          value == "stop" ? NonFinitePolicy::Stop : NonFinitePolicy::Skip;
+    } else if (flag == "--inject-nan") {
+      NanInjection nan;
+      bool haveRank = false;
+      size_t pos = 0;
+      while (pos <= value.size()) {
+        size_t comma = value.find(',', pos);
+        std::string item = value.substr(pos, comma - pos);
+        size_t eq = item.find('=');
+        std::string key = item.substr(0, eq);
+        if (eq == std::string::npos ||
+            (key != "rank" && key != "step" && key != "mb"))
+          usageError("--inject-nan expects rank=R,step=S[,mb=M], got '" +
+                     value + "'");
+        int64_t number = parseInteger(flag, item.substr(eq + 1), 0);
+        (key == "rank" ? nan.rank : key == "step" ? nan.step : nan.mb) = number;
+        haveRank |= key == "rank";
+        if (comma == std::string::npos)
+          break;
+        pos = comma + 1;
+      }
+      if (!haveRank)
+        usageError("--inject-nan: rank=R is required");
+      run.injectNan = nan;
     } else if (flag == "--inject-fault") {
       FaultInjection fault;
       Status s = parseFaultInjection(value, fault);
@@ -369,8 +404,15 @@ int main(int argc, char **argv) {
   Engine engine(image);
   RunResult result;
   s = engine.run(run, result);
-  if (!s.ok())
-    fatal(s.message());
+  if (!s.ok()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "gpipe-run: error: %s\n", s.message().c_str());
+    for (const std::string &line : result.flightRecorder)
+      std::fprintf(stderr, "  %s\n", line.c_str());
+    return 1;
+  }
+  for (const std::string &line : result.skippedSteps)
+    std::fprintf(stderr, "gpipe-run: warning: %s\n", line.c_str());
 
   const StepMetrics &first = result.steps.front(), &last = result.steps.back();
   std::printf("loss: %.6f -> %.6f over %lld steps (%.3f s)\n", first.loss,

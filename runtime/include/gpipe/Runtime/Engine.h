@@ -112,6 +112,9 @@ struct ActionSpec {
   std::string direction;
   int64_t tag = -1;
   int64_t bytes = 0;
+  /// The payload's element type ("f32"); empty when the library does not
+  /// say.
+  std::string dtype;
 };
 
 struct RankPlan {
@@ -334,6 +337,22 @@ struct StepMetrics {
 
 struct TrainingState;
 
+/// What a non-finite loss, activation or gradient does to the run.
+enum class NonFinitePolicy {
+  /// The run stops with an error naming where the value appeared.
+  Stop,
+  /// The step's optimizer updates are all skipped (they are applied only
+  /// after every rank finished the step cleanly) and training goes on.
+  Skip,
+};
+
+/// Test hook: in step `step` (from 1), the first element of the float
+/// activation `rank` receives (or, on stage 0, loads) for micro-batch `mb`
+/// becomes NaN: the stage then computes with it.
+struct NanInjection {
+  int64_t rank = 0, step = 1, mb = 0;
+};
+
 struct RunOptions {
   /// The step to train up to (counted from 1): with `resume` at step s,
   /// steps s+1..steps run.
@@ -356,6 +375,8 @@ struct RunOptions {
   /// Every wait (send, receive, step barrier) gives up after this long.
   double timeoutSeconds = 60.0;
   std::optional<FaultInjection> fault;
+  NonFinitePolicy onNonFinite = NonFinitePolicy::Stop;
+  std::optional<NanInjection> injectNan;
   /// Keep every action's begin and end for a trace.
   bool recordTrace = false;
   /// Called on the calling thread after each step.
@@ -393,6 +414,11 @@ struct RunResult {
   std::vector<ArenaReport> arenas;
   /// Filled when RunOptions::recordTrace is set.
   std::vector<TraceEvent> trace;
+  /// NonFinitePolicy::Skip: one line per step whose update was skipped.
+  std::vector<std::string> skippedSteps;
+  /// When the run failed: per rank, its last few actions and what it was
+  /// doing (the flight recorder).
+  std::vector<std::string> flightRecorder;
 };
 
 /// Trains a model.

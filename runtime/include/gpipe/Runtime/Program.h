@@ -45,7 +45,7 @@
 |*                              state_offset, param_bytes,                   *|
 |*                              params: [{name, offset, elements}]}],        *|
 |*                    actions: [{kind, stage, mb, peer, direction, tag,      *|
-|*                               bytes}]}]                                   *|
+|*                               bytes, dtype}]}]                            *|
 |*                  kind: forward backward backward_input backward_weight    *|
 |*                  recompute send recv reduce_grad step; mb -1 for step and *|
 |*                  reduce_grad; peer/direction/tag/bytes only on transfers. *|
