@@ -38,3 +38,13 @@ config.substitutions.append(
 config.substitutions.append(
     ("%kill-resume", "python3 " + os.path.join(config.test_source_root, "Utils",
                                                "kill-resume.py")))
+config.substitutions.append(
+    ("%within", "python3 " + os.path.join(config.test_source_root, "Utils",
+                                          "within.py")))
+# Open MPI refuses root unless told; CI runs as root. Oversubscribe: more
+# ranks than cores.
+config.substitutions.append(
+    ("%mpirun", "mpirun --allow-run-as-root --oversubscribe --mca btl self,vader"))
+import shutil
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")

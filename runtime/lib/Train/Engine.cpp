@@ -21,8 +21,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Runtime/Engine.h"
-#include "gpipe/Runtime/Checkpoint.h"
 #include "gpipe/Runtime/CPUKernels.h"
+#include "gpipe/Runtime/Checkpoint.h"
+
+#include "Mpi.h"
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +34,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -102,6 +105,37 @@ namespace {
 /// Bytes after each arena that must keep their canary.
 constexpr int64_t kGuardBytes = 4096;
 
+/// The MPI transport's flight recorder for SIGTERM (mpirun tearing the job
+/// down after a process died): the rank thread renders its recorder into
+/// one buffer after every action and flips; the handler writes the current
+/// one with write(2), which is async-signal-safe.
+char flightText[2][4096];
+std::atomic<size_t> flightLength[2];
+std::atomic<int> flightCurrent{-1};
+
+extern "C" void onTerminate(int) {
+  int current = flightCurrent.load();
+  static const char head[] =
+      "gpipe-run: terminated while the job goes down; ";
+  ssize_t ignored = ::write(2, head, sizeof head - 1);
+  if (current >= 0)
+    ignored = ::write(2, flightText[current], flightLength[current].load());
+  ignored = ::write(2, "\n", 1);
+  (void)ignored;
+  ::_exit(1);
+}
+
+void publishFlightRecorder(const std::string &text) {
+  int next = flightCurrent.load() == 0 ? 1 : 0;
+  size_t n = std::min(text.size(), sizeof flightText[0]);
+  std::memcpy(flightText[next], text.data(), n);
+  flightLength[next].store(n);
+  flightCurrent.store(next);
+}
+
+/// How a run that stopped because another process failed says so.
+const std::string kRemoteFailure = "stopped because another process failed: ";
+
 /// Actions the flight recorder keeps per rank.
 constexpr size_t kFlightRecorderSize = 6;
 
@@ -169,6 +203,9 @@ public:
   const ModelImage &model;
   const ModelMetadata &meta;
   const RunOptions &options;
+  /// TransportKind::Mpi: this process runs only rank `me`.
+  bool mpi = false;
+  int me = 0;
   OptimizerConfig optimizer;
   const Dataset *data = nullptr;
   int64_t timeoutNs;
@@ -288,6 +325,20 @@ int32_t RunState::actionBegin(gpipe_rt_rank *rank, int64_t action) {
   if (options.fault && options.fault->rank == rank->index &&
       options.fault->step == rank->step + 1 &&
       options.fault->action == action) {
+    switch (options.fault->mode) {
+    case FaultInjection::Mode::Kill:
+      std::fflush(nullptr);
+      std::raise(SIGKILL);
+      break;
+    case FaultInjection::Mode::Stall:
+      // Hangs like a stuck computation: no progress, no messages, until
+      // the run is torn down.
+      while (!aborted.load())
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      break;
+    case FaultInjection::Mode::Stop:
+      break;
+    }
     rank->dead = true;
     return 1;
   }
@@ -318,6 +369,8 @@ int32_t RunState::actionBegin(gpipe_rt_rank *rank, int64_t action) {
     rank->recent[rank->recentNext] = entry;
     rank->recentNext = (rank->recentNext + 1) % kFlightRecorderSize;
   }
+  if (mpi)
+    publishFlightRecorder(flightRecorder(rank));
   lastProgressNs.store(rank->actionBeginNs, std::memory_order_relaxed);
   return 0;
 }
@@ -349,6 +402,8 @@ void RunState::actionEnd(gpipe_rt_rank *rank, int64_t action) {
     rank->recent[newest].endNs = end;
   }
   rank->current = -1;
+  if (mpi)
+    publishFlightRecorder(flightRecorder(rank));
 }
 
 int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
@@ -389,6 +444,33 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
                             std::to_string(a.stage) + " for micro-batch " +
                             std::to_string(a.mb)))
       return 1;
+  }
+  if (mpi) {
+    if (bytes > int64_t(std::numeric_limits<int>::max())) {
+      fail(rank, where(rank, action) + ": " + std::to_string(bytes) +
+                     " bytes exceed what one MPI message carries");
+      return 1;
+    }
+    Clock::time_point deadline =
+        Clock::now() + std::chrono::nanoseconds(timeoutNs);
+    std::string abortMessage;
+    mpi::Wait w =
+        isSend ? mpi::send(sendData, bytes, int(a.peer), int(a.tag), deadline,
+                           abortMessage)
+               : mpi::recv(recvData, bytes, int(a.peer), int(a.tag), deadline,
+                           abortMessage);
+    if (w == mpi::Wait::Done) {
+      if (!isSend && a.direction == "forward" && a.dtype == "f32")
+        maybeInjectNan(rank, a.mb, recvData, bytes);
+      return 0;
+    }
+    fail(rank, w == mpi::Wait::Aborted
+                   ? kRemoteFailure + abortMessage
+                   : where(rank, action) + ": " +
+                         (isSend ? "no receiver" : "no message") + " after " +
+                         formatSeconds(options.timeoutSeconds) +
+                         " s; the peer may have died or stalled");
+    return 1;
   }
   auto key = isSend ? std::make_tuple(rank->index, a.peer, a.tag)
                     : std::make_tuple(a.peer, rank->index, a.tag);
@@ -921,6 +1003,8 @@ Status restoreState(const ModelMetadata &meta, const TrainingState &state,
     for (const StagePlan &stage : rank.stages)
       for (const ParamSlot &slot : stage.params) {
         uint8_t *arena = arenas[size_t(rank.rank)].get();
+        if (!arena) // another process's rank
+          continue;
         auto p = state.parameters.find(slot.name);
         if (p == state.parameters.end() ||
             int64_t(p->second.size()) != slot.elements)
@@ -964,6 +1048,54 @@ void collectOptimizerState(const ModelMetadata &meta,
         }
 }
 
+/// A rank's persistent blocks (per stage: parameters, gradients, optimizer
+/// state), packed in plan order, and back.
+std::vector<uint8_t> packBlocks(const RankPlan &plan, const uint8_t *arena,
+                                int64_t stateMultiple) {
+  std::vector<uint8_t> bytes;
+  for (const StagePlan &stage : plan.stages) {
+    auto append = [&](int64_t offset, int64_t size) {
+      if (size > 0)
+        bytes.insert(bytes.end(), arena + offset, arena + offset + size);
+    };
+    append(stage.paramsOffset, stage.paramBytes);
+    append(stage.gradsOffset, stage.paramBytes);
+    if (stateMultiple)
+      append(stage.stateOffset, stage.paramBytes * stateMultiple);
+  }
+  return bytes;
+}
+
+void unpackBlocks(const RankPlan &plan, uint8_t *arena, int64_t stateMultiple,
+                  const std::vector<uint8_t> &bytes) {
+  size_t at = 0;
+  for (const StagePlan &stage : plan.stages) {
+    auto take = [&](int64_t offset, int64_t size) {
+      if (size > 0 && at + size_t(size) <= bytes.size()) {
+        std::memcpy(arena + offset, bytes.data() + at, size_t(size));
+        at += size_t(size);
+      }
+    };
+    take(stage.paramsOffset, stage.paramBytes);
+    take(stage.gradsOffset, stage.paramBytes);
+    if (stateMultiple)
+      take(stage.stateOffset, stage.paramBytes * stateMultiple);
+  }
+}
+
+/// Appends / reads plain values for the per-step exchange.
+template <typename T> void put(std::vector<uint8_t> &out, const T &value) {
+  const uint8_t *p = reinterpret_cast<const uint8_t *>(&value);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+template <typename T> T take(const std::vector<uint8_t> &in, size_t &at) {
+  T value{};
+  if (at + sizeof(T) <= in.size())
+    std::memcpy(&value, in.data() + at, sizeof(T));
+  at += sizeof(T);
+  return value;
+}
+
 std::string unfinishedRanks(const std::vector<char> &finished) {
   std::string list;
   int count = 0;
@@ -1005,13 +1137,61 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
   result.dataDescription = data->describe();
 
   int64_t numRanks = meta.numRanks();
+  state.mpi = options.transport == TransportKind::Mpi;
+  if (state.mpi) {
+    if (!mpi::isActive())
+      return Status::error("the mpi transport needs MPI initialized "
+                           "(gpipe-run --transport mpi under mpirun)");
+    if (mpi::size() != numRanks)
+      return Status::error("mpirun started " + std::to_string(mpi::size()) +
+                           " processes but the model has " +
+                           std::to_string(numRanks) +
+                           " ranks; run mpirun -np " +
+                           std::to_string(numRanks));
+    state.me = mpi::rank();
+    struct sigaction action {};
+    action.sa_handler = onTerminate;
+    sigaction(SIGTERM, &action, nullptr);
+  }
+  const bool root = !state.mpi || state.me == 0;
+  // The ranks this process runs; MPI process 0 also keeps copies of the
+  // other ranks' arenas, filled when it gathers their blocks.
+  auto isLocal = [&](int64_t r) { return !state.mpi || r == state.me; };
+  const int64_t numLocal = state.mpi ? 1 : numRanks;
   std::vector<ArenaPtr> arenas(static_cast<size_t>(numRanks));
   for (int64_t r = 0; r < numRanks; ++r) {
+    if (!root && !isLocal(r))
+      continue;
     s = makeArena(model, meta.ranks[size_t(r)], options.seed,
                   arenas[size_t(r)]);
     if (!s.ok())
       return s;
   }
+  // MPI: every other process's blocks into process 0's copies.
+  auto gatherBlocks = [&](int64_t step) -> bool {
+    if (!state.mpi)
+      return true;
+    std::vector<uint8_t> mine =
+        packBlocks(meta.ranks[size_t(state.me)], arenas[size_t(state.me)].get(),
+                   meta.stateMultiple());
+    std::vector<std::vector<uint8_t>> all;
+    std::string abortMessage;
+    mpi::Wait w = mpi::gather(
+        mine, all, Clock::now() + std::chrono::nanoseconds(state.timeoutNs),
+        abortMessage);
+    if (w != mpi::Wait::Done) {
+      state.fail(step, w == mpi::Wait::Aborted
+                           ? kRemoteFailure + abortMessage
+                           : "parameters did not reach rank 0 within the "
+                             "timeout");
+      return false;
+    }
+    if (root)
+      for (int64_t r = 1; r < numRanks; ++r)
+        unpackBlocks(meta.ranks[size_t(r)], arenas[size_t(r)].get(),
+                     meta.stateMultiple(), all[size_t(r)]);
+    return true;
+  };
   const int64_t startStep = options.resume ? options.resume->step : 0;
   if (options.resume) {
     if (optimizerStateSlots(options.resume->optimizer) !=
@@ -1041,14 +1221,15 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     state.rankCvs.push_back(std::make_unique<std::condition_variable>());
   }
   state.finished.assign(size_t(numRanks), 0);
-  if (options.onStart)
+  if (options.onStart && root)
     options.onStart(state.optimizer, *data);
 
   gpipe_rt_cpu_set_blas_threads(1);
   std::vector<std::thread> threads;
   for (int64_t r = 0; r < numRanks; ++r)
-    threads.emplace_back(
-        [&state, r] { state.rankMain(&state.ranks[size_t(r)]); });
+    if (isLocal(r))
+      threads.emplace_back(
+          [&state, r] { state.rankMain(&state.ranks[size_t(r)]); });
 
   // Per rank: compute and wall time over the steps the bubble counts.
   std::vector<int64_t> busyTotal(size_t(numRanks), 0);
@@ -1062,7 +1243,8 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     int64_t stepStart;
     {
       std::unique_lock<std::mutex> lock(state.mu);
-      std::fill(state.finished.begin(), state.finished.end(), 0);
+      for (int64_t r = 0; r < numRanks; ++r)
+        state.finished[size_t(r)] = !isLocal(r);
       state.finishedCount = 0;
       stepStart = state.nowNs();
       state.released = step;
@@ -1074,7 +1256,7 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
       // the main thread only steps in when nothing at all happened for
       // twice the timeout (every rank died or hangs in a computation).
       state.lastProgressNs.store(stepStart);
-      while (state.finishedCount < numRanks && !state.aborted) {
+      while (state.finishedCount < numLocal && !state.aborted) {
         int64_t now = state.nowNs();
         bool anyFinished = state.finishedCount > 0;
         int64_t deadline =
@@ -1101,6 +1283,53 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
       if (state.aborted)
         break;
     }
+    if (state.mpi) {
+      // Process 0 learns every rank's step (busy time, losses, non-finite
+      // values); everyone learns whether the step's updates apply.
+      const gpipe_rt_rank &mine = state.ranks[size_t(state.me)];
+      std::vector<uint8_t> record;
+      put(record, mine.busyNs);
+      for (int64_t mb = 0; mb < meta.microbatches; ++mb) {
+        put(record, uint8_t(mine.lossReported[size_t(mb)]));
+        put(record, mine.losses[size_t(mb)]);
+      }
+      record.insert(record.end(), state.nonFiniteMessage.begin(),
+                    state.nonFiniteMessage.end());
+      std::vector<std::vector<uint8_t>> all;
+      std::string abortMessage;
+      Clock::time_point deadline =
+          Clock::now() + std::chrono::nanoseconds(state.timeoutNs);
+      mpi::Wait w = mpi::gather(record, all, deadline, abortMessage);
+      if (w == mpi::Wait::Done && root) {
+        for (int64_t r = 1; r < numRanks; ++r) {
+          gpipe_rt_rank &rank = state.ranks[size_t(r)];
+          const std::vector<uint8_t> &in = all[size_t(r)];
+          size_t at = 0;
+          rank.busyNs = take<int64_t>(in, at);
+          for (int64_t mb = 0; mb < meta.microbatches; ++mb) {
+            rank.lossReported[size_t(mb)] = char(take<uint8_t>(in, at));
+            rank.losses[size_t(mb)] = take<double>(in, at);
+          }
+          if (state.nonFiniteMessage.empty() && at < in.size())
+            state.nonFiniteMessage.assign(in.begin() + long(at), in.end());
+        }
+      }
+      std::vector<uint8_t> decision(state.nonFiniteMessage.begin(),
+                                    state.nonFiniteMessage.end());
+      if (w == mpi::Wait::Done)
+        w = mpi::broadcast(decision, deadline, abortMessage);
+      if (w != mpi::Wait::Done) {
+        state.fail(step + 1, w == mpi::Wait::Aborted
+                                 ? kRemoteFailure + abortMessage
+                                 : "the step's records did not reach rank 0 "
+                                   "within the timeout; a rank may have died "
+                                   "or stalled");
+        break;
+      }
+      state.nonFiniteMessage.assign(decision.begin(), decision.end());
+      // The step ends when the last process has finished it.
+      state.lastFinishNs = state.nowNs();
+    }
     int64_t wall = std::max<int64_t>(state.lastFinishNs - stepStart, 1);
     StepMetrics metrics;
     metrics.step = step + 1;
@@ -1111,6 +1340,8 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
       metrics.busyFraction.push_back(double(rank.busyNs) / double(wall));
       if (counted(step))
         busyTotal[size_t(r)] += rank.busyNs;
+      if (!isLocal(r))
+        continue;
       s = checkGuard(*rank.plan, rank.arena);
       if (!s.ok()) {
         state.fail(step + 1, s.message());
@@ -1150,8 +1381,13 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     }
     metrics.loss = reported ? sum / double(meta.microbatches)
                             : std::numeric_limits<double>::quiet_NaN();
-    if (step == startStep)
-      collectTensors(meta, arenas, /*gradients=*/true, result.firstGradients);
+    if (step == startStep) {
+      if (!gatherBlocks(step + 1))
+        break;
+      if (root)
+        collectTensors(meta, arenas, /*gradients=*/true,
+                       result.firstGradients);
+    }
 
     // NonFinitePolicy::Skip: the step's updates, all or none.
     if (options.onNonFinite == NonFinitePolicy::Skip) {
@@ -1185,15 +1421,18 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     bool due = options.checkpoint && options.checkpointEvery > 0 &&
                ((step + 1) % options.checkpointEvery == 0 ||
                 step + 1 == options.steps);
-    if (due) {
+    if (due && !gatherBlocks(step + 1))
+      break;
+    if (due && root) {
       TrainingState saved;
       saved.step = step + 1;
       saved.seed = options.seed;
       saved.optimizer = stateKindName(state.optimizer);
       saved.source = meta.source;
       for (const gpipe_rt_rank &rank : state.ranks)
-        for (int64_t t : rank.optimizerSteps)
-          saved.optimizerSteps = std::max(saved.optimizerSteps, t);
+        if (isLocal(rank.index))
+          for (int64_t t : rank.optimizerSteps)
+            saved.optimizerSteps = std::max(saved.optimizerSteps, t);
       collectTensors(meta, arenas, /*gradients=*/false, saved.parameters);
       collectOptimizerState(meta, arenas,
                             optimizerStateSlots(saved.optimizer),
@@ -1209,16 +1448,10 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     t.join();
   result.totalSeconds = double(state.nowNs()) * 1e-9;
 
-  if (options.recordTrace)
-    for (const gpipe_rt_rank &rank : state.ranks)
-      for (const RecordedAction &e : rank.events)
-        result.trace.push_back({rank.index, e.step, e.action,
-                                double(e.beginNs) * 1e-3,
-                                double(e.endNs) * 1e-3});
-
   if (!state.errors.empty()) {
     for (const gpipe_rt_rank &rank : state.ranks)
-      result.flightRecorder.push_back(state.flightRecorder(&rank));
+      if (isLocal(rank.index))
+        result.flightRecorder.push_back(state.flightRecorder(&rank));
     const auto &[step, message] = state.errors.front();
     std::string text =
         step > 0 ? "step " + std::to_string(step) + ": " + message : message;
@@ -1231,7 +1464,12 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
         double(busyTotal[size_t(r)]) / double(std::max<int64_t>(wallTotal, 1));
   result.measuredBubble = 1.0 - busyMean / double(numRanks);
 
+  // Each process measures its own arenas and keeps its own trace; MPI
+  // process 0 gathers both.
+  std::vector<uint8_t> record;
   for (int64_t r = 0; r < numRanks; ++r) {
+    if (!isLocal(r))
+      continue;
     const RankPlan &plan = meta.ranks[size_t(r)];
     const uint8_t *arena = arenas[size_t(r)].get();
     s = checkGuard(plan, arena);
@@ -1246,8 +1484,51 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     report.peakBytes = plan.peakBytes;
     report.measuredBytes = roundUp(top, meta.alignment);
     result.arenas.push_back(report);
+    put(record, report.measuredBytes);
+    const gpipe_rt_rank &rank = state.ranks[size_t(r)];
+    if (options.recordTrace)
+      for (const RecordedAction &e : rank.events) {
+        result.trace.push_back({rank.index, e.step, e.action,
+                                double(e.beginNs) * 1e-3,
+                                double(e.endNs) * 1e-3});
+        put(record, e);
+      }
   }
-  collectTensors(meta, arenas, /*gradients=*/false, result.finalParameters);
+  if (state.mpi) {
+    std::vector<std::vector<uint8_t>> all;
+    std::string abortMessage;
+    mpi::Wait w = mpi::gather(
+        record, all, Clock::now() + std::chrono::nanoseconds(state.timeoutNs),
+        abortMessage);
+    if (w != mpi::Wait::Done)
+      return Status::error(w == mpi::Wait::Aborted
+                               ? kRemoteFailure + abortMessage
+                               : "the run's reports did not reach rank 0 "
+                                 "within the timeout");
+    if (root)
+      for (int64_t r = 1; r < numRanks; ++r) {
+        const std::vector<uint8_t> &in = all[size_t(r)];
+        size_t at = 0;
+        ArenaReport report;
+        report.rank = r;
+        report.plannedBytes = meta.ranks[size_t(r)].arenaBytes;
+        report.peakBytes = meta.ranks[size_t(r)].peakBytes;
+        report.measuredBytes = take<int64_t>(in, at);
+        result.arenas.push_back(report);
+        while (at + sizeof(RecordedAction) <= in.size()) {
+          RecordedAction e = take<RecordedAction>(in, at);
+          result.trace.push_back({r, e.step, e.action,
+                                  double(e.beginNs) * 1e-3,
+                                  double(e.endNs) * 1e-3});
+        }
+      }
+    if (!gatherBlocks(0)) {
+      const auto &[step, message] = state.errors.front();
+      return Status::error(message);
+    }
+  }
+  if (root)
+    collectTensors(meta, arenas, /*gradients=*/false, result.finalParameters);
   return Status::success();
 }
 
@@ -1267,6 +1548,21 @@ Status parseFaultInjection(std::string_view spec, FaultInjection &fault) {
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq);
     std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (key == "mode") {
+      if (value == "stop")
+        fault.mode = FaultInjection::Mode::Stop;
+      else if (value == "stall")
+        fault.mode = FaultInjection::Mode::Stall;
+      else if (value == "kill")
+        fault.mode = FaultInjection::Mode::Kill;
+      else
+        return Status::error("bad fault spec '" + text + "': mode must be "
+                             "stop, stall or kill, got '" + value + "'");
+      if (comma == std::string::npos)
+        break;
+      pos = comma + 1;
+      continue;
+    }
     char *end = nullptr;
     errno = 0;
     long long parsed =
@@ -1274,7 +1570,8 @@ Status parseFaultInjection(std::string_view spec, FaultInjection &fault) {
     if (eq == std::string::npos || value.empty() || *end || errno)
       return Status::error("bad fault spec '" + text +
                            "': expected "
-                           "rank=R[,step=S][,action=A] with integers");
+                           "rank=R[,step=S][,action=A][,mode=M] with "
+                           "integers");
     if (key == "rank") {
       fault.rank = parsed;
       haveRank = true;
@@ -1284,7 +1581,7 @@ Status parseFaultInjection(std::string_view spec, FaultInjection &fault) {
       fault.action = parsed;
     } else {
       return Status::error("bad fault spec '" + text + "': unknown key '" +
-                           key + "' (expected rank, step, action)");
+                           key + "' (expected rank, step, action, mode)");
     }
     if (comma == std::string::npos)
       break;
@@ -1405,6 +1702,31 @@ void ensureSingleThreadedBlas(char **argv) {
     return;
   execv("/proc/self/exe", argv);
   // Could not re-execute (no /proc): carry on with the pool as it is.
+}
+
+Status initializeMpi(int *argc, char ***argv) {
+  return mpi::initialize(argc, argv);
+}
+
+int mpiRank() { return mpi::isActive() ? mpi::rank() : 0; }
+int mpiSize() { return mpi::isActive() ? mpi::size() : 1; }
+
+void finalizeMpi() { mpi::finalize(); }
+
+bool isRemoteFailure(const std::string &message) {
+  return message.find(kRemoteFailure) != std::string::npos;
+}
+
+void abortMpiJob(const std::string &message, bool announce) {
+  if (mpi::isActive()) {
+    if (announce)
+      mpi::announceFailure(message);
+    // Let the others receive the announcement and print their flight
+    // recorders before the job goes down.
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    mpi::abortJob();
+  }
+  std::exit(1);
 }
 
 } // namespace gpipe::rt

@@ -49,6 +49,9 @@ const char *const kUsage =
     "  --save-params FILE       the parameters after the last step\n"
     "  --trace FILE.json        Chrome trace of every action\n"
     "  --timeout SECONDS        give up on a silent peer (default 60)\n"
+    "  --transport local|mpi    rank threads in this process (default), or\n"
+    "                           one process per rank: mpirun -np K gpipe-run\n"
+    "                           model.so --transport mpi\n"
     "  --checkpoint-dir DIR     write checkpoints (parameters, optimizer\n"
     "                           state, step) there, atomically\n"
     "  --checkpoint-every N     every N steps and after the last (default 10)\n"
@@ -72,7 +75,16 @@ const char *const kUsage =
   std::exit(2);
 }
 
+/// Set once MPI is initialized (--transport mpi).
+bool gMpi = false;
+
+/// Reports `message` and ends the run; under MPI the whole job.
 [[noreturn]] void fatal(const std::string &message) {
+  if (gMpi) {
+    std::fprintf(stderr, "gpipe-run: error: process %d: %s\n", mpiRank(),
+                 message.c_str());
+    abortMpiJob(message, /*announce=*/true);
+  }
   std::fprintf(stderr, "gpipe-run: error: %s\n", message.c_str());
   std::exit(1);
 }
@@ -178,7 +190,7 @@ Args parseArgs(int argc, char **argv) {
         "--momentum",    "--weight-decay", "--seed",      "--save-grads",
         "--save-params", "--trace",        "--timeout",   "--inject-fault",
         "--checkpoint-dir", "--checkpoint-every", "--keep-checkpoints",
-        "--on-nonfinite", "--inject-nan"};
+        "--on-nonfinite", "--inject-nan", "--transport"};
     bool known = false;
     for (const char *k : kValued)
       known |= flag == k;
@@ -224,6 +236,11 @@ Args parseArgs(int argc, char **argv) {
       args.checkpointEvery = parseInteger(flag, value, 1);
     } else if (flag == "--keep-checkpoints") {
       args.keepCheckpoints = parseInteger(flag, value, 1);
+    } else if (flag == "--transport") {
+      if (value != "local" && value != "mpi")
+        usageError("--transport must be local or mpi, got '" + value + "'");
+      run.transport =
+          value == "mpi" ? TransportKind::Mpi : TransportKind::Local;
     } else if (flag == "--on-nonfinite") {
       if (value != "stop" && value != "skip")
         usageError("--on-nonfinite must be stop or skip, got '" + value + "'");
@@ -295,6 +312,14 @@ void printHeader(const ModelImage &image) {
 int main(int argc, char **argv) {
   gpipe::rt::ensureSingleThreadedBlas(argv);
   Args args = parseArgs(argc, argv);
+  if (args.run.transport == TransportKind::Mpi) {
+    Status init = initializeMpi(&argc, &argv);
+    if (!init.ok())
+      fatal(init.message());
+    gMpi = true;
+  }
+  // Under MPI process 0 prints and writes; the others train quietly.
+  const bool root = mpiRank() == 0;
   for (auto &[flag, path] :
        {std::pair<const char *, std::string &>{"--save-grads", args.saveGrads},
         {"--save-params", args.saveParams},
@@ -307,7 +332,7 @@ int main(int argc, char **argv) {
   if (!s.ok())
     fatal(s.message());
   const ModelMetadata &meta = image.metadata();
-  if (!args.quiet)
+  if (!args.quiet && root)
     printHeader(image);
 
   RunOptions &run = args.run;
@@ -391,7 +416,7 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
   };
   run.onStep = [&](const StepMetrics &m) {
-    if (args.quiet)
+    if (args.quiet || !root)
       return;
     std::printf("%6lld %12.6f %12.1f ", (long long)m.step, m.loss,
                 m.samplesPerSecond);
@@ -406,10 +431,21 @@ int main(int argc, char **argv) {
   s = engine.run(run, result);
   if (!s.ok()) {
     std::fflush(stdout);
-    std::fprintf(stderr, "gpipe-run: error: %s\n", s.message().c_str());
+    if (gMpi)
+      std::fprintf(stderr, "gpipe-run: error: process %d: %s\n", mpiRank(),
+                   s.message().c_str());
+    else
+      std::fprintf(stderr, "gpipe-run: error: %s\n", s.message().c_str());
     for (const std::string &line : result.flightRecorder)
       std::fprintf(stderr, "  %s\n", line.c_str());
+    std::fflush(stderr);
+    if (gMpi)
+      abortMpiJob(s.message(), /*announce=*/!isRemoteFailure(s.message()));
     return 1;
+  }
+  if (!root) {
+    finalizeMpi();
+    return 0;
   }
   for (const std::string &line : result.skippedSteps)
     std::fprintf(stderr, "gpipe-run: warning: %s\n", line.c_str());
@@ -448,7 +484,8 @@ int main(int argc, char **argv) {
     std::snprintf(loss, sizeof loss, "%.9g",
                   result.steps.empty() ? 0.0 : result.steps.front().loss);
     s = writeParameterTensors(args.saveGrads, meta, result.firstGradients,
-                              {{"step", "1"}, {"loss", loss}});
+                              {{"step", std::to_string(result.steps.front().step)},
+                               {"loss", loss}});
     if (!s.ok())
       fatal(s.message());
     std::printf("wrote the first step's gradients to %s\n",
@@ -467,5 +504,6 @@ int main(int argc, char **argv) {
       fatal(s.message());
     std::printf("wrote the trace to %s\n", args.trace.c_str());
   }
+  finalizeMpi();
   return 0;
 }

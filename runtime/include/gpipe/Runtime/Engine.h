@@ -318,9 +318,15 @@ struct FaultInjection {
   int64_t rank = 0;
   int64_t step = 1;
   int64_t action = 0;
+  /// What happens at that action.
+  enum class Mode {
+    Stop,  ///< the rank stops silently (its thread returns)
+    Stall, ///< the rank hangs (until the run is aborted)
+    Kill,  ///< the process dies (SIGKILL): for the MPI transport
+  } mode = Mode::Stop;
 };
 
-/// Parses "rank=R[,step=S][,action=A]".
+/// Parses "rank=R[,step=S][,action=A][,mode=stop|stall|kill]".
 Status parseFaultInjection(std::string_view spec, FaultInjection &fault);
 
 /// Metrics of one training step.
@@ -353,7 +359,17 @@ struct NanInjection {
   int64_t rank = 0, step = 1, mb = 0;
 };
 
+/// How ranks exchange activations and gradients.
+enum class TransportKind {
+  /// One thread per rank in this process.
+  Local,
+  /// One process per rank under mpirun (MPI rank = pipeline rank); process
+  /// 0 gathers metrics, gradients and parameters for printing and saving.
+  Mpi,
+};
+
 struct RunOptions {
+  TransportKind transport = TransportKind::Local;
   /// The step to train up to (counted from 1): with `resume` at step s,
   /// steps s+1..steps run.
   int64_t steps = 10;
@@ -457,6 +473,22 @@ Status writeChromeTrace(const std::string &path, const ModelMetadata &metadata,
 /// the same arguments (one BLAS thread per rank). Returns only when the
 /// environment is right or re-execution is impossible.
 void ensureSingleThreadedBlas(char **argv);
+
+/// The MPI session of a process started by mpirun: initializes MPI (with
+/// the thread support the engine needs) once; rank and size of the world.
+Status initializeMpi(int *argc, char ***argv);
+int mpiRank();
+int mpiSize();
+/// Ends MPI normally (after a successful run).
+void finalizeMpi();
+/// After a failure in an MPI run: tells the other processes (unless
+/// `announce` is false: the failure came from one of them), gives them a
+/// moment to print their flight recorders, and ends the whole job with
+/// exit code 1. Does not return.
+[[noreturn]] void abortMpiJob(const std::string &message, bool announce);
+/// Whether `message` (a run's error) reports another process's failure
+/// rather than this one's.
+bool isRemoteFailure(const std::string &message);
 
 } // namespace gpipe::rt
 

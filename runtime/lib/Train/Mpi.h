@@ -1,0 +1,68 @@
+//===- Mpi.h - The MPI transport's primitives -------------------*- C++ -*-===//
+//
+// What the engine needs from MPI when every pipeline rank is its own process
+// (`gpipe-run --transport mpi` under mpirun): point-to-point transfers that
+// give up at a deadline or when another process announced a failure, that
+// announcement itself, and gathers to process 0 that cannot hang on a dead
+// peer. Every wait is a nonblocking operation polled against the deadline.
+// Internal to the runtime library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_LIB_TRAIN_MPI_H
+#define GPIPE_RUNTIME_LIB_TRAIN_MPI_H
+
+#include "gpipe/Runtime/Status.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpipe::rt::mpi {
+
+using Clock = std::chrono::steady_clock;
+
+/// Initializes MPI with MPI_THREAD_SERIALIZED support (the rank thread and
+/// the main thread call MPI, never at the same time).
+Status initialize(int *argc, char ***argv);
+/// MPI_Finalize, when initialized.
+void finalize();
+/// MPI_Abort of the whole job with exit code 1.
+[[noreturn]] void abortJob();
+
+/// Whether MPI was initialized (by initialize()).
+bool isActive();
+/// This process's rank and the world's size.
+int rank();
+int size();
+
+/// How a wait ended.
+enum class Wait { Done, Timeout, Aborted };
+
+/// A synchronous send (completes once the receiver has matched it: the
+/// rendezvous the schedule verifier assumes) / a receive of exactly `bytes`.
+/// `abortMessage` receives another process's failure when Aborted.
+Wait send(const void *data, int64_t bytes, int peer, int tag,
+          Clock::time_point deadline, std::string &abortMessage);
+Wait recv(void *data, int64_t bytes, int peer, int tag,
+          Clock::time_point deadline, std::string &abortMessage);
+
+/// Tells every other process that this one failed with `message` (does not
+/// wait for them to receive it).
+void announceFailure(const std::string &message);
+/// Whether another process announced a failure; its message.
+bool pollFailure(std::string &message);
+
+/// Gathers every process's `mine` at process 0 (`all[r]`, any sizes), by
+/// the deadline.
+Wait gather(const std::vector<uint8_t> &mine,
+            std::vector<std::vector<uint8_t>> &all, Clock::time_point deadline,
+            std::string &abortMessage);
+/// Process 0's `data` (resized) to everyone, by the deadline.
+Wait broadcast(std::vector<uint8_t> &data, Clock::time_point deadline,
+               std::string &abortMessage);
+
+} // namespace gpipe::rt::mpi
+
+#endif // GPIPE_RUNTIME_LIB_TRAIN_MPI_H
