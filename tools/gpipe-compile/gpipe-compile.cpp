@@ -80,6 +80,10 @@ static cl::opt<std::string>
          cl::desc("Stop at: nn, pipeline (partitioned), scheduled (planned), "
                   "llvm (LLVM dialect), ir (LLVM IR), obj, so (default)"),
          cl::init("so"), cl::cat(category));
+static cl::opt<std::string>
+    target("target",
+           cl::desc("Kernel library the code calls: cpu (default) or cuda"),
+           cl::init("cpu"), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Do not print the plan report"),
                            cl::cat(category));
 
@@ -142,6 +146,8 @@ int main(int argc, char **argv) {
     return 1;
   };
 
+  if (target != "cpu" && target != "cuda")
+    return fail("unknown --target '" + target + "' (expected cpu or cuda)");
   std::optional<Stop> stop = parseStop(emit);
   if (!stop)
     return fail("unknown --emit '" + emit +
@@ -201,6 +207,7 @@ int main(int argc, char **argv) {
   if (*stop != Stop::Pipeline && *stop != Stop::Scheduled) {
     gpipe::ConvertGPipeToRuntimePassOptions lower;
     lower.source = describeSource();
+    lower.target = target;
     pm.addPass(gpipe::createConvertGPipeToRuntimePass(lower));
   }
   if (failed(pm.run(*module)))

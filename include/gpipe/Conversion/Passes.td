@@ -53,6 +53,8 @@ def ConvertGPipeToRuntimePass : Pass<"convert-gpipe-to-runtime",
            "What the model was compiled from, for the metadata">,
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
            "Arena alignment the memory plan used">,
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "Kernel library: cpu (gpipe_rt_cpu_*) or cuda (gpipe_rt_cuda_*)">,
   ];
 }
 

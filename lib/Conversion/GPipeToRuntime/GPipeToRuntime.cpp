@@ -63,7 +63,6 @@ struct KernelArg {
     Ints,    ///< the address of a read-only i64 array
     Buffers, ///< the address of a stack array of the addresses of `values`
     IntsList, ///< the address of a stack array of read-only i64 arrays
-    LoadF32, ///< the f32 stored at `value`'s address
   };
   Kind kind = Null;
   Value value;
@@ -108,12 +107,6 @@ struct KernelArg {
     KernelArg a;
     a.kind = Buffers;
     a.values.assign(v.begin(), v.end());
-    return a;
-  }
-  static KernelArg loadF32(Value v) {
-    KernelArg a;
-    a.kind = LoadF32;
-    a.value = v;
     return a;
   }
 };
@@ -506,11 +499,13 @@ static FailureOr<KernelCall> getKernelCall(Operation *op) {
                 failed(dtypeOf(op, ce.getLogits(), {GPIPE_RT_F32})) ||
                 failed(dtypeOf(op, ce.getGrad(), {GPIPE_RT_F32})))
               return failure();
-            call.callee = "gpipe_rt_cpu_cross_entropy_grad_f32";
+            // The scalar seed is read by the kernel, never by the
+            // generated code (it may live in device memory).
+            call.callee = "gpipe_rt_cpu_cross_entropy_grad_at_f32";
             addTensor(call, ce.getLogits());
             call.args.push_back(KernelArg::i32(*labelType));
             call.args.push_back(KernelArg::buffer(ce.getLabels()));
-            call.args.push_back(KernelArg::loadF32(ce.getGrad()));
+            call.args.push_back(KernelArg::buffer(ce.getGrad()));
             call.args.push_back(KernelArg::buffer(ce.getResult()));
             return call;
           })
@@ -552,8 +547,9 @@ struct LoweredFunction {
 class Emitter {
 public:
   Emitter(ModuleOp module, PipelineOp pipeline, PipelineMemoryPlan &plan,
-          StringRef source)
+          StringRef source, StringRef target)
       : module(module), pipeline(pipeline), plan(plan), source(source),
+        target(target),
         ctx(module.getContext()), b(ctx) {
     ptrTy = LLVM::LLVMPointerType::get(ctx);
     i8Ty = IntegerType::get(ctx, 8);
@@ -604,6 +600,9 @@ private:
   PipelineOp pipeline;
   PipelineMemoryPlan &plan;
   std::string source;
+  /// The kernel library the calls go to: gpipe_rt_<target>_* ("cpu" or
+  /// "cuda"; same signatures, data pointers on that device).
+  std::string target;
   MLIRContext *ctx;
   OpBuilder b;
   Type ptrTy, i8Ty, i32Ty, i64Ty, f32Ty;
@@ -621,8 +620,14 @@ private:
   SmallVector<unsigned> numSaved;
 };
 
-LLVM::LLVMFuncOp Emitter::declare(StringRef name, Type result,
+LLVM::LLVMFuncOp Emitter::declare(StringRef kernelName, Type result,
                                   ArrayRef<Type> args) {
+  // Kernels are named for the CPU library; other targets have the same
+  // entry points under their own prefix.
+  std::string name = kernelName.str();
+  StringRef cpu = "gpipe_rt_cpu_";
+  if (kernelName.starts_with(cpu) && target != "cpu")
+    name = "gpipe_rt_" + target + "_" + kernelName.drop_front(cpu.size()).str();
   auto it = declared.find(name);
   if (it != declared.end())
     return it->second;
@@ -829,11 +834,6 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
         types.push_back(ptrTy);
         break;
       }
-      case KernelArg::LoadF32:
-        args.push_back(
-            LLVM::LoadOp::create(at, opLoc, f32Ty, addressOf(a.value)));
-        types.push_back(f32Ty);
-        break;
       }
     }
     LLVM::LLVMFuncOp callee = declare(call.callee, i32Ty, types);
@@ -1141,11 +1141,15 @@ LogicalResult Emitter::lowerRank(int r) {
           args.push_back(ptrAt(*saved + off));
         if (last) {
           // The loss seed 1.0 in the scratch region's seed slot.
+          auto fill = declare("gpipe_rt_cpu_fill_f32", i32Ty,
+                              {ptrTy, i64Ty, f32Ty});
           for (int64_t off : fn.buffers.seedOffsets) {
             Value seed = ptrAt(scratch->second + off);
             Value one = LLVM::ConstantOp::create(at, loc, f32Ty,
                                                  at.getF32FloatAttr(1.0f));
-            LLVM::StoreOp::create(at, loc, one, seed);
+            emitChecked(at, loc, fill,
+                        ValueRange{seed, constI64(at, loc, 1), one}, abort,
+                        -1);
             args.push_back(seed);
           }
         } else {
@@ -1362,6 +1366,7 @@ LogicalResult Emitter::emitMetadata() {
   root["abi_version"] = GPIPE_RT_ABI_VERSION;
   root["producer"] = "gpipe-compile 0.1";
   root["source"] = source;
+  root["target"] = target;
   root["stages"] = K;
   root["microbatches"] = M;
   root["schedule"] = stringifyScheduleKind(pipeline.getSchedule()).str();
@@ -1613,7 +1618,13 @@ struct ConvertGPipeToRuntimePass
                signalPassFailure();
     }
 
-    Emitter emitter(module, op, *plan, source);
+    std::string targetName = target;
+    if (targetName != "cpu" && targetName != "cuda")
+      return emitError(module.getLoc(), "convert-gpipe-to-runtime: unknown "
+                                        "target '")
+                 << targetName << "' (expected cpu or cuda)",
+             signalPassFailure();
+    Emitter emitter(module, op, *plan, source, targetName);
     if (failed(emitter.run()))
       return signalPassFailure();
 

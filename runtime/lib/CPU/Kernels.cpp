@@ -1908,6 +1908,27 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_gelu_grad_f32(const float *in,
   return GPIPE_RT_SUCCESS;
 }
 
+extern "C" gpipe_rt_status gpipe_rt_cpu_cross_entropy_grad_at_f32(
+    const float *logits, const int64_t *logitsShape, int32_t logitsRank,
+    gpipe_rt_dtype labelType, const void *labels, const float *grad,
+    float *out) {
+  if (!grad)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, "cross_entropy_grad")
+           << "null grad";
+  return gpipe_rt_cpu_cross_entropy_grad_f32(logits, logitsShape, logitsRank,
+                                             labelType, labels, *grad, out);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cpu_fill_f32(float *out, int64_t count,
+                                                 float value) {
+  const char *kernel = "fill";
+  GPIPE_RT_TRY(checkCount(kernel, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "out", out, count));
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = value;
+  return GPIPE_RT_SUCCESS;
+}
+
 extern "C" gpipe_rt_status gpipe_rt_cpu_cross_entropy_grad_f32(
     const float *logits, const int64_t *logitsShape, int32_t logitsRank,
     gpipe_rt_dtype labelType, const void *labels, float grad, float *out) {

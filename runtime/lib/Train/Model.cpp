@@ -603,8 +603,15 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
     return r.fail("abi_version", "is " + std::to_string(m.abiVersion) +
                                      ", this runtime speaks " +
                                      std::to_string(GPIPE_RT_ABI_VERSION));
+  if (const auto it = root.find("target");
+      it != root.end() && it->is_string() && *it != "cpu")
+    return r.fail("target", "the model was compiled for --target " +
+                                it->get<std::string>() +
+                                "; this runtime runs --target cpu models "
+                                "(recompile with --target cpu)");
   if (!r.string(root, "", "producer", m.producer, std::string()) ||
       !r.string(root, "", "source", m.source, std::string()) ||
+      !r.string(root, "", "target", m.target, std::string("cpu")) ||
       !r.string(root, "", "schedule", m.schedule, std::string()) ||
       !r.string(root, "", "loss", m.loss, std::string()) ||
       !r.string(root, "", "data_hint", m.dataHint, std::string()) ||
@@ -815,8 +822,27 @@ Status ModelImage::load(const std::string &path, ModelImage &image) {
   void *handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char *why = dlerror();
-    return Status::error("cannot load model library " + path + ": " +
-                         (why ? why : "unknown error"));
+    std::string reason = why ? why : "unknown error";
+    // A library for another kernel target cannot bind its kernels here:
+    // say so instead of naming the first missing symbol.
+    if (void *lazy = dlopen(openPath.c_str(), RTLD_LAZY | RTLD_LOCAL)) {
+      auto metadata = reinterpret_cast<const char *(*)(void)>(
+          dlsym(lazy, "gpipe_model_metadata"));
+      std::string target;
+      if (metadata && metadata()) {
+        Json json = Json::parse(metadata(), nullptr, false);
+        if (json.is_object() && json.contains("target") &&
+            json["target"].is_string())
+          target = json["target"].get<std::string>();
+      }
+      dlclose(lazy);
+      if (!target.empty() && target != "cpu")
+        return Status::error(path + ": the model was compiled for --target " +
+                             target +
+                             "; this runtime runs --target cpu models "
+                             "(recompile with --target cpu)");
+    }
+    return Status::error("cannot load model library " + path + ": " + reason);
   }
   std::shared_ptr<void> owner(handle, [](void *h) { dlclose(h); });
   auto symbol = [&](const char *name) { return dlsym(handle, name); };

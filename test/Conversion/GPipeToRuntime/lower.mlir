@@ -1,5 +1,18 @@
 // Lowering of a two-stage, two-micro-batch MLP pipeline to runtime calls.
 // RUN: gpipe-opt %s --gpipe-pipeline="stages=2 microbatches=2" --convert-gpipe-to-runtime="source=lower.mlir" | FileCheck %s
+// The CUDA target: the same program against the gpipe_rt_cuda_* library;
+// the generated code never touches a buffer itself.
+// RUN: gpipe-opt %s --gpipe-pipeline="stages=2 microbatches=2" --convert-gpipe-to-runtime="target=cuda" | FileCheck %s --check-prefix=CUDA
+// CUDA-NOT: gpipe_rt_cpu_
+// CUDA-NOT: llvm.load
+// CUDA-NOT: llvm.store {{.*}} : f32
+// CUDA: llvm.call @gpipe_rt_cuda_linear_f32(
+// CUDA: llvm.call @gpipe_rt_cuda_cross_entropy_grad_at_f32(
+// CUDA: llvm.call @gpipe_rt_cuda_accumulate_f32(
+// CUDA: llvm.call @gpipe_rt_cuda_fill_f32(
+// CUDA: \22target\22:\22cuda\22
+// RUN: not gpipe-opt %s --gpipe-pipeline="stages=2 microbatches=2" --convert-gpipe-to-runtime="target=tpu" 2>&1 | FileCheck %s --check-prefix=BADTARGET
+// BADTARGET: unknown target 'tpu' (expected cpu or cuda)
 
 // Nothing but the LLVM dialect is left.
 // CHECK-NOT: nn.
@@ -51,8 +64,8 @@
 // CHECK: llvm.call @gpipe_rt_recv(
 // CHECK: llvm.call @gpipe_rt_load_labels(
 // CHECK: llvm.call @__gpipe_train_s1_fwd(
-// CHECK: llvm.mlir.constant(1.000000e+00 : f32)
-// CHECK: llvm.store
+// CHECK: %[[SEED:.*]] = llvm.mlir.constant(1.000000e+00 : f32)
+// CHECK: llvm.call @gpipe_rt_cpu_fill_f32(%{{.*}}, %{{.*}}, %[[SEED]])
 // CHECK: llvm.call @__gpipe_train_s1_bwd(
 
 // The exported accessors and the metadata.

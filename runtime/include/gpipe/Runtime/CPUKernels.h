@@ -302,6 +302,17 @@ gpipe_rt_status gpipe_rt_cpu_cross_entropy_grad_f32(
     const float *logits, const int64_t *logitsShape, int32_t logitsRank,
     gpipe_rt_dtype labelType, const void *labels, float grad, float *out);
 
+/// The same with the scalar `grad` read from memory (one float at `grad`):
+/// what compiled code calls, so that it never dereferences a buffer itself
+/// (on a GPU the buffer is device memory).
+gpipe_rt_status gpipe_rt_cpu_cross_entropy_grad_at_f32(
+    const float *logits, const int64_t *logitsShape, int32_t logitsRank,
+    gpipe_rt_dtype labelType, const void *labels, const float *grad,
+    float *out);
+
+/// out[i] = value for `count` floats (the loss seed of compiled code).
+gpipe_rt_status gpipe_rt_cpu_fill_f32(float *out, int64_t count, float value);
+
 //===----------------------------------------------------------------------===//
 // Optimizer updates
 //===----------------------------------------------------------------------===//

@@ -141,6 +141,8 @@ struct KernelSite {
 /// The metadata of a compiled model (Program.h), validated.
 struct ModelMetadata {
   std::string producer, source, schedule, remat, loss;
+  /// The kernel library the code calls ("cpu"; "cuda" is refused here).
+  std::string target = "cpu";
   int64_t abiVersion = 0;
   int64_t stages = 0, microbatches = 0, alignment = 1;
   /// "sgd", "momentum" or "adam": the optimizer state the arenas hold.

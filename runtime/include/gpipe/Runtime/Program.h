@@ -27,7 +27,9 @@
 |* Metadata (JSON object; sizes in bytes, offsets into the rank's arena):    *|
 |*                                                                            *|
 |*   format "gpipe-model", abi_version, producer (tool version string)       *|
-|*   source, stages K, microbatches M, schedule, remat, loss, alignment      *|
+|*   source, target ("cpu": gpipe_rt_cpu_* kernels on host memory, "cuda":   *|
+|*   gpipe_rt_cuda_* on device memory), stages K, microbatches M,           *|
+|*   schedule, remat, loss, alignment                                        *|
 |*   optimizer      the optimizer whose state the arenas hold: "sgd" (none), *|
 |*                  "momentum" (1x parameters), "adam" (2x)                  *|
 |*   input          {shape, dtype}: the whole mini-batch (dim 0 = B)         *|
