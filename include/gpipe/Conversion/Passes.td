@@ -40,6 +40,12 @@ def ConvertGPipeToRuntimePass : Pass<"convert-gpipe-to-runtime",
       parameters, per-rank arena layout, actions with transfer tags, kernel
       call sites) and `gpipe_model_data` (initial parameter values).
 
+    `target=cuda` calls the `gpipe_rt_cuda_*` library instead (same
+    signatures, data pointers in device memory): the generated code never
+    reads or writes a buffer itself, it only passes addresses (the loss
+    seed is written by `gpipe_rt_*_fill_f32`, the cross-entropy seed read
+    by the kernel).
+
     Any nonzero status from a kernel reports the call site through
     `gpipe_rt_kernel_error` and returns; a failing callback returns at once.
     Errors (unsupported op or element type, split backwards, a plan that
