@@ -1,0 +1,2681 @@
+//===- Kernels.cu - CUDA kernels for the nn ops -----------------*- C++ -*-===//
+//
+// The CUDA backend's kernels behind the C ABI of CUDAKernels.h. Each entry
+// point validates its host-side arguments the way its CPU counterpart does
+// (same checks, same messages), collapses the iteration space on the host
+// into a few dims with per-operand strides, and enqueues one or a few
+// kernels on the calling thread's current stream; nothing synchronizes.
+//
+// Determinism: no reduction uses atomics or a launch-dependent order. Row
+// statistics run a warp per row (each lane adds its strided elements in
+// index order, then a butterfly whose every step is commutative, so all
+// lanes agree), sums along a strided axis run a thread per row in index
+// order, and whole-tensor sums use one block of a fixed size with a fixed
+// tree. Sums are in double where the CPU's are. The only atomic is an
+// atomicMin that finds the first out-of-range index for the error record;
+// it does not touch any result.
+//
+// Data-dependent errors: an index or label check kernel records the lowest
+// failing position of a launch, and a one-thread kernel queued after it
+// moves that into the thread's device-side error record (keeping the first
+// error), together with the shapes needed for the message.
+// gpipe_rt_cuda_check() reads the record back.
+//
+// The library builds with --fmad=false, so float expressions round every
+// operation as the CPU kernels (built with -ffp-contract=off) do.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Runtime/CUDAKernels.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace gpipe::rt::cuda {
+namespace {
+
+constexpr int kMaxRank = GPIPE_RT_MAX_RANK;
+/// Threads per block of every elementwise kernel and of the per-row
+/// kernels (8 warps, one row each).
+constexpr int kThreads = 256;
+constexpr int kWarpsPerBlock = kThreads / 32;
+/// Threads of the single-block whole-tensor sums.
+constexpr int kSumThreads = 1024;
+/// Above this many blocks, kernels loop over their elements.
+constexpr int64_t kMaxBlocks = int64_t(1) << 20;
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+thread_local std::string lastError;
+
+/// Builds a failing call's message; converting it to the status the call
+/// returns sets the thread's last error.
+class Error {
+public:
+  Error(gpipe_rt_status code, const char *kernel) : code(code) {
+    os << kernel << ": ";
+  }
+  template <typename T> Error &operator<<(const T &value) {
+    os << value;
+    return *this;
+  }
+  operator gpipe_rt_status() {
+    lastError = os.str();
+    return code;
+  }
+
+private:
+  gpipe_rt_status code;
+  std::ostringstream os;
+};
+
+#define GPIPE_RT_TRY(expr)                                                     \
+  do {                                                                         \
+    gpipe_rt_status tryStatus = (expr);                                        \
+    if (tryStatus != GPIPE_RT_SUCCESS)                                         \
+      return tryStatus;                                                        \
+  } while (false)
+
+gpipe_rt_status cudaFailure(const char *kernel, const char *what,
+                            cudaError_t error) {
+  return Error(GPIPE_RT_BLAS_ERROR, kernel)
+         << what << " failed: " << cudaGetErrorName(error) << ": "
+         << cudaGetErrorString(error);
+}
+
+gpipe_rt_status checkCuda(const char *kernel, const char *what,
+                          cudaError_t error) {
+  if (error != cudaSuccess)
+    return cudaFailure(kernel, what, error);
+  return GPIPE_RT_SUCCESS;
+}
+
+/// Reports a failed kernel launch (bad configuration, no device, ...).
+gpipe_rt_status launched(const char *kernel) {
+  return checkCuda(kernel, "kernel launch", cudaGetLastError());
+}
+
+//===----------------------------------------------------------------------===//
+// Shapes (host)
+//===----------------------------------------------------------------------===//
+
+struct Shape {
+  int32_t rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t numElements = 1;
+
+  bool operator==(const Shape &other) const {
+    return rank == other.rank && std::equal(dims, dims + rank, other.dims);
+  }
+  bool operator!=(const Shape &other) const { return !(*this == other); }
+};
+
+std::ostream &operator<<(std::ostream &os, const Shape &shape) {
+  os << '[';
+  for (int32_t i = 0; i < shape.rank; ++i)
+    os << (i ? ", " : "") << shape.dims[i];
+  return os << ']';
+}
+
+/// Validates the shape argument `what` of `kernel` and copies it.
+gpipe_rt_status readShape(const char *kernel, const char *what,
+                          const int64_t *dims, int32_t rank, Shape &shape) {
+  if (rank < 0 || rank > kMaxRank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << what << " has rank " << rank << ", expected 0 to " << kMaxRank;
+  if (rank > 0 && !dims)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << what << " has rank " << rank << " but a null shape";
+  shape.rank = rank;
+  bool empty = false;
+  int64_t count = 1;
+  for (int32_t i = 0; i < rank; ++i) {
+    if (dims[i] < 0)
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << what << " dim " << i << " is negative (" << dims[i] << ")";
+    shape.dims[i] = dims[i];
+  }
+  // Every sub-product of the dims must fit in int64, zero dims aside.
+  for (int32_t i = 0; i < rank; ++i) {
+    if (dims[i] == 0) {
+      empty = true;
+      continue;
+    }
+    if (count > std::numeric_limits<int64_t>::max() / dims[i])
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << what << " " << shape << " has more elements than int64 holds";
+    count *= dims[i];
+  }
+  shape.numElements = empty ? 0 : count;
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkPointer(const char *kernel, const char *what,
+                             const void *ptr, int64_t numElements) {
+  if (!ptr && numElements > 0)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << what << " is null but holds " << numElements << " elements";
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkCount(const char *kernel, int64_t count) {
+  if (count < 0)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "negative element count " << count;
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status elementSize(const char *kernel, gpipe_rt_dtype dtype,
+                            size_t &size) {
+  size = gpipe_rt_dtype_size(dtype);
+  if (size == 0)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "unknown element type " << int(dtype);
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkIndexType(const char *kernel, const char *what,
+                               gpipe_rt_dtype type) {
+  if (type != GPIPE_RT_I32 && type != GPIPE_RT_I64)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << what << " must be i32 or i64, got " << gpipe_rt_dtype_name(type);
+  return GPIPE_RT_SUCCESS;
+}
+
+void rowMajorStrides(const Shape &shape, int64_t *strides) {
+  int64_t s = 1;
+  for (int32_t i = shape.rank - 1; i >= 0; --i) {
+    strides[i] = s;
+    s *= shape.dims[i];
+  }
+}
+
+/// Strides reading `in` broadcast to `out` (0 along stretched dims); false
+/// when `in` does not broadcast to `out`.
+bool stretchStrides(const Shape &in, const Shape &out, int64_t *strides) {
+  if (in.rank > out.rank)
+    return false;
+  int32_t lead = out.rank - in.rank;
+  int64_t s = 1;
+  for (int32_t i = out.rank - 1; i >= 0; --i) {
+    if (i < lead) {
+      strides[i] = 0;
+      continue;
+    }
+    int64_t d = in.dims[i - lead];
+    if (d != out.dims[i] && d != 1)
+      return false;
+    strides[i] = d == 1 ? 0 : s;
+    s *= d;
+  }
+  return true;
+}
+
+/// numpy broadcast of `count` shapes; false when they do not broadcast.
+bool broadcastAll(const Shape *shapes, int count, Shape &out) {
+  out.rank = 0;
+  for (int k = 0; k < count; ++k)
+    out.rank = std::max(out.rank, shapes[k].rank);
+  for (int32_t i = 0; i < out.rank; ++i) {
+    int64_t d = 1;
+    for (int k = 0; k < count; ++k) {
+      int32_t j = i - (out.rank - shapes[k].rank);
+      if (j < 0)
+        continue;
+      int64_t e = shapes[k].dims[j];
+      if (e == 1 || e == d)
+        continue;
+      if (d != 1)
+        return false;
+      d = e;
+    }
+    out.dims[i] = d;
+  }
+  return true;
+}
+
+/// "[i, j]": the multi-index of flat position `flat` in `dims`.
+std::string formatPosition(const int64_t *dims, int32_t rank, int64_t flat) {
+  int64_t index[kMaxRank] = {};
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    if (dims[d] == 0)
+      continue;
+    index[d] = flat % dims[d];
+    flat /= dims[d];
+  }
+  std::ostringstream os;
+  os << '[';
+  for (int32_t d = 0; d < rank; ++d)
+    os << (d ? ", " : "") << index[d];
+  os << ']';
+  return os.str();
+}
+
+std::string formatDims(const int64_t *dims, int32_t rank) {
+  std::ostringstream os;
+  os << '[';
+  for (int32_t d = 0; d < rank; ++d)
+    os << (d ? ", " : "") << dims[d];
+  os << ']';
+  return os.str();
+}
+
+//===----------------------------------------------------------------------===//
+// Iteration plans: an index space walked by N operands with own strides
+//===----------------------------------------------------------------------===//
+
+/// Passed to kernels by value. Dims of size 1 are dropped and adjacent dims
+/// that every operand walks contiguously are merged.
+template <int N> struct Plan {
+  int32_t rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t strides[N][kMaxRank] = {};
+};
+
+template <int N>
+Plan<N> makePlan(const Shape &space, const int64_t (&strides)[N][kMaxRank]) {
+  Plan<N> plan;
+  for (int32_t i = 0; i < space.rank; ++i) {
+    int64_t d = space.dims[i];
+    if (d == 1)
+      continue;
+    int32_t r = plan.rank;
+    bool merge = r > 0;
+    for (int k = 0; merge && k < N; ++k)
+      merge = plan.strides[k][r - 1] == strides[k][i] * d;
+    if (merge) {
+      plan.dims[r - 1] *= d;
+      for (int k = 0; k < N; ++k)
+        plan.strides[k][r - 1] = strides[k][i];
+      continue;
+    }
+    plan.dims[r] = d;
+    for (int k = 0; k < N; ++k)
+      plan.strides[k][r] = strides[k][i];
+    ++plan.rank;
+  }
+  return plan;
+}
+
+/// Offsets (in elements) of every operand at row-major position `flat`.
+template <int N>
+__device__ __forceinline__ void planOffsets(const Plan<N> &plan, int64_t flat,
+                                            int64_t (&offsets)[N]) {
+  for (int k = 0; k < N; ++k)
+    offsets[k] = 0;
+  for (int32_t d = plan.rank - 1; d >= 0; --d) {
+    int64_t n = plan.dims[d];
+    int64_t i = flat % n;
+    flat /= n;
+    for (int k = 0; k < N; ++k)
+      offsets[k] += i * plan.strides[k][d];
+  }
+}
+
+#define GPIPE_RT_GRID_LOOP(i, n)                                               \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);    \
+       i += int64_t(gridDim.x) * blockDim.x)
+
+unsigned blocksFor(int64_t n) {
+  return unsigned(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
+}
+
+unsigned blocksForRows(int64_t rows) {
+  return unsigned(std::min<int64_t>(
+      (rows + kWarpsPerBlock - 1) / kWarpsPerBlock, kMaxBlocks));
+}
+
+/// Storage of an element of a byte width, for kernels that only move data.
+template <size_t Size> struct Bits;
+template <> struct Bits<1> { using type = uint8_t; };
+template <> struct Bits<2> { using type = uint16_t; };
+template <> struct Bits<4> { using type = uint32_t; };
+template <> struct Bits<8> { using type = uint64_t; };
+
+//===----------------------------------------------------------------------===//
+// Threads' streams, cuBLAS handles and error records
+//===----------------------------------------------------------------------===//
+
+/// What an index check kernel needs to phrase its message later.
+enum IndexKernel : int32_t {
+  kGather = 1,
+  kGatherGrad = 2,
+  kCrossEntropy = 3,
+  kCrossEntropyGrad = 4,
+};
+
+struct IndexErrorInfo {
+  int32_t kernel = 0;
+  /// The shape positions are reported in (indices, or the label rows).
+  int32_t rank = 0;
+  int64_t dims[kMaxRank] = {};
+  /// The indexed tensor (gather's data, gather_grad's result).
+  int32_t otherRank = 0;
+  int64_t otherDims[kMaxRank] = {};
+  int64_t bound = 0;
+  int64_t axis = 0;
+};
+
+/// A thread's device-side error record (one per device it used).
+struct ErrorRecord {
+  /// Lowest failing position of the last checked launch; ~0 for none.
+  unsigned long long pending;
+  int32_t failed;
+  int64_t value;
+  int64_t position;
+  IndexErrorInfo info;
+};
+
+ErrorRecord cleanRecord() {
+  ErrorRecord r;
+  std::memset(&r, 0, sizeof(r));
+  r.pending = ~0ull;
+  return r;
+}
+
+struct DeviceState {
+  cublasHandle_t blas = nullptr;
+  cudaStream_t blasStream = nullptr;
+  ErrorRecord *record = nullptr;
+};
+
+struct ThreadState {
+  cudaStream_t stream = nullptr;
+  std::vector<DeviceState> devices;
+
+  ~ThreadState() {
+    for (size_t d = 0; d < devices.size(); ++d) {
+      if (!devices[d].blas && !devices[d].record)
+        continue;
+      if (cudaSetDevice(int(d)) != cudaSuccess)
+        continue;
+      if (devices[d].blas)
+        cublasDestroy(devices[d].blas);
+      if (devices[d].record)
+        cudaFree(devices[d].record);
+    }
+  }
+};
+
+thread_local ThreadState threadState;
+
+cudaStream_t currentStream() { return threadState.stream; }
+
+gpipe_rt_status deviceState(const char *kernel, DeviceState *&state) {
+  int device = 0;
+  GPIPE_RT_TRY(checkCuda(kernel, "cudaGetDevice", cudaGetDevice(&device)));
+  if (size_t(device) >= threadState.devices.size())
+    threadState.devices.resize(size_t(device) + 1);
+  state = &threadState.devices[size_t(device)];
+  return GPIPE_RT_SUCCESS;
+}
+
+const char *blasStatusText(cublasStatus_t status) {
+  return cublasGetStatusString(status);
+}
+
+/// This thread's cuBLAS handle for the current device, bound to the current
+/// stream; created on first use, in full fp32 (no TF32) without atomics.
+gpipe_rt_status blasHandle(const char *kernel, cublasHandle_t &handle) {
+  DeviceState *state = nullptr;
+  GPIPE_RT_TRY(deviceState(kernel, state));
+  if (!state->blas) {
+    cublasStatus_t status = cublasCreate(&state->blas);
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      state->blas = nullptr;
+      return Error(GPIPE_RT_BLAS_ERROR, kernel)
+             << "cublasCreate failed: " << blasStatusText(status);
+    }
+    cublasSetMathMode(state->blas, CUBLAS_DEFAULT_MATH);
+    cublasSetAtomicsMode(state->blas, CUBLAS_ATOMICS_NOT_ALLOWED);
+    cublasSetPointerMode(state->blas, CUBLAS_POINTER_MODE_HOST);
+    state->blasStream = nullptr;
+    cublasSetStream(state->blas, nullptr);
+  }
+  if (state->blasStream != currentStream()) {
+    cublasStatus_t status = cublasSetStream(state->blas, currentStream());
+    if (status != CUBLAS_STATUS_SUCCESS)
+      return Error(GPIPE_RT_BLAS_ERROR, kernel)
+             << "cublasSetStream failed: " << blasStatusText(status);
+    state->blasStream = currentStream();
+  }
+  handle = state->blas;
+  return GPIPE_RT_SUCCESS;
+}
+
+/// This thread's error record on the current device, allocated and cleared
+/// on first use.
+gpipe_rt_status errorRecord(const char *kernel, ErrorRecord *&record) {
+  DeviceState *state = nullptr;
+  GPIPE_RT_TRY(deviceState(kernel, state));
+  if (!state->record) {
+    void *ptr = nullptr;
+    GPIPE_RT_TRY(checkCuda(kernel, "cudaMalloc of the error record",
+                           cudaMalloc(&ptr, sizeof(ErrorRecord))));
+    ErrorRecord clean = cleanRecord();
+    cudaError_t error =
+        cudaMemcpy(ptr, &clean, sizeof(clean), cudaMemcpyHostToDevice);
+    if (error != cudaSuccess) {
+      cudaFree(ptr);
+      return cudaFailure(kernel, "clearing the error record", error);
+    }
+    state->record = static_cast<ErrorRecord *>(ptr);
+  }
+  record = state->record;
+  return GPIPE_RT_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
+// Stream-ordered scratch memory
+//===----------------------------------------------------------------------===//
+
+/// A device buffer allocated and freed in stream order.
+class Scratch {
+public:
+  ~Scratch() {
+    if (ptr)
+      cudaFreeAsync(ptr, currentStream());
+  }
+  gpipe_rt_status allocate(const char *kernel, size_t bytes) {
+    if (bytes == 0)
+      return GPIPE_RT_SUCCESS;
+    return checkCuda(kernel, "cudaMallocAsync of scratch memory",
+                     cudaMallocAsync(&ptr, bytes, currentStream()));
+  }
+  template <typename T> T *as() const { return static_cast<T *>(ptr); }
+
+private:
+  void *ptr = nullptr;
+};
+
+//===----------------------------------------------------------------------===//
+// Device helpers
+//===----------------------------------------------------------------------===//
+
+__device__ __forceinline__ int64_t loadIndex(const void *indices, bool wide,
+                                             int64_t i) {
+  return wide ? static_cast<const int64_t *>(indices)[i]
+              : int64_t(static_cast<const int32_t *>(indices)[i]);
+}
+
+/// Sum over the warp; every step adds a pair of lanes' values both ways
+/// round, which addition's commutativity makes equal, so every lane ends
+/// with the same bits.
+__device__ __forceinline__ double warpSum(double v) {
+  for (int s = 16; s > 0; s >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, s);
+  return v;
+}
+
+/// Max over the warp, ignoring NaN as the CPU's sequential max does.
+__device__ __forceinline__ float warpMax(float v) {
+  for (int s = 16; s > 0; s >>= 1) {
+    float o = __shfl_xor_sync(0xffffffffu, v, s);
+    v = o > v ? o : v;
+  }
+  return v;
+}
+
+/// Sum over a block of `Threads` threads in a fixed tree; every thread gets
+/// the result.
+template <int Threads> __device__ double blockSum(double v, double *shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = Threads / 2; s > 0; s >>= 1) {
+    if (int(threadIdx.x) < s)
+      shared[threadIdx.x] += shared[threadIdx.x + s];
+    __syncthreads();
+  }
+  double r = shared[0];
+  __syncthreads();
+  return r;
+}
+
+/// Rows handled by a warp-per-row kernel: `row` runs over the warp's rows.
+#define GPIPE_RT_WARP_ROWS(row, rows)                                          \
+  for (int64_t row = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;  \
+       row < (rows); row += int64_t(gridDim.x) * kWarpsPerBlock)
+
+//===----------------------------------------------------------------------===//
+// Index checks
+//===----------------------------------------------------------------------===//
+
+__global__ void findBadIndexKernel(const void *indices, bool wide,
+                                   int64_t count, int64_t bound,
+                                   ErrorRecord *record) {
+  GPIPE_RT_GRID_LOOP(i, count) {
+    int64_t v = loadIndex(indices, wide, i);
+    if (v < 0 || v >= bound)
+      atomicMin(&record->pending, (unsigned long long)i);
+  }
+}
+
+__global__ void recordBadIndexKernel(const void *indices, bool wide,
+                                     ErrorRecord *record, IndexErrorInfo info) {
+  unsigned long long pending = record->pending;
+  if (pending == ~0ull)
+    return;
+  record->pending = ~0ull;
+  if (record->failed)
+    return;
+  record->failed = 1;
+  record->position = int64_t(pending);
+  record->value = loadIndex(indices, wide, int64_t(pending));
+  record->info = info;
+}
+
+/// Enqueues the check that every one of `count` indices lies in [0, bound);
+/// the first that does not is reported by gpipe_rt_cuda_check.
+gpipe_rt_status checkIndices(const char *kernel, gpipe_rt_dtype type,
+                             const void *indices, int64_t count, int64_t bound,
+                             const IndexErrorInfo &info) {
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
+  ErrorRecord *record = nullptr;
+  GPIPE_RT_TRY(errorRecord(kernel, record));
+  bool wide = type == GPIPE_RT_I64;
+  findBadIndexKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(
+      indices, wide, count, bound, record);
+  GPIPE_RT_TRY(launched(kernel));
+  recordBadIndexKernel<<<1, 1, 0, currentStream()>>>(indices, wide, record,
+                                                     info);
+  return launched(kernel);
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+__global__ void stridedCopyKernel(T *dst, const T *src, Plan<2> plan,
+                                  int64_t n) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    int64_t off[2];
+    planOffsets(plan, i, off);
+    dst[off[0]] = src[off[1]];
+  }
+}
+
+/// Copies the `space`-shaped elements at `src` (strides `srcStrides`) to
+/// `dst` (strides `dstStrides`), elements of `elemSize` bytes.
+gpipe_rt_status stridedCopy(const char *kernel, size_t elemSize,
+                            const Shape &space, void *dst,
+                            const int64_t *dstStrides, const void *src,
+                            const int64_t *srcStrides) {
+  if (space.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  int64_t strides[2][kMaxRank];
+  std::copy(dstStrides, dstStrides + space.rank, strides[0]);
+  std::copy(srcStrides, srcStrides + space.rank, strides[1]);
+  Plan<2> plan = makePlan(space, strides);
+  int64_t n = space.numElements;
+  unsigned blocks = blocksFor(n);
+  cudaStream_t stream = currentStream();
+  switch (elemSize) {
+  case 1:
+    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<uint8_t *>(dst), static_cast<const uint8_t *>(src), plan,
+        n);
+    break;
+  case 2:
+    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<uint16_t *>(dst), static_cast<const uint16_t *>(src), plan,
+        n);
+    break;
+  case 4:
+    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<uint32_t *>(dst), static_cast<const uint32_t *>(src), plan,
+        n);
+    break;
+  default:
+    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<uint64_t *>(dst), static_cast<const uint64_t *>(src), plan,
+        n);
+    break;
+  }
+  return launched(kernel);
+}
+
+/// memmove of `bytes` device bytes in stream order (overlap goes through a
+/// scratch copy).
+gpipe_rt_status moveBytes(const char *kernel, void *dst, const void *src,
+                          size_t bytes) {
+  if (bytes == 0 || dst == src)
+    return GPIPE_RT_SUCCESS;
+  const char *d = static_cast<const char *>(dst);
+  const char *s = static_cast<const char *>(src);
+  bool overlap = d < s + bytes && s < d + bytes;
+  cudaStream_t stream = currentStream();
+  if (!overlap)
+    return checkCuda(
+        kernel, "cudaMemcpyAsync",
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+  Scratch tmp;
+  GPIPE_RT_TRY(tmp.allocate(kernel, bytes));
+  GPIPE_RT_TRY(checkCuda(kernel, "cudaMemcpyAsync",
+                         cudaMemcpyAsync(tmp.as<void>(), src, bytes,
+                                         cudaMemcpyDeviceToDevice, stream)));
+  return checkCuda(kernel, "cudaMemcpyAsync",
+                   cudaMemcpyAsync(dst, tmp.as<void>(), bytes,
+                                   cudaMemcpyDeviceToDevice, stream));
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise kernels
+//===----------------------------------------------------------------------===//
+
+__global__ void binaryKernel(int op, const float *lhs, const float *rhs,
+                             float *out, Plan<3> plan, int64_t n) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    int64_t off[3];
+    planOffsets(plan, i, off);
+    float a = lhs[off[1]], b = rhs[off[2]], r;
+    switch (op) {
+    case GPIPE_RT_ADD:
+      r = __fadd_rn(a, b);
+      break;
+    case GPIPE_RT_SUB:
+      r = __fsub_rn(a, b);
+      break;
+    case GPIPE_RT_MUL:
+      r = __fmul_rn(a, b);
+      break;
+    case GPIPE_RT_DIV:
+      r = __fdiv_rn(a, b);
+      break;
+    default:
+      r = powf(a, b);
+      break;
+    }
+    out[off[0]] = r;
+  }
+}
+
+__device__ __forceinline__ float sigmoidOf(float x) {
+  if (x >= 0.0f)
+    return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-x)));
+  float e = expf(x);
+  return __fdiv_rn(e, __fadd_rn(1.0f, e));
+}
+
+__global__ void unaryKernel(int op, const float *in, float *out, int64_t n) {
+  constexpr float kSqrtHalf = 0.70710678118654752440f;
+  GPIPE_RT_GRID_LOOP(i, n) {
+    float x = in[i], r;
+    switch (op) {
+    case GPIPE_RT_NEG:
+      r = -x;
+      break;
+    case GPIPE_RT_RECIPROCAL:
+      r = __fdiv_rn(1.0f, x);
+      break;
+    case GPIPE_RT_SQRT:
+      r = __fsqrt_rn(x);
+      break;
+    case GPIPE_RT_EXP:
+      r = expf(x);
+      break;
+    case GPIPE_RT_LOG:
+      r = logf(x);
+      break;
+    case GPIPE_RT_ERF:
+      r = erff(x);
+      break;
+    case GPIPE_RT_TANH:
+      r = tanhf(x);
+      break;
+    case GPIPE_RT_SIGMOID:
+      r = sigmoidOf(x);
+      break;
+    case GPIPE_RT_RELU:
+      r = x < 0.0f ? 0.0f : x;
+      break;
+    default: // GELU
+      r = __fmul_rn(__fmul_rn(x, 0.5f),
+                    __fadd_rn(1.0f, erff(__fmul_rn(x, kSqrtHalf))));
+      break;
+    }
+    out[i] = r;
+  }
+}
+
+template <typename T>
+__global__ void equalKernel(const T *lhs, const T *rhs, uint8_t *out,
+                            Plan<3> plan, int64_t n) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    int64_t off[3];
+    planOffsets(plan, i, off);
+    out[off[0]] = lhs[off[1]] == rhs[off[2]] ? 1 : 0;
+  }
+}
+
+__global__ void equalBoolKernel(const uint8_t *lhs, const uint8_t *rhs,
+                                uint8_t *out, Plan<3> plan, int64_t n) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    int64_t off[3];
+    planOffsets(plan, i, off);
+    out[off[0]] = (lhs[off[1]] != 0) == (rhs[off[2]] != 0) ? 1 : 0;
+  }
+}
+
+template <typename T>
+__global__ void whereKernel(const uint8_t *cond, const T *x, const T *y, T *out,
+                            Plan<4> plan, int64_t n) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    int64_t off[4];
+    planOffsets(plan, i, off);
+    out[off[0]] = cond[off[1]] ? x[off[2]] : y[off[3]];
+  }
+}
+
+__global__ void notKernel(const uint8_t *in, uint8_t *out, int64_t n) {
+  GPIPE_RT_GRID_LOOP(i, n) { out[i] = in[i] ? 0 : 1; }
+}
+
+template <typename T> struct IntRange;
+template <> struct IntRange<int32_t> {
+  static constexpr int32_t lo = INT32_MIN, hi = INT32_MAX;
+};
+template <> struct IntRange<int64_t> {
+  static constexpr int64_t lo = INT64_MIN, hi = INT64_MAX;
+};
+
+/// Float to integer: NaN is 0, out-of-range values saturate, the rest
+/// truncate toward zero.
+template <typename T> __device__ __forceinline__ T saturate(double v) {
+  if (isnan(v))
+    return 0;
+  if (v <= double(IntRange<T>::lo))
+    return IntRange<T>::lo;
+  if (v >= double(IntRange<T>::hi))
+    return IntRange<T>::hi;
+  return static_cast<T>(v);
+}
+
+/// Conversion of the cast kernel; bool (uint8_t) is `x != 0` and reads as
+/// 0 or 1.
+template <typename Out, typename In>
+__device__ __forceinline__ Out convertTo(In v) {
+  if constexpr (std::is_same_v<Out, uint8_t>)
+    return v != In(0) ? 1 : 0;
+  else if constexpr (std::is_same_v<In, uint8_t>)
+    return v ? Out(1) : Out(0);
+  else if constexpr (std::is_floating_point_v<Out>)
+    return static_cast<Out>(v);
+  else if constexpr (std::is_floating_point_v<In>)
+    return saturate<Out>(double(v));
+  else
+    return static_cast<Out>(v);
+}
+
+template <typename Out, typename In>
+__global__ void castKernel(const In *in, Out *out, int64_t n) {
+  GPIPE_RT_GRID_LOOP(i, n) { out[i] = convertTo<Out>(in[i]); }
+}
+
+template <typename Fn> bool withCastType(gpipe_rt_dtype dtype, Fn &&fn) {
+  switch (dtype) {
+  case GPIPE_RT_F32:
+    fn(float());
+    return true;
+  case GPIPE_RT_F64:
+    fn(double());
+    return true;
+  case GPIPE_RT_I32:
+    fn(int32_t());
+    return true;
+  case GPIPE_RT_I64:
+    fn(int64_t());
+    return true;
+  case GPIPE_RT_BOOL:
+    fn(uint8_t());
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Checks that `N - 1` input shapes broadcast to `out` and plans the walk
+/// (operand 0 is the result).
+template <int N>
+gpipe_rt_status planBroadcast(const char *kernel, const Shape (&inputs)[N - 1],
+                              const Shape &out, Plan<N> &plan) {
+  Shape expected;
+  bool ok = broadcastAll(inputs, N - 1, expected);
+  if (!ok || expected != out) {
+    Error error(GPIPE_RT_INVALID_ARGUMENT, kernel);
+    error << "operands ";
+    for (int k = 0; k < N - 1; ++k)
+      error << (k ? ", " : "") << inputs[k];
+    if (!ok)
+      return error << " do not broadcast";
+    return error << " broadcast to " << expected << ", not to the result shape "
+                 << out;
+  }
+  int64_t strides[N][kMaxRank];
+  rowMajorStrides(out, strides[0]);
+  for (int k = 1; k < N; ++k)
+    stretchStrides(inputs[k - 1], out, strides[k]);
+  plan = makePlan(out, strides);
+  return GPIPE_RT_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
+// GEMM (cuBLAS)
+//===----------------------------------------------------------------------===//
+
+bool fitsInt(int64_t v) { return v >= 0 && v <= int64_t(INT_MAX); }
+
+__global__ void scaleMatrixKernel(float *c, int64_t m, int64_t n, int64_t ldc,
+                                  int64_t strideC, int64_t batch, float beta) {
+  int64_t total = batch * m * n;
+  GPIPE_RT_GRID_LOOP(i, total) {
+    int64_t j = i % n, rest = i / n;
+    int64_t r = rest % m, b = rest / m;
+    float *p = c + b * strideC + r * ldc + j;
+    *p = beta == 0.0f ? 0.0f : __fmul_rn(beta, *p);
+  }
+}
+
+/// `batch` row-major products C[M, N] = alpha * op(A) op(B) + beta * C,
+/// matrix i at A + i * strideA (and so on). Validates every argument
+/// against cuBLAS's int range first, like the CPU's checked sgemm.
+gpipe_rt_status deviceSgemm(const char *kernel, bool transA, bool transB,
+                            int64_t m, int64_t n, int64_t k, float alpha,
+                            const float *a, int64_t lda, const float *b,
+                            int64_t ldb, float beta, float *c, int64_t ldc,
+                            int64_t batch = 1, int64_t strideA = 0,
+                            int64_t strideB = 0, int64_t strideC = 0) {
+  if (!fitsInt(m) || !fitsInt(n) || !fitsInt(k) || !fitsInt(lda) ||
+      !fitsInt(ldb) || !fitsInt(ldc) || !fitsInt(batch))
+    return Error(GPIPE_RT_BLAS_ERROR, kernel)
+           << "sgemm arguments exceed the BLAS int range (M=" << m
+           << ", N=" << n << ", K=" << k << ", lda=" << lda << ", ldb=" << ldb
+           << ", ldc=" << ldc << ")";
+  int64_t aCols = transA ? m : k, bCols = transB ? k : n;
+  if (lda < std::max<int64_t>(1, aCols) || ldb < std::max<int64_t>(1, bCols) ||
+      ldc < std::max<int64_t>(1, n))
+    return Error(GPIPE_RT_BLAS_ERROR, kernel)
+           << "sgemm leading dimensions too small (M=" << m << ", N=" << n
+           << ", K=" << k << ", lda=" << lda << ", ldb=" << ldb
+           << ", ldc=" << ldc << ")";
+  if (m == 0 || n == 0 || batch == 0)
+    return GPIPE_RT_SUCCESS;
+  if (!c || (k > 0 && (!a || !b)))
+    return Error(GPIPE_RT_BLAS_ERROR, kernel) << "sgemm with a null matrix";
+  if (k == 0 || alpha == 0.0f) {
+    // As on the CPU: beta == 0 overwrites C (NaN included), else C scales.
+    scaleMatrixKernel<<<blocksFor(batch * m * n), kThreads, 0,
+                        currentStream()>>>(c, m, n, ldc, strideC, batch, beta);
+    return launched(kernel);
+  }
+  cublasHandle_t handle = nullptr;
+  GPIPE_RT_TRY(blasHandle(kernel, handle));
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+  cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasStatus_t status;
+  if (batch == 1)
+    status = cublasSgemm(handle, opB, opA, int(n), int(m), int(k), &alpha, b,
+                         int(ldb), a, int(lda), &beta, c, int(ldc));
+  else
+    status = cublasSgemmStridedBatched(
+        handle, opB, opA, int(n), int(m), int(k), &alpha, b, int(ldb), strideB,
+        a, int(lda), strideA, &beta, c, int(ldc), strideC, int(batch));
+  if (status != CUBLAS_STATUS_SUCCESS)
+    return Error(GPIPE_RT_BLAS_ERROR, kernel)
+           << "cuBLAS sgemm failed: " << blasStatusText(status) << " (M=" << m
+           << ", N=" << n << ", K=" << k << ", batch " << batch << ")";
+  return GPIPE_RT_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization kernels
+//===----------------------------------------------------------------------===//
+
+/// Softmax of contiguous rows of `n`, a warp per row.
+__global__ void softmaxRowsKernel(const float *in, float *out, int64_t rows,
+                                  int64_t n) {
+  int lane = threadIdx.x % 32;
+  GPIPE_RT_WARP_ROWS(row, rows) {
+    const float *x = in + row * n;
+    float *y = out + row * n;
+    float m = -INFINITY;
+    for (int64_t j = lane; j < n; j += 32)
+      m = x[j] > m ? x[j] : m;
+    m = warpMax(m);
+    double sum = 0.0;
+    for (int64_t j = lane; j < n; j += 32) {
+      float e = expf(__fsub_rn(x[j], m));
+      y[j] = e;
+      sum += double(e);
+    }
+    float s = float(warpSum(sum));
+    for (int64_t j = lane; j < n; j += 32)
+      y[j] = __fdiv_rn(y[j], s);
+  }
+}
+
+/// Softmax along a strided axis (`n` elements `inner` apart): a thread per
+/// row, in index order.
+__global__ void softmaxStridedKernel(const float *in, float *out, int64_t outer,
+                                     int64_t n, int64_t inner) {
+  GPIPE_RT_GRID_LOOP(t, outer * inner) {
+    int64_t o = t / inner, i = t % inner;
+    const float *x = in + o * n * inner + i;
+    float *y = out + o * n * inner + i;
+    float m = -INFINITY;
+    for (int64_t j = 0; j < n; ++j)
+      m = x[j * inner] > m ? x[j * inner] : m;
+    double sum = 0.0;
+    for (int64_t j = 0; j < n; ++j) {
+      float e = expf(__fsub_rn(x[j * inner], m));
+      y[j * inner] = e;
+      sum += double(e);
+    }
+    float s = float(sum);
+    for (int64_t j = 0; j < n; ++j)
+      y[j * inner] = __fdiv_rn(y[j * inner], s);
+  }
+}
+
+/// Mean and variance of a row of `n` in double, a warp per row: every lane
+/// returns the same bits.
+__device__ __forceinline__ void rowMoments(const float *x, int64_t n, int lane,
+                                           double &mean, double &var) {
+  double sum = 0.0;
+  for (int64_t j = lane; j < n; j += 32)
+    sum += double(x[j]);
+  mean = warpSum(sum) / double(n);
+  double sq = 0.0;
+  for (int64_t j = lane; j < n; j += 32) {
+    double d = double(x[j]) - mean;
+    sq += d * d;
+  }
+  var = warpSum(sq) / double(n);
+}
+
+__global__ void layerNormKernel(const float *in, const float *scale,
+                                const float *bias, float epsilon, float *out,
+                                float *mean, float *rstd, int64_t rows,
+                                int64_t n) {
+  int lane = threadIdx.x % 32;
+  GPIPE_RT_WARP_ROWS(row, rows) {
+    const float *x = in + row * n;
+    float *y = out + row * n;
+    double mu = 0.0, var = 0.0;
+    rowMoments(x, n, lane, mu, var);
+    float muF = float(mu);
+    float rs = float(1.0 / sqrt(var + double(epsilon)));
+    for (int64_t j = lane; j < n; j += 32) {
+      float v = __fmul_rn(__fmul_rn(__fsub_rn(x[j], muF), rs), scale[j]);
+      y[j] = bias ? __fadd_rn(v, bias[j]) : v;
+    }
+    if (lane == 0) {
+      if (mean)
+        mean[row] = muF;
+      if (rstd)
+        rstd[row] = rs;
+    }
+  }
+}
+
+/// layer_norm_grad's per-row part: the input gradient and, for the scale
+/// and bias gradients, the row's mean and rstd in double.
+__global__ void layerNormGradRowsKernel(const float *in, const float *scale,
+                                        const float *grad, float epsilon,
+                                        float *inputGrad, double *stats,
+                                        int64_t rows, int64_t n) {
+  int lane = threadIdx.x % 32;
+  GPIPE_RT_WARP_ROWS(row, rows) {
+    const float *x = in + row * n;
+    const float *dy = grad + row * n;
+    double mu = 0.0, var = 0.0;
+    rowMoments(x, n, lane, mu, var);
+    double rs = 1.0 / sqrt(var + double(epsilon));
+    if (stats && lane == 0) {
+      stats[2 * row] = mu;
+      stats[2 * row + 1] = rs;
+    }
+    if (!inputGrad)
+      continue;
+    double sumG = 0.0, sumGX = 0.0;
+    for (int64_t j = lane; j < n; j += 32) {
+      double xh = (double(x[j]) - mu) * rs;
+      double g = double(dy[j]) * double(scale[j]);
+      sumG += g;
+      sumGX += g * xh;
+    }
+    double meanG = warpSum(sumG) / double(n);
+    double meanGX = warpSum(sumGX) / double(n);
+    float *dx = inputGrad + row * n;
+    for (int64_t j = lane; j < n; j += 32) {
+      double xh = (double(x[j]) - mu) * rs;
+      double g = double(dy[j]) * double(scale[j]);
+      dx[j] = float(rs * (g - meanG - xh * meanGX));
+    }
+  }
+}
+
+/// layer_norm_grad's scale and bias gradients: a thread per normalized
+/// element adds the rows in order.
+__global__ void layerNormGradColumnsKernel(const float *in, const float *grad,
+                                           const double *stats,
+                                           float *scaleGrad, float *biasGrad,
+                                           int64_t rows, int64_t n) {
+  GPIPE_RT_GRID_LOOP(j, n) {
+    double sumScale = 0.0, sumBias = 0.0;
+    for (int64_t r = 0; r < rows; ++r) {
+      double dy = double(grad[r * n + j]);
+      if (scaleGrad) {
+        double xh = (double(in[r * n + j]) - stats[2 * r]) * stats[2 * r + 1];
+        sumScale += dy * xh;
+      }
+      sumBias += dy;
+    }
+    if (scaleGrad)
+      scaleGrad[j] = float(sumScale);
+    if (biasGrad)
+      biasGrad[j] = float(sumBias);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing kernels
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+__global__ void gatherKernel(const T *data, const void *indices, bool wide,
+                             T *out, int64_t count, int64_t axisDim,
+                             int64_t inner, int64_t total) {
+  GPIPE_RT_GRID_LOOP(t, total) {
+    int64_t k = t % inner, rest = t / inner;
+    int64_t i = rest % count, o = rest / count;
+    int64_t idx = loadIndex(indices, wide, i);
+    if (idx < 0 || idx >= axisDim)
+      continue; // reported by the index check
+    out[t] = data[(o * axisDim + idx) * inner + k];
+  }
+}
+
+/// gather_grad: a thread per (outer, inner) column walks the indices in
+/// order, so each output element sums its rows in the CPU's order.
+__global__ void gatherGradKernel(const void *indices, bool wide,
+                                 const float *grad, double *acc, int64_t count,
+                                 int64_t axisDim, int64_t inner,
+                                 int64_t columns) {
+  GPIPE_RT_GRID_LOOP(t, columns) {
+    int64_t k = t % inner, o = t / inner;
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t idx = loadIndex(indices, wide, i);
+      if (idx < 0 || idx >= axisDim)
+        continue; // reported by the index check
+      acc[(o * axisDim + idx) * inner + k] +=
+          double(grad[(o * count + i) * inner + k]);
+    }
+  }
+}
+
+__global__ void roundToFloatKernel(const double *in, float *out, int64_t n) {
+  GPIPE_RT_GRID_LOOP(i, n) { out[i] = float(in[i]); }
+}
+
+//===----------------------------------------------------------------------===//
+// Loss kernels
+//===----------------------------------------------------------------------===//
+
+/// Each row's lse - logit[label], a warp per row (0 for a bad label, which
+/// the index check reports).
+__global__ void crossEntropyRowsKernel(const float *logits, const void *labels,
+                                       bool wide, double *rowLoss, int64_t rows,
+                                       int64_t classes) {
+  int lane = threadIdx.x % 32;
+  GPIPE_RT_WARP_ROWS(row, rows) {
+    const float *x = logits + row * classes;
+    float m = -INFINITY;
+    for (int64_t j = lane; j < classes; j += 32)
+      m = x[j] > m ? x[j] : m;
+    m = warpMax(m);
+    double sum = 0.0;
+    for (int64_t j = lane; j < classes; j += 32)
+      sum += double(expf(__fsub_rn(x[j], m)));
+    sum = warpSum(sum);
+    if (lane == 0) {
+      int64_t label = loadIndex(labels, wide, row);
+      bool ok = label >= 0 && label < classes;
+      rowLoss[row] = ok ? double(m) + log(sum) - double(x[label]) : 0.0;
+    }
+  }
+}
+
+/// *out = float(sum(values) / divisor): one block, a fixed tree.
+__global__ void meanKernel(const double *values, int64_t n, double divisor,
+                           float *out) {
+  __shared__ double shared[kSumThreads];
+  double acc = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += kSumThreads)
+    acc += values[i];
+  double total = blockSum<kSumThreads>(acc, shared);
+  if (threadIdx.x == 0)
+    *out = float(total / divisor);
+}
+
+__global__ void mseKernel(const float *input, const float *target, int64_t n,
+                          float *out) {
+  __shared__ double shared[kSumThreads];
+  double acc = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += kSumThreads) {
+    double d = double(input[i]) - double(target[i]);
+    acc += d * d;
+  }
+  double total = blockSum<kSumThreads>(acc, shared);
+  if (threadIdx.x == 0)
+    *out = float(total / double(n));
+}
+
+__global__ void crossEntropyGradKernel(const float *logits, const void *labels,
+                                       bool wide, float *out, int64_t rows,
+                                       int64_t classes, double factor) {
+  int lane = threadIdx.x % 32;
+  GPIPE_RT_WARP_ROWS(row, rows) {
+    const float *x = logits + row * classes;
+    float *dx = out + row * classes;
+    float m = -INFINITY;
+    for (int64_t j = lane; j < classes; j += 32)
+      m = x[j] > m ? x[j] : m;
+    m = warpMax(m);
+    double sum = 0.0;
+    for (int64_t j = lane; j < classes; j += 32)
+      sum += double(expf(__fsub_rn(x[j], m)));
+    sum = warpSum(sum);
+    int64_t label = loadIndex(labels, wide, row);
+    for (int64_t j = lane; j < classes; j += 32) {
+      double p = double(expf(__fsub_rn(x[j], m))) / sum;
+      dx[j] = float((p - (j == label ? 1.0 : 0.0)) * factor);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Backward kernels
+//===----------------------------------------------------------------------===//
+
+/// reduce_sum, a thread per output element: `kept` maps the output index to
+/// the input offset, `reduced` walks the reduced dims in index order.
+__global__ void reduceSumKernel(const float *in, float *out, Plan<1> kept,
+                                Plan<1> reduced, int64_t outputs,
+                                int64_t perOutput) {
+  GPIPE_RT_GRID_LOOP(o, outputs) {
+    int64_t base[1];
+    planOffsets(kept, o, base);
+    double acc = 0.0;
+    if (perOutput == 0) {
+      // A sum over an empty dim.
+    } else if (reduced.rank == 0) {
+      // 0 + x, as the CPU's sum starts (so -0 becomes +0 there too).
+      acc += double(in[base[0]]);
+    } else {
+      // The innermost reduced dim runs as a plain loop.
+      int32_t last = reduced.rank - 1;
+      int64_t innerN = reduced.dims[last], innerS = reduced.strides[0][last];
+      Plan<1> outerPlan = reduced;
+      outerPlan.rank = last;
+      int64_t outerN = perOutput / innerN;
+      for (int64_t r = 0; r < outerN; ++r) {
+        int64_t off[1];
+        planOffsets(outerPlan, r, off);
+        const float *x = in + base[0] + off[0];
+        for (int64_t j = 0; j < innerN; ++j)
+          acc += double(x[j * innerS]);
+      }
+    }
+    out[o] = float(acc);
+  }
+}
+
+/// reduce_sum for few outputs of many inputs: a block per output element,
+/// a fixed tree.
+__global__ void reduceSumBlockKernel(const float *in, float *out, Plan<1> kept,
+                                     Plan<1> reduced, int64_t outputs,
+                                     int64_t perOutput) {
+  __shared__ double shared[kThreads];
+  for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
+    int64_t base[1];
+    planOffsets(kept, o, base);
+    double acc = 0.0;
+    for (int64_t r = threadIdx.x; r < perOutput; r += kThreads) {
+      int64_t off[1];
+      planOffsets(reduced, r, off);
+      acc += double(in[base[0] + off[0]]);
+    }
+    double total = blockSum<kThreads>(acc, shared);
+    if (threadIdx.x == 0)
+      out[o] = float(total);
+  }
+}
+
+/// softmax_grad, a thread per row along the axis, in index order.
+__global__ void softmaxGradKernel(const float *output, const float *grad,
+                                  float *out, int64_t outer, int64_t n,
+                                  int64_t inner) {
+  GPIPE_RT_GRID_LOOP(t, outer * inner) {
+    int64_t o = t / inner, i = t % inner;
+    int64_t base = o * n * inner + i;
+    const float *y = output + base;
+    const float *dy = grad + base;
+    float *dx = out + base;
+    double sum = 0.0;
+    for (int64_t j = 0; j < n; ++j)
+      sum += double(dy[j * inner]) * double(y[j * inner]);
+    for (int64_t j = 0; j < n; ++j)
+      dx[j * inner] =
+          float(double(y[j * inner]) * (double(dy[j * inner]) - sum));
+  }
+}
+
+__global__ void geluGradKernel(const float *in, const float *grad, float *out,
+                               int64_t n) {
+  constexpr double kSqrtHalf = 0.70710678118654752440;
+  constexpr double kInvSqrtTwoPi = 0.39894228040143267794;
+  GPIPE_RT_GRID_LOOP(i, n) {
+    double x = in[i];
+    double cdf = 0.5 * (1.0 + erf(x * kSqrtHalf));
+    double pdf = kInvSqrtTwoPi * exp(-0.5 * x * x);
+    out[i] = float(double(grad[i]) * (cdf + x * pdf));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer kernels
+//===----------------------------------------------------------------------===//
+
+__global__ void sgdKernel(float *param, const float *grad, int64_t n,
+                          float lr) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    float step = __fmul_rn(lr, grad[i]);
+    param[i] = __fsub_rn(param[i], step);
+  }
+}
+
+__global__ void sgdDecayKernel(float *param, const float *grad, int64_t n,
+                               float lr, float wd) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    float p = param[i];
+    float g = __fadd_rn(grad[i], __fmul_rn(wd, p));
+    param[i] = __fsub_rn(p, __fmul_rn(lr, g));
+  }
+}
+
+__global__ void momentumKernel(float *param, const float *grad, float *buf,
+                               int64_t n, float lr, float mu, float wd,
+                               bool first) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    float p = param[i];
+    float g = grad[i];
+    if (wd != 0.0f)
+      g = __fadd_rn(g, __fmul_rn(wd, p));
+    float b = first ? g : __fadd_rn(__fmul_rn(mu, buf[i]), g);
+    buf[i] = b;
+    param[i] = __fsub_rn(p, __fmul_rn(lr, b));
+  }
+}
+
+struct AdamFactors {
+  float decay, oneMinusBeta1, beta2, oneMinusBeta2, stepSize, correction2, eps;
+};
+
+__global__ void adamwKernel(float *param, const float *grad, float *m, float *v,
+                            int64_t n, AdamFactors f) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    float g = grad[i];
+    float p = __fmul_rn(param[i], f.decay);
+    float mi = __fadd_rn(m[i], __fmul_rn(f.oneMinusBeta1, __fsub_rn(g, m[i])));
+    float gg = __fmul_rn(g, g);
+    float vi =
+        __fadd_rn(__fmul_rn(f.beta2, v[i]), __fmul_rn(f.oneMinusBeta2, gg));
+    m[i] = mi;
+    v[i] = vi;
+    float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), f.correction2), f.eps);
+    float update = __fmul_rn(f.stepSize, __fdiv_rn(mi, denom));
+    param[i] = __fsub_rn(p, update);
+  }
+}
+
+__global__ void accumulateKernel(float *acc, const float *grad, int64_t n) {
+  GPIPE_RT_GRID_LOOP(i, n) { acc[i] = __fadd_rn(acc[i], grad[i]); }
+}
+
+//===----------------------------------------------------------------------===//
+// Parameter init
+//===----------------------------------------------------------------------===//
+
+constexpr uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ull;
+
+__host__ __device__ __forceinline__ uint64_t mix64(uint64_t x) {
+  x += kGoldenGamma;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+__global__ void fillConstantKernel(float *out, int64_t n, float value) {
+  GPIPE_RT_GRID_LOOP(i, n) { out[i] = value; }
+}
+
+__global__ void fillRandomKernel(float *out, int64_t n, bool uniform,
+                                 uint64_t key, double scale) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    uint64_t bits = mix64(key + uint64_t(i) * kGoldenGamma);
+    if (uniform) {
+      double u = double(bits >> 40) * 0x1.0p-24;
+      out[i] = float((2.0 * u - 1.0) * scale);
+    } else {
+      double u1 = double((bits >> 32) + 1) * 0x1.0p-32;
+      double u2 = double(bits & 0xFFFFFFFFull) * 0x1.0p-32;
+      double z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
+      out[i] = float(z * scale);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Shared validation of the softmax and layer-norm families
+//===----------------------------------------------------------------------===//
+
+gpipe_rt_status splitAtAxis(const char *kernel, const Shape &s, int64_t axis,
+                            int64_t &outer, int64_t &n, int64_t &inner) {
+  if (axis < 0 || axis >= std::max<int64_t>(s.rank, 1) ||
+      (s.rank == 0 && axis != 0))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for " << s;
+  outer = 1;
+  inner = 1;
+  n = s.rank ? s.dims[axis] : 1;
+  for (int32_t d = 0; d < axis; ++d)
+    outer *= s.dims[d];
+  for (int32_t d = int32_t(axis) + 1; d < s.rank; ++d)
+    inner *= s.dims[d];
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status splitNormalized(const char *kernel, const Shape &s,
+                                int64_t axis, float epsilon, int64_t &rows,
+                                int64_t &n) {
+  if (axis < 0 || axis > s.rank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for " << s;
+  if (!(epsilon >= 0.0f))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "epsilon must be non-negative, got " << epsilon;
+  rows = 1;
+  n = 1;
+  for (int32_t d = 0; d < axis; ++d)
+    rows *= s.dims[d];
+  for (int32_t d = int32_t(axis); d < s.rank; ++d)
+    n *= s.dims[d];
+  return GPIPE_RT_SUCCESS;
+}
+
+/// Label rows of cross-entropy: logits [..., C] as `rows` x `classes`, and
+/// the rows' shape for messages.
+gpipe_rt_status splitLogits(const char *kernel, const int64_t *logitsShape,
+                            int32_t logitsRank, gpipe_rt_dtype labelType,
+                            Shape &s, Shape &rowsShape, int64_t &rows,
+                            int64_t &classes) {
+  GPIPE_RT_TRY(readShape(kernel, "logits", logitsShape, logitsRank, s));
+  GPIPE_RT_TRY(checkIndexType(kernel, "labels", labelType));
+  if (s.rank < 1)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "logits must have a class dim";
+  rowsShape = s;
+  --rowsShape.rank;
+  classes = s.dims[s.rank - 1];
+  rows = 1;
+  for (int32_t d = 0; d < rowsShape.rank; ++d)
+    rows *= rowsShape.dims[d];
+  rowsShape.numElements = rows;
+  return GPIPE_RT_SUCCESS;
+}
+
+IndexErrorInfo indexInfo(IndexKernel kernel, const Shape &positions,
+                         const Shape &other, int64_t bound, int64_t axis) {
+  IndexErrorInfo info;
+  info.kernel = kernel;
+  info.rank = positions.rank;
+  std::copy(positions.dims, positions.dims + positions.rank, info.dims);
+  info.otherRank = other.rank;
+  std::copy(other.dims, other.dims + other.rank, info.otherDims);
+  info.bound = bound;
+  info.axis = axis;
+  return info;
+}
+
+} // namespace
+} // namespace gpipe::rt::cuda
+
+using namespace gpipe::rt::cuda;
+
+//===----------------------------------------------------------------------===//
+// Devices, streams and errors
+//===----------------------------------------------------------------------===//
+
+extern "C" const char *gpipe_rt_cuda_last_error(void) {
+  return lastError.c_str();
+}
+
+extern "C" void gpipe_rt_cuda_clear_error(void) { lastError.clear(); }
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_device_count(int32_t *count) {
+  if (!count)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, "device_count") << "null count";
+  int n = 0;
+  cudaError_t error = cudaGetDeviceCount(&n);
+  if (error != cudaSuccess) {
+    *count = 0;
+    return cudaFailure("device_count", "cudaGetDeviceCount", error);
+  }
+  *count = n;
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_set_stream(void *cudaStream) {
+  threadState.stream = static_cast<cudaStream_t>(cudaStream);
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" void *gpipe_rt_cuda_get_stream(void) {
+  return static_cast<void *>(threadState.stream);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_nccl_version(int32_t *version) {
+  if (!version)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, "nccl_version") << "null version";
+  int v = 0;
+  ncclResult_t result = ncclGetVersion(&v);
+  if (result != ncclSuccess)
+    return Error(GPIPE_RT_BLAS_ERROR, "nccl_version")
+           << "ncclGetVersion failed: " << ncclGetErrorString(result);
+  *version = v;
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_check(void) {
+  const char *kernel = "check";
+  cudaStream_t stream = currentStream();
+  GPIPE_RT_TRY(checkCuda(kernel, "waiting for the stream",
+                         cudaStreamSynchronize(stream)));
+  GPIPE_RT_TRY(checkCuda(kernel, "an earlier kernel", cudaGetLastError()));
+  DeviceState *state = nullptr;
+  GPIPE_RT_TRY(deviceState(kernel, state));
+  if (!state->record)
+    return GPIPE_RT_SUCCESS;
+  ErrorRecord record;
+  GPIPE_RT_TRY(checkCuda(kernel, "reading the error record",
+                         cudaMemcpyAsync(&record, state->record, sizeof(record),
+                                         cudaMemcpyDeviceToHost, stream)));
+  GPIPE_RT_TRY(checkCuda(kernel, "reading the error record",
+                         cudaStreamSynchronize(stream)));
+  if (!record.failed)
+    return GPIPE_RT_SUCCESS;
+  ErrorRecord clean = cleanRecord();
+  GPIPE_RT_TRY(checkCuda(kernel, "clearing the error record",
+                         cudaMemcpyAsync(state->record, &clean, sizeof(clean),
+                                         cudaMemcpyHostToDevice, stream)));
+  GPIPE_RT_TRY(checkCuda(kernel, "clearing the error record",
+                         cudaStreamSynchronize(stream)));
+  const IndexErrorInfo &info = record.info;
+  std::string position = formatPosition(info.dims, info.rank, record.position);
+  std::string positions = formatDims(info.dims, info.rank);
+  std::string other = formatDims(info.otherDims, info.otherRank);
+  switch (info.kernel) {
+  case kGather:
+  case kGatherGrad:
+    return Error(GPIPE_RT_OUT_OF_RANGE,
+                 info.kernel == kGather ? "gather" : "gather_grad")
+           << "index " << record.value << " at position " << position
+           << " of indices " << positions << " is out of range [0, "
+           << info.bound << ") for axis " << info.axis
+           << (info.kernel == kGather ? " of data " : " of ") << other;
+  default:
+    return Error(GPIPE_RT_OUT_OF_RANGE, info.kernel == kCrossEntropy
+                                            ? "cross_entropy"
+                                            : "cross_entropy_grad")
+           << "label " << record.value << " at position " << position
+           << " is out of range [0, " << info.bound << ")";
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+namespace {
+const char *binaryName(gpipe_rt_binary_op op) {
+  switch (op) {
+  case GPIPE_RT_ADD:
+    return "add";
+  case GPIPE_RT_SUB:
+    return "sub";
+  case GPIPE_RT_MUL:
+    return "mul";
+  case GPIPE_RT_DIV:
+    return "div";
+  case GPIPE_RT_POW:
+    return "pow";
+  }
+  return "binary";
+}
+} // namespace
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_binary_f32(
+    gpipe_rt_binary_op op, const float *lhs, const int64_t *lhsShape,
+    int32_t lhsRank, const float *rhs, const int64_t *rhsShape, int32_t rhsRank,
+    float *out, const int64_t *outShape, int32_t outRank) {
+  const char *kernel = binaryName(op);
+  Shape in[2], res;
+  GPIPE_RT_TRY(readShape(kernel, "lhs", lhsShape, lhsRank, in[0]));
+  GPIPE_RT_TRY(readShape(kernel, "rhs", rhsShape, rhsRank, in[1]));
+  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, res));
+  Plan<3> plan;
+  GPIPE_RT_TRY(planBroadcast<3>(kernel, in, res, plan));
+  if (res.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "lhs", lhs, in[0].numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "rhs", rhs, in[1].numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
+  if (int(op) < GPIPE_RT_ADD || int(op) > GPIPE_RT_POW)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, "binary")
+           << "unknown op " << int(op);
+  int64_t n = res.numElements;
+  binaryKernel<<<blocksFor(n), kThreads, 0, currentStream()>>>(
+      int(op), lhs, rhs, out, plan, n);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_unary_f32(gpipe_rt_unary_op op,
+                                                   const float *in, float *out,
+                                                   int64_t count) {
+  GPIPE_RT_TRY(checkCount("unary", count));
+  GPIPE_RT_TRY(checkPointer("unary", "input", in, count));
+  GPIPE_RT_TRY(checkPointer("unary", "result", out, count));
+  if (int(op) < GPIPE_RT_NEG || int(op) > GPIPE_RT_LOG)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, "unary")
+           << "unknown op " << int(op);
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
+  unaryKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(int(op), in,
+                                                                  out, count);
+  return launched("unary");
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_equal(gpipe_rt_dtype dtype, const void *lhs,
+                    const int64_t *lhsShape, int32_t lhsRank, const void *rhs,
+                    const int64_t *rhsShape, int32_t rhsRank, uint8_t *out,
+                    const int64_t *outShape, int32_t outRank) {
+  const char *kernel = "equal";
+  Shape in[2], res;
+  GPIPE_RT_TRY(readShape(kernel, "lhs", lhsShape, lhsRank, in[0]));
+  GPIPE_RT_TRY(readShape(kernel, "rhs", rhsShape, rhsRank, in[1]));
+  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, res));
+  Plan<3> plan;
+  GPIPE_RT_TRY(planBroadcast<3>(kernel, in, res, plan));
+  if (res.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "lhs", lhs, in[0].numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "rhs", rhs, in[1].numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
+  int64_t n = res.numElements;
+  unsigned blocks = blocksFor(n);
+  cudaStream_t stream = currentStream();
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    equalKernel<T><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const T *>(lhs), static_cast<const T *>(rhs), out, plan, n);
+  };
+  switch (dtype) {
+  case GPIPE_RT_F32:
+    run(float());
+    break;
+  case GPIPE_RT_F64:
+    run(double());
+    break;
+  case GPIPE_RT_I32:
+    run(int32_t());
+    break;
+  case GPIPE_RT_I64:
+    run(int64_t());
+    break;
+  case GPIPE_RT_BOOL:
+    equalBoolKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<const uint8_t *>(lhs), static_cast<const uint8_t *>(rhs),
+        out, plan, n);
+    break;
+  default:
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "unsupported element type " << gpipe_rt_dtype_name(dtype);
+  }
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_where(const uint8_t *cond, const int64_t *condShape,
+                    int32_t condRank, gpipe_rt_dtype dtype, const void *x,
+                    const int64_t *xShape, int32_t xRank, const void *y,
+                    const int64_t *yShape, int32_t yRank, void *out,
+                    const int64_t *outShape, int32_t outRank) {
+  const char *kernel = "where";
+  size_t elemSize;
+  GPIPE_RT_TRY(elementSize(kernel, dtype, elemSize));
+  Shape in[3], res;
+  GPIPE_RT_TRY(readShape(kernel, "condition", condShape, condRank, in[0]));
+  GPIPE_RT_TRY(readShape(kernel, "x", xShape, xRank, in[1]));
+  GPIPE_RT_TRY(readShape(kernel, "y", yShape, yRank, in[2]));
+  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, res));
+  Plan<4> plan;
+  GPIPE_RT_TRY(planBroadcast<4>(kernel, in, res, plan));
+  if (res.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "condition", cond, in[0].numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "x", x, in[1].numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "y", y, in[2].numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
+  int64_t n = res.numElements;
+  unsigned blocks = blocksFor(n);
+  cudaStream_t stream = currentStream();
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    whereKernel<T><<<blocks, kThreads, 0, stream>>>(
+        cond, static_cast<const T *>(x), static_cast<const T *>(y),
+        static_cast<T *>(out), plan, n);
+  };
+  switch (elemSize) {
+  case 1:
+    run(uint8_t());
+    break;
+  case 2:
+    run(uint16_t());
+    break;
+  case 4:
+    run(uint32_t());
+    break;
+  default:
+    run(uint64_t());
+    break;
+  }
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_not(const uint8_t *in, uint8_t *out,
+                                             int64_t count) {
+  GPIPE_RT_TRY(checkCount("not", count));
+  GPIPE_RT_TRY(checkPointer("not", "input", in, count));
+  GPIPE_RT_TRY(checkPointer("not", "result", out, count));
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
+  notKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(in, out, count);
+  return launched("not");
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_cast(gpipe_rt_dtype inType,
+                                              const void *in,
+                                              gpipe_rt_dtype outType, void *out,
+                                              int64_t count) {
+  GPIPE_RT_TRY(checkCount("cast", count));
+  GPIPE_RT_TRY(checkPointer("cast", "input", in, count));
+  GPIPE_RT_TRY(checkPointer("cast", "result", out, count));
+  bool known = false;
+  unsigned blocks = blocksFor(count);
+  cudaStream_t stream = currentStream();
+  withCastType(inType, [&](auto inZero) {
+    known = withCastType(outType, [&](auto outZero) {
+      using In = decltype(inZero);
+      using Out = decltype(outZero);
+      if (count > 0)
+        castKernel<Out, In><<<blocks, kThreads, 0, stream>>>(
+            static_cast<const In *>(in), static_cast<Out *>(out), count);
+    });
+  });
+  if (!known)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, "cast")
+           << "unsupported conversion from " << gpipe_rt_dtype_name(inType)
+           << " to " << gpipe_rt_dtype_name(outType)
+           << " (supported: f32, f64, i32, i64, i1)";
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
+  return launched("cast");
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_matmul_f32(const float *lhs, const int64_t *lhsShape,
+                         int32_t lhsRank, const float *rhs,
+                         const int64_t *rhsShape, int32_t rhsRank, float *out,
+                         const int64_t *outShape, int32_t outRank) {
+  const char *kernel = "matmul";
+  Shape a, b, res;
+  GPIPE_RT_TRY(readShape(kernel, "lhs", lhsShape, lhsRank, a));
+  GPIPE_RT_TRY(readShape(kernel, "rhs", rhsShape, rhsRank, b));
+  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, res));
+  if (a.rank < 2 || b.rank < 2)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "operands must have rank 2 or more, got " << a << " and " << b;
+  int64_t m = a.dims[a.rank - 2], k = a.dims[a.rank - 1];
+  int64_t k2 = b.dims[b.rank - 2], n = b.dims[b.rank - 1];
+  if (k != k2)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "inner dimensions differ: " << a << " and " << b;
+  Shape batches[2] = {a, b}, batch;
+  batches[0].rank -= 2;
+  batches[1].rank -= 2;
+  if (!broadcastAll(batches, 2, batch))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "batch dims of " << a << " and " << b << " do not broadcast";
+  Shape expected = batch;
+  expected.dims[expected.rank++] = m;
+  expected.dims[expected.rank++] = n;
+  if (expected.rank > kMaxRank || expected != res)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << a << " x " << b << " gives " << expected
+           << ", not the result shape " << res;
+  if (res.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "lhs", lhs, a.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "rhs", rhs, b.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
+
+  batch.numElements = 1;
+  for (int32_t i = 0; i < batch.rank; ++i)
+    batch.numElements *= batch.dims[i];
+  int64_t strides[3][kMaxRank];
+  rowMajorStrides(batch, strides[0]);
+  stretchStrides(batches[0], batch, strides[1]);
+  stretchStrides(batches[1], batch, strides[2]);
+  Plan<3> plan = makePlan(batch, strides);
+
+  // A shared rhs and a dense lhs: the batch folds into the rows.
+  bool rhsShared = true;
+  for (int32_t d = 0; d < plan.rank; ++d)
+    rhsShared = rhsShared && plan.strides[2][d] == 0;
+  bool lhsDense = plan.rank == 0 || (plan.rank == 1 && plan.strides[1][0] == 1);
+  int64_t ldA = std::max<int64_t>(1, k), ldB = std::max<int64_t>(1, n);
+  if (rhsShared && lhsDense)
+    return deviceSgemm(kernel, false, false, batch.numElements * m, n, k, 1.0f,
+                       lhs, ldA, rhs, ldB, 0.0f, out, ldB);
+
+  // Strided-batched over the innermost batch dim, one call per index of
+  // the outer ones.
+  int32_t last = plan.rank - 1;
+  int64_t outer = 1;
+  for (int32_t d = 0; d < last; ++d)
+    outer *= plan.dims[d];
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t off[3] = {0, 0, 0}, rest = o;
+    for (int32_t d = last - 1; d >= 0; --d) {
+      int64_t i = rest % plan.dims[d];
+      rest /= plan.dims[d];
+      for (int q = 0; q < 3; ++q)
+        off[q] += i * plan.strides[q][d];
+    }
+    GPIPE_RT_TRY(deviceSgemm(
+        kernel, false, false, m, n, k, 1.0f, lhs + off[1] * m * k, ldA,
+        rhs + off[2] * k * n, ldB, 0.0f, out + off[0] * m * n, ldB,
+        plan.dims[last], plan.strides[1][last] * m * k,
+        plan.strides[2][last] * k * n, plan.strides[0][last] * m * n));
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_gemm_f32(const float *a, const int64_t *aShape, const float *b,
+                       const int64_t *bShape, const float *c,
+                       const int64_t *cShape, int32_t cRank, float alpha,
+                       float beta, int32_t transA, int32_t transB, float *out,
+                       const int64_t *outShape) {
+  const char *kernel = "gemm";
+  Shape as, bs, cs, res;
+  GPIPE_RT_TRY(readShape(kernel, "a", aShape, 2, as));
+  GPIPE_RT_TRY(readShape(kernel, "b", bShape, 2, bs));
+  GPIPE_RT_TRY(readShape(kernel, "result", outShape, 2, res));
+  int64_t m = transA ? as.dims[1] : as.dims[0];
+  int64_t k = transA ? as.dims[0] : as.dims[1];
+  int64_t k2 = transB ? bs.dims[1] : bs.dims[0];
+  int64_t n = transB ? bs.dims[0] : bs.dims[1];
+  if (k != k2)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "inner dimensions differ: a " << as
+           << (transA ? " (transposed)" : "") << " and b " << bs
+           << (transB ? " (transposed)" : "");
+  if (res.dims[0] != m || res.dims[1] != n)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "product is [" << m << ", " << n << "], not the result shape "
+           << res;
+  GPIPE_RT_TRY(checkPointer(kernel, "a", a, as.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "b", b, bs.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
+  float effectiveBeta = 0.0f;
+  int64_t strides[2][kMaxRank];
+  if (c) {
+    GPIPE_RT_TRY(readShape(kernel, "c", cShape, cRank, cs));
+    rowMajorStrides(res, strides[0]);
+    if (!stretchStrides(cs, res, strides[1]))
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << "c " << cs << " does not broadcast to the result " << res;
+    effectiveBeta = beta;
+  }
+  // Validate the sgemm before writing c into the result.
+  if (!fitsInt(m) || !fitsInt(n) || !fitsInt(k))
+    return deviceSgemm(kernel, transA, transB, m, n, k, alpha, a,
+                       std::max<int64_t>(1, as.dims[1]), b,
+                       std::max<int64_t>(1, bs.dims[1]), effectiveBeta, out,
+                       std::max<int64_t>(1, n));
+  if (c)
+    GPIPE_RT_TRY(stridedCopy(kernel, sizeof(float), res, out, strides[0], c,
+                             strides[1]));
+  return deviceSgemm(kernel, transA, transB, m, n, k, alpha, a,
+                     std::max<int64_t>(1, as.dims[1]), b,
+                     std::max<int64_t>(1, bs.dims[1]), effectiveBeta, out,
+                     std::max<int64_t>(1, n));
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_linear_f32(const float *input, const int64_t *inputShape,
+                         int32_t inputRank, const float *weight,
+                         const int64_t *weightShape, const float *bias,
+                         int32_t transposeWeight, float *out,
+                         const int64_t *outShape, int32_t outRank) {
+  const char *kernel = "linear";
+  Shape in, w, res;
+  GPIPE_RT_TRY(readShape(kernel, "input", inputShape, inputRank, in));
+  GPIPE_RT_TRY(readShape(kernel, "weight", weightShape, 2, w));
+  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, res));
+  if (in.rank < 1)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "input must have rank 1 or more";
+  int64_t inF = in.dims[in.rank - 1];
+  int64_t wIn = transposeWeight ? w.dims[1] : w.dims[0];
+  int64_t outF = transposeWeight ? w.dims[0] : w.dims[1];
+  if (inF != wIn)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "input " << in << " has " << inF << " features but weight " << w
+           << (transposeWeight ? " ([out, in])" : " ([in, out])") << " takes "
+           << wIn;
+  Shape expected = in;
+  expected.dims[expected.rank - 1] = outF;
+  if (expected != res)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "result should be " << expected << ", got " << res;
+  if (res.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", input, in.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "weight", weight, w.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
+  int64_t rows = res.numElements / outF;
+  if (bias) {
+    // Every row of the result starts as the bias.
+    Shape space;
+    space.rank = 2;
+    space.dims[0] = rows;
+    space.dims[1] = outF;
+    space.numElements = res.numElements;
+    int64_t dst[2] = {outF, 1}, src[2] = {0, 1};
+    GPIPE_RT_TRY(
+        stridedCopy(kernel, sizeof(float), space, out, dst, bias, src));
+  }
+  return deviceSgemm(kernel, false, transposeWeight != 0, rows, outF, inF, 1.0f,
+                     input, std::max<int64_t>(1, inF), weight,
+                     std::max<int64_t>(1, w.dims[1]), bias ? 1.0f : 0.0f, out,
+                     std::max<int64_t>(1, outF));
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_softmax_f32(const float *in,
+                                                     const int64_t *shape,
+                                                     int32_t rank, int64_t axis,
+                                                     float *out) {
+  const char *kernel = "softmax";
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  int64_t outer = 0, n = 0, inner = 0;
+  GPIPE_RT_TRY(splitAtAxis(kernel, s, axis, outer, n, inner));
+  if (s.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, s.numElements));
+  if (inner == 1)
+    softmaxRowsKernel<<<blocksForRows(outer), kThreads, 0, currentStream()>>>(
+        in, out, outer, n);
+  else
+    softmaxStridedKernel<<<blocksFor(outer * inner), kThreads, 0,
+                           currentStream()>>>(in, out, outer, n, inner);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_layer_norm_f32(const float *in, const int64_t *shape,
+                             int32_t rank, int64_t axis, const float *scale,
+                             const float *bias, float epsilon, float *out,
+                             float *mean, float *rstd) {
+  const char *kernel = "layer_norm";
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  int64_t rows = 0, n = 0;
+  GPIPE_RT_TRY(splitNormalized(kernel, s, axis, epsilon, rows, n));
+  if (s.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "scale", scale, n));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, s.numElements));
+  layerNormKernel<<<blocksForRows(rows), kThreads, 0, currentStream()>>>(
+      in, scale, bias, epsilon, out, mean, rstd, rows, n);
+  return launched(kernel);
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing and data movement
+//===----------------------------------------------------------------------===//
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_gather(
+    gpipe_rt_dtype dtype, const void *data, const int64_t *dataShape,
+    int32_t dataRank, gpipe_rt_dtype indexType, const void *indices,
+    const int64_t *indicesShape, int32_t indicesRank, int64_t axis, void *out) {
+  const char *kernel = "gather";
+  size_t elemSize;
+  GPIPE_RT_TRY(elementSize(kernel, dtype, elemSize));
+  GPIPE_RT_TRY(checkIndexType(kernel, "indices", indexType));
+  Shape ds, is;
+  GPIPE_RT_TRY(readShape(kernel, "data", dataShape, dataRank, ds));
+  GPIPE_RT_TRY(readShape(kernel, "indices", indicesShape, indicesRank, is));
+  if (axis < 0 || axis >= ds.rank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for data " << ds;
+  if (ds.rank - 1 + is.rank > kMaxRank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "result rank " << ds.rank - 1 + is.rank << " exceeds "
+           << kMaxRank;
+  int64_t outer = 1, inner = 1, axisDim = ds.dims[axis];
+  for (int32_t d = 0; d < axis; ++d)
+    outer *= ds.dims[d];
+  for (int32_t d = int32_t(axis) + 1; d < ds.rank; ++d)
+    inner *= ds.dims[d];
+  GPIPE_RT_TRY(checkPointer(kernel, "indices", indices, is.numElements));
+  if (is.numElements > 0 &&
+      outer * inner > std::numeric_limits<int64_t>::max() / is.numElements)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "result of gathering " << is << " from " << ds
+           << " has more elements than int64 holds";
+  int64_t total = outer * is.numElements * inner;
+  if (total > 0) {
+    GPIPE_RT_TRY(checkPointer(kernel, "data", data, ds.numElements));
+    GPIPE_RT_TRY(checkPointer(kernel, "result", out, total));
+  }
+  GPIPE_RT_TRY(checkIndices(kernel, indexType, indices, is.numElements, axisDim,
+                            indexInfo(kGather, is, ds, axisDim, axis)));
+  if (total == 0)
+    return GPIPE_RT_SUCCESS;
+  bool wide = indexType == GPIPE_RT_I64;
+  unsigned blocks = blocksFor(total);
+  cudaStream_t stream = currentStream();
+  int64_t count = is.numElements;
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    gatherKernel<T><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const T *>(data), indices, wide, static_cast<T *>(out),
+        count, axisDim, inner, total);
+  };
+  switch (elemSize) {
+  case 1:
+    run(uint8_t());
+    break;
+  case 2:
+    run(uint16_t());
+    break;
+  case 4:
+    run(uint32_t());
+    break;
+  default:
+    run(uint64_t());
+    break;
+  }
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_transpose(gpipe_rt_dtype dtype, const void *in,
+                        const int64_t *shape, int32_t rank, const int64_t *perm,
+                        void *out) {
+  const char *kernel = "transpose";
+  size_t elemSize;
+  GPIPE_RT_TRY(elementSize(kernel, dtype, elemSize));
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  if (s.rank > 0 && !perm)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "null permutation";
+  bool seen[kMaxRank] = {};
+  for (int32_t i = 0; i < s.rank; ++i) {
+    if (perm[i] < 0 || perm[i] >= s.rank || seen[perm[i]]) {
+      Error error(GPIPE_RT_INVALID_ARGUMENT, kernel);
+      error << "perm [";
+      for (int32_t j = 0; j < s.rank; ++j)
+        error << (j ? ", " : "") << perm[j];
+      return error << "] is not a permutation of " << s.rank << " dims";
+    }
+    seen[perm[i]] = true;
+  }
+  if (s.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, s.numElements));
+  Shape res = s;
+  int64_t inStrides[kMaxRank], dstStrides[kMaxRank], srcStrides[kMaxRank];
+  rowMajorStrides(s, inStrides);
+  for (int32_t i = 0; i < s.rank; ++i) {
+    res.dims[i] = s.dims[perm[i]];
+    srcStrides[i] = inStrides[perm[i]];
+  }
+  rowMajorStrides(res, dstStrides);
+  return stridedCopy(kernel, elemSize, res, out, dstStrides, in, srcStrides);
+}
+
+namespace {
+/// Checks that `size` elements from `off` every `step` fit in `dim`.
+bool sliceFits(int64_t off, int64_t size, int64_t step, int64_t dim) {
+  if (step <= 0 || off < 0)
+    return false;
+  if (size == 0)
+    return off <= dim;
+  return off < dim && (size - 1) <= (dim - 1 - off) / step;
+}
+} // namespace
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_slice(gpipe_rt_dtype dtype, const void *in, const int64_t *shape,
+                    int32_t rank, const int64_t *offsets, const int64_t *sizes,
+                    const int64_t *strides, void *out) {
+  const char *kernel = "slice";
+  size_t elemSize;
+  GPIPE_RT_TRY(elementSize(kernel, dtype, elemSize));
+  Shape s, res;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  if (s.rank > 0 && (!offsets || !strides))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "null offsets or strides";
+  GPIPE_RT_TRY(readShape(kernel, "sizes", sizes, rank, res));
+  int64_t inStrides[kMaxRank], dstStrides[kMaxRank], srcStrides[kMaxRank];
+  rowMajorStrides(s, inStrides);
+  rowMajorStrides(res, dstStrides);
+  int64_t base = 0;
+  for (int32_t i = 0; i < s.rank; ++i) {
+    if (!sliceFits(offsets[i], sizes[i], strides[i], s.dims[i]))
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << "dim " << i << ": offset " << offsets[i] << ", size "
+             << sizes[i] << ", stride " << strides[i] << " do not fit in "
+             << s.dims[i] << " (input " << s << ")";
+    base += offsets[i] * inStrides[i];
+    srcStrides[i] = inStrides[i] * strides[i];
+  }
+  if (res.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
+  return stridedCopy(kernel, elemSize, res, out, dstStrides,
+                     static_cast<const char *>(in) + size_t(base) * elemSize,
+                     srcStrides);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_split(gpipe_rt_dtype dtype, const void *in, const int64_t *shape,
+                    int32_t rank, int64_t axis, const int64_t *sizes,
+                    int32_t numOutputs, void *const *outs) {
+  const char *kernel = "split";
+  size_t elemSize;
+  GPIPE_RT_TRY(elementSize(kernel, dtype, elemSize));
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  if (axis < 0 || axis >= s.rank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for " << s;
+  if (numOutputs < 1 || !sizes || !outs)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "expected at least one output with its size";
+  int64_t total = 0;
+  for (int32_t i = 0; i < numOutputs; ++i) {
+    if (sizes[i] < 0 || sizes[i] > s.dims[axis] - total)
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << "sizes do not sum to dim " << axis << " of " << s;
+    total += sizes[i];
+  }
+  if (total != s.dims[axis])
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "sizes sum to " << total << ", not to dim " << axis << " of "
+           << s;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+  // Validate every output before enqueueing any copy.
+  std::vector<Shape> pieces(static_cast<size_t>(numOutputs), s);
+  for (int32_t i = 0; i < numOutputs; ++i) {
+    Shape &piece = pieces[size_t(i)];
+    piece.dims[axis] = sizes[i];
+    piece.numElements =
+        s.dims[axis] ? s.numElements / s.dims[axis] * sizes[i] : 0;
+    GPIPE_RT_TRY(checkPointer(kernel, "result", outs[i], piece.numElements));
+  }
+  int64_t inStrides[kMaxRank], dstStrides[kMaxRank];
+  rowMajorStrides(s, inStrides);
+  int64_t offset = 0;
+  for (int32_t i = 0; i < numOutputs; ++i) {
+    const Shape &piece = pieces[size_t(i)];
+    rowMajorStrides(piece, dstStrides);
+    GPIPE_RT_TRY(stridedCopy(kernel, elemSize, piece, outs[i], dstStrides,
+                             static_cast<const char *>(in) +
+                                 size_t(offset * inStrides[axis]) * elemSize,
+                             inStrides));
+    offset += sizes[i];
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_concat(gpipe_rt_dtype dtype, int32_t numInputs,
+                     const void *const *inputs, const int64_t *const *shapes,
+                     int32_t rank, int64_t axis, void *out) {
+  const char *kernel = "concat";
+  size_t elemSize;
+  GPIPE_RT_TRY(elementSize(kernel, dtype, elemSize));
+  if (numInputs < 1 || !inputs || !shapes)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "expected at least one input";
+  std::vector<Shape> in(static_cast<size_t>(numInputs));
+  for (int32_t i = 0; i < numInputs; ++i)
+    GPIPE_RT_TRY(readShape(kernel, "input", shapes[i], rank, in[size_t(i)]));
+  if (axis < 0 || axis >= rank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for rank " << rank;
+  Shape res = in[0];
+  res.dims[axis] = 0;
+  for (int32_t i = 0; i < numInputs; ++i) {
+    const Shape &s = in[size_t(i)];
+    for (int32_t d = 0; d < rank; ++d)
+      if (d != axis && s.dims[d] != res.dims[d])
+        return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+               << "input " << i << " " << s << " does not match input 0 "
+               << in[0] << " outside axis " << axis;
+    if (s.dims[axis] > std::numeric_limits<int64_t>::max() - res.dims[axis])
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "result too large";
+    res.dims[axis] += s.dims[axis];
+  }
+  for (int32_t i = 0; i < numInputs; ++i) {
+    const Shape &s = in[size_t(i)];
+    GPIPE_RT_TRY(checkPointer(kernel, "input", inputs[i], s.numElements));
+    if (s.numElements > 0)
+      GPIPE_RT_TRY(checkPointer(kernel, "result", out, 1));
+  }
+  int64_t outStrides[kMaxRank], srcStrides[kMaxRank];
+  rowMajorStrides(res, outStrides);
+  int64_t offset = 0;
+  for (int32_t i = 0; i < numInputs; ++i) {
+    const Shape &s = in[size_t(i)];
+    rowMajorStrides(s, srcStrides);
+    GPIPE_RT_TRY(stridedCopy(kernel, elemSize, s,
+                             static_cast<char *>(out) +
+                                 size_t(offset * outStrides[axis]) * elemSize,
+                             outStrides, inputs[i], srcStrides));
+    offset += s.dims[axis];
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_copy(gpipe_rt_dtype dtype,
+                                              const void *in, void *out,
+                                              int64_t count) {
+  size_t elemSize;
+  GPIPE_RT_TRY(elementSize("copy", dtype, elemSize));
+  GPIPE_RT_TRY(checkCount("copy", count));
+  GPIPE_RT_TRY(checkPointer("copy", "input", in, count));
+  GPIPE_RT_TRY(checkPointer("copy", "result", out, count));
+  return moveBytes("copy", out, in, size_t(count) * elemSize);
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_cross_entropy_f32(const float *logits, const int64_t *logitsShape,
+                                int32_t logitsRank, gpipe_rt_dtype labelType,
+                                const void *labels, float *loss) {
+  const char *kernel = "cross_entropy";
+  Shape s, rowsShape;
+  int64_t rows = 0, classes = 0;
+  GPIPE_RT_TRY(splitLogits(kernel, logitsShape, logitsRank, labelType, s,
+                           rowsShape, rows, classes));
+  if (!loss)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "null loss";
+  GPIPE_RT_TRY(checkPointer(kernel, "labels", labels, rows));
+  GPIPE_RT_TRY(checkPointer(kernel, "logits", logits, s.numElements));
+  GPIPE_RT_TRY(
+      checkIndices(kernel, labelType, labels, rows, classes,
+                   indexInfo(kCrossEntropy, rowsShape, Shape(), classes, 0)));
+  Scratch rowLoss;
+  GPIPE_RT_TRY(rowLoss.allocate(kernel, size_t(rows) * sizeof(double)));
+  cudaStream_t stream = currentStream();
+  if (rows > 0) {
+    crossEntropyRowsKernel<<<blocksForRows(rows), kThreads, 0, stream>>>(
+        logits, labels, labelType == GPIPE_RT_I64, rowLoss.as<double>(), rows,
+        classes);
+    GPIPE_RT_TRY(launched(kernel));
+  }
+  meanKernel<<<1, kSumThreads, 0, stream>>>(rowLoss.as<double>(), rows,
+                                            double(rows), loss);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_mse_f32(const float *input,
+                                                 const float *target,
+                                                 int64_t count, float *loss) {
+  GPIPE_RT_TRY(checkCount("mse", count));
+  GPIPE_RT_TRY(checkPointer("mse", "input", input, count));
+  GPIPE_RT_TRY(checkPointer("mse", "target", target, count));
+  if (!loss)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, "mse") << "null loss";
+  mseKernel<<<1, kSumThreads, 0, currentStream()>>>(input, target, count, loss);
+  return launched("mse");
+}
+
+//===----------------------------------------------------------------------===//
+// Backward kernels
+//===----------------------------------------------------------------------===//
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_reduce_sum_f32(const float *in, const int64_t *shape,
+                             int32_t rank, const int64_t *axes, int32_t numAxes,
+                             float *out) {
+  const char *kernel = "reduce_sum";
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  if (numAxes < 0 || numAxes > s.rank || (numAxes > 0 && !axes))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << numAxes << " axes for input " << s;
+  bool reduced[kMaxRank] = {};
+  for (int32_t i = 0; i < numAxes; ++i) {
+    if (axes[i] < 0 || axes[i] >= s.rank || (i > 0 && axes[i] <= axes[i - 1]))
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << "axes must be sorted, distinct and below rank " << s.rank
+             << " (axis " << axes[i] << " at position " << i << ")";
+    reduced[axes[i]] = true;
+  }
+  // The kept and the reduced dims, each with the input's strides.
+  int64_t inStrides[kMaxRank];
+  rowMajorStrides(s, inStrides);
+  Shape keptShape, reducedShape;
+  int64_t keptStrides[1][kMaxRank], reducedStrides[1][kMaxRank];
+  keptShape.numElements = 1;
+  reducedShape.numElements = 1;
+  for (int32_t d = 0; d < s.rank; ++d) {
+    Shape &part = reduced[d] ? reducedShape : keptShape;
+    int64_t(&strides)[1][kMaxRank] = reduced[d] ? reducedStrides : keptStrides;
+    strides[0][part.rank] = inStrides[d];
+    part.dims[part.rank++] = s.dims[d];
+    part.numElements *= s.dims[d];
+  }
+  int64_t outputs = keptShape.numElements;
+  if (outputs == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, outputs));
+  int64_t perOutput = reducedShape.numElements;
+  if (perOutput > 0)
+    GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+  Plan<1> keptPlan = makePlan(keptShape, keptStrides);
+  Plan<1> reducedPlan = makePlan(reducedShape, reducedStrides);
+  cudaStream_t stream = currentStream();
+  if (outputs < 1024 && perOutput > 16384)
+    reduceSumBlockKernel<<<unsigned(outputs), kThreads, 0, stream>>>(
+        in, out, keptPlan, reducedPlan, outputs, perOutput);
+  else
+    reduceSumKernel<<<blocksFor(outputs), kThreads, 0, stream>>>(
+        in, out, keptPlan, reducedPlan, outputs, perOutput);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_insert_slice(
+    gpipe_rt_dtype dtype, const void *source, const int64_t *sourceShape,
+    const void *dest, const int64_t *destShape, int32_t rank,
+    const int64_t *offsets, const int64_t *strides, void *out) {
+  const char *kernel = "insert_slice";
+  size_t elemSize;
+  GPIPE_RT_TRY(elementSize(kernel, dtype, elemSize));
+  Shape src, dst;
+  GPIPE_RT_TRY(readShape(kernel, "source", sourceShape, rank, src));
+  GPIPE_RT_TRY(readShape(kernel, "dest", destShape, rank, dst));
+  if (dst.rank > 0 && (!offsets || !strides))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "null offsets or strides";
+  int64_t destStrides[kMaxRank], writeStrides[kMaxRank], srcStrides[kMaxRank];
+  rowMajorStrides(dst, destStrides);
+  rowMajorStrides(src, srcStrides);
+  int64_t base = 0;
+  for (int32_t i = 0; i < dst.rank; ++i) {
+    if (!sliceFits(offsets[i], src.dims[i], strides[i], dst.dims[i]))
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << "dim " << i << ": offset " << offsets[i] << ", size "
+             << src.dims[i] << ", stride " << strides[i] << " do not fit in "
+             << dst.dims[i] << " (source " << src << ", dest " << dst << ")";
+    base += offsets[i] * destStrides[i];
+    writeStrides[i] = destStrides[i] * strides[i];
+  }
+  if (dst.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "dest", dest, dst.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, dst.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "source", source, src.numElements));
+  GPIPE_RT_TRY(
+      moveBytes(kernel, out, dest, size_t(dst.numElements) * elemSize));
+  return stridedCopy(kernel, elemSize, src,
+                     static_cast<char *>(out) + size_t(base) * elemSize,
+                     writeStrides, source, srcStrides);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_gather_grad_f32(gpipe_rt_dtype indexType, const void *indices,
+                              const int64_t *indicesShape, int32_t indicesRank,
+                              const float *grad, const int64_t *gradShape,
+                              int32_t gradRank, int64_t axis, float *out,
+                              const int64_t *outShape, int32_t outRank) {
+  const char *kernel = "gather_grad";
+  GPIPE_RT_TRY(checkIndexType(kernel, "indices", indexType));
+  Shape is, gs, os;
+  GPIPE_RT_TRY(readShape(kernel, "indices", indicesShape, indicesRank, is));
+  GPIPE_RT_TRY(readShape(kernel, "grad", gradShape, gradRank, gs));
+  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, os));
+  if (axis < 0 || axis >= os.rank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for result " << os;
+  Shape expected;
+  bool fits = os.rank - 1 + is.rank <= kMaxRank;
+  if (fits) {
+    for (int32_t d = 0; d < axis; ++d)
+      expected.dims[expected.rank++] = os.dims[d];
+    for (int32_t d = 0; d < is.rank; ++d)
+      expected.dims[expected.rank++] = is.dims[d];
+    for (int32_t d = int32_t(axis) + 1; d < os.rank; ++d)
+      expected.dims[expected.rank++] = os.dims[d];
+  }
+  if (!fits || expected != gs)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "grad " << gs << " does not have the shape of gathering " << is
+           << " along axis " << axis << " of " << os;
+  int64_t outer = 1, inner = 1, axisDim = os.dims[axis];
+  for (int32_t d = 0; d < axis; ++d)
+    outer *= os.dims[d];
+  for (int32_t d = int32_t(axis) + 1; d < os.rank; ++d)
+    inner *= os.dims[d];
+  GPIPE_RT_TRY(checkPointer(kernel, "indices", indices, is.numElements));
+  if (os.numElements > 0) {
+    GPIPE_RT_TRY(checkPointer(kernel, "result", out, os.numElements));
+    GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, gs.numElements));
+  }
+  GPIPE_RT_TRY(checkIndices(kernel, indexType, indices, is.numElements, axisDim,
+                            indexInfo(kGatherGrad, is, os, axisDim, axis)));
+  if (os.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  cudaStream_t stream = currentStream();
+  Scratch acc;
+  size_t bytes = size_t(os.numElements) * sizeof(double);
+  GPIPE_RT_TRY(acc.allocate(kernel, bytes));
+  GPIPE_RT_TRY(checkCuda(kernel, "cudaMemsetAsync",
+                         cudaMemsetAsync(acc.as<void>(), 0, bytes, stream)));
+  int64_t columns = outer * inner;
+  if (columns > 0 && is.numElements > 0) {
+    gatherGradKernel<<<blocksFor(columns), kThreads, 0, stream>>>(
+        indices, indexType == GPIPE_RT_I64, grad, acc.as<double>(),
+        is.numElements, axisDim, inner, columns);
+    GPIPE_RT_TRY(launched(kernel));
+  }
+  roundToFloatKernel<<<blocksFor(os.numElements), kThreads, 0, stream>>>(
+      acc.as<double>(), out, os.numElements);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_softmax_grad_f32(const float *output, const float *grad,
+                               const int64_t *shape, int32_t rank, int64_t axis,
+                               float *out) {
+  const char *kernel = "softmax_grad";
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  int64_t outer = 0, n = 0, inner = 0;
+  GPIPE_RT_TRY(splitAtAxis(kernel, s, axis, outer, n, inner));
+  if (s.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "output", output, s.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, s.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, s.numElements));
+  softmaxGradKernel<<<blocksFor(outer * inner), kThreads, 0, currentStream()>>>(
+      output, grad, out, outer, n, inner);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_layer_norm_grad_f32(
+    const float *in, const int64_t *shape, int32_t rank, int64_t axis,
+    const float *scale, const float *grad, float epsilon, float *inputGrad,
+    float *scaleGrad, float *biasGrad) {
+  const char *kernel = "layer_norm_grad";
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  int64_t rows = 0, n = 0;
+  GPIPE_RT_TRY(splitNormalized(kernel, s, axis, epsilon, rows, n));
+  if (n == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "scale", scale, n));
+  if (s.numElements > 0) {
+    GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+    GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, s.numElements));
+  }
+  cudaStream_t stream = currentStream();
+  bool columns = scaleGrad || biasGrad;
+  Scratch stats;
+  if (columns && scaleGrad)
+    GPIPE_RT_TRY(stats.allocate(kernel, size_t(rows) * 2 * sizeof(double)));
+  if (rows > 0 && (inputGrad || scaleGrad)) {
+    layerNormGradRowsKernel<<<blocksForRows(rows), kThreads, 0, stream>>>(
+        in, scale, grad, epsilon, inputGrad, stats.as<double>(), rows, n);
+    GPIPE_RT_TRY(launched(kernel));
+  }
+  if (columns) {
+    layerNormGradColumnsKernel<<<blocksFor(n), kThreads, 0, stream>>>(
+        in, grad, stats.as<double>(), scaleGrad, biasGrad, rows, n);
+    GPIPE_RT_TRY(launched(kernel));
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_gelu_grad_f32(const float *in,
+                                                       const float *grad,
+                                                       float *out,
+                                                       int64_t count) {
+  const char *kernel = "gelu_grad";
+  GPIPE_RT_TRY(checkCount(kernel, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, count));
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
+  geluGradKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(
+      in, grad, out, count);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_cross_entropy_grad_f32(
+    const float *logits, const int64_t *logitsShape, int32_t logitsRank,
+    gpipe_rt_dtype labelType, const void *labels, float grad, float *out) {
+  const char *kernel = "cross_entropy_grad";
+  Shape s, rowsShape;
+  int64_t rows = 0, classes = 0;
+  GPIPE_RT_TRY(splitLogits(kernel, logitsShape, logitsRank, labelType, s,
+                           rowsShape, rows, classes));
+  GPIPE_RT_TRY(checkPointer(kernel, "labels", labels, rows));
+  if (s.numElements > 0) {
+    GPIPE_RT_TRY(checkPointer(kernel, "logits", logits, s.numElements));
+    GPIPE_RT_TRY(checkPointer(kernel, "result", out, s.numElements));
+  }
+  GPIPE_RT_TRY(checkIndices(
+      kernel, labelType, labels, rows, classes,
+      indexInfo(kCrossEntropyGrad, rowsShape, Shape(), classes, 0)));
+  if (s.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  double factor = double(grad) / double(rows);
+  crossEntropyGradKernel<<<blocksForRows(rows), kThreads, 0, currentStream()>>>(
+      logits, labels, labelType == GPIPE_RT_I64, out, rows, classes, factor);
+  return launched(kernel);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_sgd_update_f32(float *param,
+                                                        const float *grad,
+                                                        int64_t count,
+                                                        float lr) {
+  const char *kernel = "sgd_update";
+  GPIPE_RT_TRY(checkCount(kernel, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "param", param, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, count));
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
+  sgdKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(param, grad,
+                                                                count, lr);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_momentum_update_f32(float *param, const float *grad, float *buf,
+                                  int64_t count, float lr, float momentum,
+                                  float weightDecay, int64_t step) {
+  const char *kernel = "momentum_update";
+  GPIPE_RT_TRY(checkCount(kernel, count));
+  if (step < 1)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "step must be 1 or more, got " << step;
+  GPIPE_RT_TRY(checkPointer(kernel, "param", param, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, count));
+  if (momentum != 0.0f)
+    GPIPE_RT_TRY(checkPointer(kernel, "momentum buffer", buf, count));
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
+  cudaStream_t stream = currentStream();
+  if (momentum == 0.0f && weightDecay == 0.0f)
+    sgdKernel<<<blocksFor(count), kThreads, 0, stream>>>(param, grad, count,
+                                                         lr);
+  else if (momentum == 0.0f)
+    sgdDecayKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        param, grad, count, lr, weightDecay);
+  else
+    momentumKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        param, grad, buf, count, lr, momentum, weightDecay, step == 1);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_adamw_update_f32(float *param, const float *grad, float *m,
+                               float *v, int64_t count, double lr, double beta1,
+                               double beta2, double eps, double weightDecay,
+                               int64_t step) {
+  const char *kernel = "adamw_update";
+  GPIPE_RT_TRY(checkCount(kernel, count));
+  if (step < 1)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "step must be 1 or more, got " << step;
+  GPIPE_RT_TRY(checkPointer(kernel, "param", param, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "first moments", m, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "second moments", v, count));
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
+  // The scalar factors in double, rounded to f32 once, as the CPU engine
+  // computes them.
+  double t = double(step);
+  AdamFactors f;
+  f.decay = float(1.0 - lr * weightDecay);
+  f.oneMinusBeta1 = float(1.0 - beta1);
+  f.beta2 = float(beta2);
+  f.oneMinusBeta2 = float(1.0 - beta2);
+  f.stepSize = float(lr / (1.0 - std::pow(beta1, t)));
+  f.correction2 = float(std::sqrt(1.0 - std::pow(beta2, t)));
+  f.eps = float(eps);
+  adamwKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(
+      param, grad, m, v, count, f);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_accumulate_f32(float *acc,
+                                                        const float *grad,
+                                                        int64_t count,
+                                                        int32_t first) {
+  const char *kernel = "accumulate";
+  GPIPE_RT_TRY(checkCount(kernel, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "acc", acc, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, count));
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
+  if (first)
+    return moveBytes(kernel, acc, grad, size_t(count) * sizeof(float));
+  accumulateKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(
+      acc, grad, count);
+  return launched(kernel);
+}
+
+//===----------------------------------------------------------------------===//
+// Parameter initialization
+//===----------------------------------------------------------------------===//
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_fill_init_f32(gpipe_rt_init init, float *out, int64_t count,
+                            double scale, uint64_t seed, uint64_t stream) {
+  const char *kernel = "fill_init";
+  GPIPE_RT_TRY(checkCount(kernel, count));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, count));
+  switch (init) {
+  case GPIPE_RT_INIT_ZEROS:
+  case GPIPE_RT_INIT_ONES:
+    if (count == 0)
+      return GPIPE_RT_SUCCESS;
+    fillConstantKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(
+        out, count, init == GPIPE_RT_INIT_ONES ? 1.0f : 0.0f);
+    return launched(kernel);
+  case GPIPE_RT_INIT_NORMAL:
+  case GPIPE_RT_INIT_UNIFORM:
+    break;
+  default:
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "unknown init " << int(init);
+  }
+  if (!(scale >= 0.0) || !std::isfinite(scale))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "scale must be finite and non-negative, got " << scale;
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
+  uint64_t key = mix64(seed ^ mix64(stream));
+  fillRandomKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(
+      out, count, init == GPIPE_RT_INIT_UNIFORM, key, scale);
+  return launched(kernel);
+}
