@@ -1,10 +1,12 @@
 //===- Kernels.cu - CUDA kernels for the nn ops -----------------*- C++ -*-===//
 //
 // The CUDA backend's kernels behind the C ABI of CUDAKernels.h. Each entry
-// point validates its host-side arguments the way its CPU counterpart does
-// (same checks, same messages), collapses the iteration space on the host
-// into a few dims with per-operand strides, and enqueues one or a few
-// kernels on the calling thread's current stream; nothing synchronizes.
+// point validates its host-side arguments with the checks it shares with its
+// CPU counterpart (Common/KernelArgs.h: same checks, same messages, stored
+// in this library's own thread-local message that gpipe_rt_cuda_last_error()
+// reads), collapses the iteration space on the host into a few dims with
+// per-operand strides, and enqueues one or a few kernels on the calling
+// thread's current stream; nothing synchronizes.
 //
 // Determinism: no reduction uses atomics or a launch-dependent order. Row
 // statistics run a warp per row (each lane adds its strided elements in
@@ -28,17 +30,16 @@
 
 #include "gpipe/Runtime/CUDAKernels.h"
 
+#include "Common/KernelArgs.h"
+
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <limits>
-#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -46,7 +47,8 @@
 namespace gpipe::rt::cuda {
 namespace {
 
-constexpr int kMaxRank = GPIPE_RT_MAX_RANK;
+using namespace args;
+
 /// Threads per block of every elementwise kernel and of the per-row
 /// kernels (8 warps, one row each).
 constexpr int kThreads = 256;
@@ -60,44 +62,21 @@ constexpr int64_t kMaxBlocks = int64_t(1) << 20;
 // Errors
 //===----------------------------------------------------------------------===//
 
+/// The message of the last failing call on this thread, read by
+/// gpipe_rt_cuda_last_error (the CPU kernels keep their own).
 thread_local std::string lastError;
 
-/// Builds a failing call's message; converting it to the status the call
-/// returns sets the thread's last error.
-class Error {
-public:
-  Error(gpipe_rt_status code, const char *kernel) : code(code) {
-    os << kernel << ": ";
-  }
-  template <typename T> Error &operator<<(const T &value) {
-    os << value;
-    return *this;
-  }
-  operator gpipe_rt_status() {
-    lastError = os.str();
-    return code;
-  }
+/// `name` for the shared checks: its failures go to lastError.
+Kernel cudaKernel(const char *name) { return Kernel{name, &lastError}; }
 
-private:
-  gpipe_rt_status code;
-  std::ostringstream os;
-};
-
-#define GPIPE_RT_TRY(expr)                                                     \
-  do {                                                                         \
-    gpipe_rt_status tryStatus = (expr);                                        \
-    if (tryStatus != GPIPE_RT_SUCCESS)                                         \
-      return tryStatus;                                                        \
-  } while (false)
-
-gpipe_rt_status cudaFailure(const char *kernel, const char *what,
+gpipe_rt_status cudaFailure(const Kernel &kernel, const char *what,
                             cudaError_t error) {
   return Error(GPIPE_RT_BLAS_ERROR, kernel)
          << what << " failed: " << cudaGetErrorName(error) << ": "
          << cudaGetErrorString(error);
 }
 
-gpipe_rt_status checkCuda(const char *kernel, const char *what,
+gpipe_rt_status checkCuda(const Kernel &kernel, const char *what,
                           cudaError_t error) {
   if (error != cudaSuccess)
     return cudaFailure(kernel, what, error);
@@ -105,216 +84,18 @@ gpipe_rt_status checkCuda(const char *kernel, const char *what,
 }
 
 /// Reports a failed kernel launch (bad configuration, no device, ...).
-gpipe_rt_status launched(const char *kernel) {
+gpipe_rt_status launched(const Kernel &kernel) {
   return checkCuda(kernel, "kernel launch", cudaGetLastError());
 }
 
 //===----------------------------------------------------------------------===//
-// Shapes (host)
+// Iteration plans (StridedPlan, shared with the CPU kernels)
 //===----------------------------------------------------------------------===//
-
-struct Shape {
-  int32_t rank = 0;
-  int64_t dims[kMaxRank] = {};
-  int64_t numElements = 1;
-
-  bool operator==(const Shape &other) const {
-    return rank == other.rank && std::equal(dims, dims + rank, other.dims);
-  }
-  bool operator!=(const Shape &other) const { return !(*this == other); }
-};
-
-std::ostream &operator<<(std::ostream &os, const Shape &shape) {
-  os << '[';
-  for (int32_t i = 0; i < shape.rank; ++i)
-    os << (i ? ", " : "") << shape.dims[i];
-  return os << ']';
-}
-
-/// Validates the shape argument `what` of `kernel` and copies it.
-gpipe_rt_status readShape(const char *kernel, const char *what,
-                          const int64_t *dims, int32_t rank, Shape &shape) {
-  if (rank < 0 || rank > kMaxRank)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << what << " has rank " << rank << ", expected 0 to " << kMaxRank;
-  if (rank > 0 && !dims)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << what << " has rank " << rank << " but a null shape";
-  shape.rank = rank;
-  bool empty = false;
-  int64_t count = 1;
-  for (int32_t i = 0; i < rank; ++i) {
-    if (dims[i] < 0)
-      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-             << what << " dim " << i << " is negative (" << dims[i] << ")";
-    shape.dims[i] = dims[i];
-  }
-  // Every sub-product of the dims must fit in int64, zero dims aside.
-  for (int32_t i = 0; i < rank; ++i) {
-    if (dims[i] == 0) {
-      empty = true;
-      continue;
-    }
-    if (count > std::numeric_limits<int64_t>::max() / dims[i])
-      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-             << what << " " << shape << " has more elements than int64 holds";
-    count *= dims[i];
-  }
-  shape.numElements = empty ? 0 : count;
-  return GPIPE_RT_SUCCESS;
-}
-
-gpipe_rt_status checkPointer(const char *kernel, const char *what,
-                             const void *ptr, int64_t numElements) {
-  if (!ptr && numElements > 0)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << what << " is null but holds " << numElements << " elements";
-  return GPIPE_RT_SUCCESS;
-}
-
-gpipe_rt_status checkCount(const char *kernel, int64_t count) {
-  if (count < 0)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "negative element count " << count;
-  return GPIPE_RT_SUCCESS;
-}
-
-gpipe_rt_status elementSize(const char *kernel, gpipe_rt_dtype dtype,
-                            size_t &size) {
-  size = gpipe_rt_dtype_size(dtype);
-  if (size == 0)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "unknown element type " << int(dtype);
-  return GPIPE_RT_SUCCESS;
-}
-
-gpipe_rt_status checkIndexType(const char *kernel, const char *what,
-                               gpipe_rt_dtype type) {
-  if (type != GPIPE_RT_I32 && type != GPIPE_RT_I64)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << what << " must be i32 or i64, got " << gpipe_rt_dtype_name(type);
-  return GPIPE_RT_SUCCESS;
-}
-
-void rowMajorStrides(const Shape &shape, int64_t *strides) {
-  int64_t s = 1;
-  for (int32_t i = shape.rank - 1; i >= 0; --i) {
-    strides[i] = s;
-    s *= shape.dims[i];
-  }
-}
-
-/// Strides reading `in` broadcast to `out` (0 along stretched dims); false
-/// when `in` does not broadcast to `out`.
-bool stretchStrides(const Shape &in, const Shape &out, int64_t *strides) {
-  if (in.rank > out.rank)
-    return false;
-  int32_t lead = out.rank - in.rank;
-  int64_t s = 1;
-  for (int32_t i = out.rank - 1; i >= 0; --i) {
-    if (i < lead) {
-      strides[i] = 0;
-      continue;
-    }
-    int64_t d = in.dims[i - lead];
-    if (d != out.dims[i] && d != 1)
-      return false;
-    strides[i] = d == 1 ? 0 : s;
-    s *= d;
-  }
-  return true;
-}
-
-/// numpy broadcast of `count` shapes; false when they do not broadcast.
-bool broadcastAll(const Shape *shapes, int count, Shape &out) {
-  out.rank = 0;
-  for (int k = 0; k < count; ++k)
-    out.rank = std::max(out.rank, shapes[k].rank);
-  for (int32_t i = 0; i < out.rank; ++i) {
-    int64_t d = 1;
-    for (int k = 0; k < count; ++k) {
-      int32_t j = i - (out.rank - shapes[k].rank);
-      if (j < 0)
-        continue;
-      int64_t e = shapes[k].dims[j];
-      if (e == 1 || e == d)
-        continue;
-      if (d != 1)
-        return false;
-      d = e;
-    }
-    out.dims[i] = d;
-  }
-  return true;
-}
-
-/// "[i, j]": the multi-index of flat position `flat` in `dims`.
-std::string formatPosition(const int64_t *dims, int32_t rank, int64_t flat) {
-  int64_t index[kMaxRank] = {};
-  for (int32_t d = rank - 1; d >= 0; --d) {
-    if (dims[d] == 0)
-      continue;
-    index[d] = flat % dims[d];
-    flat /= dims[d];
-  }
-  std::ostringstream os;
-  os << '[';
-  for (int32_t d = 0; d < rank; ++d)
-    os << (d ? ", " : "") << index[d];
-  os << ']';
-  return os.str();
-}
-
-std::string formatDims(const int64_t *dims, int32_t rank) {
-  std::ostringstream os;
-  os << '[';
-  for (int32_t d = 0; d < rank; ++d)
-    os << (d ? ", " : "") << dims[d];
-  os << ']';
-  return os.str();
-}
-
-//===----------------------------------------------------------------------===//
-// Iteration plans: an index space walked by N operands with own strides
-//===----------------------------------------------------------------------===//
-
-/// Passed to kernels by value. Dims of size 1 are dropped and adjacent dims
-/// that every operand walks contiguously are merged.
-template <int N> struct Plan {
-  int32_t rank = 0;
-  int64_t dims[kMaxRank] = {};
-  int64_t strides[N][kMaxRank] = {};
-};
-
-template <int N>
-Plan<N> makePlan(const Shape &space, const int64_t (&strides)[N][kMaxRank]) {
-  Plan<N> plan;
-  for (int32_t i = 0; i < space.rank; ++i) {
-    int64_t d = space.dims[i];
-    if (d == 1)
-      continue;
-    int32_t r = plan.rank;
-    bool merge = r > 0;
-    for (int k = 0; merge && k < N; ++k)
-      merge = plan.strides[k][r - 1] == strides[k][i] * d;
-    if (merge) {
-      plan.dims[r - 1] *= d;
-      for (int k = 0; k < N; ++k)
-        plan.strides[k][r - 1] = strides[k][i];
-      continue;
-    }
-    plan.dims[r] = d;
-    for (int k = 0; k < N; ++k)
-      plan.strides[k][r] = strides[k][i];
-    ++plan.rank;
-  }
-  return plan;
-}
 
 /// Offsets (in elements) of every operand at row-major position `flat`.
 template <int N>
-__device__ __forceinline__ void planOffsets(const Plan<N> &plan, int64_t flat,
-                                            int64_t (&offsets)[N]) {
+__device__ __forceinline__ void
+planOffsets(const StridedPlan<N> &plan, int64_t flat, int64_t (&offsets)[N]) {
   for (int k = 0; k < N; ++k)
     offsets[k] = 0;
   for (int32_t d = plan.rank - 1; d >= 0; --d) {
@@ -338,13 +119,6 @@ unsigned blocksForRows(int64_t rows) {
   return unsigned(std::min<int64_t>(
       (rows + kWarpsPerBlock - 1) / kWarpsPerBlock, kMaxBlocks));
 }
-
-/// Storage of an element of a byte width, for kernels that only move data.
-template <size_t Size> struct Bits;
-template <> struct Bits<1> { using type = uint8_t; };
-template <> struct Bits<2> { using type = uint16_t; };
-template <> struct Bits<4> { using type = uint32_t; };
-template <> struct Bits<8> { using type = uint64_t; };
 
 //===----------------------------------------------------------------------===//
 // Threads' streams, cuBLAS handles and error records
@@ -415,7 +189,7 @@ thread_local ThreadState threadState;
 
 cudaStream_t currentStream() { return threadState.stream; }
 
-gpipe_rt_status deviceState(const char *kernel, DeviceState *&state) {
+gpipe_rt_status deviceState(const Kernel &kernel, DeviceState *&state) {
   int device = 0;
   GPIPE_RT_TRY(checkCuda(kernel, "cudaGetDevice", cudaGetDevice(&device)));
   if (size_t(device) >= threadState.devices.size())
@@ -430,7 +204,7 @@ const char *blasStatusText(cublasStatus_t status) {
 
 /// This thread's cuBLAS handle for the current device, bound to the current
 /// stream; created on first use, in full fp32 (no TF32) without atomics.
-gpipe_rt_status blasHandle(const char *kernel, cublasHandle_t &handle) {
+gpipe_rt_status blasHandle(const Kernel &kernel, cublasHandle_t &handle) {
   DeviceState *state = nullptr;
   GPIPE_RT_TRY(deviceState(kernel, state));
   if (!state->blas) {
@@ -459,7 +233,7 @@ gpipe_rt_status blasHandle(const char *kernel, cublasHandle_t &handle) {
 
 /// This thread's error record on the current device, allocated and cleared
 /// on first use.
-gpipe_rt_status errorRecord(const char *kernel, ErrorRecord *&record) {
+gpipe_rt_status errorRecord(const Kernel &kernel, ErrorRecord *&record) {
   DeviceState *state = nullptr;
   GPIPE_RT_TRY(deviceState(kernel, state));
   if (!state->record) {
@@ -490,7 +264,7 @@ public:
     if (ptr)
       cudaFreeAsync(ptr, currentStream());
   }
-  gpipe_rt_status allocate(const char *kernel, size_t bytes) {
+  gpipe_rt_status allocate(const Kernel &kernel, size_t bytes) {
     if (bytes == 0)
       return GPIPE_RT_SUCCESS;
     return checkCuda(kernel, "cudaMallocAsync of scratch memory",
@@ -580,7 +354,7 @@ __global__ void recordBadIndexKernel(const void *indices, bool wide,
 
 /// Enqueues the check that every one of `count` indices lies in [0, bound);
 /// the first that does not is reported by gpipe_rt_cuda_check.
-gpipe_rt_status checkIndices(const char *kernel, gpipe_rt_dtype type,
+gpipe_rt_status checkIndices(const Kernel &kernel, gpipe_rt_dtype type,
                              const void *indices, int64_t count, int64_t bound,
                              const IndexErrorInfo &info) {
   if (count == 0)
@@ -601,7 +375,7 @@ gpipe_rt_status checkIndices(const char *kernel, gpipe_rt_dtype type,
 //===----------------------------------------------------------------------===//
 
 template <typename T>
-__global__ void stridedCopyKernel(T *dst, const T *src, Plan<2> plan,
+__global__ void stridedCopyKernel(T *dst, const T *src, StridedPlan<2> plan,
                                   int64_t n) {
   GPIPE_RT_GRID_LOOP(i, n) {
     int64_t off[2];
@@ -612,7 +386,7 @@ __global__ void stridedCopyKernel(T *dst, const T *src, Plan<2> plan,
 
 /// Copies the `space`-shaped elements at `src` (strides `srcStrides`) to
 /// `dst` (strides `dstStrides`), elements of `elemSize` bytes.
-gpipe_rt_status stridedCopy(const char *kernel, size_t elemSize,
+gpipe_rt_status stridedCopy(const Kernel &kernel, size_t elemSize,
                             const Shape &space, void *dst,
                             const int64_t *dstStrides, const void *src,
                             const int64_t *srcStrides) {
@@ -621,7 +395,7 @@ gpipe_rt_status stridedCopy(const char *kernel, size_t elemSize,
   int64_t strides[2][kMaxRank];
   std::copy(dstStrides, dstStrides + space.rank, strides[0]);
   std::copy(srcStrides, srcStrides + space.rank, strides[1]);
-  Plan<2> plan = makePlan(space, strides);
+  StridedPlan<2> plan = collapse(space, strides);
   int64_t n = space.numElements;
   unsigned blocks = blocksFor(n);
   cudaStream_t stream = currentStream();
@@ -652,7 +426,7 @@ gpipe_rt_status stridedCopy(const char *kernel, size_t elemSize,
 
 /// memmove of `bytes` device bytes in stream order (overlap goes through a
 /// scratch copy).
-gpipe_rt_status moveBytes(const char *kernel, void *dst, const void *src,
+gpipe_rt_status moveBytes(const Kernel &kernel, void *dst, const void *src,
                           size_t bytes) {
   if (bytes == 0 || dst == src)
     return GPIPE_RT_SUCCESS;
@@ -679,7 +453,7 @@ gpipe_rt_status moveBytes(const char *kernel, void *dst, const void *src,
 //===----------------------------------------------------------------------===//
 
 __global__ void binaryKernel(int op, const float *lhs, const float *rhs,
-                             float *out, Plan<3> plan, int64_t n) {
+                             float *out, StridedPlan<3> plan, int64_t n) {
   GPIPE_RT_GRID_LOOP(i, n) {
     int64_t off[3];
     planOffsets(plan, i, off);
@@ -755,7 +529,7 @@ __global__ void unaryKernel(int op, const float *in, float *out, int64_t n) {
 
 template <typename T>
 __global__ void equalKernel(const T *lhs, const T *rhs, uint8_t *out,
-                            Plan<3> plan, int64_t n) {
+                            StridedPlan<3> plan, int64_t n) {
   GPIPE_RT_GRID_LOOP(i, n) {
     int64_t off[3];
     planOffsets(plan, i, off);
@@ -764,7 +538,7 @@ __global__ void equalKernel(const T *lhs, const T *rhs, uint8_t *out,
 }
 
 __global__ void equalBoolKernel(const uint8_t *lhs, const uint8_t *rhs,
-                                uint8_t *out, Plan<3> plan, int64_t n) {
+                                uint8_t *out, StridedPlan<3> plan, int64_t n) {
   GPIPE_RT_GRID_LOOP(i, n) {
     int64_t off[3];
     planOffsets(plan, i, off);
@@ -774,7 +548,7 @@ __global__ void equalBoolKernel(const uint8_t *lhs, const uint8_t *rhs,
 
 template <typename T>
 __global__ void whereKernel(const uint8_t *cond, const T *x, const T *y, T *out,
-                            Plan<4> plan, int64_t n) {
+                            StridedPlan<4> plan, int64_t n) {
   GPIPE_RT_GRID_LOOP(i, n) {
     int64_t off[4];
     planOffsets(plan, i, off);
@@ -827,58 +601,9 @@ __global__ void castKernel(const In *in, Out *out, int64_t n) {
   GPIPE_RT_GRID_LOOP(i, n) { out[i] = convertTo<Out>(in[i]); }
 }
 
-template <typename Fn> bool withCastType(gpipe_rt_dtype dtype, Fn &&fn) {
-  switch (dtype) {
-  case GPIPE_RT_F32:
-    fn(float());
-    return true;
-  case GPIPE_RT_F64:
-    fn(double());
-    return true;
-  case GPIPE_RT_I32:
-    fn(int32_t());
-    return true;
-  case GPIPE_RT_I64:
-    fn(int64_t());
-    return true;
-  case GPIPE_RT_BOOL:
-    fn(uint8_t());
-    return true;
-  default:
-    return false;
-  }
-}
-
-/// Checks that `N - 1` input shapes broadcast to `out` and plans the walk
-/// (operand 0 is the result).
-template <int N>
-gpipe_rt_status planBroadcast(const char *kernel, const Shape (&inputs)[N - 1],
-                              const Shape &out, Plan<N> &plan) {
-  Shape expected;
-  bool ok = broadcastAll(inputs, N - 1, expected);
-  if (!ok || expected != out) {
-    Error error(GPIPE_RT_INVALID_ARGUMENT, kernel);
-    error << "operands ";
-    for (int k = 0; k < N - 1; ++k)
-      error << (k ? ", " : "") << inputs[k];
-    if (!ok)
-      return error << " do not broadcast";
-    return error << " broadcast to " << expected << ", not to the result shape "
-                 << out;
-  }
-  int64_t strides[N][kMaxRank];
-  rowMajorStrides(out, strides[0]);
-  for (int k = 1; k < N; ++k)
-    stretchStrides(inputs[k - 1], out, strides[k]);
-  plan = makePlan(out, strides);
-  return GPIPE_RT_SUCCESS;
-}
-
 //===----------------------------------------------------------------------===//
 // GEMM (cuBLAS)
 //===----------------------------------------------------------------------===//
-
-bool fitsInt(int64_t v) { return v >= 0 && v <= int64_t(INT_MAX); }
 
 __global__ void scaleMatrixKernel(float *c, int64_t m, int64_t n, int64_t ldc,
                                   int64_t strideC, int64_t batch, float beta) {
@@ -894,29 +619,17 @@ __global__ void scaleMatrixKernel(float *c, int64_t m, int64_t n, int64_t ldc,
 /// `batch` row-major products C[M, N] = alpha * op(A) op(B) + beta * C,
 /// matrix i at A + i * strideA (and so on). Validates every argument
 /// against cuBLAS's int range first, like the CPU's checked sgemm.
-gpipe_rt_status deviceSgemm(const char *kernel, bool transA, bool transB,
+gpipe_rt_status deviceSgemm(const Kernel &kernel, bool transA, bool transB,
                             int64_t m, int64_t n, int64_t k, float alpha,
                             const float *a, int64_t lda, const float *b,
                             int64_t ldb, float beta, float *c, int64_t ldc,
                             int64_t batch = 1, int64_t strideA = 0,
                             int64_t strideB = 0, int64_t strideC = 0) {
-  if (!fitsInt(m) || !fitsInt(n) || !fitsInt(k) || !fitsInt(lda) ||
-      !fitsInt(ldb) || !fitsInt(ldc) || !fitsInt(batch))
-    return Error(GPIPE_RT_BLAS_ERROR, kernel)
-           << "sgemm arguments exceed the BLAS int range (M=" << m
-           << ", N=" << n << ", K=" << k << ", lda=" << lda << ", ldb=" << ldb
-           << ", ldc=" << ldc << ")";
-  int64_t aCols = transA ? m : k, bCols = transB ? k : n;
-  if (lda < std::max<int64_t>(1, aCols) || ldb < std::max<int64_t>(1, bCols) ||
-      ldc < std::max<int64_t>(1, n))
-    return Error(GPIPE_RT_BLAS_ERROR, kernel)
-           << "sgemm leading dimensions too small (M=" << m << ", N=" << n
-           << ", K=" << k << ", lda=" << lda << ", ldb=" << ldb
-           << ", ldc=" << ldc << ")";
-  if (m == 0 || n == 0 || batch == 0)
+  bool empty = false;
+  GPIPE_RT_TRY(checkSgemm(kernel, transA, transB, m, n, k, a, lda, b, ldb, c,
+                          ldc, batch, empty));
+  if (empty)
     return GPIPE_RT_SUCCESS;
-  if (!c || (k > 0 && (!a || !b)))
-    return Error(GPIPE_RT_BLAS_ERROR, kernel) << "sgemm with a null matrix";
   if (k == 0 || alpha == 0.0f) {
     // As on the CPU: beta == 0 overwrites C (NaN included), else C scales.
     scaleMatrixKernel<<<blocksFor(batch * m * n), kThreads, 0,
@@ -1216,9 +929,9 @@ __global__ void crossEntropyGradKernel(const float *logits, const void *labels,
 
 /// reduce_sum, a thread per output element: `kept` maps the output index to
 /// the input offset, `reduced` walks the reduced dims in index order.
-__global__ void reduceSumKernel(const float *in, float *out, Plan<1> kept,
-                                Plan<1> reduced, int64_t outputs,
-                                int64_t perOutput) {
+__global__ void reduceSumKernel(const float *in, float *out,
+                                StridedPlan<1> kept, StridedPlan<1> reduced,
+                                int64_t outputs, int64_t perOutput) {
   GPIPE_RT_GRID_LOOP(o, outputs) {
     int64_t base[1];
     planOffsets(kept, o, base);
@@ -1232,7 +945,7 @@ __global__ void reduceSumKernel(const float *in, float *out, Plan<1> kept,
       // The innermost reduced dim runs as a plain loop.
       int32_t last = reduced.rank - 1;
       int64_t innerN = reduced.dims[last], innerS = reduced.strides[0][last];
-      Plan<1> outerPlan = reduced;
+      StridedPlan<1> outerPlan = reduced;
       outerPlan.rank = last;
       int64_t outerN = perOutput / innerN;
       for (int64_t r = 0; r < outerN; ++r) {
@@ -1249,8 +962,9 @@ __global__ void reduceSumKernel(const float *in, float *out, Plan<1> kept,
 
 /// reduce_sum for few outputs of many inputs: a block per output element,
 /// a fixed tree.
-__global__ void reduceSumBlockKernel(const float *in, float *out, Plan<1> kept,
-                                     Plan<1> reduced, int64_t outputs,
+__global__ void reduceSumBlockKernel(const float *in, float *out,
+                                     StridedPlan<1> kept,
+                                     StridedPlan<1> reduced, int64_t outputs,
                                      int64_t perOutput) {
   __shared__ double shared[kThreads];
   for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
@@ -1392,65 +1106,6 @@ __global__ void fillRandomKernel(float *out, int64_t n, bool uniform,
   }
 }
 
-//===----------------------------------------------------------------------===//
-// Shared validation of the softmax and layer-norm families
-//===----------------------------------------------------------------------===//
-
-gpipe_rt_status splitAtAxis(const char *kernel, const Shape &s, int64_t axis,
-                            int64_t &outer, int64_t &n, int64_t &inner) {
-  if (axis < 0 || axis >= std::max<int64_t>(s.rank, 1) ||
-      (s.rank == 0 && axis != 0))
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "axis " << axis << " is out of range for " << s;
-  outer = 1;
-  inner = 1;
-  n = s.rank ? s.dims[axis] : 1;
-  for (int32_t d = 0; d < axis; ++d)
-    outer *= s.dims[d];
-  for (int32_t d = int32_t(axis) + 1; d < s.rank; ++d)
-    inner *= s.dims[d];
-  return GPIPE_RT_SUCCESS;
-}
-
-gpipe_rt_status splitNormalized(const char *kernel, const Shape &s,
-                                int64_t axis, float epsilon, int64_t &rows,
-                                int64_t &n) {
-  if (axis < 0 || axis > s.rank)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "axis " << axis << " is out of range for " << s;
-  if (!(epsilon >= 0.0f))
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "epsilon must be non-negative, got " << epsilon;
-  rows = 1;
-  n = 1;
-  for (int32_t d = 0; d < axis; ++d)
-    rows *= s.dims[d];
-  for (int32_t d = int32_t(axis); d < s.rank; ++d)
-    n *= s.dims[d];
-  return GPIPE_RT_SUCCESS;
-}
-
-/// Label rows of cross-entropy: logits [..., C] as `rows` x `classes`, and
-/// the rows' shape for messages.
-gpipe_rt_status splitLogits(const char *kernel, const int64_t *logitsShape,
-                            int32_t logitsRank, gpipe_rt_dtype labelType,
-                            Shape &s, Shape &rowsShape, int64_t &rows,
-                            int64_t &classes) {
-  GPIPE_RT_TRY(readShape(kernel, "logits", logitsShape, logitsRank, s));
-  GPIPE_RT_TRY(checkIndexType(kernel, "labels", labelType));
-  if (s.rank < 1)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "logits must have a class dim";
-  rowsShape = s;
-  --rowsShape.rank;
-  classes = s.dims[s.rank - 1];
-  rows = 1;
-  for (int32_t d = 0; d < rowsShape.rank; ++d)
-    rows *= rowsShape.dims[d];
-  rowsShape.numElements = rows;
-  return GPIPE_RT_SUCCESS;
-}
-
 IndexErrorInfo indexInfo(IndexKernel kernel, const Shape &positions,
                          const Shape &other, int64_t bound, int64_t axis) {
   IndexErrorInfo info;
@@ -1480,13 +1135,14 @@ extern "C" const char *gpipe_rt_cuda_last_error(void) {
 extern "C" void gpipe_rt_cuda_clear_error(void) { lastError.clear(); }
 
 extern "C" gpipe_rt_status gpipe_rt_cuda_device_count(int32_t *count) {
+  Kernel kernel = cudaKernel("device_count");
   if (!count)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, "device_count") << "null count";
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "null count";
   int n = 0;
   cudaError_t error = cudaGetDeviceCount(&n);
   if (error != cudaSuccess) {
     *count = 0;
-    return cudaFailure("device_count", "cudaGetDeviceCount", error);
+    return cudaFailure(kernel, "cudaGetDeviceCount", error);
   }
   *count = n;
   return GPIPE_RT_SUCCESS;
@@ -1502,19 +1158,20 @@ extern "C" void *gpipe_rt_cuda_get_stream(void) {
 }
 
 extern "C" gpipe_rt_status gpipe_rt_cuda_nccl_version(int32_t *version) {
+  Kernel kernel = cudaKernel("nccl_version");
   if (!version)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, "nccl_version") << "null version";
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "null version";
   int v = 0;
   ncclResult_t result = ncclGetVersion(&v);
   if (result != ncclSuccess)
-    return Error(GPIPE_RT_BLAS_ERROR, "nccl_version")
+    return Error(GPIPE_RT_BLAS_ERROR, kernel)
            << "ncclGetVersion failed: " << ncclGetErrorString(result);
   *version = v;
   return GPIPE_RT_SUCCESS;
 }
 
 extern "C" gpipe_rt_status gpipe_rt_cuda_check(void) {
-  const char *kernel = "check";
+  Kernel kernel = cudaKernel("check");
   cudaStream_t stream = currentStream();
   GPIPE_RT_TRY(checkCuda(kernel, "waiting for the stream",
                          cudaStreamSynchronize(stream)));
@@ -1538,24 +1195,21 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_check(void) {
   GPIPE_RT_TRY(checkCuda(kernel, "clearing the error record",
                          cudaStreamSynchronize(stream)));
   const IndexErrorInfo &info = record.info;
-  std::string position = formatPosition(info.dims, info.rank, record.position);
-  std::string positions = formatDims(info.dims, info.rank);
-  std::string other = formatDims(info.otherDims, info.otherRank);
+  Shape positions = shapeOf(info.dims, info.rank);
+  Shape indexed = shapeOf(info.otherDims, info.otherRank);
   switch (info.kernel) {
   case kGather:
+    return gatherIndexOutOfRange(cudaKernel("gather"), record.value, positions,
+                                 record.position, info.axis, indexed);
   case kGatherGrad:
-    return Error(GPIPE_RT_OUT_OF_RANGE,
-                 info.kernel == kGather ? "gather" : "gather_grad")
-           << "index " << record.value << " at position " << position
-           << " of indices " << positions << " is out of range [0, "
-           << info.bound << ") for axis " << info.axis
-           << (info.kernel == kGather ? " of data " : " of ") << other;
+    return gatherGradIndexOutOfRange(cudaKernel("gather_grad"), record.value,
+                                     positions, record.position, info.axis,
+                                     indexed);
   default:
-    return Error(GPIPE_RT_OUT_OF_RANGE, info.kernel == kCrossEntropy
-                                            ? "cross_entropy"
-                                            : "cross_entropy_grad")
-           << "label " << record.value << " at position " << position
-           << " is out of range [0, " << info.bound << ")";
+    return labelOutOfRange(
+        cudaKernel(info.kernel == kCrossEntropy ? "cross_entropy"
+                                                : "cross_entropy_grad"),
+        record.value, positions, record.position, info.bound);
   }
 }
 
@@ -1563,63 +1217,32 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_check(void) {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-namespace {
-const char *binaryName(gpipe_rt_binary_op op) {
-  switch (op) {
-  case GPIPE_RT_ADD:
-    return "add";
-  case GPIPE_RT_SUB:
-    return "sub";
-  case GPIPE_RT_MUL:
-    return "mul";
-  case GPIPE_RT_DIV:
-    return "div";
-  case GPIPE_RT_POW:
-    return "pow";
-  }
-  return "binary";
-}
-} // namespace
-
 extern "C" gpipe_rt_status gpipe_rt_cuda_binary_f32(
     gpipe_rt_binary_op op, const float *lhs, const int64_t *lhsShape,
     int32_t lhsRank, const float *rhs, const int64_t *rhsShape, int32_t rhsRank,
     float *out, const int64_t *outShape, int32_t outRank) {
-  const char *kernel = binaryName(op);
-  Shape in[2], res;
-  GPIPE_RT_TRY(readShape(kernel, "lhs", lhsShape, lhsRank, in[0]));
-  GPIPE_RT_TRY(readShape(kernel, "rhs", rhsShape, rhsRank, in[1]));
-  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, res));
-  Plan<3> plan;
-  GPIPE_RT_TRY(planBroadcast<3>(kernel, in, res, plan));
-  if (res.numElements == 0)
+  Kernel kernel = cudaKernel(binaryName(op));
+  BroadcastArgs<3> args;
+  GPIPE_RT_TRY(checkBinary(kernel, op, lhs, lhsShape, lhsRank, rhs, rhsShape,
+                           rhsRank, out, outShape, outRank, args));
+  if (args.count == 0)
     return GPIPE_RT_SUCCESS;
-  GPIPE_RT_TRY(checkPointer(kernel, "lhs", lhs, in[0].numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "rhs", rhs, in[1].numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
-  if (int(op) < GPIPE_RT_ADD || int(op) > GPIPE_RT_POW)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, "binary")
-           << "unknown op " << int(op);
-  int64_t n = res.numElements;
+  int64_t n = args.count;
   binaryKernel<<<blocksFor(n), kThreads, 0, currentStream()>>>(
-      int(op), lhs, rhs, out, plan, n);
+      int(op), lhs, rhs, out, args.plan, n);
   return launched(kernel);
 }
 
 extern "C" gpipe_rt_status gpipe_rt_cuda_unary_f32(gpipe_rt_unary_op op,
                                                    const float *in, float *out,
                                                    int64_t count) {
-  GPIPE_RT_TRY(checkCount("unary", count));
-  GPIPE_RT_TRY(checkPointer("unary", "input", in, count));
-  GPIPE_RT_TRY(checkPointer("unary", "result", out, count));
-  if (int(op) < GPIPE_RT_NEG || int(op) > GPIPE_RT_LOG)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, "unary")
-           << "unknown op " << int(op);
+  Kernel kernel = cudaKernel("unary");
+  GPIPE_RT_TRY(checkUnary(kernel, op, in, out, count));
   if (count == 0)
     return GPIPE_RT_SUCCESS;
   unaryKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(int(op), in,
                                                                   out, count);
-  return launched("unary");
+  return launched(kernel);
 }
 
 extern "C" gpipe_rt_status
@@ -1627,19 +1250,14 @@ gpipe_rt_cuda_equal(gpipe_rt_dtype dtype, const void *lhs,
                     const int64_t *lhsShape, int32_t lhsRank, const void *rhs,
                     const int64_t *rhsShape, int32_t rhsRank, uint8_t *out,
                     const int64_t *outShape, int32_t outRank) {
-  const char *kernel = "equal";
-  Shape in[2], res;
-  GPIPE_RT_TRY(readShape(kernel, "lhs", lhsShape, lhsRank, in[0]));
-  GPIPE_RT_TRY(readShape(kernel, "rhs", rhsShape, rhsRank, in[1]));
-  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, res));
-  Plan<3> plan;
-  GPIPE_RT_TRY(planBroadcast<3>(kernel, in, res, plan));
-  if (res.numElements == 0)
+  Kernel kernel = cudaKernel("equal");
+  BroadcastArgs<3> args;
+  GPIPE_RT_TRY(checkEqual(kernel, dtype, lhs, lhsShape, lhsRank, rhs, rhsShape,
+                          rhsRank, out, outShape, outRank, args));
+  if (args.count == 0)
     return GPIPE_RT_SUCCESS;
-  GPIPE_RT_TRY(checkPointer(kernel, "lhs", lhs, in[0].numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "rhs", rhs, in[1].numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
-  int64_t n = res.numElements;
+  int64_t n = args.count;
+  const StridedPlan<3> &plan = args.plan;
   unsigned blocks = blocksFor(n);
   cudaStream_t stream = currentStream();
   auto run = [&](auto zero) {
@@ -1660,14 +1278,11 @@ gpipe_rt_cuda_equal(gpipe_rt_dtype dtype, const void *lhs,
   case GPIPE_RT_I64:
     run(int64_t());
     break;
-  case GPIPE_RT_BOOL:
+  default: // GPIPE_RT_BOOL; checkEqual rejected every other type.
     equalBoolKernel<<<blocks, kThreads, 0, stream>>>(
         static_cast<const uint8_t *>(lhs), static_cast<const uint8_t *>(rhs),
         out, plan, n);
     break;
-  default:
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "unsupported element type " << gpipe_rt_dtype_name(dtype);
   }
   return launched(kernel);
 }
@@ -1678,23 +1293,15 @@ gpipe_rt_cuda_where(const uint8_t *cond, const int64_t *condShape,
                     const int64_t *xShape, int32_t xRank, const void *y,
                     const int64_t *yShape, int32_t yRank, void *out,
                     const int64_t *outShape, int32_t outRank) {
-  const char *kernel = "where";
-  size_t elemSize;
-  GPIPE_RT_TRY(elementSize(kernel, dtype, elemSize));
-  Shape in[3], res;
-  GPIPE_RT_TRY(readShape(kernel, "condition", condShape, condRank, in[0]));
-  GPIPE_RT_TRY(readShape(kernel, "x", xShape, xRank, in[1]));
-  GPIPE_RT_TRY(readShape(kernel, "y", yShape, yRank, in[2]));
-  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, res));
-  Plan<4> plan;
-  GPIPE_RT_TRY(planBroadcast<4>(kernel, in, res, plan));
-  if (res.numElements == 0)
+  Kernel kernel = cudaKernel("where");
+  WhereArgs args;
+  GPIPE_RT_TRY(checkWhere(kernel, cond, condShape, condRank, dtype, x, xShape,
+                          xRank, y, yShape, yRank, out, outShape, outRank,
+                          args));
+  if (args.count == 0)
     return GPIPE_RT_SUCCESS;
-  GPIPE_RT_TRY(checkPointer(kernel, "condition", cond, in[0].numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "x", x, in[1].numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "y", y, in[2].numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
-  int64_t n = res.numElements;
+  int64_t n = args.count;
+  const StridedPlan<4> &plan = args.plan;
   unsigned blocks = blocksFor(n);
   cudaStream_t stream = currentStream();
   auto run = [&](auto zero) {
@@ -1703,7 +1310,7 @@ gpipe_rt_cuda_where(const uint8_t *cond, const int64_t *condShape,
         cond, static_cast<const T *>(x), static_cast<const T *>(y),
         static_cast<T *>(out), plan, n);
   };
-  switch (elemSize) {
+  switch (args.elemSize) {
   case 1:
     run(uint8_t());
     break;
@@ -1722,42 +1329,33 @@ gpipe_rt_cuda_where(const uint8_t *cond, const int64_t *condShape,
 
 extern "C" gpipe_rt_status gpipe_rt_cuda_not(const uint8_t *in, uint8_t *out,
                                              int64_t count) {
-  GPIPE_RT_TRY(checkCount("not", count));
-  GPIPE_RT_TRY(checkPointer("not", "input", in, count));
-  GPIPE_RT_TRY(checkPointer("not", "result", out, count));
+  Kernel kernel = cudaKernel("not");
+  GPIPE_RT_TRY(checkNot(kernel, in, out, count));
   if (count == 0)
     return GPIPE_RT_SUCCESS;
   notKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(in, out, count);
-  return launched("not");
+  return launched(kernel);
 }
 
 extern "C" gpipe_rt_status gpipe_rt_cuda_cast(gpipe_rt_dtype inType,
                                               const void *in,
                                               gpipe_rt_dtype outType, void *out,
                                               int64_t count) {
-  GPIPE_RT_TRY(checkCount("cast", count));
-  GPIPE_RT_TRY(checkPointer("cast", "input", in, count));
-  GPIPE_RT_TRY(checkPointer("cast", "result", out, count));
-  bool known = false;
+  Kernel kernel = cudaKernel("cast");
+  GPIPE_RT_TRY(checkCast(kernel, inType, in, outType, out, count));
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
   unsigned blocks = blocksFor(count);
   cudaStream_t stream = currentStream();
   withCastType(inType, [&](auto inZero) {
-    known = withCastType(outType, [&](auto outZero) {
+    withCastType(outType, [&](auto outZero) {
       using In = decltype(inZero);
       using Out = decltype(outZero);
-      if (count > 0)
-        castKernel<Out, In><<<blocks, kThreads, 0, stream>>>(
-            static_cast<const In *>(in), static_cast<Out *>(out), count);
+      castKernel<Out, In><<<blocks, kThreads, 0, stream>>>(
+          static_cast<const In *>(in), static_cast<Out *>(out), count);
     });
   });
-  if (!known)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, "cast")
-           << "unsupported conversion from " << gpipe_rt_dtype_name(inType)
-           << " to " << gpipe_rt_dtype_name(outType)
-           << " (supported: f32, f64, i32, i64, i1)";
-  if (count == 0)
-    return GPIPE_RT_SUCCESS;
-  return launched("cast");
+  return launched(kernel);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1769,56 +1367,19 @@ gpipe_rt_cuda_matmul_f32(const float *lhs, const int64_t *lhsShape,
                          int32_t lhsRank, const float *rhs,
                          const int64_t *rhsShape, int32_t rhsRank, float *out,
                          const int64_t *outShape, int32_t outRank) {
-  const char *kernel = "matmul";
-  Shape a, b, res;
-  GPIPE_RT_TRY(readShape(kernel, "lhs", lhsShape, lhsRank, a));
-  GPIPE_RT_TRY(readShape(kernel, "rhs", rhsShape, rhsRank, b));
-  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, res));
-  if (a.rank < 2 || b.rank < 2)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "operands must have rank 2 or more, got " << a << " and " << b;
-  int64_t m = a.dims[a.rank - 2], k = a.dims[a.rank - 1];
-  int64_t k2 = b.dims[b.rank - 2], n = b.dims[b.rank - 1];
-  if (k != k2)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "inner dimensions differ: " << a << " and " << b;
-  Shape batches[2] = {a, b}, batch;
-  batches[0].rank -= 2;
-  batches[1].rank -= 2;
-  if (!broadcastAll(batches, 2, batch))
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "batch dims of " << a << " and " << b << " do not broadcast";
-  Shape expected = batch;
-  expected.dims[expected.rank++] = m;
-  expected.dims[expected.rank++] = n;
-  if (expected.rank > kMaxRank || expected != res)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << a << " x " << b << " gives " << expected
-           << ", not the result shape " << res;
-  if (res.numElements == 0)
+  Kernel kernel = cudaKernel("matmul");
+  MatmulArgs args;
+  GPIPE_RT_TRY(checkMatmul(kernel, lhs, lhsShape, lhsRank, rhs, rhsShape,
+                           rhsRank, out, outShape, outRank, args));
+  if (args.count == 0)
     return GPIPE_RT_SUCCESS;
-  GPIPE_RT_TRY(checkPointer(kernel, "lhs", lhs, a.numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "rhs", rhs, b.numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
-
-  batch.numElements = 1;
-  for (int32_t i = 0; i < batch.rank; ++i)
-    batch.numElements *= batch.dims[i];
-  int64_t strides[3][kMaxRank];
-  rowMajorStrides(batch, strides[0]);
-  stretchStrides(batches[0], batch, strides[1]);
-  stretchStrides(batches[1], batch, strides[2]);
-  Plan<3> plan = makePlan(batch, strides);
-
+  int64_t m = args.m, n = args.n, k = args.k;
+  const StridedPlan<3> &plan = args.plan;
+  int64_t ldA = leadingDim(k), ldB = leadingDim(n);
   // A shared rhs and a dense lhs: the batch folds into the rows.
-  bool rhsShared = true;
-  for (int32_t d = 0; d < plan.rank; ++d)
-    rhsShared = rhsShared && plan.strides[2][d] == 0;
-  bool lhsDense = plan.rank == 0 || (plan.rank == 1 && plan.strides[1][0] == 1);
-  int64_t ldA = std::max<int64_t>(1, k), ldB = std::max<int64_t>(1, n);
-  if (rhsShared && lhsDense)
-    return deviceSgemm(kernel, false, false, batch.numElements * m, n, k, 1.0f,
-                       lhs, ldA, rhs, ldB, 0.0f, out, ldB);
+  if (args.foldBatch)
+    return deviceSgemm(kernel, false, false, args.batch.numElements * m, n, k,
+                       1.0f, lhs, ldA, rhs, ldB, 0.0f, out, ldB);
 
   // Strided-batched over the innermost batch dim, one call per index of
   // the outer ones.
@@ -1849,50 +1410,16 @@ gpipe_rt_cuda_gemm_f32(const float *a, const int64_t *aShape, const float *b,
                        const int64_t *cShape, int32_t cRank, float alpha,
                        float beta, int32_t transA, int32_t transB, float *out,
                        const int64_t *outShape) {
-  const char *kernel = "gemm";
-  Shape as, bs, cs, res;
-  GPIPE_RT_TRY(readShape(kernel, "a", aShape, 2, as));
-  GPIPE_RT_TRY(readShape(kernel, "b", bShape, 2, bs));
-  GPIPE_RT_TRY(readShape(kernel, "result", outShape, 2, res));
-  int64_t m = transA ? as.dims[1] : as.dims[0];
-  int64_t k = transA ? as.dims[0] : as.dims[1];
-  int64_t k2 = transB ? bs.dims[1] : bs.dims[0];
-  int64_t n = transB ? bs.dims[0] : bs.dims[1];
-  if (k != k2)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "inner dimensions differ: a " << as
-           << (transA ? " (transposed)" : "") << " and b " << bs
-           << (transB ? " (transposed)" : "");
-  if (res.dims[0] != m || res.dims[1] != n)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "product is [" << m << ", " << n << "], not the result shape "
-           << res;
-  GPIPE_RT_TRY(checkPointer(kernel, "a", a, as.numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "b", b, bs.numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
-  float effectiveBeta = 0.0f;
-  int64_t strides[2][kMaxRank];
-  if (c) {
-    GPIPE_RT_TRY(readShape(kernel, "c", cShape, cRank, cs));
-    rowMajorStrides(res, strides[0]);
-    if (!stretchStrides(cs, res, strides[1]))
-      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-             << "c " << cs << " does not broadcast to the result " << res;
-    effectiveBeta = beta;
-  }
+  Kernel kernel = cudaKernel("gemm");
+  GemmArgs args;
+  GPIPE_RT_TRY(checkGemm(kernel, a, aShape, b, bShape, c, cShape, cRank, beta,
+                         transA, transB, out, outShape, args));
   // Validate the sgemm before writing c into the result.
-  if (!fitsInt(m) || !fitsInt(n) || !fitsInt(k))
-    return deviceSgemm(kernel, transA, transB, m, n, k, alpha, a,
-                       std::max<int64_t>(1, as.dims[1]), b,
-                       std::max<int64_t>(1, bs.dims[1]), effectiveBeta, out,
-                       std::max<int64_t>(1, n));
-  if (c)
-    GPIPE_RT_TRY(stridedCopy(kernel, sizeof(float), res, out, strides[0], c,
-                             strides[1]));
-  return deviceSgemm(kernel, transA, transB, m, n, k, alpha, a,
-                     std::max<int64_t>(1, as.dims[1]), b,
-                     std::max<int64_t>(1, bs.dims[1]), effectiveBeta, out,
-                     std::max<int64_t>(1, n));
+  if (c && fitsBlasInt(args.m) && fitsBlasInt(args.n) && fitsBlasInt(args.k))
+    GPIPE_RT_TRY(stridedCopy(kernel, sizeof(float), args.result, out,
+                             args.resultStrides, c, args.cStrides));
+  return deviceSgemm(kernel, transA, transB, args.m, args.n, args.k, alpha, a,
+                     args.lda, b, args.ldb, args.beta, out, args.ldc);
 }
 
 extern "C" gpipe_rt_status
@@ -1901,48 +1428,29 @@ gpipe_rt_cuda_linear_f32(const float *input, const int64_t *inputShape,
                          const int64_t *weightShape, const float *bias,
                          int32_t transposeWeight, float *out,
                          const int64_t *outShape, int32_t outRank) {
-  const char *kernel = "linear";
-  Shape in, w, res;
-  GPIPE_RT_TRY(readShape(kernel, "input", inputShape, inputRank, in));
-  GPIPE_RT_TRY(readShape(kernel, "weight", weightShape, 2, w));
-  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, res));
-  if (in.rank < 1)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "input must have rank 1 or more";
-  int64_t inF = in.dims[in.rank - 1];
-  int64_t wIn = transposeWeight ? w.dims[1] : w.dims[0];
-  int64_t outF = transposeWeight ? w.dims[0] : w.dims[1];
-  if (inF != wIn)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "input " << in << " has " << inF << " features but weight " << w
-           << (transposeWeight ? " ([out, in])" : " ([in, out])") << " takes "
-           << wIn;
-  Shape expected = in;
-  expected.dims[expected.rank - 1] = outF;
-  if (expected != res)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "result should be " << expected << ", got " << res;
-  if (res.numElements == 0)
+  Kernel kernel = cudaKernel("linear");
+  LinearArgs args;
+  GPIPE_RT_TRY(checkLinear(kernel, input, inputShape, inputRank, weight,
+                           weightShape, transposeWeight, out, outShape, outRank,
+                           args));
+  if (args.count == 0)
     return GPIPE_RT_SUCCESS;
-  GPIPE_RT_TRY(checkPointer(kernel, "input", input, in.numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "weight", weight, w.numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
-  int64_t rows = res.numElements / outF;
+  int64_t rows = args.rows, outF = args.outFeatures;
   if (bias) {
     // Every row of the result starts as the bias.
     Shape space;
     space.rank = 2;
     space.dims[0] = rows;
     space.dims[1] = outF;
-    space.numElements = res.numElements;
+    space.numElements = args.count;
     int64_t dst[2] = {outF, 1}, src[2] = {0, 1};
     GPIPE_RT_TRY(
         stridedCopy(kernel, sizeof(float), space, out, dst, bias, src));
   }
-  return deviceSgemm(kernel, false, transposeWeight != 0, rows, outF, inF, 1.0f,
-                     input, std::max<int64_t>(1, inF), weight,
-                     std::max<int64_t>(1, w.dims[1]), bias ? 1.0f : 0.0f, out,
-                     std::max<int64_t>(1, outF));
+  return deviceSgemm(kernel, false, transposeWeight != 0, rows, outF,
+                     args.inFeatures, 1.0f, input, leadingDim(args.inFeatures),
+                     weight, args.weightLd, bias ? 1.0f : 0.0f, out,
+                     leadingDim(outF));
 }
 
 //===----------------------------------------------------------------------===//
@@ -1953,15 +1461,12 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_softmax_f32(const float *in,
                                                      const int64_t *shape,
                                                      int32_t rank, int64_t axis,
                                                      float *out) {
-  const char *kernel = "softmax";
-  Shape s;
-  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
-  int64_t outer = 0, n = 0, inner = 0;
-  GPIPE_RT_TRY(splitAtAxis(kernel, s, axis, outer, n, inner));
-  if (s.numElements == 0)
+  Kernel kernel = cudaKernel("softmax");
+  AxisSplit args;
+  GPIPE_RT_TRY(checkSoftmax(kernel, in, shape, rank, axis, out, args));
+  if (args.count == 0)
     return GPIPE_RT_SUCCESS;
-  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "result", out, s.numElements));
+  int64_t outer = args.outer, n = args.n, inner = args.inner;
   if (inner == 1)
     softmaxRowsKernel<<<blocksForRows(outer), kThreads, 0, currentStream()>>>(
         in, out, outer, n);
@@ -1976,18 +1481,14 @@ gpipe_rt_cuda_layer_norm_f32(const float *in, const int64_t *shape,
                              int32_t rank, int64_t axis, const float *scale,
                              const float *bias, float epsilon, float *out,
                              float *mean, float *rstd) {
-  const char *kernel = "layer_norm";
-  Shape s;
-  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
-  int64_t rows = 0, n = 0;
-  GPIPE_RT_TRY(splitNormalized(kernel, s, axis, epsilon, rows, n));
-  if (s.numElements == 0)
+  Kernel kernel = cudaKernel("layer_norm");
+  RowSplit args;
+  GPIPE_RT_TRY(
+      checkLayerNorm(kernel, in, shape, rank, axis, scale, epsilon, out, args));
+  if (args.count == 0)
     return GPIPE_RT_SUCCESS;
-  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "scale", scale, n));
-  GPIPE_RT_TRY(checkPointer(kernel, "result", out, s.numElements));
-  layerNormKernel<<<blocksForRows(rows), kThreads, 0, currentStream()>>>(
-      in, scale, bias, epsilon, out, mean, rstd, rows, n);
+  layerNormKernel<<<blocksForRows(args.rows), kThreads, 0, currentStream()>>>(
+      in, scale, bias, epsilon, out, mean, rstd, args.rows, args.n);
   return launched(kernel);
 }
 
@@ -1999,51 +1500,29 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_gather(
     gpipe_rt_dtype dtype, const void *data, const int64_t *dataShape,
     int32_t dataRank, gpipe_rt_dtype indexType, const void *indices,
     const int64_t *indicesShape, int32_t indicesRank, int64_t axis, void *out) {
-  const char *kernel = "gather";
-  size_t elemSize;
-  GPIPE_RT_TRY(elementSize(kernel, dtype, elemSize));
-  GPIPE_RT_TRY(checkIndexType(kernel, "indices", indexType));
-  Shape ds, is;
-  GPIPE_RT_TRY(readShape(kernel, "data", dataShape, dataRank, ds));
-  GPIPE_RT_TRY(readShape(kernel, "indices", indicesShape, indicesRank, is));
-  if (axis < 0 || axis >= ds.rank)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "axis " << axis << " is out of range for data " << ds;
-  if (ds.rank - 1 + is.rank > kMaxRank)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "result rank " << ds.rank - 1 + is.rank << " exceeds "
-           << kMaxRank;
-  int64_t outer = 1, inner = 1, axisDim = ds.dims[axis];
-  for (int32_t d = 0; d < axis; ++d)
-    outer *= ds.dims[d];
-  for (int32_t d = int32_t(axis) + 1; d < ds.rank; ++d)
-    inner *= ds.dims[d];
-  GPIPE_RT_TRY(checkPointer(kernel, "indices", indices, is.numElements));
-  if (is.numElements > 0 &&
-      outer * inner > std::numeric_limits<int64_t>::max() / is.numElements)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "result of gathering " << is << " from " << ds
-           << " has more elements than int64 holds";
-  int64_t total = outer * is.numElements * inner;
-  if (total > 0) {
-    GPIPE_RT_TRY(checkPointer(kernel, "data", data, ds.numElements));
-    GPIPE_RT_TRY(checkPointer(kernel, "result", out, total));
-  }
+  Kernel kernel = cudaKernel("gather");
+  GatherArgs args;
+  GPIPE_RT_TRY(checkGather(kernel, dtype, dataShape, dataRank, indexType,
+                           indices, indicesShape, indicesRank, axis, args));
+  GPIPE_RT_TRY(checkGatherResult(kernel, data, out, args));
+  const Shape &is = args.indices;
+  int64_t axisDim = args.axisDim;
   GPIPE_RT_TRY(checkIndices(kernel, indexType, indices, is.numElements, axisDim,
-                            indexInfo(kGather, is, ds, axisDim, axis)));
+                            indexInfo(kGather, is, args.data, axisDim, axis)));
+  int64_t total = args.count;
   if (total == 0)
     return GPIPE_RT_SUCCESS;
   bool wide = indexType == GPIPE_RT_I64;
   unsigned blocks = blocksFor(total);
   cudaStream_t stream = currentStream();
-  int64_t count = is.numElements;
+  int64_t count = is.numElements, inner = args.inner;
   auto run = [&](auto zero) {
     using T = decltype(zero);
     gatherKernel<T><<<blocks, kThreads, 0, stream>>>(
         static_cast<const T *>(data), indices, wide, static_cast<T *>(out),
         count, axisDim, inner, total);
   };
-  switch (elemSize) {
+  switch (args.elemSize) {
   case 1:
     run(uint8_t());
     break;
@@ -2064,132 +1543,45 @@ extern "C" gpipe_rt_status
 gpipe_rt_cuda_transpose(gpipe_rt_dtype dtype, const void *in,
                         const int64_t *shape, int32_t rank, const int64_t *perm,
                         void *out) {
-  const char *kernel = "transpose";
-  size_t elemSize;
-  GPIPE_RT_TRY(elementSize(kernel, dtype, elemSize));
-  Shape s;
-  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
-  if (s.rank > 0 && !perm)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "null permutation";
-  bool seen[kMaxRank] = {};
-  for (int32_t i = 0; i < s.rank; ++i) {
-    if (perm[i] < 0 || perm[i] >= s.rank || seen[perm[i]]) {
-      Error error(GPIPE_RT_INVALID_ARGUMENT, kernel);
-      error << "perm [";
-      for (int32_t j = 0; j < s.rank; ++j)
-        error << (j ? ", " : "") << perm[j];
-      return error << "] is not a permutation of " << s.rank << " dims";
-    }
-    seen[perm[i]] = true;
-  }
-  if (s.numElements == 0)
+  Kernel kernel = cudaKernel("transpose");
+  CopyArgs args;
+  GPIPE_RT_TRY(checkTranspose(kernel, dtype, in, shape, rank, perm, out, args));
+  if (args.space.numElements == 0)
     return GPIPE_RT_SUCCESS;
-  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "result", out, s.numElements));
-  Shape res = s;
-  int64_t inStrides[kMaxRank], dstStrides[kMaxRank], srcStrides[kMaxRank];
-  rowMajorStrides(s, inStrides);
-  for (int32_t i = 0; i < s.rank; ++i) {
-    res.dims[i] = s.dims[perm[i]];
-    srcStrides[i] = inStrides[perm[i]];
-  }
-  rowMajorStrides(res, dstStrides);
-  return stridedCopy(kernel, elemSize, res, out, dstStrides, in, srcStrides);
+  return stridedCopy(kernel, args.elemSize, args.space, out, args.dstStrides,
+                     in, args.srcStrides);
 }
-
-namespace {
-/// Checks that `size` elements from `off` every `step` fit in `dim`.
-bool sliceFits(int64_t off, int64_t size, int64_t step, int64_t dim) {
-  if (step <= 0 || off < 0)
-    return false;
-  if (size == 0)
-    return off <= dim;
-  return off < dim && (size - 1) <= (dim - 1 - off) / step;
-}
-} // namespace
 
 extern "C" gpipe_rt_status
 gpipe_rt_cuda_slice(gpipe_rt_dtype dtype, const void *in, const int64_t *shape,
                     int32_t rank, const int64_t *offsets, const int64_t *sizes,
                     const int64_t *strides, void *out) {
-  const char *kernel = "slice";
-  size_t elemSize;
-  GPIPE_RT_TRY(elementSize(kernel, dtype, elemSize));
-  Shape s, res;
-  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
-  if (s.rank > 0 && (!offsets || !strides))
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "null offsets or strides";
-  GPIPE_RT_TRY(readShape(kernel, "sizes", sizes, rank, res));
-  int64_t inStrides[kMaxRank], dstStrides[kMaxRank], srcStrides[kMaxRank];
-  rowMajorStrides(s, inStrides);
-  rowMajorStrides(res, dstStrides);
-  int64_t base = 0;
-  for (int32_t i = 0; i < s.rank; ++i) {
-    if (!sliceFits(offsets[i], sizes[i], strides[i], s.dims[i]))
-      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-             << "dim " << i << ": offset " << offsets[i] << ", size "
-             << sizes[i] << ", stride " << strides[i] << " do not fit in "
-             << s.dims[i] << " (input " << s << ")";
-    base += offsets[i] * inStrides[i];
-    srcStrides[i] = inStrides[i] * strides[i];
-  }
-  if (res.numElements == 0)
+  Kernel kernel = cudaKernel("slice");
+  CopyArgs args;
+  GPIPE_RT_TRY(checkSlice(kernel, dtype, in, shape, rank, offsets, sizes,
+                          strides, out, args));
+  if (args.space.numElements == 0)
     return GPIPE_RT_SUCCESS;
-  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
-  return stridedCopy(kernel, elemSize, res, out, dstStrides,
-                     static_cast<const char *>(in) + size_t(base) * elemSize,
-                     srcStrides);
+  return stridedCopy(kernel, args.elemSize, args.space, out, args.dstStrides,
+                     static_cast<const char *>(in) +
+                         size_t(args.base) * args.elemSize,
+                     args.srcStrides);
 }
 
 extern "C" gpipe_rt_status
 gpipe_rt_cuda_split(gpipe_rt_dtype dtype, const void *in, const int64_t *shape,
                     int32_t rank, int64_t axis, const int64_t *sizes,
                     int32_t numOutputs, void *const *outs) {
-  const char *kernel = "split";
-  size_t elemSize;
-  GPIPE_RT_TRY(elementSize(kernel, dtype, elemSize));
-  Shape s;
-  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
-  if (axis < 0 || axis >= s.rank)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "axis " << axis << " is out of range for " << s;
-  if (numOutputs < 1 || !sizes || !outs)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "expected at least one output with its size";
-  int64_t total = 0;
-  for (int32_t i = 0; i < numOutputs; ++i) {
-    if (sizes[i] < 0 || sizes[i] > s.dims[axis] - total)
-      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-             << "sizes do not sum to dim " << axis << " of " << s;
-    total += sizes[i];
-  }
-  if (total != s.dims[axis])
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "sizes sum to " << total << ", not to dim " << axis << " of "
-           << s;
-  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
-  // Validate every output before enqueueing any copy.
-  std::vector<Shape> pieces(static_cast<size_t>(numOutputs), s);
-  for (int32_t i = 0; i < numOutputs; ++i) {
-    Shape &piece = pieces[size_t(i)];
-    piece.dims[axis] = sizes[i];
-    piece.numElements =
-        s.dims[axis] ? s.numElements / s.dims[axis] * sizes[i] : 0;
-    GPIPE_RT_TRY(checkPointer(kernel, "result", outs[i], piece.numElements));
-  }
-  int64_t inStrides[kMaxRank], dstStrides[kMaxRank];
-  rowMajorStrides(s, inStrides);
-  int64_t offset = 0;
-  for (int32_t i = 0; i < numOutputs; ++i) {
-    const Shape &piece = pieces[size_t(i)];
-    rowMajorStrides(piece, dstStrides);
-    GPIPE_RT_TRY(stridedCopy(kernel, elemSize, piece, outs[i], dstStrides,
-                             static_cast<const char *>(in) +
-                                 size_t(offset * inStrides[axis]) * elemSize,
-                             inStrides));
-    offset += sizes[i];
+  Kernel kernel = cudaKernel("split");
+  PartsArgs args;
+  GPIPE_RT_TRY(checkSplit(kernel, dtype, in, shape, rank, axis, sizes,
+                          numOutputs, outs, args));
+  const char *src = static_cast<const char *>(in);
+  for (size_t i = 0; i < args.parts.size(); ++i) {
+    const Part &part = args.parts[i];
+    GPIPE_RT_TRY(stridedCopy(
+        kernel, args.elemSize, part.shape, outs[i], part.strides,
+        src + size_t(part.offset) * args.elemSize, args.wholeStrides));
   }
   return GPIPE_RT_SUCCESS;
 }
@@ -2198,48 +1590,16 @@ extern "C" gpipe_rt_status
 gpipe_rt_cuda_concat(gpipe_rt_dtype dtype, int32_t numInputs,
                      const void *const *inputs, const int64_t *const *shapes,
                      int32_t rank, int64_t axis, void *out) {
-  const char *kernel = "concat";
-  size_t elemSize;
-  GPIPE_RT_TRY(elementSize(kernel, dtype, elemSize));
-  if (numInputs < 1 || !inputs || !shapes)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "expected at least one input";
-  std::vector<Shape> in(static_cast<size_t>(numInputs));
-  for (int32_t i = 0; i < numInputs; ++i)
-    GPIPE_RT_TRY(readShape(kernel, "input", shapes[i], rank, in[size_t(i)]));
-  if (axis < 0 || axis >= rank)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "axis " << axis << " is out of range for rank " << rank;
-  Shape res = in[0];
-  res.dims[axis] = 0;
-  for (int32_t i = 0; i < numInputs; ++i) {
-    const Shape &s = in[size_t(i)];
-    for (int32_t d = 0; d < rank; ++d)
-      if (d != axis && s.dims[d] != res.dims[d])
-        return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-               << "input " << i << " " << s << " does not match input 0 "
-               << in[0] << " outside axis " << axis;
-    if (s.dims[axis] > std::numeric_limits<int64_t>::max() - res.dims[axis])
-      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "result too large";
-    res.dims[axis] += s.dims[axis];
-  }
-  for (int32_t i = 0; i < numInputs; ++i) {
-    const Shape &s = in[size_t(i)];
-    GPIPE_RT_TRY(checkPointer(kernel, "input", inputs[i], s.numElements));
-    if (s.numElements > 0)
-      GPIPE_RT_TRY(checkPointer(kernel, "result", out, 1));
-  }
-  int64_t outStrides[kMaxRank], srcStrides[kMaxRank];
-  rowMajorStrides(res, outStrides);
-  int64_t offset = 0;
-  for (int32_t i = 0; i < numInputs; ++i) {
-    const Shape &s = in[size_t(i)];
-    rowMajorStrides(s, srcStrides);
-    GPIPE_RT_TRY(stridedCopy(kernel, elemSize, s,
-                             static_cast<char *>(out) +
-                                 size_t(offset * outStrides[axis]) * elemSize,
-                             outStrides, inputs[i], srcStrides));
-    offset += s.dims[axis];
+  Kernel kernel = cudaKernel("concat");
+  PartsArgs args;
+  GPIPE_RT_TRY(checkConcat(kernel, dtype, numInputs, inputs, shapes, rank, axis,
+                           out, args));
+  char *dst = static_cast<char *>(out);
+  for (size_t i = 0; i < args.parts.size(); ++i) {
+    const Part &part = args.parts[i];
+    GPIPE_RT_TRY(stridedCopy(kernel, args.elemSize, part.shape,
+                             dst + size_t(part.offset) * args.elemSize,
+                             args.wholeStrides, inputs[i], part.strides));
   }
   return GPIPE_RT_SUCCESS;
 }
@@ -2247,12 +1607,10 @@ gpipe_rt_cuda_concat(gpipe_rt_dtype dtype, int32_t numInputs,
 extern "C" gpipe_rt_status gpipe_rt_cuda_copy(gpipe_rt_dtype dtype,
                                               const void *in, void *out,
                                               int64_t count) {
+  Kernel kernel = cudaKernel("copy");
   size_t elemSize;
-  GPIPE_RT_TRY(elementSize("copy", dtype, elemSize));
-  GPIPE_RT_TRY(checkCount("copy", count));
-  GPIPE_RT_TRY(checkPointer("copy", "input", in, count));
-  GPIPE_RT_TRY(checkPointer("copy", "result", out, count));
-  return moveBytes("copy", out, in, size_t(count) * elemSize);
+  GPIPE_RT_TRY(checkCopy(kernel, dtype, in, out, count, elemSize));
+  return moveBytes(kernel, out, in, size_t(count) * elemSize);
 }
 
 //===----------------------------------------------------------------------===//
@@ -2263,18 +1621,15 @@ extern "C" gpipe_rt_status
 gpipe_rt_cuda_cross_entropy_f32(const float *logits, const int64_t *logitsShape,
                                 int32_t logitsRank, gpipe_rt_dtype labelType,
                                 const void *labels, float *loss) {
-  const char *kernel = "cross_entropy";
-  Shape s, rowsShape;
-  int64_t rows = 0, classes = 0;
-  GPIPE_RT_TRY(splitLogits(kernel, logitsShape, logitsRank, labelType, s,
-                           rowsShape, rows, classes));
-  if (!loss)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "null loss";
-  GPIPE_RT_TRY(checkPointer(kernel, "labels", labels, rows));
-  GPIPE_RT_TRY(checkPointer(kernel, "logits", logits, s.numElements));
-  GPIPE_RT_TRY(
-      checkIndices(kernel, labelType, labels, rows, classes,
-                   indexInfo(kCrossEntropy, rowsShape, Shape(), classes, 0)));
+  Kernel kernel = cudaKernel("cross_entropy");
+  LogitsArgs args;
+  GPIPE_RT_TRY(checkCrossEntropy(kernel, logitsShape, logitsRank, labelType,
+                                 labels, loss, args));
+  int64_t rows = args.rows, classes = args.classes;
+  GPIPE_RT_TRY(checkPointer(kernel, "logits", logits, args.logits.numElements));
+  GPIPE_RT_TRY(checkIndices(
+      kernel, labelType, labels, rows, classes,
+      indexInfo(kCrossEntropy, args.rowShape, Shape(), classes, 0)));
   Scratch rowLoss;
   GPIPE_RT_TRY(rowLoss.allocate(kernel, size_t(rows) * sizeof(double)));
   cudaStream_t stream = currentStream();
@@ -2292,13 +1647,10 @@ gpipe_rt_cuda_cross_entropy_f32(const float *logits, const int64_t *logitsShape,
 extern "C" gpipe_rt_status gpipe_rt_cuda_mse_f32(const float *input,
                                                  const float *target,
                                                  int64_t count, float *loss) {
-  GPIPE_RT_TRY(checkCount("mse", count));
-  GPIPE_RT_TRY(checkPointer("mse", "input", input, count));
-  GPIPE_RT_TRY(checkPointer("mse", "target", target, count));
-  if (!loss)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, "mse") << "null loss";
+  Kernel kernel = cudaKernel("mse");
+  GPIPE_RT_TRY(checkMse(kernel, input, target, count, loss));
   mseKernel<<<1, kSumThreads, 0, currentStream()>>>(input, target, count, loss);
-  return launched("mse");
+  return launched(kernel);
 }
 
 //===----------------------------------------------------------------------===//
@@ -2309,43 +1661,32 @@ extern "C" gpipe_rt_status
 gpipe_rt_cuda_reduce_sum_f32(const float *in, const int64_t *shape,
                              int32_t rank, const int64_t *axes, int32_t numAxes,
                              float *out) {
-  const char *kernel = "reduce_sum";
-  Shape s;
-  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
-  if (numAxes < 0 || numAxes > s.rank || (numAxes > 0 && !axes))
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << numAxes << " axes for input " << s;
-  bool reduced[kMaxRank] = {};
-  for (int32_t i = 0; i < numAxes; ++i) {
-    if (axes[i] < 0 || axes[i] >= s.rank || (i > 0 && axes[i] <= axes[i - 1]))
-      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-             << "axes must be sorted, distinct and below rank " << s.rank
-             << " (axis " << axes[i] << " at position " << i << ")";
-    reduced[axes[i]] = true;
-  }
+  Kernel kernel = cudaKernel("reduce_sum");
+  ReduceArgs args;
+  GPIPE_RT_TRY(
+      checkReduceSum(kernel, in, shape, rank, axes, numAxes, out, args));
+  int64_t outputs = args.outputs;
+  if (outputs == 0)
+    return GPIPE_RT_SUCCESS;
   // The kept and the reduced dims, each with the input's strides.
+  const Shape &s = args.input;
   int64_t inStrides[kMaxRank];
-  rowMajorStrides(s, inStrides);
+  contiguousStrides(s, inStrides);
   Shape keptShape, reducedShape;
   int64_t keptStrides[1][kMaxRank], reducedStrides[1][kMaxRank];
   keptShape.numElements = 1;
   reducedShape.numElements = 1;
   for (int32_t d = 0; d < s.rank; ++d) {
-    Shape &part = reduced[d] ? reducedShape : keptShape;
-    int64_t(&strides)[1][kMaxRank] = reduced[d] ? reducedStrides : keptStrides;
+    Shape &part = args.reduced[d] ? reducedShape : keptShape;
+    int64_t(&strides)[1][kMaxRank] =
+        args.reduced[d] ? reducedStrides : keptStrides;
     strides[0][part.rank] = inStrides[d];
     part.dims[part.rank++] = s.dims[d];
     part.numElements *= s.dims[d];
   }
-  int64_t outputs = keptShape.numElements;
-  if (outputs == 0)
-    return GPIPE_RT_SUCCESS;
-  GPIPE_RT_TRY(checkPointer(kernel, "result", out, outputs));
   int64_t perOutput = reducedShape.numElements;
-  if (perOutput > 0)
-    GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
-  Plan<1> keptPlan = makePlan(keptShape, keptStrides);
-  Plan<1> reducedPlan = makePlan(reducedShape, reducedStrides);
+  StridedPlan<1> keptPlan = collapse(keptShape, keptStrides);
+  StridedPlan<1> reducedPlan = collapse(reducedShape, reducedStrides);
   cudaStream_t stream = currentStream();
   if (outputs < 1024 && perOutput > 16384)
     reduceSumBlockKernel<<<unsigned(outputs), kThreads, 0, stream>>>(
@@ -2360,38 +1701,17 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_insert_slice(
     gpipe_rt_dtype dtype, const void *source, const int64_t *sourceShape,
     const void *dest, const int64_t *destShape, int32_t rank,
     const int64_t *offsets, const int64_t *strides, void *out) {
-  const char *kernel = "insert_slice";
-  size_t elemSize;
-  GPIPE_RT_TRY(elementSize(kernel, dtype, elemSize));
-  Shape src, dst;
-  GPIPE_RT_TRY(readShape(kernel, "source", sourceShape, rank, src));
-  GPIPE_RT_TRY(readShape(kernel, "dest", destShape, rank, dst));
-  if (dst.rank > 0 && (!offsets || !strides))
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "null offsets or strides";
-  int64_t destStrides[kMaxRank], writeStrides[kMaxRank], srcStrides[kMaxRank];
-  rowMajorStrides(dst, destStrides);
-  rowMajorStrides(src, srcStrides);
-  int64_t base = 0;
-  for (int32_t i = 0; i < dst.rank; ++i) {
-    if (!sliceFits(offsets[i], src.dims[i], strides[i], dst.dims[i]))
-      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-             << "dim " << i << ": offset " << offsets[i] << ", size "
-             << src.dims[i] << ", stride " << strides[i] << " do not fit in "
-             << dst.dims[i] << " (source " << src << ", dest " << dst << ")";
-    base += offsets[i] * destStrides[i];
-    writeStrides[i] = destStrides[i] * strides[i];
-  }
-  if (dst.numElements == 0)
+  Kernel kernel = cudaKernel("insert_slice");
+  InsertSliceArgs args;
+  GPIPE_RT_TRY(checkInsertSlice(kernel, dtype, source, sourceShape, dest,
+                                destShape, rank, offsets, strides, out, args));
+  if (args.destCount == 0)
     return GPIPE_RT_SUCCESS;
-  GPIPE_RT_TRY(checkPointer(kernel, "dest", dest, dst.numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "result", out, dst.numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "source", source, src.numElements));
-  GPIPE_RT_TRY(
-      moveBytes(kernel, out, dest, size_t(dst.numElements) * elemSize));
-  return stridedCopy(kernel, elemSize, src,
-                     static_cast<char *>(out) + size_t(base) * elemSize,
-                     writeStrides, source, srcStrides);
+  size_t elemSize = args.elemSize;
+  GPIPE_RT_TRY(moveBytes(kernel, out, dest, size_t(args.destCount) * elemSize));
+  return stridedCopy(kernel, elemSize, args.space,
+                     static_cast<char *>(out) + size_t(args.base) * elemSize,
+                     args.dstStrides, source, args.srcStrides);
 }
 
 extern "C" gpipe_rt_status
@@ -2400,39 +1720,14 @@ gpipe_rt_cuda_gather_grad_f32(gpipe_rt_dtype indexType, const void *indices,
                               const float *grad, const int64_t *gradShape,
                               int32_t gradRank, int64_t axis, float *out,
                               const int64_t *outShape, int32_t outRank) {
-  const char *kernel = "gather_grad";
-  GPIPE_RT_TRY(checkIndexType(kernel, "indices", indexType));
-  Shape is, gs, os;
-  GPIPE_RT_TRY(readShape(kernel, "indices", indicesShape, indicesRank, is));
-  GPIPE_RT_TRY(readShape(kernel, "grad", gradShape, gradRank, gs));
-  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, os));
-  if (axis < 0 || axis >= os.rank)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "axis " << axis << " is out of range for result " << os;
-  Shape expected;
-  bool fits = os.rank - 1 + is.rank <= kMaxRank;
-  if (fits) {
-    for (int32_t d = 0; d < axis; ++d)
-      expected.dims[expected.rank++] = os.dims[d];
-    for (int32_t d = 0; d < is.rank; ++d)
-      expected.dims[expected.rank++] = is.dims[d];
-    for (int32_t d = int32_t(axis) + 1; d < os.rank; ++d)
-      expected.dims[expected.rank++] = os.dims[d];
-  }
-  if (!fits || expected != gs)
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "grad " << gs << " does not have the shape of gathering " << is
-           << " along axis " << axis << " of " << os;
-  int64_t outer = 1, inner = 1, axisDim = os.dims[axis];
-  for (int32_t d = 0; d < axis; ++d)
-    outer *= os.dims[d];
-  for (int32_t d = int32_t(axis) + 1; d < os.rank; ++d)
-    inner *= os.dims[d];
-  GPIPE_RT_TRY(checkPointer(kernel, "indices", indices, is.numElements));
-  if (os.numElements > 0) {
-    GPIPE_RT_TRY(checkPointer(kernel, "result", out, os.numElements));
-    GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, gs.numElements));
-  }
+  Kernel kernel = cudaKernel("gather_grad");
+  GatherGradArgs args;
+  GPIPE_RT_TRY(checkGatherGrad(kernel, indexType, indices, indicesShape,
+                               indicesRank, gradShape, gradRank, axis, outShape,
+                               outRank, args));
+  GPIPE_RT_TRY(checkGatherGradResult(kernel, grad, out, args));
+  const Shape &is = args.indices, &os = args.result;
+  int64_t axisDim = args.axisDim;
   GPIPE_RT_TRY(checkIndices(kernel, indexType, indices, is.numElements, axisDim,
                             indexInfo(kGatherGrad, is, os, axisDim, axis)));
   if (os.numElements == 0)
@@ -2443,11 +1738,11 @@ gpipe_rt_cuda_gather_grad_f32(gpipe_rt_dtype indexType, const void *indices,
   GPIPE_RT_TRY(acc.allocate(kernel, bytes));
   GPIPE_RT_TRY(checkCuda(kernel, "cudaMemsetAsync",
                          cudaMemsetAsync(acc.as<void>(), 0, bytes, stream)));
-  int64_t columns = outer * inner;
+  int64_t columns = args.outer * args.inner;
   if (columns > 0 && is.numElements > 0) {
     gatherGradKernel<<<blocksFor(columns), kThreads, 0, stream>>>(
         indices, indexType == GPIPE_RT_I64, grad, acc.as<double>(),
-        is.numElements, axisDim, inner, columns);
+        is.numElements, axisDim, args.inner, columns);
     GPIPE_RT_TRY(launched(kernel));
   }
   roundToFloatKernel<<<blocksFor(os.numElements), kThreads, 0, stream>>>(
@@ -2459,18 +1754,15 @@ extern "C" gpipe_rt_status
 gpipe_rt_cuda_softmax_grad_f32(const float *output, const float *grad,
                                const int64_t *shape, int32_t rank, int64_t axis,
                                float *out) {
-  const char *kernel = "softmax_grad";
-  Shape s;
-  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
-  int64_t outer = 0, n = 0, inner = 0;
-  GPIPE_RT_TRY(splitAtAxis(kernel, s, axis, outer, n, inner));
-  if (s.numElements == 0)
+  Kernel kernel = cudaKernel("softmax_grad");
+  AxisSplit args;
+  GPIPE_RT_TRY(
+      checkSoftmaxGrad(kernel, output, grad, shape, rank, axis, out, args));
+  if (args.count == 0)
     return GPIPE_RT_SUCCESS;
-  GPIPE_RT_TRY(checkPointer(kernel, "output", output, s.numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, s.numElements));
-  GPIPE_RT_TRY(checkPointer(kernel, "result", out, s.numElements));
-  softmaxGradKernel<<<blocksFor(outer * inner), kThreads, 0, currentStream()>>>(
-      output, grad, out, outer, n, inner);
+  softmaxGradKernel<<<blocksFor(args.outer * args.inner), kThreads, 0,
+                      currentStream()>>>(output, grad, out, args.outer, args.n,
+                                         args.inner);
   return launched(kernel);
 }
 
@@ -2478,18 +1770,13 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_layer_norm_grad_f32(
     const float *in, const int64_t *shape, int32_t rank, int64_t axis,
     const float *scale, const float *grad, float epsilon, float *inputGrad,
     float *scaleGrad, float *biasGrad) {
-  const char *kernel = "layer_norm_grad";
-  Shape s;
-  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
-  int64_t rows = 0, n = 0;
-  GPIPE_RT_TRY(splitNormalized(kernel, s, axis, epsilon, rows, n));
+  Kernel kernel = cudaKernel("layer_norm_grad");
+  RowSplit args;
+  GPIPE_RT_TRY(checkLayerNormGrad(kernel, in, shape, rank, axis, scale, grad,
+                                  epsilon, args));
+  int64_t rows = args.rows, n = args.n;
   if (n == 0)
     return GPIPE_RT_SUCCESS;
-  GPIPE_RT_TRY(checkPointer(kernel, "scale", scale, n));
-  if (s.numElements > 0) {
-    GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
-    GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, s.numElements));
-  }
   cudaStream_t stream = currentStream();
   bool columns = scaleGrad || biasGrad;
   Scratch stats;
@@ -2512,11 +1799,8 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_gelu_grad_f32(const float *in,
                                                        const float *grad,
                                                        float *out,
                                                        int64_t count) {
-  const char *kernel = "gelu_grad";
-  GPIPE_RT_TRY(checkCount(kernel, count));
-  GPIPE_RT_TRY(checkPointer(kernel, "input", in, count));
-  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, count));
-  GPIPE_RT_TRY(checkPointer(kernel, "result", out, count));
+  Kernel kernel = cudaKernel("gelu_grad");
+  GPIPE_RT_TRY(checkGeluGrad(kernel, in, grad, out, count));
   if (count == 0)
     return GPIPE_RT_SUCCESS;
   geluGradKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(
@@ -2527,20 +1811,16 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_gelu_grad_f32(const float *in,
 extern "C" gpipe_rt_status gpipe_rt_cuda_cross_entropy_grad_f32(
     const float *logits, const int64_t *logitsShape, int32_t logitsRank,
     gpipe_rt_dtype labelType, const void *labels, float grad, float *out) {
-  const char *kernel = "cross_entropy_grad";
-  Shape s, rowsShape;
-  int64_t rows = 0, classes = 0;
-  GPIPE_RT_TRY(splitLogits(kernel, logitsShape, logitsRank, labelType, s,
-                           rowsShape, rows, classes));
-  GPIPE_RT_TRY(checkPointer(kernel, "labels", labels, rows));
-  if (s.numElements > 0) {
-    GPIPE_RT_TRY(checkPointer(kernel, "logits", logits, s.numElements));
-    GPIPE_RT_TRY(checkPointer(kernel, "result", out, s.numElements));
-  }
+  Kernel kernel = cudaKernel("cross_entropy_grad");
+  LogitsArgs args;
+  GPIPE_RT_TRY(checkCrossEntropyGrad(kernel, logitsShape, logitsRank, labelType,
+                                     labels, args));
+  GPIPE_RT_TRY(checkCrossEntropyGradResult(kernel, logits, out, args));
+  int64_t rows = args.rows, classes = args.classes;
   GPIPE_RT_TRY(checkIndices(
       kernel, labelType, labels, rows, classes,
-      indexInfo(kCrossEntropyGrad, rowsShape, Shape(), classes, 0)));
-  if (s.numElements == 0)
+      indexInfo(kCrossEntropyGrad, args.rowShape, Shape(), classes, 0)));
+  if (args.logits.numElements == 0)
     return GPIPE_RT_SUCCESS;
   double factor = double(grad) / double(rows);
   crossEntropyGradKernel<<<blocksForRows(rows), kThreads, 0, currentStream()>>>(
@@ -2556,10 +1836,8 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_sgd_update_f32(float *param,
                                                         const float *grad,
                                                         int64_t count,
                                                         float lr) {
-  const char *kernel = "sgd_update";
-  GPIPE_RT_TRY(checkCount(kernel, count));
-  GPIPE_RT_TRY(checkPointer(kernel, "param", param, count));
-  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, count));
+  Kernel kernel = cudaKernel("sgd_update");
+  GPIPE_RT_TRY(checkSgdUpdate(kernel, param, grad, count));
   if (count == 0)
     return GPIPE_RT_SUCCESS;
   sgdKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(param, grad,
@@ -2571,7 +1849,7 @@ extern "C" gpipe_rt_status
 gpipe_rt_cuda_momentum_update_f32(float *param, const float *grad, float *buf,
                                   int64_t count, float lr, float momentum,
                                   float weightDecay, int64_t step) {
-  const char *kernel = "momentum_update";
+  Kernel kernel = cudaKernel("momentum_update");
   GPIPE_RT_TRY(checkCount(kernel, count));
   if (step < 1)
     return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
@@ -2600,7 +1878,7 @@ gpipe_rt_cuda_adamw_update_f32(float *param, const float *grad, float *m,
                                float *v, int64_t count, double lr, double beta1,
                                double beta2, double eps, double weightDecay,
                                int64_t step) {
-  const char *kernel = "adamw_update";
+  Kernel kernel = cudaKernel("adamw_update");
   GPIPE_RT_TRY(checkCount(kernel, count));
   if (step < 1)
     return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
@@ -2631,10 +1909,8 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_accumulate_f32(float *acc,
                                                         const float *grad,
                                                         int64_t count,
                                                         int32_t first) {
-  const char *kernel = "accumulate";
-  GPIPE_RT_TRY(checkCount(kernel, count));
-  GPIPE_RT_TRY(checkPointer(kernel, "acc", acc, count));
-  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, count));
+  Kernel kernel = cudaKernel("accumulate");
+  GPIPE_RT_TRY(checkAccumulate(kernel, acc, grad, count));
   if (count == 0)
     return GPIPE_RT_SUCCESS;
   if (first)
@@ -2651,29 +1927,15 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_accumulate_f32(float *acc,
 extern "C" gpipe_rt_status
 gpipe_rt_cuda_fill_init_f32(gpipe_rt_init init, float *out, int64_t count,
                             double scale, uint64_t seed, uint64_t stream) {
-  const char *kernel = "fill_init";
-  GPIPE_RT_TRY(checkCount(kernel, count));
-  GPIPE_RT_TRY(checkPointer(kernel, "result", out, count));
-  switch (init) {
-  case GPIPE_RT_INIT_ZEROS:
-  case GPIPE_RT_INIT_ONES:
-    if (count == 0)
-      return GPIPE_RT_SUCCESS;
+  Kernel kernel = cudaKernel("fill_init");
+  GPIPE_RT_TRY(checkFillInit(kernel, init, out, count, scale));
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
+  if (init == GPIPE_RT_INIT_ZEROS || init == GPIPE_RT_INIT_ONES) {
     fillConstantKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(
         out, count, init == GPIPE_RT_INIT_ONES ? 1.0f : 0.0f);
     return launched(kernel);
-  case GPIPE_RT_INIT_NORMAL:
-  case GPIPE_RT_INIT_UNIFORM:
-    break;
-  default:
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "unknown init " << int(init);
   }
-  if (!(scale >= 0.0) || !std::isfinite(scale))
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "scale must be finite and non-negative, got " << scale;
-  if (count == 0)
-    return GPIPE_RT_SUCCESS;
   uint64_t key = mix64(seed ^ mix64(stream));
   fillRandomKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(
       out, count, init == GPIPE_RT_INIT_UNIFORM, key, scale);
