@@ -263,21 +263,41 @@ Status writeCheckpoint(const std::string &dir, const TrainingState &state,
   }
   syncDirectory(temp);
   std::string final = dir + "/" + name;
-  removeTree(final); // a checkpoint of the same step from an earlier run
+  // A checkpoint of the same step already there (an earlier attempt) moves
+  // aside first and goes only once the new one is in place: at every
+  // moment one complete copy exists.
+  std::string aside = dir + "/" + kTempPrefix + "old-" + name.substr(5) + "-" +
+                      std::to_string(::getpid());
+  struct stat st;
+  bool replacing = ::stat(final.c_str(), &st) == 0;
+  if (replacing && ::rename(final.c_str(), aside.c_str()) != 0) {
+    std::string why = errnoText();
+    removeTree(temp);
+    return Status::error("cannot move " + final + " aside: " + why);
+  }
   if (::rename(temp.c_str(), final.c_str()) != 0) {
     std::string why = errnoText();
     removeTree(temp);
+    if (replacing)
+      ::rename(aside.c_str(), final.c_str());
     return Status::error("cannot rename " + temp + " to " + final + ": " + why);
   }
   syncDirectory(dir);
+  if (replacing)
+    removeTree(aside);
   if (path)
     *path = final;
 
-  // Retention: the newest `keep` checkpoints; stale temporaries of other
-  // writers that are gone.
-  std::vector<std::string> names = listEntries(dir, kPrefix);
+  // Retention: of the checkpoints up to this one, the newest `keep` (this
+  // one included) stay; newer names (damaged ones a resume skipped) are
+  // left for inspection. Stale temporaries of writers that are gone go.
+  std::vector<std::string> names;
+  for (const std::string &n : listEntries(dir, kPrefix))
+    if (n <= name)
+      names.push_back(n);
   for (size_t i = 0; i + size_t(std::max(keep, 1)) < names.size(); ++i)
-    removeTree(dir + "/" + names[i]);
+    if (names[i] != name)
+      removeTree(dir + "/" + names[i]);
   for (const std::string &t : listEntries(dir, kTempPrefix)) {
     size_t dash = t.rfind('-');
     int pid = dash == std::string::npos ? 0 : std::atoi(t.c_str() + dash + 1);
@@ -287,8 +307,11 @@ Status writeCheckpoint(const std::string &dir, const TrainingState &state,
   return Status::success();
 }
 
-Status readCheckpoint(const std::string &path, const ModelMetadata &meta,
-                      const std::string &optimizer, TrainingState &state) {
+namespace {
+Status readCheckpointUnguarded(const std::string &path,
+                               const ModelMetadata &meta,
+                               const std::string &optimizer,
+                               TrainingState &state) {
   state = TrainingState();
   std::vector<uint8_t> bytes;
   Status s = readFile(path + "/" + kManifest, bytes);
@@ -353,6 +376,20 @@ Status readCheckpoint(const std::string &path, const ModelMetadata &meta,
       return s;
   }
   return Status::success();
+}
+
+} // namespace
+
+Status readCheckpoint(const std::string &path, const ModelMetadata &meta,
+                      const std::string &optimizer, TrainingState &state) {
+  // A manifest with fields of the wrong JSON type makes the library throw:
+  // that checkpoint is damaged, not the program.
+  try {
+    return readCheckpointUnguarded(path, meta, optimizer, state);
+  } catch (const std::exception &e) {
+    return Status::error(path + "/" + kManifest + ": malformed (" + e.what() +
+                         ")");
+  }
 }
 
 Status findLatestCheckpoint(const std::string &dir, const ModelMetadata &meta,

@@ -446,11 +446,6 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
       return 1;
   }
   if (mpi) {
-    if (bytes > int64_t(std::numeric_limits<int>::max())) {
-      fail(rank, where(rank, action) + ": " + std::to_string(bytes) +
-                     " bytes exceed what one MPI message carries");
-      return 1;
-    }
     Clock::time_point deadline =
         Clock::now() + std::chrono::nanoseconds(timeoutNs);
     std::string abortMessage;
@@ -1149,6 +1144,14 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
                            " ranks; run mpirun -np " +
                            std::to_string(numRanks));
     state.me = mpi::rank();
+    for (const RankPlan &plan : meta.ranks)
+      for (const ActionSpec &a : plan.actions)
+        if (a.tag > mpi::maxTransferTag())
+          return Status::error(
+              "transfer tag " + std::to_string(a.tag) + " of rank " +
+              std::to_string(plan.rank) + " exceeds this MPI's largest tag " +
+              std::to_string(mpi::maxTransferTag()) +
+              " (too many stages x micro-batches for the mpi transport)");
     struct sigaction action {};
     action.sa_handler = onTerminate;
     sigaction(SIGTERM, &action, nullptr);
@@ -1217,7 +1220,8 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     rank.losses.assign(size_t(meta.microbatches), 0.0);
     rank.lossReported.assign(size_t(meta.microbatches), 0);
     if (options.recordTrace)
-      rank.events.reserve(size_t(options.steps) * rank.plan->actions.size());
+      rank.events.reserve(std::min<size_t>(
+          size_t(options.steps) * rank.plan->actions.size(), size_t(1) << 20));
     state.rankCvs.push_back(std::make_unique<std::condition_variable>());
   }
   state.finished.assign(size_t(numRanks), 0);
@@ -1421,25 +1425,50 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     bool due = options.checkpoint && options.checkpointEvery > 0 &&
                ((step + 1) % options.checkpointEvery == 0 ||
                 step + 1 == options.steps);
-    if (due && !gatherBlocks(step + 1))
-      break;
-    if (due && root) {
-      TrainingState saved;
-      saved.step = step + 1;
-      saved.seed = options.seed;
-      saved.optimizer = stateKindName(state.optimizer);
-      saved.source = meta.source;
-      for (const gpipe_rt_rank &rank : state.ranks)
-        if (isLocal(rank.index))
-          for (int64_t t : rank.optimizerSteps)
-            saved.optimizerSteps = std::max(saved.optimizerSteps, t);
-      collectTensors(meta, arenas, /*gradients=*/false, saved.parameters);
-      collectOptimizerState(meta, arenas,
-                            optimizerStateSlots(saved.optimizer),
-                            saved.optimizerState);
-      s = options.checkpoint(saved);
-      if (!s.ok()) {
-        state.fail(step + 1, "checkpoint: " + s.message());
+    if (due) {
+      if (!gatherBlocks(step + 1))
+        break;
+      std::string checkpointError;
+      if (root) {
+        TrainingState saved;
+        saved.step = step + 1;
+        saved.seed = options.seed;
+        saved.optimizer = stateKindName(state.optimizer);
+        saved.source = meta.source;
+        for (const gpipe_rt_rank &rank : state.ranks)
+          if (isLocal(rank.index))
+            for (int64_t t : rank.optimizerSteps)
+              saved.optimizerSteps = std::max(saved.optimizerSteps, t);
+        collectTensors(meta, arenas, /*gradients=*/false, saved.parameters);
+        collectOptimizerState(meta, arenas,
+                              optimizerStateSlots(saved.optimizer),
+                              saved.optimizerState);
+        s = options.checkpoint(saved);
+        if (!s.ok())
+          checkpointError = s.message();
+      }
+      if (state.mpi) {
+        // Everyone learns how the write went; the others wait while process
+        // 0 writes, so their deadline allows for slow storage.
+        std::vector<uint8_t> verdict(checkpointError.begin(),
+                                     checkpointError.end());
+        std::string abortMessage;
+        mpi::Wait w = mpi::broadcast(
+            verdict,
+            Clock::now() + std::chrono::nanoseconds(state.timeoutNs) +
+                std::chrono::minutes(10),
+            abortMessage);
+        if (w != mpi::Wait::Done) {
+          state.fail(step + 1, w == mpi::Wait::Aborted
+                                   ? kRemoteFailure + abortMessage
+                                   : "process 0 did not finish writing the "
+                                     "checkpoint in time");
+          break;
+        }
+        checkpointError.assign(verdict.begin(), verdict.end());
+      }
+      if (!checkpointError.empty()) {
+        state.fail(step + 1, "checkpoint: " + checkpointError);
         break;
       }
     }
@@ -1727,6 +1756,39 @@ void abortMpiJob(const std::string &message, bool announce) {
     mpi::abortJob();
   }
   std::exit(1);
+}
+
+Status checkSameOnEveryProcess(const std::string &value,
+                              const std::string &what,
+                              double timeoutSeconds) {
+  if (!mpi::isActive() || mpi::size() == 1)
+    return Status::success();
+  std::vector<uint8_t> mine(value.begin(), value.end());
+  std::vector<std::vector<uint8_t>> all;
+  std::string abortMessage;
+  Clock::time_point deadline =
+      Clock::now() + std::chrono::nanoseconds(int64_t(timeoutSeconds * 1e9));
+  mpi::Wait w = mpi::gather(mine, all, deadline, abortMessage);
+  std::string verdict;
+  if (w == mpi::Wait::Done && mpi::rank() == 0)
+    for (size_t r = 1; r < all.size(); ++r)
+      if (all[r] != mine) {
+        verdict = "processes disagree on " + what + ": process 0 has '" +
+                  value + "', process " + std::to_string(r) + " has '" +
+                  std::string(all[r].begin(), all[r].end()) + "'";
+        break;
+      }
+  std::vector<uint8_t> bytes(verdict.begin(), verdict.end());
+  if (w == mpi::Wait::Done)
+    w = mpi::broadcast(bytes, deadline, abortMessage);
+  if (w != mpi::Wait::Done)
+    return Status::error(w == mpi::Wait::Aborted
+                             ? kRemoteFailure + abortMessage
+                             : "processes could not compare " + what +
+                                   " within the timeout");
+  if (!bytes.empty())
+    return Status::error(std::string(bytes.begin(), bytes.end()));
+  return Status::success();
 }
 
 } // namespace gpipe::rt

@@ -14,6 +14,7 @@
 
 #include <cstdlib>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -21,18 +22,31 @@ namespace gpipe::rt::mpi {
 
 namespace {
 
-/// Tags above every transfer tag: failure announcements and gathers.
-constexpr int kFailureTag = 0x7ffff000;
-constexpr int kGatherTag = 0x7ffff001;
-constexpr int kBroadcastTag = 0x7ffff002;
+/// The largest tag this MPI allows (at least 32767 by the standard); the
+/// three below it are the failure, gather and broadcast tags, everything
+/// under them the transfer tags.
+int tagUpperBound() {
+  static int bound = [] {
+    int *value = nullptr, flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &value, &flag);
+    return flag && value ? *value : 32767;
+  }();
+  return bound;
+}
+int failureTag() { return tagUpperBound(); }
+int gatherTag() { return tagUpperBound() - 1; }
+int broadcastTag() { return tagUpperBound() - 2; }
+
+/// Messages go in pieces of at most this many bytes (MPI counts are int).
+constexpr int64_t kChunkBytes = int64_t(1) << 30;
 
 /// Polls `request` until it completes, the deadline passes (the request is
 /// cancelled) or a failure is announced.
 Wait waitFor(MPI_Request &request, Clock::time_point deadline,
-             std::string &abortMessage) {
+             std::string &abortMessage, MPI_Status *status = nullptr) {
   for (int spin = 0;; ++spin) {
     int done = 0;
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    MPI_Test(&request, &done, status ? status : MPI_STATUS_IGNORE);
     if (done)
       return Wait::Done;
     if (pollFailure(abortMessage)) {
@@ -96,18 +110,50 @@ int size() {
   return s;
 }
 
+int maxTransferTag() { return tagUpperBound() - 3; }
+
 Wait send(const void *data, int64_t bytes, int peer, int tag,
           Clock::time_point deadline, std::string &abortMessage) {
-  MPI_Request request;
-  MPI_Issend(data, int(bytes), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &request);
-  return waitFor(request, deadline, abortMessage);
+  // In pieces of at most kChunkBytes, in order (same source and tag keep
+  // their order); an empty message is still one message.
+  const char *p = static_cast<const char *>(data);
+  int64_t done = 0;
+  do {
+    int64_t n = std::min(bytes - done, kChunkBytes);
+    MPI_Request request;
+    MPI_Issend(p + done, int(n), MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+               &request);
+    Wait w = waitFor(request, deadline, abortMessage);
+    if (w != Wait::Done)
+      return w;
+    done += n;
+  } while (done < bytes);
+  return Wait::Done;
 }
 
 Wait recv(void *data, int64_t bytes, int peer, int tag,
           Clock::time_point deadline, std::string &abortMessage) {
-  MPI_Request request;
-  MPI_Irecv(data, int(bytes), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &request);
-  return waitFor(request, deadline, abortMessage);
+  char *p = static_cast<char *>(data);
+  int64_t done = 0;
+  do {
+    int64_t n = std::min(bytes - done, kChunkBytes);
+    MPI_Request request;
+    MPI_Status status;
+    MPI_Irecv(p + done, int(n), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &request);
+    Wait w = waitFor(request, deadline, abortMessage, &status);
+    if (w != Wait::Done)
+      return w;
+    int count = 0;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    if (count != int(n)) {
+      abortMessage = "a message from process " + std::to_string(peer) +
+                     " carried " + std::to_string(count) + " bytes, " +
+                     std::to_string(n) + " were expected";
+      return Wait::Aborted;
+    }
+    done += n;
+  } while (done < bytes);
+  return Wait::Done;
 }
 
 void announceFailure(const std::string &message) {
@@ -117,7 +163,7 @@ void announceFailure(const std::string &message) {
     if (peer == rank())
       continue;
     MPI_Request request;
-    MPI_Isend(text.data(), int(text.size()), MPI_CHAR, peer, kFailureTag,
+    MPI_Isend(text.data(), int(text.size()), MPI_CHAR, peer, failureTag(),
               MPI_COMM_WORLD, &request);
     MPI_Request_free(&request);
   }
@@ -126,13 +172,13 @@ void announceFailure(const std::string &message) {
 bool pollFailure(std::string &message) {
   int flag = 0;
   MPI_Status status;
-  MPI_Iprobe(MPI_ANY_SOURCE, kFailureTag, MPI_COMM_WORLD, &flag, &status);
+  MPI_Iprobe(MPI_ANY_SOURCE, failureTag(), MPI_COMM_WORLD, &flag, &status);
   if (!flag)
     return false;
   int count = 0;
   MPI_Get_count(&status, MPI_CHAR, &count);
   std::string text(size_t(count), '\0');
-  MPI_Recv(text.data(), count, MPI_CHAR, status.MPI_SOURCE, kFailureTag,
+  MPI_Recv(text.data(), count, MPI_CHAR, status.MPI_SOURCE, failureTag(),
            MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   message = text;
   return true;
@@ -145,24 +191,24 @@ Wait gather(const std::vector<uint8_t> &mine,
   int me = rank(), n = size();
   if (me != 0) {
     uint64_t bytes = mine.size();
-    Wait w = send(&bytes, sizeof bytes, 0, kGatherTag, deadline, abortMessage);
+    Wait w = send(&bytes, sizeof bytes, 0, gatherTag(), deadline, abortMessage);
     if (w != Wait::Done || bytes == 0)
       return w;
-    return send(mine.data(), int64_t(bytes), 0, kGatherTag, deadline,
+    return send(mine.data(), int64_t(bytes), 0, gatherTag(), deadline,
                 abortMessage);
   }
   all.assign(size_t(n), {});
   all[0] = mine;
   for (int peer = 1; peer < n; ++peer) {
     uint64_t bytes = 0;
-    Wait w = recv(&bytes, sizeof bytes, peer, kGatherTag, deadline,
+    Wait w = recv(&bytes, sizeof bytes, peer, gatherTag(), deadline,
                   abortMessage);
     if (w != Wait::Done)
       return w;
     all[size_t(peer)].resize(bytes);
     if (bytes == 0)
       continue;
-    w = recv(all[size_t(peer)].data(), int64_t(bytes), peer, kGatherTag,
+    w = recv(all[size_t(peer)].data(), int64_t(bytes), peer, gatherTag(),
              deadline, abortMessage);
     if (w != Wait::Done)
       return w;
@@ -176,10 +222,10 @@ Wait broadcast(std::vector<uint8_t> &data, Clock::time_point deadline,
   if (me == 0) {
     for (int peer = 1; peer < n; ++peer) {
       uint64_t bytes = data.size();
-      Wait w = send(&bytes, sizeof bytes, peer, kBroadcastTag, deadline,
+      Wait w = send(&bytes, sizeof bytes, peer, broadcastTag(), deadline,
                     abortMessage);
       if (w == Wait::Done && bytes)
-        w = send(data.data(), int64_t(bytes), peer, kBroadcastTag, deadline,
+        w = send(data.data(), int64_t(bytes), peer, broadcastTag(), deadline,
                  abortMessage);
       if (w != Wait::Done)
         return w;
@@ -187,13 +233,13 @@ Wait broadcast(std::vector<uint8_t> &data, Clock::time_point deadline,
     return Wait::Done;
   }
   uint64_t bytes = 0;
-  Wait w = recv(&bytes, sizeof bytes, 0, kBroadcastTag, deadline, abortMessage);
+  Wait w = recv(&bytes, sizeof bytes, 0, broadcastTag(), deadline, abortMessage);
   if (w != Wait::Done)
     return w;
   data.resize(bytes);
   if (!bytes)
     return Wait::Done;
-  return recv(data.data(), int64_t(bytes), 0, kBroadcastTag, deadline,
+  return recv(data.data(), int64_t(bytes), 0, broadcastTag(), deadline,
               abortMessage);
 }
 

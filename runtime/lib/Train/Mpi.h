@@ -40,9 +40,15 @@ int size();
 /// How a wait ended.
 enum class Wait { Done, Timeout, Aborted };
 
+/// The largest tag transfers may use (the few above are the transport's).
+int maxTransferTag();
+
 /// A synchronous send (completes once the receiver has matched it: the
 /// rendezvous the schedule verifier assumes) / a receive of exactly `bytes`.
-/// `abortMessage` receives another process's failure when Aborted.
+/// Messages of any size (sent in pieces MPI's int counts can carry); a
+/// receive of another size than expected is reported as Aborted with the
+/// sizes in `abortMessage`. `abortMessage` receives another process's
+/// failure when Aborted.
 Wait send(const void *data, int64_t bytes, int peer, int tag,
           Clock::time_point deadline, std::string &abortMessage);
 Wait recv(void *data, int64_t bytes, int peer, int tag,

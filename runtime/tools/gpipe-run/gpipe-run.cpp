@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Checkpoint.h"
 #include "gpipe/Runtime/Engine.h"
 
@@ -339,6 +340,36 @@ int main(int argc, char **argv) {
   run.recordTrace = !args.trace.empty();
 
   // Checkpoints: resume from the newest complete one, write new ones.
+  // Under MPI every process must run the same model.
+  if (gMpi) {
+    std::string model = meta.source + "|" + std::to_string(meta.stages) +
+                        "|" + std::to_string(meta.microbatches);
+    for (const RankPlan &rank : meta.ranks)
+      model += "|" + std::to_string(rank.arenaBytes);
+    for (const ParameterSpec &p : meta.parameters)
+      model += "|" + p.name;
+    char hash[32];
+    std::snprintf(hash, sizeof hash, "%016llx",
+                  (unsigned long long)gpipe_rt_hash_name(model.data(),
+                                                         model.size()));
+    s = checkSameOnEveryProcess(meta.source + " (" + hash + ")", "the model",
+                                run.timeoutSeconds);
+    if (!s.ok())
+      fatal(s.message());
+  }
+
+  // A directory of checkpoints is continued only on purpose.
+  bool haveCheckpoints = false;
+  if (!args.checkpointDir.empty())
+    if (DIR *d = opendir(args.checkpointDir.c_str())) {
+      while (dirent *e = readdir(d))
+        haveCheckpoints |= std::string(e->d_name).rfind("step-", 0) == 0;
+      closedir(d);
+    }
+  if (haveCheckpoints && !args.resume)
+    fatal(args.checkpointDir + " already holds checkpoints; pass --resume to "
+          "continue from them, or choose another --checkpoint-dir");
+
   TrainingState resumed;
   if (args.resume) {
     OptimizerConfig config;
@@ -350,16 +381,8 @@ int main(int argc, char **argv) {
                                                           : "sgd";
     std::string path;
     std::vector<std::string> skipped;
-    bool any = false;
-    if (DIR *d = opendir(args.checkpointDir.c_str())) {
-      while (dirent *e = readdir(d))
-        any |= std::string(e->d_name).rfind("step-", 0) == 0;
-      closedir(d);
-    }
-    if (!any) {
-      std::printf("resume: no checkpoint in %s yet; starting at step 1\n",
-                  args.checkpointDir.c_str());
-    } else {
+    std::string chosen = "none";
+    if (haveCheckpoints) {
       s = findLatestCheckpoint(args.checkpointDir, meta, kind, path, resumed,
                                &skipped);
       for (const std::string &why : skipped)
@@ -367,17 +390,42 @@ int main(int argc, char **argv) {
                      why.c_str());
       if (!s.ok())
         fatal(s.message());
-      if (resumed.seed != run.seed)
+      // What the checkpoint holds, for comparing across MPI processes.
+      uint64_t hash = 0;
+      for (const auto &[name, values] : resumed.parameters)
+        hash ^= gpipe_rt_hash_name(
+                    reinterpret_cast<const char *>(values.data()),
+                    values.size() * 4) +
+                gpipe_rt_hash_name(name.data(), name.size());
+      char text[64];
+      std::snprintf(text, sizeof text, "step %lld, contents %016llx",
+                    (long long)resumed.step, (unsigned long long)hash);
+      chosen = text;
+    }
+    // Every process must resume from the same state (node-local disks or
+    // stale network file system caches can show them different ones).
+    s = checkSameOnEveryProcess(chosen, "the checkpoint to resume from",
+                                run.timeoutSeconds);
+    if (!s.ok())
+      fatal(s.message());
+    if (!haveCheckpoints) {
+      if (root)
+        std::printf("resume: no checkpoint in %s yet; starting at step 1\n",
+                    args.checkpointDir.c_str());
+    } else {
+      if (resumed.seed != run.seed && root)
         std::printf("resume: using the checkpoint's seed %llu\n",
                     (unsigned long long)resumed.seed);
       run.seed = resumed.seed;
-      std::printf("resume: %s (step %lld)\n", path.c_str(),
-                  (long long)resumed.step);
+      if (root)
+        std::printf("resume: %s (step %lld)\n", path.c_str(),
+                    (long long)resumed.step);
       if (resumed.step >= run.steps) {
-        std::printf("nothing to do: the checkpoint is at step %lld, "
-                    "--steps is %lld\n",
-                    (long long)resumed.step, (long long)run.steps);
-        if (!args.saveParams.empty()) {
+        if (root)
+          std::printf("nothing to do: the checkpoint is at step %lld, "
+                      "--steps is %lld\n",
+                      (long long)resumed.step, (long long)run.steps);
+        if (!args.saveParams.empty() && root) {
           s = writeParameterTensors(args.saveParams, meta, resumed.parameters,
                                     {{"step", std::to_string(resumed.step)}});
           if (!s.ok())
@@ -385,6 +433,7 @@ int main(int argc, char **argv) {
           std::printf("wrote the parameters of step %lld to %s\n",
                       (long long)resumed.step, args.saveParams.c_str());
         }
+        finalizeMpi();
         return 0;
       }
       run.resume = &resumed;

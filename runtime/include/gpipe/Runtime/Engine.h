@@ -488,6 +488,12 @@ void finalizeMpi();
 /// moment to print their flight recorders, and ends the whole job with
 /// exit code 1. Does not return.
 [[noreturn]] void abortMpiJob(const std::string &message, bool announce);
+/// Under MPI: fails unless every process passes the same `value` (what the
+/// error calls `what`), e.g. the checkpoint each resumes from. Succeeds at
+/// once without MPI.
+Status checkSameOnEveryProcess(const std::string &value,
+                              const std::string &what, double timeoutSeconds);
+
 /// Whether `message` (a run's error) reports another process's failure
 /// rather than this one's.
 bool isRemoteFailure(const std::string &message);
