@@ -1165,6 +1165,29 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
   for (int64_t r = 0; r < numRanks; ++r) {
     if (!root && !isLocal(r))
       continue;
+    if (!isLocal(r)) {
+      // Process 0's copy of another process's rank holds only what it
+      // gathers: the persistent blocks (parameters, gradients, optimizer
+      // state), which the plan places first in the arena.
+      const RankPlan &plan = meta.ranks[size_t(r)];
+      int64_t end = 0;
+      for (const StagePlan &stage : plan.stages) {
+        end = std::max(end, stage.paramsOffset + stage.paramBytes);
+        end = std::max(end, stage.gradsOffset + stage.paramBytes);
+        if (meta.stateMultiple())
+          end = std::max(end, stage.stateOffset +
+                                  stage.paramBytes * meta.stateMultiple());
+      }
+      int64_t align = std::max<int64_t>(meta.alignment, 64);
+      arenas[size_t(r)].reset(static_cast<uint8_t *>(std::aligned_alloc(
+          size_t(align), size_t(roundUp(std::max<int64_t>(end, 1), align)))));
+      if (!arenas[size_t(r)])
+        return Status::error("cannot allocate " + std::to_string(end) +
+                             " bytes for rank " + std::to_string(r) +
+                             "'s parameters on process 0");
+      std::memset(arenas[size_t(r)].get(), 0, size_t(end));
+      continue;
+    }
     s = makeArena(model, meta.ranks[size_t(r)], options.seed,
                   arenas[size_t(r)]);
     if (!s.ok())
