@@ -197,12 +197,12 @@ bool overlapsInTime(const PlannedBuffer &a, const PlannedBuffer &b) {
 }
 
 /// Places the non-persistent buffers in `order` on top of the persistent
-/// ones (already at their offsets in `offsets`); best fit or first fit.
-/// Returns the arena size.
-int64_t placeInOrder(const std::vector<PlannedBuffer> &buffers,
+/// ones (already at their offsets in `offsets`), each into the smallest gap
+/// among the placed buffers live at the same time. Returns the arena size.
+int64_t placeBestFit(const std::vector<PlannedBuffer> &buffers,
                      const std::vector<int64_t> &sizes,
                      const std::vector<size_t> &persistent,
-                     const std::vector<size_t> &order, bool bestFit,
+                     const std::vector<size_t> &order,
                      std::vector<int64_t> &offsets) {
   std::vector<size_t> placed = persistent;
   int64_t arena = 0;
@@ -226,14 +226,12 @@ int64_t placeInOrder(const std::vector<PlannedBuffer> &buffers,
     for (const auto &[begin, end] : busy) {
       if (begin > cursor) {
         int64_t gap = begin - cursor;
-        if (gap >= size && (best < 0 || (bestFit && gap < bestGap))) {
+        if (gap >= size && (best < 0 || gap < bestGap)) {
           best = cursor;
           bestGap = gap;
         }
       }
       cursor = std::max(cursor, end);
-      if (!bestFit && best >= 0)
-        break;
     }
     offsets[idx] = best >= 0 ? best : cursor;
     arena = std::max(arena, offsets[idx] + size);
@@ -242,7 +240,7 @@ int64_t placeInOrder(const std::vector<PlannedBuffer> &buffers,
   return arena;
 }
 
-/// The time-ordered first fit of `placeInOrder` as a sweep: in order of
+/// Time-ordered first fit as a sweep: in order of
 /// first action, a placed buffer overlaps the next one exactly when it is
 /// still live at that buffer's first action, so only the live set (kept
 /// sorted by offset; expired buffers leave it) is searched. Same offsets,
@@ -326,7 +324,7 @@ int64_t mlir::gpipe::allocateArena(std::vector<PlannedBuffer> &buffers,
   int64_t sizeArena = std::numeric_limits<int64_t>::max();
   if (rest.size() <= kMaxBuffersForBestFit)
     sizeArena =
-        placeInOrder(buffers, sizes, persistent, bySize, true, sizeOffsets);
+        placeBestFit(buffers, sizes, persistent, bySize, sizeOffsets);
 
   // In order of creation, first fit.
   std::vector<size_t> byTime = rest;

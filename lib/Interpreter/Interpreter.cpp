@@ -470,7 +470,8 @@ LogicalResult Interpreter::runUnary(Operation *op, gpipe_rt_unary_op kind) {
 }
 
 /// The unary float ops, by name: the interpreter needs no op class for them.
-static std::optional<gpipe_rt_unary_op> unaryKind(StringRef name) {
+std::optional<gpipe_rt_unary_op>
+mlir::gpipe::getRuntimeUnaryOp(StringRef name) {
   return llvm::StringSwitch<std::optional<gpipe_rt_unary_op>>(name)
       .Case("nn.neg", GPIPE_RT_NEG)
       .Case("nn.reciprocal", GPIPE_RT_RECIPROCAL)
@@ -487,7 +488,7 @@ static std::optional<gpipe_rt_unary_op> unaryKind(StringRef name) {
 
 LogicalResult Interpreter::run(Operation *op, unsigned depth) {
   if (std::optional<gpipe_rt_unary_op> kind =
-          unaryKind(op->getName().getStringRef()))
+          getRuntimeUnaryOp(op->getName().getStringRef()))
     return runUnary(op, *kind);
 
   // Every op below produces fresh tensors of its result types; `out` holds

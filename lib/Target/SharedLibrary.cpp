@@ -45,6 +45,8 @@ std::unique_ptr<llvm::TargetMachine> createHostTargetMachine(std::string &error)
       llvm::CodeGenOptLevel::None));
 }
 
+/// `module` as LLVM IR for `machine`'s target (when given), or null after
+/// reporting an error.
 std::unique_ptr<llvm::Module> translate(ModuleOp module,
                                         llvm::LLVMContext &context,
                                         llvm::TargetMachine *machine) {
@@ -52,8 +54,10 @@ std::unique_ptr<llvm::Module> translate(ModuleOp module,
   registerLLVMDialectTranslation(*module.getContext());
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "gpipe-model");
-  if (!llvmModule)
+  if (!llvmModule) {
+    emitError(module.getLoc(), "cannot translate the module to LLVM IR");
     return nullptr;
+  }
   if (machine) {
     llvmModule->setTargetTriple(machine->getTargetTriple());
     llvmModule->setDataLayout(machine->createDataLayout());
@@ -70,8 +74,7 @@ LogicalResult mlir::gpipe::emitLLVMIR(ModuleOp module, llvm::raw_ostream &os) {
   std::unique_ptr<llvm::Module> llvmModule =
       translate(module, context, machine.get());
   if (!llvmModule)
-    return emitError(module.getLoc(), "cannot translate the module to LLVM IR"),
-           failure();
+    return failure();
   llvmModule->print(os, nullptr);
   return success();
 }
@@ -88,8 +91,7 @@ LogicalResult mlir::gpipe::emitObject(ModuleOp module,
   std::unique_ptr<llvm::Module> llvmModule =
       translate(module, context, machine.get());
   if (!llvmModule)
-    return emitError(module.getLoc(), "cannot translate the module to LLVM IR"),
-           failure();
+    return failure();
   llvm::legacy::PassManager passes;
   if (machine->addPassesToEmitFile(passes, os, nullptr,
                                    llvm::CodeGenFileType::ObjectFile))

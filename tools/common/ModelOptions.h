@@ -3,7 +3,8 @@
 // The command-line options every gpipe tool that takes a model shares: a
 // model file (.onnx, or .mlir / .mlirbc holding nn IR) or a built-in
 // preset with its size options, and `--dim` for symbolic ONNX dims; plus
-// `loadModel`, which turns them into an nn module. Included once per tool
+// `loadModel`, which turns them into an nn module; and how the tools report
+// errors that have no source location. Included once per tool
 // (it defines the static options).
 //
 //===----------------------------------------------------------------------===//
@@ -15,11 +16,15 @@
 #include "gpipe/Frontend/Presets.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/CommandLine.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/SourceMgr.h"
+
+#include <memory>
+#include <string>
 
 namespace gpipe_tools {
 
@@ -61,43 +66,23 @@ PRESET_OPT(inFeatures, "in-features", "Input features (mlp)")
 PRESET_OPT(classes, "classes", "Output classes (mlp)")
 #undef PRESET_OPT
 
-static OwningOpRef<ModuleOp> loadModel(MLIRContext &context) {
-  if (!preset.empty()) {
-    if (!inputFile.empty()) {
-      emitError(UnknownLoc::get(&context))
-          << "give either a model file or --preset, not both";
-      return nullptr;
-    }
-    gpipe::PresetOptions options;
-    options.depth = depth;
-    options.width = width;
-    options.heads = heads;
-    options.seqLen = seqLen;
-    options.batch = batch;
-    options.vocab = vocab;
-    options.inFeatures = inFeatures;
-    options.classes = classes;
-    return gpipe::buildPreset(&context, preset, options);
-  }
-  if (inputFile.empty()) {
-    emitError(UnknownLoc::get(&context))
-        << "no model: give an .onnx file or --preset mlp|gpt";
-    return nullptr;
-  }
-  gpipe::ONNXImportOptions options;
-  for (const std::string &d : dims) {
-    auto [name, size] = StringRef(d).split('=');
-    int64_t value;
-    if (name.empty() || size.getAsInteger(10, value) || value <= 0) {
-      emitError(UnknownLoc::get(&context))
-          << "--dim expects NAME=SIZE with a positive size, got '" << d << "'";
-      return nullptr;
-    }
-    options.dimSizes[name] = value;
-  }
-  return gpipe::importONNXFile(&context, inputFile, options);
+/// Makes diagnostics without a source location (command-line errors) read
+/// "<tool>: error: ..." instead of "<unknown>:0: error: ...". Keep the
+/// handler alive as long as the context reports.
+inline std::unique_ptr<ScopedDiagnosticHandler>
+reportUnlocatedAs(MLIRContext &context, std::string tool) {
+  return std::make_unique<ScopedDiagnosticHandler>(
+      &context, [tool](Diagnostic &diag) {
+        if (!isa<UnknownLoc>(diag.getLocation()))
+          return failure();
+        llvm::errs() << tool << ": "
+                     << (diag.getSeverity() == DiagnosticSeverity::Error
+                             ? "error: "
+                             : "note: ")
+                     << diag << "\n";
+        return success();
+      });
 }
-
 
 /// Loads the model the options name: a preset, an ONNX file, or nn IR
 /// (`.mlir`, `.mlirbc`) parsed with `sourceMgr`. Null after reporting an

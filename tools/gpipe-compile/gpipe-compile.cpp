@@ -124,23 +124,13 @@ int main(int argc, char **argv) {
 
   DialectRegistry registry;
   gpipe::registerAllDialects(registry);
-  registry.insert<LLVM::LLVMDialect>();
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
-  ScopedDiagnosticHandler toolHandler(&context, [](Diagnostic &diag) {
-    if (!isa<UnknownLoc>(diag.getLocation()))
-      return failure();
-    llvm::errs() << "gpipe-compile: "
-                 << (diag.getSeverity() == DiagnosticSeverity::Error
-                         ? "error: "
-                         : "note: ")
-                 << diag << "\n";
-    return success();
-  });
+  auto toolHandler = gpipe_tools::reportUnlocatedAs(context, "gpipe-compile");
   auto fail = [&](const Twine &message) {
     emitError(UnknownLoc::get(&context)) << message;
     return 1;

@@ -63,18 +63,7 @@ int main(int argc, char **argv) {
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
-  // Errors about the command line have no source location: say whose they
-  // are instead of "<unknown>:0".
-  ScopedDiagnosticHandler toolHandler(&context, [](Diagnostic &diag) {
-    if (!isa<UnknownLoc>(diag.getLocation()))
-      return failure();
-    llvm::errs() << "gpipe-import: "
-                 << (diag.getSeverity() == DiagnosticSeverity::Error
-                         ? "error: "
-                         : "note: ")
-                 << diag << "\n";
-    return success();
-  });
+  auto toolHandler = gpipe_tools::reportUnlocatedAs(context, "gpipe-import");
 
   OwningOpRef<ModuleOp> module = gpipe_tools::loadModel(context, sourceMgr);
   if (!module)

@@ -16,6 +16,7 @@
 #ifndef GPIPE_INTERPRETER_INTERPRETER_H
 #define GPIPE_INTERPRETER_INTERPRETER_H
 
+#include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Common.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -28,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +89,11 @@ private:
 /// The runtime element type of an MLIR element type (f32, f64, f16, bf16,
 /// i64, i32, i1), or failure.
 FailureOr<gpipe_rt_dtype> getRuntimeDType(Type elementType);
+
+/// The runtime's unary kernel (gpipe_rt_cpu_unary_f32) behind an nn op name
+/// ("nn.relu", "nn.exp", ...), if it is one: the interpreter and the code
+/// generator dispatch through the same table.
+std::optional<gpipe_rt_unary_op> getRuntimeUnaryOp(llvm::StringRef opName);
 
 /// Reads a statically shaped `dense` or `dense_resource` elements attribute.
 /// Reports through `emitError` when the attribute cannot be read.

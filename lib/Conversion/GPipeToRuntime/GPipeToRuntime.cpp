@@ -134,21 +134,6 @@ static void addTensor(KernelCall &call, Value v) {
   call.args.push_back(KernelArg::i32(rankOf(v)));
 }
 
-static std::optional<gpipe_rt_unary_op> getUnaryKind(StringRef name) {
-  return llvm::StringSwitch<std::optional<gpipe_rt_unary_op>>(name)
-      .Case("nn.neg", GPIPE_RT_NEG)
-      .Case("nn.reciprocal", GPIPE_RT_RECIPROCAL)
-      .Case("nn.sqrt", GPIPE_RT_SQRT)
-      .Case("nn.exp", GPIPE_RT_EXP)
-      .Case("nn.log", GPIPE_RT_LOG)
-      .Case("nn.erf", GPIPE_RT_ERF)
-      .Case("nn.tanh", GPIPE_RT_TANH)
-      .Case("nn.sigmoid", GPIPE_RT_SIGMOID)
-      .Case("nn.relu", GPIPE_RT_RELU)
-      .Case("nn.gelu", GPIPE_RT_GELU)
-      .Default(std::nullopt);
-}
-
 /// The runtime element type of `v`, or an error at `op`.
 static FailureOr<int64_t> dtypeOf(Operation *op, Value v,
                                   ArrayRef<gpipe_rt_dtype> allowed = {}) {
@@ -178,7 +163,7 @@ static FailureOr<KernelCall> getKernelCall(Operation *op) {
     return success();
   };
   if (std::optional<gpipe_rt_unary_op> kind =
-          getUnaryKind(op->getName().getStringRef())) {
+          getRuntimeUnaryOp(op->getName().getStringRef())) {
     if (failed(f32Only()))
       return failure();
     call.callee = "gpipe_rt_cpu_unary_f32";
@@ -987,8 +972,6 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
     }
   }
   LLVM::ReturnOp::create(at, loc, constI32(at, loc, 0));
-  (void)rank;
-  (void)mb;
   return lowered;
 }
 
@@ -997,7 +980,6 @@ LogicalResult Emitter::lowerRank(int r) {
   const RankMemoryPlan &rankPlan = plan.plan.ranks[r];
   const std::vector<Action> &actions = schedule.ranks[r];
   int numStages = schedule.numStages;
-  int M = schedule.numMicrobatches;
   Location loc = pipeline.getLoc();
 
   std::map<std::tuple<int, int, int>, int64_t> offsets;
@@ -1243,14 +1225,12 @@ LogicalResult Emitter::lowerRank(int r) {
     LLVM::CallOp::create(at, loc, end, ValueRange{rank, index});
   }
   LLVM::ReturnOp::create(at, loc, constI32(at, loc, 0));
-  (void)M;
   return success();
 }
 
 LogicalResult Emitter::run() {
   if (failed(collectParams()))
     return failure();
-  int64_t numStages = plan.schedule.stages.size();
   for (auto [s, stage] : llvm::enumerate(plan.schedule.stages)) {
     auto forward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
         stage, stage.getForwardAttr());
@@ -1299,7 +1279,6 @@ LogicalResult Emitter::run() {
     }
     extraOffsets.push_back(extraOff);
   }
-  (void)numStages;
   for (int r = 0; r < plan.schedule.schedule.getNumRanks(); ++r)
     if (failed(lowerRank(r)))
       return failure();
@@ -1315,32 +1294,6 @@ static llvm::json::Array toJSON(ArrayRef<int64_t> values) {
   for (int64_t v : values)
     array.push_back(v);
   return array;
-}
-
-static const char *getMetadataKindName(ActionKind kind) {
-  switch (kind) {
-  case ActionKind::Forward:
-    return "forward";
-  case ActionKind::Backward:
-    return "backward";
-  case ActionKind::BackwardInput:
-    return "backward_input";
-  case ActionKind::BackwardWeight:
-    return "backward_weight";
-  case ActionKind::Recompute:
-    return "recompute";
-  case ActionKind::SendF:
-  case ActionKind::SendB:
-    return "send";
-  case ActionKind::RecvF:
-  case ActionKind::RecvB:
-    return "recv";
-  case ActionKind::AllReduce:
-    return "reduce_grad";
-  case ActionKind::Step:
-    return "step";
-  }
-  return "?";
 }
 
 LogicalResult Emitter::emitMetadata() {
@@ -1505,8 +1458,10 @@ LogicalResult Emitter::emitMetadata() {
           {"params", std::move(params)}});
     }
     llvm::json::Array actions;
-    for (const Action &a : schedule.ranks[r]) {
-      llvm::json::Object entry{{"kind", getMetadataKindName(a.kind)},
+    for (auto [i, a] : llvm::enumerate(schedule.ranks[r])) {
+      // The action's op name is the ABI's kind ("forward", "send", ...).
+      Operation *op = plan.schedule.getOp(r, int(i));
+      llvm::json::Object entry{{"kind", op->getName().stripDialect().str()},
                                {"stage", a.stage},
                                {"mb", a.microbatch}};
       bool forwardDir = a.kind == ActionKind::SendF || a.kind == ActionKind::RecvF;
