@@ -10,6 +10,8 @@
 #include "gpipe/Runtime/Engine.h"
 #include "gpipe/Runtime/SafeTensors.h"
 
+#include "Files.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -43,40 +45,6 @@ std::string hexHash(const std::vector<uint8_t> &bytes) {
                     reinterpret_cast<const char *>(bytes.data()),
                     bytes.size()));
   return text;
-}
-
-/// Writes `bytes` to `path` and flushes them to disk.
-Status writeDurably(const std::string &path, const std::vector<uint8_t> &bytes) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return Status::error("cannot create " + path + ": " + errnoText());
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      std::string why = errnoText();
-      ::close(fd);
-      return Status::error("cannot write " + path + ": " + why);
-    }
-    done += size_t(n);
-  }
-  if (::fsync(fd) != 0) {
-    std::string why = errnoText();
-    ::close(fd);
-    return Status::error("cannot flush " + path + ": " + why);
-  }
-  ::close(fd);
-  return Status::success();
-}
-
-void syncDirectory(const std::string &dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
 }
 
 Status readFile(const std::string &path, std::vector<uint8_t> &bytes) {
@@ -246,7 +214,7 @@ Status writeCheckpoint(const std::string &dir, const TrainingState &state,
   for (const auto &[file, bytes] :
        {std::pair<const char *, const std::vector<uint8_t> &>{kParams, params},
         {kOptimizer, optimizer}}) {
-    s = writeDurably(temp + "/" + file, bytes);
+    s = writeFileDurably(temp + "/" + file, bytes);
     if (!s.ok()) {
       removeTree(temp);
       return s;
@@ -255,7 +223,7 @@ Status writeCheckpoint(const std::string &dir, const TrainingState &state,
                                {"fnv1a64", hexHash(bytes)}};
   }
   std::string text = manifest.dump(2) + "\n";
-  s = writeDurably(temp + "/" + kManifest,
+  s = writeFileDurably(temp + "/" + kManifest,
                    std::vector<uint8_t>(text.begin(), text.end()));
   if (!s.ok()) {
     removeTree(temp);

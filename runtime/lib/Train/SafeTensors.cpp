@@ -13,6 +13,8 @@
 
 #include "gpipe/Runtime/SafeTensors.h"
 
+#include "Files.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -636,44 +638,18 @@ Status writeSafeTensors(const std::string &path,
     return Status::error(path + ": " + status.message());
 
   std::string temp = path + ".tmp." + std::to_string(::getpid());
-  auto fail = [&](const std::string &what) {
-    std::string message = path + ": " + what + ": " + std::strerror(errno);
+  status = writeFileDurably(temp, bytes);
+  if (!status.ok()) {
     ::unlink(temp.c_str());
-    return Status::error(message);
-  };
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return Status::error(path + ": cannot create '" + temp +
-                         "': " + std::strerror(errno));
-  size_t written = 0;
-  while (written < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      ::close(fd);
-      return fail("write failed");
-    }
-    written += size_t(n);
+    return Status::error(path + ": " + status.message());
   }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    return fail("fsync failed");
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    std::string why = std::strerror(errno);
+    ::unlink(temp.c_str());
+    return Status::error(path + ": rename failed: " + why);
   }
-  if (::close(fd) != 0)
-    return fail("close failed");
-  if (::rename(temp.c_str(), path.c_str()) != 0)
-    return fail("rename failed");
   // Make the rename itself durable.
-  std::string dir = ".";
-  size_t slash = path.find_last_of('/');
-  if (slash != std::string::npos)
-    dir = slash == 0 ? "/" : path.substr(0, slash);
-  int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirFd >= 0) {
-    ::fsync(dirFd);
-    ::close(dirFd);
-  }
+  syncDirectory(parentDirectory(path));
   return Status::success();
 }
 
