@@ -48,3 +48,16 @@ config.substitutions.append(
 import shutil
 if shutil.which("mpirun"):
     config.available_features.add("mpi")
+
+# cuda-backend: gpipe-run was built with the CUDA device. cuda-device: this
+# machine also has an NVIDIA GPU (tests that train on it).
+if getattr(config, "gpipe_cuda_backend", False):
+    config.available_features.add("cuda-backend")
+    import subprocess
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                                 text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        listing = ""
+    if "GPU 0" in listing:
+        config.available_features.add("cuda-device")

@@ -77,10 +77,11 @@ public:
   }
   template <typename T> static DeviceBuffer of(const std::vector<T> &host) {
     DeviceBuffer buffer(host.size() * sizeof(T));
-    if (buffer.bytes)
+    if (buffer.bytes) {
       EXPECT_EQ(cudaMemcpy(buffer.ptr, host.data(), buffer.bytes,
                            cudaMemcpyHostToDevice),
                 cudaSuccess);
+    }
     return buffer;
   }
   DeviceBuffer(DeviceBuffer &&other) noexcept { swap(other); }
@@ -100,9 +101,10 @@ public:
     EXPECT_EQ(gpipe_rt_cuda_check(), GPIPE_RT_SUCCESS)
         << gpipe_rt_cuda_last_error();
     std::vector<T> host(bytes / sizeof(T));
-    if (bytes)
+    if (bytes) {
       EXPECT_EQ(cudaMemcpy(host.data(), ptr, bytes, cudaMemcpyDeviceToHost),
                 cudaSuccess);
+    }
     return host;
   }
 
@@ -131,9 +133,10 @@ std::vector<T> runTwice(size_t count,
       first = got;
       continue;
     }
-    if (count > 0)
+    if (count > 0) {
       EXPECT_EQ(std::memcmp(first.data(), got.data(), count * sizeof(T)), 0)
           << "two runs of the same CUDA kernel differ";
+    }
   }
   return first;
 }
@@ -1231,6 +1234,16 @@ TEST(CUDAKernels, CrossEntropyAndGrad) {
                                                   dlab.get(), 1.5f, o);
     });
     expectClose(gotGrad, wantGrad, 1e-5, 1e-8, "grad");
+
+    // The seed read from device memory (what compiled code calls) gives
+    // the same bits as the seed passed by value.
+    DeviceBuffer seedAt = DeviceBuffer::of(std::vector<float>{1.5f});
+    std::vector<float> gotAt = runTwice<float>(logits.size(), [&](float *o) {
+      return gpipe_rt_cuda_cross_entropy_grad_at_f32(
+          dlog.get<float>(), s.data(), rankOf(s), labelType, dlab.get(),
+          seedAt.get<float>(), o);
+    });
+    expectSame(gotAt, gotGrad, "grad with the seed in device memory");
   }
 }
 
@@ -1549,6 +1562,18 @@ TEST(CUDAKernels, FillInit) {
       expectUlps(got, want, 2, "normal");
     else
       expectSame(got, want, "init " + std::to_string(init));
+  }
+}
+
+TEST(CUDAKernels, Fill) {
+  REQUIRE_CUDA();
+  for (int64_t n : {0, 1, 4097}) {
+    std::vector<float> want(static_cast<size_t>(n));
+    ASSERT_EQ(gpipe_rt_cpu_fill_f32(want.data(), n, -2.5f), GPIPE_RT_SUCCESS);
+    std::vector<float> got = runTwice<float>(size_t(n), [&](float *out) {
+      return gpipe_rt_cuda_fill_f32(out, n, -2.5f);
+    });
+    expectSame(got, want, "fill of " + std::to_string(n));
   }
 }
 

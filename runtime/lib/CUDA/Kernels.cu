@@ -900,9 +900,14 @@ __global__ void mseKernel(const float *input, const float *target, int64_t n,
     *out = float(total / double(n));
 }
 
+/// `factor` is grad / rows, or, when `gradAt` is set, read from the device
+/// as *gradAt / rows (the compiled code's loss seed lives in device memory).
 __global__ void crossEntropyGradKernel(const float *logits, const void *labels,
                                        bool wide, float *out, int64_t rows,
-                                       int64_t classes, double factor) {
+                                       int64_t classes, double factor,
+                                       const float *gradAt) {
+  if (gradAt)
+    factor = double(*gradAt) / double(rows);
   int lane = threadIdx.x % 32;
   GPIPE_RT_WARP_ROWS(row, rows) {
     const float *x = logits + row * classes;
@@ -1824,7 +1829,45 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_cross_entropy_grad_f32(
     return GPIPE_RT_SUCCESS;
   double factor = double(grad) / double(rows);
   crossEntropyGradKernel<<<blocksForRows(rows), kThreads, 0, currentStream()>>>(
-      logits, labels, labelType == GPIPE_RT_I64, out, rows, classes, factor);
+      logits, labels, labelType == GPIPE_RT_I64, out, rows, classes, factor,
+      nullptr);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_cross_entropy_grad_at_f32(
+    const float *logits, const int64_t *logitsShape, int32_t logitsRank,
+    gpipe_rt_dtype labelType, const void *labels, const float *grad,
+    float *out) {
+  Kernel kernel = cudaKernel("cross_entropy_grad");
+  if (!grad)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "null grad";
+  LogitsArgs args;
+  GPIPE_RT_TRY(checkCrossEntropyGrad(kernel, logitsShape, logitsRank, labelType,
+                                     labels, args));
+  GPIPE_RT_TRY(checkCrossEntropyGradResult(kernel, logits, out, args));
+  int64_t rows = args.rows, classes = args.classes;
+  GPIPE_RT_TRY(checkIndices(
+      kernel, labelType, labels, rows, classes,
+      indexInfo(kCrossEntropyGrad, args.rowShape, Shape(), classes, 0)));
+  if (args.logits.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  crossEntropyGradKernel<<<blocksForRows(rows), kThreads, 0, currentStream()>>>(
+      logits, labels, labelType == GPIPE_RT_I64, out, rows, classes, 0.0, grad);
+  return launched(kernel);
+}
+
+__global__ void fillKernel(float *out, int64_t n, float value) {
+  GPIPE_RT_GRID_LOOP(i, n) { out[i] = value; }
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_fill_f32(float *out, int64_t count,
+                                                  float value) {
+  Kernel kernel = cudaKernel("fill");
+  GPIPE_RT_TRY(checkBuffers(kernel, count, {{"out", out}}));
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
+  fillKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(out, count,
+                                                                 value);
   return launched(kernel);
 }
 

@@ -23,6 +23,7 @@
 #include "gpipe/Runtime/Engine.h"
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Checkpoint.h"
+#include "gpipe/Runtime/Device.h"
 
 #include "Mpi.h"
 
@@ -38,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -64,7 +66,15 @@ struct gpipe_rt_rank {
   gpipe::rt::RunState *run = nullptr;
   int64_t index = 0;
   const gpipe::rt::RankPlan *plan = nullptr;
+  /// The arena on the device (what the program gets).
   uint8_t *arena = nullptr;
+  /// The device side of the rank (null for other processes' ranks).
+  gpipe::rt::RankDevice *device = nullptr;
+  /// Inspections the device answers when the step ends, in the order they
+  /// were asked: what to do with each answer.
+  std::vector<std::function<int32_t(const gpipe::rt::Inspection &)>> deferred;
+  /// When the current step started (the engine's clock).
+  int64_t stepStartNs = 0;
 
   /// The current step, from 0.
   int64_t step = 0;
@@ -139,14 +149,6 @@ const std::string kRemoteFailure = "stopped because another process failed: ";
 /// Actions the flight recorder keeps per rank.
 constexpr size_t kFlightRecorderSize = 6;
 
-/// The index of the first non-finite float of `values`, or -1.
-int64_t firstNonFinite(const float *values, int64_t count) {
-  for (int64_t i = 0; i < count; ++i)
-    if (!std::isfinite(values[i]))
-      return i;
-  return -1;
-}
-
 /// "12 us", "3.4 ms", "1.25 s".
 std::string formatDuration(int64_t ns) {
   char buf[32];
@@ -203,9 +205,12 @@ public:
   const ModelImage &model;
   const ModelMetadata &meta;
   const RunOptions &options;
-  /// TransportKind::Mpi: this process runs only rank `me`.
-  bool mpi = false;
+  /// TransportKind::Mpi and Nccl: this process runs only rank `me`, and
+  /// process 0 gathers; Nccl: transfers go through the device's NCCL.
+  bool mpi = false, nccl = false;
   int me = 0;
+  /// Where the arenas live and the kernels run.
+  Device *device = nullptr;
   OptimizerConfig optimizer;
   const Dataset *data = nullptr;
   int64_t timeoutNs;
@@ -287,14 +292,34 @@ public:
       nonFiniteMessage = std::move(message);
     return 0;
   }
-  /// NaN injection (tests): poisons `data` when `rank` is at the injected
-  /// step and micro-batch.
-  void maybeInjectNan(const gpipe_rt_rank *rank, int64_t mb, void *data,
-                      int64_t bytes) const {
+  /// NaN injection (tests): whether `rank` is at the injected step and
+  /// micro-batch.
+  bool nanDue(const gpipe_rt_rank *rank, int64_t mb, int64_t bytes) const {
     const std::optional<NanInjection> &nan = options.injectNan;
-    if (nan && nan->rank == rank->index && nan->step == rank->step + 1 &&
-        nan->mb == mb && bytes >= 4)
-      static_cast<float *>(data)[0] = std::numeric_limits<float>::quiet_NaN();
+    return nan && nan->rank == rank->index && nan->step == rank->step + 1 &&
+           nan->mb == mb && bytes >= 4;
+  }
+  /// Poisons the received payload at device address `data` when due.
+  int32_t maybeInjectNan(gpipe_rt_rank *rank, int64_t mb, void *data,
+                         int64_t bytes) {
+    if (!nanDue(rank, mb, bytes))
+      return 0;
+    Status s = rank->device->poison(data);
+    if (s.ok())
+      return 0;
+    fail(rank, where(rank, currentAction(rank)) + ": " + s.message());
+    return 1;
+  }
+  /// Asks the rank's device about `count` floats at `src`; `handle` gets
+  /// the answer now or when the step ends. Returns what `handle` returned
+  /// (0 when deferred).
+  int32_t inspect(gpipe_rt_rank *rank, const float *src, int64_t count,
+                  std::function<int32_t(const Inspection &)> handle) {
+    Inspection result;
+    if (rank->device->inspect(src, count, result))
+      return handle(result);
+    rank->deferred.push_back(std::move(handle));
+    return 0;
   }
   /// The first non-finite value of the current step (Skip policy).
   std::string nonFiniteMessage;
@@ -313,6 +338,9 @@ public:
                         const float *grads, float *state, int64_t count);
   int32_t kernelError(gpipe_rt_rank *rank, int64_t site, int32_t status);
   void rankMain(gpipe_rt_rank *rank);
+  /// Waits for the rank's device at the end of its step and handles what
+  /// it reports; false when the run is failing.
+  bool finishStep(gpipe_rt_rank *rank);
 };
 
 //===----------------------------------------------------------------------===//
@@ -372,6 +400,7 @@ int32_t RunState::actionBegin(gpipe_rt_rank *rank, int64_t action) {
   if (mpi)
     publishFlightRecorder(flightRecorder(rank));
   lastProgressNs.store(rank->actionBeginNs, std::memory_order_relaxed);
+  rank->device->actionBegin(action);
   return 0;
 }
 
@@ -387,13 +416,18 @@ void RunState::actionEnd(gpipe_rt_rank *rank, int64_t action) {
                                  : std::string("no action is running")));
     return;
   }
+  rank->device->actionEnd(action);
   int64_t end = nowNs();
   lastProgressNs.store(end, std::memory_order_relaxed);
   const ActionSpec &a = rank->plan->actions[size_t(action)];
-  if (isComputeAction(a.kind))
-    rank->busyNs += end - rank->actionBeginNs;
-  if (options.recordTrace)
-    rank->events.push_back({rank->step, action, rank->actionBeginNs, end});
+  // Devices that time on their own clock report busy time and the trace
+  // when the step ends.
+  if (!rank->device->timesOnDevice()) {
+    if (isComputeAction(a.kind))
+      rank->busyNs += end - rank->actionBeginNs;
+    if (options.recordTrace)
+      rank->events.push_back({rank->step, action, rank->actionBeginNs, end});
+  }
   if (!rank->recent.empty()) {
     size_t newest = rank->recent.size() < kFlightRecorderSize
                         ? rank->recent.size() - 1
@@ -433,31 +467,63 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
     return 1;
   }
   if (isSend && a.dtype == "f32" && bytes > 0) {
-    const float *values = static_cast<const float *>(sendData);
-    int64_t bad = firstNonFinite(values, bytes / 4);
-    if (bad >= 0 &&
-        nonFinite(rank, where(rank, action) + ": non-finite " +
-                            (a.direction == "forward" ? "activation"
-                                                      : "gradient") +
-                            " (" + floatText(values[bad]) + " at element " +
-                            std::to_string(bad) + ") leaving stage " +
-                            std::to_string(a.stage) + " for micro-batch " +
-                            std::to_string(a.mb)))
+    std::string at = where(rank, action);
+    if (inspect(rank, static_cast<const float *>(sendData), bytes / 4,
+                [this, rank, at, &a](const Inspection &r) -> int32_t {
+                  if (r.badIndex < 0)
+                    return 0;
+                  return nonFinite(
+                      rank, at + ": non-finite " +
+                                (a.direction == "forward" ? "activation"
+                                                          : "gradient") +
+                                " (" + floatText(r.badValue) + " at element " +
+                                std::to_string(r.badIndex) + ") leaving stage " +
+                                std::to_string(a.stage) + " for micro-batch " +
+                                std::to_string(a.mb));
+                }))
       return 1;
+  }
+  const bool poisonDue =
+      !isSend && a.direction == "forward" && a.dtype == "f32";
+  if (nccl) {
+    Status s = device->ncclTransfer(*rank->device, isSend,
+                                    isSend ? const_cast<void *>(sendData)
+                                           : recvData,
+                                    bytes, int(a.peer));
+    if (!s.ok()) {
+      fail(rank, where(rank, action) + ": " + s.message());
+      return 1;
+    }
+    return poisonDue ? maybeInjectNan(rank, a.mb, recvData, bytes) : 0;
   }
   if (mpi) {
     Clock::time_point deadline =
         Clock::now() + std::chrono::nanoseconds(timeoutNs);
     std::string abortMessage;
+    // Device memory goes through a host copy.
+    const bool staged = !device->hostMemory() && bytes > 0;
+    std::vector<uint8_t> staging(staged ? size_t(bytes) : 0);
+    if (staged && isSend) {
+      Status s = rank->device->copyOut(staging.data(), sendData, bytes);
+      if (!s.ok()) {
+        fail(rank, where(rank, action) + ": " + s.message());
+        return 1;
+      }
+    }
     mpi::Wait w =
-        isSend ? mpi::send(sendData, bytes, int(a.peer), int(a.tag), deadline,
-                           abortMessage)
-               : mpi::recv(recvData, bytes, int(a.peer), int(a.tag), deadline,
-                           abortMessage);
+        isSend ? mpi::send(staged ? staging.data() : sendData, bytes,
+                           int(a.peer), int(a.tag), deadline, abortMessage)
+               : mpi::recv(staged ? staging.data() : recvData, bytes,
+                           int(a.peer), int(a.tag), deadline, abortMessage);
     if (w == mpi::Wait::Done) {
-      if (!isSend && a.direction == "forward" && a.dtype == "f32")
-        maybeInjectNan(rank, a.mb, recvData, bytes);
-      return 0;
+      if (staged && !isSend) {
+        Status s = rank->device->copyIn(recvData, staging.data(), bytes);
+        if (!s.ok()) {
+          fail(rank, where(rank, action) + ": " + s.message());
+          return 1;
+        }
+      }
+      return poisonDue ? maybeInjectNan(rank, a.mb, recvData, bytes) : 0;
     }
     fail(rank, w == mpi::Wait::Aborted
                    ? kRemoteFailure + abortMessage
@@ -476,7 +542,7 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
   bool peerWaiting = isSend ? slot.recvPosted : slot.sendPosted;
   if (peerWaiting) {
     // Arrived second: check the sizes, copy, wake the peer.
-    const gpipe_rt_rank *peer = &ranks[size_t(slot.rank)];
+    gpipe_rt_rank *peer = &ranks[size_t(slot.rank)];
     if (slot.bytes != bytes) {
       int64_t sendBytes = isSend ? bytes : slot.bytes;
       int64_t recvBytes = isSend ? slot.bytes : bytes;
@@ -496,14 +562,27 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
     const void *src = isSend ? sendData : slot.sendData;
     slot.copying = true;
     lock.unlock();
+    Status copied = Status::success();
     if (bytes > 0)
-      std::memcpy(dst, src, size_t(bytes));
+      copied = isSend ? device->copyBetweenRanks(*rank->device, src,
+                                                 *peer->device, dst, bytes)
+                      : device->copyBetweenRanks(*peer->device, src,
+                                                 *rank->device, dst, bytes);
     lock.lock();
     slot.copying = false;
     slot.done = true;
+    slot.failed = !copied.ok();
     rankCvs[size_t(slot.rank)]->notify_all();
-    if (!isSend && a.direction == "forward" && a.dtype == "f32")
-      maybeInjectNan(rank, a.mb, recvData, bytes);
+    if (!copied.ok()) {
+      failLocked(rank->step + 1,
+                 where(rank, action) + ": copy between ranks: " +
+                     copied.message());
+      return 1;
+    }
+    if (poisonDue) {
+      lock.unlock();
+      return maybeInjectNan(rank, a.mb, recvData, bytes);
+    }
     return 0;
   }
   // Arrived first: post the buffer and wait for the peer to copy.
@@ -524,9 +603,13 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
     if (slot.done) {
       bool failed = slot.failed;
       slots.erase(key);
-      if (!failed && !isSend && a.direction == "forward" && a.dtype == "f32")
-        maybeInjectNan(rank, a.mb, recvData, bytes);
-      return failed ? 1 : 0;
+      if (failed)
+        return 1;
+      if (poisonDue) {
+        lock.unlock();
+        return maybeInjectNan(rank, a.mb, recvData, bytes);
+      }
+      return 0;
     }
     if (!slot.copying) {
       if (aborted) {
@@ -581,16 +664,26 @@ int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *out,
   uint64_t n = uint64_t(data->numSamples());
   uint64_t first = uint64_t(rank->step) * uint64_t(meta.batchSize()) +
                    uint64_t(mb) * uint64_t(rows);
-  uint8_t *dst = static_cast<uint8_t *>(out);
-  for (int64_t j = 0; j < rows; ++j) {
-    int64_t sample = int64_t((first + uint64_t(j)) % n);
-    if (labels)
-      data->copyLabels(sample, dst + j * sampleBytes);
-    else
-      data->copyInput(sample, dst + j * sampleBytes);
+  const bool poison = !labels && spec.dtype == GPIPE_RT_F32 &&
+                      nanDue(rank, mb, bytes);
+  // One staging slot per (input or labels, micro-batch) and step.
+  int64_t slot = (labels ? meta.microbatches : 0) + mb;
+  Status s = rank->device->upload(out, bytes, slot, [&](uint8_t *dst) {
+    for (int64_t j = 0; j < rows; ++j) {
+      int64_t sample = int64_t((first + uint64_t(j)) % n);
+      if (labels)
+        data->copyLabels(sample, dst + j * sampleBytes);
+      else
+        data->copyInput(sample, dst + j * sampleBytes);
+    }
+    if (poison)
+      reinterpret_cast<float *>(dst)[0] =
+          std::numeric_limits<float>::quiet_NaN();
+  });
+  if (!s.ok()) {
+    fail(rank, at + ": " + s.message());
+    return 1;
   }
-  if (!labels && spec.dtype == GPIPE_RT_F32)
-    maybeInjectNan(rank, mb, out, bytes);
   return 0;
 }
 
@@ -612,12 +705,17 @@ int32_t RunState::reportLoss(gpipe_rt_rank *rank, int64_t mb,
     return 1;
   }
   rank->lossReported[size_t(mb)] = 1;
-  rank->losses[size_t(mb)] = double(*loss);
-  if (!std::isfinite(*loss))
-    return nonFinite(rank, where(rank, currentAction(rank)) +
-                               ": non-finite loss (" + floatText(*loss) +
-                               ") of micro-batch " + std::to_string(mb));
-  return 0;
+  std::string where = this->where(rank, currentAction(rank));
+  return inspect(rank, loss, 1,
+                 [this, rank, mb, where](const Inspection &r) -> int32_t {
+                   rank->losses[size_t(mb)] = double(r.first);
+                   if (r.badIndex < 0)
+                     return 0;
+                   return nonFinite(rank, where + ": non-finite loss (" +
+                                              floatText(r.first) +
+                                              ") of micro-batch " +
+                                              std::to_string(mb));
+                 });
 }
 
 int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
@@ -667,25 +765,32 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
     return 1;
   }
   rank->lastStepped[local] = rank->step;
-  if (int64_t bad = firstNonFinite(grads, count); bad >= 0) {
-    std::string name = "?";
-    for (const ParamSlot &slot : plan.params)
-      if (bad * 4 >= slot.offset && bad * 4 < slot.offset + slot.elements * 4)
-        name = slot.name;
-    if (nonFinite(rank, where(rank, currentAction(rank)) +
-                            ": non-finite gradient (" +
-                            floatText(grads[bad]) + ") of parameter '" + name +
-                            "' on stage " + std::to_string(stage)))
-      return 1;
-  }
+  std::string where = this->where(rank, currentAction(rank));
+  if (inspect(rank, grads, count,
+              [this, rank, &plan, where, stage](const Inspection &r) -> int32_t {
+                if (r.badIndex < 0)
+                  return 0;
+                std::string name = "?";
+                for (const ParamSlot &slot : plan.params)
+                  if (r.badIndex * 4 >= slot.offset &&
+                      r.badIndex * 4 < slot.offset + slot.elements * 4)
+                    name = slot.name;
+                return nonFinite(rank, where + ": non-finite gradient (" +
+                                           floatText(r.badValue) +
+                                           ") of parameter '" + name +
+                                           "' on stage " +
+                                           std::to_string(stage));
+              }))
+    return 1;
   if (options.onNonFinite == NonFinitePolicy::Skip) {
     // Applied after the step, if every rank finished it cleanly.
     rank->pending.push_back({local, params, grads, state, count});
     return 0;
   }
   int64_t t = ++rank->optimizerSteps[local];
-  Status s = applyOptimizer(optimizer, t, params, grads,
-                            optimizer.stateMultiple() ? state : nullptr, count);
+  Status s = rank->device->optimizerStep(
+      optimizer, t, params, grads, optimizer.stateMultiple() ? state : nullptr,
+      count);
   if (!s.ok()) {
     fail(rank, at + ": " + s.message());
     return 1;
@@ -698,9 +803,11 @@ int32_t RunState::kernelError(gpipe_rt_rank *rank, int64_t site,
   const char *library =
       model.libraryLastError ? model.libraryLastError() : nullptr;
   const char *own = gpipe_rt_last_error();
+  std::string fromDevice = rank->device->kernelError();
   std::string message =
-      library && *library ? library
-      : own && *own       ? own
+      !fromDevice.empty()   ? fromDevice
+      : library && *library ? library
+      : own && *own         ? own
                     : "kernel failed with status " + std::to_string(status);
   std::string at = where(rank, currentAction(rank)) + ": ";
   if (site >= 0 && site < int64_t(meta.sites.size())) {
@@ -750,13 +857,10 @@ std::string RunState::flightRecorder(const gpipe_rt_rank *rank) const {
 }
 
 void RunState::rankMain(gpipe_rt_rank *rank) {
-  // One BLAS thread per rank. The count is per thread for OpenMP builds of
-  // OpenBLAS and global otherwise; the calls are serialized because the
-  // latter may resize OpenBLAS's thread pool.
-  {
-    static std::mutex blasMutex;
-    std::lock_guard<std::mutex> lock(blasMutex);
-    gpipe_rt_cpu_set_blas_threads(1);
+  if (Status s = rank->device->bind(); !s.ok()) {
+    fail(options.resume ? options.resume->step + 1 : 1,
+         "rank " + std::to_string(rank->index) + ": " + s.message());
+    return;
   }
   gpipe_model_rank_fn fn = model.rankFunction(rank->index);
   std::condition_variable &cv = *rankCvs[size_t(rank->index)];
@@ -774,10 +878,17 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     rank->current = rank->lastBegun = -1;
     rank->busyNs = 0;
     rank->pending.clear();
+    rank->deferred.clear();
     std::fill(rank->lossReported.begin(), rank->lossReported.end(), 0);
     gpipe_rt_clear_error();
     if (model.libraryClearError)
       model.libraryClearError();
+    rank->device->clearKernelError();
+    rank->stepStartNs = nowNs();
+    if (Status s = rank->device->beginStep(); !s.ok()) {
+      fail(rank, "rank " + std::to_string(rank->index) + ": " + s.message());
+      return;
+    }
 
     int32_t rc = fn(rank, rank->arena);
     if (rank->dead || aborted)
@@ -799,12 +910,51 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
                           : std::string()));
       return;
     }
+    if (!finishStep(rank))
+      return;
     std::lock_guard<std::mutex> lock(mu);
     finished[size_t(rank->index)] = 1;
     ++finishedCount;
     lastFinishNs = nowNs();
     mainCv.notify_all();
   }
+}
+
+bool RunState::finishStep(gpipe_rt_rank *rank) {
+  std::vector<Inspection> inspections;
+  std::vector<ActionTiming> timings;
+  Status s = rank->device->finishStep(
+      Clock::now() + std::chrono::nanoseconds(timeoutNs), aborted, inspections,
+      timings);
+  if (aborted)
+    return false;
+  if (!s.ok()) {
+    fail(rank, "rank " + std::to_string(rank->index) + ": " + s.message());
+    return false;
+  }
+  if (inspections.size() != rank->deferred.size()) {
+    fail(rank, "rank " + std::to_string(rank->index) + ": the device answered " +
+                   std::to_string(inspections.size()) + " of " +
+                   std::to_string(rank->deferred.size()) + " inspections");
+    return false;
+  }
+  for (size_t i = 0; i < inspections.size(); ++i)
+    if (rank->deferred[i](inspections[i]) != 0)
+      return false;
+  if (rank->device->timesOnDevice()) {
+    rank->busyNs = 0;
+    for (const ActionTiming &t : timings) {
+      if (t.action < 0 || t.action >= int64_t(rank->plan->actions.size()))
+        continue;
+      if (isComputeAction(rank->plan->actions[size_t(t.action)].kind))
+        rank->busyNs += t.endNs - t.beginNs;
+      if (options.recordTrace)
+        rank->events.push_back({rank->step, t.action,
+                                rank->stepStartNs + t.beginNs,
+                                rank->stepStartNs + t.endNs});
+    }
+  }
+  return true;
 }
 
 } // namespace gpipe::rt
@@ -871,6 +1021,83 @@ struct AlignedFree {
 };
 using ArenaPtr = std::unique_ptr<uint8_t, AlignedFree>;
 
+/// The end of a rank's persistent blocks (parameters, gradients, optimizer
+/// state), which the plan places first in the arena.
+int64_t persistentEnd(const RankPlan &plan, int64_t stateMultiple) {
+  int64_t end = 0;
+  for (const StagePlan &stage : plan.stages) {
+    end = std::max(end, stage.paramsOffset + stage.paramBytes);
+    end = std::max(end, stage.gradsOffset + stage.paramBytes);
+    if (stateMultiple)
+      end = std::max(end,
+                     stage.stateOffset + stage.paramBytes * stateMultiple);
+  }
+  return end;
+}
+
+/// A rank's arena: the device memory its program runs on and the engine's
+/// host view of it -- the same bytes when the device uses host memory,
+/// otherwise a copy brought in step (toHost, toDevice) only between steps.
+/// Process 0's copy of another MPI process's rank has the host view only.
+class Arena {
+public:
+  Arena() = default;
+  Arena(const Arena &) = delete;
+  Arena &operator=(const Arena &) = delete;
+  ~Arena() {
+    if (deviceMemory)
+      device->release(deviceMemory);
+  }
+
+  /// `bytes` on `device` (when `onDevice`) with a host view.
+  Status allocate(Device &device, int64_t bytes, int64_t alignment,
+                  bool onDevice) {
+    this->device = &device;
+    size = bytes;
+    int64_t align = std::max<int64_t>(alignment, 64);
+    if (onDevice) {
+      void *memory = nullptr;
+      Status s = device.allocate(bytes, align, memory);
+      if (!s.ok())
+        return s;
+      deviceMemory = static_cast<uint8_t *>(memory);
+      if (device.hostMemory()) {
+        host = deviceMemory;
+        return Status::success();
+      }
+    }
+    hostCopy.reset(static_cast<uint8_t *>(std::aligned_alloc(
+        size_t(align), size_t(roundUp(std::max<int64_t>(bytes, 1), align)))));
+    if (!hostCopy)
+      return Status::error("cannot allocate " + std::to_string(bytes) +
+                           " bytes of host memory");
+    host = hostCopy.get();
+    return Status::success();
+  }
+  /// Brings bytes [offset, offset + n) of the device memory into the host
+  /// view, or the other way.
+  Status toHost(int64_t offset, int64_t n) {
+    if (!deviceMemory || host == deviceMemory || n <= 0)
+      return Status::success();
+    return device->download(host + offset, deviceMemory + offset, n);
+  }
+  Status toDevice(int64_t offset, int64_t n) {
+    if (!deviceMemory || host == deviceMemory || n <= 0)
+      return Status::success();
+    return device->upload(deviceMemory + offset, host + offset, n);
+  }
+
+  Device *device = nullptr;
+  /// What the rank's program gets (null for another process's rank).
+  uint8_t *deviceMemory = nullptr;
+  /// The engine's view.
+  uint8_t *host = nullptr;
+  int64_t size = 0;
+
+private:
+  ArenaPtr hostCopy;
+};
+
 Status checkRunOptions(const ModelMetadata &meta, const RunOptions &options) {
   if (options.steps < 1)
     return Status::error("the number of steps must be at least 1");
@@ -896,20 +1123,21 @@ Status checkRunOptions(const ModelMetadata &meta, const RunOptions &options) {
   return Status::success();
 }
 
-/// Allocates rank `plan`'s arena, fills it and its guard with the canary and
-/// puts the parameters (initial values), gradients and state (zeros) in.
+/// Allocates rank `plan`'s arena on `device` and fills its host view: the
+/// canary in the arena and its guard, the parameters (initial values), the
+/// gradients and the optimizer state (zeros). The device gets the bytes
+/// later (Arena::toDevice), once a checkpoint may have replaced some.
 Status makeArena(const ModelImage &model, const RankPlan &plan, uint64_t seed,
-                 ArenaPtr &arena) {
+                 Device &device, Arena &arena) {
   const ModelMetadata &meta = model.metadata();
-  int64_t align = std::max<int64_t>(meta.alignment, 64);
-  int64_t total = roundUp(plan.arenaBytes + kGuardBytes, align);
-  arena.reset(
-      static_cast<uint8_t *>(std::aligned_alloc(size_t(align), size_t(total))));
-  if (!arena)
+  Status s = arena.allocate(device, plan.arenaBytes + kGuardBytes,
+                            meta.alignment, /*onDevice=*/true);
+  if (!s.ok())
     return Status::error("rank " + std::to_string(plan.rank) +
                          ": cannot allocate its arena of " +
-                         std::to_string(plan.arenaBytes) + " bytes");
-  uint8_t *base = arena.get();
+                         std::to_string(plan.arenaBytes) + " bytes on " +
+                         device.describe() + ": " + s.message());
+  uint8_t *base = arena.host;
   for (int64_t i = 0; i < plan.arenaBytes + kGuardBytes; ++i)
     base[i] = canaryByte(i);
   int64_t multiple = meta.stateMultiple();
@@ -966,14 +1194,14 @@ Status checkGuard(const RankPlan &plan, const uint8_t *arena) {
 
 /// Copies every parameter's block (params or grads) out of the arenas.
 void collectTensors(const ModelMetadata &meta,
-                    const std::vector<ArenaPtr> &arenas, bool gradients,
+                    const std::vector<uint8_t *> &arenas, bool gradients,
                     std::map<std::string, std::vector<float>> &out) {
   out.clear();
   for (const RankPlan &rank : meta.ranks)
     for (const StagePlan &stage : rank.stages)
       for (const ParamSlot &slot : stage.params) {
         const uint8_t *src =
-            arenas[size_t(rank.rank)].get() +
+            arenas[size_t(rank.rank)] +
             (gradients ? stage.gradsOffset : stage.paramsOffset) + slot.offset;
         std::vector<float> &v = out[slot.name];
         v.resize(size_t(slot.elements));
@@ -992,12 +1220,12 @@ std::string stateKindName(const OptimizerConfig &config) {
 /// Copies `state`'s parameters and optimizer state into the arenas, by
 /// name.
 Status restoreState(const ModelMetadata &meta, const TrainingState &state,
-                    const std::vector<ArenaPtr> &arenas) {
+                    const std::vector<uint8_t *> &arenas) {
   std::vector<std::string> slots = optimizerStateSlots(state.optimizer);
   for (const RankPlan &rank : meta.ranks)
     for (const StagePlan &stage : rank.stages)
       for (const ParamSlot &slot : stage.params) {
-        uint8_t *arena = arenas[size_t(rank.rank)].get();
+        uint8_t *arena = arenas[size_t(rank.rank)];
         if (!arena) // another process's rank
           continue;
         auto p = state.parameters.find(slot.name);
@@ -1025,7 +1253,7 @@ Status restoreState(const ModelMetadata &meta, const TrainingState &state,
 
 /// The optimizer state of every parameter, by "<slot>.<name>".
 void collectOptimizerState(const ModelMetadata &meta,
-                           const std::vector<ArenaPtr> &arenas,
+                           const std::vector<uint8_t *> &arenas,
                            const std::vector<std::string> &slots,
                            std::map<std::string, std::vector<float>> &out) {
   out.clear();
@@ -1033,7 +1261,7 @@ void collectOptimizerState(const ModelMetadata &meta,
     for (const StagePlan &stage : rank.stages)
       for (const ParamSlot &slot : stage.params)
         for (size_t k = 0; k < slots.size(); ++k) {
-          const uint8_t *src = arenas[size_t(rank.rank)].get() +
+          const uint8_t *src = arenas[size_t(rank.rank)] +
                                stage.stateOffset +
                                int64_t(k) * stage.paramBytes + slot.offset;
           std::vector<float> &v = out[slots[k] + "." + slot.name];
@@ -1111,6 +1339,19 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
   if (!s.ok())
     return s;
   RunState state(model, options);
+  std::shared_ptr<Device> devicePtr = options.device;
+  if (!devicePtr) {
+    s = makeDevice(meta.target, 0, devicePtr);
+    if (!s.ok())
+      return s;
+  }
+  if (meta.target != devicePtr->target())
+    return Status::error("the model was compiled for --target " + meta.target +
+                         " but the run's device is " + devicePtr->describe() +
+                         " (--target " + devicePtr->target() + ")");
+  Device &device = *devicePtr;
+  state.device = &device;
+  result.deviceDescription = device.describe();
   s = resolveOptimizer(meta, options.optimizer, state.optimizer);
   if (!s.ok())
     return s;
@@ -1132,7 +1373,8 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
   result.dataDescription = data->describe();
 
   int64_t numRanks = meta.numRanks();
-  state.mpi = options.transport == TransportKind::Mpi;
+  state.nccl = options.transport == TransportKind::Nccl;
+  state.mpi = options.transport == TransportKind::Mpi || state.nccl;
   if (state.mpi) {
     if (!mpi::isActive())
       return Status::error("the mpi transport needs MPI initialized "
@@ -1156,50 +1398,98 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     action.sa_handler = onTerminate;
     sigaction(SIGTERM, &action, nullptr);
   }
+  if (state.nccl) {
+    // The communicator: process 0 makes its id, MPI carries it to the
+    // others (a leading 1 byte, or 0 and process 0's error).
+    if (!device.supportsNccl())
+      return Status::error("the nccl transport needs a model compiled with "
+                           "--target cuda; this one runs on " +
+                           device.describe());
+    std::vector<uint8_t> id;
+    if (state.me == 0) {
+      s = device.ncclUniqueId(id);
+      if (s.ok())
+        id.insert(id.begin(), uint8_t(1));
+      else {
+        id.assign(s.message().begin(), s.message().end());
+        id.insert(id.begin(), uint8_t(0));
+      }
+    }
+    Clock::time_point deadline =
+        Clock::now() + std::chrono::nanoseconds(state.timeoutNs);
+    std::string abortMessage;
+    mpi::Wait w = mpi::broadcast(id, deadline, abortMessage);
+    if (w != mpi::Wait::Done)
+      return Status::error(w == mpi::Wait::Aborted
+                               ? kRemoteFailure + abortMessage
+                               : "the NCCL id did not arrive from process 0 "
+                                 "within the timeout");
+    if (id.empty() || id[0] != 1)
+      return Status::error(
+          "process 0 could not start NCCL: " +
+          (id.empty() ? std::string("no reply")
+                      : std::string(id.begin() + 1, id.end())));
+    id.erase(id.begin());
+    s = device.ncclInit(id, state.me, int(numRanks), deadline);
+    if (!s.ok())
+      return Status::error("process " + std::to_string(state.me) + ": " +
+                           s.message());
+  }
   const bool root = !state.mpi || state.me == 0;
   // The ranks this process runs; MPI process 0 also keeps copies of the
   // other ranks' arenas, filled when it gathers their blocks.
   auto isLocal = [&](int64_t r) { return !state.mpi || r == state.me; };
   const int64_t numLocal = state.mpi ? 1 : numRanks;
-  std::vector<ArenaPtr> arenas(static_cast<size_t>(numRanks));
+  // The arenas, and the engine's host view of each (null for ranks this
+  // process neither runs nor collects).
+  std::vector<std::unique_ptr<Arena>> arenas(static_cast<size_t>(numRanks));
+  std::vector<uint8_t *> views(static_cast<size_t>(numRanks), nullptr);
   for (int64_t r = 0; r < numRanks; ++r) {
     if (!root && !isLocal(r))
       continue;
+    arenas[size_t(r)] = std::make_unique<Arena>();
+    Arena &arena = *arenas[size_t(r)];
     if (!isLocal(r)) {
       // Process 0's copy of another process's rank holds only what it
-      // gathers: the persistent blocks (parameters, gradients, optimizer
-      // state), which the plan places first in the arena.
-      const RankPlan &plan = meta.ranks[size_t(r)];
-      int64_t end = 0;
-      for (const StagePlan &stage : plan.stages) {
-        end = std::max(end, stage.paramsOffset + stage.paramBytes);
-        end = std::max(end, stage.gradsOffset + stage.paramBytes);
-        if (meta.stateMultiple())
-          end = std::max(end, stage.stateOffset +
-                                  stage.paramBytes * meta.stateMultiple());
-      }
-      int64_t align = std::max<int64_t>(meta.alignment, 64);
-      arenas[size_t(r)].reset(static_cast<uint8_t *>(std::aligned_alloc(
-          size_t(align), size_t(roundUp(std::max<int64_t>(end, 1), align)))));
-      if (!arenas[size_t(r)])
-        return Status::error("cannot allocate " + std::to_string(end) +
-                             " bytes for rank " + std::to_string(r) +
-                             "'s parameters on process 0");
-      std::memset(arenas[size_t(r)].get(), 0, size_t(end));
-      continue;
+      // gathers: the persistent blocks.
+      int64_t end =
+          persistentEnd(meta.ranks[size_t(r)], meta.stateMultiple());
+      s = arena.allocate(device, end, meta.alignment, /*onDevice=*/false);
+      if (!s.ok())
+        return Status::error("rank " + std::to_string(r) +
+                             "'s parameters on process 0: " + s.message());
+      std::memset(arena.host, 0, size_t(end));
+    } else {
+      s = makeArena(model, meta.ranks[size_t(r)], options.seed, device,
+                    arena);
+      if (!s.ok())
+        return s;
     }
-    s = makeArena(model, meta.ranks[size_t(r)], options.seed,
-                  arenas[size_t(r)]);
-    if (!s.ok())
-      return s;
+    views[size_t(r)] = arena.host;
   }
+  // Brings the local ranks' persistent blocks into the host views.
+  auto blocksToHost = [&]() -> Status {
+    for (int64_t r = 0; r < numRanks; ++r)
+      if (isLocal(r)) {
+        Status t = arenas[size_t(r)]->toHost(
+            0, persistentEnd(meta.ranks[size_t(r)], meta.stateMultiple()));
+        if (!t.ok())
+          return t;
+      }
+    return Status::success();
+  };
   // MPI: every other process's blocks into process 0's copies.
+  // Also brings this process's blocks to its host views first.
   auto gatherBlocks = [&](int64_t step) -> bool {
+    if (Status t = blocksToHost(); !t.ok()) {
+      state.fail(step, t.message());
+      return false;
+    }
     if (!state.mpi)
       return true;
-    std::vector<uint8_t> mine =
-        packBlocks(meta.ranks[size_t(state.me)], arenas[size_t(state.me)].get(),
-                   meta.stateMultiple());
+    std::vector<uint8_t> mine = packBlocks(
+        meta.ranks[size_t(state.me)], views[size_t(state.me)],
+        meta.stateMultiple());
     std::vector<std::vector<uint8_t>> all;
     std::string abortMessage;
     mpi::Wait w = mpi::gather(
@@ -1214,7 +1504,7 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     }
     if (root)
       for (int64_t r = 1; r < numRanks; ++r)
-        unpackBlocks(meta.ranks[size_t(r)], arenas[size_t(r)].get(),
+        unpackBlocks(meta.ranks[size_t(r)], views[size_t(r)],
                      meta.stateMultiple(), all[size_t(r)]);
     return true;
   };
@@ -1225,9 +1515,29 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
       return Status::error("the checkpoint holds optimizer state for " +
                            options.resume->optimizer + ", this run uses " +
                            stateKindName(state.optimizer));
-    s = restoreState(meta, *options.resume, arenas);
+    s = restoreState(meta, *options.resume, views);
     if (!s.ok())
       return s;
+  }
+  // The initial arenas onto the device, and each local rank's device side.
+  std::vector<std::unique_ptr<RankDevice>> rankDevices(static_cast<size_t>(numRanks));
+  {
+    int64_t slotBytes = meta.microBatchSize() * meta.input.sampleBytes();
+    if (meta.labels)
+      slotBytes = std::max(slotBytes,
+                           meta.microBatchSize() * meta.labels->sampleBytes());
+    for (int64_t r = 0; r < numRanks; ++r) {
+      if (!isLocal(r))
+        continue;
+      s = arenas[size_t(r)]->toDevice(0, arenas[size_t(r)]->size);
+      if (!s.ok())
+        return Status::error("rank " + std::to_string(r) + ": " + s.message());
+      s = device.makeRank(r, 2 * meta.microbatches, slotBytes,
+                          int64_t(meta.ranks[size_t(r)].actions.size()),
+                          rankDevices[size_t(r)]);
+      if (!s.ok())
+        return Status::error("rank " + std::to_string(r) + ": " + s.message());
+    }
   }
   state.ranks.resize(size_t(numRanks));
   for (int64_t r = 0; r < numRanks; ++r) {
@@ -1235,7 +1545,8 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     rank.run = &state;
     rank.index = r;
     rank.plan = &meta.ranks[size_t(r)];
-    rank.arena = arenas[size_t(r)].get();
+    rank.arena = arenas[size_t(r)] ? arenas[size_t(r)]->deviceMemory : nullptr;
+    rank.device = rankDevices[size_t(r)].get();
     rank.optimizerSteps.assign(rank.plan->stages.size(),
                                options.resume ? options.resume->optimizerSteps
                                               : 0);
@@ -1369,7 +1680,9 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
         busyTotal[size_t(r)] += rank.busyNs;
       if (!isLocal(r))
         continue;
-      s = checkGuard(*rank.plan, rank.arena);
+      s = arenas[size_t(r)]->toHost(rank.plan->arenaBytes, kGuardBytes);
+      if (s.ok())
+        s = checkGuard(*rank.plan, views[size_t(r)]);
       if (!s.ok()) {
         state.fail(step + 1, s.message());
         break;
@@ -1412,7 +1725,7 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
       if (!gatherBlocks(step + 1))
         break;
       if (root)
-        collectTensors(meta, arenas, /*gradients=*/true,
+        collectTensors(meta, views, /*gradients=*/true,
                        result.firstGradients);
     }
 
@@ -1427,7 +1740,7 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
         for (gpipe_rt_rank &rank : state.ranks)
           for (const auto &u : rank.pending) {
             int64_t t = ++rank.optimizerSteps[u.local];
-            s = applyOptimizer(state.optimizer, t, u.params, u.grads,
+            s = device.optimizerStep(state.optimizer, t, u.params, u.grads,
                                state.optimizer.stateMultiple() ? u.state
                                                                : nullptr,
                                u.count);
@@ -1462,8 +1775,8 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
           if (isLocal(rank.index))
             for (int64_t t : rank.optimizerSteps)
               saved.optimizerSteps = std::max(saved.optimizerSteps, t);
-        collectTensors(meta, arenas, /*gradients=*/false, saved.parameters);
-        collectOptimizerState(meta, arenas,
+        collectTensors(meta, views, /*gradients=*/false, saved.parameters);
+        collectOptimizerState(meta, views,
                               optimizerStateSlots(saved.optimizer),
                               saved.optimizerState);
         s = options.checkpoint(saved);
@@ -1523,7 +1836,10 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     if (!isLocal(r))
       continue;
     const RankPlan &plan = meta.ranks[size_t(r)];
-    const uint8_t *arena = arenas[size_t(r)].get();
+    s = arenas[size_t(r)]->toHost(0, arenas[size_t(r)]->size);
+    if (!s.ok())
+      return Status::error("rank " + std::to_string(r) + ": " + s.message());
+    const uint8_t *arena = views[size_t(r)];
     s = checkGuard(plan, arena);
     if (!s.ok())
       return s;
@@ -1580,7 +1896,7 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     }
   }
   if (root)
-    collectTensors(meta, arenas, /*gradients=*/false, result.finalParameters);
+    collectTensors(meta, views, /*gradients=*/false, result.finalParameters);
   return Status::success();
 }
 

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/Device.h"
 
 #include <nlohmann/json.hpp>
 
@@ -604,11 +605,9 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
                                      ", this runtime speaks " +
                                      std::to_string(GPIPE_RT_ABI_VERSION));
   if (const auto it = root.find("target");
-      it != root.end() && it->is_string() && *it != "cpu")
-    return r.fail("target", "the model was compiled for --target " +
-                                it->get<std::string>() +
-                                "; this runtime runs --target cpu models "
-                                "(recompile with --target cpu)");
+      it != root.end() && it->is_string() && *it != "cpu" && *it != "cuda")
+    return r.fail("target", "is '" + it->get<std::string>() +
+                                "'; this runtime knows cpu and cuda");
   if (!r.string(root, "", "producer", m.producer, std::string()) ||
       !r.string(root, "", "source", m.source, std::string()) ||
       !r.string(root, "", "target", m.target, std::string("cpu")) ||
@@ -836,11 +835,11 @@ Status ModelImage::load(const std::string &path, ModelImage &image) {
           target = json["target"].get<std::string>();
       }
       dlclose(lazy);
-      if (!target.empty() && target != "cpu")
-        return Status::error(path + ": the model was compiled for --target " +
-                             target +
-                             "; this runtime runs --target cpu models "
-                             "(recompile with --target cpu)");
+      if (!target.empty() && !haveDevice(target)) {
+        std::shared_ptr<Device> none;
+        return Status::error(path + ": " +
+                             makeDevice(target, 0, none).message());
+      }
     }
     return Status::error("cannot load model library " + path + ": " + reason);
   }

@@ -17,6 +17,9 @@
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Checkpoint.h"
 #include "gpipe/Runtime/Engine.h"
+#ifdef GPIPE_HAVE_CUDA
+#include "gpipe/Runtime/CUDADevice.h"
+#endif
 
 #include <cerrno>
 #include <cmath>
@@ -50,9 +53,14 @@ const char *const kUsage =
     "  --save-params FILE       the parameters after the last step\n"
     "  --trace FILE.json        Chrome trace of every action\n"
     "  --timeout SECONDS        give up on a silent peer (default 60)\n"
-    "  --transport local|mpi    rank threads in this process (default), or\n"
-    "                           one process per rank: mpirun -np K gpipe-run\n"
-    "                           model.so --transport mpi\n"
+    "  --transport local|mpi|nccl\n"
+    "                           rank threads in this process (default; on\n"
+    "                           one GPU for --target cuda models), or one\n"
+    "                           process per rank: mpirun -np K gpipe-run\n"
+    "                           model.so --transport mpi (host messages) or\n"
+    "                           nccl (GPU to GPU, one GPU per process)\n"
+    "  --gpu N                  the GPU of a --target cuda model (default 0;\n"
+    "                           under mpirun: the process's local rank)\n"
     "  --checkpoint-dir DIR     write checkpoints (parameters, optimizer\n"
     "                           state, step) there, atomically\n"
     "  --checkpoint-every N     every N steps and after the last (default 10)\n"
@@ -154,6 +162,8 @@ struct Args {
   int64_t keepCheckpoints = 3;
   bool resume = false;
   bool quiet = false;
+  /// --gpu; -1: 0, or the local rank under mpirun.
+  int gpu = -1;
 };
 
 Args parseArgs(int argc, char **argv) {
@@ -191,7 +201,7 @@ Args parseArgs(int argc, char **argv) {
         "--momentum",    "--weight-decay", "--seed",      "--save-grads",
         "--save-params", "--trace",        "--timeout",   "--inject-fault",
         "--checkpoint-dir", "--checkpoint-every", "--keep-checkpoints",
-        "--on-nonfinite", "--inject-nan", "--transport"};
+        "--on-nonfinite", "--inject-nan", "--transport", "--gpu"};
     bool known = false;
     for (const char *k : kValued)
       known |= flag == k;
@@ -238,10 +248,14 @@ Args parseArgs(int argc, char **argv) {
     } else if (flag == "--keep-checkpoints") {
       args.keepCheckpoints = parseInteger(flag, value, 1);
     } else if (flag == "--transport") {
-      if (value != "local" && value != "mpi")
-        usageError("--transport must be local or mpi, got '" + value + "'");
-      run.transport =
-          value == "mpi" ? TransportKind::Mpi : TransportKind::Local;
+      if (value != "local" && value != "mpi" && value != "nccl")
+        usageError("--transport must be local, mpi or nccl, got '" + value +
+                   "'");
+      run.transport = value == "mpi"    ? TransportKind::Mpi
+                      : value == "nccl" ? TransportKind::Nccl
+                                        : TransportKind::Local;
+    } else if (flag == "--gpu") {
+      args.gpu = int(parseInteger(flag, value, 0));
     } else if (flag == "--on-nonfinite") {
       if (value != "stop" && value != "skip")
         usageError("--on-nonfinite must be stop or skip, got '" + value + "'");
@@ -313,7 +327,10 @@ void printHeader(const ModelImage &image) {
 int main(int argc, char **argv) {
   gpipe::rt::ensureSingleThreadedBlas(argv);
   Args args = parseArgs(argc, argv);
-  if (args.run.transport == TransportKind::Mpi) {
+#ifdef GPIPE_HAVE_CUDA
+  registerCudaDevice();
+#endif
+  if (args.run.transport != TransportKind::Local) {
     Status init = initializeMpi(&argc, &argv);
     if (!init.ok())
       fatal(init.message());
@@ -333,10 +350,24 @@ int main(int argc, char **argv) {
   if (!s.ok())
     fatal(s.message());
   const ModelMetadata &meta = image.metadata();
-  if (!args.quiet && root)
-    printHeader(image);
-
   RunOptions &run = args.run;
+  // The device: the GPU asked for, or under mpirun the process's local
+  // rank's (one GPU per process on each node).
+  int gpu = args.gpu;
+  if (gpu < 0) {
+    gpu = 0;
+    if (gMpi)
+      if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
+        gpu = std::atoi(local);
+  }
+  s = makeDevice(meta.target, gpu, run.device);
+  if (!s.ok())
+    fatal(s.message());
+  if (!args.quiet && root) {
+    printHeader(image);
+    std::printf("device: %s\n", run.device->describe().c_str());
+  }
+
   run.recordTrace = !args.trace.empty();
 
   // Checkpoints: resume from the newest complete one, write new ones.

@@ -281,6 +281,16 @@ gpipe_rt_status gpipe_rt_cuda_cross_entropy_grad_f32(
     const float *logits, const int64_t *logitsShape, int32_t logitsRank,
     gpipe_rt_dtype labelType, const void *labels, float grad, float *out);
 
+/// gpipe_rt_cpu_cross_entropy_grad_at_f32: `grad` is one float in device
+/// memory, read by the kernel.
+gpipe_rt_status gpipe_rt_cuda_cross_entropy_grad_at_f32(
+    const float *logits, const int64_t *logitsShape, int32_t logitsRank,
+    gpipe_rt_dtype labelType, const void *labels, const float *grad,
+    float *out);
+
+/// gpipe_rt_cpu_fill_f32 on device memory.
+gpipe_rt_status gpipe_rt_cuda_fill_f32(float *out, int64_t count, float value);
+
 //===----------------------------------------------------------------------===//
 // Optimizer updates
 //

@@ -17,6 +17,7 @@
 #define GPIPE_RUNTIME_ENGINE_H
 
 #include "gpipe/Runtime/Common.h"
+#include "gpipe/Runtime/Device.h"
 #include "gpipe/Runtime/Program.h"
 #include "gpipe/Runtime/SafeTensors.h"
 #include "gpipe/Runtime/Status.h"
@@ -141,7 +142,7 @@ struct KernelSite {
 /// The metadata of a compiled model (Program.h), validated.
 struct ModelMetadata {
   std::string producer, source, schedule, remat, loss;
-  /// The kernel library the code calls ("cpu"; "cuda" is refused here).
+  /// The kernel library the code calls: "cpu" or "cuda" (Device.h).
   std::string target = "cpu";
   int64_t abiVersion = 0;
   int64_t stages = 0, microbatches = 0, alignment = 1;
@@ -368,10 +369,16 @@ enum class TransportKind {
   /// One process per rank under mpirun (MPI rank = pipeline rank); process
   /// 0 gathers metrics, gradients and parameters for printing and saving.
   Mpi,
+  /// As Mpi, but activations and gradients travel device to device through
+  /// NCCL (CUDA models; one GPU per process).
+  Nccl,
 };
 
 struct RunOptions {
   TransportKind transport = TransportKind::Local;
+  /// Where the arenas live and the kernels run; null: the device of the
+  /// model's target (makeDevice(target, 0)). Must match the target.
+  std::shared_ptr<Device> device;
   /// The step to train up to (counted from 1): with `resume` at step s,
   /// steps s+1..steps run.
   int64_t steps = 10;
@@ -420,6 +427,8 @@ struct TraceEvent {
 
 struct RunResult {
   OptimizerConfig optimizer;
+  /// Device::describe() of the device the run used.
+  std::string deviceDescription;
   std::string dataDescription;
   std::vector<StepMetrics> steps;
   /// 1 - mean over ranks of compute time over wall time, over all steps

@@ -1,0 +1,193 @@
+//===- Device.cpp - The CPU device and the device registry -----*- C++ -*-===//
+//
+// The CPU device: arenas are aligned host memory, every call acts at once
+// (gpipe_rt_cpu_* kernels already ran when a callback sees their results),
+// inspections answer immediately and the local transport's copy is one
+// memcpy. Other devices (CUDA) are registered by the programs built with
+// them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Runtime/Device.h"
+#include "gpipe/Runtime/CPUKernels.h"
+#include "gpipe/Runtime/Engine.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+
+namespace gpipe::rt {
+
+RankDevice::~RankDevice() = default;
+Device::~Device() = default;
+
+namespace {
+Status noNccl(const Device &device) {
+  return Status::error(std::string("the nccl transport needs a CUDA model; "
+                                   "this one runs on ") +
+                       device.target());
+}
+} // namespace
+
+Status Device::ncclUniqueId(std::vector<uint8_t> &) { return noNccl(*this); }
+Status Device::ncclInit(const std::vector<uint8_t> &, int, int,
+                        std::chrono::steady_clock::time_point) {
+  return noNccl(*this);
+}
+Status Device::ncclTransfer(RankDevice &, bool, void *, int64_t, int) {
+  return noNccl(*this);
+}
+
+namespace {
+
+class CpuRank final : public RankDevice {
+public:
+  Status bind() override {
+    // One BLAS thread per rank. The count is per thread for OpenMP builds
+    // of OpenBLAS and global otherwise; the calls are serialized because
+    // the latter may resize OpenBLAS's thread pool.
+    static std::mutex blasMutex;
+    std::lock_guard<std::mutex> lock(blasMutex);
+    gpipe_rt_cpu_set_blas_threads(1);
+    return Status::success();
+  }
+  Status beginStep() override { return Status::success(); }
+  void actionBegin(int64_t) override {}
+  void actionEnd(int64_t) override {}
+  Status upload(void *dst, int64_t, int64_t,
+                const std::function<void(uint8_t *)> &fill) override {
+    fill(static_cast<uint8_t *>(dst));
+    return Status::success();
+  }
+  Status copyOut(void *host, const void *src, int64_t bytes) override {
+    if (bytes > 0)
+      std::memcpy(host, src, size_t(bytes));
+    return Status::success();
+  }
+  Status copyIn(void *dst, const void *host, int64_t bytes) override {
+    return copyOut(dst, host, bytes);
+  }
+  Status poison(void *dst) override {
+    static_cast<float *>(dst)[0] = std::numeric_limits<float>::quiet_NaN();
+    return Status::success();
+  }
+  bool inspect(const float *src, int64_t count, Inspection &out) override {
+    out = Inspection();
+    if (count > 0)
+      out.first = src[0];
+    for (int64_t i = 0; i < count; ++i)
+      if (!std::isfinite(src[i])) {
+        out.badIndex = i;
+        out.badValue = src[i];
+        break;
+      }
+    return true;
+  }
+  Status optimizerStep(const OptimizerConfig &config, int64_t step,
+                       float *params, const float *grads, float *state,
+                       int64_t count) override {
+    return applyOptimizer(config, step, params, grads, state, count);
+  }
+  std::string kernelError() override { return std::string(); }
+  void clearKernelError() override {}
+  Status finishStep(std::chrono::steady_clock::time_point,
+                    const std::atomic<bool> &, std::vector<Inspection> &,
+                    std::vector<ActionTiming> &) override {
+    return Status::success();
+  }
+  bool timesOnDevice() const override { return false; }
+};
+
+class CpuDevice final : public Device {
+public:
+  const char *target() const override { return "cpu"; }
+  std::string describe() const override { return "CPU"; }
+  bool hostMemory() const override { return true; }
+  Status allocate(int64_t bytes, int64_t alignment, void *&ptr) override {
+    int64_t align = std::max<int64_t>(alignment, 64);
+    int64_t total = (std::max<int64_t>(bytes, 1) + align - 1) / align * align;
+    ptr = std::aligned_alloc(size_t(align), size_t(total));
+    if (!ptr)
+      return Status::error("cannot allocate " + std::to_string(bytes) +
+                           " bytes of host memory");
+    return Status::success();
+  }
+  void release(void *ptr) override { std::free(ptr); }
+  Status upload(void *dst, const void *src, int64_t bytes) override {
+    if (dst != src && bytes > 0)
+      std::memcpy(dst, src, size_t(bytes));
+    return Status::success();
+  }
+  Status download(void *dst, const void *src, int64_t bytes) override {
+    return upload(dst, src, bytes);
+  }
+  Status makeRank(int64_t, int64_t, int64_t, int64_t,
+                  std::unique_ptr<RankDevice> &out) override {
+    out = std::make_unique<CpuRank>();
+    return Status::success();
+  }
+  Status copyBetweenRanks(RankDevice &, const void *src, RankDevice &,
+                          void *dst, int64_t bytes) override {
+    if (bytes > 0)
+      std::memcpy(dst, src, size_t(bytes));
+    return Status::success();
+  }
+  Status optimizerStep(const OptimizerConfig &config, int64_t step,
+                       float *params, const float *grads, float *state,
+                       int64_t count) override {
+    return applyOptimizer(config, step, params, grads, state, count);
+  }
+};
+
+std::mutex registryMutex;
+std::map<std::string, DeviceFactory> &registry() {
+  static std::map<std::string, DeviceFactory> factories;
+  return factories;
+}
+
+} // namespace
+
+std::shared_ptr<Device> makeCpuDevice() {
+  return std::make_shared<CpuDevice>();
+}
+
+void registerDevice(const std::string &target, DeviceFactory factory) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  registry()[target] = std::move(factory);
+}
+
+bool haveDevice(const std::string &target) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  return target == "cpu" || registry().count(target);
+}
+
+Status makeDevice(const std::string &target, int index,
+                  std::shared_ptr<Device> &out) {
+  if (target == "cpu") {
+    out = makeCpuDevice();
+    return Status::success();
+  }
+  DeviceFactory factory;
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    auto it = registry().find(target);
+    if (it != registry().end())
+      factory = it->second;
+  }
+  if (!factory)
+    return Status::error(
+        "the model was compiled for --target " + target +
+        " but this program was built without that backend" +
+        (target == "cuda" ? std::string(" (configure with "
+                                        "-DGPIPE_ENABLE_CUDA=ON on a machine "
+                                        "with the CUDA toolkit and NCCL, or "
+                                        "recompile the model with --target "
+                                        "cpu)")
+                          : std::string()));
+  return factory(index, out);
+}
+
+} // namespace gpipe::rt
