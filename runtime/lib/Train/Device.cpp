@@ -12,6 +12,8 @@
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Engine.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -142,6 +144,125 @@ public:
   }
 };
 
+/// The CPU kernels behind the interface of an asynchronous device: arenas
+/// are memory the engine may not read directly (every exchange goes through
+/// upload/download), loads go through staging slots, inspections are
+/// answered when the step ends and action times come from finishStep --
+/// what a GPU run does, on any machine.
+class EmulatedRank final : public RankDevice {
+public:
+  EmulatedRank(int64_t slots, int64_t slotBytes)
+      : slots(slots), slotBytes(slotBytes),
+        staging(size_t(std::max<int64_t>(slots * slotBytes, 0))) {}
+  Status bind() override { return cpu.bind(); }
+  Status beginStep() override {
+    answers.clear();
+    timings.clear();
+    start = std::chrono::steady_clock::now();
+    return Status::success();
+  }
+  void actionBegin(int64_t action) override {
+    timings.push_back({action, sinceStart(), -1});
+  }
+  void actionEnd(int64_t action) override {
+    if (!timings.empty() && timings.back().action == action)
+      timings.back().endNs = sinceStart();
+  }
+  Status upload(void *dst, int64_t bytes, int64_t slot,
+                const std::function<void(uint8_t *)> &fill) override {
+    if (slot < 0 || slot >= slots || bytes > slotBytes)
+      return Status::error("upload of " + std::to_string(bytes) +
+                           " bytes into staging slot " + std::to_string(slot));
+    uint8_t *host = staging.data() + slot * slotBytes;
+    fill(host);
+    if (bytes > 0)
+      std::memcpy(dst, host, size_t(bytes));
+    return Status::success();
+  }
+  Status copyOut(void *host, const void *src, int64_t bytes) override {
+    return cpu.copyOut(host, src, bytes);
+  }
+  Status copyIn(void *dst, const void *host, int64_t bytes) override {
+    return cpu.copyIn(dst, host, bytes);
+  }
+  Status poison(void *dst) override { return cpu.poison(dst); }
+  bool inspect(const float *src, int64_t count, Inspection &out) override {
+    Inspection answer;
+    cpu.inspect(src, count, answer);
+    answers.push_back(answer);
+    (void)out;
+    return false;
+  }
+  Status optimizerStep(const OptimizerConfig &config, int64_t step,
+                       float *params, const float *grads, float *state,
+                       int64_t count) override {
+    return cpu.optimizerStep(config, step, params, grads, state, count);
+  }
+  std::string kernelError() override { return std::string(); }
+  void clearKernelError() override {}
+  Status finishStep(std::chrono::steady_clock::time_point,
+                    const std::atomic<bool> &,
+                    std::vector<Inspection> &inspections,
+                    std::vector<ActionTiming> &out) override {
+    inspections = answers;
+    out.clear();
+    for (const ActionTiming &t : timings)
+      if (t.endNs >= 0)
+        out.push_back(t);
+    return Status::success();
+  }
+  bool timesOnDevice() const override { return true; }
+
+private:
+  int64_t sinceStart() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now() - start)
+        .count();
+  }
+  CpuRank cpu;
+  int64_t slots, slotBytes;
+  std::vector<uint8_t> staging;
+  std::vector<Inspection> answers;
+  std::vector<ActionTiming> timings;
+  std::chrono::steady_clock::time_point start;
+};
+
+class EmulatedDevice final : public Device {
+public:
+  const char *target() const override { return "cpu"; }
+  std::string describe() const override {
+    return "CPU (emulating an asynchronous device)";
+  }
+  bool hostMemory() const override { return false; }
+  Status allocate(int64_t bytes, int64_t alignment, void *&ptr) override {
+    return cpu.allocate(bytes, alignment, ptr);
+  }
+  void release(void *ptr) override { cpu.release(ptr); }
+  Status upload(void *dst, const void *src, int64_t bytes) override {
+    return cpu.upload(dst, src, bytes);
+  }
+  Status download(void *dst, const void *src, int64_t bytes) override {
+    return cpu.download(dst, src, bytes);
+  }
+  Status makeRank(int64_t, int64_t uploadSlots, int64_t slotBytes, int64_t,
+                  std::unique_ptr<RankDevice> &out) override {
+    out = std::make_unique<EmulatedRank>(uploadSlots, slotBytes);
+    return Status::success();
+  }
+  Status copyBetweenRanks(RankDevice &a, const void *src, RankDevice &b,
+                          void *dst, int64_t bytes) override {
+    return cpu.copyBetweenRanks(a, src, b, dst, bytes);
+  }
+  Status optimizerStep(const OptimizerConfig &config, int64_t step,
+                       float *params, const float *grads, float *state,
+                       int64_t count) override {
+    return cpu.optimizerStep(config, step, params, grads, state, count);
+  }
+
+private:
+  CpuDevice cpu;
+};
+
 std::mutex registryMutex;
 std::map<std::string, DeviceFactory> &registry() {
   static std::map<std::string, DeviceFactory> factories;
@@ -152,6 +273,10 @@ std::map<std::string, DeviceFactory> &registry() {
 
 std::shared_ptr<Device> makeCpuDevice() {
   return std::make_shared<CpuDevice>();
+}
+
+std::shared_ptr<Device> makeEmulatedDevice() {
+  return std::make_shared<EmulatedDevice>();
 }
 
 void registerDevice(const std::string &target, DeviceFactory factory) {

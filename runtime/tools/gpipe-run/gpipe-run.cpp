@@ -76,6 +76,10 @@ const char *const kUsage =
     "  --inject-nan rank=R,step=S[,mb=M]\n"
     "                           the activation rank R receives for\n"
     "                           micro-batch M gets a NaN (tests)\n"
+    "  --emulate-device         run a --target cpu model the way a GPU run\n"
+    "                           goes: separate arena memory reached by\n"
+    "                           copies, checks answered when the step ends\n"
+    "                           (tests)\n"
     "  --quiet                  print only the summary\n";
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -164,6 +168,7 @@ struct Args {
   bool quiet = false;
   /// --gpu; -1: 0, or the local rank under mpirun.
   int gpu = -1;
+  bool emulateDevice = false;
 };
 
 Args parseArgs(int argc, char **argv) {
@@ -190,10 +195,12 @@ Args parseArgs(int argc, char **argv) {
       value = arg.substr(eq + 1);
       inlineValue = true;
     }
-    if (flag == "--quiet" || flag == "--resume") {
+    if (flag == "--quiet" || flag == "--resume" || flag == "--emulate-device") {
       if (inlineValue)
         usageError(flag + " takes no value");
-      (flag == "--quiet" ? args.quiet : args.resume) = true;
+      (flag == "--quiet"    ? args.quiet
+       : flag == "--resume" ? args.resume
+                            : args.emulateDevice) = true;
       continue;
     }
     static const char *const kValued[] = {
@@ -360,9 +367,16 @@ int main(int argc, char **argv) {
       if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
         gpu = std::atoi(local);
   }
-  s = makeDevice(meta.target, gpu, run.device);
-  if (!s.ok())
-    fatal(s.message());
+  if (args.emulateDevice) {
+    if (meta.target != "cpu")
+      fatal("--emulate-device runs --target cpu models; this one is "
+            "compiled for --target " + meta.target);
+    run.device = makeEmulatedDevice();
+  } else {
+    s = makeDevice(meta.target, gpu, run.device);
+    if (!s.ok())
+      fatal(s.message());
+  }
   if (!args.quiet && root) {
     printHeader(image);
     std::printf("device: %s\n", run.device->describe().c_str());

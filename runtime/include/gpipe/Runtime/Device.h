@@ -168,6 +168,11 @@ public:
 
 /// The CPU device (host memory, gpipe_rt_cpu_* kernels).
 std::shared_ptr<Device> makeCpuDevice();
+/// The CPU kernels behind an asynchronous device's behaviour: separate
+/// "device" memory the engine reaches only by copies, staged loads,
+/// inspections answered when the step ends, action times from the device.
+/// Runs --target cpu models through every path a GPU run takes (tests).
+std::shared_ptr<Device> makeEmulatedDevice();
 
 /// Makes the device for models of a target. The engine knows "cpu"; a
 /// program built with another backend registers it (gpipe-run does for
