@@ -8,6 +8,8 @@
 // against the plan), ranks exchanging activations and gradients through an
 // in-process rendezvous transport, data from a safetensors file or built in,
 // and the optimizer the user picked within the state the plan reserved.
+// Where the arenas live and how their bytes are reached is the Device's
+// (Device.h): host memory for the CPU, GPU memory and streams for CUDA.
 // Every wait has a timeout; a failing rank aborts the run, every thread winds
 // down and run() returns the first error, never hanging.
 //
