@@ -516,6 +516,45 @@ TEST_F(EngineTest, InitialValuesDependOnTheNameAndSeedOnly) {
   EXPECT_EQ(result.finalParameters["w0"], std::vector<float>(kW0, kW0 + 3));
 }
 
+TEST_F(EngineTest, EmulatedDeviceGivesTheCpuBits) {
+  RunOptions options;
+  options.steps = 3;
+  options.seed = 7;
+  options.optimizer.lr = 0.125;
+  RunResult cpu, emulated;
+  Status s = runFake(options, cpu);
+  ASSERT_TRUE(s.ok()) << s.message();
+  options.device = makeEmulatedDevice();
+  s = runFake(options, emulated);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(emulated.deviceDescription,
+            "CPU (emulating an asynchronous device)");
+  EXPECT_EQ(cpu.firstGradients, emulated.firstGradients);
+  EXPECT_EQ(cpu.finalParameters, emulated.finalParameters);
+  ASSERT_EQ(cpu.steps.size(), emulated.steps.size());
+  for (size_t i = 0; i < cpu.steps.size(); ++i)
+    EXPECT_EQ(cpu.steps[i].loss, emulated.steps[i].loss);
+  ASSERT_EQ(emulated.arenas.size(), cpu.arenas.size());
+  for (size_t r = 0; r < cpu.arenas.size(); ++r)
+    EXPECT_EQ(emulated.arenas[r].measuredBytes, cpu.arenas[r].measuredBytes);
+}
+
+TEST(Devices, UnknownTargetsAreNamed) {
+  EXPECT_TRUE(haveDevice("cpu"));
+  EXPECT_FALSE(haveDevice("tpu"));
+  std::shared_ptr<Device> device;
+  Status s = makeDevice("tpu", 0, device);
+  EXPECT_EQ(s.message(), "the model was compiled for --target tpu but this "
+                         "program was built without that backend");
+  ASSERT_TRUE(makeDevice("cpu", 0, device).ok());
+  EXPECT_STREQ(device->target(), "cpu");
+  EXPECT_TRUE(device->hostMemory());
+  EXPECT_FALSE(device->supportsNccl());
+  std::vector<uint8_t> id;
+  EXPECT_EQ(device->ncclUniqueId(id).message(),
+            "the nccl transport needs a CUDA model; this one runs on cpu");
+}
+
 TEST(FaultSpec, Parses) {
   FaultInjection f;
   ASSERT_TRUE(parseFaultInjection("rank=1,step=3,action=4", f).ok());

@@ -39,6 +39,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -350,6 +351,9 @@ public:
       return Status::error("the NCCL id has " + std::to_string(id.size()) +
                            " bytes, expected " + std::to_string(sizeof unique));
     std::memcpy(&unique, id.data(), sizeof unique);
+    // The run's timeout, for each transfer's enqueueing later.
+    callTimeout = std::max(deadline - Clock::now(), Clock::duration(
+                                                        std::chrono::seconds(1)));
     GPIPE_CUDA_TRY("cudaSetDevice", cudaSetDevice(gpu));
     // Non-blocking, so that a peer that never joins is a timeout, not a
     // hang.
@@ -431,7 +435,7 @@ public:
     // Enqueuing finishes quickly; the transfer itself is waited for at the
     // end of the step.
     Status s = settle(send ? "ncclSend" : "ncclRecv",
-                      Clock::now() + std::chrono::seconds(60), nullptr);
+                      Clock::now() + callTimeout, nullptr);
     if (!s.ok())
       return s;
     GPIPE_CUDA_TRY("ordering the compute stream after the transfer",
@@ -445,6 +449,7 @@ public:
   std::string name;
   ncclComm_t comm = nullptr;
   bool commFailed = false;
+  Clock::duration callTimeout = std::chrono::seconds(60);
 };
 
 //===----------------------------------------------------------------------===//

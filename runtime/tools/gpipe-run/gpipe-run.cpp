@@ -367,6 +367,9 @@ int main(int argc, char **argv) {
       if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
         gpu = std::atoi(local);
   }
+  if (args.gpu >= 0 && meta.target == "cpu")
+    fatal("--gpu " + std::to_string(args.gpu) + " is for --target cuda "
+          "models; this one runs on the CPU");
   if (args.emulateDevice) {
     if (meta.target != "cpu")
       fatal("--emulate-device runs --target cpu models; this one is "
