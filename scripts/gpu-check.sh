@@ -75,40 +75,56 @@ median_sps() { # the median samples/s of the steps after the first 3
     | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print 0 }'
 }
 total=$((steps + 3))
-for k in 1 4; do
-  "$bin/gpipe-compile" $gpt --stages $k --target cuda -o "$work/gpt-k$k.so" \
-    > "$work/compile-k$k.log" 2>&1 || fail "compiling the K=$k GPT"
-  "$bin/gpipe-run" "$work/gpt-k$k.so" --steps "$total" --trace "$work/gpt-k$k.json" \
-    > "$work/run-k$k.log" 2>&1 || { fail "training the K=$k GPT"; tail -5 "$work/run-k$k.log"; }
-  grep -E 'DIFFERENT' "$work/run-k$k.log" && fail "K=$k arena measured != planned"
+for p in fp32 bf16; do
+  for k in 1 4; do
+    "$bin/gpipe-compile" $gpt --stages $k --precision $p --target cuda \
+      -o "$work/gpt-$p-k$k.so" > "$work/compile-$p-k$k.log" 2>&1 \
+      || fail "compiling the $p K=$k GPT"
+    "$bin/gpipe-run" "$work/gpt-$p-k$k.so" --steps "$total" --trace "$work/gpt-$p-k$k.json" \
+      > "$work/run-$p-k$k.log" 2>&1 || { fail "training the $p K=$k GPT"; tail -5 "$work/run-$p-k$k.log"; }
+    grep -E 'DIFFERENT' "$work/run-$p-k$k.log" && fail "$p K=$k arena measured != planned"
+  done
 done
-sps1=$(median_sps "$work/run-k1.log")
-sps4=$(median_sps "$work/run-k4.log")
+sps1=$(median_sps "$work/run-fp32-k1.log")
+sps4=$(median_sps "$work/run-fp32-k4.log")
+bsps1=$(median_sps "$work/run-bf16-k1.log")
+bsps4=$(median_sps "$work/run-bf16-k4.log")
 # Model FLOPs per sample (Kaplan et al. 2020, Table 1; PaLM appendix B):
 # T * (6 N + 12 L T d) for N non-embedding parameters, L layers, T tokens,
 # width d; recomputation is not counted (model FLOPs, not hardware FLOPs).
-mfu_line=$(python3 - "$sps1" "$sps4" "$depth" "$width" "$seq" "${ceiling:-0}" <<'EOF'
+mfu_line=$(python3 - "$sps1" "$sps4" "$bsps1" "$bsps4" "$depth" "$width" "$seq" "${ceiling:-0}" <<'EOF'
 import sys
-sps1, sps4, L, d, T, ceiling = map(float, sys.argv[1:])
+sps1, sps4, bsps1, bsps4, L, d, T, ceiling = map(float, sys.argv[1:])
 N = 12 * L * d * d + 65 * d  # blocks (qkv, proj, fc, proj) + head
 flops = T * (6 * N + 12 * L * T * d)
-peak = 67e12  # H100/H200 SXM fp32 (non-tensor) datasheet peak
-for k, sps in ((1, sps1), (4, sps4)):
-    tf = sps * flops / 1e12
-    ceil = f", {tf / ceiling:.2f} of the GEMM ceiling" if ceiling > 0 else ""
-    print(f"K={k}: {sps:.1f} samples/s, {tf:.1f} TFLOP/s model, MFU {tf * 1e12 / peak:.2f} of 67 TFLOP/s fp32{ceil}")
-print(f"K=4 / K=1 throughput: {sps4 / sps1 if sps1 else 0:.3f} (target >= 0.9)")
+# H200 SXM datasheet peaks: fp32 (non-tensor) 67 TFLOP/s, dense bf16 tensor
+# 989 TFLOP/s.
+for name, peak, runs in (("fp32", 67e12, (sps1, sps4)),
+                         ("bf16", 989e12, (bsps1, bsps4))):
+    for k, sps in zip((1, 4), runs):
+        tf = sps * flops / 1e12
+        ceil = (f", {tf / ceiling:.2f} of the fp32 GEMM ceiling"
+                if ceiling > 0 and name == "fp32" else "")
+        print(f"{name} K={k}: {sps:.1f} samples/s, {tf:.1f} TFLOP/s model, "
+              f"MFU {tf * 1e12 / peak:.3f} of {peak / 1e12:.0f} TFLOP/s{ceil}")
+    ratio = runs[1] / runs[0] if runs[0] else 0
+    print(f"{name} K=4 / K=1 throughput: {ratio:.3f} (target >= 0.9)")
 EOF
 )
 
 # PyTorch eager on the same model, when torch is there.
 torch_line="PyTorch: not installed (python3 -c 'import torch' fails); no ratio"
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-  python3 "$root/bench/torch_gpt_eager.py" --depth "$depth" --width "$width" \
-    --heads "$heads" --seq-len "$seq" --batch "$batch" --steps "$steps" \
-    > "$work/torch.log" 2>&1 || fail "PyTorch eager"
-  tsps=$(sed -nE 's/.*: ([0-9.]+) samples\/s.*/\1/p' "$work/torch.log")
-  torch_line="PyTorch eager fp32: ${tsps:-?} samples/s; gpipe K=1 / PyTorch = $(python3 -c "print(f'{$sps1 / ${tsps:-0}:.3f}' if ${tsps:-0} else '?')")"
+  torch_line=""
+  for p in fp32 bf16; do
+    python3 "$root/bench/torch_gpt_eager.py" --depth "$depth" --width "$width" \
+      --heads "$heads" --seq-len "$seq" --batch "$batch" --steps "$steps" \
+      --dtype $p > "$work/torch-$p.log" 2>&1 || fail "PyTorch eager $p"
+    tsps=$(sed -nE 's/.*: ([0-9.]+) samples\/s.*/\1/p' "$work/torch-$p.log")
+    mine=$([ $p = fp32 ] && echo "$sps1" || echo "$bsps1")
+    torch_line="$torch_line PyTorch eager $p: ${tsps:-?} samples/s, gpipe K=1 / PyTorch = $(python3 -c "print(f'{$mine / ${tsps:-0}:.3f}' if ${tsps:-0} else '?')");"
+  done
+  torch_line="$torch_line (target: bf16 >= 1)"
 fi
 
 # Memcheck of one tiny training step.
@@ -136,7 +152,6 @@ fi
   echo "| cuBLAS fp32 GEMM | $gemm_line |"
   echo "$mfu_line" | sed 's/^/| training (gpt: '"$gpt"') | /; s/$/ |/'
   echo "| $torch_line |  |"
-  echo "| bf16 | not built yet (--precision bf16 is not implemented) |"
   echo "| $memcheck |  |"
   echo
   echo "$(($(date +%s) - start)) s in all; exit status $status"

@@ -862,6 +862,63 @@ TEST(CUDAKernels, Linear) {
   }
 }
 
+TEST(CUDAKernels, Bf16Contractions) {
+  // The CUDA bf16 kernels round the operands as the CPU's do; only the
+  // fp32 accumulation order may differ.
+  REQUIRE_CUDA();
+  Shape in{4, 16, 64}, ws{96, 64}, os{4, 16, 96};
+  std::vector<float> x = randomFloats(numel(in), 110);
+  std::vector<float> w = randomFloats(numel(ws), 111);
+  std::vector<float> bias = randomFloats(96, 112);
+  DeviceBuffer dx = DeviceBuffer::of(x), dw = DeviceBuffer::of(w),
+               dbias = DeviceBuffer::of(bias);
+  std::vector<float> want(size_t(numel(os)));
+  ASSERT_EQ(gpipe_rt_cpu_linear_bf16(x.data(), in.data(), 3, w.data(),
+                                     ws.data(), bias.data(), 1, want.data(),
+                                     os.data(), 3),
+            GPIPE_RT_SUCCESS);
+  std::vector<float> got = runTwice<float>(want.size(), [&](float *out) {
+    return gpipe_rt_cuda_linear_bf16(dx.get<float>(), in.data(), 3,
+                                     dw.get<float>(), ws.data(),
+                                     dbias.get<float>(), 1, out, os.data(), 3);
+  });
+  expectCloseToScale(got, want);
+
+  Shape a{64, 64}, b{96, 64}, c{64, 96};
+  std::vector<float> wantGemm(size_t(numel(c)));
+  ASSERT_EQ(gpipe_rt_cpu_gemm_bf16(x.data(), a.data(), w.data(), b.data(),
+                                   nullptr, nullptr, 0, 0.5f, 0.0f, 0, 1,
+                                   wantGemm.data(), c.data()),
+            GPIPE_RT_SUCCESS);
+  std::vector<float> gotGemm = runTwice<float>(wantGemm.size(), [&](float *o) {
+    return gpipe_rt_cuda_gemm_bf16(dx.get<float>(), a.data(), dw.get<float>(),
+                                   b.data(), nullptr, nullptr, 0, 0.5f, 0.0f,
+                                   0, 1, o, c.data());
+  });
+  expectCloseToScale(gotGemm, wantGemm);
+
+  // Batched, both operands batched (a strided cuBLAS batch).
+  Shape l{4, 16, 16}, r{4, 16, 24}, o{4, 16, 24};
+  std::vector<float> wantMm(size_t(numel(o)));
+  ASSERT_EQ(gpipe_rt_cpu_matmul_bf16(x.data(), l.data(), 3, w.data(), r.data(),
+                                     3, wantMm.data(), o.data(), 3),
+            GPIPE_RT_SUCCESS);
+  std::vector<float> gotMm = runTwice<float>(wantMm.size(), [&](float *out) {
+    return gpipe_rt_cuda_matmul_bf16(dx.get<float>(), l.data(), 3,
+                                     dw.get<float>(), r.data(), 3, out,
+                                     o.data(), 3);
+  });
+  expectCloseToScale(gotMm, wantMm);
+
+  // And it is bf16: fp32 on the same data differs.
+  std::vector<float> fp32 = runTwice<float>(want.size(), [&](float *out) {
+    return gpipe_rt_cuda_linear_f32(dx.get<float>(), in.data(), 3,
+                                    dw.get<float>(), ws.data(),
+                                    dbias.get<float>(), 1, out, os.data(), 3);
+  });
+  EXPECT_NE(fp32, got);
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//

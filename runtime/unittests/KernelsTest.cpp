@@ -577,6 +577,101 @@ TEST(Linear, BothWeightLayoutsWithAndWithoutBias) {
     }
 }
 
+/// `x` rounded to bf16 by clearing the low 16 bits after adding half an
+/// ulp with ties to even (the reference for the kernels' rounding).
+float bf16Reference(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  uint32_t low = u & 0xffffu, kept = u >> 16;
+  if (low > 0x8000u || (low == 0x8000u && (kept & 1u)))
+    ++kept;
+  u = kept << 16;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+TEST(Bf16, OperandsRoundToNearestEven) {
+  // 1 x 1 products show the rounding of each operand: halfway cases go to
+  // the even neighbour.
+  const float ulp = std::ldexp(1.0f, -7); // bf16's spacing at 1
+  struct Case {
+    float a, want;
+  } cases[] = {{1.0f + ulp / 2, 1.0f},
+               {1.0f + 3 * ulp / 2, 1.0f + 2 * ulp},
+               {1.0f + ulp / 2 + ulp / 64, 1.0f + ulp},
+               {-3.0f - ulp / 4, -3.0f}};
+  Shape s{1, 1};
+  for (const Case &c : cases) {
+    float one = 1.0f, out = NAN;
+    ASSERT_EQ(gpipe_rt_cpu_matmul_bf16(&c.a, s.data(), 2, &one, s.data(), 2,
+                                       &out, s.data(), 2),
+              GPIPE_RT_SUCCESS)
+        << lastError();
+    EXPECT_EQ(out, c.want) << c.a;
+    EXPECT_EQ(out, bf16Reference(c.a));
+  }
+}
+
+TEST(Bf16, ContractionsAreFp32OnRoundedOperands) {
+  // Each _bf16 kernel gives exactly its _f32 twin's bits on operands
+  // rounded beforehand, and differs on the raw ones.
+  Shape in{2, 3, 8}, ws{5, 8}, out{2, 3, 5};
+  std::vector<float> x = randomFloats(numel(in), 41);
+  std::vector<float> w = randomFloats(numel(ws), 42);
+  std::vector<float> bias = randomFloats(5, 43);
+  std::vector<float> xr(x), wr(w);
+  for (float &v : xr)
+    v = bf16Reference(v);
+  for (float &v : wr)
+    v = bf16Reference(v);
+  std::vector<float> got(static_cast<size_t>(numel(out))), want(got),
+      raw(got);
+  ASSERT_EQ(gpipe_rt_cpu_linear_bf16(x.data(), in.data(), 3, w.data(),
+                                     ws.data(), bias.data(), 1, got.data(),
+                                     out.data(), 3),
+            GPIPE_RT_SUCCESS);
+  ASSERT_EQ(gpipe_rt_cpu_linear_f32(xr.data(), in.data(), 3, wr.data(),
+                                    ws.data(), bias.data(), 1, want.data(),
+                                    out.data(), 3),
+            GPIPE_RT_SUCCESS);
+  ASSERT_EQ(gpipe_rt_cpu_linear_f32(x.data(), in.data(), 3, w.data(),
+                                    ws.data(), bias.data(), 1, raw.data(),
+                                    out.data(), 3),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(got, want);
+  EXPECT_NE(got, raw);
+
+  Shape a{3, 8}, b{5, 8}, c{3, 5};
+  std::vector<float> g16(15), g32(15);
+  ASSERT_EQ(gpipe_rt_cpu_gemm_bf16(x.data(), a.data(), w.data(), b.data(),
+                                   nullptr, nullptr, 0, 0.5f, 0.0f, 0, 1,
+                                   g16.data(), c.data()),
+            GPIPE_RT_SUCCESS);
+  ASSERT_EQ(gpipe_rt_cpu_gemm_f32(xr.data(), a.data(), wr.data(), b.data(),
+                                  nullptr, nullptr, 0, 0.5f, 0.0f, 0, 1,
+                                  g32.data(), c.data()),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(g16, g32);
+
+  // Batched matmul, rhs broadcast over the batch.
+  Shape l{2, 3, 8}, r{8, 5}, o{2, 3, 5};
+  std::vector<float> m16(30), m32(30);
+  ASSERT_EQ(gpipe_rt_cpu_matmul_bf16(x.data(), l.data(), 3, w.data(), r.data(),
+                                     2, m16.data(), o.data(), 3),
+            GPIPE_RT_SUCCESS);
+  ASSERT_EQ(gpipe_rt_cpu_matmul_f32(xr.data(), l.data(), 3, wr.data(),
+                                    r.data(), 2, m32.data(), o.data(), 3),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(m16, m32);
+  // The scope ends with the call: the next f32 GEMM is plain fp32 again.
+  std::vector<float> again(got.size());
+  ASSERT_EQ(gpipe_rt_cpu_linear_f32(x.data(), in.data(), 3, w.data(),
+                                    ws.data(), bias.data(), 1, again.data(),
+                                    out.data(), 3),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(again, raw);
+}
+
 TEST(Linear, ReportsFeatureMismatch) {
   Shape in{4, 8}, ws{5, 7}, out{4, 5};
   std::vector<float> x(32), w(35), y(20);

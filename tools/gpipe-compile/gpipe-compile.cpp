@@ -84,6 +84,11 @@ static cl::opt<std::string>
     target("target",
            cl::desc("Kernel library the code calls: cpu (default) or cuda"),
            cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("GEMM arithmetic: fp32 (default) or bf16 (bf16 inputs, fp32 "
+             "accumulation; parameters, gradients and other ops stay fp32)"),
+    cl::init("fp32"), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Do not print the plan report"),
                            cl::cat(category));
 
@@ -138,6 +143,9 @@ int main(int argc, char **argv) {
 
   if (target != "cpu" && target != "cuda")
     return fail("unknown --target '" + target + "' (expected cpu or cuda)");
+  if (precision != "fp32" && precision != "bf16")
+    return fail("unknown --precision '" + precision +
+                "' (expected fp32 or bf16)");
   std::optional<Stop> stop = parseStop(emit);
   if (!stop)
     return fail("unknown --emit '" + emit +
@@ -198,6 +206,7 @@ int main(int argc, char **argv) {
     gpipe::ConvertGPipeToRuntimePassOptions lower;
     lower.source = describeSource();
     lower.target = target;
+    lower.precision = precision;
     pm.addPass(gpipe::createConvertGPipeToRuntimePass(lower));
   }
   if (failed(pm.run(*module)))

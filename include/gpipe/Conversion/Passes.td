@@ -46,6 +46,12 @@ def ConvertGPipeToRuntimePass : Pass<"convert-gpipe-to-runtime",
     seed is written by `gpipe_rt_*_fill_f32`, the cross-entropy seed read
     by the kernel).
 
+    `precision=bf16` computes every GEMM (nn.matmul, nn.gemm, nn.linear,
+    forward and backward) with bf16 inputs and fp32 accumulation: the calls
+    go to the `*_bf16` kernels, which round both operands to bf16 and
+    accumulate and store in fp32. Buffers, parameters (the fp32 master
+    weights), gradient accumulation and every other op stay fp32.
+
     Any nonzero status from a kernel reports the call site through
     `gpipe_rt_kernel_error` and returns; a failing callback returns at once.
     Errors (unsupported op or element type, split backwards, a plan that
@@ -61,6 +67,8 @@ def ConvertGPipeToRuntimePass : Pass<"convert-gpipe-to-runtime",
            "Arena alignment the memory plan used">,
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
            "Kernel library: cpu (gpipe_rt_cpu_*) or cuda (gpipe_rt_cuda_*)">,
+    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
+           "GEMM precision: fp32, or bf16 (bf16 inputs, fp32 accumulation)">,
   ];
 }
 

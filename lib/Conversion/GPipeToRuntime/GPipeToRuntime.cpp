@@ -532,9 +532,9 @@ struct LoweredFunction {
 class Emitter {
 public:
   Emitter(ModuleOp module, PipelineOp pipeline, PipelineMemoryPlan &plan,
-          StringRef source, StringRef target)
+          StringRef source, StringRef target, StringRef precision)
       : module(module), pipeline(pipeline), plan(plan), source(source),
-        target(target),
+        target(target), precision(precision),
         ctx(module.getContext()), b(ctx) {
     ptrTy = LLVM::LLVMPointerType::get(ctx);
     i8Ty = IntegerType::get(ctx, 8);
@@ -588,6 +588,8 @@ private:
   /// The kernel library the calls go to: gpipe_rt_<target>_* ("cpu" or
   /// "cuda"; same signatures, data pointers on that device).
   std::string target;
+  /// "fp32" or "bf16": which GEMM kernels the calls go to.
+  std::string precision;
   MLIRContext *ctx;
   OpBuilder b;
   Type ptrTy, i8Ty, i32Ty, i64Ty, f32Ty;
@@ -608,11 +610,18 @@ private:
 LLVM::LLVMFuncOp Emitter::declare(StringRef kernelName, Type result,
                                   ArrayRef<Type> args) {
   // Kernels are named for the CPU library; other targets have the same
-  // entry points under their own prefix.
-  std::string name = kernelName.str();
+  // entry points under their own prefix. In bf16 the GEMMs call their
+  // `_bf16` twins (same arguments).
+  std::string base = kernelName.str();
+  if (precision == "bf16" &&
+      llvm::is_contained({"gpipe_rt_cpu_matmul_f32", "gpipe_rt_cpu_gemm_f32",
+                          "gpipe_rt_cpu_linear_f32"},
+                         kernelName))
+    base = kernelName.drop_back(strlen("f32")).str() + "bf16";
+  std::string name = base;
   StringRef cpu = "gpipe_rt_cpu_";
-  if (kernelName.starts_with(cpu) && target != "cpu")
-    name = "gpipe_rt_" + target + "_" + kernelName.drop_front(cpu.size()).str();
+  if (StringRef(base).starts_with(cpu) && target != "cpu")
+    name = "gpipe_rt_" + target + "_" + base.substr(cpu.size());
   auto it = declared.find(name);
   if (it != declared.end())
     return it->second;
@@ -1320,6 +1329,7 @@ LogicalResult Emitter::emitMetadata() {
   root["producer"] = "gpipe-compile 0.1";
   root["source"] = source;
   root["target"] = target;
+  root["precision"] = precision;
   root["stages"] = K;
   root["microbatches"] = M;
   root["schedule"] = stringifyScheduleKind(pipeline.getSchedule()).str();
@@ -1579,7 +1589,13 @@ struct ConvertGPipeToRuntimePass
                                         "target '")
                  << targetName << "' (expected cpu or cuda)",
              signalPassFailure();
-    Emitter emitter(module, op, *plan, source, targetName);
+    std::string precisionName = precision;
+    if (precisionName != "fp32" && precisionName != "bf16")
+      return emitError(module.getLoc(), "convert-gpipe-to-runtime: unknown "
+                                        "precision '")
+                 << precisionName << "' (expected fp32 or bf16)",
+             signalPassFailure();
+    Emitter emitter(module, op, *plan, source, targetName, precisionName);
     if (failed(emitter.run()))
       return signalPassFailure();
 

@@ -162,9 +162,47 @@ float maxOf(const float *x, int64_t n) {
 std::atomic<bool> gemmTiming{false};
 std::atomic<uint64_t> gemmNanoseconds{0};
 
+/// Set while a _bf16 contraction runs on this thread: checkedSgemm rounds
+/// both operands to bf16 first.
+thread_local bool bf16Operands = false;
+
+/// Marks the current thread's GEMMs as bf16 for a scope.
+struct Bf16Scope {
+  Bf16Scope() { bf16Operands = true; }
+  ~Bf16Scope() { bf16Operands = false; }
+};
+
+/// `x` rounded to the nearest bf16 (ties to even), as a float; NaN stays a
+/// (quiet) NaN, infinities stay.
+float roundToBf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u) {
+    if (u & 0x007fffffu)
+      u |= 0x00400000u;
+  } else {
+    u += 0x7fffu + ((u >> 16) & 1u);
+  }
+  u &= 0xffff0000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+/// The `rows` x `cols` matrix at `m` (leading dim `ld`) rounded to bf16
+/// into `copy` (same layout).
+const float *roundedCopy(const float *m, int64_t rows, int64_t cols,
+                         int64_t ld, std::vector<float> &copy) {
+  copy.resize(size_t((rows - 1) * ld + cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      copy[size_t(r * ld + c)] = roundToBf16(m[r * ld + c]);
+  return copy.data();
+}
+
 /// C[M, N] = alpha * op(A) * op(B) + beta * C, row-major, where op(A) is
 /// [M, K] and op(B) is [K, N]. Validates every argument before calling
-/// cblas_sgemm, so OpenBLAS's own argument checker never fires.
+/// cblas_sgemm, so OpenBLAS's own argument checker never fires. Under a
+/// Bf16Scope A and B are rounded to bf16 first.
 gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
                              int64_t m, int64_t n, int64_t k, float alpha,
                              const float *a, int64_t lda, const float *b,
@@ -185,6 +223,11 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
   bool timed = gemmTiming.load(std::memory_order_relaxed);
   auto start = timed ? std::chrono::steady_clock::now()
                      : std::chrono::steady_clock::time_point();
+  if (bf16Operands) {
+    thread_local std::vector<float> roundedA, roundedB;
+    a = roundedCopy(a, transA ? k : m, transA ? m : k, lda, roundedA);
+    b = roundedCopy(b, transB ? n : k, transB ? k : n, ldb, roundedB);
+  }
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha,
               a, int(lda), b, int(ldb), beta, c, int(ldc));
@@ -719,6 +762,39 @@ gpipe_rt_cpu_linear_f32(const float *input, const int64_t *inputShape,
   return checkedSgemm(kernel, false, transposeWeight != 0, rows, outF, inF,
                       1.0f, input, leadingDim(inF), weight, args.weightLd,
                       bias ? 1.0f : 0.0f, out, leadingDim(outF));
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cpu_matmul_bf16(const float *lhs, const int64_t *lhsShape,
+                         int32_t lhsRank, const float *rhs,
+                         const int64_t *rhsShape, int32_t rhsRank, float *out,
+                         const int64_t *outShape, int32_t outRank) {
+  Bf16Scope bf16;
+  return gpipe_rt_cpu_matmul_f32(lhs, lhsShape, lhsRank, rhs, rhsShape,
+                                 rhsRank, out, outShape, outRank);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cpu_gemm_bf16(const float *a, const int64_t *aShape, const float *b,
+                       const int64_t *bShape, const float *c,
+                       const int64_t *cShape, int32_t cRank, float alpha,
+                       float beta, int32_t transA, int32_t transB, float *out,
+                       const int64_t *outShape) {
+  Bf16Scope bf16;
+  return gpipe_rt_cpu_gemm_f32(a, aShape, b, bShape, c, cShape, cRank, alpha,
+                               beta, transA, transB, out, outShape);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cpu_linear_bf16(const float *input, const int64_t *inputShape,
+                         int32_t inputRank, const float *weight,
+                         const int64_t *weightShape, const float *bias,
+                         int32_t transposeWeight, float *out,
+                         const int64_t *outShape, int32_t outRank) {
+  Bf16Scope bf16;
+  return gpipe_rt_cpu_linear_f32(input, inputShape, inputRank, weight,
+                                 weightShape, bias, transposeWeight, out,
+                                 outShape, outRank);
 }
 
 //===----------------------------------------------------------------------===//

@@ -33,6 +33,7 @@
 #include "Common/KernelArgs.h"
 
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -616,9 +617,34 @@ __global__ void scaleMatrixKernel(float *c, int64_t m, int64_t n, int64_t ldc,
   }
 }
 
+/// Set while a _bf16 contraction runs on this thread: deviceSgemm rounds
+/// both operands to bf16 and multiplies them in bf16 with fp32
+/// accumulation.
+thread_local bool bf16Operands = false;
+
+struct Bf16Scope {
+  Bf16Scope() { bf16Operands = true; }
+  ~Bf16Scope() { bf16Operands = false; }
+};
+
+/// Rounds `n` floats to bf16, to nearest even (__float2bfloat16_rn), as the
+/// CPU kernels' rounding.
+__global__ void toBf16Kernel(const float *in, __nv_bfloat16 *out, int64_t n) {
+  GPIPE_RT_GRID_LOOP(i, n) { out[i] = __float2bfloat16_rn(in[i]); }
+}
+
+/// The elements a strided batch of `rows` x `cols` matrices (leading dim
+/// `ld`, `stride` apart) spans from its first.
+int64_t spanOf(int64_t batch, int64_t stride, int64_t rows, int64_t cols,
+               int64_t ld) {
+  return (batch - 1) * stride + (rows - 1) * ld + cols;
+}
+
 /// `batch` row-major products C[M, N] = alpha * op(A) op(B) + beta * C,
 /// matrix i at A + i * strideA (and so on). Validates every argument
-/// against cuBLAS's int range first, like the CPU's checked sgemm.
+/// against cuBLAS's int range first, like the CPU's checked sgemm. Under a
+/// Bf16Scope: bf16 copies of A and B, cublasGemm(StridedBatched)Ex with
+/// fp32 compute and result.
 gpipe_rt_status deviceSgemm(const Kernel &kernel, bool transA, bool transB,
                             int64_t m, int64_t n, int64_t k, float alpha,
                             const float *a, int64_t lda, const float *b,
@@ -642,13 +668,38 @@ gpipe_rt_status deviceSgemm(const Kernel &kernel, bool transA, bool transB,
   cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasStatus_t status;
-  if (batch == 1)
+  if (bf16Operands) {
+    int64_t spanA = spanOf(batch, strideA, transA ? k : m, transA ? m : k, lda);
+    int64_t spanB = spanOf(batch, strideB, transB ? n : k, transB ? k : n, ldb);
+    Scratch a16, b16;
+    GPIPE_RT_TRY(a16.allocate(kernel, size_t(spanA) * sizeof(__nv_bfloat16)));
+    GPIPE_RT_TRY(b16.allocate(kernel, size_t(spanB) * sizeof(__nv_bfloat16)));
+    toBf16Kernel<<<blocksFor(spanA), kThreads, 0, currentStream()>>>(
+        a, a16.as<__nv_bfloat16>(), spanA);
+    toBf16Kernel<<<blocksFor(spanB), kThreads, 0, currentStream()>>>(
+        b, b16.as<__nv_bfloat16>(), spanB);
+    GPIPE_RT_TRY(launched(kernel));
+    if (batch == 1)
+      status = cublasGemmEx(handle, opB, opA, int(n), int(m), int(k), &alpha,
+                            b16.as<__nv_bfloat16>(), CUDA_R_16BF, int(ldb),
+                            a16.as<__nv_bfloat16>(), CUDA_R_16BF, int(lda),
+                            &beta, c, CUDA_R_32F, int(ldc),
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    else
+      status = cublasGemmStridedBatchedEx(
+          handle, opB, opA, int(n), int(m), int(k), &alpha,
+          b16.as<__nv_bfloat16>(), CUDA_R_16BF, int(ldb), strideB,
+          a16.as<__nv_bfloat16>(), CUDA_R_16BF, int(lda), strideA, &beta, c,
+          CUDA_R_32F, int(ldc), strideC, int(batch), CUBLAS_COMPUTE_32F,
+          CUBLAS_GEMM_DEFAULT);
+  } else if (batch == 1) {
     status = cublasSgemm(handle, opB, opA, int(n), int(m), int(k), &alpha, b,
                          int(ldb), a, int(lda), &beta, c, int(ldc));
-  else
+  } else {
     status = cublasSgemmStridedBatched(
         handle, opB, opA, int(n), int(m), int(k), &alpha, b, int(ldb), strideB,
         a, int(lda), strideA, &beta, c, int(ldc), strideC, int(batch));
+  }
   if (status != CUBLAS_STATUS_SUCCESS)
     return Error(GPIPE_RT_BLAS_ERROR, kernel)
            << "cuBLAS sgemm failed: " << blasStatusText(status) << " (M=" << m
@@ -1456,6 +1507,39 @@ gpipe_rt_cuda_linear_f32(const float *input, const int64_t *inputShape,
                      args.inFeatures, 1.0f, input, leadingDim(args.inFeatures),
                      weight, args.weightLd, bias ? 1.0f : 0.0f, out,
                      leadingDim(outF));
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_matmul_bf16(const float *lhs, const int64_t *lhsShape,
+                          int32_t lhsRank, const float *rhs,
+                          const int64_t *rhsShape, int32_t rhsRank, float *out,
+                          const int64_t *outShape, int32_t outRank) {
+  Bf16Scope bf16;
+  return gpipe_rt_cuda_matmul_f32(lhs, lhsShape, lhsRank, rhs, rhsShape,
+                                  rhsRank, out, outShape, outRank);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_gemm_bf16(const float *a, const int64_t *aShape, const float *b,
+                        const int64_t *bShape, const float *c,
+                        const int64_t *cShape, int32_t cRank, float alpha,
+                        float beta, int32_t transA, int32_t transB, float *out,
+                        const int64_t *outShape) {
+  Bf16Scope bf16;
+  return gpipe_rt_cuda_gemm_f32(a, aShape, b, bShape, c, cShape, cRank, alpha,
+                                beta, transA, transB, out, outShape);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_linear_bf16(const float *input, const int64_t *inputShape,
+                          int32_t inputRank, const float *weight,
+                          const int64_t *weightShape, const float *bias,
+                          int32_t transposeWeight, float *out,
+                          const int64_t *outShape, int32_t outRank) {
+  Bf16Scope bf16;
+  return gpipe_rt_cuda_linear_f32(input, inputShape, inputRank, weight,
+                                  weightShape, bias, transposeWeight, out,
+                                  outShape, outRank);
 }
 
 //===----------------------------------------------------------------------===//

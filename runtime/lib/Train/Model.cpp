@@ -611,6 +611,7 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
   if (!r.string(root, "", "producer", m.producer, std::string()) ||
       !r.string(root, "", "source", m.source, std::string()) ||
       !r.string(root, "", "target", m.target, std::string("cpu")) ||
+      !r.string(root, "", "precision", m.precision, std::string("fp32")) ||
       !r.string(root, "", "schedule", m.schedule, std::string()) ||
       !r.string(root, "", "loss", m.loss, std::string()) ||
       !r.string(root, "", "data_hint", m.dataHint, std::string()) ||
@@ -624,6 +625,9 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
     m.remat = remat->is_string()
                   ? remat->get<std::string>()
                   : remat->dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (m.precision != "fp32" && m.precision != "bf16")
+    return r.fail("precision", "is '" + m.precision +
+                                   "' (expected fp32 or bf16)");
   if (m.stages < 1)
     return r.fail("stages", "must be at least 1");
   if (m.microbatches < 1)

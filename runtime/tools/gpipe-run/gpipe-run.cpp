@@ -312,12 +312,13 @@ void printHeader(const ModelImage &image) {
               m.source.empty() ? image.path().c_str() : m.source.c_str(),
               m.producer.empty() ? "" : ", compiled by ", m.producer.c_str());
   std::printf("pipeline: K=%lld stages on %lld ranks, M=%lld micro-batches "
-              "of %lld (batch %lld), schedule %s%s%s\n",
+              "of %lld (batch %lld), schedule %s%s%s%s\n",
               (long long)m.stages, (long long)m.numRanks(),
               (long long)m.microbatches, (long long)m.microBatchSize(),
               (long long)m.batchSize(),
               m.schedule.empty() ? "?" : m.schedule.c_str(),
-              m.remat.empty() ? "" : ", remat ", m.remat.c_str());
+              m.remat.empty() ? "" : ", remat ", m.remat.c_str(),
+              m.precision == "bf16" ? ", bf16 GEMMs" : "");
   for (const RankPlan &rank : m.ranks) {
     std::string stages;
     for (const StagePlan &s : rank.stages)

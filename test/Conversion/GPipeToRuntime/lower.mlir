@@ -13,6 +13,17 @@
 // CUDA: \22target\22:\22cuda\22
 // RUN: not gpipe-opt %s --gpipe-pipeline="stages=2 microbatches=2" --convert-gpipe-to-runtime="target=tpu" 2>&1 | FileCheck %s --check-prefix=BADTARGET
 // BADTARGET: unknown target 'tpu' (expected cpu or cuda)
+// bf16: every GEMM, forward and backward, calls its _bf16 twin with the
+// same arguments; nothing else changes.
+// RUN: gpipe-opt %s --gpipe-pipeline="stages=2 microbatches=2" --convert-gpipe-to-runtime="precision=bf16" | FileCheck %s --check-prefix=BF16 --implicit-check-not=linear_f32 --implicit-check-not=gemm_f32 --implicit-check-not=matmul_f32
+// BF16: llvm.call @gpipe_rt_cpu_linear_bf16(
+// BF16: llvm.call @gpipe_rt_cpu_gemm_bf16(
+// BF16: llvm.call @gpipe_rt_cpu_accumulate_f32(
+// BF16: \22precision\22:\22bf16\22
+// RUN: gpipe-opt %s --gpipe-pipeline="stages=2 microbatches=2" --convert-gpipe-to-runtime="target=cuda precision=bf16" | FileCheck %s --check-prefix=CUDABF16
+// CUDABF16: llvm.call @gpipe_rt_cuda_linear_bf16(
+// RUN: not gpipe-opt %s --gpipe-pipeline="stages=2 microbatches=2" --convert-gpipe-to-runtime="precision=fp16" 2>&1 | FileCheck %s --check-prefix=BADPRECISION
+// BADPRECISION: unknown precision 'fp16' (expected fp32 or bf16)
 
 // Nothing but the LLVM dialect is left.
 // CHECK-NOT: nn.

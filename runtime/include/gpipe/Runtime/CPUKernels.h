@@ -139,6 +139,28 @@ gpipe_rt_cpu_linear_f32(const float *input, const int64_t *inputShape,
                         int32_t transposeWeight, float *out,
                         const int64_t *outShape, int32_t outRank);
 
+/// The same three contractions in bf16 (gpipe-compile --precision bf16):
+/// both GEMM operands are rounded to bf16 (round to nearest even; the
+/// products are then exact in fp32), accumulation, bias and result are
+/// fp32. Same arguments, checks and messages as the _f32 kernels.
+gpipe_rt_status
+gpipe_rt_cpu_matmul_bf16(const float *lhs, const int64_t *lhsShape,
+                        int32_t lhsRank, const float *rhs,
+                        const int64_t *rhsShape, int32_t rhsRank, float *out,
+                        const int64_t *outShape, int32_t outRank);
+gpipe_rt_status gpipe_rt_cpu_gemm_bf16(const float *a, const int64_t *aShape,
+                                       const float *b, const int64_t *bShape,
+                                       const float *c, const int64_t *cShape,
+                                       int32_t cRank, float alpha, float beta,
+                                       int32_t transA, int32_t transB,
+                                       float *out, const int64_t *outShape);
+gpipe_rt_status
+gpipe_rt_cpu_linear_bf16(const float *input, const int64_t *inputShape,
+                        int32_t inputRank, const float *weight,
+                        const int64_t *weightShape, const float *bias,
+                        int32_t transposeWeight, float *out,
+                        const int64_t *outShape, int32_t outRank);
+
 //===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//

@@ -148,6 +148,29 @@ gpipe_rt_cuda_linear_f32(const float *input, const int64_t *inputShape,
                          int32_t transposeWeight, float *out,
                          const int64_t *outShape, int32_t outRank);
 
+/// The bf16 contractions (CPUKernels.h): both operands rounded to bf16 on
+/// the device (round to nearest even, as the CPU kernels), cuBLAS with
+/// bf16 inputs and fp32 accumulation and result (tensor cores). The bf16
+/// copies of the operands live in stream-ordered scratch memory while the
+/// GEMM runs.
+gpipe_rt_status
+gpipe_rt_cuda_matmul_bf16(const float *lhs, const int64_t *lhsShape,
+                          int32_t lhsRank, const float *rhs,
+                          const int64_t *rhsShape, int32_t rhsRank, float *out,
+                          const int64_t *outShape, int32_t outRank);
+gpipe_rt_status gpipe_rt_cuda_gemm_bf16(const float *a, const int64_t *aShape,
+                                        const float *b, const int64_t *bShape,
+                                        const float *c, const int64_t *cShape,
+                                        int32_t cRank, float alpha, float beta,
+                                        int32_t transA, int32_t transB,
+                                        float *out, const int64_t *outShape);
+gpipe_rt_status
+gpipe_rt_cuda_linear_bf16(const float *input, const int64_t *inputShape,
+                          int32_t inputRank, const float *weight,
+                          const int64_t *weightShape, const float *bias,
+                          int32_t transposeWeight, float *out,
+                          const int64_t *outShape, int32_t outRank);
+
 //===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//

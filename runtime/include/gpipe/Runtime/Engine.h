@@ -146,6 +146,8 @@ struct ModelMetadata {
   std::string producer, source, schedule, remat, loss;
   /// The kernel library the code calls: "cpu" or "cuda" (Device.h).
   std::string target = "cpu";
+  /// GEMM arithmetic: "fp32", or "bf16" (bf16 operands, fp32 accumulation).
+  std::string precision = "fp32";
   int64_t abiVersion = 0;
   int64_t stages = 0, microbatches = 0, alignment = 1;
   /// "sgd", "momentum" or "adam": the optimizer state the arenas hold.

@@ -28,7 +28,8 @@
 |*                                                                            *|
 |*   format "gpipe-model", abi_version, producer (tool version string)       *|
 |*   source, target ("cpu": gpipe_rt_cpu_* kernels on host memory, "cuda":   *|
-|*   gpipe_rt_cuda_* on device memory), stages K, microbatches M,           *|
+|*   gpipe_rt_cuda_* on device memory), precision ("fp32", or "bf16": the   *|
+|*   GEMMs call the _bf16 kernels), stages K, microbatches M,               *|
 |*   schedule, remat, loss, alignment                                        *|
 |*   optimizer      the optimizer whose state the arenas hold: "sgd" (none), *|
 |*                  "momentum" (1x parameters), "adam" (2x)                  *|
