@@ -12,11 +12,11 @@
 //     probe kernel writes the first value and the first non-finite index
 //     into a device record; the records come back when the step ends;
 //   * shared-GPU transfers (local transport): the thread completing the
-//     rendezvous makes the receiver's stream wait for the sender's "ready"
-//     event, copies device to device on it, records "done" there and makes
-//     the sender's stream wait for "done" (the planner may reuse the sent
-//     buffer after the send). Both streams stay in program order; neither
-//     host thread waits for the GPU;
+//     rendezvous makes the receiver's communication stream wait for both
+//     compute streams' "ready" events, copies device to device on it,
+//     records "done" there and makes both compute streams wait for "done"
+//     (the planner may reuse the sent buffer after the send). Every stream
+//     stays in program order; neither host thread waits for the GPU;
 //   * NCCL transfers: the communication stream waits for the compute
 //     stream's "ready" event, runs ncclSend/ncclRecv, records "done", and
 //     the compute stream waits for it. Transfers are enqueued in each rank's
@@ -149,6 +149,7 @@ public:
                     std::vector<Inspection> &inspections,
                     std::vector<ActionTiming> &timings) override;
   bool timesOnDevice() const override { return true; }
+  void abandonStep(Clock::time_point deadline) override;
 
   CudaDevice &device;
   const int gpu;
@@ -184,12 +185,12 @@ class CudaDevice final : public Device {
 public:
   explicit CudaDevice(int gpu) : gpu(gpu) {}
   ~CudaDevice() override {
+    // The job is over: abort releases the communicator without waiting for
+    // peers, which may already have exited (or died: then destroying it
+    // could wait forever).
     if (comm) {
       cudaSetDevice(gpu);
-      if (commFailed)
-        ncclCommAbort(comm);
-      else
-        ncclCommDestroy(comm);
+      ncclCommAbort(comm);
     }
   }
 
@@ -217,6 +218,16 @@ public:
                    cudaGetDeviceProperties(&props, gpu));
     name = props.name;
     GPIPE_CUDA_TRY("cudaSetDevice", cudaSetDevice(gpu));
+    // Keep the stream-ordered scratch (bf16 operand copies, reductions'
+    // temporaries) in the pool between steps instead of returning it to
+    // the driver at every synchronization.
+    cudaMemPool_t pool = nullptr;
+    GPIPE_CUDA_TRY("cudaDeviceGetDefaultMemPool",
+                   cudaDeviceGetDefaultMemPool(&pool, gpu));
+    uint64_t keep = UINT64_MAX;
+    GPIPE_CUDA_TRY("cudaMemPoolSetAttribute",
+                   cudaMemPoolSetAttribute(
+                       pool, cudaMemPoolAttrReleaseThreshold, &keep));
     return Status::success();
   }
 
@@ -252,6 +263,10 @@ public:
     GPIPE_CUDA_TRY("cudaSetDevice", cudaSetDevice(gpu));
     GPIPE_CUDA_TRY("copying to the GPU",
                    cudaMemcpy(dst, src, size_t(bytes), cudaMemcpyHostToDevice));
+    // From pageable memory the copy may still be in flight when cudaMemcpy
+    // returns; the ranks' non-blocking streams would not wait for it.
+    GPIPE_CUDA_TRY("waiting for the copy to the GPU",
+                   cudaStreamSynchronize(nullptr));
     return Status::success();
   }
   Status download(void *dst, const void *src, int64_t bytes) override {
@@ -273,15 +288,24 @@ public:
     auto &sender = static_cast<CudaRank &>(senderBase);
     auto &receiver = static_cast<CudaRank &>(receiverBase);
     GPIPE_CUDA_TRY("cudaSetDevice", cudaSetDevice(gpu));
+    // The copy runs on the receiver's communication stream once the
+    // sender's data is ready and the receiver has reached the receive (its
+    // buffer is free); both compute streams then wait for it.
     GPIPE_CUDA_TRY("recording the sender's event",
                    cudaEventRecord(sender.ready, sender.compute));
+    GPIPE_CUDA_TRY("recording the receiver's event",
+                   cudaEventRecord(receiver.ready, receiver.compute));
     GPIPE_CUDA_TRY("ordering the copy after the sender",
-                   cudaStreamWaitEvent(receiver.compute, sender.ready, 0));
+                   cudaStreamWaitEvent(receiver.comm, sender.ready, 0));
+    GPIPE_CUDA_TRY("ordering the copy after the receiver",
+                   cudaStreamWaitEvent(receiver.comm, receiver.ready, 0));
     GPIPE_CUDA_TRY("the device-to-device copy",
                    cudaMemcpyAsync(dst, src, size_t(bytes),
-                                   cudaMemcpyDeviceToDevice, receiver.compute));
+                                   cudaMemcpyDeviceToDevice, receiver.comm));
     GPIPE_CUDA_TRY("recording the copy's event",
-                   cudaEventRecord(receiver.done, receiver.compute));
+                   cudaEventRecord(receiver.done, receiver.comm));
+    GPIPE_CUDA_TRY("ordering the receiver after the copy",
+                   cudaStreamWaitEvent(receiver.compute, receiver.done, 0));
     GPIPE_CUDA_TRY("ordering the sender after the copy",
                    cudaStreamWaitEvent(sender.compute, receiver.done, 0));
     return Status::success();
@@ -351,9 +375,6 @@ public:
       return Status::error("the NCCL id has " + std::to_string(id.size()) +
                            " bytes, expected " + std::to_string(sizeof unique));
     std::memcpy(&unique, id.data(), sizeof unique);
-    // The run's timeout, for each transfer's enqueueing later.
-    callTimeout = std::max(deadline - Clock::now(), Clock::duration(
-                                                        std::chrono::seconds(1)));
     GPIPE_CUDA_TRY("cudaSetDevice", cudaSetDevice(gpu));
     // Non-blocking, so that a peer that never joins is a timeout, not a
     // hang.
@@ -381,17 +402,16 @@ public:
         state = result;
       if (state == ncclSuccess)
         return Status::success();
-      if (state != ncclInProgress) {
-        commFailed = true;
+      if (state != ncclInProgress)
         return ncclError(what, state);
-      }
-      if ((aborted && aborted->load()) || Clock::now() >= deadline) {
-        commFailed = true;
-        ncclCommAbort(comm);
-        comm = nullptr;
+      bool stopping = aborted && aborted->load();
+      if (stopping || Clock::now() >= deadline) {
+        abortComm();
         return Status::error(std::string(what) +
-                             ": timed out; a peer may have died or stalled "
-                             "(NCCL communicator aborted)");
+                             (stopping ? ": the run is stopping"
+                                       : ": timed out; a peer may have died "
+                                         "or stalled") +
+                             " (NCCL communicator aborted)");
       }
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
@@ -402,22 +422,23 @@ public:
     if (!comm)
       return Status::success();
     ncclResult_t state = ncclSuccess;
-    ncclCommGetAsyncError(comm, &state);
+    if (ncclResult_t result = ncclCommGetAsyncError(comm, &state);
+        result != ncclSuccess)
+      state = result;
     if (state == ncclSuccess || state == ncclInProgress)
       return Status::success();
-    commFailed = true;
     return ncclError("NCCL", state);
   }
   void abortComm() {
     if (comm) {
-      commFailed = true;
       ncclCommAbort(comm);
       comm = nullptr;
     }
   }
 
   Status ncclTransfer(RankDevice &rankBase, bool send, void *data,
-                      int64_t bytes, int peer) override {
+                      int64_t bytes, int peer, Clock::time_point deadline,
+                      const std::atomic<bool> &aborted) override {
     auto &r = static_cast<CudaRank &>(rankBase);
     if (!comm)
       return Status::error("the NCCL communicator is not open");
@@ -429,13 +450,11 @@ public:
         send ? ncclSend(data, size_t(bytes), ncclUint8, peer, comm, r.comm)
              : ncclRecv(data, size_t(bytes), ncclUint8, peer, comm, r.comm);
     if (result != ncclSuccess && result != ncclInProgress) {
-      commFailed = true;
       return ncclError(send ? "ncclSend" : "ncclRecv", result);
     }
     // Enqueuing finishes quickly; the transfer itself is waited for at the
     // end of the step.
-    Status s = settle(send ? "ncclSend" : "ncclRecv",
-                      Clock::now() + callTimeout, nullptr);
+    Status s = settle(send ? "ncclSend" : "ncclRecv", deadline, &aborted);
     if (!s.ok())
       return s;
     GPIPE_CUDA_TRY("ordering the compute stream after the transfer",
@@ -448,8 +467,6 @@ public:
   const int gpu;
   std::string name;
   ncclComm_t comm = nullptr;
-  bool commFailed = false;
-  Clock::duration callTimeout = std::chrono::seconds(60);
 };
 
 //===----------------------------------------------------------------------===//
@@ -595,6 +612,23 @@ Status CudaRank::optimizerStep(const OptimizerConfig &config, int64_t step,
                                float *params, const float *grads, float *state,
                                int64_t count) {
   return CudaDevice::update(config, step, params, grads, state, count);
+}
+
+void CudaRank::abandonStep(Clock::time_point deadline) {
+  if (!compute)
+    return;
+  bool busy = false;
+  for (cudaStream_t stream : {comm, compute})
+    busy |= cudaStreamQuery(stream) == cudaErrorNotReady;
+  if (!busy)
+    return;
+  // A transfer whose peer is gone never completes: abort the communicator
+  // (its kernels then end), and wait for the rest of the work.
+  device.abortComm();
+  for (cudaStream_t stream : {comm, compute})
+    while (cudaStreamQuery(stream) == cudaErrorNotReady &&
+           Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
 }
 
 Status CudaRank::finishStep(Clock::time_point deadline,

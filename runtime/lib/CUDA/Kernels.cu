@@ -241,9 +241,14 @@ gpipe_rt_status errorRecord(const Kernel &kernel, ErrorRecord *&record) {
     void *ptr = nullptr;
     GPIPE_RT_TRY(checkCuda(kernel, "cudaMalloc of the error record",
                            cudaMalloc(&ptr, sizeof(ErrorRecord))));
+    // Cleared on this thread's stream and waited for: a plain cudaMemcpy
+    // from pageable memory may still be in flight when it returns, and the
+    // thread's stream (non-blocking) would not wait for it.
     ErrorRecord clean = cleanRecord();
-    cudaError_t error =
-        cudaMemcpy(ptr, &clean, sizeof(clean), cudaMemcpyHostToDevice);
+    cudaError_t error = cudaMemcpyAsync(ptr, &clean, sizeof(clean),
+                                        cudaMemcpyHostToDevice, currentStream());
+    if (error == cudaSuccess)
+      error = cudaStreamSynchronize(currentStream());
     if (error != cudaSuccess) {
       cudaFree(ptr);
       return cudaFailure(kernel, "clearing the error record", error);

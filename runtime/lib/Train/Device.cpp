@@ -39,7 +39,9 @@ Status Device::ncclInit(const std::vector<uint8_t> &, int, int,
                         std::chrono::steady_clock::time_point) {
   return noNccl(*this);
 }
-Status Device::ncclTransfer(RankDevice &, bool, void *, int64_t, int) {
+Status Device::ncclTransfer(RankDevice &, bool, void *, int64_t, int,
+                            std::chrono::steady_clock::time_point,
+                            const std::atomic<bool> &) {
   return noNccl(*this);
 }
 

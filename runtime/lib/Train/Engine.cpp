@@ -75,6 +75,8 @@ struct gpipe_rt_rank {
   std::vector<std::function<int32_t(const gpipe::rt::Inspection &)>> deferred;
   /// When the current step started (the engine's clock).
   int64_t stepStartNs = 0;
+  /// Set while the device's deferred answers are handled (finishStep).
+  bool finishing = false;
 
   /// The current step, from 0.
   int64_t step = 0;
@@ -182,6 +184,26 @@ std::string formatSeconds(double seconds) {
   return buf;
 }
 
+/// Where a non-finite value was found, in the order values flow through a
+/// step: payloads leaving forwards by stage ascending (a loss with its last
+/// stage's forward), payloads leaving backwards by stage descending, then
+/// gradient blocks by stage descending; micro-batch next. Of several reports
+/// in a step the smallest is where the value appeared (the rest follow from
+/// it), whichever rank noticed first.
+struct NonFiniteSite {
+  int64_t phase = 0, position = 0, mb = 0;
+  static NonFiniteSite forward(int64_t stage, int64_t mb) {
+    return {0, stage, mb};
+  }
+  static NonFiniteSite backward(int64_t stage, int64_t mb) {
+    return {1, -stage, mb};
+  }
+  static NonFiniteSite gradients(int64_t stage) { return {2, -stage, 0}; }
+  bool operator<(const NonFiniteSite &o) const {
+    return std::tie(phase, position, mb) < std::tie(o.phase, o.position, o.mb);
+  }
+};
+
 /// One pending transfer of the local transport, keyed by (sender, receiver,
 /// tag).
 struct Slot {
@@ -280,16 +302,22 @@ public:
     return rank->current >= 0 ? rank->current : rank->lastBegun;
   }
 
-  /// A non-finite value found at `rank`: stops the run (returns 1) or,
-  /// with NonFinitePolicy::Skip, marks the step (returns 0).
-  int32_t nonFinite(gpipe_rt_rank *rank, std::string message) {
-    if (options.onNonFinite == NonFinitePolicy::Stop) {
+  /// A non-finite value found at `rank`: stops the run at once (returns 1)
+  /// when the policy is Stop and the value was seen as it appeared;
+  /// otherwise marks the step (returns 0): Skip drops the step's updates,
+  /// and Stop with checks a device answered at the end of the step stops
+  /// the run at the step barrier, naming the earliest site.
+  int32_t nonFinite(gpipe_rt_rank *rank, NonFiniteSite site,
+                    std::string message) {
+    if (options.onNonFinite == NonFinitePolicy::Stop && !rank->finishing) {
       fail(rank, message);
       return 1;
     }
     std::lock_guard<std::mutex> lock(mu);
-    if (nonFiniteMessage.empty())
+    if (nonFiniteMessage.empty() || site < nonFiniteSite) {
+      nonFiniteSite = site;
       nonFiniteMessage = std::move(message);
+    }
     return 0;
   }
   /// NaN injection (tests): whether `rank` is at the injected step and
@@ -321,8 +349,9 @@ public:
     rank->deferred.push_back(std::move(handle));
     return 0;
   }
-  /// The first non-finite value of the current step (Skip policy).
+  /// The earliest non-finite value of the current step.
   std::string nonFiniteMessage;
+  NonFiniteSite nonFiniteSite;
 
   /// The flight recorder of `rank` as one line.
   std::string flightRecorder(const gpipe_rt_rank *rank) const;
@@ -473,7 +502,11 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
                   if (r.badIndex < 0)
                     return 0;
                   return nonFinite(
-                      rank, at + ": non-finite " +
+                      rank,
+                      a.direction == "forward"
+                          ? NonFiniteSite::forward(a.stage, a.mb)
+                          : NonFiniteSite::backward(a.stage, a.mb),
+                      at + ": non-finite " +
                                 (a.direction == "forward" ? "activation"
                                                           : "gradient") +
                                 " (" + floatText(r.badValue) + " at element " +
@@ -486,10 +519,10 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
   const bool poisonDue =
       !isSend && a.direction == "forward" && a.dtype == "f32";
   if (nccl) {
-    Status s = device->ncclTransfer(*rank->device, isSend,
-                                    isSend ? const_cast<void *>(sendData)
-                                           : recvData,
-                                    bytes, int(a.peer));
+    Status s = device->ncclTransfer(
+        *rank->device, isSend,
+        isSend ? const_cast<void *>(sendData) : recvData, bytes, int(a.peer),
+        Clock::now() + std::chrono::nanoseconds(timeoutNs), aborted);
     if (!s.ok()) {
       fail(rank, where(rank, action) + ": " + s.message());
       return 1;
@@ -705,13 +738,16 @@ int32_t RunState::reportLoss(gpipe_rt_rank *rank, int64_t mb,
     return 1;
   }
   rank->lossReported[size_t(mb)] = 1;
-  std::string where = this->where(rank, currentAction(rank));
+  int64_t action = currentAction(rank);
+  std::string where = this->where(rank, action);
+  int64_t stage = action >= 0 ? rank->plan->actions[size_t(action)].stage : 0;
   return inspect(rank, loss, 1,
-                 [this, rank, mb, where](const Inspection &r) -> int32_t {
+                 [this, rank, mb, where, stage](const Inspection &r) -> int32_t {
                    rank->losses[size_t(mb)] = double(r.first);
                    if (r.badIndex < 0)
                      return 0;
-                   return nonFinite(rank, where + ": non-finite loss (" +
+                   return nonFinite(rank, NonFiniteSite::forward(stage, mb),
+                                    where + ": non-finite loss (" +
                                               floatText(r.first) +
                                               ") of micro-batch " +
                                               std::to_string(mb));
@@ -775,7 +811,8 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
                   if (r.badIndex * 4 >= slot.offset &&
                       r.badIndex * 4 < slot.offset + slot.elements * 4)
                     name = slot.name;
-                return nonFinite(rank, where + ": non-finite gradient (" +
+                return nonFinite(rank, NonFiniteSite::gradients(stage),
+                                 where + ": non-finite gradient (" +
                                            floatText(r.badValue) +
                                            ") of parameter '" + name +
                                            "' on stage " +
@@ -890,6 +927,18 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
       return;
     }
 
+    // A step that ends without finishStep leaves the device's work to
+    // stop or drain before the thread (and then the arenas) go away.
+    struct Abandon {
+      RunState &run;
+      gpipe_rt_rank *rank;
+      bool armed = true;
+      ~Abandon() {
+        if (armed)
+          rank->device->abandonStep(
+              Clock::now() + std::chrono::nanoseconds(run.timeoutNs));
+      }
+    } abandon{*this, rank};
     int32_t rc = fn(rank, rank->arena);
     if (rank->dead || aborted)
       return;
@@ -912,6 +961,7 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     }
     if (!finishStep(rank))
       return;
+    abandon.armed = false;
     std::lock_guard<std::mutex> lock(mu);
     finished[size_t(rank->index)] = 1;
     ++finishedCount;
@@ -938,9 +988,13 @@ bool RunState::finishStep(gpipe_rt_rank *rank) {
                    std::to_string(rank->deferred.size()) + " inspections");
     return false;
   }
+  rank->finishing = true;
   for (size_t i = 0; i < inspections.size(); ++i)
-    if (rank->deferred[i](inspections[i]) != 0)
+    if (rank->deferred[i](inspections[i]) != 0) {
+      rank->finishing = false;
       return false;
+    }
+  rank->finishing = false;
   if (rank->device->timesOnDevice()) {
     rank->busyNs = 0;
     for (const ActionTiming &t : timings) {
@@ -1631,8 +1685,11 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
         put(record, uint8_t(mine.lossReported[size_t(mb)]));
         put(record, mine.losses[size_t(mb)]);
       }
-      record.insert(record.end(), state.nonFiniteMessage.begin(),
-                    state.nonFiniteMessage.end());
+      if (!state.nonFiniteMessage.empty()) {
+        put(record, state.nonFiniteSite);
+        record.insert(record.end(), state.nonFiniteMessage.begin(),
+                      state.nonFiniteMessage.end());
+      }
       std::vector<std::vector<uint8_t>> all;
       std::string abortMessage;
       Clock::time_point deadline =
@@ -1648,8 +1705,13 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
             rank.lossReported[size_t(mb)] = char(take<uint8_t>(in, at));
             rank.losses[size_t(mb)] = take<double>(in, at);
           }
-          if (state.nonFiniteMessage.empty() && at < in.size())
-            state.nonFiniteMessage.assign(in.begin() + long(at), in.end());
+          if (at + sizeof(NonFiniteSite) < in.size()) {
+            NonFiniteSite site = take<NonFiniteSite>(in, at);
+            if (state.nonFiniteMessage.empty() || site < state.nonFiniteSite) {
+              state.nonFiniteSite = site;
+              state.nonFiniteMessage.assign(in.begin() + long(at), in.end());
+            }
+          }
         }
       }
       std::vector<uint8_t> decision(state.nonFiniteMessage.begin(),
@@ -1667,6 +1729,14 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
       state.nonFiniteMessage.assign(decision.begin(), decision.end());
       // The step ends when the last process has finished it.
       state.lastFinishNs = state.nowNs();
+    }
+    // Stop: a non-finite value a device reported at the end of the step
+    // (process 0 names it; the others stop because of it).
+    if (options.onNonFinite == NonFinitePolicy::Stop &&
+        !state.nonFiniteMessage.empty()) {
+      state.fail(step + 1, root ? state.nonFiniteMessage
+                                : kRemoteFailure + state.nonFiniteMessage);
+      break;
     }
     int64_t wall = std::max<int64_t>(state.lastFinishNs - stepStart, 1);
     StepMetrics metrics;

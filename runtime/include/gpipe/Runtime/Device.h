@@ -108,6 +108,13 @@ public:
   /// Whether finishStep delivers timings (busy time and traces then come
   /// from the device's clock, not the host's).
   virtual bool timesOnDevice() const = 0;
+  /// On the rank's thread when its step ends without finishStep (the run
+  /// is failing): stops what can be stopped (a communicator waiting on a
+  /// dead peer) and waits for the rest until `deadline`, so the device's
+  /// memory is not freed under running work.
+  virtual void abandonStep(std::chrono::steady_clock::time_point deadline) {
+    (void)deadline;
+  }
 };
 
 class Device {
@@ -162,8 +169,11 @@ public:
   virtual Status ncclUniqueId(std::vector<uint8_t> &id);
   virtual Status ncclInit(const std::vector<uint8_t> &id, int rank, int size,
                           std::chrono::steady_clock::time_point deadline);
+  /// Gives up at `deadline` or when `aborted` is set.
   virtual Status ncclTransfer(RankDevice &rank, bool send, void *data,
-                              int64_t bytes, int peer);
+                              int64_t bytes, int peer,
+                              std::chrono::steady_clock::time_point deadline,
+                              const std::atomic<bool> &aborted);
 };
 
 /// The CPU device (host memory, gpipe_rt_cpu_* kernels).
