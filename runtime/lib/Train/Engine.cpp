@@ -25,6 +25,7 @@
 #include "gpipe/Runtime/Checkpoint.h"
 #include "gpipe/Runtime/Device.h"
 
+#include "Arena.h"
 #include "Mpi.h"
 
 #include <nlohmann/json.hpp>
@@ -114,8 +115,6 @@ struct gpipe_rt_rank {
 namespace gpipe::rt {
 namespace {
 
-/// Bytes after each arena that must keep their canary.
-constexpr int64_t kGuardBytes = 4096;
 
 /// The MPI transport's flight recorder for SIGTERM (mpirun tearing the job
 /// down after a process died): the rank thread renders its recorder into
@@ -165,15 +164,6 @@ std::string formatDuration(int64_t ns) {
 
 std::string floatText(float value) {
   return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
-}
-
-uint8_t canaryByte(int64_t offset) {
-  uint32_t x = uint32_t(offset) * 0x9E3779B1u;
-  return uint8_t((x >> 24) ^ 0xA5u);
-}
-
-int64_t roundUp(int64_t value, int64_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
 }
 
 std::string formatSeconds(double seconds) {
@@ -1070,88 +1060,6 @@ extern "C" int32_t gpipe_rt_kernel_error(gpipe_rt_rank *rank, int64_t site,
 namespace gpipe::rt {
 namespace {
 
-struct AlignedFree {
-  void operator()(uint8_t *p) const { std::free(p); }
-};
-using ArenaPtr = std::unique_ptr<uint8_t, AlignedFree>;
-
-/// The end of a rank's persistent blocks (parameters, gradients, optimizer
-/// state), which the plan places first in the arena.
-int64_t persistentEnd(const RankPlan &plan, int64_t stateMultiple) {
-  int64_t end = 0;
-  for (const StagePlan &stage : plan.stages) {
-    end = std::max(end, stage.paramsOffset + stage.paramBytes);
-    end = std::max(end, stage.gradsOffset + stage.paramBytes);
-    if (stateMultiple)
-      end = std::max(end,
-                     stage.stateOffset + stage.paramBytes * stateMultiple);
-  }
-  return end;
-}
-
-/// A rank's arena: the device memory its program runs on and the engine's
-/// host view of it -- the same bytes when the device uses host memory,
-/// otherwise a copy brought in step (toHost, toDevice) only between steps.
-/// Process 0's copy of another MPI process's rank has the host view only.
-class Arena {
-public:
-  Arena() = default;
-  Arena(const Arena &) = delete;
-  Arena &operator=(const Arena &) = delete;
-  ~Arena() {
-    if (deviceMemory)
-      device->release(deviceMemory);
-  }
-
-  /// `bytes` on `device` (when `onDevice`) with a host view.
-  Status allocate(Device &device, int64_t bytes, int64_t alignment,
-                  bool onDevice) {
-    this->device = &device;
-    size = bytes;
-    int64_t align = std::max<int64_t>(alignment, 64);
-    if (onDevice) {
-      void *memory = nullptr;
-      Status s = device.allocate(bytes, align, memory);
-      if (!s.ok())
-        return s;
-      deviceMemory = static_cast<uint8_t *>(memory);
-      if (device.hostMemory()) {
-        host = deviceMemory;
-        return Status::success();
-      }
-    }
-    hostCopy.reset(static_cast<uint8_t *>(std::aligned_alloc(
-        size_t(align), size_t(roundUp(std::max<int64_t>(bytes, 1), align)))));
-    if (!hostCopy)
-      return Status::error("cannot allocate " + std::to_string(bytes) +
-                           " bytes of host memory");
-    host = hostCopy.get();
-    return Status::success();
-  }
-  /// Brings bytes [offset, offset + n) of the device memory into the host
-  /// view, or the other way.
-  Status toHost(int64_t offset, int64_t n) {
-    if (!deviceMemory || host == deviceMemory || n <= 0)
-      return Status::success();
-    return device->download(host + offset, deviceMemory + offset, n);
-  }
-  Status toDevice(int64_t offset, int64_t n) {
-    if (!deviceMemory || host == deviceMemory || n <= 0)
-      return Status::success();
-    return device->upload(deviceMemory + offset, host + offset, n);
-  }
-
-  Device *device = nullptr;
-  /// What the rank's program gets (null for another process's rank).
-  uint8_t *deviceMemory = nullptr;
-  /// The engine's view.
-  uint8_t *host = nullptr;
-  int64_t size = 0;
-
-private:
-  ArenaPtr hostCopy;
-};
-
 Status checkRunOptions(const ModelMetadata &meta, const RunOptions &options) {
   if (options.steps < 1)
     return Status::error("the number of steps must be at least 1");
@@ -1177,187 +1085,11 @@ Status checkRunOptions(const ModelMetadata &meta, const RunOptions &options) {
   return Status::success();
 }
 
-/// Allocates rank `plan`'s arena on `device` and fills its host view: the
-/// canary in the arena and its guard, the parameters (initial values), the
-/// gradients and the optimizer state (zeros). The device gets the bytes
-/// later (Arena::toDevice), once a checkpoint may have replaced some.
-Status makeArena(const ModelImage &model, const RankPlan &plan, uint64_t seed,
-                 Device &device, Arena &arena) {
-  const ModelMetadata &meta = model.metadata();
-  Status s = arena.allocate(device, plan.arenaBytes + kGuardBytes,
-                            meta.alignment, /*onDevice=*/true);
-  if (!s.ok())
-    return Status::error("rank " + std::to_string(plan.rank) +
-                         ": cannot allocate its arena of " +
-                         std::to_string(plan.arenaBytes) + " bytes on " +
-                         device.describe() + ": " + s.message());
-  uint8_t *base = arena.host;
-  for (int64_t i = 0; i < plan.arenaBytes + kGuardBytes; ++i)
-    base[i] = canaryByte(i);
-  int64_t multiple = meta.stateMultiple();
-  for (const StagePlan &stage : plan.stages) {
-    if (stage.paramBytes == 0)
-      continue;
-    std::memset(base + stage.gradsOffset, 0, size_t(stage.paramBytes));
-    if (multiple)
-      std::memset(base + stage.stateOffset, 0,
-                  size_t(stage.paramBytes * multiple));
-    for (const ParamSlot &slot : stage.params) {
-      const ParameterSpec &p = meta.parameters[slot.parameter];
-      float *dst =
-          reinterpret_cast<float *>(base + stage.paramsOffset + slot.offset);
-      if (p.elements == 0)
-        continue;
-      if (p.init == ParamInit::Data) {
-        std::memcpy(dst, model.data() + p.dataOffset, size_t(p.elements) * 4);
-        continue;
-      }
-      gpipe_rt_init kind = p.init == ParamInit::Zeros  ? GPIPE_RT_INIT_ZEROS
-                           : p.init == ParamInit::Ones ? GPIPE_RT_INIT_ONES
-                           : p.init == ParamInit::Normal
-                               ? GPIPE_RT_INIT_NORMAL
-                               : GPIPE_RT_INIT_UNIFORM;
-      if (gpipe_rt_cpu_fill_init_f32(
-              kind, dst, p.elements, p.scale, seed,
-              gpipe_rt_hash_name(p.name.data(), p.name.size())) !=
-          GPIPE_RT_SUCCESS)
-        return Status::error("parameter '" + p.name +
-                             "': " + gpipe_rt_last_error());
-    }
-  }
-  return Status::success();
-}
-
-/// The first guard byte of `rank`'s arena that lost its canary, or -1.
-int64_t firstChangedGuardByte(const RankPlan &plan, const uint8_t *arena) {
-  for (int64_t i = plan.arenaBytes; i < plan.arenaBytes + kGuardBytes; ++i)
-    if (arena[i] != canaryByte(i))
-      return i;
-  return -1;
-}
-
-Status checkGuard(const RankPlan &plan, const uint8_t *arena) {
-  int64_t changed = firstChangedGuardByte(plan, arena);
-  if (changed < 0)
-    return Status::success();
-  return Status::error("rank " + std::to_string(plan.rank) +
-                       " wrote past its planned arena of " +
-                       std::to_string(plan.arenaBytes) + " bytes (byte " +
-                       std::to_string(changed) + " changed)");
-}
-
-/// Copies every parameter's block (params or grads) out of the arenas.
-void collectTensors(const ModelMetadata &meta,
-                    const std::vector<uint8_t *> &arenas, bool gradients,
-                    std::map<std::string, std::vector<float>> &out) {
-  out.clear();
-  for (const RankPlan &rank : meta.ranks)
-    for (const StagePlan &stage : rank.stages)
-      for (const ParamSlot &slot : stage.params) {
-        const uint8_t *src =
-            arenas[size_t(rank.rank)] +
-            (gradients ? stage.gradsOffset : stage.paramsOffset) + slot.offset;
-        std::vector<float> &v = out[slot.name];
-        v.resize(size_t(slot.elements));
-        if (slot.elements)
-          std::memcpy(v.data(), src, size_t(slot.elements) * 4);
-      }
-}
-
 /// The checkpoint name of the optimizer state `config` keeps.
 std::string stateKindName(const OptimizerConfig &config) {
   if (config.kind == OptimizerKind::Adam)
     return "adam";
   return config.stateMultiple() > 0 ? "momentum" : "sgd";
-}
-
-/// Copies `state`'s parameters and optimizer state into the arenas, by
-/// name.
-Status restoreState(const ModelMetadata &meta, const TrainingState &state,
-                    const std::vector<uint8_t *> &arenas) {
-  std::vector<std::string> slots = optimizerStateSlots(state.optimizer);
-  for (const RankPlan &rank : meta.ranks)
-    for (const StagePlan &stage : rank.stages)
-      for (const ParamSlot &slot : stage.params) {
-        uint8_t *arena = arenas[size_t(rank.rank)];
-        if (!arena) // another process's rank
-          continue;
-        auto p = state.parameters.find(slot.name);
-        if (p == state.parameters.end() ||
-            int64_t(p->second.size()) != slot.elements)
-          return Status::error("the checkpoint lacks parameter '" + slot.name +
-                               "'");
-        if (slot.elements)
-          std::memcpy(arena + stage.paramsOffset + slot.offset,
-                      p->second.data(), size_t(slot.elements) * 4);
-        for (size_t k = 0; k < slots.size(); ++k) {
-          auto v = state.optimizerState.find(slots[k] + "." + slot.name);
-          if (v == state.optimizerState.end() ||
-              int64_t(v->second.size()) != slot.elements)
-            return Status::error("the checkpoint lacks optimizer state '" +
-                                 slots[k] + "." + slot.name + "'");
-          if (slot.elements)
-            std::memcpy(arena + stage.stateOffset +
-                            int64_t(k) * stage.paramBytes + slot.offset,
-                        v->second.data(), size_t(slot.elements) * 4);
-        }
-      }
-  return Status::success();
-}
-
-/// The optimizer state of every parameter, by "<slot>.<name>".
-void collectOptimizerState(const ModelMetadata &meta,
-                           const std::vector<uint8_t *> &arenas,
-                           const std::vector<std::string> &slots,
-                           std::map<std::string, std::vector<float>> &out) {
-  out.clear();
-  for (const RankPlan &rank : meta.ranks)
-    for (const StagePlan &stage : rank.stages)
-      for (const ParamSlot &slot : stage.params)
-        for (size_t k = 0; k < slots.size(); ++k) {
-          const uint8_t *src = arenas[size_t(rank.rank)] +
-                               stage.stateOffset +
-                               int64_t(k) * stage.paramBytes + slot.offset;
-          std::vector<float> &v = out[slots[k] + "." + slot.name];
-          v.resize(size_t(slot.elements));
-          if (slot.elements)
-            std::memcpy(v.data(), src, size_t(slot.elements) * 4);
-        }
-}
-
-/// A rank's persistent blocks (per stage: parameters, gradients, optimizer
-/// state), packed in plan order, and back.
-std::vector<uint8_t> packBlocks(const RankPlan &plan, const uint8_t *arena,
-                                int64_t stateMultiple) {
-  std::vector<uint8_t> bytes;
-  for (const StagePlan &stage : plan.stages) {
-    auto append = [&](int64_t offset, int64_t size) {
-      if (size > 0)
-        bytes.insert(bytes.end(), arena + offset, arena + offset + size);
-    };
-    append(stage.paramsOffset, stage.paramBytes);
-    append(stage.gradsOffset, stage.paramBytes);
-    if (stateMultiple)
-      append(stage.stateOffset, stage.paramBytes * stateMultiple);
-  }
-  return bytes;
-}
-
-void unpackBlocks(const RankPlan &plan, uint8_t *arena, int64_t stateMultiple,
-                  const std::vector<uint8_t> &bytes) {
-  size_t at = 0;
-  for (const StagePlan &stage : plan.stages) {
-    auto take = [&](int64_t offset, int64_t size) {
-      if (size > 0 && at + size_t(size) <= bytes.size()) {
-        std::memcpy(arena + offset, bytes.data() + at, size_t(size));
-        at += size_t(size);
-      }
-    };
-    take(stage.paramsOffset, stage.paramBytes);
-    take(stage.gradsOffset, stage.paramBytes);
-    if (stateMultiple)
-      take(stage.stateOffset, stage.paramBytes * stateMultiple);
-  }
 }
 
 /// Appends / reads plain values for the per-step exchange.
