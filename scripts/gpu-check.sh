@@ -113,7 +113,7 @@ EOF
 )
 
 # PyTorch eager on the same model, when torch is there.
-torch_line="PyTorch: not installed (python3 -c 'import torch' fails); no ratio"
+torch_line="not installed (python3 -c 'import torch' fails); no ratio"
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   torch_line=""
   for p in fp32 bf16; do
@@ -128,9 +128,13 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
 fi
 
 # Memcheck of one tiny training step.
-sanitizer=/usr/local/cuda/bin/compute-sanitizer
-memcheck="compute-sanitizer: not found"
-if [ -x "$sanitizer" ]; then
+sanitizer=""
+for c in "$(command -v compute-sanitizer || true)" /usr/local/cuda/bin/compute-sanitizer \
+         /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+  if [ -n "$c" ] && [ -x "$c" ]; then sanitizer="$c"; break; fi
+done
+memcheck="compute-sanitizer: not found (PATH, /usr/local/cuda)"
+if [ -n "$sanitizer" ]; then
   "$bin/gpipe-compile" --preset gpt --depth 1 --width 32 --heads 2 --seq-len 8 \
     --batch 4 --microbatches 2 --stages 2 --target cuda --quiet -o "$work/tiny.so"
   if "$sanitizer" --tool memcheck --error-exitcode 3 "$bin/gpipe-run" "$work/tiny.so" \
@@ -150,9 +154,10 @@ fi
   echo "| CUDA kernels vs CPU kernels | $k_pass passed, $k_fail failed, $k_skip skipped |"
   echo "| lit test/CUDA | $(grep -E '^\s*(Passed|Failed|Unsupported)' "$work/lit.log" | tr -s ' ' | tr '\n' ' ') |"
   echo "| cuBLAS fp32 GEMM | $gemm_line |"
-  echo "$mfu_line" | sed 's/^/| training (gpt: '"$gpt"') | /; s/$/ |/'
-  echo "| $torch_line |  |"
-  echo "| $memcheck |  |"
+  echo "| training model | gpipe-compile $gpt, $total steps, median samples/s after the first 3 |"
+  echo "$mfu_line" | sed -E 's/^([^:]*): (.*)$/| \1 | \2 |/'
+  echo "| PyTorch eager | $torch_line |"
+  echo "| memcheck | $memcheck |"
   echo
   echo "$(($(date +%s) - start)) s in all; exit status $status"
 } | tee "$build/gpu-check.md"

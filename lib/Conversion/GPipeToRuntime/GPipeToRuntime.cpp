@@ -1074,12 +1074,16 @@ LogicalResult Emitter::lowerRank(int r) {
       auto scratch = scratchOf.find(int(i));
       if (!input)
         return missing(i, "input"), failure();
-      if (scratch == scratchOf.end())
+      // A function without scratch values (a lone layer norm computing
+      // straight into its send buffer) gets no scratch buffer: any address
+      // will do, nothing is read or written through it.
+      if (scratch == scratchOf.end() && fn.buffers.scratchBytes > 0)
         return missing(i, "scratch"), failure();
       FailureOr<Value> params = paramsPtr(), grads = gradsPtr();
       if (failed(params) || failed(grads))
         return failure();
-      Value scratchPtr = ptrAt(scratch->second);
+      Value scratchPtr =
+          ptrAt(scratch == scratchOf.end() ? 0 : scratch->second);
       Value inputPtr = ptrAt(*input);
       SmallVector<Value> args;
       args.push_back(inputPtr);
