@@ -57,7 +57,19 @@ DeviceProfile h200Profile() {
   return p;
 }
 
-std::vector<std::string> builtinProfileNames() { return {"cpu", "h200"}; }
+DeviceProfile h200Bf16Profile() {
+  DeviceProfile p = h200Profile();
+  p.name = "h200-bf16";
+  // gpipe-compile --precision bf16: GEMMs on the tensor cores, 989 TFLOP/s
+  // BF16 dense (H200 SXM datasheet). The other layers are bound by memory
+  // bandwidth either way.
+  p.peakFlops = 989e12;
+  return p;
+}
+
+std::vector<std::string> builtinProfileNames() {
+  return {"cpu", "h200", "h200-bf16"};
+}
 
 std::optional<DeviceProfile> lookupProfile(std::string_view name) {
   std::string lower(name);
@@ -67,6 +79,8 @@ std::optional<DeviceProfile> lookupProfile(std::string_view name) {
     return cpuProfile();
   if (lower == "h200")
     return h200Profile();
+  if (lower == "h200-bf16")
+    return h200Bf16Profile();
   return std::nullopt;
 }
 

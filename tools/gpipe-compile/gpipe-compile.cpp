@@ -69,7 +69,9 @@ static cl::opt<std::string>
               cl::desc("Optimizer state to reserve: sgd, momentum or adam"),
               cl::init("sgd"), cl::cat(category));
 static cl::opt<std::string> profile("profile",
-                                    cl::desc("Cost model device: cpu or h200"),
+                                    cl::desc("Cost model device: cpu, h200 "
+                                             "or h200-bf16 (what h200 means "
+                                             "with --precision bf16)"),
                                     cl::init("cpu"), cl::cat(category));
 static cl::opt<std::string>
     granularity("granularity",
@@ -192,7 +194,10 @@ int main(int argc, char **argv) {
     options.balance.push_back(b);
   options.memoryBudget = memoryBudget;
   options.loss = loss;
-  options.profile = profile;
+  // bf16 GEMMs run on the H200's tensor cores.
+  options.profile = precision == "bf16" && StringRef(profile).equals_insensitive("h200")
+                        ? std::string("h200-bf16")
+                        : std::string(profile);
   options.optimizer = optimizer;
   options.granularity = granularity;
 

@@ -55,7 +55,11 @@ TEST(DeviceProfiles, Lookup) {
   EXPECT_EQ(lookupProfile("H200")->name, "h200");
   EXPECT_FALSE(lookupProfile("tpu").has_value());
   EXPECT_FALSE(lookupProfile("").has_value());
-  EXPECT_EQ(builtinProfileNames(), (std::vector<std::string>{"cpu", "h200"}));
+  EXPECT_EQ(builtinProfileNames(),
+            (std::vector<std::string>{"cpu", "h200", "h200-bf16"}));
+  EXPECT_EQ(lookupProfile("H200-bf16")->peakFlops, 989e12);
+  EXPECT_EQ(lookupProfile("h200-bf16")->memBandwidth,
+            h200Profile().memBandwidth);
   for (const std::string &name : builtinProfileNames())
     EXPECT_TRUE(lookupProfile(name).has_value()) << name;
 }

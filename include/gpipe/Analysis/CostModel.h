@@ -49,12 +49,14 @@ DeviceProfile cpuProfile();
 
 /// One NVIDIA H200 SXM per stage, neighbours joined by NVLink.
 DeviceProfile h200Profile();
+/// The same with bf16 GEMMs on the tensor cores (--precision bf16).
+DeviceProfile h200Bf16Profile();
 
-/// The built-in profile called `name` (case-insensitive: "cpu", "h200"), or
-/// std::nullopt.
+/// The built-in profile called `name` (case-insensitive: "cpu", "h200",
+/// "h200-bf16"), or std::nullopt.
 std::optional<DeviceProfile> lookupProfile(std::string_view name);
 
-/// Names `lookupProfile` accepts, for diagnostics ("cpu, h200").
+/// Names `lookupProfile` accepts, for diagnostics ("cpu, h200, h200-bf16").
 std::vector<std::string> builtinProfileNames();
 
 /// An empty string if every rate of `profile` is positive and finite, the

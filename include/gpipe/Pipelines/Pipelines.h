@@ -35,7 +35,7 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
                            llvm::cl::desc("cross-entropy or mse"),
                            llvm::cl::init("cross-entropy")};
   Option<std::string> profile{*this, "profile",
-                              llvm::cl::desc("Cost-model device: cpu or h200"),
+                              llvm::cl::desc("Cost-model device: cpu, h200 or h200-bf16"),
                               llvm::cl::init("cpu")};
   Option<std::string> optimizer{
       *this, "optimizer",

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir::gpipe {
@@ -238,7 +239,8 @@ void GPipePartitionPass::runOnOperation() {
   std::optional<DeviceProfile> device = lookupProfile(profile);
   if (!device) {
     mlir::emitError(func.getLoc(), "unknown device profile '")
-        << profile << "' (expected cpu or h200)";
+        << profile << "' (expected "
+        << llvm::join(builtinProfileNames(), ", ") << ")";
     return fail();
   }
   FailureOr<Network> net = analyzeNetwork(func);

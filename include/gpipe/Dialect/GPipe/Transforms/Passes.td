@@ -246,7 +246,7 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
     Option<"memoryBudget", "memory-budget", "std::string", /*default=*/"\"\"",
            "Per-stage memory cap, e.g. 16GiB">,
     Option<"profile", "profile", "std::string", /*default=*/"\"cpu\"",
-           "Device profile of the cost model: cpu or h200">,
+           "Device profile of the cost model: cpu, h200 or h200-bf16">,
     Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
            "Name of the network function">,
     Option<"pipelineName", "pipeline", "std::string", /*default=*/"\"train\"",
