@@ -112,16 +112,9 @@ void stridedCopy(size_t elemSize, const Shape &space, void *dst,
   std::copy(dstStrides, dstStrides + space.rank, strides[0]);
   std::copy(srcStrides, srcStrides + space.rank, strides[1]);
   StridedPlan<2> plan = collapse(space, strides);
-  switch (elemSize) {
-  case 1:
-    return copyRuns<Bits<1>::type>(plan, dst, src);
-  case 2:
-    return copyRuns<Bits<2>::type>(plan, dst, src);
-  case 4:
-    return copyRuns<Bits<4>::type>(plan, dst, src);
-  default:
-    return copyRuns<Bits<8>::type>(plan, dst, src);
-  }
+  withBitsType(elemSize, [&](auto zero) {
+    copyRuns<decltype(zero)>(plan, dst, src);
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -649,20 +642,7 @@ gpipe_rt_cpu_where(const uint8_t *cond, const int64_t *condShape,
                    oo[i] = c[i * sc] ? xx[i * sx] : yy[i * sy];
                });
   };
-  switch (args.elemSize) {
-  case 1:
-    run(Bits<1>::type());
-    break;
-  case 2:
-    run(Bits<2>::type());
-    break;
-  case 4:
-    run(Bits<4>::type());
-    break;
-  default:
-    run(Bits<8>::type());
-    break;
-  }
+  withBitsType(args.elemSize, run);
   return GPIPE_RT_SUCCESS;
 }
 
@@ -944,20 +924,9 @@ gpipe_rt_cpu_transpose(gpipe_rt_dtype dtype, const void *in,
   std::copy(args.dstStrides, args.dstStrides + res.rank, strides[0]);
   std::copy(args.srcStrides, args.srcStrides + res.rank, strides[1]);
   StridedPlan<2> plan = collapse(res, strides);
-  switch (args.elemSize) {
-  case 1:
-    transposeTyped<Bits<1>::type>(plan, out, in);
-    break;
-  case 2:
-    transposeTyped<Bits<2>::type>(plan, out, in);
-    break;
-  case 4:
-    transposeTyped<Bits<4>::type>(plan, out, in);
-    break;
-  default:
-    transposeTyped<Bits<8>::type>(plan, out, in);
-    break;
-  }
+  withBitsType(args.elemSize, [&](auto zero) {
+    transposeTyped<decltype(zero)>(plan, out, in);
+  });
   return GPIPE_RT_SUCCESS;
 }
 

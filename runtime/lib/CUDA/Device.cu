@@ -132,8 +132,12 @@ public:
   void actionEnd(int64_t action) override { mark(action, 1); }
   Status upload(void *dst, int64_t bytes, int64_t slot,
                 const std::function<void(uint8_t *)> &fill) override;
-  Status copyOut(void *host, const void *src, int64_t bytes) override;
-  Status copyIn(void *dst, const void *host, int64_t bytes) override;
+  Status copyOut(void *host, const void *src, int64_t bytes) override {
+    return copyNow(host, src, bytes, cudaMemcpyDeviceToHost);
+  }
+  Status copyIn(void *dst, const void *host, int64_t bytes) override {
+    return copyNow(dst, host, bytes, cudaMemcpyHostToDevice);
+  }
   Status poison(void *dst) override;
   bool inspect(const float *src, int64_t count, Inspection &out) override;
   Status optimizerStep(const OptimizerConfig &config, int64_t step,
@@ -161,6 +165,9 @@ public:
 
 private:
   void mark(int64_t action, int end);
+  /// An async copy on the compute stream, waited for.
+  Status copyNow(void *dst, const void *src, int64_t bytes,
+                 cudaMemcpyKind kind);
 
   /// The first error of the step that a void call (actionBegin) met.
   std::string pendingError;
@@ -554,21 +561,12 @@ Status CudaRank::upload(void *dst, int64_t bytes, int64_t slot,
   return Status::success();
 }
 
-Status CudaRank::copyOut(void *host, const void *src, int64_t bytes) {
-  GPIPE_CUDA_TRY("copying from the GPU",
-                 cudaMemcpyAsync(host, src, size_t(bytes),
-                                 cudaMemcpyDeviceToHost, compute));
-  GPIPE_CUDA_TRY("waiting for the copy from the GPU",
-                 cudaStreamSynchronize(compute));
-  return Status::success();
-}
-
-Status CudaRank::copyIn(void *dst, const void *host, int64_t bytes) {
-  GPIPE_CUDA_TRY("copying to the GPU",
-                 cudaMemcpyAsync(dst, host, size_t(bytes),
-                                 cudaMemcpyHostToDevice, compute));
-  GPIPE_CUDA_TRY("waiting for the copy to the GPU",
-                 cudaStreamSynchronize(compute));
+Status CudaRank::copyNow(void *dst, const void *src, int64_t bytes,
+                         cudaMemcpyKind kind) {
+  const char *what = kind == cudaMemcpyDeviceToHost ? "copying from the GPU"
+                                                    : "copying to the GPU";
+  GPIPE_CUDA_TRY(what, cudaMemcpyAsync(dst, src, size_t(bytes), kind, compute));
+  GPIPE_CUDA_TRY(what, cudaStreamSynchronize(compute));
   return Status::success();
 }
 

@@ -405,28 +405,11 @@ gpipe_rt_status stridedCopy(const Kernel &kernel, size_t elemSize,
   int64_t n = space.numElements;
   unsigned blocks = blocksFor(n);
   cudaStream_t stream = currentStream();
-  switch (elemSize) {
-  case 1:
+  withBitsType(elemSize, [&](auto zero) {
+    using T = decltype(zero);
     stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
-        static_cast<uint8_t *>(dst), static_cast<const uint8_t *>(src), plan,
-        n);
-    break;
-  case 2:
-    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
-        static_cast<uint16_t *>(dst), static_cast<const uint16_t *>(src), plan,
-        n);
-    break;
-  case 4:
-    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
-        static_cast<uint32_t *>(dst), static_cast<const uint32_t *>(src), plan,
-        n);
-    break;
-  default:
-    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
-        static_cast<uint64_t *>(dst), static_cast<const uint64_t *>(src), plan,
-        n);
-    break;
-  }
+        static_cast<T *>(dst), static_cast<const T *>(src), plan, n);
+  });
   return launched(kernel);
 }
 
@@ -1371,20 +1354,7 @@ gpipe_rt_cuda_where(const uint8_t *cond, const int64_t *condShape,
         cond, static_cast<const T *>(x), static_cast<const T *>(y),
         static_cast<T *>(out), plan, n);
   };
-  switch (args.elemSize) {
-  case 1:
-    run(uint8_t());
-    break;
-  case 2:
-    run(uint16_t());
-    break;
-  case 4:
-    run(uint32_t());
-    break;
-  default:
-    run(uint64_t());
-    break;
-  }
+  withBitsType(args.elemSize, run);
   return launched(kernel);
 }
 
@@ -1616,20 +1586,7 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_gather(
         static_cast<const T *>(data), indices, wide, static_cast<T *>(out),
         count, axisDim, inner, total);
   };
-  switch (args.elemSize) {
-  case 1:
-    run(uint8_t());
-    break;
-  case 2:
-    run(uint16_t());
-    break;
-  case 4:
-    run(uint32_t());
-    break;
-  default:
-    run(uint64_t());
-    break;
-  }
+  withBitsType(args.elemSize, run);
   return launched(kernel);
 }
 

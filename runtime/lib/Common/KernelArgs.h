@@ -332,12 +332,24 @@ StridedPlan<N> collapse(const Shape &space,
   return plan;
 }
 
-/// Element storage of a given byte width, for kernels that only move data.
-template <size_t Size> struct Bits;
-template <> struct Bits<1> { using type = uint8_t; };
-template <> struct Bits<2> { using type = uint16_t; };
-template <> struct Bits<4> { using type = uint32_t; };
-template <> struct Bits<8> { using type = uint64_t; };
+/// Calls fn with a value of the unsigned type `elemSize` bytes wide (1, 2,
+/// 4, else 8): element storage for kernels that only move data.
+template <typename Fn> void withBitsType(size_t elemSize, Fn &&fn) {
+  switch (elemSize) {
+  case 1:
+    fn(uint8_t());
+    break;
+  case 2:
+    fn(uint16_t());
+    break;
+  case 4:
+    fn(uint32_t());
+    break;
+  default:
+    fn(uint64_t());
+    break;
+  }
+}
 
 /// Calls fn with a value of the storage type of a dtype the cast kernel
 /// handles (bool is one byte); false for any other dtype.

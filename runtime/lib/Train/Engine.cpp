@@ -78,6 +78,8 @@ struct gpipe_rt_rank {
   int64_t stepStartNs = 0;
   /// Set while the device's deferred answers are handled (finishStep).
   bool finishing = false;
+  /// The mpi transport's host copy of device-memory payloads.
+  std::vector<uint8_t> staging;
 
   /// The current step, from 0.
   int64_t step = 0;
@@ -348,6 +350,10 @@ public:
 
   int32_t transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
                    const void *sendData, void *recvData, int64_t bytes);
+  /// transfer's movement of the bytes, by the run's transport.
+  int32_t deliver(gpipe_rt_rank *rank, int64_t action, const ActionSpec &a,
+                  bool isSend, const void *sendData, void *recvData,
+                  int64_t bytes);
   int32_t actionBegin(gpipe_rt_rank *rank, int64_t action);
   void actionEnd(gpipe_rt_rank *rank, int64_t action);
   int32_t load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *data,
@@ -506,8 +512,17 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
                 }))
       return 1;
   }
-  const bool poisonDue =
-      !isSend && a.direction == "forward" && a.dtype == "f32";
+  if (deliver(rank, action, a, isSend, sendData, recvData, bytes) != 0)
+    return 1;
+  if (!isSend && a.direction == "forward" && a.dtype == "f32")
+    return maybeInjectNan(rank, a.mb, recvData, bytes);
+  return 0;
+}
+
+int32_t RunState::deliver(gpipe_rt_rank *rank, int64_t action,
+                          const ActionSpec &a, bool isSend,
+                          const void *sendData, void *recvData,
+                          int64_t bytes) {
   if (nccl) {
     Status s = device->ncclTransfer(
         *rank->device, isSend,
@@ -517,15 +532,17 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
       fail(rank, where(rank, action) + ": " + s.message());
       return 1;
     }
-    return poisonDue ? maybeInjectNan(rank, a.mb, recvData, bytes) : 0;
+    return 0;
   }
   if (mpi) {
     Clock::time_point deadline =
         Clock::now() + std::chrono::nanoseconds(timeoutNs);
     std::string abortMessage;
-    // Device memory goes through a host copy.
+    // Device memory goes through a host copy (the rank's staging buffer).
     const bool staged = !device->hostMemory() && bytes > 0;
-    std::vector<uint8_t> staging(staged ? size_t(bytes) : 0);
+    std::vector<uint8_t> &staging = rank->staging;
+    if (staged && staging.size() < size_t(bytes))
+      staging.resize(size_t(bytes));
     if (staged && isSend) {
       Status s = rank->device->copyOut(staging.data(), sendData, bytes);
       if (!s.ok()) {
@@ -546,7 +563,7 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
           return 1;
         }
       }
-      return poisonDue ? maybeInjectNan(rank, a.mb, recvData, bytes) : 0;
+      return 0;
     }
     fail(rank, w == mpi::Wait::Aborted
                    ? kRemoteFailure + abortMessage
@@ -602,10 +619,6 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
                      copied.message());
       return 1;
     }
-    if (poisonDue) {
-      lock.unlock();
-      return maybeInjectNan(rank, a.mb, recvData, bytes);
-    }
     return 0;
   }
   // Arrived first: post the buffer and wait for the peer to copy.
@@ -626,13 +639,7 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
     if (slot.done) {
       bool failed = slot.failed;
       slots.erase(key);
-      if (failed)
-        return 1;
-      if (poisonDue) {
-        lock.unlock();
-        return maybeInjectNan(rank, a.mb, recvData, bytes);
-      }
-      return 0;
+      return failed ? 1 : 0;
     }
     if (!slot.copying) {
       if (aborted) {

@@ -112,8 +112,12 @@ public:
     return fail(where, "expected an integer, got " + describe(v));
   }
 
-  bool number(const Json &object, const std::string &where, const char *key,
-              double &out, std::optional<double> fallback = std::nullopt) {
+  /// A member that `fits` (named `kind` in errors); a missing or null one
+  /// takes `fallback` when there is one.
+  template <typename T, typename Fits>
+  bool typed(const Json &object, const std::string &where, const char *key,
+             T &out, const std::optional<T> &fallback, Fits fits,
+             const char *kind) {
     const Json *v = member(object, where, key, fallback.has_value());
     if (!v || (v->is_null() && fallback)) {
       if (fallback) {
@@ -122,27 +126,26 @@ public:
       }
       return false;
     }
-    if (!v->is_number())
-      return fail(path(where, key), "expected a number, got " + describe(*v));
-    out = v->get<double>();
+    if (!fits(*v))
+      return fail(path(where, key),
+                  std::string("expected ") + kind + ", got " + describe(*v));
+    out = v->get<T>();
     return true;
+  }
+
+  bool number(const Json &object, const std::string &where, const char *key,
+              double &out, std::optional<double> fallback = std::nullopt) {
+    return typed(
+        object, where, key, out, fallback,
+        [](const Json &v) { return v.is_number(); }, "a number");
   }
 
   bool string(const Json &object, const std::string &where, const char *key,
               std::string &out,
               std::optional<std::string> fallback = std::nullopt) {
-    const Json *v = member(object, where, key, fallback.has_value());
-    if (!v || (v->is_null() && fallback)) {
-      if (fallback) {
-        out = *fallback;
-        return true;
-      }
-      return false;
-    }
-    if (!v->is_string())
-      return fail(path(where, key), "expected a string, got " + describe(*v));
-    out = v->get<std::string>();
-    return true;
+    return typed(
+        object, where, key, out, fallback,
+        [](const Json &v) { return v.is_string(); }, "a string");
   }
 
   /// An array member; null when missing (an error unless `optional`).
