@@ -1,0 +1,235 @@
+//===- Vocabulary.h - Words the compiler and the runtime share --*- C++ -*-===//
+//
+// The backend-neutral vocabulary of a compiled pipeline, declared once for
+// the compiler (analyses, IR, code generation) and the runtime (engine,
+// transports, devices): what an action does, which way a transfer goes, the
+// optimizer whose state the memory plan reserves, and the names the model
+// metadata spells them with. Header-only C++17, no dependencies: the
+// compiler includes it without linking the runtime.
+//
+// Strings appear at two edges only: the metadata (written at translation,
+// parsed once when the runtime loads a model) and the command line. Inside
+// both programs these are enums.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_VOCABULARY_H
+#define GPIPE_RUNTIME_VOCABULARY_H
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace gpipe::abi {
+
+/// The version of the metadata's layout (Program.h). Bumped with every
+/// change a reader must know about; the runtime refuses other versions.
+inline constexpr int kMetadataSchemaVersion = 2;
+
+//===----------------------------------------------------------------------===//
+// Actions
+//===----------------------------------------------------------------------===//
+
+/// What one action of a rank's program does. Mirrors the action vocabulary
+/// of PyTorch's pipeline schedule IR (F, B, I, W, SEND_F, RECV_F, SEND_B,
+/// RECV_B, REDUCE_GRAD, STEP) plus R, the recompute.
+enum class ActionKind : uint8_t {
+  Forward,        ///< F: forward of (stage, micro-batch)
+  Backward,       ///< B: full backward of (stage, micro-batch)
+  BackwardInput,  ///< I: input-gradient half of a split backward
+  BackwardWeight, ///< W: weight-gradient half of a split backward
+  Recompute,      ///< R: re-run the forward before its backward (remat)
+  SendF,          ///< SEND_F: activation to the next stage
+  RecvF,          ///< RECV_F: activation from the previous stage
+  SendB,          ///< SEND_B: gradient to the previous stage
+  RecvB,          ///< RECV_B: gradient from the next stage
+  ReduceGrad,     ///< REDUCE_GRAD: data-parallel gradient reduction
+  Step,           ///< STEP: optimizer update of a stage
+};
+
+inline constexpr int kNumActionKinds = 11;
+
+/// Which way a transfer at a stage boundary goes.
+enum class Direction : uint8_t {
+  Forward,  ///< activations, stage s -> s + 1
+  Backward, ///< gradients, stage s + 1 -> s
+};
+
+constexpr bool isSendKind(ActionKind k) {
+  return k == ActionKind::SendF || k == ActionKind::SendB;
+}
+constexpr bool isRecvKind(ActionKind k) {
+  return k == ActionKind::RecvF || k == ActionKind::RecvB;
+}
+constexpr bool isTransferKind(ActionKind k) {
+  return isSendKind(k) || isRecvKind(k);
+}
+/// F, B, I, W and R: the actions that run a stage's layers.
+constexpr bool isComputeKind(ActionKind k) {
+  return k == ActionKind::Forward || k == ActionKind::Backward ||
+         k == ActionKind::BackwardInput || k == ActionKind::BackwardWeight ||
+         k == ActionKind::Recompute;
+}
+/// Every kind but ReduceGrad and Step names a micro-batch.
+constexpr bool hasMicrobatch(ActionKind k) {
+  return k != ActionKind::ReduceGrad && k != ActionKind::Step;
+}
+/// The direction of a transfer kind (Forward for SEND_F and RECV_F).
+constexpr Direction getDirection(ActionKind k) {
+  return k == ActionKind::SendB || k == ActionKind::RecvB
+             ? Direction::Backward
+             : Direction::Forward;
+}
+/// The transfer kind of a send or receive going `dir`.
+constexpr ActionKind getTransferKind(bool send, Direction dir) {
+  if (send)
+    return dir == Direction::Forward ? ActionKind::SendF : ActionKind::SendB;
+  return dir == Direction::Forward ? ActionKind::RecvF : ActionKind::RecvB;
+}
+
+/// The CSV spelling (PyTorch's schedule IR): F B I W R SEND_F RECV_F SEND_B
+/// RECV_B REDUCE_GRAD STEP.
+constexpr const char *getActionKindCSVName(ActionKind k) {
+  switch (k) {
+  case ActionKind::Forward: return "F";
+  case ActionKind::Backward: return "B";
+  case ActionKind::BackwardInput: return "I";
+  case ActionKind::BackwardWeight: return "W";
+  case ActionKind::Recompute: return "R";
+  case ActionKind::SendF: return "SEND_F";
+  case ActionKind::RecvF: return "RECV_F";
+  case ActionKind::SendB: return "SEND_B";
+  case ActionKind::RecvB: return "RECV_B";
+  case ActionKind::ReduceGrad: return "REDUCE_GRAD";
+  case ActionKind::Step: return "STEP";
+  }
+  return "?";
+}
+
+/// The metadata's spelling, which is also the `gpipe` op's name: forward
+/// backward backward_input backward_weight recompute send recv reduce_grad
+/// step (a transfer's direction is a key of its own).
+constexpr const char *getActionKindMetadataName(ActionKind k) {
+  switch (k) {
+  case ActionKind::Forward: return "forward";
+  case ActionKind::Backward: return "backward";
+  case ActionKind::BackwardInput: return "backward_input";
+  case ActionKind::BackwardWeight: return "backward_weight";
+  case ActionKind::Recompute: return "recompute";
+  case ActionKind::SendF:
+  case ActionKind::SendB: return "send";
+  case ActionKind::RecvF:
+  case ActionKind::RecvB: return "recv";
+  case ActionKind::ReduceGrad: return "reduce_grad";
+  case ActionKind::Step: return "step";
+  }
+  return "?";
+}
+
+constexpr const char *getDirectionName(Direction d) {
+  return d == Direction::Forward ? "forward" : "backward";
+}
+
+inline std::optional<Direction> parseDirection(std::string_view s) {
+  if (s == "forward")
+    return Direction::Forward;
+  if (s == "backward")
+    return Direction::Backward;
+  return std::nullopt;
+}
+
+/// Parses the metadata's spelling; transfers need their direction.
+inline std::optional<ActionKind>
+parseActionKindMetadataName(std::string_view s, Direction dir) {
+  if (s == "forward") return ActionKind::Forward;
+  if (s == "backward") return ActionKind::Backward;
+  if (s == "backward_input") return ActionKind::BackwardInput;
+  if (s == "backward_weight") return ActionKind::BackwardWeight;
+  if (s == "recompute") return ActionKind::Recompute;
+  if (s == "send") return getTransferKind(true, dir);
+  if (s == "recv") return getTransferKind(false, dir);
+  if (s == "reduce_grad") return ActionKind::ReduceGrad;
+  if (s == "step") return ActionKind::Step;
+  return std::nullopt;
+}
+
+/// The tag a transfer of micro-batch `mb` across boundary `boundary` (stage
+/// boundary -> boundary + 1) carries; a send and the receive it pairs with
+/// compute the same one. `microbatches` is M.
+constexpr int64_t getTransferTag(int64_t boundary, int64_t mb,
+                                 int64_t microbatches, Direction dir) {
+  return (boundary * microbatches + mb) * 2 +
+         (dir == Direction::Forward ? 0 : 1);
+}
+/// The boundary a transfer of `stage` crosses: a forward send leaves stage
+/// s over boundary s, a forward receive enters it over s - 1, and the other
+/// way round for gradients.
+constexpr int64_t getTransferBoundary(ActionKind k, int64_t stage) {
+  switch (k) {
+  case ActionKind::SendF:
+  case ActionKind::RecvB: return stage;
+  default: return stage - 1;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+/// The optimizer whose state the memory plan reserves.
+enum class OptimizerKind : uint8_t { SGD, Momentum, Adam };
+
+/// State per parameter byte: SGD 0, SGD with momentum 1 (velocity), Adam 2
+/// (first and second moments).
+constexpr int getOptimizerStateFactor(OptimizerKind k) {
+  return k == OptimizerKind::SGD ? 0 : k == OptimizerKind::Momentum ? 1 : 2;
+}
+/// "sgd", "momentum", "adam".
+constexpr const char *getOptimizerName(OptimizerKind k) {
+  return k == OptimizerKind::SGD        ? "sgd"
+         : k == OptimizerKind::Momentum ? "momentum"
+                                        : "adam";
+}
+/// Parses "sgd", "momentum" (also "sgd-momentum"), "adam" (also "adamw").
+inline std::optional<OptimizerKind> parseOptimizerKind(std::string_view s) {
+  if (s == "sgd")
+    return OptimizerKind::SGD;
+  if (s == "momentum" || s == "sgd-momentum")
+    return OptimizerKind::Momentum;
+  if (s == "adam" || s == "adamw")
+    return OptimizerKind::Adam;
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// Metadata keys
+//===----------------------------------------------------------------------===//
+
+/// The keys of the model metadata (Program.h), spelled once.
+namespace key {
+inline constexpr const char *kFormat = "format";
+inline constexpr const char *kSchemaVersion = "schema_version";
+inline constexpr const char *kAbiVersion = "abi_version";
+inline constexpr const char *kTarget = "target";
+inline constexpr const char *kPrecision = "precision";
+inline constexpr const char *kStages = "stages";
+inline constexpr const char *kMicrobatches = "microbatches";
+inline constexpr const char *kSchedule = "schedule";
+inline constexpr const char *kRemat = "remat";
+inline constexpr const char *kOptimizer = "optimizer";
+inline constexpr const char *kAlignment = "alignment";
+inline constexpr const char *kRanks = "ranks";
+inline constexpr const char *kProgram = "program";
+inline constexpr const char *kActions = "actions";
+inline constexpr const char *kKind = "kind";
+inline constexpr const char *kStage = "stage";
+inline constexpr const char *kMicrobatch = "mb";
+inline constexpr const char *kPeer = "peer";
+inline constexpr const char *kDirection = "direction";
+inline constexpr const char *kBytes = "bytes";
+inline constexpr const char *kDType = "dtype";
+} // namespace key
+
+} // namespace gpipe::abi
+
+#endif // GPIPE_RUNTIME_VOCABULARY_H
