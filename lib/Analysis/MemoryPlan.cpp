@@ -501,6 +501,105 @@ std::vector<PlannedBuffer> collectBuffers(const Schedule &schedule,
   return buffers;
 }
 
+/// The fewest copies for `members` (buffers of one kind and stage, by index
+/// into `buffers`) such that buffers sharing copy mb mod c never overlap in
+/// time.
+int countCopies(const std::vector<PlannedBuffer> &buffers,
+                const std::vector<size_t> &members) {
+  // The most live at once: a lower bound, and the answer for FIFO lifetimes.
+  std::vector<std::pair<int, int>> events;
+  for (size_t m : members) {
+    events.push_back({buffers[m].firstAction, +1});
+    events.push_back({buffers[m].lastAction + 1, -1});
+  }
+  std::sort(events.begin(), events.end());
+  int live = 0, most = 1;
+  for (auto [at, delta] : events) {
+    live += delta;
+    most = std::max(most, live);
+  }
+  int n = static_cast<int>(members.size());
+  for (int c = most; c < n; ++c) {
+    bool ok = true;
+    std::map<int, std::vector<size_t>> byCopy;
+    for (size_t m : members)
+      byCopy[buffers[m].microbatch % c].push_back(m);
+    for (auto &[copy, list] : byCopy) {
+      std::sort(list.begin(), list.end(), [&](size_t a, size_t b) {
+        return buffers[a].firstAction < buffers[b].firstAction;
+      });
+      int end = -1;
+      for (size_t m : list) {
+        if (buffers[m].firstAction <= end) {
+          ok = false;
+          break;
+        }
+        end = std::max(end, buffers[m].lastAction);
+      }
+      if (!ok)
+        break;
+    }
+    if (ok)
+      return c;
+  }
+  return std::max(n, 1);
+}
+
+/// Groups `rank`'s buffers into slots, places the slots in the arena and
+/// the buffers at their slot's copy. Returns the arena size.
+int64_t allocateSlots(RankMemoryPlan &rank, int64_t alignment) {
+  std::vector<PlannedBuffer> &buffers = rank.buffers;
+  // (kind, stage) -> members, in order of first appearance.
+  std::map<std::pair<int, int>, size_t> slotOf;
+  std::vector<std::vector<size_t>> members;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const PlannedBuffer &b = buffers[i];
+    int stage = b.kind == BufferKind::Scratch ? -1 : b.stage;
+    auto [it, inserted] =
+        slotOf.try_emplace({static_cast<int>(b.kind), stage}, members.size());
+    if (inserted) {
+      PlannedSlot slot;
+      slot.kind = b.kind;
+      slot.stage = stage;
+      slot.firstAction = b.firstAction;
+      slot.lastAction = b.lastAction;
+      rank.slots.push_back(slot);
+      members.emplace_back();
+    }
+    PlannedSlot &slot = rank.slots[it->second];
+    slot.size = std::max(slot.size, b.bytes);
+    slot.firstAction = std::min(slot.firstAction, b.firstAction);
+    slot.lastAction = std::max(slot.lastAction, b.lastAction);
+    members[it->second].push_back(i);
+  }
+  std::vector<PlannedBuffer> units;
+  for (size_t k = 0; k < rank.slots.size(); ++k) {
+    PlannedSlot &slot = rank.slots[k];
+    bool perMicrobatch =
+        !isPersistentBuffer(slot.kind) && slot.kind != BufferKind::Scratch;
+    slot.count = perMicrobatch ? countCopies(buffers, members[k]) : 1;
+    slot.stride = alignTo(slot.size, alignment);
+    PlannedBuffer unit;
+    unit.kind = slot.kind;
+    unit.stage = slot.stage;
+    unit.bytes = slot.getSpan();
+    unit.firstAction = slot.firstAction;
+    unit.lastAction = slot.lastAction;
+    unit.keptFromAction = slot.firstAction;
+    units.push_back(unit);
+  }
+  int64_t arena = allocateArena(units, alignment, &rank.strategy);
+  for (size_t k = 0; k < rank.slots.size(); ++k) {
+    PlannedSlot &slot = rank.slots[k];
+    slot.offset = units[k].offset;
+    for (size_t m : members[k]) {
+      int copy = slot.count > 1 ? buffers[m].microbatch % slot.count : 0;
+      buffers[m].offset = slot.offset + copy * slot.stride;
+    }
+  }
+  return arena;
+}
+
 } // namespace
 
 MemoryPlan mlir::gpipe::planMemory(const Schedule &schedule,
@@ -565,8 +664,7 @@ MemoryPlan mlir::gpipe::planMemory(const Schedule &schedule,
       for (const PlannedBuffer &b : rank.buffers)
         if (b.isLiveAt(rank.peakAction))
           rank.atPeak.add(b, rank.peakAction);
-    rank.arenaBytes =
-        allocateArena(rank.buffers, input.alignment, &rank.strategy);
+    rank.arenaBytes = allocateSlots(rank, input.alignment);
     plan.ranks.push_back(std::move(rank));
   }
   return plan;

@@ -18,6 +18,7 @@
 
 #include "gpipe/Runtime/Engine.h"
 #include "gpipe/Runtime/Device.h"
+#include "gpipe/Runtime/Vocabulary.h"
 
 #include <nlohmann/json.hpp>
 
@@ -409,9 +410,40 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
   return true;
 }
 
+/// Checks the micro-batch of an action (after a loop has set it).
+bool checkActionMicrobatch(Reader &r, const std::string &where,
+                           const ModelMetadata &m, const ActionSpec &action) {
+  bool perStep =
+      action.kind == ActionKind::Step || action.kind == ActionKind::ReduceGrad;
+  if (perStep && action.mb != -1)
+    return r.fail(where + ".mb", std::string(actionKindName(action.kind)) +
+                                     " must have mb -1, got " +
+                                     std::to_string(action.mb));
+  if (!perStep && (action.mb < 0 || action.mb >= m.microbatches))
+    return r.fail(where + ".mb", "micro-batch " + std::to_string(action.mb) +
+                                     " is outside [0, " +
+                                     std::to_string(m.microbatches) + ")");
+  return true;
+}
+
+/// The tag of a transfer whose metadata leaves it out (the compiler's
+/// compact programs): the one the vocabulary defines for its boundary and
+/// micro-batch, which its peer computes the same way.
+int64_t computeTag(const ModelMetadata &m, const ActionSpec &a) {
+  bool forward = a.direction == "forward";
+  gpipe::abi::ActionKind kind = gpipe::abi::getTransferKind(
+      a.kind == ActionKind::Send,
+      forward ? gpipe::abi::Direction::Forward
+              : gpipe::abi::Direction::Backward);
+  return gpipe::abi::getTransferTag(
+      gpipe::abi::getTransferBoundary(kind, a.stage), a.mb, m.microbatches,
+      forward ? gpipe::abi::Direction::Forward
+              : gpipe::abi::Direction::Backward);
+}
+
 bool parseAction(Reader &r, const Json &a, const std::string &where,
                  const ModelMetadata &m, const RankPlan &rank, int64_t numRanks,
-                 ActionSpec &action) {
+                 ActionSpec &action, bool inLoop = false) {
   std::string kind;
   if (!r.string(a, where, "kind", kind))
     return false;
@@ -426,19 +458,12 @@ bool parseAction(Reader &r, const Json &a, const std::string &where,
     return r.fail(where + ".stage", "rank " + std::to_string(rank.rank) +
                                         " does not hold stage " +
                                         std::to_string(action.stage));
-  bool perStep =
-      action.kind == ActionKind::Step || action.kind == ActionKind::ReduceGrad;
-  if (perStep && action.mb != -1)
-    return r.fail(where + ".mb",
-                  kind + " must have mb -1, got " + std::to_string(action.mb));
-  if (!perStep && (action.mb < 0 || action.mb >= m.microbatches))
-    return r.fail(where + ".mb", "micro-batch " + std::to_string(action.mb) +
-                                     " is outside [0, " +
-                                     std::to_string(m.microbatches) + ")");
+  if (!inLoop && !checkActionMicrobatch(r, where, m, action))
+    return false;
   if (action.kind == ActionKind::Send || action.kind == ActionKind::Recv) {
     if (!r.integer(a, where, "peer", action.peer) ||
         !r.string(a, where, "direction", action.direction) ||
-        !r.integer(a, where, "tag", action.tag) ||
+        !r.integer(a, where, "tag", action.tag, -1) ||
         !r.integer(a, where, "bytes", action.bytes) ||
         !r.string(a, where, "dtype", action.dtype, std::string()))
       return false;
@@ -451,6 +476,63 @@ bool parseAction(Reader &r, const Json &a, const std::string &where,
                         action.direction + "'");
     if (action.bytes < 0)
       return r.fail(where + ".bytes", "is negative");
+    if (action.tag < 0 && !inLoop)
+      action.tag = computeTag(m, action);
+  }
+  return true;
+}
+
+/// Appends the actions of a rank's program to `rank.actions`: each entry is
+/// an action, or a loop `{"loop": {"lower": L, "upper": U, "body": [...]}}`
+/// whose body actions run for mb = L .. U-1 with their "mb" added to it
+/// (the compiler's micro-batch loops; the program's size does not grow
+/// with M, the expanded list does).
+bool parseRankProgram(Reader &r, const Json &actions, const std::string &where,
+                      const ModelMetadata &m, RankPlan &rank,
+                      int64_t numRanks) {
+  for (size_t ai = 0; ai < actions.size(); ++ai) {
+    const Json &entry = actions[ai];
+    std::string at = where + "[" + std::to_string(ai) + "]";
+    const Json *loop = entry.is_object() && entry.contains("loop")
+                           ? &entry["loop"]
+                           : nullptr;
+    if (!loop) {
+      ActionSpec action;
+      if (!parseAction(r, entry, at, m, rank, numRanks, action))
+        return false;
+      rank.actions.push_back(std::move(action));
+      continue;
+    }
+    at += ".loop";
+    int64_t lower = 0, upper = 0;
+    if (!r.integer(*loop, at, "lower", lower) ||
+        !r.integer(*loop, at, "upper", upper))
+      return false;
+    if (lower < 0 || upper <= lower || upper > m.microbatches)
+      return r.fail(at, "loop bounds [" + std::to_string(lower) + ", " +
+                            std::to_string(upper) + ") are not inside [0, " +
+                            std::to_string(m.microbatches) + ")");
+    const Json *body = r.array(*loop, at, "body");
+    if (!body)
+      return false;
+    std::vector<ActionSpec> templates(body->size());
+    for (size_t bi = 0; bi < body->size(); ++bi)
+      if (!parseAction(r, (*body)[bi], at + ".body[" + std::to_string(bi) + "]",
+                       m, rank, numRanks, templates[bi], /*inLoop=*/true))
+        return false;
+    for (int64_t mb = lower; mb < upper; ++mb)
+      for (size_t bi = 0; bi < templates.size(); ++bi) {
+        ActionSpec action = templates[bi];
+        action.mb += mb;
+        std::string bodyAt = at + ".body[" + std::to_string(bi) + "]";
+        if (!checkActionMicrobatch(r, bodyAt, m, action))
+          return false;
+        if ((action.kind == ActionKind::Send ||
+             action.kind == ActionKind::Recv) &&
+            action.tag < 0)
+          action.tag = computeTag(m, action);
+        rank.actions.push_back(std::move(action));
+      }
   }
   return true;
 }
@@ -570,16 +652,9 @@ bool parseRanks(Reader &r, const Json &root, ModelMetadata &m) {
                                  std::to_string(regions[i].begin) + ", " +
                                  std::to_string(regions[i].end) + ")");
     const Json *actions = r.array(rj, where, "actions");
-    if (!actions)
+    if (!actions ||
+        !parseRankProgram(r, *actions, where + ".actions", m, rank, numRanks))
       return false;
-    for (size_t ai = 0; ai < actions->size(); ++ai) {
-      ActionSpec action;
-      if (!parseAction(r, (*actions)[ai],
-                       where + ".actions[" + std::to_string(ai) + "]", m, rank,
-                       numRanks, action))
-        return false;
-      rank.actions.push_back(std::move(action));
-    }
     m.ranks.push_back(std::move(rank));
   }
   for (int64_t s = 0; s < m.stages; ++s)

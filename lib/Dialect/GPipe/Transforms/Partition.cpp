@@ -373,7 +373,7 @@ void GPipePartitionPass::runOnOperation() {
       builder, func.getLoc(), builder.getStringAttr(pipelineName),
       builder.getArrayAttr(stageRefs), builder.getI64IntegerAttr(microbatches),
       ScheduleKindAttr::get(module.getContext(), *scheduleKind),
-      RematAttr::get(module.getContext(), *rematKind))
+      RematAttr::get(module.getContext(), *rematKind), MemoryPlanAttr())
       .getBody()
       .emplaceBlock();
 }
