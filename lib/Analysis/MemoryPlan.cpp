@@ -572,23 +572,100 @@ int64_t allocateSlots(RankMemoryPlan &rank, int64_t alignment) {
     slot.lastAction = std::max(slot.lastAction, b.lastAction);
     members[it->second].push_back(i);
   }
-  std::vector<PlannedBuffer> units;
+  // Each slot is live over the union of its buffers' intervals (not their
+  // hull): a send buffer and a receive buffer that alternate in 1F1B's
+  // steady state never hold data at once and may share bytes.
+  std::vector<std::vector<std::pair<int, int>>> live(rank.slots.size());
+  std::vector<int64_t> spans(rank.slots.size());
   for (size_t k = 0; k < rank.slots.size(); ++k) {
     PlannedSlot &slot = rank.slots[k];
     bool perMicrobatch =
         !isPersistentBuffer(slot.kind) && slot.kind != BufferKind::Scratch;
     slot.count = perMicrobatch ? countCopies(buffers, members[k]) : 1;
     slot.stride = alignTo(slot.size, alignment);
-    PlannedBuffer unit;
-    unit.kind = slot.kind;
-    unit.stage = slot.stage;
-    unit.bytes = slot.getSpan();
-    unit.firstAction = slot.firstAction;
-    unit.lastAction = slot.lastAction;
-    unit.keptFromAction = slot.firstAction;
-    units.push_back(unit);
+    spans[k] = alignTo(slot.getSpan(), alignment);
+    std::vector<std::pair<int, int>> intervals;
+    for (size_t m : members[k])
+      intervals.push_back({buffers[m].firstAction, buffers[m].lastAction});
+    std::sort(intervals.begin(), intervals.end());
+    for (auto [first, last] : intervals) {
+      if (!live[k].empty() && first <= live[k].back().second + 1)
+        live[k].back().second = std::max(live[k].back().second, last);
+      else
+        live[k].push_back({first, last});
+    }
   }
-  int64_t arena = allocateArena(units, alignment, &rank.strategy);
+  auto overlap = [&](size_t a, size_t b) {
+    const auto &x = live[a], &y = live[b];
+    size_t i = 0, j = 0;
+    while (i < x.size() && j < y.size()) {
+      if (x[i].second < y[j].first)
+        ++i;
+      else if (y[j].second < x[i].first)
+        ++j;
+      else
+        return true;
+    }
+    return false;
+  };
+  // Persistent slots packed from 0; then the others, best fit among the
+  // placed slots live at the same time, in two orders (largest first, and
+  // first live first), keeping the smaller arena.
+  std::vector<size_t> persistent, rest;
+  int64_t top = 0;
+  std::vector<int64_t> base(rank.slots.size(), 0);
+  for (size_t k = 0; k < rank.slots.size(); ++k) {
+    if (isPersistentBuffer(rank.slots[k].kind)) {
+      base[k] = top;
+      top += spans[k];
+      persistent.push_back(k);
+    } else {
+      rest.push_back(k);
+    }
+  }
+  auto place = [&](const std::vector<size_t> &order,
+                   std::vector<int64_t> &offsets) {
+    int64_t arena = top;
+    std::vector<size_t> placed;
+    for (size_t k : order) {
+      if (spans[k] == 0)
+        continue;
+      std::vector<std::pair<int64_t, int64_t>> busy;
+      for (size_t other : placed)
+        if (overlap(k, other))
+          busy.push_back({offsets[other], offsets[other] + spans[other]});
+      std::sort(busy.begin(), busy.end());
+      int64_t cursor = top, best = -1, bestGap = 0;
+      for (auto [begin, end] : busy) {
+        if (begin > cursor && begin - cursor >= spans[k] &&
+            (best < 0 || begin - cursor < bestGap)) {
+          best = cursor;
+          bestGap = begin - cursor;
+        }
+        cursor = std::max(cursor, end);
+      }
+      offsets[k] = best >= 0 ? best : cursor;
+      arena = std::max(arena, offsets[k] + spans[k]);
+      placed.push_back(k);
+    }
+    return arena;
+  };
+  std::vector<size_t> bySize = rest, byTime = rest;
+  std::stable_sort(bySize.begin(), bySize.end(), [&](size_t a, size_t b) {
+    return spans[a] > spans[b];
+  });
+  std::stable_sort(byTime.begin(), byTime.end(), [&](size_t a, size_t b) {
+    return rank.slots[a].firstAction < rank.slots[b].firstAction;
+  });
+  std::vector<int64_t> sizeOffsets = base, timeOffsets = base;
+  int64_t sizeArena = place(bySize, sizeOffsets);
+  int64_t timeArena = place(byTime, timeOffsets);
+  bool useTime = timeArena < sizeArena;
+  rank.strategy = useTime ? "time" : "size";
+  int64_t arena = useTime ? timeArena : sizeArena;
+  std::vector<PlannedBuffer> units(rank.slots.size());
+  for (size_t k = 0; k < rank.slots.size(); ++k)
+    units[k].offset = (useTime ? timeOffsets : sizeOffsets)[k];
   for (size_t k = 0; k < rank.slots.size(); ++k) {
     PlannedSlot &slot = rank.slots[k];
     slot.offset = units[k].offset;
