@@ -881,7 +881,7 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
   const StageParams &sp = stageParams[stage];
   for (Operation *op : liveness.getOps()) {
     Location opLoc = op->getLoc();
-    if (isa<func::ReturnOp, nn::YieldOp>(op))
+    if (isa<func::ReturnOp, nn::YieldOp, YieldOp>(op))
       continue;
     if (auto param = dyn_cast<nn::ParamOp>(op)) {
       auto it = sp.params.find(param.getName());

@@ -682,3 +682,29 @@ func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
 
 // expected-error @+1 {{two slots for input of stage 0}}
 func.func private @duplicate_slots() attributes {arena = #gpipe.arena<size = 128, peak = 128, peak_at = 0, breakdown = <params = 0, grads = 0, optimizer = 0, kept = 128, scratch = 0, boundary = 0>, slots = [<input stage 0 at 0 size 64 x 1 stride 64>, <input stage 0 at 64 size 64 x 1 stride 64>]>}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// gpipe.remat
+//===----------------------------------------------------------------------===//
+
+func.func @remat_none(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'gpipe.remat' op re-materializes under remat policy none, which keeps every activation instead}}
+  %r = gpipe.remat none -> tensor<4xf32> {
+    %y = nn.relu %x : tensor<4xf32>
+    gpipe.yield %y : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @remat_types(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'gpipe.remat' op yields 'tensor<4xf32>' but returns 'tensor<2xf32>'}}
+  %r = gpipe.remat stage -> tensor<2xf32> {
+    %y = nn.relu %x : tensor<4xf32>
+    gpipe.yield %y : tensor<4xf32>
+  }
+  return %x : tensor<4xf32>
+}

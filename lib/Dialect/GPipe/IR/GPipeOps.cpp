@@ -212,6 +212,21 @@ LogicalResult StageOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 //===----------------------------------------------------------------------===//
+// RematOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RematOp::verify() {
+  if (getPolicy() == Remat::None)
+    return emitOpError("re-materializes under remat policy none, which keeps "
+                       "every activation instead");
+  Operation *yield = getBody().front().getTerminator();
+  if (yield->getOperandTypes() != getResultTypes())
+    return emitOpError("yields ")
+           << yield->getOperandTypes() << " but returns " << getResultTypes();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // PipelineOp
 //===----------------------------------------------------------------------===//
 

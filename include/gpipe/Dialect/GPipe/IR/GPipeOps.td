@@ -16,6 +16,8 @@ include "gpipe/Dialect/GPipe/IR/GPipeBase.td"
 include "gpipe/Dialect/GPipe/IR/GPipeAttrs.td"
 include "gpipe/Dialect/GPipe/IR/GPipeInterfaces.td"
 include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
@@ -91,6 +93,49 @@ def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
       return getBackwardInputAttr() && getBackwardWeightAttr();
     }
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Re-materialization
+//===----------------------------------------------------------------------===//
+
+def GPipe_RematOp : GPipe_Op<"remat", [
+    SingleBlockImplicitTerminator<"::mlir::gpipe::YieldOp">,
+    RecursiveMemoryEffects]> {
+  let summary = "The forward a backward re-runs instead of keeping it";
+  let description = [{
+    In a stage's backward function, the ops that recompute the stage's
+    forward from its kept input (GPipe's re-materialization): they run in
+    place, in order, and the region yields the recomputed activations the
+    gradient ops read. `policy` is the pipeline's remat policy that put the
+    region there (`stage`: keep only the stage input). With remat `none`
+    the forward saves those activations instead and the backward has no
+    region. Parameter reads and constants stay outside: they are reads, not
+    recomputation.
+
+    ```mlir
+    %w = nn.param @w0 : tensor<16x8xf32>
+    %h, %y = gpipe.remat stage -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+      %0 = nn.matmul %x, %w : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+      %1 = nn.relu %0 : tensor<4x8xf32>
+      gpipe.yield %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>
+    }
+    ```
+  }];
+  let arguments = (ins GPipe_RematAttr:$policy);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat =
+      "`` $policy (`->` type($results)^)? $body attr-dict";
+  let hasVerifier = 1;
+}
+
+def GPipe_YieldOp : GPipe_Op<"yield", [Pure, Terminator, ReturnLike,
+    HasParent<"::mlir::gpipe::RematOp">]> {
+  let summary = "The values a re-materialization region gives back";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let builders = [OpBuilder<(ins), [{ /* nothing */ }]>];
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }
 
 //===----------------------------------------------------------------------===//
