@@ -339,12 +339,12 @@ template <typename... Params> struct Trampoline<gpipe_rt_status(Params...)> {
 
 /// Runs CPU kernel `id` on `slots` (one per parameter, checked by
 /// verifyKernelCall).
-gpipe_rt_status runCPUKernel(gpipe::abi::KernelId id,
+gpipe_rt_status runCPUKernel(::gpipe::abi::KernelId id,
                              ArrayRef<KernelSlot> slots) {
   switch (id) {
 #define GPIPE_RT_ARG(role, type, name) type
 #define GPIPE_RT_KERNEL(name, ret, args)                                       \
-  case gpipe::abi::KernelId::k_##name:                                         \
+  case ::gpipe::abi::KernelId::k_##name:                                         \
     return Trampoline<ret args>::call(&gpipe_rt_cpu_##name, slots);
 #include "gpipe/Runtime/Kernels.def"
   }

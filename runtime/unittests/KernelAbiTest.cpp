@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,9 +85,9 @@ TEST(KernelAbi, GPIPE_TEST_NAME(BACKEND, EveryKernelIsDefinedAndTabled)) {
         getKernelSignature(static_cast<KernelId>(common));
     EXPECT_EQ(kernel.name, signature.name);
     EXPECT_EQ(kernel.arity, signature.numParams) << kernel.name;
-    KernelId id;
-    EXPECT_TRUE(lookupKernel(kernel.name, id));
-    EXPECT_EQ(static_cast<size_t>(id), common);
+    std::optional<KernelId> id = lookupKernel(kernel.name);
+    ASSERT_TRUE(id.has_value()) << kernel.name;
+    EXPECT_EQ(static_cast<size_t>(*id), common);
     ++common;
   }
   EXPECT_EQ(common, kNumKernels);

@@ -355,24 +355,24 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
   // One LLVM call per kernel call, its types from the kernel's signature.
   auto callKernel = [&](Operation *op, const KernelCall &call) {
     Location opLoc = op->getLoc();
-    const gpipe::abi::KernelSignature &signature = call.signature();
+    const ::gpipe::abi::KernelSignature &signature = call.signature();
     SmallVector<Value> args;
     SmallVector<Type> types;
     for (auto [param, a] : llvm::zip_equal(signature, call.args)) {
       Type type = ptrTy;
       switch (param.type) {
-      case gpipe::abi::ArgType::Ptr:
+      case ::gpipe::abi::ArgType::Ptr:
         break;
-      case gpipe::abi::ArgType::I32:
+      case ::gpipe::abi::ArgType::I32:
         type = i32Ty;
         break;
-      case gpipe::abi::ArgType::I64:
+      case ::gpipe::abi::ArgType::I64:
         type = i64Ty;
         break;
-      case gpipe::abi::ArgType::F32:
+      case ::gpipe::abi::ArgType::F32:
         type = f32Ty;
         break;
-      case gpipe::abi::ArgType::F64:
+      case ::gpipe::abi::ArgType::F64:
         type = Float64Type::get(ctx);
         break;
       }
@@ -1129,7 +1129,7 @@ LogicalResult Emitter::emitMetadata() {
 //===----------------------------------------------------------------------===//
 
 struct ConvertGPipeToRuntimePass
-    : public gpipe::impl::ConvertGPipeToRuntimePassBase<
+    : public mlir::gpipe::impl::ConvertGPipeToRuntimePassBase<
           ConvertGPipeToRuntimePass> {
   using ConvertGPipeToRuntimePassBase::ConvertGPipeToRuntimePassBase;
 

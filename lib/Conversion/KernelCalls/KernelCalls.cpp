@@ -19,8 +19,8 @@
 
 using namespace mlir;
 using namespace mlir::gpipe;
-using gpipe::abi::ArgRole;
-using gpipe::abi::KernelId;
+using ::gpipe::abi::ArgRole;
+using ::gpipe::abi::KernelId;
 
 FailureOr<gpipe_rt_dtype> mlir::gpipe::getRuntimeDType(Type elementType) {
   if (elementType.isF32())
@@ -637,7 +637,7 @@ mlir::gpipe::getKernelCall(Operation *operation,
 
 LogicalResult mlir::gpipe::verifyKernelCall(Operation *op,
                                             const KernelCall &call) {
-  const gpipe::abi::KernelSignature &sig = call.signature();
+  const ::gpipe::abi::KernelSignature &sig = call.signature();
   auto mismatch = [&]() {
     return op->emitOpError("kernel call does not match gpipe_rt_*_")
            << sig.name << " of Kernels.def: ";
@@ -650,19 +650,19 @@ LogicalResult mlir::gpipe::verifyKernelCall(Operation *op,
     bool fits = false;
     switch (arg.kind) {
     case KernelArg::Buffer:
-      fits = gpipe::abi::isBuffer(role) && arg.value;
+      fits = ::gpipe::abi::isBuffer(role) && arg.value;
       break;
     case KernelArg::Null:
-      fits = gpipe::abi::isOptional(role);
+      fits = ::gpipe::abi::isOptional(role);
       break;
     case KernelArg::Int:
-      fits = gpipe::abi::isInteger(role);
+      fits = ::gpipe::abi::isInteger(role);
       break;
     case KernelArg::Real:
       fits = role == ArgRole::REAL;
       break;
     case KernelArg::Ints:
-      fits = gpipe::abi::isIntArray(role);
+      fits = ::gpipe::abi::isIntArray(role);
       break;
     case KernelArg::Buffers:
       fits = role == ArgRole::IN_LIST || role == ArgRole::OUT_LIST;

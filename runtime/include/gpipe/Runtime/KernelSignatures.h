@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <optional>
 #include <string_view>
 #include <type_traits>
 
@@ -177,14 +178,12 @@ constexpr const KernelSignature &getKernelSignature(KernelId id) {
   return kKernelSignatures[static_cast<size_t>(id)];
 }
 
-/// The kernel called `name` ("binary_f32"), or false.
-constexpr bool lookupKernel(std::string_view name, KernelId &id) {
+/// The kernel called `name` ("binary_f32"), if there is one.
+constexpr std::optional<KernelId> lookupKernel(std::string_view name) {
   for (size_t i = 0; i < kNumKernels; ++i)
-    if (name == kKernelSignatures[i].name) {
-      id = static_cast<KernelId>(i);
-      return true;
-    }
-  return false;
+    if (name == kKernelSignatures[i].name)
+      return static_cast<KernelId>(i);
+  return std::nullopt;
 }
 
 } // namespace gpipe::abi
