@@ -67,6 +67,23 @@ static int64_t countOf(Value v) {
   return n;
 }
 
+/// The LLVM type a kernel argument is passed as.
+static Type getArgType(MLIRContext *ctx, ::gpipe::abi::ArgType type) {
+  switch (type) {
+  case ::gpipe::abi::ArgType::Ptr:
+    return LLVM::LLVMPointerType::get(ctx);
+  case ::gpipe::abi::ArgType::I32:
+    return IntegerType::get(ctx, 32);
+  case ::gpipe::abi::ArgType::I64:
+    return IntegerType::get(ctx, 64);
+  case ::gpipe::abi::ArgType::F32:
+    return Float32Type::get(ctx);
+  case ::gpipe::abi::ArgType::F64:
+    return Float64Type::get(ctx);
+  }
+  return Type();
+}
+
 /// The runtime element type of `v`, or an error at `op`.
 static FailureOr<int64_t> dtypeOf(Operation *op, Value v,
                                   ArrayRef<gpipe_rt_dtype> allowed = {}) {
@@ -190,17 +207,33 @@ private:
 LLVM::LLVMFuncOp Emitter::declare(StringRef kernelName, Type result,
                                   ArrayRef<Type> args) {
   // Kernels are named for the CPU library; other targets have the same
-  // entry points under their own prefix.
+  // entry points under their own prefix. A kernel's type is the one
+  // Kernels.def declares, whatever the caller passed: a call with other
+  // operands then fails the LLVM dialect's verifier instead of reaching the
+  // runtime.
   std::string name = kernelName.str();
   StringRef cpu = "gpipe_rt_cpu_";
-  if (kernelName.starts_with(cpu) && target != "cpu")
-    name = "gpipe_rt_" + target + "_" + kernelName.drop_front(cpu.size()).str();
+  SmallVector<Type> types(args.begin(), args.end());
+  if (kernelName.starts_with(cpu)) {
+    StringRef base = kernelName.drop_front(cpu.size());
+    if (target != "cpu")
+      name = "gpipe_rt_" + target + "_" + base.str();
+    if (std::optional<::gpipe::abi::KernelId> kernel =
+            ::gpipe::abi::lookupKernel(std::string_view(base.data(),
+                                                        base.size()))) {
+      types.clear();
+      for (const ::gpipe::abi::KernelParam &param :
+           ::gpipe::abi::getKernelSignature(*kernel))
+        types.push_back(getArgType(ctx, param.type));
+      result = IntegerType::get(ctx, 32);
+    }
+  }
   auto it = declared.find(name);
   if (it != declared.end())
     return it->second;
   OpBuilder at(ctx);
   at.setInsertionPointToEnd(module.getBody());
-  auto type = LLVM::LLVMFunctionType::get(result, args);
+  auto type = LLVM::LLVMFunctionType::get(result, types);
   auto func = LLVM::LLVMFuncOp::create(at, module.getLoc(), name, type);
   declared[name] = func;
   return func;
@@ -359,23 +392,7 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
     SmallVector<Value> args;
     SmallVector<Type> types;
     for (auto [param, a] : llvm::zip_equal(signature, call.args)) {
-      Type type = ptrTy;
-      switch (param.type) {
-      case ::gpipe::abi::ArgType::Ptr:
-        break;
-      case ::gpipe::abi::ArgType::I32:
-        type = i32Ty;
-        break;
-      case ::gpipe::abi::ArgType::I64:
-        type = i64Ty;
-        break;
-      case ::gpipe::abi::ArgType::F32:
-        type = f32Ty;
-        break;
-      case ::gpipe::abi::ArgType::F64:
-        type = Float64Type::get(ctx);
-        break;
-      }
+      Type type = getArgType(ctx, param.type);
       types.push_back(type);
       switch (a.kind) {
       case KernelArg::Buffer:
