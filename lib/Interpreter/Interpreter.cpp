@@ -344,7 +344,7 @@ gpipe_rt_status runCPUKernel(::gpipe::abi::KernelId id,
   switch (id) {
 #define GPIPE_RT_ARG(role, type, name) type
 #define GPIPE_RT_KERNEL(name, ret, args)                                       \
-  case ::gpipe::abi::KernelId::k_##name:                                         \
+  case ::gpipe::abi::KernelId::k_##name:                                       \
     return Trampoline<ret args>::call(&gpipe_rt_cpu_##name, slots);
 #include "gpipe/Runtime/Kernels.def"
   }

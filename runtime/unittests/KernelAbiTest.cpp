@@ -42,10 +42,10 @@ struct Defined {
 
 #define GPIPE_RT_ARG(role, type, name) type
 #define GPIPE_RT_ENTRY(prefix, name, ret, args, deviceOnly)                    \
-  Defined{#name,                                                               \
-          reinterpret_cast<const void *>(                                      \
-              static_cast<ret(*) args>(&prefix##name)),                        \
-          arityOf(static_cast<ret(*) args>(&prefix##name)), deviceOnly},
+  Defined{                                                                     \
+      #name,                                                                   \
+      reinterpret_cast<const void *>(static_cast<ret(*) args>(&prefix##name)), \
+      arityOf(static_cast<ret(*) args>(&prefix##name)), deviceOnly},
 
 #ifdef GPIPE_TEST_CUDA_KERNELS
 const std::vector<Defined> &definedKernels() {

@@ -73,10 +73,9 @@ func.func @f(%x: tensor<4x3xf32>, %w: tensor<2x3xf32>) -> tensor<4x2xf32> {
   ASSERT_TRUE(succeeded(fp32));
   EXPECT_EQ(fp32->kernel, KernelId::k_linear_f32);
   using K = KernelArg;
-  EXPECT_EQ(kindsOf(*fp32),
-            (std::vector<K::Kind>{K::Buffer, K::Ints, K::Int, K::Buffer,
-                                  K::Ints, K::Null, K::Int, K::Buffer, K::Ints,
-                                  K::Int}));
+  EXPECT_EQ(kindsOf(*fp32), (std::vector<K::Kind>{
+                                K::Buffer, K::Ints, K::Int, K::Buffer, K::Ints,
+                                K::Null, K::Int, K::Buffer, K::Ints, K::Int}));
   EXPECT_EQ(fp32->args[0].value, op->getOperand(0));
   EXPECT_EQ(fp32->args[1].ints, (SmallVector<int64_t>{4, 3}));
   EXPECT_EQ(fp32->args[4].ints, (SmallVector<int64_t>{2, 3}));
@@ -102,9 +101,9 @@ func.func @f(%x: tensor<2x5xf32>) -> (tensor<2x2xf32>, tensor<2x3xf32>) {
   EXPECT_EQ(call->kernel, KernelId::k_split);
   EXPECT_EQ(call->args[0].integer, GPIPE_RT_F32);
   EXPECT_EQ(call->args.back().kind, KernelArg::Buffers);
-  EXPECT_EQ(call->args.back().values,
-            (SmallVector<Value>(op->getResults().begin(),
-                                op->getResults().end())));
+  EXPECT_EQ(
+      call->args.back().values,
+      (SmallVector<Value>(op->getResults().begin(), op->getResults().end())));
 }
 
 TEST_F(KernelCallsTest, ACallThatDoesNotFitItsSignatureIsRejected) {

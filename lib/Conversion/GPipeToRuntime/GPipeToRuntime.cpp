@@ -219,8 +219,8 @@ LLVM::LLVMFuncOp Emitter::declare(StringRef kernelName, Type result,
     if (target != "cpu")
       name = "gpipe_rt_" + target + "_" + base.str();
     if (std::optional<::gpipe::abi::KernelId> kernel =
-            ::gpipe::abi::lookupKernel(std::string_view(base.data(),
-                                                        base.size()))) {
+            ::gpipe::abi::lookupKernel(
+                std::string_view(base.data(), base.size()))) {
       types.clear();
       for (const ::gpipe::abi::KernelParam &param :
            ::gpipe::abi::getKernelSignature(*kernel))

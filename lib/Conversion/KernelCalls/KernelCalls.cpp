@@ -118,9 +118,7 @@ public:
   }
   CallBuilder &shape(Value v) { return ints(shapeOf(v)); }
   /// The (buffer, shape, rank) triple most kernels take for a tensor.
-  CallBuilder &tensor(Value v) {
-    return buffer(v).shape(v).integer(rankOf(v));
-  }
+  CallBuilder &tensor(Value v) { return buffer(v).shape(v).integer(rankOf(v)); }
   CallBuilder &buffers(ValueRange v) {
     KernelArg a;
     a.kind = KernelArg::Buffers;
@@ -530,21 +528,22 @@ mlir::gpipe::getKernelCall(Operation *operation,
                 .buffer(op.getResult())
                 .done();
           })
-      .Case<nn::GatherGradOp>([&](nn::GatherGradOp op) -> FailureOr<KernelCall> {
-        FailureOr<gpipe_rt_dtype> indexType =
-            b.dtype(op.getIndices(), indexTypes);
-        if (failed(indexType) ||
-            failed(b.dtype(op.getGrad(), {GPIPE_RT_F32})) ||
-            failed(b.dtype(op.getResult(), {GPIPE_RT_F32})))
-          return failure();
-        return b.kernel(KernelId::k_gather_grad_f32)
-            .integer(*indexType)
-            .tensor(op.getIndices())
-            .tensor(op.getGrad())
-            .integer(op.getAxis())
-            .tensor(op.getResult())
-            .done();
-      })
+      .Case<nn::GatherGradOp>(
+          [&](nn::GatherGradOp op) -> FailureOr<KernelCall> {
+            FailureOr<gpipe_rt_dtype> indexType =
+                b.dtype(op.getIndices(), indexTypes);
+            if (failed(indexType) ||
+                failed(b.dtype(op.getGrad(), {GPIPE_RT_F32})) ||
+                failed(b.dtype(op.getResult(), {GPIPE_RT_F32})))
+              return failure();
+            return b.kernel(KernelId::k_gather_grad_f32)
+                .integer(*indexType)
+                .tensor(op.getIndices())
+                .tensor(op.getGrad())
+                .integer(op.getAxis())
+                .tensor(op.getResult())
+                .done();
+          })
       .Case<nn::SoftmaxGradOp>(
           [&](nn::SoftmaxGradOp op) -> FailureOr<KernelCall> {
             if (failed(b.f32Only()))
@@ -643,8 +642,8 @@ LogicalResult mlir::gpipe::verifyKernelCall(Operation *op,
            << sig.name << " of Kernels.def: ";
   };
   if (call.args.size() != sig.numParams)
-    return mismatch() << call.args.size() << " arguments for "
-                      << sig.numParams << " parameters";
+    return mismatch() << call.args.size() << " arguments for " << sig.numParams
+                      << " parameters";
   for (auto [i, param, arg] : llvm::enumerate(sig, call.args)) {
     ArgRole role = param.role;
     bool fits = false;

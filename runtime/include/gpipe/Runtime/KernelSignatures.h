@@ -75,8 +75,7 @@ constexpr bool isIntArray(ArgRole role) {
 /// Whether `role` is an integer scalar.
 constexpr bool isInteger(ArgRole role) {
   return role == ArgRole::RANK || role == ArgRole::COUNT ||
-         role == ArgRole::INT || role == ArgRole::ENUM ||
-         role == ArgRole::FLAG;
+         role == ArgRole::INT || role == ArgRole::ENUM || role == ArgRole::FLAG;
 }
 
 /// One argument of a kernel.
@@ -153,8 +152,7 @@ constexpr KernelParam makeParam(const char *name) {
 }
 
 #define GPIPE_RT_UNPAREN(...) __VA_ARGS__
-#define GPIPE_RT_ARG(role, type, name)                                         \
-  makeParam<ArgRole::role, type>(#name)
+#define GPIPE_RT_ARG(role, type, name) makeParam<ArgRole::role, type>(#name)
 #define GPIPE_RT_KERNEL(name, ret, args)                                       \
   static_assert(std::is_same_v<ret, gpipe_rt_status>,                          \
                 "kernels return a gpipe_rt_status");                           \
