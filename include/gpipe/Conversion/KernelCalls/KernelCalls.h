@@ -52,7 +52,7 @@ struct KernelArg {
 /// A call of kernel `gpipe_rt_<backend>_<signature().name>` with `args` in
 /// the signature's order.
 struct KernelCall {
-  ::gpipe::abi::KernelId kernel;
+  ::gpipe::abi::KernelId kernel{};
   SmallVector<KernelArg> args;
 
   const ::gpipe::abi::KernelSignature &signature() const {
