@@ -1,10 +1,11 @@
 //===- Interpreter.cpp - Reference executor for nn functions ----*- C++ -*-===//
 //
 // Implements interpretFunction: walks a function's ops in order, keeps one
-// host tensor per SSA value, and runs each op with the runtime's CPU kernel,
-// reading shapes and attributes from the op. `nn.layer` bodies run inline
-// (one level of nesting per layer, bounded), `nn.reshape`/`nn.unsqueeze` are
-// views, the gradient ops of autodiff run their backward kernels, and every
+// host tensor per SSA value, and runs each op's kernel call - the one
+// getKernelCall describes for the code generator too - on the CPU kernels,
+// through one typed trampoline per kernel of Kernels.def that unpacks the
+// arguments by position. `nn.layer` bodies run inline (one level of nesting
+// per layer, bounded), `nn.reshape`/`nn.unsqueeze` are views, and every
 // failure - an unsupported op or element type, a kernel error such as an
 // out-of-range index - is reported at the op's location.
 // Also holds the host tensor type and the parameter store.
@@ -13,21 +14,25 @@
 
 #include "gpipe/Interpreter/Interpreter.h"
 
+#include "gpipe/Conversion/KernelCalls/KernelCalls.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "gpipe/Runtime/CPUKernels.h"
+#include "gpipe/Runtime/KernelSignatures.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 using namespace mlir;
 using namespace mlir::gpipe;
@@ -140,24 +145,6 @@ std::string HostTensor::getTypeString() const {
     os << d << 'x';
   os << gpipe_rt_dtype_name(dtype) << '>';
   return s;
-}
-
-FailureOr<gpipe_rt_dtype> mlir::gpipe::getRuntimeDType(Type elementType) {
-  if (elementType.isF32())
-    return GPIPE_RT_F32;
-  if (elementType.isF64())
-    return GPIPE_RT_F64;
-  if (elementType.isF16())
-    return GPIPE_RT_F16;
-  if (elementType.isBF16())
-    return GPIPE_RT_BF16;
-  if (elementType.isInteger(64))
-    return GPIPE_RT_I64;
-  if (elementType.isInteger(32))
-    return GPIPE_RT_I32;
-  if (elementType.isInteger(1))
-    return GPIPE_RT_BOOL;
-  return failure();
 }
 
 FailureOr<HostTensor>
@@ -309,6 +296,61 @@ std::vector<std::string> ParameterStore::getNames() const {
 }
 
 //===----------------------------------------------------------------------===//
+// CPU kernel dispatch
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// One kernel argument, untyped: a pointer, an integer or a float. The
+/// trampoline of the kernel converts it to the parameter's C type.
+struct KernelSlot {
+  void *pointer = nullptr;
+  int64_t integer = 0;
+  double real = 0;
+};
+
+template <typename T> T unpackSlot(const KernelSlot &slot) {
+  if constexpr (std::is_pointer_v<T>)
+    return reinterpret_cast<T>(slot.pointer);
+  else if constexpr (std::is_floating_point_v<T>)
+    return static_cast<T>(slot.real);
+  else
+    return static_cast<T>(slot.integer);
+}
+
+/// Calls a kernel of type `Signature` (a function type spelled from
+/// Kernels.def) with slot i as its argument i.
+template <typename Signature> struct Trampoline;
+template <typename... Params> struct Trampoline<gpipe_rt_status(Params...)> {
+  static gpipe_rt_status call(gpipe_rt_status (*kernel)(Params...),
+                              ArrayRef<KernelSlot> slots) {
+    return call(kernel, slots, std::index_sequence_for<Params...>());
+  }
+  template <size_t... I>
+  static gpipe_rt_status call(gpipe_rt_status (*kernel)(Params...),
+                              ArrayRef<KernelSlot> slots,
+                              std::index_sequence<I...>) {
+    return kernel(unpackSlot<Params>(slots[I])...);
+  }
+};
+
+/// Runs CPU kernel `id` on `slots` (one per parameter, checked by
+/// verifyKernelCall).
+gpipe_rt_status runCPUKernel(::gpipe::abi::KernelId id,
+                             ArrayRef<KernelSlot> slots) {
+  switch (id) {
+#define GPIPE_RT_ARG(role, type, name) type
+#define GPIPE_RT_KERNEL(name, ret, args)                                       \
+  case ::gpipe::abi::KernelId::k_##name:                                       \
+    return Trampoline<ret args>::call(&gpipe_rt_cpu_##name, slots);
+#include "gpipe/Runtime/Kernels.def"
+  }
+  return GPIPE_RT_INVALID_ARGUMENT;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
 // Interpreter
 //===----------------------------------------------------------------------===//
 
@@ -322,8 +364,6 @@ RankedTensorType tensorTypeOf(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
-int32_t rankOf(ArrayRef<int64_t> shape) { return int32_t(shape.size()); }
-
 class Interpreter {
 public:
   explicit Interpreter(const ParameterStore &params) : params(params) {}
@@ -336,8 +376,7 @@ public:
 private:
   LogicalResult run(Operation *op, unsigned depth);
 
-  /// The value of `v` (defined earlier in this walk). A value the walk has
-  /// not defined reads as an empty tensor, which every kernel rejects.
+  /// The value of `v` (defined earlier in this walk), or an empty tensor.
   const HostTensor &get(Value v) {
     static const HostTensor missing;
     auto it = env.find(v);
@@ -345,14 +384,8 @@ private:
   }
   /// A fresh zero tensor of `v`'s type.
   FailureOr<HostTensor> allocate(Operation *op, Value v);
-  /// The dtype of `v`, checked against `allowed` (empty: any).
-  FailureOr<gpipe_rt_dtype> dtypeOf(Operation *op, Value v,
-                                    ArrayRef<gpipe_rt_dtype> allowed = {});
-  /// Reports a failing kernel call.
-  LogicalResult check(Operation *op, gpipe_rt_status status);
-
-  LogicalResult runBinary(Operation *op, gpipe_rt_binary_op kind);
-  LogicalResult runUnary(Operation *op, gpipe_rt_unary_op kind);
+  /// Runs `call` (computing `op`) on fresh result tensors and binds them.
+  LogicalResult runKernel(Operation *op, const KernelCall &call);
   LogicalResult runLayer(nn::LayerOp layer, unsigned depth);
 
   const ParameterStore &params;
@@ -361,38 +394,12 @@ private:
 
 } // namespace
 
-LogicalResult Interpreter::check(Operation *op, gpipe_rt_status status) {
-  if (status == GPIPE_RT_SUCCESS)
-    return success();
-  return op->emitOpError("failed in the runtime kernel: ")
-         << gpipe_rt_last_error();
-}
-
-FailureOr<gpipe_rt_dtype>
-Interpreter::dtypeOf(Operation *op, Value v, ArrayRef<gpipe_rt_dtype> allowed) {
+FailureOr<HostTensor> Interpreter::allocate(Operation *op, Value v) {
   Type elementType = tensorTypeOf(v).getElementType();
   FailureOr<gpipe_rt_dtype> dtype = getRuntimeDType(elementType);
-  if (failed(dtype) ||
-      (!allowed.empty() && !llvm::is_contained(allowed, *dtype))) {
-    InFlightDiagnostic diag = op->emitOpError("element type ")
-                              << elementType
-                              << " is not supported by the nn interpreter";
-    if (!allowed.empty()) {
-      diag << " (supported: ";
-      llvm::interleaveComma(allowed, diag, [&](gpipe_rt_dtype d) {
-        diag << gpipe_rt_dtype_name(d);
-      });
-      diag << ")";
-    }
-    return diag;
-  }
-  return *dtype;
-}
-
-FailureOr<HostTensor> Interpreter::allocate(Operation *op, Value v) {
-  FailureOr<gpipe_rt_dtype> dtype = dtypeOf(op, v);
   if (failed(dtype))
-    return failure();
+    return op->emitOpError("element type ")
+           << elementType << " is not supported by the nn interpreter";
   return HostTensor(*dtype, tensorTypeOf(v).getShape());
 }
 
@@ -433,626 +440,127 @@ LogicalResult Interpreter::runLayer(nn::LayerOp layer, unsigned depth) {
   return success();
 }
 
-LogicalResult Interpreter::runBinary(Operation *op, gpipe_rt_binary_op kind) {
-  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
-  Value res = op->getResult(0);
-  if (failed(dtypeOf(op, lhs, {GPIPE_RT_F32})) ||
-      failed(dtypeOf(op, rhs, {GPIPE_RT_F32})))
-    return failure();
-  FailureOr<HostTensor> out = allocate(op, res);
-  if (failed(out))
-    return failure();
-  const HostTensor &a = get(lhs), &b = get(rhs);
-  if (failed(check(op, gpipe_rt_cpu_binary_f32(
-                           kind, a.getF32().data(), a.getShape().data(),
-                           rankOf(a.getShape()), b.getF32().data(),
-                           b.getShape().data(), rankOf(b.getShape()),
-                           static_cast<float *>(out->getMutableData()),
-                           out->getShape().data(), rankOf(out->getShape())))))
-    return failure();
-  env[res] = std::move(*out);
-  return success();
-}
+LogicalResult Interpreter::runKernel(Operation *op, const KernelCall &call) {
+  // Every result is a fresh tensor of its type: the buffers a compiled
+  // stage would place in its scratch region.
+  SmallVector<HostTensor> results;
+  for (Value result : op->getResults()) {
+    FailureOr<HostTensor> out = allocate(op, result);
+    if (failed(out))
+      return failure();
+    results.push_back(std::move(*out));
+  }
+  auto dataOf = [&](Value v) -> FailureOr<void *> {
+    if (auto result = dyn_cast<OpResult>(v); result && result.getOwner() == op)
+      return results[result.getResultNumber()].getMutableData();
+    auto it = env.find(v);
+    if (it == env.end())
+      return op->emitOpError("reads a value the interpreter has not computed");
+    // Kernels only write their outputs: the results above.
+    return const_cast<void *>(it->second.getData());
+  };
 
-LogicalResult Interpreter::runUnary(Operation *op, gpipe_rt_unary_op kind) {
-  Value in = op->getOperand(0), res = op->getResult(0);
-  if (failed(dtypeOf(op, in, {GPIPE_RT_F32})))
-    return failure();
-  FailureOr<HostTensor> out = allocate(op, res);
-  if (failed(out))
-    return failure();
-  const HostTensor &x = get(in);
-  if (failed(check(op, gpipe_rt_cpu_unary_f32(
-                           kind, x.getF32().data(),
-                           static_cast<float *>(out->getMutableData()),
-                           x.getNumElements()))))
-    return failure();
-  env[res] = std::move(*out);
+  // The slots, and the pointer arrays the list arguments point to (one per
+  // argument, allocated up front so that the slots' pointers stay valid).
+  SmallVector<KernelSlot> slots(call.args.size());
+  std::vector<std::vector<void *>> lists(call.args.size());
+  for (auto [i, arg] : llvm::enumerate(call.args)) {
+    KernelSlot &slot = slots[i];
+    switch (arg.kind) {
+    case KernelArg::Buffer: {
+      FailureOr<void *> data = dataOf(arg.value);
+      if (failed(data))
+        return failure();
+      slot.pointer = *data;
+      break;
+    }
+    case KernelArg::Null:
+      break;
+    case KernelArg::Int:
+      slot.integer = arg.integer;
+      break;
+    case KernelArg::Real:
+      slot.real = arg.real;
+      break;
+    case KernelArg::Ints:
+      slot.pointer = const_cast<int64_t *>(arg.ints.data());
+      break;
+    case KernelArg::Buffers:
+      for (Value v : arg.values) {
+        FailureOr<void *> data = dataOf(v);
+        if (failed(data))
+          return failure();
+        lists[i].push_back(*data);
+      }
+      slot.pointer = lists[i].data();
+      break;
+    case KernelArg::IntsList:
+      for (const SmallVector<int64_t> &ints : arg.intsList)
+        lists[i].push_back(const_cast<int64_t *>(ints.data()));
+      slot.pointer = lists[i].data();
+      break;
+    }
+  }
+  if (runCPUKernel(call.kernel, slots) != GPIPE_RT_SUCCESS)
+    return op->emitOpError("failed in the runtime kernel: ")
+           << gpipe_rt_last_error();
+  for (auto [result, value] : llvm::zip(op->getResults(), results))
+    env[result] = std::move(value);
   return success();
-}
-
-/// The unary float ops, by name: the interpreter needs no op class for them.
-std::optional<gpipe_rt_unary_op>
-mlir::gpipe::getRuntimeUnaryOp(StringRef name) {
-  return llvm::StringSwitch<std::optional<gpipe_rt_unary_op>>(name)
-      .Case("nn.neg", GPIPE_RT_NEG)
-      .Case("nn.reciprocal", GPIPE_RT_RECIPROCAL)
-      .Case("nn.sqrt", GPIPE_RT_SQRT)
-      .Case("nn.exp", GPIPE_RT_EXP)
-      .Case("nn.log", GPIPE_RT_LOG)
-      .Case("nn.erf", GPIPE_RT_ERF)
-      .Case("nn.tanh", GPIPE_RT_TANH)
-      .Case("nn.sigmoid", GPIPE_RT_SIGMOID)
-      .Case("nn.relu", GPIPE_RT_RELU)
-      .Case("nn.gelu", GPIPE_RT_GELU)
-      .Default(std::nullopt);
 }
 
 LogicalResult Interpreter::run(Operation *op, unsigned depth) {
-  if (std::optional<gpipe_rt_unary_op> kind =
-          getRuntimeUnaryOp(op->getName().getStringRef()))
-    return runUnary(op, *kind);
-
-  // Every op below produces fresh tensors of its result types; `out` holds
-  // the first result.
+  // The ops without a kernel: layers, values and views.
   auto bindResult = [&](HostTensor value) {
     env[op->getResult(0)] = std::move(value);
     return success();
   };
+  if (auto layer = dyn_cast<nn::LayerOp>(op))
+    return runLayer(layer, depth);
+  if (auto param = dyn_cast<nn::ParamOp>(op)) {
+    const HostTensor *value = params.lookup(param.getName());
+    if (!value)
+      return param.emitOpError("reads parameter @")
+             << param.getName() << ", which the parameter store lacks";
+    if (value->getType(op->getContext()) != param.getType())
+      return param.emitOpError("reads ")
+             << param.getType() << " but parameter @" << param.getName()
+             << " holds " << value->getType(op->getContext());
+    return bindResult(*value);
+  }
+  if (auto constant = dyn_cast<nn::ConstantOp>(op)) {
+    FailureOr<HostTensor> value = hostTensorFromAttr(
+        constant.getValue(), [&] { return constant.emitOpError(); });
+    if (failed(value))
+      return failure();
+    return bindResult(std::move(*value));
+  }
+  if (isa<nn::ReshapeOp, nn::UnsqueezeOp>(op)) {
+    const HostTensor &x = get(op->getOperand(0));
+    RankedTensorType type = tensorTypeOf(op->getResult(0));
+    if (productOf(type.getShape()) != x.getNumElements())
+      return op->emitOpError("element count changes from ")
+             << x.getNumElements() << " to " << productOf(type.getShape());
+    return bindResult(x.reshaped(type.getShape()));
+  }
 
-  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<nn::LayerOp>([&](auto layer) { return runLayer(layer, depth); })
-      .Case<RematOp>([&](RematOp remat) -> LogicalResult {
-        // The recomputed forward runs in place.
-        std::vector<HostTensor> results;
-        if (failed(runBlock(remat.getBody().front(), {}, results, depth + 1)))
-          return failure();
-        for (auto [result, value] : llvm::zip(remat.getResults(), results))
-          env[result] = value;
-        return success();
-      })
-      .Case<nn::ParamOp>([&](nn::ParamOp param) -> LogicalResult {
-        const HostTensor *value = params.lookup(param.getName());
-        if (!value)
-          return param.emitOpError("reads parameter @")
-                 << param.getName() << ", which the parameter store lacks";
-        if (value->getType(op->getContext()) != param.getType())
-          return param.emitOpError("reads ")
-                 << param.getType() << " but parameter @" << param.getName()
-                 << " holds " << value->getType(op->getContext());
-        return bindResult(*value);
-      })
-      .Case<nn::ConstantOp>([&](nn::ConstantOp constant) -> LogicalResult {
-        FailureOr<HostTensor> value = hostTensorFromAttr(
-            constant.getValue(), [&] { return constant.emitOpError(); });
-        if (failed(value))
-          return failure();
-        return bindResult(std::move(*value));
-      })
-      .Case<nn::AddOp>([&](auto) { return runBinary(op, GPIPE_RT_ADD); })
-      .Case<nn::SubOp>([&](auto) { return runBinary(op, GPIPE_RT_SUB); })
-      .Case<nn::MulOp>([&](auto) { return runBinary(op, GPIPE_RT_MUL); })
-      .Case<nn::DivOp>([&](auto) { return runBinary(op, GPIPE_RT_DIV); })
-      .Case<nn::PowOp>([&](auto) { return runBinary(op, GPIPE_RT_POW); })
-      .Case<nn::EqualOp>([&](nn::EqualOp eq) -> LogicalResult {
-        FailureOr<gpipe_rt_dtype> dtype =
-            dtypeOf(op, eq.getLhs(),
-                    {GPIPE_RT_F32, GPIPE_RT_F64, GPIPE_RT_I32, GPIPE_RT_I64,
-                     GPIPE_RT_BOOL});
-        FailureOr<HostTensor> out = allocate(op, eq.getResult());
-        if (failed(dtype) || failed(out))
-          return failure();
-        const HostTensor &a = get(eq.getLhs()), &b = get(eq.getRhs());
-        if (failed(check(op,
-                         gpipe_rt_cpu_equal(
-                             *dtype, a.getData(), a.getShape().data(),
-                             rankOf(a.getShape()), b.getData(),
-                             b.getShape().data(), rankOf(b.getShape()),
-                             static_cast<uint8_t *>(out->getMutableData()),
-                             out->getShape().data(), rankOf(out->getShape())))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::WhereOp>([&](nn::WhereOp where) -> LogicalResult {
-        FailureOr<gpipe_rt_dtype> dtype = dtypeOf(op, where.getX());
-        FailureOr<HostTensor> out = allocate(op, where.getResult());
-        if (failed(dtype) || failed(out))
-          return failure();
-        const HostTensor &c = get(where.getCondition());
-        const HostTensor &x = get(where.getX()), &y = get(where.getY());
-        if (failed(check(op,
-                         gpipe_rt_cpu_where(
-                             c.getBool().data(), c.getShape().data(),
-                             rankOf(c.getShape()), *dtype, x.getData(),
-                             x.getShape().data(), rankOf(x.getShape()),
-                             y.getData(), y.getShape().data(),
-                             rankOf(y.getShape()), out->getMutableData(),
-                             out->getShape().data(), rankOf(out->getShape())))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::NotOp>([&](nn::NotOp notOp) -> LogicalResult {
-        FailureOr<HostTensor> out = allocate(op, notOp.getResult());
-        if (failed(out))
-          return failure();
-        const HostTensor &x = get(notOp.getInput());
-        if (failed(check(op, gpipe_rt_cpu_not(
-                                 x.getBool().data(),
-                                 static_cast<uint8_t *>(out->getMutableData()),
-                                 x.getNumElements()))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::CastOp>([&](nn::CastOp cast) -> LogicalResult {
-        FailureOr<gpipe_rt_dtype> from = dtypeOf(op, cast.getInput());
-        FailureOr<HostTensor> out = allocate(op, cast.getResult());
-        if (failed(from) || failed(out))
-          return failure();
-        const HostTensor &x = get(cast.getInput());
-        if (failed(check(op, gpipe_rt_cpu_cast(
-                                 *from, x.getData(), out->getDType(),
-                                 out->getMutableData(), x.getNumElements()))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::MatMulOp>([&](nn::MatMulOp mm) -> LogicalResult {
-        if (failed(dtypeOf(op, mm.getLhs(), {GPIPE_RT_F32})) ||
-            failed(dtypeOf(op, mm.getRhs(), {GPIPE_RT_F32})))
-          return failure();
-        FailureOr<HostTensor> out = allocate(op, mm.getResult());
-        if (failed(out))
-          return failure();
-        const HostTensor &a = get(mm.getLhs()), &b = get(mm.getRhs());
-        if (failed(check(op,
-                         gpipe_rt_cpu_matmul_f32(
-                             a.getF32().data(), a.getShape().data(),
-                             rankOf(a.getShape()), b.getF32().data(),
-                             b.getShape().data(), rankOf(b.getShape()),
-                             static_cast<float *>(out->getMutableData()),
-                             out->getShape().data(), rankOf(out->getShape())))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::GemmOp>([&](nn::GemmOp gemm) -> LogicalResult {
-        for (Value v : gemm->getOperands())
-          if (failed(dtypeOf(op, v, {GPIPE_RT_F32})))
-            return failure();
-        FailureOr<HostTensor> out = allocate(op, gemm.getResult());
-        if (failed(out))
-          return failure();
-        const HostTensor &a = get(gemm.getA()), &b = get(gemm.getB());
-        const HostTensor *c = gemm.getC() ? &get(gemm.getC()) : nullptr;
-        if (a.getRank() != 2 || b.getRank() != 2 || out->getRank() != 2)
-          return gemm.emitOpError("expected 2-D operands and result");
-        if (failed(check(op, gpipe_rt_cpu_gemm_f32(
-                                 a.getF32().data(), a.getShape().data(),
-                                 b.getF32().data(), b.getShape().data(),
-                                 c ? c->getF32().data() : nullptr,
-                                 c ? c->getShape().data() : nullptr,
-                                 c ? rankOf(c->getShape()) : 0,
-                                 gemm.getAlpha().convertToFloat(),
-                                 gemm.getBeta().convertToFloat(),
-                                 gemm.getTransA(), gemm.getTransB(),
-                                 static_cast<float *>(out->getMutableData()),
-                                 out->getShape().data()))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::LinearOp>([&](nn::LinearOp linear) -> LogicalResult {
-        for (Value v : linear->getOperands())
-          if (failed(dtypeOf(op, v, {GPIPE_RT_F32})))
-            return failure();
-        FailureOr<HostTensor> out = allocate(op, linear.getResult());
-        if (failed(out))
-          return failure();
-        const HostTensor &x = get(linear.getInput());
-        const HostTensor &w = get(linear.getWeight());
-        const HostTensor *bias =
-            linear.getBias() ? &get(linear.getBias()) : nullptr;
-        if (w.getRank() != 2)
-          return linear.emitOpError("expected a 2-D weight");
-        if (bias && (bias->getRank() != 1 ||
-                     bias->getShape()[0] != out->getShape().back()))
-          return linear.emitOpError("expected a bias of shape [")
-                 << out->getShape().back() << "]";
-        if (failed(check(op,
-                         gpipe_rt_cpu_linear_f32(
-                             x.getF32().data(), x.getShape().data(),
-                             rankOf(x.getShape()), w.getF32().data(),
-                             w.getShape().data(),
-                             bias ? bias->getF32().data() : nullptr,
-                             linear.getTransposeWeight(),
-                             static_cast<float *>(out->getMutableData()),
-                             out->getShape().data(), rankOf(out->getShape())))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::SoftmaxOp>([&](nn::SoftmaxOp softmax) -> LogicalResult {
-        if (failed(dtypeOf(op, softmax.getInput(), {GPIPE_RT_F32})))
-          return failure();
-        FailureOr<HostTensor> out = allocate(op, softmax.getResult());
-        if (failed(out))
-          return failure();
-        const HostTensor &x = get(softmax.getInput());
-        if (failed(
-                check(op, gpipe_rt_cpu_softmax_f32(
-                              x.getF32().data(), x.getShape().data(),
-                              rankOf(x.getShape()), int64_t(softmax.getAxis()),
-                              static_cast<float *>(out->getMutableData())))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::LayerNormOp>([&](nn::LayerNormOp ln) -> LogicalResult {
-        for (Value v : ln->getOperands())
-          if (failed(dtypeOf(op, v, {GPIPE_RT_F32})))
-            return failure();
-        FailureOr<HostTensor> out = allocate(op, ln.getResult());
-        if (failed(out))
-          return failure();
-        const HostTensor &x = get(ln.getInput());
-        const HostTensor &scale = get(ln.getScale());
-        const HostTensor *bias = ln.getBias() ? &get(ln.getBias()) : nullptr;
-        int64_t axis = int64_t(ln.getAxis());
-        if (axis > x.getRank())
-          return ln.emitOpError("axis ") << axis << " exceeds the rank";
-        ArrayRef<int64_t> normalized = x.getShape().drop_front(axis);
-        if (productOf(scale.getShape()) != productOf(normalized) ||
-            (bias && productOf(bias->getShape()) != productOf(normalized)))
-          return ln.emitOpError("scale and bias must cover the normalized "
-                                "dims");
-        if (failed(
-                check(op, gpipe_rt_cpu_layer_norm_f32(
-                              x.getF32().data(), x.getShape().data(),
-                              rankOf(x.getShape()), axis, scale.getF32().data(),
-                              bias ? bias->getF32().data() : nullptr,
-                              ln.getEpsilon().convertToFloat(),
-                              static_cast<float *>(out->getMutableData()),
-                              nullptr, nullptr))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::GatherOp>([&](nn::GatherOp gather) -> LogicalResult {
-        FailureOr<gpipe_rt_dtype> dtype = dtypeOf(op, gather.getData());
-        FailureOr<gpipe_rt_dtype> indexType =
-            dtypeOf(op, gather.getIndices(), {GPIPE_RT_I32, GPIPE_RT_I64});
-        FailureOr<HostTensor> out = allocate(op, gather.getResult());
-        if (failed(dtype) || failed(indexType) || failed(out))
-          return failure();
-        const HostTensor &data = get(gather.getData());
-        const HostTensor &indices = get(gather.getIndices());
-        if (failed(check(
-                op, gpipe_rt_cpu_gather(
-                        *dtype, data.getData(), data.getShape().data(),
-                        rankOf(data.getShape()), *indexType, indices.getData(),
-                        indices.getShape().data(), rankOf(indices.getShape()),
-                        int64_t(gather.getAxis()), out->getMutableData()))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::ReshapeOp, nn::UnsqueezeOp>([&](auto view) -> LogicalResult {
-        const HostTensor &x = get(view.getInput());
-        RankedTensorType type = view.getResult().getType();
-        if (productOf(type.getShape()) != x.getNumElements())
-          return view.emitOpError("element count changes from ")
-                 << x.getNumElements() << " to " << productOf(type.getShape());
-        return bindResult(x.reshaped(type.getShape()));
-      })
-      .Case<nn::TransposeOp>([&](nn::TransposeOp transpose) -> LogicalResult {
-        FailureOr<gpipe_rt_dtype> dtype = dtypeOf(op, transpose.getInput());
-        FailureOr<HostTensor> out = allocate(op, transpose.getResult());
-        if (failed(dtype) || failed(out))
-          return failure();
-        const HostTensor &x = get(transpose.getInput());
-        if (transpose.getPerm().size() != size_t(x.getRank()))
-          return transpose.emitOpError("perm has ")
-                 << transpose.getPerm().size() << " entries for rank "
-                 << x.getRank();
-        if (failed(check(op, gpipe_rt_cpu_transpose(*dtype, x.getData(),
-                                                    x.getShape().data(),
-                                                    rankOf(x.getShape()),
-                                                    transpose.getPerm().data(),
-                                                    out->getMutableData()))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::SliceOp>([&](nn::SliceOp slice) -> LogicalResult {
-        FailureOr<gpipe_rt_dtype> dtype = dtypeOf(op, slice.getInput());
-        FailureOr<HostTensor> out = allocate(op, slice.getResult());
-        if (failed(dtype) || failed(out))
-          return failure();
-        const HostTensor &x = get(slice.getInput());
-        size_t rank = size_t(x.getRank());
-        if (slice.getOffsets().size() != rank ||
-            slice.getSizes().size() != rank ||
-            slice.getStrides().size() != rank ||
-            slice.getSizes() != out->getShape())
-          return slice.emitOpError("offsets, sizes and strides must have one "
-                                   "entry per dim, sizes matching the result");
-        if (failed(check(op,
-                         gpipe_rt_cpu_slice(
-                             *dtype, x.getData(), x.getShape().data(),
-                             rankOf(x.getShape()), slice.getOffsets().data(),
-                             slice.getSizes().data(), slice.getStrides().data(),
-                             out->getMutableData()))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::SplitOp>([&](nn::SplitOp split) -> LogicalResult {
-        FailureOr<gpipe_rt_dtype> dtype = dtypeOf(op, split.getInput());
-        if (failed(dtype))
-          return failure();
-        const HostTensor &x = get(split.getInput());
-        int64_t axis = int64_t(split.getAxis());
-        if (split.getSizes().size() != split.getNumResults())
-          return split.emitOpError("has ")
-                 << split.getSizes().size() << " sizes for "
-                 << split.getNumResults() << " results";
-        SmallVector<HostTensor> outs;
-        SmallVector<void *> ptrs;
-        for (auto [result, size] :
-             llvm::zip(split.getResults(), split.getSizes())) {
-          FailureOr<HostTensor> out = allocate(op, result);
-          if (failed(out))
-            return failure();
-          if (axis >= out->getRank() || out->getShape()[axis] != size)
-            return split.emitOpError("result type ")
-                   << result.getType() << " does not match size " << size;
-          ptrs.push_back(out->getMutableData());
-          outs.push_back(std::move(*out));
-        }
-        if (failed(check(
-                op, gpipe_rt_cpu_split(*dtype, x.getData(), x.getShape().data(),
-                                       rankOf(x.getShape()), axis,
-                                       split.getSizes().data(),
-                                       int32_t(ptrs.size()), ptrs.data()))))
-          return failure();
-        for (auto [result, out] : llvm::zip(split.getResults(), outs))
-          env[result] = out;
-        return success();
-      })
-      .Case<nn::ConcatOp>([&](nn::ConcatOp concat) -> LogicalResult {
-        FailureOr<gpipe_rt_dtype> dtype = dtypeOf(op, concat.getResult());
-        FailureOr<HostTensor> out = allocate(op, concat.getResult());
-        if (failed(dtype) || failed(out))
-          return failure();
-        SmallVector<const void *> inputs;
-        SmallVector<const int64_t *> shapes;
-        for (Value v : concat.getInputs()) {
-          const HostTensor &x = get(v);
-          if (x.getRank() != out->getRank() || x.getDType() != *dtype)
-            return concat.emitOpError("inputs must match the result's rank "
-                                      "and element type");
-          inputs.push_back(x.getData());
-          shapes.push_back(x.getShape().data());
-        }
-        if (failed(check(op, gpipe_rt_cpu_concat(*dtype, int32_t(inputs.size()),
-                                                 inputs.data(), shapes.data(),
-                                                 rankOf(out->getShape()),
-                                                 int64_t(concat.getAxis()),
-                                                 out->getMutableData()))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::CrossEntropyOp>([&](nn::CrossEntropyOp ce) -> LogicalResult {
-        FailureOr<gpipe_rt_dtype> labelType =
-            dtypeOf(op, ce.getLabels(), {GPIPE_RT_I32, GPIPE_RT_I64});
-        if (failed(dtypeOf(op, ce.getLogits(), {GPIPE_RT_F32})) ||
-            failed(labelType) ||
-            failed(dtypeOf(op, ce.getResult(), {GPIPE_RT_F32})))
-          return failure();
-        FailureOr<HostTensor> out = allocate(op, ce.getResult());
-        if (failed(out))
-          return failure();
-        const HostTensor &logits = get(ce.getLogits());
-        const HostTensor &labels = get(ce.getLabels());
-        if (logits.getRank() < 1 ||
-            labels.getShape() != logits.getShape().drop_back())
-          return ce.emitOpError("labels must be shaped like the logits "
-                                "without the class dim");
-        if (failed(check(
-                op, gpipe_rt_cpu_cross_entropy_f32(
-                        logits.getF32().data(), logits.getShape().data(),
-                        rankOf(logits.getShape()), *labelType, labels.getData(),
-                        static_cast<float *>(out->getMutableData())))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::MSEOp>([&](nn::MSEOp mse) -> LogicalResult {
-        if (failed(dtypeOf(op, mse.getInput(), {GPIPE_RT_F32})) ||
-            failed(dtypeOf(op, mse.getTarget(), {GPIPE_RT_F32})) ||
-            failed(dtypeOf(op, mse.getResult(), {GPIPE_RT_F32})))
-          return failure();
-        FailureOr<HostTensor> out = allocate(op, mse.getResult());
-        if (failed(out))
-          return failure();
-        const HostTensor &x = get(mse.getInput()), &t = get(mse.getTarget());
-        if (x.getShape() != t.getShape())
-          return mse.emitOpError("input and target shapes differ");
-        if (failed(check(op, gpipe_rt_cpu_mse_f32(
-                                 x.getF32().data(), t.getF32().data(),
-                                 x.getNumElements(),
-                                 static_cast<float *>(out->getMutableData())))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::ReduceSumOp>([&](nn::ReduceSumOp sum) -> LogicalResult {
-        if (failed(dtypeOf(op, sum.getInput(), {GPIPE_RT_F32})))
-          return failure();
-        FailureOr<HostTensor> out = allocate(op, sum.getResult());
-        if (failed(out))
-          return failure();
-        const HostTensor &x = get(sum.getInput());
-        ArrayRef<int64_t> axes = sum.getAxes();
-        // The kernel checks the axes; the result must hold the kept dims.
-        int64_t kept = 1;
-        for (auto [d, size] : llvm::enumerate(x.getShape()))
-          if (!llvm::is_contained(axes, int64_t(d)))
-            kept *= size;
-        if (kept != out->getNumElements())
-          return sum.emitOpError("result has ")
-                 << out->getNumElements() << " elements, but reducing "
-                 << x.getTypeString() << " keeps " << kept;
-        if (failed(check(op, gpipe_rt_cpu_reduce_sum_f32(
-                                 x.getF32().data(), x.getShape().data(),
-                                 rankOf(x.getShape()), axes.data(),
-                                 int32_t(axes.size()),
-                                 static_cast<float *>(out->getMutableData())))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::InsertSliceOp>([&](nn::InsertSliceOp insert) -> LogicalResult {
-        FailureOr<gpipe_rt_dtype> dtype = dtypeOf(op, insert.getDest());
-        FailureOr<HostTensor> out = allocate(op, insert.getResult());
-        if (failed(dtype) || failed(out))
-          return failure();
-        const HostTensor &src = get(insert.getSource());
-        const HostTensor &dest = get(insert.getDest());
-        size_t rank = size_t(dest.getRank());
-        if (src.getDType() != *dtype || size_t(src.getRank()) != rank ||
-            insert.getOffsets().size() != rank ||
-            insert.getStrides().size() != rank)
-          return insert.emitOpError("source, dest, offsets and strides must "
-                                    "agree on the rank and element type");
-        if (failed(check(op, gpipe_rt_cpu_insert_slice(
-                                 *dtype, src.getData(), src.getShape().data(),
-                                 dest.getData(), dest.getShape().data(),
-                                 int32_t(rank), insert.getOffsets().data(),
-                                 insert.getStrides().data(),
-                                 out->getMutableData()))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::GatherGradOp>([&](nn::GatherGradOp gg) -> LogicalResult {
-        FailureOr<gpipe_rt_dtype> indexType =
-            dtypeOf(op, gg.getIndices(), {GPIPE_RT_I32, GPIPE_RT_I64});
-        if (failed(indexType) ||
-            failed(dtypeOf(op, gg.getGrad(), {GPIPE_RT_F32})) ||
-            failed(dtypeOf(op, gg.getResult(), {GPIPE_RT_F32})))
-          return failure();
-        FailureOr<HostTensor> out = allocate(op, gg.getResult());
-        if (failed(out))
-          return failure();
-        const HostTensor &indices = get(gg.getIndices());
-        const HostTensor &grad = get(gg.getGrad());
-        if (failed(check(
-                op, gpipe_rt_cpu_gather_grad_f32(
-                        *indexType, indices.getData(),
-                        indices.getShape().data(), rankOf(indices.getShape()),
-                        grad.getF32().data(), grad.getShape().data(),
-                        rankOf(grad.getShape()), int64_t(gg.getAxis()),
-                        static_cast<float *>(out->getMutableData()),
-                        out->getShape().data(), rankOf(out->getShape())))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::SoftmaxGradOp>([&](nn::SoftmaxGradOp sg) -> LogicalResult {
-        if (failed(dtypeOf(op, sg.getOutput(), {GPIPE_RT_F32})))
-          return failure();
-        FailureOr<HostTensor> out = allocate(op, sg.getResult());
-        if (failed(out))
-          return failure();
-        const HostTensor &y = get(sg.getOutput());
-        const HostTensor &dy = get(sg.getGrad());
-        if (y.getShape() != dy.getShape() || y.getShape() != out->getShape())
-          return sg.emitOpError("output, grad and result shapes differ");
-        if (failed(check(op, gpipe_rt_cpu_softmax_grad_f32(
-                                 y.getF32().data(), dy.getF32().data(),
-                                 y.getShape().data(), rankOf(y.getShape()),
-                                 int64_t(sg.getAxis()),
-                                 static_cast<float *>(out->getMutableData())))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::LayerNormGradOp>([&](nn::LayerNormGradOp lg) -> LogicalResult {
-        for (Value v : lg->getOperands())
-          if (failed(dtypeOf(op, v, {GPIPE_RT_F32})))
-            return failure();
-        for (Value v : lg->getResults())
-          if (failed(dtypeOf(op, v, {GPIPE_RT_F32})))
-            return failure();
-        FailureOr<HostTensor> dx = allocate(op, lg.getInputGrad());
-        FailureOr<HostTensor> dscale = allocate(op, lg.getScaleGrad());
-        FailureOr<HostTensor> dbias = allocate(op, lg.getBiasGrad());
-        if (failed(dx) || failed(dscale) || failed(dbias))
-          return failure();
-        const HostTensor &x = get(lg.getInput());
-        const HostTensor &scale = get(lg.getScale());
-        const HostTensor &dy = get(lg.getGrad());
-        int64_t axis = int64_t(lg.getAxis());
-        if (axis > x.getRank())
-          return lg.emitOpError("axis ") << axis << " exceeds the rank";
-        int64_t normalized = productOf(x.getShape().drop_front(axis));
-        if (dy.getShape() != x.getShape() || dx->getShape() != x.getShape() ||
-            scale.getNumElements() != normalized ||
-            dscale->getNumElements() != normalized ||
-            dbias->getNumElements() != normalized)
-          return lg.emitOpError("shapes do not fit a layer norm over dims [")
-                 << axis << ", " << x.getRank() << ") of " << x.getTypeString();
-        if (failed(check(
-                op, gpipe_rt_cpu_layer_norm_grad_f32(
-                        x.getF32().data(), x.getShape().data(),
-                        rankOf(x.getShape()), axis, scale.getF32().data(),
-                        dy.getF32().data(), lg.getEpsilon().convertToFloat(),
-                        static_cast<float *>(dx->getMutableData()),
-                        static_cast<float *>(dscale->getMutableData()),
-                        static_cast<float *>(dbias->getMutableData())))))
-          return failure();
-        env[lg.getInputGrad()] = std::move(*dx);
-        env[lg.getScaleGrad()] = std::move(*dscale);
-        env[lg.getBiasGrad()] = std::move(*dbias);
-        return success();
-      })
-      .Case<nn::GeluGradOp>([&](nn::GeluGradOp gg) -> LogicalResult {
-        if (failed(dtypeOf(op, gg.getInput(), {GPIPE_RT_F32})))
-          return failure();
-        FailureOr<HostTensor> out = allocate(op, gg.getResult());
-        if (failed(out))
-          return failure();
-        const HostTensor &x = get(gg.getInput());
-        const HostTensor &dy = get(gg.getGrad());
-        if (x.getShape() != dy.getShape())
-          return gg.emitOpError("input and grad shapes differ");
-        if (failed(check(op, gpipe_rt_cpu_gelu_grad_f32(
-                                 x.getF32().data(), dy.getF32().data(),
-                                 static_cast<float *>(out->getMutableData()),
-                                 x.getNumElements()))))
-          return failure();
-        return bindResult(std::move(*out));
-      })
-      .Case<nn::CrossEntropyGradOp>(
-          [&](nn::CrossEntropyGradOp ce) -> LogicalResult {
-            FailureOr<gpipe_rt_dtype> labelType =
-                dtypeOf(op, ce.getLabels(), {GPIPE_RT_I32, GPIPE_RT_I64});
-            if (failed(dtypeOf(op, ce.getLogits(), {GPIPE_RT_F32})) ||
-                failed(labelType) ||
-                failed(dtypeOf(op, ce.getGrad(), {GPIPE_RT_F32})) ||
-                failed(dtypeOf(op, ce.getResult(), {GPIPE_RT_F32})))
-              return failure();
-            FailureOr<HostTensor> out = allocate(op, ce.getResult());
-            if (failed(out))
-              return failure();
-            const HostTensor &logits = get(ce.getLogits());
-            const HostTensor &labels = get(ce.getLabels());
-            const HostTensor &grad = get(ce.getGrad());
-            if (logits.getRank() < 1 ||
-                labels.getShape() != logits.getShape().drop_back() ||
-                out->getShape() != logits.getShape() ||
-                grad.getNumElements() != 1)
-              return ce.emitOpError(
-                  "labels must be shaped like the logits without the class "
-                  "dim, the result like the logits, and grad a scalar");
-            if (failed(check(
-                    op, gpipe_rt_cpu_cross_entropy_grad_f32(
-                            logits.getF32().data(), logits.getShape().data(),
-                            rankOf(logits.getShape()), *labelType,
-                            labels.getData(), grad.getF32()[0],
-                            static_cast<float *>(out->getMutableData())))))
-              return failure();
-            return bindResult(std::move(*out));
-          })
-      .Default([&](Operation *other) {
-        return other->emitOpError("is not supported by the nn interpreter");
-      });
+  if (auto remat = dyn_cast<RematOp>(op)) {
+    // The recomputed forward runs in place.
+    std::vector<HostTensor> results;
+    if (failed(runBlock(remat.getBody().front(), {}, results, depth + 1)))
+      return failure();
+    for (auto [result, value] : llvm::zip(remat.getResults(), results))
+      env[result] = value;
+    return success();
+  }
+
+  // Everything else runs the kernel the code generator calls, with the
+  // same arguments.
+  FailureOr<KernelCall> call =
+      getKernelCall(op, KernelCallOptions{"nn interpreter"});
+  if (failed(call))
+    return failure();
+  return runKernel(op, *call);
 }
 
 FailureOr<std::vector<HostTensor>>

@@ -2,7 +2,8 @@
 //
 // A direct interpreter of `nn` dialect functions on the host: each op runs
 // the runtime's CPU kernel (runtime/include/gpipe/Runtime/CPUKernels.h) on
-// host tensors, `nn.layer` bodies run inline, `nn.param` reads a
+// host tensors, called as getKernelCall (KernelCalls.h) describes it for the
+// code generator too, `nn.layer` bodies run inline, `nn.param` reads a
 // ParameterStore filled from the module's `nn.parameter` initial values (or
 // their seeded init rules) and `nn.constant` materializes its attribute. The
 // ops reverse-mode autodiff emits (`nn.reduce_sum`, `nn.insert_slice` and the
@@ -16,6 +17,7 @@
 #ifndef GPIPE_INTERPRETER_INTERPRETER_H
 #define GPIPE_INTERPRETER_INTERPRETER_H
 
+#include "gpipe/Conversion/KernelCalls/KernelCalls.h"
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Common.h"
 
@@ -85,15 +87,6 @@ private:
   llvm::SmallVector<int64_t, 4> shape;
   std::shared_ptr<uint8_t[]> storage;
 };
-
-/// The runtime element type of an MLIR element type (f32, f64, f16, bf16,
-/// i64, i32, i1), or failure.
-FailureOr<gpipe_rt_dtype> getRuntimeDType(Type elementType);
-
-/// The runtime's unary kernel (gpipe_rt_cpu_unary_f32) behind an nn op name
-/// ("nn.relu", "nn.exp", ...), if it is one: the interpreter and the code
-/// generator dispatch through the same table.
-std::optional<gpipe_rt_unary_op> getRuntimeUnaryOp(llvm::StringRef opName);
 
 /// Reads a statically shaped `dense` or `dense_resource` elements attribute.
 /// Reports through `emitError` when the attribute cannot be read.

@@ -7,14 +7,15 @@
 // metadata and initial parameter data. See the pass description in
 // Passes.td for the shape of the output.
 //
-// The kernel arguments mirror the nn interpreter's calls exactly (same
-// kernels, same shapes and attributes), so compiled and interpreted stages
-// compute the same bits.
+// The kernel calls come from getKernelCall (KernelCalls.h), the mapping the
+// nn interpreter executes too (same kernels, same shapes and attributes), so
+// compiled and interpreted stages compute the same bits.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Conversion/Passes.h"
 #include "gpipe/Analysis/Timeline.h"
+#include "gpipe/Conversion/KernelCalls/KernelCalls.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/StageBuffers.h"
 #include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
@@ -52,76 +53,15 @@ namespace {
 
 //===----------------------------------------------------------------------===//
 // Kernel calls
+//
+// Which kernel computes an op, with which arguments, is getKernelCall's
+// (KernelCalls.h), the mapping the nn interpreter executes too; the emitter
+// turns each call into an LLVM call (callKernel in lowerStageFunction).
 //===----------------------------------------------------------------------===//
-
-/// One argument of a runtime kernel call.
-struct KernelArg {
-  enum Kind {
-    Buffer,  ///< the address of `value`
-    Null,    ///< a null pointer
-    I32,     ///< `integer` as i32 (enums, ranks, flags)
-    I64,     ///< `integer` as i64
-    F32,     ///< `real` as f32
-    Ints,    ///< the address of a read-only i64 array
-    Buffers, ///< the address of a stack array of the addresses of `values`
-    IntsList, ///< the address of a stack array of read-only i64 arrays
-  };
-  Kind kind = Null;
-  Value value;
-  int64_t integer = 0;
-  double real = 0;
-  SmallVector<int64_t> ints;
-  SmallVector<Value> values;
-  SmallVector<SmallVector<int64_t>> intsList;
-
-  static KernelArg buffer(Value v) {
-    KernelArg a;
-    a.kind = Buffer;
-    a.value = v;
-    return a;
-  }
-  static KernelArg null() { return KernelArg(); }
-  static KernelArg i32(int64_t v) {
-    KernelArg a;
-    a.kind = I32;
-    a.integer = v;
-    return a;
-  }
-  static KernelArg i64(int64_t v) {
-    KernelArg a;
-    a.kind = I64;
-    a.integer = v;
-    return a;
-  }
-  static KernelArg f32(double v) {
-    KernelArg a;
-    a.kind = F32;
-    a.real = v;
-    return a;
-  }
-  static KernelArg array(ArrayRef<int64_t> v) {
-    KernelArg a;
-    a.kind = Ints;
-    a.ints.assign(v.begin(), v.end());
-    return a;
-  }
-  static KernelArg buffers(ValueRange v) {
-    KernelArg a;
-    a.kind = Buffers;
-    a.values.assign(v.begin(), v.end());
-    return a;
-  }
-};
-
-struct KernelCall {
-  std::string callee;
-  SmallVector<KernelArg> args;
-};
 
 static ArrayRef<int64_t> shapeOf(Value v) {
   return cast<ShapedType>(v.getType()).getShape();
 }
-static int64_t rankOf(Value v) { return shapeOf(v).size(); }
 static int64_t countOf(Value v) {
   int64_t n = 1;
   for (int64_t d : shapeOf(v))
@@ -129,11 +69,21 @@ static int64_t countOf(Value v) {
   return n;
 }
 
-/// The (buffer, shape, rank) triple most kernels take for a tensor.
-static void addTensor(KernelCall &call, Value v) {
-  call.args.push_back(KernelArg::buffer(v));
-  call.args.push_back(KernelArg::array(shapeOf(v)));
-  call.args.push_back(KernelArg::i32(rankOf(v)));
+/// The LLVM type a kernel argument is passed as.
+static Type getArgType(MLIRContext *ctx, ::gpipe::abi::ArgType type) {
+  switch (type) {
+  case ::gpipe::abi::ArgType::Ptr:
+    return LLVM::LLVMPointerType::get(ctx);
+  case ::gpipe::abi::ArgType::I32:
+    return IntegerType::get(ctx, 32);
+  case ::gpipe::abi::ArgType::I64:
+    return IntegerType::get(ctx, 64);
+  case ::gpipe::abi::ArgType::F32:
+    return Float32Type::get(ctx);
+  case ::gpipe::abi::ArgType::F64:
+    return Float64Type::get(ctx);
+  }
+  return Type();
 }
 
 /// The runtime element type of `v`, or an error at `op`.
@@ -149,359 +99,6 @@ static FailureOr<int64_t> dtypeOf(Operation *op, Value v,
            << " is not supported by the CPU code generator",
            failure();
   return static_cast<int64_t>(*dtype);
-}
-
-/// The kernel call computing `op` (every nn op but layers, params,
-/// constants and reshapes), mirroring the nn interpreter.
-static FailureOr<KernelCall> getKernelCall(Operation *op) {
-  KernelCall call;
-  auto f32Only = [&]() -> LogicalResult {
-    for (Value v : op->getOperands())
-      if (failed(dtypeOf(op, v, {GPIPE_RT_F32})))
-        return failure();
-    for (Value v : op->getResults())
-      if (failed(dtypeOf(op, v, {GPIPE_RT_F32})))
-        return failure();
-    return success();
-  };
-  if (std::optional<gpipe_rt_unary_op> kind =
-          getRuntimeUnaryOp(op->getName().getStringRef())) {
-    if (failed(f32Only()))
-      return failure();
-    call.callee = "gpipe_rt_cpu_unary_f32";
-    call.args = {KernelArg::i32(*kind), KernelArg::buffer(op->getOperand(0)),
-                 KernelArg::buffer(op->getResult(0)),
-                 KernelArg::i64(countOf(op->getOperand(0)))};
-    return call;
-  }
-  auto binary = [&](gpipe_rt_binary_op kind) -> FailureOr<KernelCall> {
-    if (failed(f32Only()))
-      return failure();
-    call.callee = "gpipe_rt_cpu_binary_f32";
-    call.args.push_back(KernelArg::i32(kind));
-    addTensor(call, op->getOperand(0));
-    addTensor(call, op->getOperand(1));
-    addTensor(call, op->getResult(0));
-    return call;
-  };
-  return llvm::TypeSwitch<Operation *, FailureOr<KernelCall>>(op)
-      .Case<nn::AddOp>([&](auto) { return binary(GPIPE_RT_ADD); })
-      .Case<nn::SubOp>([&](auto) { return binary(GPIPE_RT_SUB); })
-      .Case<nn::MulOp>([&](auto) { return binary(GPIPE_RT_MUL); })
-      .Case<nn::DivOp>([&](auto) { return binary(GPIPE_RT_DIV); })
-      .Case<nn::PowOp>([&](auto) { return binary(GPIPE_RT_POW); })
-      .Case<nn::EqualOp>([&](nn::EqualOp eq) -> FailureOr<KernelCall> {
-        FailureOr<int64_t> dtype =
-            dtypeOf(op, eq.getLhs(),
-                    {GPIPE_RT_F32, GPIPE_RT_F64, GPIPE_RT_I32, GPIPE_RT_I64,
-                     GPIPE_RT_BOOL});
-        if (failed(dtype))
-          return failure();
-        call.callee = "gpipe_rt_cpu_equal";
-        call.args.push_back(KernelArg::i32(*dtype));
-        addTensor(call, eq.getLhs());
-        addTensor(call, eq.getRhs());
-        addTensor(call, eq.getResult());
-        return call;
-      })
-      .Case<nn::WhereOp>([&](nn::WhereOp where) -> FailureOr<KernelCall> {
-        FailureOr<int64_t> dtype = dtypeOf(op, where.getX());
-        if (failed(dtype))
-          return failure();
-        call.callee = "gpipe_rt_cpu_where";
-        addTensor(call, where.getCondition());
-        call.args.push_back(KernelArg::i32(*dtype));
-        addTensor(call, where.getX());
-        addTensor(call, where.getY());
-        addTensor(call, where.getResult());
-        return call;
-      })
-      .Case<nn::NotOp>([&](nn::NotOp notOp) -> FailureOr<KernelCall> {
-        call.callee = "gpipe_rt_cpu_not";
-        call.args = {KernelArg::buffer(notOp.getInput()),
-                     KernelArg::buffer(notOp.getResult()),
-                     KernelArg::i64(countOf(notOp.getInput()))};
-        return call;
-      })
-      .Case<nn::CastOp>([&](nn::CastOp cast) -> FailureOr<KernelCall> {
-        FailureOr<int64_t> from = dtypeOf(op, cast.getInput());
-        FailureOr<int64_t> to = dtypeOf(op, cast.getResult());
-        if (failed(from) || failed(to))
-          return failure();
-        call.callee = "gpipe_rt_cpu_cast";
-        call.args = {KernelArg::i32(*from), KernelArg::buffer(cast.getInput()),
-                     KernelArg::i32(*to), KernelArg::buffer(cast.getResult()),
-                     KernelArg::i64(countOf(cast.getInput()))};
-        return call;
-      })
-      .Case<nn::MatMulOp>([&](nn::MatMulOp mm) -> FailureOr<KernelCall> {
-        if (failed(f32Only()))
-          return failure();
-        call.callee = "gpipe_rt_cpu_matmul_f32";
-        addTensor(call, mm.getLhs());
-        addTensor(call, mm.getRhs());
-        addTensor(call, mm.getResult());
-        return call;
-      })
-      .Case<nn::GemmOp>([&](nn::GemmOp gemm) -> FailureOr<KernelCall> {
-        if (failed(f32Only()))
-          return failure();
-        call.callee = "gpipe_rt_cpu_gemm_f32";
-        call.args.push_back(KernelArg::buffer(gemm.getA()));
-        call.args.push_back(KernelArg::array(shapeOf(gemm.getA())));
-        call.args.push_back(KernelArg::buffer(gemm.getB()));
-        call.args.push_back(KernelArg::array(shapeOf(gemm.getB())));
-        if (Value c = gemm.getC()) {
-          addTensor(call, c);
-        } else {
-          call.args.push_back(KernelArg::null());
-          call.args.push_back(KernelArg::null());
-          call.args.push_back(KernelArg::i32(0));
-        }
-        call.args.push_back(KernelArg::f32(gemm.getAlpha().convertToFloat()));
-        call.args.push_back(KernelArg::f32(gemm.getBeta().convertToFloat()));
-        call.args.push_back(KernelArg::i32(gemm.getTransA()));
-        call.args.push_back(KernelArg::i32(gemm.getTransB()));
-        call.args.push_back(KernelArg::buffer(gemm.getResult()));
-        call.args.push_back(KernelArg::array(shapeOf(gemm.getResult())));
-        return call;
-      })
-      .Case<nn::LinearOp>([&](nn::LinearOp linear) -> FailureOr<KernelCall> {
-        if (failed(f32Only()))
-          return failure();
-        call.callee = "gpipe_rt_cpu_linear_f32";
-        addTensor(call, linear.getInput());
-        call.args.push_back(KernelArg::buffer(linear.getWeight()));
-        call.args.push_back(KernelArg::array(shapeOf(linear.getWeight())));
-        call.args.push_back(linear.getBias()
-                                ? KernelArg::buffer(linear.getBias())
-                                : KernelArg::null());
-        call.args.push_back(KernelArg::i32(linear.getTransposeWeight()));
-        addTensor(call, linear.getResult());
-        return call;
-      })
-      .Case<nn::SoftmaxOp>([&](nn::SoftmaxOp softmax) -> FailureOr<KernelCall> {
-        if (failed(f32Only()))
-          return failure();
-        call.callee = "gpipe_rt_cpu_softmax_f32";
-        addTensor(call, softmax.getInput());
-        call.args.push_back(KernelArg::i64(softmax.getAxis()));
-        call.args.push_back(KernelArg::buffer(softmax.getResult()));
-        return call;
-      })
-      .Case<nn::LayerNormOp>([&](nn::LayerNormOp ln) -> FailureOr<KernelCall> {
-        if (failed(f32Only()))
-          return failure();
-        call.callee = "gpipe_rt_cpu_layer_norm_f32";
-        addTensor(call, ln.getInput());
-        call.args.push_back(KernelArg::i64(ln.getAxis()));
-        call.args.push_back(KernelArg::buffer(ln.getScale()));
-        call.args.push_back(ln.getBias() ? KernelArg::buffer(ln.getBias())
-                                         : KernelArg::null());
-        call.args.push_back(KernelArg::f32(ln.getEpsilon().convertToFloat()));
-        call.args.push_back(KernelArg::buffer(ln.getResult()));
-        call.args.push_back(KernelArg::null());
-        call.args.push_back(KernelArg::null());
-        return call;
-      })
-      .Case<nn::GatherOp>([&](nn::GatherOp gather) -> FailureOr<KernelCall> {
-        FailureOr<int64_t> dtype = dtypeOf(op, gather.getData());
-        FailureOr<int64_t> indexType =
-            dtypeOf(op, gather.getIndices(), {GPIPE_RT_I32, GPIPE_RT_I64});
-        if (failed(dtype) || failed(indexType))
-          return failure();
-        call.callee = "gpipe_rt_cpu_gather";
-        call.args.push_back(KernelArg::i32(*dtype));
-        addTensor(call, gather.getData());
-        call.args.push_back(KernelArg::i32(*indexType));
-        addTensor(call, gather.getIndices());
-        call.args.push_back(KernelArg::i64(gather.getAxis()));
-        call.args.push_back(KernelArg::buffer(gather.getResult()));
-        return call;
-      })
-      .Case<nn::TransposeOp>([&](nn::TransposeOp t) -> FailureOr<KernelCall> {
-        FailureOr<int64_t> dtype = dtypeOf(op, t.getInput());
-        if (failed(dtype))
-          return failure();
-        call.callee = "gpipe_rt_cpu_transpose";
-        call.args.push_back(KernelArg::i32(*dtype));
-        addTensor(call, t.getInput());
-        call.args.push_back(KernelArg::array(t.getPerm()));
-        call.args.push_back(KernelArg::buffer(t.getResult()));
-        return call;
-      })
-      .Case<nn::SliceOp>([&](nn::SliceOp slice) -> FailureOr<KernelCall> {
-        FailureOr<int64_t> dtype = dtypeOf(op, slice.getInput());
-        if (failed(dtype))
-          return failure();
-        call.callee = "gpipe_rt_cpu_slice";
-        call.args.push_back(KernelArg::i32(*dtype));
-        addTensor(call, slice.getInput());
-        call.args.push_back(KernelArg::array(slice.getOffsets()));
-        call.args.push_back(KernelArg::array(slice.getSizes()));
-        call.args.push_back(KernelArg::array(slice.getStrides()));
-        call.args.push_back(KernelArg::buffer(slice.getResult()));
-        return call;
-      })
-      .Case<nn::SplitOp>([&](nn::SplitOp split) -> FailureOr<KernelCall> {
-        FailureOr<int64_t> dtype = dtypeOf(op, split.getInput());
-        if (failed(dtype))
-          return failure();
-        call.callee = "gpipe_rt_cpu_split";
-        call.args.push_back(KernelArg::i32(*dtype));
-        addTensor(call, split.getInput());
-        call.args.push_back(KernelArg::i64(split.getAxis()));
-        call.args.push_back(KernelArg::array(split.getSizes()));
-        call.args.push_back(KernelArg::i32(split.getNumResults()));
-        call.args.push_back(KernelArg::buffers(split.getResults()));
-        return call;
-      })
-      .Case<nn::ConcatOp>([&](nn::ConcatOp concat) -> FailureOr<KernelCall> {
-        FailureOr<int64_t> dtype = dtypeOf(op, concat.getResult());
-        if (failed(dtype))
-          return failure();
-        call.callee = "gpipe_rt_cpu_concat";
-        call.args.push_back(KernelArg::i32(*dtype));
-        call.args.push_back(KernelArg::i32(concat.getInputs().size()));
-        call.args.push_back(KernelArg::buffers(concat.getInputs()));
-        KernelArg shapes;
-        shapes.kind = KernelArg::IntsList;
-        for (Value v : concat.getInputs())
-          shapes.intsList.push_back(SmallVector<int64_t>(shapeOf(v)));
-        call.args.push_back(shapes);
-        call.args.push_back(KernelArg::i32(rankOf(concat.getResult())));
-        call.args.push_back(KernelArg::i64(concat.getAxis()));
-        call.args.push_back(KernelArg::buffer(concat.getResult()));
-        return call;
-      })
-      .Case<nn::CrossEntropyOp>(
-          [&](nn::CrossEntropyOp ce) -> FailureOr<KernelCall> {
-            FailureOr<int64_t> labelType =
-                dtypeOf(op, ce.getLabels(), {GPIPE_RT_I32, GPIPE_RT_I64});
-            if (failed(labelType) ||
-                failed(dtypeOf(op, ce.getLogits(), {GPIPE_RT_F32})))
-              return failure();
-            call.callee = "gpipe_rt_cpu_cross_entropy_f32";
-            addTensor(call, ce.getLogits());
-            call.args.push_back(KernelArg::i32(*labelType));
-            call.args.push_back(KernelArg::buffer(ce.getLabels()));
-            call.args.push_back(KernelArg::buffer(ce.getResult()));
-            return call;
-          })
-      .Case<nn::MSEOp>([&](nn::MSEOp mse) -> FailureOr<KernelCall> {
-        if (failed(f32Only()))
-          return failure();
-        call.callee = "gpipe_rt_cpu_mse_f32";
-        call.args = {KernelArg::buffer(mse.getInput()),
-                     KernelArg::buffer(mse.getTarget()),
-                     KernelArg::i64(countOf(mse.getInput())),
-                     KernelArg::buffer(mse.getResult())};
-        return call;
-      })
-      .Case<nn::ReduceSumOp>([&](nn::ReduceSumOp sum) -> FailureOr<KernelCall> {
-        if (failed(f32Only()))
-          return failure();
-        call.callee = "gpipe_rt_cpu_reduce_sum_f32";
-        addTensor(call, sum.getInput());
-        call.args.push_back(KernelArg::array(sum.getAxes()));
-        call.args.push_back(KernelArg::i32(sum.getAxes().size()));
-        call.args.push_back(KernelArg::buffer(sum.getResult()));
-        return call;
-      })
-      .Case<nn::InsertSliceOp>(
-          [&](nn::InsertSliceOp insert) -> FailureOr<KernelCall> {
-            FailureOr<int64_t> dtype = dtypeOf(op, insert.getDest());
-            if (failed(dtype))
-              return failure();
-            call.callee = "gpipe_rt_cpu_insert_slice";
-            call.args.push_back(KernelArg::i32(*dtype));
-            call.args.push_back(KernelArg::buffer(insert.getSource()));
-            call.args.push_back(KernelArg::array(shapeOf(insert.getSource())));
-            call.args.push_back(KernelArg::buffer(insert.getDest()));
-            call.args.push_back(KernelArg::array(shapeOf(insert.getDest())));
-            call.args.push_back(KernelArg::i32(rankOf(insert.getDest())));
-            call.args.push_back(KernelArg::array(insert.getOffsets()));
-            call.args.push_back(KernelArg::array(insert.getStrides()));
-            call.args.push_back(KernelArg::buffer(insert.getResult()));
-            return call;
-          })
-      .Case<nn::GatherGradOp>([&](nn::GatherGradOp gg) -> FailureOr<KernelCall> {
-        FailureOr<int64_t> indexType =
-            dtypeOf(op, gg.getIndices(), {GPIPE_RT_I32, GPIPE_RT_I64});
-        if (failed(indexType) ||
-            failed(dtypeOf(op, gg.getGrad(), {GPIPE_RT_F32})))
-          return failure();
-        call.callee = "gpipe_rt_cpu_gather_grad_f32";
-        call.args.push_back(KernelArg::i32(*indexType));
-        addTensor(call, gg.getIndices());
-        addTensor(call, gg.getGrad());
-        call.args.push_back(KernelArg::i64(gg.getAxis()));
-        addTensor(call, gg.getResult());
-        return call;
-      })
-      .Case<nn::SoftmaxGradOp>(
-          [&](nn::SoftmaxGradOp sg) -> FailureOr<KernelCall> {
-            if (failed(f32Only()))
-              return failure();
-            call.callee = "gpipe_rt_cpu_softmax_grad_f32";
-            call.args.push_back(KernelArg::buffer(sg.getOutput()));
-            call.args.push_back(KernelArg::buffer(sg.getGrad()));
-            call.args.push_back(KernelArg::array(shapeOf(sg.getOutput())));
-            call.args.push_back(KernelArg::i32(rankOf(sg.getOutput())));
-            call.args.push_back(KernelArg::i64(sg.getAxis()));
-            call.args.push_back(KernelArg::buffer(sg.getResult()));
-            return call;
-          })
-      .Case<nn::LayerNormGradOp>(
-          [&](nn::LayerNormGradOp lg) -> FailureOr<KernelCall> {
-            if (failed(f32Only()))
-              return failure();
-            call.callee = "gpipe_rt_cpu_layer_norm_grad_f32";
-            addTensor(call, lg.getInput());
-            call.args.push_back(KernelArg::i64(lg.getAxis()));
-            call.args.push_back(KernelArg::buffer(lg.getScale()));
-            call.args.push_back(KernelArg::buffer(lg.getGrad()));
-            call.args.push_back(
-                KernelArg::f32(lg.getEpsilon().convertToFloat()));
-            call.args.push_back(KernelArg::buffer(lg.getInputGrad()));
-            call.args.push_back(KernelArg::buffer(lg.getScaleGrad()));
-            call.args.push_back(KernelArg::buffer(lg.getBiasGrad()));
-            return call;
-          })
-      .Case<nn::GeluGradOp>([&](nn::GeluGradOp gg) -> FailureOr<KernelCall> {
-        if (failed(f32Only()))
-          return failure();
-        call.callee = "gpipe_rt_cpu_gelu_grad_f32";
-        call.args = {KernelArg::buffer(gg.getInput()),
-                     KernelArg::buffer(gg.getGrad()),
-                     KernelArg::buffer(gg.getResult()),
-                     KernelArg::i64(countOf(gg.getInput()))};
-        return call;
-      })
-      .Case<nn::CrossEntropyGradOp>(
-          [&](nn::CrossEntropyGradOp ce) -> FailureOr<KernelCall> {
-            FailureOr<int64_t> labelType =
-                dtypeOf(op, ce.getLabels(), {GPIPE_RT_I32, GPIPE_RT_I64});
-            if (failed(labelType) ||
-                failed(dtypeOf(op, ce.getLogits(), {GPIPE_RT_F32})) ||
-                failed(dtypeOf(op, ce.getGrad(), {GPIPE_RT_F32})))
-              return failure();
-            // The scalar seed is read by the kernel, never by the
-            // generated code (it may live in device memory).
-            call.callee = "gpipe_rt_cpu_cross_entropy_grad_at_f32";
-            addTensor(call, ce.getLogits());
-            call.args.push_back(KernelArg::i32(*labelType));
-            call.args.push_back(KernelArg::buffer(ce.getLabels()));
-            call.args.push_back(KernelArg::buffer(ce.getGrad()));
-            call.args.push_back(KernelArg::buffer(ce.getResult()));
-            return call;
-          })
-      .Default([&](Operation *other) -> FailureOr<KernelCall> {
-        return mlir::emitError(other->getLoc())
-                   << "'" << other->getName()
-                   << "' is not supported by the CPU code generator",
-               failure();
-      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -629,24 +226,33 @@ private:
 LLVM::LLVMFuncOp Emitter::declare(StringRef kernelName, Type result,
                                   ArrayRef<Type> args) {
   // Kernels are named for the CPU library; other targets have the same
-  // entry points under their own prefix. In bf16 the GEMMs call their
-  // `_bf16` twins (same arguments).
-  std::string base = kernelName.str();
-  if (precision == "bf16" &&
-      llvm::is_contained({"gpipe_rt_cpu_matmul_f32", "gpipe_rt_cpu_gemm_f32",
-                          "gpipe_rt_cpu_linear_f32"},
-                         kernelName))
-    base = kernelName.drop_back(strlen("f32")).str() + "bf16";
-  std::string name = base;
+  // entry points under their own prefix. A kernel's type is the one
+  // Kernels.def declares, whatever the caller passed: a call with other
+  // operands then fails the LLVM dialect's verifier instead of reaching the
+  // runtime.
+  std::string name = kernelName.str();
   StringRef cpu = "gpipe_rt_cpu_";
-  if (StringRef(base).starts_with(cpu) && target != "cpu")
-    name = "gpipe_rt_" + target + "_" + base.substr(cpu.size());
+  SmallVector<Type> types(args.begin(), args.end());
+  if (kernelName.starts_with(cpu)) {
+    StringRef base = kernelName.drop_front(cpu.size());
+    if (target != "cpu")
+      name = "gpipe_rt_" + target + "_" + base.str();
+    if (std::optional<::gpipe::abi::KernelId> kernel =
+            ::gpipe::abi::lookupKernel(
+                std::string_view(base.data(), base.size()))) {
+      types.clear();
+      for (const ::gpipe::abi::KernelParam &param :
+           ::gpipe::abi::getKernelSignature(*kernel))
+        types.push_back(getArgType(ctx, param.type));
+      result = IntegerType::get(ctx, 32);
+    }
+  }
   auto it = declared.find(name);
   if (it != declared.end())
     return it->second;
   OpBuilder at(ctx);
   at.setInsertionPointToEnd(module.getBody());
-  auto type = LLVM::LLVMFunctionType::get(result, args);
+  auto type = LLVM::LLVMFunctionType::get(result, types);
   auto func = LLVM::LLVMFuncOp::create(at, module.getLoc(), name, type);
   declared[name] = func;
   return func;
@@ -798,36 +404,32 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
     return std::make_pair(*dtype, countOf(v));
   };
 
+  // One LLVM call per kernel call, its types from the kernel's signature.
   auto callKernel = [&](Operation *op, const KernelCall &call) {
     Location opLoc = op->getLoc();
+    const ::gpipe::abi::KernelSignature &signature = call.signature();
     SmallVector<Value> args;
     SmallVector<Type> types;
-    for (const KernelArg &a : call.args) {
+    for (auto [param, a] : llvm::zip_equal(signature, call.args)) {
+      Type type = getArgType(ctx, param.type);
+      types.push_back(type);
       switch (a.kind) {
       case KernelArg::Buffer:
         args.push_back(addressOf(a.value));
-        types.push_back(ptrTy);
         break;
       case KernelArg::Null:
         args.push_back(LLVM::ZeroOp::create(at, opLoc, ptrTy));
-        types.push_back(ptrTy);
         break;
-      case KernelArg::I32:
-        args.push_back(constI32(at, opLoc, a.integer));
-        types.push_back(i32Ty);
-        break;
-      case KernelArg::I64:
-        args.push_back(constI64(at, opLoc, a.integer));
-        types.push_back(i64Ty);
-        break;
-      case KernelArg::F32:
+      case KernelArg::Int:
         args.push_back(LLVM::ConstantOp::create(
-            at, opLoc, f32Ty, at.getF32FloatAttr(float(a.real))));
-        types.push_back(f32Ty);
+            at, opLoc, type, at.getIntegerAttr(type, a.integer)));
+        break;
+      case KernelArg::Real:
+        args.push_back(LLVM::ConstantOp::create(
+            at, opLoc, type, at.getFloatAttr(type, a.real)));
         break;
       case KernelArg::Ints:
         args.push_back(intsGlobal(at, opLoc, a.ints));
-        types.push_back(ptrTy);
         break;
       case KernelArg::Buffers:
       case KernelArg::IntsList: {
@@ -844,12 +446,12 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
           LLVM::StoreOp::create(at, opLoc, elem, slot);
         }
         args.push_back(array);
-        types.push_back(ptrTy);
         break;
       }
       }
     }
-    LLVM::LLVMFuncOp callee = declare(call.callee, i32Ty, types);
+    LLVM::LLVMFuncOp callee = declare(
+        "gpipe_rt_cpu_" + std::string(signature.name), i32Ty, types);
     int64_t site = sites.size();
     sites.push_back(llvm::json::Object{
         {"op", op->getName().getStringRef().str()},
@@ -917,7 +519,8 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
                             ? offsetPtr(at, opLoc, scratch, it->second)
                             : scratch; // empty tensors
     }
-    FailureOr<KernelCall> call = getKernelCall(op);
+    FailureOr<KernelCall> call = getKernelCall(
+        op, KernelCallOptions{"CPU code generator", precision == "bf16"});
     if (failed(call))
       return failure();
     callKernel(op, *call);

@@ -11,6 +11,10 @@
 // reproducible. Every sgemm goes through checkedSgemm, which validates its
 // arguments against BLAS's int range before calling OpenBLAS.
 //
+// The entry points are defined against the prototypes CPUKernels.h expands
+// from Kernels.def: a definition whose parameters differ from the .def's
+// conflicts with its C declaration and does not compile.
+//
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Runtime/CPUKernels.h"

@@ -26,6 +26,10 @@
 // The library builds with --fmad=false, so float expressions round every
 // operation as the CPU kernels (built with -ffp-contract=off) do.
 //
+// The entry points are defined against the prototypes CUDAKernels.h expands
+// from Kernels.def: a definition whose parameters differ from the .def's
+// conflicts with its C declaration and does not compile.
+//
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Runtime/CUDAKernels.h"

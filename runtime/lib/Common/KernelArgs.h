@@ -30,7 +30,7 @@
 #ifndef GPIPE_RUNTIME_LIB_COMMON_KERNELARGS_H
 #define GPIPE_RUNTIME_LIB_COMMON_KERNELARGS_H
 
-#include "gpipe/Runtime/CPUKernels.h"
+#include "gpipe/Runtime/Kernels.h"
 
 #include <algorithm>
 #include <cmath>

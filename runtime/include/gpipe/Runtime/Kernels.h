@@ -1,0 +1,71 @@
+/*===- Kernels.h - What every kernel backend shares ---------------*- C -*-===*\
+|*                                                                            *|
+|* The backend-neutral half of the kernel C ABI: the conventions every        *|
+|* backend's kernels follow and the enums their arguments use. The kernels    *|
+|* themselves are declared once, in Kernels.def; CPUKernels.h and             *|
+|* CUDAKernels.h expand it into their `gpipe_rt_cpu_*` and `gpipe_rt_cuda_*`  *|
+|* prototypes, with the same parameter lists, semantics, validation and      *|
+|* messages.                                                                  *|
+|*                                                                            *|
+|* Conventions: one entry point per `nn` op (forward and the gradient ops    *|
+|* autodiff emits) plus the optimizer updates and parameter fills, over raw  *|
+|* row-major buffers whose shapes are passed explicitly (a pointer to `rank` *|
+|* int64 dims; a rank-0 tensor is a scalar of one element). Every kernel      *|
+|* validates its shapes and returns a gpipe_rt_status; on failure the         *|
+|* backend's last-error string names the kernel and the offending values.     *|
+|* Outputs never alias inputs unless a kernel says so. Broadcasting follows   *|
+|* numpy: shapes align at the right, a dim of 1 stretches.                    *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef GPIPE_RUNTIME_KERNELS_H
+#define GPIPE_RUNTIME_KERNELS_H
+
+#include "gpipe/Runtime/Common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The largest rank any kernel accepts.
+#define GPIPE_RT_MAX_RANK 8
+
+/// The operation of gpipe_rt_*_binary_f32.
+typedef enum gpipe_rt_binary_op {
+  GPIPE_RT_ADD = 0,
+  GPIPE_RT_SUB = 1,
+  GPIPE_RT_MUL = 2,
+  GPIPE_RT_DIV = 3,
+  GPIPE_RT_POW = 4,
+} gpipe_rt_binary_op;
+
+/// The operation of gpipe_rt_*_unary_f32.
+typedef enum gpipe_rt_unary_op {
+  GPIPE_RT_NEG = 0,
+  GPIPE_RT_RECIPROCAL = 1,
+  GPIPE_RT_SQRT = 2,
+  GPIPE_RT_EXP = 3,
+  GPIPE_RT_ERF = 4,
+  GPIPE_RT_TANH = 5,
+  GPIPE_RT_SIGMOID = 6,
+  GPIPE_RT_RELU = 7,
+  /// Exact GELU: x * 0.5 * (1 + erf(x / sqrt(2))).
+  GPIPE_RT_GELU = 8,
+  GPIPE_RT_LOG = 9,
+} gpipe_rt_unary_op;
+
+/// The rule of gpipe_rt_*_fill_init_f32.
+typedef enum gpipe_rt_init {
+  GPIPE_RT_INIT_ZEROS = 0,
+  GPIPE_RT_INIT_ONES = 1,
+  /// Normal with mean 0 and standard deviation `scale`.
+  GPIPE_RT_INIT_NORMAL = 2,
+  /// Uniform on [-scale, scale).
+  GPIPE_RT_INIT_UNIFORM = 3,
+} gpipe_rt_init;
+
+#ifdef __cplusplus
+} // extern "C"
+#endif
+
+#endif /* GPIPE_RUNTIME_KERNELS_H */
