@@ -346,8 +346,31 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
   FunctionLiveness liveness(func);
   LoweredFunction lowered;
   lowered.source = func;
-  lowered.buffers = planStageFunction(func, liveness, kind, stage, numStages,
-                                      numForwardArgs, memory.getAlignment());
+  // The frame the memory plan wrote: where every value lives.
+  auto frame = func->getAttrOfType<FrameAttr>(GPipeDialect::kFrameAttrName);
+  if (!frame)
+    return mlir::emitError(func.getLoc())
+               << "@" << func.getSymName()
+               << " has no frame (gpipe.frame); run gpipe-plan-memory first",
+           failure();
+  lowered.buffers.scratchBytes = frame.getSize();
+  lowered.buffers.seedOffsets.assign(frame.getSeeds().asArrayRef().begin(),
+                                     frame.getSeeds().asArrayRef().end());
+  for (Operation *op : liveness.getOps()) {
+    auto offsets =
+        op->getAttrOfType<DenseI64ArrayAttr>(GPipeDialect::kOffsetsAttrName);
+    if (!offsets)
+      continue;
+    for (auto [result, offset] :
+         llvm::zip(op->getResults(), offsets.asArrayRef())) {
+      if (offset == -2)
+        lowered.buffers.routed = result;
+      else if (offset >= 0)
+        lowered.buffers.offsets[result] = offset;
+    }
+  }
+  (void)kind;
+  (void)numForwardArgs;
   FunctionType type = func.getFunctionType();
   lowered.numArgs = type.getNumInputs();
   lowered.numResults = type.getNumResults();

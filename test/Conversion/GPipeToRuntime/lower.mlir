@@ -143,45 +143,51 @@ module {
     %2 = nn.cross_entropy %1, %arg1 : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
     return %2 : tensor<f32>
   }
-  func.func @train_s0_fwd(%arg0: tensor<4x32xf32>) -> tensor<4x64xf32> {
+  func.func @train_s0_fwd(%arg0: tensor<4x32xf32>) -> tensor<4x64xf32> attributes {gpipe.frame = #gpipe.frame<size = 1024, seeds = []>} {
     %0 = nn.layer "layer0"(%arg0) : (tensor<4x32xf32>) -> tensor<4x64xf32> {
     ^bb0(%arg1: tensor<4x32xf32>):
       %1 = nn.param @w0 : tensor<32x64xf32>
-      %2 = nn.linear %arg1, %1 : (tensor<4x32xf32>, tensor<32x64xf32>) -> tensor<4x64xf32>
-      %3 = nn.relu %2 : tensor<4x64xf32>
+      %2 = nn.linear %arg1, %1 {gpipe.offsets = array<i64: 0>} : (tensor<4x32xf32>, tensor<32x64xf32>) -> tensor<4x64xf32>
+      %3 = nn.relu %2 {gpipe.offsets = array<i64: -2>} : tensor<4x64xf32>
       nn.yield %3 : tensor<4x64xf32>
     }
     return %0 : tensor<4x64xf32>
   }
-  func.func @train_s0_bwd(%arg0: tensor<4x32xf32>, %arg1: tensor<4x64xf32>) -> tensor<32x64xf32> attributes {nn.input_grads = array<i64>, nn.param_grads = [@w0]} {
+  func.func @train_s0_bwd(%arg0: tensor<4x32xf32>, %arg1: tensor<4x64xf32>) -> tensor<32x64xf32> attributes {gpipe.frame = #gpipe.frame<size = 9216, seeds = []>, nn.input_grads = array<i64>, nn.param_grads = [@w0]} {
     %0 = nn.param @w0 : tensor<32x64xf32>
-    %1 = nn.linear %arg0, %0 : (tensor<4x32xf32>, tensor<32x64xf32>) -> tensor<4x64xf32>
-    %2 = nn.relu %1 : tensor<4x64xf32>
-    %3 = nn.constant dense<0.000000e+00> : tensor<f32>
-    %4 = nn.equal %2, %3 : (tensor<4x64xf32>, tensor<f32>) -> tensor<4x64xi1>
-    %5 = nn.where %4, %3, %arg1 : (tensor<4x64xi1>, tensor<f32>, tensor<4x64xf32>) -> tensor<4x64xf32>
-    %6 = nn.gemm %arg0, %5 {trans_a = true} : (tensor<4x32xf32>, tensor<4x64xf32>) -> tensor<32x64xf32>
-    return %6 : tensor<32x64xf32>
+    %1 = gpipe.remat stage -> tensor<4x64xf32> {
+      %6 = nn.linear %arg0, %0 {gpipe.offsets = array<i64: 0>} : (tensor<4x32xf32>, tensor<32x64xf32>) -> tensor<4x64xf32>
+      %7 = nn.relu %6 {gpipe.offsets = array<i64: 1024>} : tensor<4x64xf32>
+      gpipe.yield %7 : tensor<4x64xf32>
+    }
+    %2 = nn.constant dense<0.000000e+00> : tensor<f32>
+    %3 = nn.equal %1, %2 {gpipe.offsets = array<i64: 0>} : (tensor<4x64xf32>, tensor<f32>) -> tensor<4x64xi1>
+    %4 = nn.where %3, %2, %arg1 {gpipe.offsets = array<i64: 8192>} : (tensor<4x64xi1>, tensor<f32>, tensor<4x64xf32>) -> tensor<4x64xf32>
+    %5 = nn.gemm %arg0, %4 {gpipe.offsets = array<i64: 0>, trans_a = true} : (tensor<4x32xf32>, tensor<4x64xf32>) -> tensor<32x64xf32>
+    return %5 : tensor<32x64xf32>
   }
   gpipe.stage @train_s0 index 0 : tensor<4x32xf32> -> tensor<4x64xf32> forward @train_s0_fwd backward @train_s0_bwd {backward_time = 3.532800e-06 : f64, forward_time = 1.177600e-06 : f64}
-  func.func @train_s1_fwd(%arg0: tensor<4x64xf32>, %arg1: tensor<4xi64>) -> tensor<f32> {
+  func.func @train_s1_fwd(%arg0: tensor<4x64xf32>, %arg1: tensor<4xi64>) -> tensor<f32> attributes {gpipe.frame = #gpipe.frame<size = 256, seeds = []>} {
     %0 = nn.layer "layer1"(%arg0) : (tensor<4x64xf32>) -> tensor<4x10xf32> {
     ^bb0(%arg2: tensor<4x64xf32>):
       %2 = nn.param @w1 : tensor<64x10xf32>
-      %3 = nn.linear %arg2, %2 : (tensor<4x64xf32>, tensor<64x10xf32>) -> tensor<4x10xf32>
+      %3 = nn.linear %arg2, %2 {gpipe.offsets = array<i64: 0>} : (tensor<4x64xf32>, tensor<64x10xf32>) -> tensor<4x10xf32>
       nn.yield %3 : tensor<4x10xf32>
     }
-    %1 = nn.cross_entropy %0, %arg1 : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+    %1 = nn.cross_entropy %0, %arg1 {gpipe.offsets = array<i64: 192>} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
     return %1 : tensor<f32>
   }
-  func.func @train_s1_bwd(%arg0: tensor<4x64xf32>, %arg1: tensor<4xi64>, %arg2: tensor<f32>) -> (tensor<4x64xf32>, tensor<64x10xf32>) attributes {nn.input_grads = array<i64: 0>, nn.loss_scale = 5.000000e-01 : f64, nn.param_grads = [@w1]} {
+  func.func @train_s1_bwd(%arg0: tensor<4x64xf32>, %arg1: tensor<4xi64>, %arg2: tensor<f32>) -> (tensor<4x64xf32>, tensor<64x10xf32>) attributes {gpipe.frame = #gpipe.frame<size = 2816, seeds = [2752]>, nn.input_grads = array<i64: 0>, nn.loss_scale = 5.000000e-01 : f64, nn.param_grads = [@w1]} {
     %0 = nn.param @w1 : tensor<64x10xf32>
-    %1 = nn.linear %arg0, %0 : (tensor<4x64xf32>, tensor<64x10xf32>) -> tensor<4x10xf32>
+    %1 = gpipe.remat stage -> tensor<4x10xf32> {
+      %7 = nn.linear %arg0, %0 {gpipe.offsets = array<i64: 0>} : (tensor<4x64xf32>, tensor<64x10xf32>) -> tensor<4x10xf32>
+      gpipe.yield %7 : tensor<4x10xf32>
+    }
     %2 = nn.constant dense<5.000000e-01> : tensor<f32>
-    %3 = nn.mul %arg2, %2 : (tensor<f32>, tensor<f32>) -> tensor<f32>
-    %4 = nn.cross_entropy_grad %1, %arg1, %3 : (tensor<4x10xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x10xf32>
-    %5 = nn.linear %4, %0 {transpose_weight = true} : (tensor<4x10xf32>, tensor<64x10xf32>) -> tensor<4x64xf32>
-    %6 = nn.gemm %arg0, %4 {trans_a = true} : (tensor<4x64xf32>, tensor<4x10xf32>) -> tensor<64x10xf32>
+    %3 = nn.mul %arg2, %2 {gpipe.offsets = array<i64: 192>} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %4 = nn.cross_entropy_grad %1, %arg1, %3 {gpipe.offsets = array<i64: 2560>} : (tensor<4x10xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x10xf32>
+    %5 = nn.linear %4, %0 {gpipe.offsets = array<i64: -2>, transpose_weight = true} : (tensor<4x10xf32>, tensor<64x10xf32>) -> tensor<4x64xf32>
+    %6 = nn.gemm %arg0, %4 {gpipe.offsets = array<i64: 0>, trans_a = true} : (tensor<4x64xf32>, tensor<4x10xf32>) -> tensor<64x10xf32>
     return %5, %6 : tensor<4x64xf32>, tensor<64x10xf32>
   }
   gpipe.stage @train_s1 index 1 : tensor<4x64xf32> -> tensor<f32> forward @train_s1_fwd backward @train_s1_bwd {backward_time = 1.123200e-06 : f64, forward_time = 3.744000e-07 : f64}

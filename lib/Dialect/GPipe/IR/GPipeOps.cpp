@@ -81,6 +81,31 @@ void GPipeDialect::initialize() {
       >();
 }
 
+LogicalResult GPipeDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  if (attr.getName() == kFrameAttrName) {
+    if (!isa<FrameAttr>(attr.getValue()) || !isa<func::FuncOp>(op))
+      return op->emitError("'")
+             << kFrameAttrName << "' must be a #gpipe.frame on a 'func.func'";
+    return success();
+  }
+  if (attr.getName() == kOffsetsAttrName) {
+    auto offsets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!offsets ||
+        offsets.size() != static_cast<int64_t>(op->getNumResults()))
+      return op->emitError("'")
+             << kOffsetsAttrName << "' must hold one i64 per result ("
+             << op->getNumResults() << ")";
+    for (int64_t offset : offsets.asArrayRef())
+      if (offset < -2)
+        return op->emitError("'")
+               << kOffsetsAttrName << "' holds " << offset
+               << "; expected a byte offset, -1 or -2";
+    return success();
+  }
+  return op->emitError("unknown gpipe attribute '") << attr.getName() << "'";
+}
+
 //===----------------------------------------------------------------------===//
 // StageOp
 //===----------------------------------------------------------------------===//

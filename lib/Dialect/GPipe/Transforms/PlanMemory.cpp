@@ -224,6 +224,73 @@ Optimizer mlir::gpipe::getOptimizerAttrValue(OptimizerKind kind) {
   return Optimizer::SGD;
 }
 
+/// Writes `gpipe.frame` on `func` and `gpipe.offsets` on the ops of its body
+/// from `buffers`.
+static void annotateFrame(func::FuncOp func, const FunctionLiveness &liveness,
+                          const StageFunctionBuffers &buffers) {
+  MLIRContext *ctx = func.getContext();
+  Builder b(ctx);
+  func->setAttr(GPipeDialect::kFrameAttrName,
+                FrameAttr::get(ctx, buffers.scratchBytes,
+                               b.getDenseI64ArrayAttr(buffers.seedOffsets)));
+  for (Operation *op : liveness.getOps()) {
+    if (op->getNumResults() == 0)
+      continue;
+    SmallVector<int64_t> offsets;
+    bool any = false;
+    for (Value result : op->getResults()) {
+      int64_t offset = -1;
+      if (result == buffers.routed) {
+        offset = -2;
+      } else if (auto it = buffers.offsets.find(result);
+                 it != buffers.offsets.end()) {
+        offset = it->second;
+      }
+      any |= offset != -1;
+      offsets.push_back(offset);
+    }
+    if (any)
+      op->setAttr(GPipeDialect::kOffsetsAttrName,
+                  b.getDenseI64ArrayAttr(offsets));
+    else
+      op->removeAttr(GPipeDialect::kOffsetsAttrName);
+  }
+}
+
+LogicalResult mlir::gpipe::annotateStageFrames(StageOp stage, int64_t index,
+                                               int64_t numStages, Remat remat,
+                                               int64_t alignment,
+                                               SymbolTableCollection &symbols) {
+  auto forward =
+      symbols.lookupNearestSymbolFrom<func::FuncOp>(stage, stage.getForwardAttr());
+  auto backward = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+      stage, stage.getBackwardAttr());
+  if (!forward || !backward)
+    return stage.emitError("stage @")
+           << stage.getSymName()
+           << " does not name its forward and backward functions";
+  if (forward.isExternal() || backward.isExternal())
+    return success();
+  unsigned numSaved = 0;
+  if (auto count = forward->getAttrOfType<IntegerAttr>("nn.saved_count"))
+    numSaved = static_cast<unsigned>(count.getInt());
+  if (remat != Remat::None)
+    numSaved = 0;
+  FunctionLiveness forwardLiveness(forward);
+  annotateFrame(forward, forwardLiveness,
+                planStageFunction(forward, forwardLiveness,
+                                  StageFunctionKind::Forward, index, numStages,
+                                  /*numForwardArgs=*/0, alignment));
+  FunctionLiveness backwardLiveness(backward);
+  unsigned numForwardArgs =
+      forward.getFunctionType().getNumInputs() + numSaved;
+  annotateFrame(backward, backwardLiveness,
+                planStageFunction(backward, backwardLiveness,
+                                  StageFunctionKind::Backward, index,
+                                  numStages, numForwardArgs, alignment));
+  return success();
+}
+
 namespace {
 
 struct GPipePlanMemoryPass
@@ -316,6 +383,14 @@ GPipePlanMemoryPass::planPipeline(PipelineOp op, OptimizerKind optimizer,
                                         getBreakdownAttr(ctx, rank.atPeak),
                                         slots));
   }
+  // Every stage function's frame: where each value of one micro-batch's
+  // run lives in the scratch region (the lowering places values there and
+  // decides nothing itself).
+  for (auto [index, stage] : llvm::enumerate(planned->schedule.stages))
+    if (failed(annotateStageFrames(stage, static_cast<int64_t>(index),
+                                   schedule.numStages, op.getRemat(),
+                                   input.alignment, symbols)))
+      return failure();
   SmallVector<int64_t> kept;
   for (int s = 0; s < schedule.numStages; ++s) {
     int rank = schedule.getRankOfStage(s);

@@ -223,6 +223,28 @@ def GPipe_ArenaAttr : GPipe_Attr<"Arena", "arena"> {
   }];
 }
 
+def GPipe_FrameAttr : GPipe_Attr<"Frame", "frame"> {
+  let summary = "The scratch layout of one stage function";
+  let description = [{
+    Written by `gpipe-plan-memory` on every stage function (as the
+    discardable `gpipe.frame`): the bytes of its scratch region for one
+    micro-batch (what the rank's scratch slot must hold) and, on the last
+    stage's backward, where in that region the caller writes the loss seeds.
+    Each op of the function that computes into the region carries
+    `gpipe.offsets`, one offset per result: a byte offset in the region,
+    -1 for a result that lives elsewhere (a parameter, a constant, a view,
+    an argument), -2 for the result computed straight into the buffer it
+    is sent from (the forward's output, the backward's input gradient).
+
+    ```mlir
+    func.func @train_s1_bwd(...) attributes {gpipe.frame = #gpipe.frame<size = 256, seeds = array<i64: 192>>} {
+      %0 = nn.matmul %arg0, %w {gpipe.offsets = array<i64: 0>} : ...
+    ```
+  }];
+  let parameters = (ins "int64_t":$size, "DenseI64ArrayAttr":$seeds);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 def GPipe_MemoryPlanAttr : GPipe_Attr<"MemoryPlan", "memory_plan"> {
   let summary = "What a pipeline's memory plan assumed";
   let description = [{

@@ -39,6 +39,12 @@ def GPipe_Dialect : Dialect {
     proves it complete and deadlock-free.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// `gpipe.frame` on a stage function, `gpipe.offsets` on an op of one.
+    static constexpr ::llvm::StringLiteral kFrameAttrName = "gpipe.frame";
+    static constexpr ::llvm::StringLiteral kOffsetsAttrName = "gpipe.offsets";
+  }];
 }
 
 class GPipe_Op<string mnemonic, list<Trait> traits = []>

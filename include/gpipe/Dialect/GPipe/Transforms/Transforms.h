@@ -57,6 +57,14 @@ FailureOr<PipelineMemoryPlan>
 planPipelineMemory(PipelineOp pipeline, OptimizerKind optimizer,
                    int64_t alignment, SymbolTableCollection &symbols);
 
+/// Writes the frames of `stage`'s forward and backward (position `index` of
+/// `numStages`): `gpipe.frame` on each function and `gpipe.offsets` on the
+/// ops that compute into its scratch region (StageBuffers.h's layout).
+LogicalResult annotateStageFrames(StageOp stage, int64_t index,
+                                  int64_t numStages, Remat remat,
+                                  int64_t alignment,
+                                  SymbolTableCollection &symbols);
+
 /// The IR spelling of the planner's buffer kinds and optimizers.
 SlotKind getSlotKind(BufferKind kind);
 Optimizer getOptimizerAttrValue(OptimizerKind kind);
