@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
       "gpipe-compile: model -> K-stage GPipe pipeline -> shared library\n");
 
   DialectRegistry registry;
-  gpipe::registerAllDialects(registry);
+  mlir::gpipe::registerAllDialects(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   MLIRContext context(registry);
@@ -185,7 +185,7 @@ int main(int argc, char **argv) {
       return success();
     });
 
-  gpipe::GPipePipelineOptions options;
+  mlir::gpipe::GPipePipelineOptions options;
   options.stages = stages;
   options.microbatches = microbatches;
   options.schedule = schedule;
@@ -204,15 +204,15 @@ int main(int argc, char **argv) {
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
-  gpipe::buildGPipePipeline(pm, options, *stop == Stop::Pipeline);
+  mlir::gpipe::buildGPipePipeline(pm, options, *stop == Stop::Pipeline);
   if (*stop != Stop::Pipeline && !quiet)
-    pm.addPass(gpipe::createGPipePlanReportPass());
+    pm.addPass(mlir::gpipe::createGPipePlanReportPass());
   if (*stop != Stop::Pipeline && *stop != Stop::Scheduled) {
-    gpipe::ConvertGPipeToRuntimePassOptions lower;
+    mlir::gpipe::ConvertGPipeToRuntimePassOptions lower;
     lower.source = describeSource();
     lower.target = target;
     lower.precision = precision;
-    pm.addPass(gpipe::createConvertGPipeToRuntimePass(lower));
+    pm.addPass(mlir::gpipe::createConvertGPipeToRuntimePass(lower));
   }
   if (failed(pm.run(*module)))
     return 1;
@@ -230,7 +230,7 @@ int main(int argc, char **argv) {
     break;
   case Stop::IR:
     rc = writeText(
-        [&](llvm::raw_ostream &os) { return gpipe::emitLLVMIR(*module, os); });
+        [&](llvm::raw_ostream &os) { return mlir::gpipe::emitLLVMIR(*module, os); });
     break;
   case Stop::Object: {
     std::unique_ptr<llvm::ToolOutputFile> output =
@@ -239,13 +239,13 @@ int main(int argc, char **argv) {
       llvm::errs() << "gpipe-compile: error: " << error << "\n";
       return 1;
     }
-    if (failed(gpipe::emitObject(*module, output->os())))
+    if (failed(mlir::gpipe::emitObject(*module, output->os())))
       return 1;
     output->keep();
     break;
   }
   case Stop::Library:
-    if (failed(gpipe::emitSharedLibrary(*module, outputFile)))
+    if (failed(mlir::gpipe::emitSharedLibrary(*module, outputFile)))
       return 1;
     break;
   }

@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
                               "gpipe-import: ONNX model or preset -> nn IR\n");
 
   DialectRegistry registry;
-  gpipe::registerAllDialects(registry);
+  mlir::gpipe::registerAllDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
@@ -70,8 +70,8 @@ int main(int argc, char **argv) {
     return 1;
 
   if (!raw) {
-    std::optional<gpipe::nn::LayerGranularity> g =
-        gpipe::nn::parseLayerGranularity(granularity);
+    std::optional<mlir::gpipe::nn::LayerGranularity> g =
+        mlir::gpipe::nn::parseLayerGranularity(granularity);
     if (!g) {
       emitError(UnknownLoc::get(&context))
           << "unknown --granularity '" << granularity
@@ -85,10 +85,10 @@ int main(int argc, char **argv) {
     if (failed(pm.run(*module)))
       return 1;
     for (auto func : module->getOps<func::FuncOp>()) {
-      if (failed(gpipe::nn::formLayers(func, *g)))
+      if (failed(mlir::gpipe::nn::formLayers(func, *g)))
         return 1;
       if (summary)
-        gpipe::nn::printLayerSummary(func, llvm::errs());
+        mlir::gpipe::nn::printLayerSummary(func, llvm::errs());
     }
   }
 

@@ -1222,7 +1222,7 @@ LogicalResult Emitter::lowerRank(int r) {
       break;
     }
     case ActionKind::Recompute:
-    case ActionKind::AllReduce:
+    case ActionKind::ReduceGrad:
       // The backward recomputes its stage; one replica has nothing to
       // reduce.
       break;
@@ -1543,7 +1543,7 @@ LogicalResult Emitter::emitMetadata() {
 //===----------------------------------------------------------------------===//
 
 struct ConvertGPipeToRuntimePass
-    : public gpipe::impl::ConvertGPipeToRuntimePassBase<
+    : public mlir::gpipe::impl::ConvertGPipeToRuntimePassBase<
           ConvertGPipeToRuntimePass> {
   using ConvertGPipeToRuntimePassBase::ConvertGPipeToRuntimePassBase;
 

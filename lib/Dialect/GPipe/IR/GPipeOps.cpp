@@ -323,7 +323,7 @@ LogicalResult mlir::gpipe::detail::verifyActionOp(Operation *op) {
              << mb << " out of range for " << numMicrobatches
              << " micro-batches";
   }
-  if (!isCommKind(kind))
+  if (!isTransferKind(kind))
     return success();
 
   int64_t peer = action.getPeerRank();

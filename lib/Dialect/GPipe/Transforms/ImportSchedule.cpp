@@ -78,9 +78,9 @@ matchLocations(MLIRContext *context, const Schedule &schedule,
     size_t next = 0;
     const std::vector<Action> &cells = cellActions.ranks[r];
     for (const Action &action : schedule.ranks[r]) {
-      while (next < cells.size() && isCommKind(cells[next].kind))
+      while (next < cells.size() && isTransferKind(cells[next].kind))
         ++next;
-      if (!isCommKind(action.kind) && next < cells.size() &&
+      if (!isTransferKind(action.kind) && next < cells.size() &&
           cells[next].kind == action.kind &&
           cells[next].stage == action.stage &&
           cells[next].microbatch == action.microbatch) {
@@ -138,7 +138,7 @@ LogicalResult mlir::gpipe::importSchedule(PipelineOp pipeline, StringRef text,
   bool hasComm = false;
   for (const std::vector<Action> &program : parsed.schedule.ranks)
     for (const Action &action : program)
-      hasComm |= isCommKind(action.kind);
+      hasComm |= isTransferKind(action.kind);
   bool insert = mode == CommunicationMode::Insert ||
                 (mode == CommunicationMode::Auto && !hasComm);
 
@@ -168,7 +168,7 @@ LogicalResult mlir::gpipe::importSchedule(PipelineOp pipeline, StringRef text,
 namespace {
 
 struct GPipeImportSchedulePass
-    : public gpipe::impl::GPipeImportSchedulePassBase<GPipeImportSchedulePass> {
+    : public mlir::gpipe::impl::GPipeImportSchedulePassBase<GPipeImportSchedulePass> {
   using GPipeImportSchedulePassBase::GPipeImportSchedulePassBase;
 
   void runOnOperation() override {

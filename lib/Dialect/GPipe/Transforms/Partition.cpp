@@ -199,7 +199,7 @@ static void dropDataGradient(func::FuncOp backward) {
 
 namespace {
 struct GPipePartitionPass
-    : public gpipe::impl::GPipePartitionPassBase<GPipePartitionPass> {
+    : public mlir::gpipe::impl::GPipePartitionPassBase<GPipePartitionPass> {
   using GPipePartitionPassBase::GPipePartitionPassBase;
   void runOnOperation() override;
 };

@@ -216,7 +216,7 @@ static DictionaryAttr getStageAttr(Builder &b, const StageMemory &m) {
 namespace {
 
 struct GPipePlanMemoryPass
-    : public gpipe::impl::GPipePlanMemoryPassBase<GPipePlanMemoryPass> {
+    : public mlir::gpipe::impl::GPipePlanMemoryPassBase<GPipePlanMemoryPass> {
   using GPipePlanMemoryPassBase::GPipePlanMemoryPassBase;
 
   void runOnOperation() override;

@@ -75,7 +75,7 @@ FailureOr<PipelineOp> mlir::gpipe::findPipeline(ModuleOp module,
 namespace {
 
 struct GPipeSchedulePass
-    : public gpipe::impl::GPipeSchedulePassBase<GPipeSchedulePass> {
+    : public mlir::gpipe::impl::GPipeSchedulePassBase<GPipeSchedulePass> {
   using GPipeSchedulePassBase::GPipeSchedulePassBase;
 
   void runOnOperation() override {

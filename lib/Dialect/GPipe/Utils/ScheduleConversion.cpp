@@ -123,7 +123,7 @@ mlir::gpipe::toSchedule(PipelineOp pipeline,
       action.kind = actionOp.getActionKind();
       action.stage = it->second;
       action.microbatch = static_cast<int>(actionOp.getMicrobatchIndex());
-      if (isCommKind(action.kind)) {
+      if (isTransferKind(action.kind)) {
         action.peer = static_cast<int>(actionOp.getPeerRank());
         Type payload = isa<SendOp>(op) ? cast<SendOp>(op).getPayload()
                                        : cast<RecvOp>(op).getPayload();
@@ -150,7 +150,7 @@ static std::string checkFits(const Action &action, int rank, int numRanks,
     return "micro-batch " + std::to_string(action.microbatch) +
            " out of range for " + std::to_string(numMicrobatches) +
            " micro-batches";
-  if (!isCommKind(action.kind))
+  if (!isTransferKind(action.kind))
     return "";
   if (action.peer < 0 || action.peer >= numRanks)
     return "peer rank " + std::to_string(action.peer) + " out of range for " +
@@ -261,7 +261,7 @@ LogicalResult mlir::gpipe::populateProgramsFromSchedule(
           RecvOp::create(b, loc, stage, mb, direction, peer, payload);
         break;
       }
-      case ActionKind::AllReduce:
+      case ActionKind::ReduceGrad:
         ReduceGradOp::create(b, loc, stage);
         break;
       case ActionKind::Step:
@@ -365,7 +365,7 @@ mlir::gpipe::emitScheduleProblems(PipelineOp pipeline,
       const Action &action = converted.schedule.ranks[r][i];
       Diagnostic &note = diag.attachNote(converted.getOp(r, i)->getLoc());
       if (problem.kind == VerifyProblemKind::Deadlock &&
-          isCommKind(action.kind))
+          isTransferKind(action.kind))
         note << "rank " << r << " waits here for rank " << action.peer << " ("
              << describe(action) << ")";
       else
