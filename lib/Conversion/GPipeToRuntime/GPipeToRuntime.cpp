@@ -1587,18 +1587,8 @@ struct ConvertGPipeToRuntimePass
                signalPassFailure();
     }
 
-    std::string targetName = target;
-    if (targetName != "cpu" && targetName != "cuda")
-      return emitError(module.getLoc(), "convert-gpipe-to-runtime: unknown "
-                                        "target '")
-                 << targetName << "' (expected cpu or cuda)",
-             signalPassFailure();
-    std::string precisionName = precision;
-    if (precisionName != "fp32" && precisionName != "bf16")
-      return emitError(module.getLoc(), "convert-gpipe-to-runtime: unknown "
-                                        "precision '")
-                 << precisionName << "' (expected fp32 or bf16)",
-             signalPassFailure();
+    std::string targetName = getTargetName(target);
+    std::string precisionName = getPrecisionName(precision);
     Emitter emitter(module, op, *plan, source, targetName, precisionName);
     if (failed(emitter.run()))
       return signalPassFailure();

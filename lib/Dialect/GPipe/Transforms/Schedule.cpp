@@ -80,15 +80,10 @@ struct GPipeSchedulePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // `custom` (the option left empty): each pipeline's own attribute.
     std::optional<ScheduleKind> override;
-    if (!schedule.empty()) {
-      override = symbolizeScheduleKind(schedule);
-      if (!override || *override == ScheduleKind::Custom) {
-        emitError(module.getLoc(), "unknown schedule '")
-            << schedule << "', expected gpipe or 1f1b";
-        return signalPassFailure();
-      }
-    }
+    if (ScheduleKind(schedule) != ScheduleKind::Custom)
+      override = ScheduleKind(schedule);
     SmallVector<PipelineOp> pipelines;
     module.walk([&](PipelineOp pipeline) { pipelines.push_back(pipeline); });
     SymbolTableCollection symbolTable;

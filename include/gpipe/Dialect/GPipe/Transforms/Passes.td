@@ -58,8 +58,12 @@ def GPipeSchedulePass : Pass<"gpipe-schedule", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::gpipe::GPipeDialect"];
   let options = [
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"\"",
-           "`gpipe` or `1f1b`; empty: each pipeline's `schedule` attribute">,
+    Option<"schedule", "schedule", "::mlir::gpipe::ScheduleKind",
+           /*default=*/"::mlir::gpipe::ScheduleKind::Custom",
+           "`gpipe` or `1f1b`; empty: each pipeline's `schedule` attribute",
+           "::mlir::gpipe::getScheduleKindValues(), ::llvm::cl::values("
+           "clEnumValN(::mlir::gpipe::ScheduleKind::Custom, \"\", "
+           "\"each pipeline's own schedule attribute\"))">,
   ];
 }
 
@@ -237,16 +241,22 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
            "Number of pipeline stages K">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Number of micro-batches M per mini-batch">,
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"gpipe\"",
-           "Schedule family recorded on the pipeline: gpipe or 1f1b">,
-    Option<"remat", "remat", "std::string", /*default=*/"\"stage\"",
-           "Re-materialization policy: stage or none">,
+    Option<"schedule", "schedule", "::mlir::gpipe::ScheduleKind",
+           /*default=*/"::mlir::gpipe::ScheduleKind::GPipe",
+           "Schedule family recorded on the pipeline: gpipe or 1f1b",
+           "::mlir::gpipe::getScheduleKindValues()">,
+    Option<"remat", "remat", "::mlir::gpipe::Remat",
+           /*default=*/"::mlir::gpipe::Remat::Stage",
+           "Re-materialization policy: stage or none",
+           "::mlir::gpipe::getRematValues()">,
     ListOption<"balance", "balance", "int64_t",
                "Layers per stage (manual partition); overrides the search">,
     Option<"memoryBudget", "memory-budget", "std::string", /*default=*/"\"\"",
            "Per-stage memory cap, e.g. 16GiB">,
-    Option<"profile", "profile", "std::string", /*default=*/"\"cpu\"",
-           "Device profile of the cost model: cpu, h200 or h200-bf16">,
+    Option<"profile", "profile", "::mlir::gpipe::ProfileKind",
+           /*default=*/"::mlir::gpipe::ProfileKind::CPU",
+           "Device profile of the cost model: cpu, h200 or h200-bf16",
+           "::mlir::gpipe::getProfileKindValues()">,
     Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
            "Name of the network function">,
     Option<"pipelineName", "pipeline", "std::string", /*default=*/"\"train\"",
@@ -294,8 +304,10 @@ def GPipePlanMemoryPass : Pass<"gpipe-plan-memory", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::gpipe::GPipeDialect"];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
-           "Optimizer whose state the plan holds: sgd, momentum or adam">,
+    Option<"optimizer", "optimizer", "::mlir::gpipe::OptimizerKind",
+           /*default=*/"::mlir::gpipe::OptimizerKind::SGD",
+           "Optimizer whose state the plan holds: sgd, momentum or adam",
+           "::mlir::gpipe::getOptimizerKindValues()">,
     Option<"memoryBudget", "memory-budget", "std::string", /*default=*/"\"\"",
            "Per-rank memory cap, e.g. 16GiB; empty: none">,
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
