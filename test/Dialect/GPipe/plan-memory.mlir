@@ -58,7 +58,7 @@
 // FITS: gpipe.memory_plan = {alignment = 64 : i64, arena_bytes = 2304 : i64, budget_bytes = 2304 : i64,
 
 // UNSCHEDULED: error: pipeline @train has no programs to plan; run gpipe-schedule or gpipe-import-schedule first
-// OPTIMIZER: error: gpipe-plan-memory: unknown optimizer 'lamb' (expected sgd, momentum or adam)
+// OPTIMIZER: for the --optimizer option: unknown optimizer 'lamb' (expected sgd, momentum or adam)
 // BADBUDGET: error: gpipe-plan-memory: cannot read memory budget 'lots' (expected a size such as 16GiB)
 // ALIGN: error: gpipe-plan-memory: alignment 48 is not a power of two
 

@@ -7,7 +7,7 @@
 // simulated producer ends (an activation crosses a boundary before the
 // gradient that depends on it), backwards in micro-batch order.
 
-// BADOPT: error: unknown schedule 'interleaved', expected gpipe or 1f1b
+// BADOPT: for the --schedule option: unknown schedule 'interleaved' (expected gpipe or 1f1b)
 
 // GPipe fill-drain, K = 2, M = 2: all forwards, then all backwards.
 

@@ -60,10 +60,11 @@ inline llvm::cl::ValuesClass getOptimizerKindValues() {
       clEnumValN(OptimizerKind::SGD, "sgd", "plain SGD: no state"),
       clEnumValN(OptimizerKind::Momentum, "momentum",
                  "SGD with momentum: one velocity per parameter"),
-      clEnumValN(OptimizerKind::Momentum, "sgd-momentum", "momentum"),
+      clEnumValN(OptimizerKind::Momentum, "sgd-momentum",
+                 "the same as momentum"),
       clEnumValN(OptimizerKind::Adam, "adam",
                  "Adam/AdamW: two moments per parameter"),
-      clEnumValN(OptimizerKind::Adam, "adamw", "adam"));
+      clEnumValN(OptimizerKind::Adam, "adamw", "the same as adam"));
 }
 
 } // namespace mlir::gpipe
