@@ -35,8 +35,9 @@ bool RendezvousResult::allFinished(const Schedule &schedule) const {
   return true;
 }
 
-RendezvousResult mlir::gpipe::runRendezvous(const Schedule &schedule,
-                                            const RendezvousObserver &observer) {
+RendezvousResult
+mlir::gpipe::runRendezvous(const Schedule &schedule,
+                           const RendezvousObserver &observer) {
   int numRanks = schedule.getNumRanks();
   RendezvousResult result;
   std::vector<int> &pc = result.stoppedAt;

@@ -35,8 +35,7 @@ struct RendezvousObserver {
   std::function<void(int rank, int index)> onAction;
   /// Transfer action `index` of `rank` meets its partner, action `peerIndex`
   /// of `peer`; both complete.
-  std::function<void(int rank, int index, int peer, int peerIndex)>
-      onTransfer;
+  std::function<void(int rank, int index, int peer, int peerIndex)> onTransfer;
 };
 
 /// Where a run stopped.

@@ -55,10 +55,9 @@ inline llvm::cl::ValuesClass getTargetKindValues() {
 
 /// fp32, bf16.
 inline llvm::cl::ValuesClass getPrecisionKindValues() {
-  return llvm::cl::values(
-      clEnumValN(PrecisionKind::FP32, "fp32", "fp32 GEMMs"),
-      clEnumValN(PrecisionKind::BF16, "bf16",
-                 "bf16 GEMM operands, fp32 accumulation"));
+  return llvm::cl::values(clEnumValN(PrecisionKind::FP32, "fp32", "fp32 GEMMs"),
+                          clEnumValN(PrecisionKind::BF16, "bf16",
+                                     "bf16 GEMM operands, fp32 accumulation"));
 }
 
 } // namespace mlir::gpipe

@@ -36,17 +36,15 @@ namespace mlir::gpipe {
 /// The options of `gpipe-pipeline`: what the partition, schedule and memory
 /// plan need.
 struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
-  Option<int64_t> stages{*this, "stages",
-                         llvm::cl::desc("Pipeline stages K"),
+  Option<int64_t> stages{*this, "stages", llvm::cl::desc("Pipeline stages K"),
                          llvm::cl::init(1)};
   Option<int64_t> microbatches{
       *this, "microbatches",
       llvm::cl::desc("Micro-batches M per mini-batch (must divide it)"),
       llvm::cl::init(1)};
-  Option<ScheduleKind> schedule{*this, "schedule",
-                                llvm::cl::desc("Schedule family"),
-                                llvm::cl::init(ScheduleKind::GPipe),
-                                getScheduleKindValues()};
+  Option<ScheduleKind> schedule{
+      *this, "schedule", llvm::cl::desc("Schedule family"),
+      llvm::cl::init(ScheduleKind::GPipe), getScheduleKindValues()};
   Option<Remat> remat{*this, "remat",
                       llvm::cl::desc("What a stage keeps from its forward "
                                      "for its backward"),
@@ -124,10 +122,9 @@ inline llvm::cl::ValuesClass getCompileStageValues() {
 /// The options of the whole compile: the pipeline's, plus code generation
 /// and where to stop.
 struct GPipeCompileOptions : public GPipePipelineOptions {
-  Option<TargetKind> target{*this, "target",
-                            llvm::cl::desc("Kernel library the code calls"),
-                            llvm::cl::init(TargetKind::CPU),
-                            getTargetKindValues()};
+  Option<TargetKind> target{
+      *this, "target", llvm::cl::desc("Kernel library the code calls"),
+      llvm::cl::init(TargetKind::CPU), getTargetKindValues()};
   Option<PrecisionKind> precision{
       *this, "precision",
       llvm::cl::desc("GEMM arithmetic (bf16: bf16 inputs, fp32 accumulation; "

@@ -6,7 +6,7 @@
 // `llvm::cl::values(clEnumValN(...))`, and a value that is not among them is
 // rejected while the option is parsed, naming the valid ones:
 //
-//   for the --schedule option: unknown schedule 'zigzag' (expected gpipe or 1f1b)
+//   for the --remat option: unknown remat 'all' (expected stage or none)
 //
 // `GPIPE_ENUM_OPTION_PARSER(T)` makes it `llvm::cl::parser<T>`. Use it at
 // global scope next to the enum's list of values, before any option of type
@@ -52,7 +52,8 @@ public:
   llvm::StringRef getDescription(unsigned n) const override {
     return Values[n].HelpStr;
   }
-  const llvm::cl::GenericOptionValue &getOptionValue(unsigned n) const override {
+  const llvm::cl::GenericOptionValue &
+  getOptionValue(unsigned n) const override {
     return Values[n].V;
   }
 

@@ -173,17 +173,7 @@ struct GPipeImportSchedulePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<CommunicationMode> mode =
-        llvm::StringSwitch<std::optional<CommunicationMode>>(communication)
-            .Case("auto", CommunicationMode::Auto)
-            .Case("keep", CommunicationMode::Keep)
-            .Case("insert", CommunicationMode::Insert)
-            .Default(std::nullopt);
-    if (!mode) {
-      emitError(module.getLoc(), "unknown communication mode '")
-          << communication << "', expected auto, keep or insert";
-      return signalPassFailure();
-    }
+    std::optional<CommunicationMode> mode = CommunicationMode(communication);
     if (file.empty()) {
       emitError(module.getLoc(),
                 "gpipe-import-schedule needs file=<path of a CSV "

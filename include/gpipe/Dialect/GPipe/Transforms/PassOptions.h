@@ -4,10 +4,10 @@
 // schedule family and the re-materialization policy (the dialect's own
 // ScheduleKind and Remat enums), the cost model's device profile and the
 // optimizer whose state the memory plan reserves (the runtime vocabulary's
-// OptimizerKind). The passes' options (Passes.td), the gpipe-pipeline
-// options and gpipe-compile's flags all take these lists; the option parser
-// rejects any other value naming the valid ones
-// (gpipe/Support/EnumOption.h).
+// OptimizerKind), and how a schedule import treats transfers. The passes'
+// options (Passes.td), the gpipe-pipeline options and gpipe-compile's flags all
+// take these lists; the option parser rejects any other value naming the valid
+// ones (gpipe/Support/EnumOption.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,12 +17,14 @@
 #include "gpipe/Analysis/CostModel.h"
 #include "gpipe/Analysis/MemoryPlan.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeAttrs.h"
+#include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
 #include "gpipe/Support/EnumOption.h"
 
 GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::ScheduleKind)
 GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::Remat)
 GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::ProfileKind)
 GPIPE_ENUM_OPTION_PARSER(::gpipe::abi::OptimizerKind)
+GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::CommunicationMode)
 
 namespace mlir::gpipe {
 
@@ -65,6 +67,17 @@ inline llvm::cl::ValuesClass getOptimizerKindValues() {
       clEnumValN(OptimizerKind::Adam, "adam",
                  "Adam/AdamW: two moments per parameter"),
       clEnumValN(OptimizerKind::Adam, "adamw", "the same as adam"));
+}
+
+/// auto, keep, insert (gpipe-import-schedule).
+inline llvm::cl::ValuesClass getCommunicationModeValues() {
+  return llvm::cl::values(
+      clEnumValN(CommunicationMode::Auto, "auto",
+                 "place sends and receives when the CSV has none"),
+      clEnumValN(CommunicationMode::Keep, "keep",
+                 "import the cells as they are"),
+      clEnumValN(CommunicationMode::Insert, "insert",
+                 "always place sends and receives anew"));
 }
 
 } // namespace mlir::gpipe

@@ -154,10 +154,11 @@ def GPipeImportSchedulePass : Pass<"gpipe-import-schedule",
            "Path of the CSV schedule to import">,
     Option<"pipeline", "pipeline", "std::string", /*default=*/"\"\"",
            "Name of the pipeline to schedule; empty: the module's only one">,
-    Option<"communication", "communication", "std::string",
-           /*default=*/"\"auto\"",
+    Option<"communication", "communication", "::mlir::gpipe::CommunicationMode",
+           /*default=*/"::mlir::gpipe::CommunicationMode::Auto",
            "`auto`: place sends and receives when the CSV has none; `keep`: "
-           "import the cells as they are; `insert`: always place them anew">,
+           "import the cells as they are; `insert`: always place them anew",
+           "::mlir::gpipe::getCommunicationModeValues()">,
   ];
 }
 
