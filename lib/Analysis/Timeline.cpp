@@ -2,10 +2,10 @@
 //
 // Implements the timeline simulator (every rank runs its verified program in
 // order through the rendezvous run of Rendezvous.h; a send and its receive
-// end at the later start plus the boundary's transfer time), the derived figures
-// (makespan, busy time, bubble fraction, peak held activations), and the two
-// exports: a Chrome/Perfetto trace built with nlohmann::json and a standalone
-// SVG picture.
+// end at the later start plus the boundary's transfer time), the derived
+// figures (makespan, busy time, bubble fraction, peak held activations), and
+// the two exports: a Chrome/Perfetto trace built with nlohmann::json and a
+// standalone SVG picture.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,13 +74,6 @@ double mlir::gpipe::getIdealBubbleFraction(int numStages, int numMicrobatches) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-/// The boundary a send or receive crosses.
-int getBoundary(const Action &action) {
-  bool towardsNext =
-      action.kind == ActionKind::SendF || action.kind == ActionKind::RecvB;
-  return towardsNext ? action.stage : action.stage - 1;
-}
 
 /// (direction, receiving stage, micro-batch): what identifies a transfer.
 std::tuple<bool, int, int> getTransferKey(const Action &action) {
@@ -159,8 +152,9 @@ Timeline mlir::gpipe::simulate(const Schedule &schedule,
   };
   observer.onTransfer = [&](int r, int i, int p, int j) {
     const Action &a = schedule.ranks[r][i];
-    double end =
-        std::max(clock[r], clock[p]) + durations.getTransfer(getBoundary(a));
+    int boundary =
+        static_cast<int>(::gpipe::abi::getTransferBoundary(a.kind, a.stage));
+    double end = std::max(clock[r], clock[p]) + durations.getTransfer(boundary);
     timeline.ranks[r][i] = {i, clock[r], end};
     timeline.ranks[p][j] = {j, clock[p], end};
     clock[r] = clock[p] = end;

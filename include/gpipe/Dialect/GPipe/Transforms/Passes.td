@@ -197,10 +197,10 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
     `nn.layer` ops (`nn-form-layers`) on one micro-batch (`nn-microbatch`),
     optionally followed by a loss on a trailing labels argument
     (`nn-attach-loss`). It estimates each layer's time with the cost model
-    (`profile`: `cpu` or `h200`), finds the partition into `stages`
-    contiguous stages that minimizes the slowest stage (boundary transfers
-    included) under `memory-budget`, or takes the manual `balance`, and
-    builds:
+    (`profile`: `cpu`, `h200` or `h200-bf16`), finds the partition into
+    `stages` contiguous stages that minimizes the slowest stage (boundary
+    transfers included) under `memory-budget`, or takes the manual
+    `balance`, and builds:
 
     - per stage, `@<pipeline>_s<k>_fwd` (its layers on one micro-batch; the
       last stage also takes the labels and returns the loss) and
