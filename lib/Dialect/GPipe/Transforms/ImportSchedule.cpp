@@ -14,7 +14,6 @@
 #include "gpipe/Dialect/GPipe/Utils/ScheduleConversion.h"
 
 #include "mlir/IR/Location.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 namespace mlir::gpipe {
