@@ -24,7 +24,7 @@ class NNCostTest : public ::testing::Test {
 protected:
   NNCostTest() {
     DialectRegistry registry;
-    gpipe::registerAllDialects(registry);
+    mlir::gpipe::registerAllDialects(registry);
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();
   }

@@ -71,16 +71,28 @@ std::vector<std::string> builtinProfileNames() {
   return {"cpu", "h200", "h200-bf16"};
 }
 
+DeviceProfile getProfile(ProfileKind kind) {
+  switch (kind) {
+  case ProfileKind::CPU:
+    return cpuProfile();
+  case ProfileKind::H200:
+    return h200Profile();
+  case ProfileKind::H200BF16:
+    return h200Bf16Profile();
+  }
+  return cpuProfile();
+}
+
 std::optional<DeviceProfile> lookupProfile(std::string_view name) {
   std::string lower(name);
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return std::tolower(c); });
   if (lower == "cpu")
-    return cpuProfile();
+    return getProfile(ProfileKind::CPU);
   if (lower == "h200")
-    return h200Profile();
+    return getProfile(ProfileKind::H200);
   if (lower == "h200-bf16")
-    return h200Bf16Profile();
+    return getProfile(ProfileKind::H200BF16);
   return std::nullopt;
 }
 

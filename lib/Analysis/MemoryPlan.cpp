@@ -26,43 +26,13 @@ using namespace mlir::gpipe;
 // Names
 //===----------------------------------------------------------------------===//
 
-int mlir::gpipe::getOptimizerStateFactor(OptimizerKind kind) {
-  switch (kind) {
-  case OptimizerKind::SGD:
-    return 0;
-  case OptimizerKind::Momentum:
-    return 1;
-  case OptimizerKind::Adam:
-    return 2;
-  }
-  return 0;
-}
-
-const char *mlir::gpipe::getOptimizerName(OptimizerKind kind) {
-  switch (kind) {
-  case OptimizerKind::SGD:
-    return "sgd";
-  case OptimizerKind::Momentum:
-    return "momentum";
-  case OptimizerKind::Adam:
-    return "adam";
-  }
-  return "?";
-}
-
 std::optional<OptimizerKind>
 mlir::gpipe::parseOptimizerKind(std::string_view name) {
   std::string lower(name);
   for (char &c : lower)
     if (c >= 'A' && c <= 'Z')
       c = static_cast<char>(c - 'A' + 'a');
-  if (lower == "sgd")
-    return OptimizerKind::SGD;
-  if (lower == "momentum" || lower == "sgd-momentum")
-    return OptimizerKind::Momentum;
-  if (lower == "adam" || lower == "adamw")
-    return OptimizerKind::Adam;
-  return std::nullopt;
+  return ::gpipe::abi::parseOptimizerKind(lower);
 }
 
 const char *mlir::gpipe::getBufferKindName(BufferKind kind) {
@@ -492,7 +462,7 @@ std::vector<PlannedBuffer> collectBuffers(const Schedule &schedule,
     case ActionKind::SendB:
       close(BufferKind::InputGrad, s, m, i);
       break;
-    case ActionKind::AllReduce:
+    case ActionKind::ReduceGrad:
     case ActionKind::Step:
       break;
     }

@@ -20,60 +20,6 @@ using namespace mlir::gpipe;
 // Actions
 //===----------------------------------------------------------------------===//
 
-const char *mlir::gpipe::getActionKindName(ActionKind kind) {
-  switch (kind) {
-  case ActionKind::Forward:
-    return "F";
-  case ActionKind::Backward:
-    return "B";
-  case ActionKind::BackwardInput:
-    return "I";
-  case ActionKind::BackwardWeight:
-    return "W";
-  case ActionKind::Recompute:
-    return "R";
-  case ActionKind::SendF:
-    return "SEND_F";
-  case ActionKind::RecvF:
-    return "RECV_F";
-  case ActionKind::SendB:
-    return "SEND_B";
-  case ActionKind::RecvB:
-    return "RECV_B";
-  case ActionKind::AllReduce:
-    return "REDUCE_GRAD";
-  case ActionKind::Step:
-    return "STEP";
-  }
-  return "?";
-}
-
-bool mlir::gpipe::isComputeKind(ActionKind kind) {
-  return kind == ActionKind::Forward || kind == ActionKind::Backward ||
-         kind == ActionKind::BackwardInput ||
-         kind == ActionKind::BackwardWeight || kind == ActionKind::Recompute;
-}
-
-bool mlir::gpipe::isSendKind(ActionKind kind) {
-  return kind == ActionKind::SendF || kind == ActionKind::SendB;
-}
-
-bool mlir::gpipe::isRecvKind(ActionKind kind) {
-  return kind == ActionKind::RecvF || kind == ActionKind::RecvB;
-}
-
-bool mlir::gpipe::isCommKind(ActionKind kind) {
-  return isSendKind(kind) || isRecvKind(kind);
-}
-
-bool mlir::gpipe::hasMicrobatch(ActionKind kind) {
-  return kind != ActionKind::AllReduce && kind != ActionKind::Step;
-}
-
-bool mlir::gpipe::isForwardComm(ActionKind kind) {
-  return kind == ActionKind::SendF || kind == ActionKind::RecvF;
-}
-
 Action Action::compute(ActionKind kind, int stage, int microbatch) {
   Action action;
   action.kind = kind;
@@ -93,8 +39,8 @@ Action Action::comm(ActionKind kind, int stage, int microbatch, int peer,
 
 Action Action::step(int stage) { return compute(ActionKind::Step, stage, -1); }
 
-Action Action::allReduce(int stage) {
-  return compute(ActionKind::AllReduce, stage, -1);
+Action Action::reduceGrad(int stage) {
+  return compute(ActionKind::ReduceGrad, stage, -1);
 }
 
 bool Action::operator==(const Action &other) const {
@@ -281,7 +227,7 @@ mlir::gpipe::insertCommunication(const Schedule &computeOrder,
   std::vector<std::vector<Action>> programs(numRanks);
   for (int r = 0; r < numRanks; ++r)
     for (const Action &action : computeOrder.ranks[r])
-      if (!isCommKind(action.kind))
+      if (!isTransferKind(action.kind))
         programs[r].push_back(action);
 
   // Every (stage, micro-batch) needs a forward: bound the tables below by
@@ -643,7 +589,7 @@ bool parseKindName(std::string_view name, ActionKind &kind) {
       {"I", ActionKind::BackwardInput}, {"W", ActionKind::BackwardWeight},
       {"R", ActionKind::Recompute},     {"SEND_F", ActionKind::SendF},
       {"RECV_F", ActionKind::RecvF},    {"SEND_B", ActionKind::SendB},
-      {"RECV_B", ActionKind::RecvB},    {"REDUCE_GRAD", ActionKind::AllReduce},
+      {"RECV_B", ActionKind::RecvB},    {"REDUCE_GRAD", ActionKind::ReduceGrad},
       {"STEP", ActionKind::Step},
   };
   for (const auto &[text, value] : kNames) {
@@ -821,7 +767,7 @@ ScheduleOrError mlir::gpipe::parseCSV(std::string_view text, int numStages,
   for (int r = 0; r < numRanks; ++r) {
     for (Cell &cell : cells[r]) {
       Action &action = cell.action;
-      if (isCommKind(action.kind)) {
+      if (isTransferKind(action.kind)) {
         bool towardsNext = action.kind == ActionKind::SendF ||
                            action.kind == ActionKind::RecvB;
         int other = towardsNext ? action.stage + 1 : action.stage - 1;

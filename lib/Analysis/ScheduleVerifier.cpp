@@ -2,14 +2,16 @@
 //
 // Implements `verifySchedule`: the static checks over each rank's program
 // (shape, coverage, program-order data dependencies, send/receive pairing),
-// then a blocking-rendezvous simulation of all ranks which, when it gets
-// stuck, walks the waits-for graph (each stuck rank waits for exactly one
+// then the blocking-rendezvous run of all ranks (Rendezvous.h) which, when it
+// gets stuck, walks the waits-for graph (each stuck rank waits for exactly one
 // peer) to report every wait cycle and every send or receive whose partner
 // rank has finished or does not exist.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Analysis/ScheduleVerifier.h"
+
+#include "gpipe/Analysis/Rendezvous.h"
 
 #include <algorithm>
 #include <utility>
@@ -103,7 +105,7 @@ private:
   std::vector<std::vector<Pos>> forwards, backwards, inputs, weights, remats;
   std::vector<std::vector<Pos>> sendF, recvF, sendB, recvB;
   /// Per stage.
-  std::vector<std::vector<Pos>> steps, allReduces;
+  std::vector<std::vector<Pos>> steps, reduceGrads;
 };
 
 void Verifier::report(VerifyProblemKind kind, std::string message) {
@@ -225,7 +227,7 @@ void Verifier::checkActions() {
                    std::to_string(action.microbatch));
         continue;
       }
-      if (!isCommKind(action.kind)) {
+      if (!isTransferKind(action.kind)) {
         valid[r][i] = true;
         continue;
       }
@@ -271,7 +273,7 @@ void Verifier::indexActions() {
                       &recvF, &sendB, &recvB})
     table->assign(cells, {});
   steps.assign(numStages, {});
-  allReduces.assign(numStages, {});
+  reduceGrads.assign(numStages, {});
   for (int r = 0; r < numRanks; ++r) {
     const std::vector<Action> &program = schedule.ranks[r];
     for (int i = 0, e = static_cast<int>(program.size()); i < e; ++i) {
@@ -307,8 +309,8 @@ void Verifier::indexActions() {
       case ActionKind::RecvB:
         slot(recvB, a.stage, a.microbatch).push_back(pos);
         break;
-      case ActionKind::AllReduce:
-        allReduces[a.stage].push_back(pos);
+      case ActionKind::ReduceGrad:
+        reduceGrads[a.stage].push_back(pos);
         break;
       case ActionKind::Step:
         steps[a.stage].push_back(pos);
@@ -390,12 +392,12 @@ void Verifier::checkCoverage() {
              stageName + " has " + std::to_string(steps[s].size()) +
                  " steps (rank " + std::to_string(schedule.stageToRank[s]) +
                  " actions " + listIndices(steps[s]) + ")");
-    if (allReduces[s].size() > 1)
+    if (reduceGrads[s].size() > 1)
       report(VerifyProblemKind::Coverage,
-             stageName + " has " + std::to_string(allReduces[s].size()) +
+             stageName + " has " + std::to_string(reduceGrads[s].size()) +
                  " gradient reductions (rank " +
                  std::to_string(schedule.stageToRank[s]) + " actions " +
-                 listIndices(allReduces[s]) + ")");
+                 listIndices(reduceGrads[s]) + ")");
   }
 }
 
@@ -411,7 +413,7 @@ void Verifier::checkOrder() {
     int rank = schedule.stageToRank[s];
     bool prevCross = s > 0 && schedule.stageToRank[s - 1] != rank;
     bool nextCross = s + 1 < numStages && schedule.stageToRank[s + 1] != rank;
-    // The last piece of backward work per micro-batch, for Step/AllReduce.
+    // The last piece of backward work per micro-batch, for Step/ReduceGrad.
     std::vector<Pos> lastBackward;
     for (int mb = 0; mb < numMicrobatches; ++mb) {
       Pos f = unique(slot(forwards, s, mb));
@@ -452,7 +454,7 @@ void Verifier::checkOrder() {
         lastBackward.push_back(last);
     }
     Pos step = unique(steps[s]);
-    Pos reduce = unique(allReduces[s]);
+    Pos reduce = unique(reduceGrads[s]);
     for (Pos last : lastBackward) {
       if (reduce.rank >= 0 && reduce.index < last.index) {
         report(VerifyProblemKind::Order,
@@ -482,7 +484,7 @@ void Verifier::checkOrder() {
           firstStep = i;
         continue;
       }
-      if (firstStep >= 0 && kind != ActionKind::AllReduce) {
+      if (firstStep >= 0 && kind != ActionKind::ReduceGrad) {
         report(VerifyProblemKind::Order,
                at(r, i) + " follows the parameter update at " +
                    at(r, firstStep) + "; steps must come last");
@@ -556,50 +558,10 @@ void Verifier::checkPairing() {
   }
 }
 
-/// Whether `a` on rank `ra` and `b` on rank `rb` are the two ends of one
-/// transfer.
-bool isPartner(const Action &a, int ra, const Action &b, int rb) {
-  if (a.peer != rb || b.peer != ra || a.microbatch != b.microbatch)
-    return false;
-  switch (a.kind) {
-  case ActionKind::SendF:
-    return b.kind == ActionKind::RecvF && b.stage == a.stage + 1;
-  case ActionKind::RecvF:
-    return b.kind == ActionKind::SendF && b.stage + 1 == a.stage;
-  case ActionKind::SendB:
-    return b.kind == ActionKind::RecvB && b.stage + 1 == a.stage;
-  case ActionKind::RecvB:
-    return b.kind == ActionKind::SendB && b.stage == a.stage + 1;
-  default:
-    return false;
-  }
-}
-
 void Verifier::simulate() {
-  std::vector<int> pc(numRanks, 0);
-  auto done = [&](int r) {
-    return pc[r] == static_cast<int>(schedule.ranks[r].size());
-  };
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int r = 0; r < numRanks; ++r) {
-      while (!done(r)) {
-        const Action &a = schedule.ranks[r][pc[r]];
-        if (!isCommKind(a.kind)) {
-          ++pc[r];
-          progress = true;
-          continue;
-        }
-        int p = a.peer;
-        if (p < 0 || p >= numRanks || p == r || done(p) ||
-            !isPartner(a, r, schedule.ranks[p][pc[p]], p))
-          break;
-        ++pc[r];
-        ++pc[p];
-        progress = true;
-      }
-    }
-  }
+  RendezvousResult run = runRendezvous(schedule);
+  const std::vector<int> &pc = run.stoppedAt;
+  auto done = [&](int r) { return run.isFinished(schedule, r); };
 
   // Each stuck rank waits for exactly one peer: walk the waits-for graph.
   enum State { Finished, Stuck, Reported };

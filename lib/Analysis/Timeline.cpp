@@ -1,16 +1,17 @@
 //===- Timeline.cpp - Schedule timeline simulation --------------*- C++ -*-===//
 //
 // Implements the timeline simulator (every rank runs its verified program in
-// order; sends and receives meet in a blocking rendezvous that ends at the
-// later start plus the boundary's transfer time), the derived figures
-// (makespan, busy time, bubble fraction, peak held activations), and the two
-// exports: a Chrome/Perfetto trace built with nlohmann::json and a standalone
-// SVG picture.
+// order through the rendezvous run of Rendezvous.h; a send and its receive
+// end at the later start plus the boundary's transfer time), the derived
+// figures (makespan, busy time, bubble fraction, peak held activations), and
+// the two exports: a Chrome/Perfetto trace built with nlohmann::json and a
+// standalone SVG picture.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Analysis/Timeline.h"
 
+#include "gpipe/Analysis/Rendezvous.h"
 #include "gpipe/Analysis/ScheduleVerifier.h"
 
 #include <nlohmann/json.hpp>
@@ -73,13 +74,6 @@ double mlir::gpipe::getIdealBubbleFraction(int numStages, int numMicrobatches) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-/// The boundary a send or receive crosses.
-int getBoundary(const Action &action) {
-  bool towardsNext =
-      action.kind == ActionKind::SendF || action.kind == ActionKind::RecvB;
-  return towardsNext ? action.stage : action.stage - 1;
-}
 
 /// (direction, receiving stage, micro-batch): what identifies a transfer.
 std::tuple<bool, int, int> getTransferKey(const Action &action) {
@@ -146,56 +140,33 @@ Timeline mlir::gpipe::simulate(const Schedule &schedule,
   }
 
   timeline.ranks.resize(numRanks);
-  std::vector<int> pc(numRanks, 0);
   std::vector<double> clock(numRanks, 0.0);
   for (int r = 0; r < numRanks; ++r)
     timeline.ranks[r].resize(schedule.ranks[r].size());
-  auto done = [&](int r) {
-    return pc[r] == static_cast<int>(schedule.ranks[r].size());
+  RendezvousObserver observer;
+  observer.onAction = [&](int r, int i) {
+    const Action &a = schedule.ranks[r][i];
+    double end = clock[r] + durations.get(a.kind, a.stage);
+    timeline.ranks[r][i] = {i, clock[r], end};
+    clock[r] = end;
   };
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int r = 0; r < numRanks; ++r) {
-      while (!done(r)) {
-        int i = pc[r];
-        const Action &a = schedule.ranks[r][i];
-        if (!isCommKind(a.kind)) {
-          double end = clock[r] + durations.get(a.kind, a.stage);
-          timeline.ranks[r][i] = {i, clock[r], end};
-          clock[r] = end;
-          ++pc[r];
-          progress = true;
-          continue;
-        }
-        // The verifier proved that the peer's head is the partner once the
-        // peer gets there.
-        int p = a.peer;
-        if (done(p))
-          break;
-        int j = pc[p];
-        const Action &b = schedule.ranks[p][j];
-        if (!isCommKind(b.kind) || b.peer != r ||
-            getTransferKey(a) != getTransferKey(b) ||
-            isSendKind(a.kind) == isSendKind(b.kind))
-          break;
-        double end = std::max(clock[r], clock[p]) +
-                     durations.getTransfer(getBoundary(a));
-        timeline.ranks[r][i] = {i, clock[r], end};
-        timeline.ranks[p][j] = {j, clock[p], end};
-        clock[r] = clock[p] = end;
-        ++pc[r];
-        ++pc[p];
-        progress = true;
-      }
-    }
-  }
+  observer.onTransfer = [&](int r, int i, int p, int j) {
+    const Action &a = schedule.ranks[r][i];
+    int boundary =
+        static_cast<int>(::gpipe::abi::getTransferBoundary(a.kind, a.stage));
+    double end = std::max(clock[r], clock[p]) + durations.getTransfer(boundary);
+    timeline.ranks[r][i] = {i, clock[r], end};
+    timeline.ranks[p][j] = {j, clock[p], end};
+    clock[r] = clock[p] = end;
+  };
+  RendezvousResult run = runRendezvous(schedule, observer);
   for (int r = 0; r < numRanks; ++r) {
-    if (!done(r)) {
+    if (!run.isFinished(schedule, r)) {
       // Unreachable for a verified schedule; kept so that a verifier bug
       // cannot turn into a bogus timeline.
       timeline = Timeline();
       timeline.error = "simulation stuck at rank " + std::to_string(r) +
-                       " action " + std::to_string(pc[r]);
+                       " action " + std::to_string(run.stoppedAt[r]);
       return timeline;
     }
   }
@@ -269,7 +240,7 @@ const char *getCategory(ActionKind kind) {
   case ActionKind::RecvF:
   case ActionKind::RecvB:
     return "recv";
-  case ActionKind::AllReduce:
+  case ActionKind::ReduceGrad:
     return "reduce";
   case ActionKind::Step:
     return "step";
@@ -334,7 +305,7 @@ std::string mlir::gpipe::toChromeTrace(const Schedule &schedule,
       json args = {{"stage", a.stage}};
       if (hasMicrobatch(a.kind))
         args["microbatch"] = a.microbatch;
-      if (isCommKind(a.kind)) {
+      if (isTransferKind(a.kind)) {
         args["peer"] = a.peer;
         args["bytes"] = a.bytes;
         args["dtype"] = a.dtype;
@@ -454,7 +425,7 @@ Style getStyle(ActionKind kind) {
   case ActionKind::RecvF:
   case ActionKind::RecvB:
     return {"#f28e2b", "#ffffff", "receive (wait)"};
-  case ActionKind::AllReduce:
+  case ActionKind::ReduceGrad:
     return {"#9c755f", "#ffffff", "gradient reduce"};
   case ActionKind::Step:
     return {"#79706e", "#ffffff", "optimizer step"};
@@ -537,7 +508,7 @@ std::string mlir::gpipe::toSVG(const Schedule &schedule,
       std::string tip =
           escapeXML(describe(a) + " [" + shortNum(t.start / unit) + ", " +
                     shortNum(t.end / unit) + "] " + unitName);
-      if (isCommKind(a.kind)) {
+      if (isTransferKind(a.kind)) {
         // A thin mark at the top (send) or bottom (receive) of the row; it
         // spans the rendezvous wait plus the transfer.
         double markY = isSendKind(a.kind) ? boxY - 3 : boxY + boxHeight;
@@ -605,7 +576,7 @@ std::string mlir::gpipe::toSVG(const Schedule &schedule,
       recvShown = true;
     }
     Style style = getStyle(kind);
-    bool thin = isCommKind(kind);
+    bool thin = isTransferKind(kind);
     svg += "<rect x=\"" + num(x) + "\" y=\"" +
            num(thin ? legendY + 5 : legendY) + "\" width=\"14\" height=\"" +
            num(thin ? 4 : 14) + "\" fill=\"" + style.fill + "\"/>\n";

@@ -724,7 +724,7 @@ Outcome Executor::step(int64_t rank, int64_t position, Operation *op,
   }
   Stage &stage = stages[size_t(it->second)];
   ActionKind kind = action.getActionKind();
-  bool hasMb = kind != ActionKind::AllReduce && kind != ActionKind::Step;
+  bool hasMb = kind != ActionKind::ReduceGrad && kind != ActionKind::Step;
   if (hasMb && (mb < 0 || mb >= numMicrobatches)) {
     actionError(op) << "micro-batch " << mb << " is out of range";
     return Outcome::Failed;
@@ -749,7 +749,7 @@ Outcome Executor::step(int64_t rank, int64_t position, Operation *op,
   case ActionKind::RecvF:
   case ActionKind::RecvB:
     return runRecv(cast<RecvOp>(op), stage, rank, mb);
-  case ActionKind::AllReduce:
+  case ActionKind::ReduceGrad:
     // One data-parallel replica: nothing to reduce.
     return Outcome::Ran;
   case ActionKind::Step:

@@ -1,25 +1,33 @@
-//===- Pipelines.cpp - gpipe's pass pipelines -----------------------------===//
+//===- Pipelines.cpp - gpipe's pass pipelines and compile flow ------------===//
 //
-// Builds the pipeline-compiler pass pipeline from its options. gpipe-opt
-// registers it as `gpipe-pipeline`; the compile driver calls
-// buildGPipePipeline directly, so there is exactly one copy.
+// Builds the pipeline-compiler pass pipeline and the whole compile from their
+// options, and writes a compiled module in the form of its stop point.
+// gpipe-opt registers the pipeline as `gpipe-pipeline`; gpipe-compile calls
+// buildGPipeCompilePipeline and writeCompileOutput, so there is exactly one
+// copy of each.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Pipelines/Pipelines.h"
 
+#include "gpipe/Conversion/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/NN/Transforms/Passes.h"
+#include "gpipe/Target/SharedLibrary.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
+using namespace mlir::gpipe;
 
-void mlir::gpipe::buildGPipePipeline(OpPassManager &pm,
-                                     const GPipePipelineOptions &options,
-                                     bool partitionOnly) {
+/// `buildGPipePipeline` with the partition's cost model on `profile`.
+static void buildPipeline(OpPassManager &pm,
+                          const GPipePipelineOptions &options,
+                          ProfileKind profile, bool partitionOnly) {
   pm.addPass(createCanonicalizerPass());
 
   nn::NNFormLayersPassOptions layers;
@@ -41,7 +49,7 @@ void mlir::gpipe::buildGPipePipeline(OpPassManager &pm,
   partition.remat = options.remat;
   partition.balance.assign(options.balance.begin(), options.balance.end());
   partition.memoryBudget = options.memoryBudget;
-  partition.profile = options.profile;
+  partition.profile = profile;
   pm.addPass(createGPipePartitionPass(partition));
   if (partitionOnly)
     return;
@@ -53,6 +61,85 @@ void mlir::gpipe::buildGPipePipeline(OpPassManager &pm,
   memory.optimizer = options.optimizer;
   memory.memoryBudget = options.memoryBudget;
   pm.addPass(createGPipePlanMemoryPass(memory));
+}
+
+void mlir::gpipe::buildGPipePipeline(OpPassManager &pm,
+                                     const GPipePipelineOptions &options,
+                                     bool partitionOnly) {
+  buildPipeline(pm, options, options.profile, partitionOnly);
+}
+
+ProfileKind GPipeCompileOptions::getEffectiveProfile() const {
+  if (precision == PrecisionKind::BF16 && profile == ProfileKind::H200)
+    return ProfileKind::H200BF16;
+  return profile;
+}
+
+void GPipeCompileOptions::registerAsCommandLineFlags(
+    llvm::cl::OptionCategory &category) {
+  // Each option is registered with this struct's own option parser (a
+  // subcommand); register it with the program's top level too.
+  SmallVector<llvm::cl::Option *> flags;
+  for (auto &entry : OptionsMap)
+    flags.push_back(entry.second);
+  for (llvm::cl::Option *flag : flags) {
+    flag->removeArgument();
+    flag->addSubCommand(llvm::cl::SubCommand::getTopLevel());
+    flag->addCategory(category);
+    flag->addArgument();
+  }
+}
+
+void mlir::gpipe::buildGPipeCompilePipeline(
+    OpPassManager &pm, const GPipeCompileOptions &options) {
+  CompileStage stop = options.emit;
+  if (stop == CompileStage::NN)
+    return;
+  buildPipeline(pm, options, options.getEffectiveProfile(),
+                /*partitionOnly=*/stop == CompileStage::Pipeline);
+  if (stop == CompileStage::Pipeline)
+    return;
+  if (!options.quiet)
+    pm.addPass(createGPipePlanReportPass());
+  if (stop == CompileStage::Scheduled)
+    return;
+  ConvertGPipeToRuntimePassOptions lower;
+  lower.source = options.source;
+  lower.target = options.target;
+  lower.precision = options.precision;
+  pm.addPass(createConvertGPipeToRuntimePass(lower));
+}
+
+LogicalResult mlir::gpipe::writeCompileOutput(ModuleOp module,
+                                              CompileStage stage,
+                                              StringRef outputFile) {
+  if (stage == CompileStage::Library)
+    return emitSharedLibrary(module, outputFile);
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      openOutputFile(outputFile, &error);
+  if (!output)
+    return emitError(UnknownLoc::get(module.getContext())) << error;
+  switch (stage) {
+  case CompileStage::NN:
+  case CompileStage::Pipeline:
+  case CompileStage::Scheduled:
+  case CompileStage::LLVM:
+    module.print(output->os());
+    break;
+  case CompileStage::LLVMIR:
+    if (failed(emitLLVMIR(module, output->os())))
+      return failure();
+    break;
+  case CompileStage::Object:
+    if (failed(emitObject(module, output->os())))
+      return failure();
+    break;
+  case CompileStage::Library:
+    break;
+  }
+  output->keep();
+  return success();
 }
 
 void mlir::gpipe::registerGPipePipelines() {

@@ -95,7 +95,7 @@ inline OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
           << "give either a model file or --preset, not both";
       return nullptr;
     }
-    gpipe::PresetOptions options;
+    mlir::gpipe::PresetOptions options;
     options.depth = depth;
     options.width = width;
     options.heads = heads;
@@ -104,7 +104,7 @@ inline OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
     options.vocab = vocab;
     options.inFeatures = inFeatures;
     options.classes = classes;
-    return gpipe::buildPreset(&context, preset, options);
+    return mlir::gpipe::buildPreset(&context, preset, options);
   }
   if (inputFile.empty()) {
     emitError(UnknownLoc::get(&context))
@@ -122,7 +122,7 @@ inline OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
     return parseSourceFile<ModuleOp>(sourceMgr, &context);
   }
-  gpipe::ONNXImportOptions options;
+  mlir::gpipe::ONNXImportOptions options;
   for (const std::string &d : dims) {
     auto [name, size] = StringRef(d).split('=');
     int64_t value;
@@ -133,7 +133,7 @@ inline OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
     }
     options.dimSizes[name] = value;
   }
-  return gpipe::importONNXFile(&context, path, options);
+  return mlir::gpipe::importONNXFile(&context, path, options);
 }
 
 } // namespace gpipe_tools

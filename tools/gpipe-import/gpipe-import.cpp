@@ -36,10 +36,10 @@ static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
 static cl::opt<bool> raw("raw",
                          cl::desc("Print the import as is: no fusion, no layers"),
                          cl::cat(category));
-static cl::opt<std::string>
-    granularity("granularity",
-                cl::desc("Layer granularity: scope (default), anchor or op"),
-                cl::init("scope"), cl::cat(category));
+static cl::opt<mlir::gpipe::nn::LayerGranularity> granularity(
+    "granularity", cl::desc("Layer granularity"),
+    cl::init(mlir::gpipe::nn::LayerGranularity::Scope),
+    mlir::gpipe::nn::getLayerGranularityValues(), cl::cat(category));
 static cl::opt<bool> summary("summary",
                              cl::desc("Print a table of the layers to stderr"),
                              cl::cat(category));
@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
                               "gpipe-import: ONNX model or preset -> nn IR\n");
 
   DialectRegistry registry;
-  gpipe::registerAllDialects(registry);
+  mlir::gpipe::registerAllDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
@@ -70,14 +70,6 @@ int main(int argc, char **argv) {
     return 1;
 
   if (!raw) {
-    std::optional<gpipe::nn::LayerGranularity> g =
-        gpipe::nn::parseLayerGranularity(granularity);
-    if (!g) {
-      emitError(UnknownLoc::get(&context))
-          << "unknown --granularity '" << granularity
-          << "' (expected scope, anchor or op)";
-      return 1;
-    }
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return 1;
@@ -85,10 +77,10 @@ int main(int argc, char **argv) {
     if (failed(pm.run(*module)))
       return 1;
     for (auto func : module->getOps<func::FuncOp>()) {
-      if (failed(gpipe::nn::formLayers(func, *g)))
+      if (failed(mlir::gpipe::nn::formLayers(func, granularity)))
         return 1;
       if (summary)
-        gpipe::nn::printLayerSummary(func, llvm::errs());
+        mlir::gpipe::nn::printLayerSummary(func, llvm::errs());
     }
   }
 

@@ -35,7 +35,7 @@ computeMultiset(const Schedule &schedule) {
 std::vector<Action> computeOnly(const std::vector<Action> &program) {
   std::vector<Action> out;
   for (const Action &a : program)
-    if (!isCommKind(a.kind))
+    if (!isTransferKind(a.kind))
       out.push_back(a);
   return out;
 }
@@ -54,7 +54,7 @@ TEST(ScheduleTest, ActionSpelling) {
   EXPECT_EQ(toString(Action::compute(ActionKind::BackwardWeight, 1, 4)), "1W4");
   EXPECT_EQ(toString(Action::compute(ActionKind::Recompute, 1, 2)), "1R2");
   EXPECT_EQ(toString(Action::step(3)), "3STEP");
-  EXPECT_EQ(toString(Action::allReduce(3)), "3REDUCE_GRAD");
+  EXPECT_EQ(toString(Action::reduceGrad(3)), "3REDUCE_GRAD");
   Action send = Action::comm(ActionKind::SendF, 1, 3, 2, 64, "f32");
   EXPECT_EQ(toString(send), "1SEND_F3");
   EXPECT_EQ(describe(send), "1SEND_F3 to rank 2");
@@ -82,7 +82,7 @@ TEST(ScheduleTest, GPipeShape) {
     if (a.kind == ActionKind::RecvF || a.kind == ActionKind::SendB) {
       EXPECT_EQ(a.peer, 0);
     }
-    if (isCommKind(a.kind)) {
+    if (isTransferKind(a.kind)) {
       EXPECT_EQ(a.bytes, 128);
       EXPECT_EQ(a.dtype, "f32");
     } else {
@@ -161,7 +161,7 @@ TEST(ScheduleTest, PerBoundaryTraffic) {
   Schedule s = buildGPipeSchedule(3, 2, traffic);
   for (const std::vector<Action> &program : s.ranks) {
     for (const Action &a : program) {
-      if (!isCommKind(a.kind))
+      if (!isTransferKind(a.kind))
         continue;
       int boundary =
           (a.kind == ActionKind::SendF || a.kind == ActionKind::RecvB)
@@ -229,7 +229,7 @@ TEST(ScheduleTest, InterleavedCommunication) {
                                             BoundaryTraffic::uniform(2, 8));
   ASSERT_TRUE(one.ok());
   for (const Action &a : one.schedule.ranks[0])
-    EXPECT_FALSE(isCommKind(a.kind)) << describe(a);
+    EXPECT_FALSE(isTransferKind(a.kind)) << describe(a);
   // With two ranks, stage 1 (rank 1) feeds stage 2 (rank 0) back.
   ScheduleOrError two = insertCommunication(interleavedComputeOrder(2, 2),
                                             BoundaryTraffic::uniform(4, 8));
@@ -255,7 +255,7 @@ TEST(ScheduleTest, SplitBackwardCommunication) {
                                               a.stage, a.microbatch));
           } else if (a.kind == ActionKind::Step) {
             split.insert(split.end(), weights.begin(), weights.end());
-            split.push_back(Action::allReduce(a.stage));
+            split.push_back(Action::reduceGrad(a.stage));
             split.push_back(a);
           } else {
             split.push_back(a);

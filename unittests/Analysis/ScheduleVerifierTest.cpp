@@ -54,7 +54,7 @@ Schedule naive1F1B(int k, int m) {
   for (int r = 0; r < k; ++r) {
     std::vector<Action> program;
     for (const Action &a : s.ranks[r]) {
-      if (isCommKind(a.kind))
+      if (isTransferKind(a.kind))
         continue;
       int mb = a.microbatch;
       if (a.kind == ActionKind::Forward && r > 0)
@@ -253,7 +253,7 @@ TEST(ScheduleVerifierTest, ReportsAtMostAFewProblems) {
   Schedule s = buildGPipeSchedule(8, 32, 64);
   for (std::vector<Action> &program : s.ranks)
     for (Action &a : program)
-      if (isCommKind(a.kind))
+      if (isTransferKind(a.kind))
         a.dtype = "f16";
   for (Action &a : s.ranks[3])
     if (isRecvKind(a.kind))
@@ -363,7 +363,7 @@ struct Mutator {
 
   /// Applies `mutation` to `s`; false if it does not apply to this schedule.
   bool apply(Schedule &s, Mutation mutation) {
-    auto comms = find(s, [](const Action &a) { return isCommKind(a.kind); });
+    auto comms = find(s, [](const Action &a) { return isTransferKind(a.kind); });
     if (comms.empty())
       return false;
     auto [r, i] = comms[pick(static_cast<int>(comms.size()))];
@@ -428,7 +428,7 @@ struct Mutator {
     case Mutation::SwapSamePeer: {
       std::vector<int> partners;
       for (int j = 0, e = static_cast<int>(program.size()); j < e; ++j)
-        if (j != i && isCommKind(program[j].kind) &&
+        if (j != i && isTransferKind(program[j].kind) &&
             program[j].peer == program[i].peer)
           partners.push_back(j);
       if (partners.empty())

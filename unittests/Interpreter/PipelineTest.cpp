@@ -124,8 +124,8 @@ protected:
     GPipePipelineOptions options;
     options.stages = k;
     options.microbatches = m;
-    options.schedule = schedule;
-    options.remat = remat;
+    options.schedule = *symbolizeScheduleKind(schedule);
+    options.remat = *symbolizeRemat(remat);
     buildGPipePipeline(pm, options);
     if (failed(pm.run(*module)))
       return nullptr;

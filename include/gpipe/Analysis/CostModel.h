@@ -52,6 +52,14 @@ DeviceProfile h200Profile();
 /// The same with bf16 GEMMs on the tensor cores (--precision bf16).
 DeviceProfile h200Bf16Profile();
 
+/// The built-in profiles, as the `profile` options name them.
+enum class ProfileKind {
+  CPU,      ///< "cpu": cpuProfile()
+  H200,     ///< "h200": h200Profile()
+  H200BF16, ///< "h200-bf16": h200Bf16Profile()
+};
+DeviceProfile getProfile(ProfileKind kind);
+
 /// The built-in profile called `name` (case-insensitive: "cpu", "h200",
 /// "h200-bf16"), or std::nullopt.
 std::optional<DeviceProfile> lookupProfile(std::string_view name);

@@ -115,13 +115,15 @@ enum class RematPolicy {
   None,  ///< its input plus `savedBytes` of forward intermediates
 };
 
-/// Optimizer state per parameter byte: SGD 0, SGD with momentum 1 (velocity),
-/// Adam/AdamW 2 (first and second moments).
-enum class OptimizerKind { SGD, Momentum, Adam };
-int getOptimizerStateFactor(OptimizerKind kind);
-/// "sgd", "momentum", "adam".
-const char *getOptimizerName(OptimizerKind kind);
-/// Parses "sgd", "momentum" (also "sgd-momentum"), "adam" (also "adamw").
+/// The optimizer whose state the plan reserves, from the vocabulary the
+/// runtime shares (gpipe/Runtime/Vocabulary.h): state per parameter byte SGD
+/// 0, SGD with momentum 1 (velocity), Adam/AdamW 2 (first and second moments);
+/// named "sgd", "momentum", "adam".
+using OptimizerKind = ::gpipe::abi::OptimizerKind;
+using ::gpipe::abi::getOptimizerName;
+using ::gpipe::abi::getOptimizerStateFactor;
+/// The vocabulary's `parseOptimizerKind`, ignoring case: "sgd", "momentum"
+/// (also "sgd-momentum"), "adam" (also "adamw").
 std::optional<OptimizerKind> parseOptimizerKind(std::string_view name);
 
 struct MemoryPlanInput {

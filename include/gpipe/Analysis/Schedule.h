@@ -25,6 +25,8 @@
 #ifndef GPIPE_ANALYSIS_SCHEDULE_H
 #define GPIPE_ANALYSIS_SCHEDULE_H
 
+#include "gpipe/Runtime/Vocabulary.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -32,43 +34,33 @@
 
 namespace mlir::gpipe {
 
-/// What one action of a rank's program does.
-enum class ActionKind {
-  Forward,        ///< F: forward of (stage, micro-batch)
-  Backward,       ///< B: full backward of (stage, micro-batch)
-  BackwardInput,  ///< I: input-gradient half of a split backward
-  BackwardWeight, ///< W: weight-gradient half of a split backward
-  Recompute,      ///< R: re-run the forward before its backward (remat)
-  SendF,          ///< SEND_F: activation to the next stage
-  RecvF,          ///< RECV_F: activation from the previous stage
-  SendB,          ///< SEND_B: gradient to the previous stage
-  RecvB,          ///< RECV_B: gradient from the next stage
-  AllReduce,      ///< REDUCE_GRAD: data-parallel gradient reduction of a stage
-  Step,           ///< STEP: optimizer update of a stage
-};
-
-constexpr int kNumActionKinds = 11;
+/// What one action of a rank's program does: the vocabulary the IR, the
+/// analyses, the code generator and the runtime share
+/// (gpipe/Runtime/Vocabulary.h), with its predicates.
+using ActionKind = ::gpipe::abi::ActionKind;
+using ::gpipe::abi::hasMicrobatch;
+using ::gpipe::abi::isComputeKind;
+using ::gpipe::abi::isRecvKind;
+using ::gpipe::abi::isSendKind;
+using ::gpipe::abi::isTransferKind;
+using ::gpipe::abi::kNumActionKinds;
 
 /// The CSV spelling of `kind`: F B I W R SEND_F RECV_F SEND_B RECV_B
 /// REDUCE_GRAD STEP.
-const char *getActionKindName(ActionKind kind);
+inline const char *getActionKindName(ActionKind kind) {
+  return ::gpipe::abi::getActionKindCSVName(kind);
+}
 
-/// F, B, I, W and R: the actions that run a stage's layers.
-bool isComputeKind(ActionKind kind);
-bool isSendKind(ActionKind kind);
-bool isRecvKind(ActionKind kind);
-/// SendF, RecvF, SendB, RecvB.
-bool isCommKind(ActionKind kind);
-/// Every kind but AllReduce and Step names a micro-batch.
-bool hasMicrobatch(ActionKind kind);
 /// SendF/RecvF carry activations (forward direction), SendB/RecvB gradients.
-bool isForwardComm(ActionKind kind);
+inline bool isForwardComm(ActionKind kind) {
+  return kind == ActionKind::SendF || kind == ActionKind::RecvF;
+}
 
 /// One action of a rank's program.
 struct Action {
   ActionKind kind = ActionKind::Forward;
   int stage = 0;
-  /// The micro-batch; -1 for AllReduce and Step.
+  /// The micro-batch; -1 for ReduceGrad and Step.
   int microbatch = -1;
   /// For sends and receives the rank at the other end, else -1.
   int peer = -1;
@@ -82,7 +74,7 @@ struct Action {
   static Action comm(ActionKind kind, int stage, int microbatch, int peer,
                      int64_t bytes, std::string dtype);
   static Action step(int stage);
-  static Action allReduce(int stage);
+  static Action reduceGrad(int stage);
 
   bool operator==(const Action &other) const;
   bool operator!=(const Action &other) const { return !(*this == other); }

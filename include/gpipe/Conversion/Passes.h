@@ -7,6 +7,8 @@
 #ifndef GPIPE_CONVERSION_PASSES_H
 #define GPIPE_CONVERSION_PASSES_H
 
+#include "gpipe/Conversion/PassOptions.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"

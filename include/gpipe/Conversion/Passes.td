@@ -65,10 +65,14 @@ def ConvertGPipeToRuntimePass : Pass<"convert-gpipe-to-runtime",
            "What the model was compiled from, for the metadata">,
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
            "Arena alignment the memory plan used">,
-    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
-           "Kernel library: cpu (gpipe_rt_cpu_*) or cuda (gpipe_rt_cuda_*)">,
-    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
-           "GEMM precision: fp32, or bf16 (bf16 inputs, fp32 accumulation)">,
+    Option<"target", "target", "::mlir::gpipe::TargetKind",
+           /*default=*/"::mlir::gpipe::TargetKind::CPU",
+           "Kernel library: cpu (gpipe_rt_cpu_*) or cuda (gpipe_rt_cuda_*)",
+           "::mlir::gpipe::getTargetKindValues()">,
+    Option<"precision", "precision", "::mlir::gpipe::PrecisionKind",
+           /*default=*/"::mlir::gpipe::PrecisionKind::FP32",
+           "GEMM precision: fp32, or bf16 (bf16 inputs, fp32 accumulation)",
+           "::mlir::gpipe::getPrecisionKindValues()">,
   ];
 }
 

@@ -1,51 +1,77 @@
-//===- Pipelines.h - gpipe's pass pipelines ---------------------*- C++ -*-===//
+//===- Pipelines.h - gpipe's pass pipelines and compile flow ----*- C++ -*-===//
 //
-// The one definition of the pipeline-compiler pass pipeline: registered for
-// gpipe-opt as `gpipe-pipeline{...}` and called by the compile driver.
+// The one definition of the pipeline compiler, its options declared once:
+//
+// - `GPipePipelineOptions` and `buildGPipePipeline`: nn network -> verified,
+//   scheduled, memory-planned gpipe IR; registered for gpipe-opt as
+//   `gpipe-pipeline{...}`;
+// - `GPipeCompileOptions` and `buildGPipeCompilePipeline` /
+//   `writeCompileOutput`: the whole compile, model -> pipeline -> plan report
+//   -> convert-gpipe-to-runtime -> LLVM IR -> object -> shared library,
+//   stopping at any `CompileStage`; gpipe-compile parses its command line
+//   straight into a `GPipeCompileOptions` (the same options, as flags) and
+//   calls these.
+//
+// Every enum-typed option takes its values from the passes' lists, so a bad
+// value is rejected by the option parser naming the valid ones.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef GPIPE_PIPELINES_PIPELINES_H
 #define GPIPE_PIPELINES_PIPELINES_H
 
+#include "gpipe/Conversion/PassOptions.h"
+#include "gpipe/Dialect/GPipe/Transforms/PassOptions.h"
+#include "gpipe/Dialect/NN/Transforms/PassOptions.h"
+#include "gpipe/Support/EnumOption.h"
+
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <string>
+
 namespace mlir::gpipe {
 
+/// The options of `gpipe-pipeline`: what the partition, schedule and memory
+/// plan need.
 struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
-  Option<int64_t> stages{*this, "stages",
-                         llvm::cl::desc("Number of pipeline stages K"),
+  Option<int64_t> stages{*this, "stages", llvm::cl::desc("Pipeline stages K"),
                          llvm::cl::init(1)};
   Option<int64_t> microbatches{
       *this, "microbatches",
-      llvm::cl::desc("Micro-batches M per mini-batch (must divide the batch)"),
+      llvm::cl::desc("Micro-batches M per mini-batch (must divide it)"),
       llvm::cl::init(1)};
-  Option<std::string> schedule{*this, "schedule",
-                               llvm::cl::desc("gpipe or 1f1b"),
-                               llvm::cl::init("gpipe")};
-  Option<std::string> remat{*this, "remat", llvm::cl::desc("stage or none"),
-                            llvm::cl::init("stage")};
-  ListOption<int64_t> balance{*this, "balance",
-                              llvm::cl::desc("Manual layers per stage")};
+  Option<ScheduleKind> schedule{
+      *this, "schedule", llvm::cl::desc("Schedule family"),
+      llvm::cl::init(ScheduleKind::GPipe), getScheduleKindValues()};
+  Option<Remat> remat{*this, "remat",
+                      llvm::cl::desc("What a stage keeps from its forward "
+                                     "for its backward"),
+                      llvm::cl::init(Remat::Stage), getRematValues()};
+  ListOption<int64_t> balance{
+      *this, "balance",
+      llvm::cl::desc("Layers per stage, e.g. 3,3,2 (manual partition)")};
   Option<std::string> memoryBudget{
       *this, "memory-budget",
-      llvm::cl::desc("Per-stage memory cap, e.g. 16GiB"), llvm::cl::init("")};
-  Option<std::string> loss{*this, "loss",
-                           llvm::cl::desc("cross-entropy or mse"),
-                           llvm::cl::init("cross-entropy")};
-  Option<std::string> profile{*this, "profile",
-                              llvm::cl::desc("Cost-model device: cpu, h200 or h200-bf16"),
-                              llvm::cl::init("cpu")};
-  Option<std::string> optimizer{
+      llvm::cl::desc("Memory cap per rank, e.g. 512MiB (checked)"),
+      llvm::cl::init("")};
+  Option<nn::LossKind> loss{*this, "loss", llvm::cl::desc("Training loss"),
+                            llvm::cl::init(nn::LossKind::CrossEntropy),
+                            nn::getLossKindValues()};
+  Option<ProfileKind> profile{
+      *this, "profile",
+      llvm::cl::desc("Cost model device (h200 means h200-bf16 when "
+                     "gpipe-compile's --precision is bf16)"),
+      llvm::cl::init(ProfileKind::CPU), getProfileKindValues()};
+  Option<OptimizerKind> optimizer{
       *this, "optimizer",
-      llvm::cl::desc("Optimizer state the memory plan reserves: sgd, momentum "
-                     "or adam"),
-      llvm::cl::init("sgd")};
-  Option<std::string> granularity{
-      *this, "granularity",
-      llvm::cl::desc("Layer granularity: scope, anchor or op"),
-      llvm::cl::init("scope")};
+      llvm::cl::desc("Optimizer whose state the memory plan reserves"),
+      llvm::cl::init(OptimizerKind::SGD), getOptimizerKindValues()};
+  Option<nn::LayerGranularity> granularity{
+      *this, "granularity", llvm::cl::desc("Layer granularity"),
+      llvm::cl::init(nn::LayerGranularity::Scope),
+      nn::getLayerGranularityValues()};
 };
 
 /// nn network (one mini-batch) -> verified, scheduled, memory-planned
@@ -56,6 +82,89 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
 /// pipeline of stage functions).
 void buildGPipePipeline(OpPassManager &pm, const GPipePipelineOptions &options,
                         bool partitionOnly = false);
+
+/// Where the compile stops (gpipe-compile's `--emit`), in compile order.
+enum class CompileStage {
+  NN,        ///< "nn": the model as loaded, before any pass
+  Pipeline,  ///< "pipeline": partitioned into stage functions, unscheduled
+  Scheduled, ///< "scheduled": scheduled, verified and memory-planned
+  LLVM,      ///< "llvm": the LLVM dialect (convert-gpipe-to-runtime)
+  LLVMIR,    ///< "ir": LLVM IR text
+  Object,    ///< "obj": a relocatable object file for the host
+  Library,   ///< "so": the shared library gpipe-run loads
+};
+
+/// Whether the output of `stage` is text (printable to standard output).
+inline bool isTextStage(CompileStage stage) {
+  return stage != CompileStage::Object && stage != CompileStage::Library;
+}
+
+} // namespace mlir::gpipe
+
+GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::CompileStage)
+
+namespace mlir::gpipe {
+
+/// nn, pipeline, scheduled, llvm, ir, obj, so.
+inline llvm::cl::ValuesClass getCompileStageValues() {
+  return llvm::cl::values(
+      clEnumValN(CompileStage::NN, "nn", "the model as loaded (nn IR)"),
+      clEnumValN(CompileStage::Pipeline, "pipeline",
+                 "partitioned into stages, unscheduled"),
+      clEnumValN(CompileStage::Scheduled, "scheduled",
+                 "scheduled, verified and memory-planned"),
+      clEnumValN(CompileStage::LLVM, "llvm", "the LLVM dialect"),
+      clEnumValN(CompileStage::LLVMIR, "ir", "LLVM IR"),
+      clEnumValN(CompileStage::Object, "obj", "an object file"),
+      clEnumValN(CompileStage::Library, "so", "a shared library"));
+}
+
+/// The options of the whole compile: the pipeline's, plus code generation
+/// and where to stop.
+struct GPipeCompileOptions : public GPipePipelineOptions {
+  Option<TargetKind> target{
+      *this, "target", llvm::cl::desc("Kernel library the code calls"),
+      llvm::cl::init(TargetKind::CPU), getTargetKindValues()};
+  Option<PrecisionKind> precision{
+      *this, "precision",
+      llvm::cl::desc("GEMM arithmetic (bf16: bf16 inputs, fp32 accumulation; "
+                     "parameters, gradients and other ops stay fp32)"),
+      llvm::cl::init(PrecisionKind::FP32), getPrecisionKindValues()};
+  Option<CompileStage> emit{*this, "emit", llvm::cl::desc("Stop at"),
+                            llvm::cl::init(CompileStage::Library),
+                            getCompileStageValues()};
+  Option<bool> quiet{*this, "quiet",
+                     llvm::cl::desc("Do not print the plan report"),
+                     llvm::cl::init(false)};
+
+  /// What the model was compiled from, for the library's metadata (not an
+  /// option: the driver knows it).
+  std::string source;
+
+  /// The cost-model profile the partition uses: `profile`, except that h200
+  /// with bf16 GEMMs is h200-bf16 (the tensor cores' rate).
+  ProfileKind getEffectiveProfile() const;
+
+  /// Makes these options command-line flags of the program as well
+  /// (`--stages 4 --schedule 1f1b ...`), listed under `category`, so that
+  /// llvm::cl::ParseCommandLineOptions fills this struct. Call once, before
+  /// parsing, on an object that outlives the parse.
+  void registerAsCommandLineFlags(llvm::cl::OptionCategory &category);
+};
+
+/// The passes that take an nn module to `options.emit` (nothing for nn):
+/// `buildGPipePipeline` (to gpipe-partition only for `pipeline`), the plan
+/// report on standard output unless `quiet`, and from `llvm` on
+/// convert-gpipe-to-runtime.
+void buildGPipeCompilePipeline(OpPassManager &pm,
+                               const GPipeCompileOptions &options);
+
+/// Writes `module`, compiled by `buildGPipeCompilePipeline` to `stage`, to
+/// `outputFile` ("-": standard output, text stages only): the IR as text up
+/// to `llvm`, then LLVM IR, an object file or the shared library. Errors
+/// are reported at the module.
+LogicalResult writeCompileOutput(ModuleOp module, CompileStage stage,
+                                 llvm::StringRef outputFile);
 
 /// Registers `gpipe-pipeline` with the pass registry.
 void registerGPipePipelines();

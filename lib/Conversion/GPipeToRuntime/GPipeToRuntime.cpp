@@ -961,7 +961,7 @@ LogicalResult Emitter::lowerAction(OpBuilder &at, ProgramOp program,
     break;
   }
   case ActionKind::Recompute:
-  case ActionKind::AllReduce:
+  case ActionKind::ReduceGrad:
     // The backward recomputes its stage; one replica has nothing to
     // reduce.
     break;
@@ -1067,7 +1067,7 @@ llvm::json::Array Emitter::describeActions(Block &block) {
         {"kind", op.getName().stripDialect().str()},
         {"stage", pipeline.getStagePosition(action.getStageSymbol())},
         {"mb", action.getMicrobatchOffset()}};
-    if (isCommKind(kind)) {
+    if (isTransferKind(kind)) {
       Type payload = isa<SendOp>(op) ? cast<SendOp>(op).getPayload()
                                      : cast<RecvOp>(op).getPayload();
       entry["peer"] = action.getPeerRank();
@@ -1318,18 +1318,8 @@ struct ConvertGPipeToRuntimePass
     if (failed(converted))
       return signalPassFailure();
 
-    std::string targetName = target;
-    if (targetName != "cpu" && targetName != "cuda")
-      return emitError(module.getLoc(), "convert-gpipe-to-runtime: unknown "
-                                        "target '")
-                 << targetName << "' (expected cpu or cuda)",
-             signalPassFailure();
-    std::string precisionName = precision;
-    if (precisionName != "fp32" && precisionName != "bf16")
-      return emitError(module.getLoc(), "convert-gpipe-to-runtime: unknown "
-                                        "precision '")
-                 << precisionName << "' (expected fp32 or bf16)",
-             signalPassFailure();
+    std::string targetName = getTargetName(target);
+    std::string precisionName = getPrecisionName(precision);
     Emitter emitter(module, op, *converted, source, targetName, precisionName);
     if (failed(emitter.run()))
       return signalPassFailure();

@@ -119,7 +119,7 @@
 // NAMED-LABEL: gpipe.pipeline @interleaved stages [@i0, @i1, @i2, @i3] microbatches 2 schedule gpipe remat stage {
 // NAMED-NEXT:  }
 // NOOPTION: error: gpipe-import-schedule needs file=<path of a CSV schedule>
-// BADMODE: error: unknown communication mode 'maybe', expected auto, keep or insert
+// BADMODE: for the --communication option: unknown communication 'maybe' (expected auto, keep or insert)
 
 gpipe.pipeline @train stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
 }

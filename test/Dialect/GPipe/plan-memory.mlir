@@ -65,7 +65,7 @@
 // FITS: memory_plan <optimizer = sgd, alignment = 64, budget = 2304, peak = 2304, arena = 2304, kept = [2, 2]>
 
 // UNSCHEDULED: error: pipeline @train has no programs to plan; run gpipe-schedule or gpipe-import-schedule first
-// OPTIMIZER: error: gpipe-plan-memory: unknown optimizer 'lamb' (expected sgd, momentum or adam)
+// OPTIMIZER: for the --optimizer option: unknown optimizer 'lamb' (expected sgd, momentum or adam)
 // BADBUDGET: error: gpipe-plan-memory: cannot read memory budget 'lots' (expected a size such as 16GiB)
 // ALIGN: error: gpipe-plan-memory: alignment 48 is not a power of two
 

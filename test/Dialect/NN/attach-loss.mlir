@@ -7,7 +7,7 @@
 // RUN: not gpipe-opt %s --nn-attach-loss=loss=hinge -split-input-file 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not gpipe-opt %s --nn-attach-loss=func=missing -split-input-file 2>&1 | FileCheck %s --check-prefix=MISSING
 
-// UNKNOWN: error: unknown loss 'hinge' (expected cross-entropy or mse)
+// UNKNOWN: for the --loss option: unknown loss 'hinge' (expected cross-entropy or mse)
 // MISSING: error: no function named 'missing' to attach the loss to
 
 // A classifier's logits [batch, classes] take integer labels [batch]; the

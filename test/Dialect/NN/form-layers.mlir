@@ -3,7 +3,7 @@
 // RUN: gpipe-opt %s --nn-form-layers=granularity=anchor -split-input-file | FileCheck %s --check-prefix=ANCHOR
 // RUN: not gpipe-opt %s --nn-form-layers=granularity=coarse -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 
-// BAD: error: unknown layer granularity 'coarse' (expected scope, anchor or op)
+// BAD: for the --granularity option: unknown granularity 'coarse' (expected scope, anchor or op)
 
 // A Linear/ReLU chain: one layer per Linear+ReLU pair by default, one per op
 // with granularity=op. Layer names come from the ONNX-style name scopes.

@@ -120,7 +120,7 @@ TEST_F(ScheduleConversionTest, PopulateRefusesWhatTheIRCannotHold) {
     bad.ranks[0].push_back(action);
   bad.ranks.pop_back();
   for (Action &action : bad.ranks[0])
-    if (isCommKind(action.kind))
+    if (isTransferKind(action.kind))
       action.peer = 0;
   EXPECT_TRUE(failed(populateProgramsFromSchedule(pipeline, bad, *stages)));
   EXPECT_FALSE(pipeline.isScheduled());

@@ -530,7 +530,7 @@ LogicalResult mlir::gpipe::detail::verifyActionOp(Operation *op) {
   } else if (action.getMicrobatchBase()) {
     return op->emitOpError("takes no micro-batch");
   }
-  if (!isCommKind(kind))
+  if (!isTransferKind(kind))
     return success();
 
   int64_t peer = action.getPeerRank();

@@ -39,7 +39,7 @@ static LogicalResult writeFile(Operation *anchor, StringRef path,
 namespace {
 
 struct GPipeExportTracePass
-    : public gpipe::impl::GPipeExportTracePassBase<GPipeExportTracePass> {
+    : public mlir::gpipe::impl::GPipeExportTracePassBase<GPipeExportTracePass> {
   using GPipeExportTracePassBase::GPipeExportTracePassBase;
 
   void runOnOperation() override {

@@ -14,7 +14,6 @@
 #include "gpipe/Dialect/GPipe/Utils/ScheduleConversion.h"
 
 #include "mlir/IR/Location.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 namespace mlir::gpipe {
@@ -78,9 +77,9 @@ matchLocations(MLIRContext *context, const Schedule &schedule,
     size_t next = 0;
     const std::vector<Action> &cells = cellActions.ranks[r];
     for (const Action &action : schedule.ranks[r]) {
-      while (next < cells.size() && isCommKind(cells[next].kind))
+      while (next < cells.size() && isTransferKind(cells[next].kind))
         ++next;
-      if (!isCommKind(action.kind) && next < cells.size() &&
+      if (!isTransferKind(action.kind) && next < cells.size() &&
           cells[next].kind == action.kind &&
           cells[next].stage == action.stage &&
           cells[next].microbatch == action.microbatch) {
@@ -138,7 +137,7 @@ LogicalResult mlir::gpipe::importSchedule(PipelineOp pipeline, StringRef text,
   bool hasComm = false;
   for (const std::vector<Action> &program : parsed.schedule.ranks)
     for (const Action &action : program)
-      hasComm |= isCommKind(action.kind);
+      hasComm |= isTransferKind(action.kind);
   bool insert = mode == CommunicationMode::Insert ||
                 (mode == CommunicationMode::Auto && !hasComm);
 
@@ -168,22 +167,12 @@ LogicalResult mlir::gpipe::importSchedule(PipelineOp pipeline, StringRef text,
 namespace {
 
 struct GPipeImportSchedulePass
-    : public gpipe::impl::GPipeImportSchedulePassBase<GPipeImportSchedulePass> {
+    : public mlir::gpipe::impl::GPipeImportSchedulePassBase<GPipeImportSchedulePass> {
   using GPipeImportSchedulePassBase::GPipeImportSchedulePassBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<CommunicationMode> mode =
-        llvm::StringSwitch<std::optional<CommunicationMode>>(communication)
-            .Case("auto", CommunicationMode::Auto)
-            .Case("keep", CommunicationMode::Keep)
-            .Case("insert", CommunicationMode::Insert)
-            .Default(std::nullopt);
-    if (!mode) {
-      emitError(module.getLoc(), "unknown communication mode '")
-          << communication << "', expected auto, keep or insert";
-      return signalPassFailure();
-    }
+    std::optional<CommunicationMode> mode = CommunicationMode(communication);
     if (file.empty()) {
       emitError(module.getLoc(),
                 "gpipe-import-schedule needs file=<path of a CSV "

@@ -244,7 +244,7 @@ static void dropDataGradient(func::FuncOp backward) {
 
 namespace {
 struct GPipePartitionPass
-    : public gpipe::impl::GPipePartitionPassBase<GPipePartitionPass> {
+    : public mlir::gpipe::impl::GPipePartitionPassBase<GPipePartitionPass> {
   using GPipePartitionPassBase::GPipePartitionPassBase;
   void runOnOperation() override;
 };
@@ -269,25 +269,15 @@ void GPipePartitionPass::runOnOperation() {
         << microbatches;
     return fail();
   }
-  std::optional<ScheduleKind> scheduleKind = symbolizeScheduleKind(schedule);
-  if (!scheduleKind || *scheduleKind == ScheduleKind::Custom) {
-    mlir::emitError(func.getLoc(), "unknown schedule '")
-        << schedule << "' (expected gpipe or 1f1b)";
+  std::optional<ScheduleKind> scheduleKind = ScheduleKind(schedule);
+  if (*scheduleKind == ScheduleKind::Custom) {
+    mlir::emitError(func.getLoc(),
+                    "a partition records a generated schedule (gpipe or "
+                    "1f1b), not custom");
     return fail();
   }
-  std::optional<Remat> rematKind = symbolizeRemat(remat);
-  if (!rematKind) {
-    mlir::emitError(func.getLoc(), "unknown remat policy '")
-        << remat << "' (expected stage or none)";
-    return fail();
-  }
-  std::optional<DeviceProfile> device = lookupProfile(profile);
-  if (!device) {
-    mlir::emitError(func.getLoc(), "unknown device profile '")
-        << profile << "' (expected "
-        << llvm::join(builtinProfileNames(), ", ") << ")";
-    return fail();
-  }
+  std::optional<Remat> rematKind = Remat(remat);
+  std::optional<DeviceProfile> device = getProfile(profile);
   FailureOr<Network> net = analyzeNetwork(func);
   if (failed(net))
     return fail();

@@ -294,7 +294,7 @@ LogicalResult mlir::gpipe::annotateStageFrames(StageOp stage, int64_t index,
 namespace {
 
 struct GPipePlanMemoryPass
-    : public gpipe::impl::GPipePlanMemoryPassBase<GPipePlanMemoryPass> {
+    : public mlir::gpipe::impl::GPipePlanMemoryPassBase<GPipePlanMemoryPass> {
   using GPipePlanMemoryPassBase::GPipePlanMemoryPassBase;
 
   void runOnOperation() override;
@@ -432,12 +432,7 @@ GPipePlanMemoryPass::planPipeline(PipelineOp op, OptimizerKind optimizer,
 
 void GPipePlanMemoryPass::runOnOperation() {
   ModuleOp module = getOperation();
-  std::optional<OptimizerKind> kind = parseOptimizerKind(optimizer);
-  if (!kind) {
-    emitError(module.getLoc(), "gpipe-plan-memory: unknown optimizer '")
-        << optimizer << "' (expected sgd, momentum or adam)";
-    return signalPassFailure();
-  }
+  std::optional<OptimizerKind> kind = OptimizerKind(optimizer);
   int64_t align = alignment;
   if (align < 1 || (align & (align - 1)) != 0) {
     emitError(module.getLoc(), "gpipe-plan-memory: alignment ")

@@ -308,7 +308,7 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module) {
 namespace {
 
 struct GPipePlanReportPass
-    : public gpipe::impl::GPipePlanReportPassBase<GPipePlanReportPass> {
+    : public mlir::gpipe::impl::GPipePlanReportPassBase<GPipePlanReportPass> {
   using GPipePlanReportPassBase::GPipePlanReportPassBase;
 
   void runOnOperation() override {

@@ -75,20 +75,15 @@ FailureOr<PipelineOp> mlir::gpipe::findPipeline(ModuleOp module,
 namespace {
 
 struct GPipeSchedulePass
-    : public gpipe::impl::GPipeSchedulePassBase<GPipeSchedulePass> {
+    : public mlir::gpipe::impl::GPipeSchedulePassBase<GPipeSchedulePass> {
   using GPipeSchedulePassBase::GPipeSchedulePassBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // `custom` (the option left empty): each pipeline's own attribute.
     std::optional<ScheduleKind> override;
-    if (!schedule.empty()) {
-      override = symbolizeScheduleKind(schedule);
-      if (!override || *override == ScheduleKind::Custom) {
-        emitError(module.getLoc(), "unknown schedule '")
-            << schedule << "', expected gpipe or 1f1b";
-        return signalPassFailure();
-      }
-    }
+    if (ScheduleKind(schedule) != ScheduleKind::Custom)
+      override = ScheduleKind(schedule);
     SmallVector<PipelineOp> pipelines;
     module.walk([&](PipelineOp pipeline) { pipelines.push_back(pipeline); });
     SymbolTableCollection symbolTable;

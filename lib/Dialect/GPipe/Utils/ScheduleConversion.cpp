@@ -127,7 +127,7 @@ mlir::gpipe::toSchedule(PipelineOp pipeline,
       action.kind = actionOp.getActionKind();
       action.stage = it->second;
       action.microbatch = static_cast<int>(mb);
-      if (isCommKind(action.kind)) {
+      if (isTransferKind(action.kind)) {
         action.peer = static_cast<int>(actionOp.getPeerRank());
         Type payload = isa<SendOp>(op) ? cast<SendOp>(op).getPayload()
                                        : cast<RecvOp>(op).getPayload();
@@ -162,7 +162,7 @@ static std::string checkFits(const Action &action, int rank, int numRanks,
     return "micro-batch " + std::to_string(action.microbatch) +
            " out of range for " + std::to_string(numMicrobatches) +
            " micro-batches";
-  if (!isCommKind(action.kind))
+  if (!isTransferKind(action.kind))
     return "";
   if (action.peer < 0 || action.peer >= numRanks)
     return "peer rank " + std::to_string(action.peer) + " out of range for " +
@@ -280,7 +280,7 @@ LogicalResult mlir::gpipe::populateProgramsFromSchedule(
                            payload);
           break;
         }
-        case ActionKind::AllReduce:
+        case ActionKind::ReduceGrad:
           ReduceGradOp::create(at, loc, stage);
           break;
         case ActionKind::Step:
@@ -450,7 +450,7 @@ mlir::gpipe::emitScheduleProblems(PipelineOp pipeline,
       const Action &action = converted.schedule.ranks[r][i];
       Diagnostic &note = diag.attachNote(converted.getOp(r, i)->getLoc());
       if (problem.kind == VerifyProblemKind::Deadlock &&
-          isCommKind(action.kind))
+          isTransferKind(action.kind))
         note << "rank " << r << " waits here for rank " << action.peer << " ("
              << describe(action) << ")";
       else

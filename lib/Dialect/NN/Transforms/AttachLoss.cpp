@@ -19,14 +19,6 @@ namespace mlir::gpipe::nn {
 using namespace mlir;
 using namespace mlir::gpipe::nn;
 
-std::optional<LossKind> mlir::gpipe::nn::parseLossKind(StringRef name) {
-  if (name == "cross-entropy")
-    return LossKind::CrossEntropy;
-  if (name == "mse")
-    return LossKind::MSE;
-  return std::nullopt;
-}
-
 LogicalResult mlir::gpipe::nn::attachLoss(func::FuncOp func, LossKind kind) {
   StringRef lossName = kind == LossKind::CrossEntropy ? "cross-entropy" : "mse";
   if (func.isExternal() || !func.getBody().hasOneBlock())
@@ -88,19 +80,13 @@ struct NNAttachLossPass
   using NNAttachLossPassBase::NNAttachLossPassBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<LossKind> kind = parseLossKind(loss);
-    if (!kind) {
-      module.emitError("unknown loss '")
-          << loss << "' (expected cross-entropy or mse)";
-      return signalPassFailure();
-    }
     auto func = module.lookupSymbol<func::FuncOp>(funcName);
     if (!func) {
       module.emitError("no function named '")
           << funcName << "' to attach the loss to";
       return signalPassFailure();
     }
-    if (failed(attachLoss(func, *kind)))
+    if (failed(attachLoss(func, loss)))
       signalPassFailure();
   }
 };

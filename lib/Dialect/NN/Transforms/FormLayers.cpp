@@ -111,17 +111,6 @@ static Value materializeFree(Value v, OpBuilder &builder, IRMapping &mapping) {
   return clone->getResult(cast<OpResult>(v).getResultNumber());
 }
 
-std::optional<LayerGranularity>
-mlir::gpipe::nn::parseLayerGranularity(StringRef name) {
-  if (name == "scope")
-    return LayerGranularity::Scope;
-  if (name == "anchor")
-    return LayerGranularity::Anchor;
-  if (name == "op")
-    return LayerGranularity::Op;
-  return std::nullopt;
-}
-
 FailureOr<unsigned>
 mlir::gpipe::nn::formLayers(func::FuncOp func, LayerGranularity granularity) {
   if (func.isExternal() || !func.getBody().hasOneBlock())
@@ -289,13 +278,7 @@ struct NNFormLayersPass
     : public mlir::gpipe::nn::impl::NNFormLayersPassBase<NNFormLayersPass> {
   using NNFormLayersPassBase::NNFormLayersPassBase;
   void runOnOperation() override {
-    std::optional<LayerGranularity> g = parseLayerGranularity(granularity);
-    if (!g) {
-      getOperation().emitError("unknown layer granularity '")
-          << granularity << "' (expected scope, anchor or op)";
-      return signalPassFailure();
-    }
-    if (failed(formLayers(getOperation(), *g)))
+    if (failed(formLayers(getOperation(), granularity)))
       signalPassFailure();
   }
 };

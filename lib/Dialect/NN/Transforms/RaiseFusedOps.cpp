@@ -20,10 +20,10 @@ using namespace mlir;
 
 namespace {
 struct NNRaiseFusedOpsPass
-    : public gpipe::nn::impl::NNRaiseFusedOpsPassBase<NNRaiseFusedOpsPass> {
+    : public mlir::gpipe::nn::impl::NNRaiseFusedOpsPassBase<NNRaiseFusedOpsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    gpipe::nn::populateRaiseFusedOpsPatterns(patterns);
+    mlir::gpipe::nn::populateRaiseFusedOpsPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -1,20 +1,26 @@
 //===- GPipeInterfaces.h - gpipe dialect interfaces -------------*- C++ -*-===//
 //
 // Declares `ActionOpInterface`, implemented by every op a rank's program may
-// hold, and the verification shared by all action ops.
+// hold, and the verification shared by all action ops. Action kinds are the
+// runtime vocabulary's (gpipe/Runtime/Vocabulary.h), so the IR depends on
+// no analysis.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef GPIPE_DIALECT_GPIPE_IR_GPIPEINTERFACES_H
 #define GPIPE_DIALECT_GPIPE_IR_GPIPEINTERFACES_H
 
-#include "gpipe/Analysis/Schedule.h"
+#include "gpipe/Runtime/Vocabulary.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/SymbolTable.h"
 
 namespace mlir::gpipe {
+/// What an action op does (`ActionOpInterface::getActionKind`): the action
+/// vocabulary the IR shares with the analyses and the runtime.
+using ActionKind = ::gpipe::abi::ActionKind;
+
 class ActionOpInterface;
 namespace detail {
 /// The checks every action needs without looking up symbols: it sits in a

@@ -471,7 +471,7 @@ class GPipe_StageActionOp<string mnemonic, string kind>
   let actionKind = "return ::mlir::gpipe::ActionKind::" # kind # ";";
 }
 
-def GPipe_ReduceGradOp : GPipe_StageActionOp<"reduce_grad", "AllReduce"> {
+def GPipe_ReduceGradOp : GPipe_StageActionOp<"reduce_grad", "ReduceGrad"> {
   let summary = "All-reduce a stage's gradients across data-parallel replicas";
   let description = [{
     Sums the accumulated parameter gradients of the stage over its

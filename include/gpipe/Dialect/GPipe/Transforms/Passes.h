@@ -8,6 +8,7 @@
 #define GPIPE_DIALECT_GPIPE_TRANSFORMS_PASSES_H
 
 #include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
+#include "gpipe/Dialect/GPipe/Transforms/PassOptions.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

@@ -58,8 +58,12 @@ def GPipeSchedulePass : Pass<"gpipe-schedule", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::gpipe::GPipeDialect"];
   let options = [
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"\"",
-           "`gpipe` or `1f1b`; empty: each pipeline's `schedule` attribute">,
+    Option<"schedule", "schedule", "::mlir::gpipe::ScheduleKind",
+           /*default=*/"::mlir::gpipe::ScheduleKind::Custom",
+           "`gpipe` or `1f1b`; empty: each pipeline's `schedule` attribute",
+           "::mlir::gpipe::getScheduleKindValues(), ::llvm::cl::values("
+           "clEnumValN(::mlir::gpipe::ScheduleKind::Custom, \"\", "
+           "\"each pipeline's own schedule attribute\"))">,
   ];
 }
 
@@ -174,10 +178,11 @@ def GPipeImportSchedulePass : Pass<"gpipe-import-schedule",
            "Path of the CSV schedule to import">,
     Option<"pipeline", "pipeline", "std::string", /*default=*/"\"\"",
            "Name of the pipeline to schedule; empty: the module's only one">,
-    Option<"communication", "communication", "std::string",
-           /*default=*/"\"auto\"",
+    Option<"communication", "communication", "::mlir::gpipe::CommunicationMode",
+           /*default=*/"::mlir::gpipe::CommunicationMode::Auto",
            "`auto`: place sends and receives when the CSV has none; `keep`: "
-           "import the cells as they are; `insert`: always place them anew">,
+           "import the cells as they are; `insert`: always place them anew",
+           "::mlir::gpipe::getCommunicationModeValues()">,
   ];
 }
 
@@ -216,10 +221,10 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
     `nn.layer` ops (`nn-form-layers`) on one micro-batch (`nn-microbatch`),
     optionally followed by a loss on a trailing labels argument
     (`nn-attach-loss`). It estimates each layer's time with the cost model
-    (`profile`: `cpu` or `h200`), finds the partition into `stages`
-    contiguous stages that minimizes the slowest stage (boundary transfers
-    included) under `memory-budget`, or takes the manual `balance`, and
-    builds:
+    (`profile`: `cpu`, `h200` or `h200-bf16`), finds the partition into
+    `stages` contiguous stages that minimizes the slowest stage (boundary
+    transfers included) under `memory-budget`, or takes the manual
+    `balance`, and builds:
 
     - per stage, `@<pipeline>_s<k>_fwd` (its layers on one micro-batch; the
       last stage also takes the labels and returns the loss) and
@@ -261,16 +266,22 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
            "Number of pipeline stages K">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Number of micro-batches M per mini-batch">,
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"gpipe\"",
-           "Schedule family recorded on the pipeline: gpipe or 1f1b">,
-    Option<"remat", "remat", "std::string", /*default=*/"\"stage\"",
-           "Re-materialization policy: stage or none">,
+    Option<"schedule", "schedule", "::mlir::gpipe::ScheduleKind",
+           /*default=*/"::mlir::gpipe::ScheduleKind::GPipe",
+           "Schedule family recorded on the pipeline: gpipe or 1f1b",
+           "::mlir::gpipe::getScheduleKindValues()">,
+    Option<"remat", "remat", "::mlir::gpipe::Remat",
+           /*default=*/"::mlir::gpipe::Remat::Stage",
+           "Re-materialization policy: stage or none",
+           "::mlir::gpipe::getRematValues()">,
     ListOption<"balance", "balance", "int64_t",
                "Layers per stage (manual partition); overrides the search">,
     Option<"memoryBudget", "memory-budget", "std::string", /*default=*/"\"\"",
            "Per-stage memory cap, e.g. 16GiB">,
-    Option<"profile", "profile", "std::string", /*default=*/"\"cpu\"",
-           "Device profile of the cost model: cpu, h200 or h200-bf16">,
+    Option<"profile", "profile", "::mlir::gpipe::ProfileKind",
+           /*default=*/"::mlir::gpipe::ProfileKind::CPU",
+           "Device profile of the cost model: cpu, h200 or h200-bf16",
+           "::mlir::gpipe::getProfileKindValues()">,
     Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
            "Name of the network function">,
     Option<"pipelineName", "pipeline", "std::string", /*default=*/"\"train\"",
@@ -318,8 +329,10 @@ def GPipePlanMemoryPass : Pass<"gpipe-plan-memory", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::gpipe::GPipeDialect"];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
-           "Optimizer whose state the plan holds: sgd, momentum or adam">,
+    Option<"optimizer", "optimizer", "::mlir::gpipe::OptimizerKind",
+           /*default=*/"::mlir::gpipe::OptimizerKind::SGD",
+           "Optimizer whose state the plan holds: sgd, momentum or adam",
+           "::mlir::gpipe::getOptimizerKindValues()">,
     Option<"memoryBudget", "memory-budget", "std::string", /*default=*/"\"\"",
            "Per-rank memory cap, e.g. 16GiB; empty: none">,
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",

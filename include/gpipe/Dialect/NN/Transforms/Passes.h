@@ -8,6 +8,7 @@
 #define GPIPE_DIALECT_NN_TRANSFORMS_PASSES_H
 
 #include "gpipe/Dialect/NN/IR/NNDialect.h"
+#include "gpipe/Dialect/NN/Transforms/PassOptions.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 

@@ -52,10 +52,12 @@ def NNFormLayersPass : Pass<"nn-form-layers", "::mlir::func::FuncOp"> {
   }];
   let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
   let options = [
-    Option<"granularity", "granularity", "std::string", /*default=*/"\"scope\"",
+    Option<"granularity", "granularity", "::mlir::gpipe::nn::LayerGranularity",
+           /*default=*/"::mlir::gpipe::nn::LayerGranularity::Scope",
            "`scope`: merge elementwise-only segments and consecutive segments "
            "of one name scope; `anchor`: merge elementwise-only segments "
-           "into a neighbour; `op`: one layer per cut point">,
+           "into a neighbour; `op`: one layer per cut point",
+           "::mlir::gpipe::nn::getLayerGranularityValues()">,
   ];
 }
 
@@ -119,9 +121,10 @@ def NNAttachLossPass : Pass<"nn-attach-loss", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
   let options = [
-    Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
+    Option<"loss", "loss", "::mlir::gpipe::nn::LossKind",
+           /*default=*/"::mlir::gpipe::nn::LossKind::CrossEntropy",
            "`cross-entropy` (i64 class labels) or `mse` (targets of the "
-           "prediction's type)">,
+           "prediction's type)", "::mlir::gpipe::nn::getLossKindValues()">,
     Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
            "Name of the network function">,
   ];

@@ -32,9 +32,6 @@ enum class LayerGranularity {
   Op,
 };
 
-/// Parses "scope", "anchor" or "op".
-std::optional<LayerGranularity> parseLayerGranularity(llvm::StringRef name);
-
 /// Groups the body of `func` into nn.layer ops at single-activation cut
 /// points. Returns the number of layers formed; a function that already has
 /// layers is left alone and reports 0.
@@ -55,9 +52,6 @@ enum class LossKind {
   /// `nn.mse` against a target of the prediction's type.
   MSE,
 };
-
-/// Parses "cross-entropy" or "mse".
-std::optional<LossKind> parseLossKind(llvm::StringRef name);
 
 /// Turns the network `func` (inputs -> one prediction) into the training
 /// objective: appends a `labels` argument (i64 of the logits' shape without

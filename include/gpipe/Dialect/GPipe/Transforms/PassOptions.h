@@ -1,0 +1,85 @@
+//===- PassOptions.h - Enum-typed options of the gpipe passes ---*- C++ -*-===//
+//
+// The values of the gpipe passes' enum-typed options, declared once: the
+// schedule family and the re-materialization policy (the dialect's own
+// ScheduleKind and Remat enums), the cost model's device profile and the
+// optimizer whose state the memory plan reserves (the runtime vocabulary's
+// OptimizerKind), and how a schedule import treats transfers. The passes'
+// options (Passes.td), the gpipe-pipeline options and gpipe-compile's flags all
+// take these lists; the option parser rejects any other value naming the valid
+// ones (gpipe/Support/EnumOption.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_DIALECT_GPIPE_TRANSFORMS_PASSOPTIONS_H
+#define GPIPE_DIALECT_GPIPE_TRANSFORMS_PASSOPTIONS_H
+
+#include "gpipe/Analysis/CostModel.h"
+#include "gpipe/Analysis/MemoryPlan.h"
+#include "gpipe/Dialect/GPipe/IR/GPipeAttrs.h"
+#include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
+#include "gpipe/Support/EnumOption.h"
+
+GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::ScheduleKind)
+GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::Remat)
+GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::ProfileKind)
+GPIPE_ENUM_OPTION_PARSER(::gpipe::abi::OptimizerKind)
+GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::CommunicationMode)
+
+namespace mlir::gpipe {
+
+/// The schedules gpipe-schedule generates: gpipe, 1f1b (`custom` is only
+/// what an imported schedule records).
+inline llvm::cl::ValuesClass getScheduleKindValues() {
+  return llvm::cl::values(
+      clEnumValN(ScheduleKind::GPipe, "gpipe",
+                 "fill-drain: all forwards, then all backwards"),
+      clEnumValN(ScheduleKind::OneFOneB, "1f1b",
+                 "non-interleaved one-forward-one-backward"));
+}
+
+/// stage, none.
+inline llvm::cl::ValuesClass getRematValues() {
+  return llvm::cl::values(
+      clEnumValN(Remat::Stage, "stage",
+                 "keep each stage's input, recompute the forward in backward"),
+      clEnumValN(Remat::None, "none",
+                 "keep what the backward reads from the forward"));
+}
+
+/// cpu, h200, h200-bf16.
+inline llvm::cl::ValuesClass getProfileKindValues() {
+  return llvm::cl::values(
+      clEnumValN(ProfileKind::CPU, "cpu", "a 2-core x86 CPU with OpenBLAS"),
+      clEnumValN(ProfileKind::H200, "h200", "one NVIDIA H200 per stage"),
+      clEnumValN(ProfileKind::H200BF16, "h200-bf16",
+                 "the H200 with bf16 GEMMs on the tensor cores"));
+}
+
+/// sgd, momentum, adam (also spelled sgd-momentum and adamw).
+inline llvm::cl::ValuesClass getOptimizerKindValues() {
+  return llvm::cl::values(
+      clEnumValN(OptimizerKind::SGD, "sgd", "plain SGD: no state"),
+      clEnumValN(OptimizerKind::Momentum, "momentum",
+                 "SGD with momentum: one velocity per parameter"),
+      clEnumValN(OptimizerKind::Momentum, "sgd-momentum",
+                 "the same as momentum"),
+      clEnumValN(OptimizerKind::Adam, "adam",
+                 "Adam/AdamW: two moments per parameter"),
+      clEnumValN(OptimizerKind::Adam, "adamw", "the same as adam"));
+}
+
+/// auto, keep, insert (gpipe-import-schedule).
+inline llvm::cl::ValuesClass getCommunicationModeValues() {
+  return llvm::cl::values(
+      clEnumValN(CommunicationMode::Auto, "auto",
+                 "place sends and receives when the CSV has none"),
+      clEnumValN(CommunicationMode::Keep, "keep",
+                 "import the cells as they are"),
+      clEnumValN(CommunicationMode::Insert, "insert",
+                 "always place sends and receives anew"));
+}
+
+} // namespace mlir::gpipe
+
+#endif // GPIPE_DIALECT_GPIPE_TRANSFORMS_PASSOPTIONS_H
