@@ -2,7 +2,7 @@
 |*                                                                            *|
 |* A model compiled by gpipe-compile is a shared library holding one native  *|
 |* function per pipeline rank: the rank's scheduled program for ONE training *|
-|* step, straight-line code that runs the stage functions' kernels           *|
+|* step, the schedule's micro-batch loops over the stage functions' kernels  *|
 |* (CPUKernels.h) on buffers at fixed offsets of the rank's arena and calls  *|
 |* back into the runtime for everything that is not compute: action          *|
 |* boundaries (timing, traces, abort checks), transfers between ranks, the   *|
@@ -47,14 +47,22 @@
 |*                    stages: [{stage, params_offset, grads_offset,          *|
 |*                              state_offset, param_bytes,                   *|
 |*                              params: [{name, offset, elements}]}],        *|
-|*                    actions: [{kind, stage, mb, peer, direction, tag,      *|
-|*                               bytes, dtype}]}]                            *|
-|*                  kind: forward backward backward_input backward_weight    *|
-|*                  recompute send recv reduce_grad step; mb -1 for step and *|
-|*                  reduce_grad; peer/direction/tag/bytes only on transfers. *|
-|*                  A send and the receive it pairs with carry the same tag. *|
+|*                    actions: [action or {"loop": {lower, upper,          *|
+|*                              body: [action...]}}]}]                       *|
+|*                  action: {kind, stage, mb, peer, direction, tag, bytes,   *|
+|*                  dtype}; kind: forward backward backward_input            *|
+|*                  backward_weight recompute send recv reduce_grad step;    *|
+|*                  mb -1 for step and reduce_grad; peer/direction/bytes     *|
+|*                  only on transfers. A loop runs its body for mb = lower   *|
+|*                  .. upper-1, each body action's mb added to it (the       *|
+|*                  compiler's micro-batch loops: the metadata does not grow *|
+|*                  with M). `tag` may be left out: it is then              *|
+|*                  gpipe::abi::getTransferTag of the transfer's boundary   *|
+|*                  and micro-batch (Vocabulary.h), the same on both ends.   *|
+|*                  Action indices count the expanded program.               *|
 |*                  `offset` in params is relative to params_offset (and,   *|
 |*                  for the gradient, to grads_offset).                      *|
+|*   schema_version 2 (loops, derived tags); absent means 1                 *|
 |*   sites          [{op, loc, function}]: the kernel call sites, by the     *|
 |*                  index gpipe_rt_kernel_error receives                     *|
 |*                                                                            *|
