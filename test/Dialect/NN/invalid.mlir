@@ -1119,3 +1119,20 @@ func.func @cross_entropy_grad_loss_gradient_not_scalar(%l: tensor<2x32xf32>, %y:
   %g = nn.cross_entropy_grad %l, %y, %d : (tensor<2x32xf32>, tensor<2xi64>, tensor<1xf32>) -> tensor<2x32xf32>
   return %g : tensor<2x32xf32>
 }
+
+// -----
+
+// The dialect's discardable attributes are verified.
+
+// expected-error @+1 {{'nn.saved_count' must be a non-negative integer on a 'func.func', got -1 : i64}}
+func.func private @negative_saved() attributes {nn.saved_count = -1 : i64}
+
+// -----
+
+// expected-error @+1 {{'nn.param_grads' must be an array of parameter symbols on a 'func.func', got ["w"]}}
+func.func private @string_grads() attributes {nn.param_grads = ["w"]}
+
+// -----
+
+// expected-error @+1 {{unknown nn attribute 'nn.sved_count'}}
+func.func private @typo() attributes {nn.sved_count = 1 : i64}

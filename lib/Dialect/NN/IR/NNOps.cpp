@@ -8,11 +8,14 @@
 
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/OpImplementation.h"
+
+#include <cmath>
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -28,6 +31,49 @@ void NNDialect::initialize() {
 #define GET_OP_LIST
 #include "gpipe/Dialect/NN/IR/NNOps.cpp.inc"
       >();
+}
+
+LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  auto fail = [&](StringRef expected) {
+    return op->emitError("'") << name << "' must be " << expected << ", got "
+                              << value;
+  };
+  bool onFunc = isa<func::FuncOp>(op);
+  if (name == kDifferentiateAttrName)
+    return onFunc && isa<UnitAttr>(value)
+               ? success()
+               : fail("a unit attribute on a 'func.func'");
+  if (name == kParamGradsAttrName) {
+    auto refs = dyn_cast<ArrayAttr>(value);
+    if (!onFunc || !refs || !llvm::all_of(refs, [](Attribute a) {
+          return isa<FlatSymbolRefAttr>(a);
+        }))
+      return fail("an array of parameter symbols on a 'func.func'");
+    return success();
+  }
+  if (name == kInputGradsAttrName) {
+    auto positions = dyn_cast<DenseI64ArrayAttr>(value);
+    if (!onFunc || !positions ||
+        llvm::any_of(positions.asArrayRef(), [](int64_t p) { return p < 0; }))
+      return fail("an array of argument positions on a 'func.func'");
+    return success();
+  }
+  if (name == kLossScaleAttrName) {
+    auto scale = dyn_cast<FloatAttr>(value);
+    if (!onFunc || !scale || !std::isfinite(scale.getValueAsDouble()))
+      return fail("a finite float on a 'func.func'");
+    return success();
+  }
+  if (name == kSavedCountAttrName) {
+    auto count = dyn_cast<IntegerAttr>(value);
+    if (!onFunc || !count || count.getInt() < 0)
+      return fail("a non-negative integer on a 'func.func'");
+    return success();
+  }
+  return op->emitError("unknown nn attribute '") << name << "'";
 }
 
 Operation *NNDialect::materializeConstant(OpBuilder &builder, Attribute value,

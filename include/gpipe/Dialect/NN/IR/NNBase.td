@@ -29,6 +29,25 @@ def NN_Dialect : Dialect {
   }];
   let hasConstantMaterializer = 1;
   let useDefaultAttributePrinterParser = 0;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The discardable attributes of the dialect, all on `func.func`s and
+    /// verified by `verifyOperationAttribute`: a forward to differentiate
+    /// (unit), the parameters whose gradients a backward returns (symbol
+    /// refs), the argument positions of its leading input gradients, the loss
+    /// scale of its seeds (finite float), and the number of activations a
+    /// forward saves for its backward.
+    static constexpr ::llvm::StringLiteral kDifferentiateAttrName =
+        "nn.differentiate";
+    static constexpr ::llvm::StringLiteral kParamGradsAttrName =
+        "nn.param_grads";
+    static constexpr ::llvm::StringLiteral kInputGradsAttrName =
+        "nn.input_grads";
+    static constexpr ::llvm::StringLiteral kLossScaleAttrName =
+        "nn.loss_scale";
+    static constexpr ::llvm::StringLiteral kSavedCountAttrName =
+        "nn.saved_count";
+  }];
 }
 
 class NN_Op<string mnemonic, list<Trait> traits = []>

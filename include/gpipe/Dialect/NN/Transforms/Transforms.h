@@ -8,6 +8,7 @@
 #ifndef GPIPE_DIALECT_NN_TRANSFORMS_TRANSFORMS_H
 #define GPIPE_DIALECT_NN_TRANSFORMS_TRANSFORMS_H
 
+#include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/Support/raw_ostream.h"
@@ -65,22 +66,21 @@ LogicalResult attachLoss(func::FuncOp func, LossKind kind);
 /// Attribute names of the autodiff contract.
 /// Unit attribute on a forward function: `nn-differentiate` builds its
 /// backward function `<name>_bwd`.
-inline constexpr llvm::StringLiteral kDifferentiateAttrName =
-    "nn.differentiate";
+inline constexpr llvm::StringLiteral kDifferentiateAttrName = NNDialect::kDifferentiateAttrName;
 /// On a backward function: the parameters whose gradients are its trailing
 /// results, in result order (an array of flat symbol references).
-inline constexpr llvm::StringLiteral kParamGradsAttrName = "nn.param_grads";
+inline constexpr llvm::StringLiteral kParamGradsAttrName = NNDialect::kParamGradsAttrName;
 /// On a backward function: the positions of the forward arguments whose
 /// gradients are its leading results, in result order (`array<i64>`).
-inline constexpr llvm::StringLiteral kInputGradsAttrName = "nn.input_grads";
+inline constexpr llvm::StringLiteral kInputGradsAttrName = NNDialect::kInputGradsAttrName;
 /// On a backward function built with a loss scale other than 1: the scale
 /// (f64), for the reader.
-inline constexpr llvm::StringLiteral kLossScaleAttrName = "nn.loss_scale";
+inline constexpr llvm::StringLiteral kLossScaleAttrName = NNDialect::kLossScaleAttrName;
 
 /// On a forward function and its backward built with `saveActivations`: the
 /// number N of saved forward values, the forward's last N results and the
 /// backward's N arguments after the forward's arguments (`i64`).
-inline constexpr llvm::StringLiteral kSavedCountAttrName = "nn.saved_count";
+inline constexpr llvm::StringLiteral kSavedCountAttrName = NNDialect::kSavedCountAttrName;
 
 /// Options of `buildBackwardFunction`.
 struct BackwardOptions {
