@@ -26,7 +26,7 @@
 #include "gpipe/Runtime/Device.h"
 
 #include "Arena.h"
-#include "Mpi.h"
+#include "Transport/Mpi.h"
 
 #include <nlohmann/json.hpp>
 

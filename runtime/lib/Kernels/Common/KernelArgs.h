@@ -1,7 +1,7 @@
 //===- KernelArgs.h - Host-side argument checks of the kernels --*- C++ -*-===//
 //
 // The host-side half of every kernel entry point, shared by the CPU kernels
-// (lib/CPU/Kernels.cpp) and the CUDA kernels (lib/CUDA/Kernels.cu), whose C
+// (lib/Kernels/CPU/Kernels.cpp) and the CUDA kernels (lib/Kernels/CUDA/Kernels.cu), whose C
 // ABIs take the same arguments and promise the same validation and the same
 // messages: shapes, the message builder of a failing call, the checks of
 // single arguments, numpy broadcasting, collapsed iteration plans, and one
