@@ -282,10 +282,9 @@ public:
       s += ", micro-batch " + std::to_string(a.mb);
     s += ", ";
     s += actionKindName(a.kind);
-    if (a.kind == ActionKind::Send)
-      s += " " + a.direction + " to rank " + std::to_string(a.peer);
-    else if (a.kind == ActionKind::Recv)
-      s += " " + a.direction + " from rank " + std::to_string(a.peer);
+    if (a.isTransfer())
+      s += std::string(" ") + abi::getDirectionName(a.direction()) +
+           (a.isSend() ? " to rank " : " from rank ") + std::to_string(a.peer);
     return s + ")";
   }
 
@@ -480,8 +479,7 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
     return 1;
   }
   const ActionSpec &a = rank->plan->actions[size_t(action)];
-  ActionKind want = isSend ? ActionKind::Send : ActionKind::Recv;
-  if (a.kind != want) {
+  if (isSend ? !a.isSend() : !a.isRecv()) {
     fail(rank, where(rank, action) + ": " + callback + " on a " +
                    actionKindName(a.kind) + " action");
     return 1;
@@ -491,20 +489,21 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
                    std::to_string(bytes) + " bytes at a null pointer");
     return 1;
   }
-  if (isSend && a.dtype == "f32" && bytes > 0) {
+  const bool f32 = a.payload == GPIPE_RT_F32;
+  const bool forward = a.direction() == Direction::Forward;
+  if (isSend && f32 && bytes > 0) {
     std::string at = where(rank, action);
     if (inspect(rank, static_cast<const float *>(sendData), bytes / 4,
-                [this, rank, at, &a](const Inspection &r) -> int32_t {
+                [this, rank, at, &a, forward](const Inspection &r) -> int32_t {
                   if (r.badIndex < 0)
                     return 0;
                   return nonFinite(
                       rank,
-                      a.direction == "forward"
+                      forward
                           ? NonFiniteSite::forward(a.stage, a.mb)
                           : NonFiniteSite::backward(a.stage, a.mb),
                       at + ": non-finite " +
-                                (a.direction == "forward" ? "activation"
-                                                          : "gradient") +
+                                (forward ? "activation" : "gradient") +
                                 " (" + floatText(r.badValue) + " at element " +
                                 std::to_string(r.badIndex) + ") leaving stage " +
                                 std::to_string(a.stage) + " for micro-batch " +
@@ -514,7 +513,7 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
   }
   if (deliver(rank, action, a, isSend, sendData, recvData, bytes) != 0)
     return 1;
-  if (!isSend && a.direction == "forward" && a.dtype == "f32")
+  if (!isSend && forward && f32)
     return maybeInjectNan(rank, a.mb, recvData, bytes);
   return 0;
 }
@@ -877,9 +876,10 @@ std::string RunState::flightRecorder(const gpipe_rt_rank *rank) const {
     line += i ? "; " : " ";
     line += "step " + std::to_string(e.step + 1) + " #" +
             std::to_string(e.action) + " " + actionKindName(a.kind);
-    if (a.kind == ActionKind::Send || a.kind == ActionKind::Recv)
-      line += " " + a.direction + (a.kind == ActionKind::Send ? " to " : " from ") +
-              "rank " + std::to_string(a.peer);
+    if (a.isTransfer())
+      line += std::string(" ") + abi::getDirectionName(a.direction()) +
+              (a.isSend() ? " to " : " from ") + "rank " +
+              std::to_string(a.peer);
     line += " (stage " + std::to_string(a.stage);
     if (a.mb >= 0)
       line += ", mb " + std::to_string(a.mb);
@@ -1824,10 +1824,12 @@ Status writeChromeTrace(const std::string &path, const ModelMetadata &metadata,
     case ActionKind::Recompute:
       name = "R" + mb + " s" + stage;
       break;
-    case ActionKind::Send:
+    case ActionKind::SendF:
+    case ActionKind::SendB:
       name = "send mb" + mb;
       break;
-    case ActionKind::Recv:
+    case ActionKind::RecvF:
+    case ActionKind::RecvB:
       name = "recv mb" + mb;
       break;
     case ActionKind::ReduceGrad:
@@ -1841,7 +1843,7 @@ Status writeChromeTrace(const std::string &path, const ModelMetadata &metadata,
                  {"mb", a.mb},
                  {"step", e.step + 1},
                  {"action", e.action}};
-    if (a.kind == ActionKind::Send || a.kind == ActionKind::Recv) {
+    if (a.isTransfer()) {
       args["peer"] = a.peer;
       args["bytes"] = a.bytes;
     }
