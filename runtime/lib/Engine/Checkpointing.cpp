@@ -71,11 +71,8 @@ bool RunState::checkpointIfDue(int64_t step) {
       std::vector<uint8_t> verdict(checkpointError.begin(),
                                    checkpointError.end());
       std::string abortMessage;
-      mpi::Wait w =
-          mpi::broadcast(verdict,
-                         Clock::now() + std::chrono::nanoseconds(timeoutNs) +
-                             std::chrono::minutes(10),
-                         abortMessage);
+      mpi::Wait w = mpi::broadcast(
+          verdict, deadline() + std::chrono::minutes(10), abortMessage);
       if (w != mpi::Wait::Done) {
         fail(step + 1, w == mpi::Wait::Aborted
                            ? remoteFailure(abortMessage)

@@ -52,14 +52,13 @@ void RunState::joinRankThreads() {
 
 void RunState::rankMain(gpipe_rt_rank *rank) {
   if (Status s = rank->device->bind(); !s.ok()) {
-    fail(options.resume ? options.resume->step + 1 : 1,
+    fail(startStep + 1,
          "rank " + std::to_string(rank->index) + ": " + s.message());
     return;
   }
   gpipe_model_rank_fn fn = model.rankFunction(rank->index);
   std::condition_variable &cv = *rankCvs[size_t(rank->index)];
   size_t numActions = rank->plan->actions.size();
-  int64_t startStep = options.resume ? options.resume->step : 0;
   for (int64_t step = startStep; step < options.steps; ++step) {
     {
       std::unique_lock<std::mutex> lock(mu);
@@ -92,8 +91,7 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
       bool armed = true;
       ~Abandon() {
         if (armed)
-          rank->device->abandonStep(Clock::now() +
-                                    std::chrono::nanoseconds(run.timeoutNs));
+          rank->device->abandonStep(run.deadline());
       }
     } abandon{*this, rank};
     int32_t rc = fn(rank, rank->arena);
@@ -130,9 +128,8 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
 bool RunState::finishStep(gpipe_rt_rank *rank) {
   std::vector<Inspection> inspections;
   std::vector<ActionTiming> timings;
-  Status s = rank->device->finishStep(Clock::now() +
-                                          std::chrono::nanoseconds(timeoutNs),
-                                      abortFlag, inspections, timings);
+  Status s =
+      rank->device->finishStep(deadline(), abortFlag, inspections, timings);
   if (abortFlag)
     return false;
   if (!s.ok()) {

@@ -5,11 +5,12 @@
 // initial parameter bytes and one native function per pipeline rank. The
 // Engine runs it: one thread per rank, each with one arena allocated once
 // (canary-filled so the bytes the program really touched can be measured
-// against the plan), ranks exchanging activations and gradients through an
-// in-process rendezvous transport, data from a safetensors file or built in,
-// and the optimizer the user picked within the state the plan reserved.
-// Where the arenas live and how their bytes are reached is the Device's
-// (Device.h): host memory for the CPU, GPU memory and streams for CUDA.
+// against the plan), ranks exchanging activations and gradients through a
+// Transport (Transport.h: rank threads of this process, MPI or NCCL), data
+// from a safetensors file or built in, and the optimizer the user picked
+// within the state the plan reserved. Where the arenas live and how their
+// bytes are reached is the Device's (Device.h): host memory for the CPU, GPU
+// memory and streams for CUDA.
 // Every wait has a timeout; a failing rank aborts the run, every thread winds
 // down and run() returns the first error, never hanging.
 //
