@@ -10,7 +10,9 @@
 //
 // Every wait has the run's timeout and watches the run's abort flag. A
 // failure is recorded with the run before the peer is woken, so the peer
-// never sees a failed transfer without the run knowing why.
+// never sees a failed transfer without the run knowing why; it is recorded
+// without this transport's lock held, since recording it wakes every waiter
+// (wake() takes the lock).
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +58,9 @@ public:
   }
   bool transfer(const Transfer &t) override;
   void wake() override {
+    // Taking the lock orders the abort flag before every waiter's next
+    // check: each waiter is either before its check or inside its wait.
+    { std::lock_guard<std::mutex> lock(mu); }
     for (auto &cv : rankCvs)
       cv->notify_all();
   }
@@ -80,38 +85,40 @@ bool LocalTransport::transfer(const Transfer &t) {
   Slot &slot = slots[key];
   bool peerWaiting = t.send ? slot.recvPosted : slot.sendPosted;
   if (peerWaiting) {
-    // Arrived second: check the sizes, copy, wake the peer.
+    // Arrived second: check the sizes, copy, wake the peer. While the slot
+    // is marked copying the peer waits whatever happens, so a failure is
+    // recorded (without the lock) before the peer learns of it.
+    int64_t peerRank = slot.rank;
+    slot.copying = true;
+    Status copied = Status::success();
     if (slot.bytes != t.bytes) {
       int64_t sendBytes = t.send ? t.bytes : slot.bytes;
       int64_t recvBytes = t.send ? slot.bytes : t.bytes;
       std::string mine = run.where(t.rank, t.action);
       std::string theirs = run.where(slot.rank, slot.action);
-      slot.failed = slot.done = true;
+      lock.unlock();
       run.failRank(t.rank, mine + ": transfer size mismatch: " +
                                (t.send ? mine : theirs) + " sends " +
                                std::to_string(sendBytes) + " bytes but " +
                                (t.send ? theirs : mine) + " receives " +
                                std::to_string(recvBytes));
-      rankCvs[size_t(slot.rank)]->notify_all();
-      return false;
+      copied = Status::error("size mismatch");
+    } else {
+      void *dst = t.send ? slot.data : t.data;
+      const void *src = t.send ? t.data : slot.data;
+      RankDevice &sender = t.send ? *t.device : *slot.device;
+      RankDevice &receiver = t.send ? *slot.device : *t.device;
+      lock.unlock();
+      if (t.bytes > 0)
+        copied = device.copyBetweenRanks(sender, src, receiver, dst, t.bytes);
+      if (!copied.ok())
+        run.failRank(t.rank, run.where(t.rank, t.action) +
+                                 ": copy between ranks: " + copied.message());
     }
-    void *dst = t.send ? slot.data : t.data;
-    const void *src = t.send ? t.data : slot.data;
-    RankDevice &sender = t.send ? *t.device : *slot.device;
-    RankDevice &receiver = t.send ? *slot.device : *t.device;
-    int64_t peerRank = slot.rank;
-    slot.copying = true;
-    lock.unlock();
-    Status copied = Status::success();
-    if (t.bytes > 0)
-      copied = device.copyBetweenRanks(sender, src, receiver, dst, t.bytes);
     lock.lock();
     slot.copying = false;
     slot.done = true;
     slot.failed = !copied.ok();
-    if (!copied.ok())
-      run.failRank(t.rank, run.where(t.rank, t.action) +
-                               ": copy between ranks: " + copied.message());
     rankCvs[size_t(peerRank)]->notify_all();
     return copied.ok();
   }
@@ -140,18 +147,14 @@ bool LocalTransport::transfer(const Transfer &t) {
       }
       if (Clock::now() >= deadline) {
         slots.erase(key);
+        lock.unlock();
         run.failRank(t.rank, run.where(t.rank, t.action) + ": " +
                                  (t.send ? "no receiver" : "no message") +
                                  " after " + formatSeconds(timeoutSeconds) +
                                  " s; the peer may have died or stalled");
         return false;
       }
-      // wake() notifies without this lock (the run may abort from inside
-      // a transfer that holds it), so the wait is sliced: a wake-up that
-      // falls between the check above and the wait costs at most a slice.
-      cv.wait_until(
-          lock,
-          std::min(deadline, Clock::now() + std::chrono::milliseconds(50)));
+      cv.wait_until(lock, deadline);
     } else {
       // The peer is copying into or out of our buffer: wait for it to
       // finish whatever happens, the buffer must not go away under it.
