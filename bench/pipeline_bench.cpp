@@ -12,6 +12,11 @@
 //      time spent inside sgemm (gpipe_rt_cpu_set_gemm_timing).
 //   3. Compile time (gpipe-compile to a shared library, wall clock) for
 //      100-, 1,000- and 10,000-layer MLPs.
+//   4. Size against M: the GPT preset at K = 4 with M = 8 and M = 1024
+//      (two samples per micro-batch): bytes of the scheduled, planned IR
+//      (`--emit scheduled`), bytes of the shared library, and compile time.
+//      Micro-batch loops keep the first two flat in M; the targets are 1.1x
+//      for sizes and 1.5x for compile time.
 //
 // Models are compiled by the gpipe-compile next to this build and trained
 // in process by the runtime engine, exactly as gpipe-run does (one thread
@@ -25,6 +30,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <sys/stat.h>
 #include <cstdlib>
 #include <string>
 #include <sys/wait.h>
@@ -198,6 +204,42 @@ int main(int argc, char **argv) {
       return 1;
     std::printf("  %6d  %7.2f\n", depth, seconds);
   }
+
+  std::printf("\nsize against M (GPT preset, K=4, 2 samples per "
+              "micro-batch, GPipe):\n");
+  std::printf("     M  IR bytes  library bytes  compile (s)\n");
+  struct SizeRow {
+    long ir = 0, library = 0;
+    double seconds = 0;
+  };
+  auto fileSize = [](const std::string &path) -> long {
+    struct stat st;
+    return stat(path.c_str(), &st) == 0 ? long(st.st_size) : -1;
+  };
+  std::vector<SizeRow> rows;
+  for (int M : {8, 1024}) {
+    std::string args = "--preset gpt --stages 4 --microbatches " +
+                       std::to_string(M) + " --batch " + std::to_string(2 * M);
+    SizeRow row;
+    if (compile(args + " --emit scheduled", dir + "/gpt.mlir") < 0)
+      return 1;
+    row.seconds = compile(args, dir + "/gpt.so");
+    if (row.seconds < 0)
+      return 1;
+    row.ir = fileSize(dir + "/gpt.mlir");
+    row.library = fileSize(dir + "/gpt.so");
+    rows.push_back(row);
+    std::printf("  %4d  %8ld  %13ld  %11.2f\n", M, row.ir, row.library,
+                row.seconds);
+  }
+  double irRatio = double(rows[1].ir) / double(rows[0].ir);
+  double libRatio = double(rows[1].library) / double(rows[0].library);
+  double timeRatio = rows[1].seconds / rows[0].seconds;
+  std::printf("  M=1024 / M=8: IR %.3fx, library %.3fx (target <= 1.1x: "
+              "%s), compile %.2fx (target <= 1.5x: %s)\n",
+              irRatio, libRatio,
+              irRatio <= 1.1 && libRatio <= 1.1 ? "met" : "NOT met",
+              timeRatio, timeRatio <= 1.5 ? "met" : "NOT met");
   std::string cleanup = "rm -rf " + dir;
   return std::system(cleanup.c_str()) == 0 ? 0 : 1;
 }

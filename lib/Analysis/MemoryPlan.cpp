@@ -501,6 +501,182 @@ std::vector<PlannedBuffer> collectBuffers(const Schedule &schedule,
   return buffers;
 }
 
+/// The fewest copies for `members` (buffers of one kind and stage, by index
+/// into `buffers`) such that buffers sharing copy mb mod c never overlap in
+/// time.
+int countCopies(const std::vector<PlannedBuffer> &buffers,
+                const std::vector<size_t> &members) {
+  // The most live at once: a lower bound, and the answer for FIFO lifetimes.
+  std::vector<std::pair<int, int>> events;
+  for (size_t m : members) {
+    events.push_back({buffers[m].firstAction, +1});
+    events.push_back({buffers[m].lastAction + 1, -1});
+  }
+  std::sort(events.begin(), events.end());
+  int live = 0, most = 1;
+  for (auto [at, delta] : events) {
+    live += delta;
+    most = std::max(most, live);
+  }
+  int n = static_cast<int>(members.size());
+  for (int c = most; c < n; ++c) {
+    bool ok = true;
+    std::map<int, std::vector<size_t>> byCopy;
+    for (size_t m : members)
+      byCopy[buffers[m].microbatch % c].push_back(m);
+    for (auto &[copy, list] : byCopy) {
+      std::sort(list.begin(), list.end(), [&](size_t a, size_t b) {
+        return buffers[a].firstAction < buffers[b].firstAction;
+      });
+      int end = -1;
+      for (size_t m : list) {
+        if (buffers[m].firstAction <= end) {
+          ok = false;
+          break;
+        }
+        end = std::max(end, buffers[m].lastAction);
+      }
+      if (!ok)
+        break;
+    }
+    if (ok)
+      return c;
+  }
+  return std::max(n, 1);
+}
+
+/// Groups `rank`'s buffers into slots, places the slots in the arena and
+/// the buffers at their slot's copy. Returns the arena size.
+int64_t allocateSlots(RankMemoryPlan &rank, int64_t alignment) {
+  std::vector<PlannedBuffer> &buffers = rank.buffers;
+  // (kind, stage) -> members, in order of first appearance.
+  std::map<std::pair<int, int>, size_t> slotOf;
+  std::vector<std::vector<size_t>> members;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const PlannedBuffer &b = buffers[i];
+    int stage = b.kind == BufferKind::Scratch ? -1 : b.stage;
+    auto [it, inserted] =
+        slotOf.try_emplace({static_cast<int>(b.kind), stage}, members.size());
+    if (inserted) {
+      PlannedSlot slot;
+      slot.kind = b.kind;
+      slot.stage = stage;
+      slot.firstAction = b.firstAction;
+      slot.lastAction = b.lastAction;
+      rank.slots.push_back(slot);
+      members.emplace_back();
+    }
+    PlannedSlot &slot = rank.slots[it->second];
+    slot.size = std::max(slot.size, b.bytes);
+    slot.firstAction = std::min(slot.firstAction, b.firstAction);
+    slot.lastAction = std::max(slot.lastAction, b.lastAction);
+    members[it->second].push_back(i);
+  }
+  // Each slot is live over the union of its buffers' intervals (not their
+  // hull): a send buffer and a receive buffer that alternate in 1F1B's
+  // steady state never hold data at once and may share bytes.
+  std::vector<std::vector<std::pair<int, int>>> live(rank.slots.size());
+  std::vector<int64_t> spans(rank.slots.size());
+  for (size_t k = 0; k < rank.slots.size(); ++k) {
+    PlannedSlot &slot = rank.slots[k];
+    bool perMicrobatch =
+        !isPersistentBuffer(slot.kind) && slot.kind != BufferKind::Scratch;
+    slot.count = perMicrobatch ? countCopies(buffers, members[k]) : 1;
+    slot.stride = alignTo(slot.size, alignment);
+    spans[k] = alignTo(slot.getSpan(), alignment);
+    std::vector<std::pair<int, int>> intervals;
+    for (size_t m : members[k])
+      intervals.push_back({buffers[m].firstAction, buffers[m].lastAction});
+    std::sort(intervals.begin(), intervals.end());
+    for (auto [first, last] : intervals) {
+      if (!live[k].empty() && first <= live[k].back().second + 1)
+        live[k].back().second = std::max(live[k].back().second, last);
+      else
+        live[k].push_back({first, last});
+    }
+  }
+  auto overlap = [&](size_t a, size_t b) {
+    const auto &x = live[a], &y = live[b];
+    size_t i = 0, j = 0;
+    while (i < x.size() && j < y.size()) {
+      if (x[i].second < y[j].first)
+        ++i;
+      else if (y[j].second < x[i].first)
+        ++j;
+      else
+        return true;
+    }
+    return false;
+  };
+  // Persistent slots packed from 0; then the others, best fit among the
+  // placed slots live at the same time, in two orders (largest first, and
+  // first live first), keeping the smaller arena.
+  std::vector<size_t> persistent, rest;
+  int64_t top = 0;
+  std::vector<int64_t> base(rank.slots.size(), 0);
+  for (size_t k = 0; k < rank.slots.size(); ++k) {
+    if (isPersistentBuffer(rank.slots[k].kind)) {
+      base[k] = top;
+      top += spans[k];
+      persistent.push_back(k);
+    } else {
+      rest.push_back(k);
+    }
+  }
+  auto place = [&](const std::vector<size_t> &order,
+                   std::vector<int64_t> &offsets) {
+    int64_t arena = top;
+    std::vector<size_t> placed;
+    for (size_t k : order) {
+      if (spans[k] == 0)
+        continue;
+      std::vector<std::pair<int64_t, int64_t>> busy;
+      for (size_t other : placed)
+        if (overlap(k, other))
+          busy.push_back({offsets[other], offsets[other] + spans[other]});
+      std::sort(busy.begin(), busy.end());
+      int64_t cursor = top, best = -1, bestGap = 0;
+      for (auto [begin, end] : busy) {
+        if (begin > cursor && begin - cursor >= spans[k] &&
+            (best < 0 || begin - cursor < bestGap)) {
+          best = cursor;
+          bestGap = begin - cursor;
+        }
+        cursor = std::max(cursor, end);
+      }
+      offsets[k] = best >= 0 ? best : cursor;
+      arena = std::max(arena, offsets[k] + spans[k]);
+      placed.push_back(k);
+    }
+    return arena;
+  };
+  std::vector<size_t> bySize = rest, byTime = rest;
+  std::stable_sort(bySize.begin(), bySize.end(), [&](size_t a, size_t b) {
+    return spans[a] > spans[b];
+  });
+  std::stable_sort(byTime.begin(), byTime.end(), [&](size_t a, size_t b) {
+    return rank.slots[a].firstAction < rank.slots[b].firstAction;
+  });
+  std::vector<int64_t> sizeOffsets = base, timeOffsets = base;
+  int64_t sizeArena = place(bySize, sizeOffsets);
+  int64_t timeArena = place(byTime, timeOffsets);
+  bool useTime = timeArena < sizeArena;
+  rank.strategy = useTime ? "time" : "size";
+  int64_t arena = useTime ? timeArena : sizeArena;
+  std::vector<PlannedBuffer> units(rank.slots.size());
+  for (size_t k = 0; k < rank.slots.size(); ++k)
+    units[k].offset = (useTime ? timeOffsets : sizeOffsets)[k];
+  for (size_t k = 0; k < rank.slots.size(); ++k) {
+    PlannedSlot &slot = rank.slots[k];
+    slot.offset = units[k].offset;
+    for (size_t m : members[k]) {
+      int copy = slot.count > 1 ? buffers[m].microbatch % slot.count : 0;
+      buffers[m].offset = slot.offset + copy * slot.stride;
+    }
+  }
+  return arena;
+}
+
 } // namespace
 
 MemoryPlan mlir::gpipe::planMemory(const Schedule &schedule,
@@ -565,8 +741,7 @@ MemoryPlan mlir::gpipe::planMemory(const Schedule &schedule,
       for (const PlannedBuffer &b : rank.buffers)
         if (b.isLiveAt(rank.peakAction))
           rank.atPeak.add(b, rank.peakAction);
-    rank.arenaBytes =
-        allocateArena(rank.buffers, input.alignment, &rank.strategy);
+    rank.arenaBytes = allocateSlots(rank, input.alignment);
     plan.ranks.push_back(std::move(rank));
   }
   return plan;

@@ -13,6 +13,7 @@
 
 #include "gpipe/Interpreter/Interpreter.h"
 
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "gpipe/Runtime/CPUKernels.h"
 
@@ -402,9 +403,10 @@ LogicalResult Interpreter::runBlock(Block &block, ArrayRef<HostTensor> args,
     env[arg] = value;
   for (Operation &op : block) {
     if (op.hasTrait<OpTrait::IsTerminator>()) {
-      if (!isa<func::ReturnOp, nn::YieldOp>(op))
+      if (!isa<func::ReturnOp, nn::YieldOp, YieldOp>(op))
         return op.emitOpError("is not supported by the nn interpreter "
-                              "(expected func.return or nn.yield)");
+                              "(expected func.return, nn.yield or "
+                              "gpipe.yield)");
       results.clear();
       for (Value v : op.getOperands())
         results.push_back(get(v));
@@ -500,6 +502,15 @@ LogicalResult Interpreter::run(Operation *op, unsigned depth) {
 
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<nn::LayerOp>([&](auto layer) { return runLayer(layer, depth); })
+      .Case<RematOp>([&](RematOp remat) -> LogicalResult {
+        // The recomputed forward runs in place.
+        std::vector<HostTensor> results;
+        if (failed(runBlock(remat.getBody().front(), {}, results, depth + 1)))
+          return failure();
+        for (auto [result, value] : llvm::zip(remat.getResults(), results))
+          env[result] = value;
+        return success();
+      })
       .Case<nn::ParamOp>([&](nn::ParamOp param) -> LogicalResult {
         const HostTensor *value = params.lookup(param.getName());
         if (!value)

@@ -108,11 +108,11 @@ private:
                                        bool needsParams);
   LogicalResult splitBatch(const HostTensor &input, const HostTensor &labels);
 
-  Outcome step(int64_t rank, int64_t position, Operation *op);
+  Outcome step(int64_t rank, int64_t position, Operation *op, int64_t mb);
   Outcome runForward(Operation *op, Stage &stage, int64_t mb);
   Outcome runBackward(Operation *op, Stage &stage, int64_t mb, ActionKind kind);
-  Outcome runSend(SendOp send, Stage &stage, int64_t rank);
-  Outcome runRecv(RecvOp recv, Stage &stage, int64_t rank);
+  Outcome runSend(SendOp send, Stage &stage, int64_t rank, int64_t mb);
+  Outcome runRecv(RecvOp recv, Stage &stage, int64_t rank, int64_t mb);
   Outcome runStep(Operation *op, Stage &stage);
 
   /// The arguments of the stage's forward for micro-batch `mb` (its input
@@ -145,7 +145,7 @@ private:
   std::vector<int64_t> nextWeightMb;
   std::vector<bool> stepped;
   /// The action being run, for messages.
-  int64_t currentRank = 0, currentPosition = 0;
+  int64_t currentRank = 0, currentPosition = 0, currentMb = -1;
 };
 
 } // namespace
@@ -154,12 +154,16 @@ private:
 // Helpers
 //===----------------------------------------------------------------------===//
 
-static std::string describe(Operation *op) {
+static std::string describe(Operation *op, int64_t mb = -1) {
   std::string text;
   llvm::raw_string_ostream os(text);
   OpPrintingFlags flags;
   flags.skipRegions();
   op->print(os, flags);
+  // An action in a loop prints its loop variable: say which micro-batch.
+  auto action = dyn_cast<ActionOpInterface>(op);
+  if (action && action.getMicrobatchBase())
+    os << " at mb " << mb;
   return text;
 }
 
@@ -188,7 +192,7 @@ static HostTensor sliceRows(const HostTensor &t, int64_t begin, int64_t count) {
 InFlightDiagnostic Executor::actionError(Operation *op) {
   return mlir::emitError(op->getLoc())
          << "rank " << currentRank << " action " << currentPosition << " ("
-         << describe(op) << "): ";
+         << describe(op, currentMb) << "): ";
 }
 
 //===----------------------------------------------------------------------===//
@@ -321,8 +325,12 @@ LogicalResult Executor::readStages() {
   if (stages.empty())
     return emitPipelineError(pipeline) << "has no stages";
   // Which rank runs each stage.
-  for (ProgramOp program : pipeline.getPrograms())
-    for (auto action : program.getBody().front().getOps<ActionOpInterface>()) {
+  for (ProgramOp program : pipeline.getPrograms()) {
+    SmallVector<ActionOpInterface> actions;
+    walkProgram(program, [&](ActionOpInterface action, int64_t) {
+      actions.push_back(action);
+    });
+    for (ActionOpInterface action : actions) {
       auto it = stageIndex.find(action.getStageSymbol());
       if (it == stageIndex.end())
         return action->emitOpError("names a stage the pipeline lacks");
@@ -334,6 +342,7 @@ LogicalResult Executor::readStages() {
                << " runs it too";
       stage.rank = program.getRankIndex();
     }
+  }
   for (Stage &stage : stages)
     if (stage.rank < 0)
       return emitPipelineError(pipeline)
@@ -589,8 +598,8 @@ Outcome Executor::runBackward(Operation *op, Stage &stage, int64_t mb,
   return Outcome::Ran;
 }
 
-Outcome Executor::runSend(SendOp send, Stage &stage, int64_t rank) {
-  int64_t mb = send.getMicrobatchIndex();
+Outcome Executor::runSend(SendOp send, Stage &stage, int64_t rank,
+                          int64_t mb) {
   Slot &slot = slots[size_t(stage.index)][size_t(mb)];
   bool forward = send.isForward();
   int64_t peerStage = stage.index + (forward ? 1 : -1);
@@ -627,8 +636,8 @@ Outcome Executor::runSend(SendOp send, Stage &stage, int64_t rank) {
   return Outcome::Ran;
 }
 
-Outcome Executor::runRecv(RecvOp recv, Stage &stage, int64_t rank) {
-  int64_t mb = recv.getMicrobatchIndex();
+Outcome Executor::runRecv(RecvOp recv, Stage &stage, int64_t rank,
+                          int64_t mb) {
   Slot &slot = slots[size_t(stage.index)][size_t(mb)];
   bool forward = recv.isForward();
   int64_t peerStage = stage.index + (forward ? -1 : 1);
@@ -698,9 +707,11 @@ Outcome Executor::runStep(Operation *op, Stage &stage) {
   return Outcome::Ran;
 }
 
-Outcome Executor::step(int64_t rank, int64_t position, Operation *op) {
+Outcome Executor::step(int64_t rank, int64_t position, Operation *op,
+                       int64_t mb) {
   currentRank = rank;
   currentPosition = position;
+  currentMb = mb;
   auto action = dyn_cast<ActionOpInterface>(op);
   if (!action) {
     actionError(op) << "is not a pipeline action";
@@ -712,7 +723,6 @@ Outcome Executor::step(int64_t rank, int64_t position, Operation *op) {
     return Outcome::Failed;
   }
   Stage &stage = stages[size_t(it->second)];
-  int64_t mb = action.getMicrobatchIndex();
   ActionKind kind = action.getActionKind();
   bool hasMb = kind != ActionKind::AllReduce && kind != ActionKind::Step;
   if (hasMb && (mb < 0 || mb >= numMicrobatches)) {
@@ -735,10 +745,10 @@ Outcome Executor::step(int64_t rank, int64_t position, Operation *op) {
     return Outcome::Ran;
   case ActionKind::SendF:
   case ActionKind::SendB:
-    return runSend(cast<SendOp>(op), stage, rank);
+    return runSend(cast<SendOp>(op), stage, rank, mb);
   case ActionKind::RecvF:
   case ActionKind::RecvB:
-    return runRecv(cast<RecvOp>(op), stage, rank);
+    return runRecv(cast<RecvOp>(op), stage, rank, mb);
   case ActionKind::AllReduce:
     // One data-parallel replica: nothing to reduce.
     return Outcome::Ran;
@@ -761,11 +771,13 @@ FailureOr<PipelineStepResult> Executor::run(const HostTensor &input,
   nextWeightMb.assign(stages.size(), 0);
   stepped.assign(stages.size(), false);
 
-  SmallVector<SmallVector<Operation *>> programs;
+  // Each rank's actions in order, loops unrolled: (op, micro-batch).
+  SmallVector<SmallVector<std::pair<Operation *, int64_t>>> programs;
   for (ProgramOp program : pipeline.getPrograms()) {
-    SmallVector<Operation *> actions;
-    for (Operation &op : program.getBody().front())
-      actions.push_back(&op);
+    SmallVector<std::pair<Operation *, int64_t>> actions;
+    walkProgram(program, [&](ActionOpInterface action, int64_t mb) {
+      actions.push_back({action, mb});
+    });
     programs.push_back(std::move(actions));
   }
   PipelineStepResult result;
@@ -774,8 +786,8 @@ FailureOr<PipelineStepResult> Executor::run(const HostTensor &input,
     bool progress = false, done = true;
     for (auto [rank, actions] : llvm::enumerate(programs)) {
       while (pc[rank] < actions.size()) {
-        Outcome outcome =
-            step(int64_t(rank), int64_t(pc[rank]), actions[pc[rank]]);
+        auto [op, mb] = actions[pc[rank]];
+        Outcome outcome = step(int64_t(rank), int64_t(pc[rank]), op, mb);
         if (outcome == Outcome::Failed)
           return failure();
         if (outcome == Outcome::Blocked)
@@ -793,9 +805,10 @@ FailureOr<PipelineStepResult> Executor::run(const HostTensor &input,
                                 << "is stuck: no rank can run its next action";
       for (auto [rank, actions] : llvm::enumerate(programs))
         if (pc[rank] < actions.size())
-          diag.attachNote(actions[pc[rank]]->getLoc())
+          diag.attachNote(actions[pc[rank]].first->getLoc())
               << "rank " << rank << " waits at action " << pc[rank] << " ("
-              << describe(actions[pc[rank]]) << ")";
+              << describe(actions[pc[rank]].first, actions[pc[rank]].second)
+              << ")";
       return diag;
     }
   }

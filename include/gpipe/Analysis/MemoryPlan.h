@@ -47,9 +47,17 @@
 // boundary (send/receive) buffers = Input (before its forward) + Output +
 // OutputGrad + InputGrad.
 //
-// Allocation. Offline interval allocation (the interval graph of a rank is
-// fully known at compile time): persistent buffers first, packed from offset
-// 0; then every other buffer greedily, largest first, into the best-fitting
+// Slots. The buffers of one (kind, stage) are the same size and live in
+// micro-batch order, so they share a slot of c copies, micro-batch m in copy
+// m mod c, with c the fewest copies for which no two buffers of one copy are
+// live at once (the most that are live at once, for first-in-first-out
+// lifetimes). Every scratch buffer of a rank shares one slot of one copy.
+// A plan is then O(stages) numbers per rank whatever M is: the IR and the
+// generated code index a slot with the micro-batch.
+//
+// Allocation. Offline interval allocation of the slots (the interval graph
+// of a rank is fully known at compile time): persistent slots first, packed
+// from offset 0; then every other slot greedily, largest first, into the best-fitting
 // (smallest sufficient) gap among the buffers already placed that are live at
 // the same time, or on top of them. A second order (by first action, first
 // fit) is tried too and the smaller arena kept; ties keep the first. Offsets
@@ -177,6 +185,28 @@ struct PlannedBuffer {
   }
 };
 
+/// Where one kind of buffer of one stage lives: `count` copies of `size`
+/// bytes, `stride` (the size rounded up to the alignment) apart from
+/// `offset`; micro-batch m uses copy m mod count. The rank's scratch region
+/// is one slot of stage -1 (the largest working set of its stage
+/// functions: one runs at a time). A slot is live from the first action
+/// any of its buffers is live at to the last.
+struct PlannedSlot {
+  BufferKind kind = BufferKind::Scratch;
+  int stage = -1;
+  int64_t size = 0;
+  int64_t stride = 0;
+  int count = 1;
+  int64_t offset = 0;
+  int firstAction = 0;
+  int lastAction = 0;
+
+  /// The bytes the slot spans in the arena.
+  int64_t getSpan() const {
+    return count > 1 ? (count - 1) * stride + size : size;
+  }
+};
+
 /// Bytes by category.
 struct MemoryBreakdown {
   int64_t parameters = 0;
@@ -198,8 +228,11 @@ struct MemoryBreakdown {
 
 struct RankMemoryPlan {
   /// Every buffer of the rank, persistent ones first, then in the order the
-  /// program creates them.
+  /// program creates them; each at its slot's offset for its micro-batch.
   std::vector<PlannedBuffer> buffers;
+  /// The slots the buffers live in, persistent ones first: what the arena
+  /// holds and what the IR records. Their number does not depend on M.
+  std::vector<PlannedSlot> slots;
   /// The exact peak of live bytes (unaligned) and the first action where it
   /// is reached (-1 for an empty program).
   int64_t peakBytes = 0;

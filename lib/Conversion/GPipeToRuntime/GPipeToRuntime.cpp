@@ -23,6 +23,7 @@
 #include "gpipe/Interpreter/Interpreter.h"
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Program.h"
+#include "gpipe/Runtime/Vocabulary.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -45,6 +46,7 @@ namespace mlir::gpipe {
 
 using namespace mlir;
 using namespace mlir::gpipe;
+
 
 namespace {
 
@@ -531,9 +533,10 @@ struct LoweredFunction {
 
 class Emitter {
 public:
-  Emitter(ModuleOp module, PipelineOp pipeline, PipelineMemoryPlan &plan,
+  Emitter(ModuleOp module, PipelineOp pipeline, PipelineSchedule &schedule,
           StringRef source, StringRef target, StringRef precision)
-      : module(module), pipeline(pipeline), plan(plan), source(source),
+      : module(module), pipeline(pipeline), converted(schedule),
+        memory(pipeline.getMemoryPlanAttr()), source(source),
         target(target), precision(precision),
         ctx(module.getContext()), b(ctx) {
     ptrTy = LLVM::LLVMPointerType::get(ctx);
@@ -578,12 +581,28 @@ private:
                                                 StageFunctionKind kind,
                                                 int64_t stage,
                                                 unsigned numForwardArgs);
-  LogicalResult lowerRank(int rank);
+  /// A micro-batch in generated code: a constant, or a value of a loop.
+  struct Microbatch {
+    Value value;
+    std::optional<int64_t> constant;
+  };
+  LogicalResult lowerRank(ProgramOp program);
+  LogicalResult lowerAction(OpBuilder &at, ProgramOp program,
+                            ActionOpInterface action, Microbatch mb,
+                            Value index, std::optional<int64_t> constIndex,
+                            const std::map<int, int64_t> &firstBackward,
+                            Value rank, Value arena, Block *abort);
+  llvm::json::Array describeActions(Block &block);
   LogicalResult emitMetadata();
 
   ModuleOp module;
   PipelineOp pipeline;
-  PipelineMemoryPlan &plan;
+  /// The programs expanded (for the metadata's predictions and the rank of
+  /// each stage) and the stages in pipeline order.
+  PipelineSchedule &converted;
+  /// What the memory plan assumed (optimizer, alignment); every program
+  /// carries its own arena.
+  MemoryPlanAttr memory;
   std::string source;
   /// The kernel library the calls go to: gpipe_rt_<target>_* ("cpu" or
   /// "cuda"; same signatures, data pointers on that device).
@@ -681,7 +700,7 @@ void Emitter::emitChecked(OpBuilder &at, Location loc, LLVM::LLVMFuncOp callee,
 }
 
 LogicalResult Emitter::collectParams() {
-  for (StageOp stage : plan.schedule.stages) {
+  for (StageOp stage : converted.stages) {
     auto forward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
         stage, stage.getForwardAttr());
     StageParams sp;
@@ -711,7 +730,7 @@ LogicalResult Emitter::collectParams() {
 FailureOr<LoweredFunction>
 Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
                             int64_t stage, unsigned numForwardArgs) {
-  int64_t numStages = plan.schedule.stages.size();
+  int64_t numStages = converted.stages.size();
   bool last = stage + 1 == numStages;
   if (func.isExternal() || !func.getBody().hasOneBlock())
     return mlir::emitError(func.getLoc())
@@ -722,7 +741,7 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
   LoweredFunction lowered;
   lowered.source = func;
   lowered.buffers = planStageFunction(func, liveness, kind, stage, numStages,
-                                      numForwardArgs, plan.input.alignment);
+                                      numForwardArgs, memory.getAlignment());
   FunctionType type = func.getFunctionType();
   lowered.numArgs = type.getNumInputs();
   lowered.numResults = type.getNumResults();
@@ -862,7 +881,7 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
   const StageParams &sp = stageParams[stage];
   for (Operation *op : liveness.getOps()) {
     Location opLoc = op->getLoc();
-    if (isa<func::ReturnOp, nn::YieldOp>(op))
+    if (isa<func::ReturnOp, nn::YieldOp, YieldOp>(op))
       continue;
     if (auto param = dyn_cast<nn::ParamOp>(op)) {
       auto it = sp.params.find(param.getName());
@@ -984,28 +1003,24 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
   return lowered;
 }
 
-LogicalResult Emitter::lowerRank(int r) {
-  const Schedule &schedule = plan.schedule.schedule;
-  const RankMemoryPlan &rankPlan = plan.plan.ranks[r];
-  const std::vector<Action> &actions = schedule.ranks[r];
-  int numStages = schedule.numStages;
-  Location loc = pipeline.getLoc();
+/// The stage index of `action` in pipeline order.
+static int stageIndexOf(PipelineOp pipeline, ActionOpInterface action) {
+  return static_cast<int>(pipeline.getStagePosition(action.getStageSymbol()));
+}
 
-  std::map<std::tuple<int, int, int>, int64_t> offsets;
-  std::map<int, int64_t> scratchOf;
-  for (const PlannedBuffer &buffer : rankPlan.buffers) {
-    if (buffer.kind == BufferKind::Scratch)
-      scratchOf[buffer.firstAction] = buffer.offset;
-    else
-      offsets[{int(buffer.kind), buffer.stage, buffer.microbatch}] =
-          buffer.offset;
-  }
-  auto find = [&](BufferKind kind, int stage, int mb) -> std::optional<int64_t> {
-    auto it = offsets.find({int(kind), stage, mb});
-    if (it == offsets.end())
-      return std::nullopt;
-    return it->second;
-  };
+LogicalResult Emitter::lowerRank(ProgramOp program) {
+  int r = static_cast<int>(program.getRankIndex());
+  Location loc = program.getLoc();
+
+  // The expanded index of each stage's first backward: it starts the
+  // gradient accumulators (a copy, not an add).
+  std::map<int, int64_t> firstBackward;
+  int64_t count = 0;
+  walkProgram(program, [&](ActionOpInterface action, int64_t) {
+    if (action.getActionKind() == ActionKind::Backward)
+      firstBackward.try_emplace(stageIndexOf(pipeline, action), count);
+    ++count;
+  });
 
   OpBuilder at(ctx);
   at.setInsertionPointToEnd(module.getBody());
@@ -1023,228 +1038,322 @@ LogicalResult Emitter::lowerRank(int r) {
   }
   at.setInsertionPointToStart(entry);
 
-  auto begin = declare("gpipe_rt_action_begin", i32Ty, {ptrTy, i64Ty});
-  auto end = declare("gpipe_rt_action_end",
-                     LLVM::LLVMVoidType::get(ctx), {ptrTy, i64Ty});
-  auto send = declare("gpipe_rt_send", i32Ty, {ptrTy, i64Ty, ptrTy, i64Ty});
-  auto recv = declare("gpipe_rt_recv", i32Ty, {ptrTy, i64Ty, ptrTy, i64Ty});
-  auto loadInput =
-      declare("gpipe_rt_load_input", i32Ty, {ptrTy, i64Ty, ptrTy, i64Ty});
-  auto loadLabels =
-      declare("gpipe_rt_load_labels", i32Ty, {ptrTy, i64Ty, ptrTy, i64Ty});
-  auto step = declare("gpipe_rt_optimizer_step", i32Ty,
-                      {ptrTy, i64Ty, ptrTy, ptrTy, ptrTy, i64Ty});
-
-  std::set<int> backwardSeen;
-  auto missing = [&](size_t i, StringRef what) {
-    Operation *op = plan.schedule.getOp(r, int(i));
-    return mlir::emitError(op ? op->getLoc() : loc)
-           << "rank " << r << " action " << i << " ("
-           << toString(actions[i]) << "): the memory plan has no " << what
-           << " buffer";
-  };
-  auto ptrAt = [&](int64_t offset) { return offsetPtr(at, loc, arena, offset); };
-
-  for (size_t i = 0; i < actions.size(); ++i) {
-    const Action &a = actions[i];
-    Value index = constI64(at, loc, int64_t(i));
-    emitChecked(at, loc, begin, ValueRange{rank, index}, abort, -1);
-    int s = a.stage;
-    bool last = s + 1 == numStages;
-    Value mb = constI64(at, loc, a.microbatch);
-    const StageParams &sp = stageParams[s];
-    auto paramsPtr = [&]() -> FailureOr<Value> {
-      std::optional<int64_t> p = find(BufferKind::Parameters, s, -1);
-      if (!p && sp.bytes > 0)
-        return missing(i, "parameter"), failure();
-      return ptrAt(p.value_or(0));
-    };
-    auto gradsPtr = [&]() -> FailureOr<Value> {
-      std::optional<int64_t> g = find(BufferKind::Gradients, s, -1);
-      if (!g && sp.bytes > 0)
-        return missing(i, "gradient"), failure();
-      return ptrAt(g.value_or(0));
-    };
-    switch (a.kind) {
-    case ActionKind::Forward:
-    case ActionKind::Backward: {
-      bool forward = a.kind == ActionKind::Forward;
-      LoweredFunction fn = forward ? forwards[s] : backwards[s];
-      std::optional<int64_t> input = find(BufferKind::Input, s, a.microbatch);
-      auto scratch = scratchOf.find(int(i));
-      if (!input)
-        return missing(i, "input"), failure();
-      // A function without scratch values (a lone layer norm computing
-      // straight into its send buffer) gets no scratch buffer: any address
-      // will do, nothing is read or written through it.
-      if (scratch == scratchOf.end() && fn.buffers.scratchBytes > 0)
-        return missing(i, "scratch"), failure();
-      FailureOr<Value> params = paramsPtr(), grads = gradsPtr();
-      if (failed(params) || failed(grads))
+  int64_t next = 0; // the expanded index of the next action
+  for (Operation &op : program.getBody().front()) {
+    if (auto action = dyn_cast<ActionOpInterface>(op)) {
+      int64_t mb = action.getMicrobatchOffset();
+      if (failed(lowerAction(at, program, action,
+                             {constI64(at, op.getLoc(), mb), mb},
+                             constI64(at, op.getLoc(), next), next,
+                             firstBackward, rank, arena, abort)))
         return failure();
-      Value scratchPtr =
-          ptrAt(scratch == scratchOf.end() ? 0 : scratch->second);
-      Value inputPtr = ptrAt(*input);
-      SmallVector<Value> args;
-      args.push_back(inputPtr);
-      // Extra inputs (the labels) in one buffer.
-      unsigned numExtra = extraOffsets[s].size();
-      std::optional<int64_t> extra = find(BufferKind::ExtraInput, s, a.microbatch);
-      if (numExtra > 0 && !extra)
-        return missing(i, "extra input"), failure();
-      for (int64_t off : extraOffsets[s])
-        args.push_back(ptrAt(*extra + off));
-      if (forward && s == 0) {
-        int64_t bytes = getPayloadBytes(plan.schedule.stages[s].getInputType());
-        emitChecked(at, loc, loadInput,
-                    ValueRange{rank, mb, inputPtr, constI64(at, loc, bytes)},
-                    abort, -1);
-      }
-      if (forward && numExtra > 0) {
-        if (!last || numExtra != 1)
-          return mlir::emitError(fn.source.getLoc())
-                     << "@" << fn.source.getSymName()
-                     << ": only the last stage's forward may take an extra "
-                        "argument (its labels)",
-                 failure();
-        int64_t bytes = getValueBytes(
-            fn.source.getFunctionType().getInput(1));
-        emitChecked(at, loc, loadLabels,
-                    ValueRange{rank, mb, args[1], constI64(at, loc, bytes)},
-                    abort, -1);
-      }
-      std::optional<int64_t> saved = find(BufferKind::Saved, s, a.microbatch);
-      if (numSaved[s] > 0 && !saved)
-        return missing(i, "saved"), failure();
-      SmallVector<Value> results;
-      if (forward) {
-        // Output, then the saved values.
-        if (last) {
-          results.push_back(LLVM::ZeroOp::create(at, loc, ptrTy));
-        } else {
-          std::optional<int64_t> out = find(BufferKind::Output, s, a.microbatch);
-          if (!out)
-            out = find(BufferKind::Input, s + 1, a.microbatch);
-          if (!out)
-            return missing(i, "output"), failure();
-          results.push_back(ptrAt(*out));
-        }
-        for (int64_t off : savedOffsets[s])
-          results.push_back(ptrAt(*saved + off));
-      } else {
-        for (int64_t off : savedOffsets[s])
-          args.push_back(ptrAt(*saved + off));
-        if (last) {
-          // The loss seed 1.0 in the scratch region's seed slot.
-          auto fill = declare("gpipe_rt_cpu_fill_f32", i32Ty,
-                              {ptrTy, i64Ty, f32Ty});
-          for (int64_t off : fn.buffers.seedOffsets) {
-            Value seed = ptrAt(scratch->second + off);
-            Value one = LLVM::ConstantOp::create(at, loc, f32Ty,
-                                                 at.getF32FloatAttr(1.0f));
-            emitChecked(at, loc, fill,
-                        ValueRange{seed, constI64(at, loc, 1), one}, abort,
-                        -1);
-            args.push_back(seed);
-          }
-        } else {
-          std::optional<int64_t> og =
-              find(BufferKind::OutputGrad, s, a.microbatch);
-          if (!og)
-            return missing(i, "output gradient"), failure();
-          args.push_back(ptrAt(*og));
-        }
-        auto inputGrads =
-            fn.source->getAttrOfType<DenseI64ArrayAttr>("nn.input_grads");
-        unsigned numInputGrads = inputGrads ? inputGrads.size() : (s > 0);
-        for (unsigned k = 0; k < numInputGrads; ++k) {
-          std::optional<int64_t> ig =
-              find(BufferKind::InputGrad, s, a.microbatch);
-          if (!ig && s > 0)
-            ig = find(BufferKind::OutputGrad, s - 1, a.microbatch);
-          if (!ig)
-            return missing(i, "input gradient"), failure();
-          results.push_back(ptrAt(*ig));
-        }
-        // Parameter gradients are accumulated, not returned through
-        // pointers: pass nulls for their result slots.
-        while (results.size() < fn.numResults)
-          results.push_back(LLVM::ZeroOp::create(at, loc, ptrTy));
-      }
-      if (args.size() != fn.numArgs || results.size() != fn.numResults)
-        return mlir::emitError(fn.source.getLoc())
-                   << "@" << fn.source.getSymName() << " takes "
-                   << fn.numArgs << " arguments and returns "
-                   << fn.numResults << " results, but its stage provides "
-                   << args.size() << " and " << results.size(),
-               failure();
-      bool firstBackward = !forward && backwardSeen.insert(s).second;
-      SmallVector<Value> operands = {rank, mb, scratchPtr, *params, *grads,
-                                     constI32(at, loc, firstBackward)};
-      operands.append(args);
-      operands.append(results);
-      emitChecked(at, loc, fn.func, operands, abort, -1);
-      break;
+      ++next;
+      continue;
     }
-    case ActionKind::SendF:
-    case ActionKind::SendB:
-    case ActionKind::RecvF:
-    case ActionKind::RecvB: {
-      std::optional<int64_t> buffer;
-      bool isSend = a.kind == ActionKind::SendF || a.kind == ActionKind::SendB;
-      if (a.kind == ActionKind::SendF)
-        buffer = find(BufferKind::Output, s, a.microbatch);
-      else if (a.kind == ActionKind::SendB)
-        buffer = find(BufferKind::InputGrad, s, a.microbatch);
-      else if (a.kind == ActionKind::RecvF)
-        buffer = find(BufferKind::Input, s, a.microbatch);
-      else
-        buffer = find(BufferKind::OutputGrad, s, a.microbatch);
-      if (!buffer)
-        return missing(i, "transfer"), failure();
-      emitChecked(at, loc, isSend ? send : recv,
-                  ValueRange{rank, index, ptrAt(*buffer),
-                             constI64(at, loc, a.bytes)},
-                  abort, -1);
-      break;
-    }
-    case ActionKind::Step: {
-      FailureOr<Value> params = paramsPtr(), grads = gradsPtr();
-      if (failed(params) || failed(grads))
+    // A micro-batch loop stays a loop:
+    //   br header(lower); header(iv): iv < upper ? body : exit;
+    //   body: actions with mb = iv + offset; br header(iv + 1)
+    auto loop = cast<ForOp>(op);
+    Location l = loop.getLoc();
+    Block &bodyOps = loop.getBody().front();
+    int64_t period = static_cast<int64_t>(bodyOps.getOperations().size());
+    Block *current = at.getInsertionBlock();
+    Block *header = new Block(), *body = new Block(), *exit = new Block();
+    func.getBody().getBlocks().insertAfter(Region::iterator(current), header);
+    func.getBody().getBlocks().insertAfter(Region::iterator(header), body);
+    func.getBody().getBlocks().insertAfter(Region::iterator(body), exit);
+    Value iv = header->addArgument(i64Ty, l);
+    LLVM::BrOp::create(at, l, ValueRange{constI64(at, l, loop.getLowerBound())},
+                       header);
+    at.setInsertionPointToStart(header);
+    Value more = LLVM::ICmpOp::create(at, l, LLVM::ICmpPredicate::slt, iv,
+                                      constI64(at, l, loop.getUpperBound()));
+    LLVM::CondBrOp::create(at, l, more, body, exit);
+    at.setInsertionPointToStart(body);
+    // Action j of trip t has the expanded index next + t * period + j.
+    Value trip = LLVM::SubOp::create(at, l, iv,
+                                     constI64(at, l, loop.getLowerBound()));
+    Value first = LLVM::AddOp::create(
+        at, l, constI64(at, l, next),
+        LLVM::MulOp::create(at, l, trip, constI64(at, l, period)));
+    for (auto [j, inner] : llvm::enumerate(bodyOps)) {
+      auto action = cast<ActionOpInterface>(inner);
+      Value mb = action.getMicrobatchBase()
+                     ? LLVM::AddOp::create(
+                           at, inner.getLoc(), iv,
+                           constI64(at, inner.getLoc(),
+                                    action.getMicrobatchOffset()))
+                           .getResult()
+                     : constI64(at, inner.getLoc(),
+                                action.getMicrobatchOffset());
+      Value index = LLVM::AddOp::create(at, inner.getLoc(), first,
+                                        constI64(at, inner.getLoc(), int64_t(j)));
+      if (failed(lowerAction(at, program, action, {mb, std::nullopt}, index,
+                             std::nullopt, firstBackward, rank, arena, abort)))
         return failure();
-      std::optional<int64_t> state = find(BufferKind::OptimizerState, s, -1);
-      Value statePtr =
-          state ? ptrAt(*state) : LLVM::ZeroOp::create(at, loc, ptrTy);
-      emitChecked(at, loc, step,
-                  ValueRange{rank, constI64(at, loc, s), *params, *grads,
-                             statePtr, constI64(at, loc, sp.bytes / 4)},
-                  abort, -1);
-      break;
     }
-    case ActionKind::Recompute:
-    case ActionKind::AllReduce:
-      // The backward recomputes its stage; one replica has nothing to
-      // reduce.
-      break;
-    case ActionKind::BackwardInput:
-    case ActionKind::BackwardWeight: {
-      Operation *op = plan.schedule.getOp(r, int(i));
-      return mlir::emitError(op ? op->getLoc() : loc)
-                 << "split backwards (" << toString(a)
-                 << ") are not supported by the CPU code generator yet",
-             failure();
-    }
-    }
-    LLVM::CallOp::create(at, loc, end, ValueRange{rank, index});
+    Value step = LLVM::AddOp::create(at, l, iv, constI64(at, l, 1));
+    LLVM::BrOp::create(at, l, ValueRange{step}, header);
+    at.setInsertionPointToStart(exit);
+    next += loop.getTripCount() * period;
   }
   LLVM::ReturnOp::create(at, loc, constI32(at, loc, 0));
+  return success();
+}
+
+LogicalResult Emitter::lowerAction(OpBuilder &at, ProgramOp program,
+                                   ActionOpInterface action, Microbatch mb,
+                                   Value index,
+                                   std::optional<int64_t> constIndex,
+                                   const std::map<int, int64_t> &firstBackward,
+                                   Value rank, Value arena, Block *abort) {
+  Operation *op = action;
+  Location loc = op->getLoc();
+  ArenaAttr plan = program.getArenaAttr();
+  int r = static_cast<int>(program.getRankIndex());
+  int numStages = static_cast<int>(converted.stages.size());
+  int s = stageIndexOf(pipeline, action);
+  ActionKind kind = action.getActionKind();
+  bool last = s + 1 == numStages;
+
+  auto begin = declare("gpipe_rt_action_begin", i32Ty, {ptrTy, i64Ty});
+  auto end = declare("gpipe_rt_action_end", LLVM::LLVMVoidType::get(ctx),
+                     {ptrTy, i64Ty});
+  emitChecked(at, loc, begin, ValueRange{rank, index}, abort, -1);
+
+  auto missing = [&](StringRef what) {
+    return mlir::emitError(loc)
+           << "rank " << r << " (" << getActionKindName(kind) << " of stage "
+           << s << "): the memory plan has no " << what << " slot",
+           failure();
+  };
+  auto ptrAt = [&](int64_t offset) { return offsetPtr(at, loc, arena, offset); };
+  // The address of micro-batch mb's copy in the slot of (kind, stage).
+  auto slotPtr = [&](SlotKind slotKind, int stage) -> std::optional<Value> {
+    SlotAttr slot = plan.lookup(slotKind, stage);
+    if (!slot)
+      return std::nullopt;
+    if (slot.getCount() == 1 || mb.constant)
+      return ptrAt(slot.getOffsetOf(mb.constant.value_or(0)));
+    Value copy = LLVM::URemOp::create(at, loc, mb.value,
+                                      constI64(at, loc, slot.getCount()));
+    Value offset = LLVM::AddOp::create(
+        at, loc, constI64(at, loc, slot.getOffset()),
+        LLVM::MulOp::create(at, loc, copy, constI64(at, loc, slot.getStride())));
+    return LLVM::GEPOp::create(at, loc, ptrTy, i8Ty, arena,
+                               ArrayRef<LLVM::GEPArg>{offset})
+        .getResult();
+  };
+
+  const StageParams &sp = stageParams[s];
+  auto paramsPtr = [&]() -> FailureOr<Value> {
+    std::optional<Value> p = slotPtr(SlotKind::Parameters, s);
+    if (!p && sp.bytes > 0)
+      return missing("parameter");
+    return p ? *p : ptrAt(0);
+  };
+  auto gradsPtr = [&]() -> FailureOr<Value> {
+    std::optional<Value> g = slotPtr(SlotKind::Gradients, s);
+    if (!g && sp.bytes > 0)
+      return missing("gradient");
+    return g ? *g : ptrAt(0);
+  };
+
+  switch (kind) {
+  case ActionKind::Forward:
+  case ActionKind::Backward: {
+    bool forward = kind == ActionKind::Forward;
+    LoweredFunction fn = forward ? forwards[s] : backwards[s];
+    std::optional<Value> input = slotPtr(SlotKind::Input, s);
+    if (!input)
+      return missing("input");
+    // The rank's scratch region: the working set of whichever stage
+    // function runs. A function without scratch values gets any address.
+    SlotAttr scratch = plan.lookup(SlotKind::Scratch, -1);
+    if (fn.buffers.scratchBytes > 0 &&
+        (!scratch || scratch.getSize() < fn.buffers.scratchBytes))
+      return mlir::emitError(loc)
+                 << "rank " << r << ": @" << fn.source.getSymName()
+                 << " needs " << fn.buffers.scratchBytes
+                 << " scratch bytes, the memory plan's scratch slot holds "
+                 << (scratch ? scratch.getSize() : 0)
+                 << "; re-run gpipe-plan-memory",
+             failure();
+    int64_t scratchOffset = scratch ? scratch.getOffset() : 0;
+    FailureOr<Value> params = paramsPtr(), grads = gradsPtr();
+    if (failed(params) || failed(grads))
+      return failure();
+    SmallVector<Value> args = {*input};
+    // Extra inputs (the labels) in one buffer.
+    unsigned numExtra = extraOffsets[s].size();
+    std::optional<Value> extra = slotPtr(SlotKind::ExtraInput, s);
+    if (numExtra > 0 && !extra)
+      return missing("extra input");
+    for (int64_t off : extraOffsets[s])
+      args.push_back(offsetPtr(at, loc, *extra, off));
+    if (forward && s == 0) {
+      auto loadInput =
+          declare("gpipe_rt_load_input", i32Ty, {ptrTy, i64Ty, ptrTy, i64Ty});
+      int64_t bytes = getPayloadBytes(converted.stages[s].getInputType());
+      emitChecked(at, loc, loadInput,
+                  ValueRange{rank, mb.value, *input, constI64(at, loc, bytes)},
+                  abort, -1);
+    }
+    if (forward && numExtra > 0) {
+      if (!last || numExtra != 1)
+        return mlir::emitError(fn.source.getLoc())
+                   << "@" << fn.source.getSymName()
+                   << ": only the last stage's forward may take an extra "
+                      "argument (its labels)",
+               failure();
+      auto loadLabels =
+          declare("gpipe_rt_load_labels", i32Ty, {ptrTy, i64Ty, ptrTy, i64Ty});
+      int64_t bytes = getValueBytes(fn.source.getFunctionType().getInput(1));
+      emitChecked(at, loc, loadLabels,
+                  ValueRange{rank, mb.value, args[1], constI64(at, loc, bytes)},
+                  abort, -1);
+    }
+    std::optional<Value> saved = slotPtr(SlotKind::Saved, s);
+    if (numSaved[s] > 0 && !saved)
+      return missing("saved");
+    SmallVector<Value> results;
+    if (forward) {
+      // Output, then the saved values.
+      if (last) {
+        results.push_back(LLVM::ZeroOp::create(at, loc, ptrTy));
+      } else {
+        std::optional<Value> out = slotPtr(SlotKind::Output, s);
+        if (!out)
+          out = slotPtr(SlotKind::Input, s + 1);
+        if (!out)
+          return missing("output");
+        results.push_back(*out);
+      }
+      for (int64_t off : savedOffsets[s])
+        results.push_back(offsetPtr(at, loc, *saved, off));
+    } else {
+      for (int64_t off : savedOffsets[s])
+        args.push_back(offsetPtr(at, loc, *saved, off));
+      if (last) {
+        // The loss seed 1.0 in the scratch region's seed slot.
+        auto fill =
+            declare("gpipe_rt_cpu_fill_f32", i32Ty, {ptrTy, i64Ty, f32Ty});
+        for (int64_t off : fn.buffers.seedOffsets) {
+          Value seed = ptrAt(scratchOffset + off);
+          Value one = LLVM::ConstantOp::create(at, loc, f32Ty,
+                                               at.getF32FloatAttr(1.0f));
+          emitChecked(at, loc, fill,
+                      ValueRange{seed, constI64(at, loc, 1), one}, abort, -1);
+          args.push_back(seed);
+        }
+      } else {
+        std::optional<Value> og = slotPtr(SlotKind::OutputGrad, s);
+        if (!og)
+          return missing("output gradient");
+        args.push_back(*og);
+      }
+      auto inputGrads =
+          fn.source->getAttrOfType<DenseI64ArrayAttr>("nn.input_grads");
+      unsigned numInputGrads = inputGrads ? inputGrads.size() : (s > 0);
+      for (unsigned k = 0; k < numInputGrads; ++k) {
+        std::optional<Value> ig = slotPtr(SlotKind::InputGrad, s);
+        if (!ig && s > 0)
+          ig = slotPtr(SlotKind::OutputGrad, s - 1);
+        if (!ig)
+          return missing("input gradient");
+        results.push_back(*ig);
+      }
+      // Parameter gradients are accumulated, not returned through
+      // pointers: pass nulls for their result slots.
+      while (results.size() < fn.numResults)
+        results.push_back(LLVM::ZeroOp::create(at, loc, ptrTy));
+    }
+    if (args.size() != fn.numArgs || results.size() != fn.numResults)
+      return mlir::emitError(fn.source.getLoc())
+                 << "@" << fn.source.getSymName() << " takes " << fn.numArgs
+                 << " arguments and returns " << fn.numResults
+                 << " results, but its stage provides " << args.size()
+                 << " and " << results.size(),
+             failure();
+    // The stage's first backward of the step copies into the accumulators.
+    Value firstFlag = constI32(at, loc, 0);
+    auto fb = firstBackward.find(s);
+    if (!forward && fb != firstBackward.end()) {
+      if (constIndex)
+        firstFlag = constI32(at, loc, *constIndex == fb->second);
+      else
+        firstFlag = LLVM::ZExtOp::create(
+            at, loc, i32Ty,
+            LLVM::ICmpOp::create(at, loc, LLVM::ICmpPredicate::eq, index,
+                                 constI64(at, loc, fb->second)));
+    }
+    SmallVector<Value> operands = {rank, mb.value, ptrAt(scratchOffset),
+                                   *params, *grads, firstFlag};
+    operands.append(args);
+    operands.append(results);
+    emitChecked(at, loc, fn.func, operands, abort, -1);
+    break;
+  }
+  case ActionKind::SendF:
+  case ActionKind::SendB:
+  case ActionKind::RecvF:
+  case ActionKind::RecvB: {
+    std::optional<Value> buffer;
+    bool isSend = isSendKind(kind);
+    if (kind == ActionKind::SendF)
+      buffer = slotPtr(SlotKind::Output, s);
+    else if (kind == ActionKind::SendB)
+      buffer = slotPtr(SlotKind::InputGrad, s);
+    else if (kind == ActionKind::RecvF)
+      buffer = slotPtr(SlotKind::Input, s);
+    else
+      buffer = slotPtr(SlotKind::OutputGrad, s);
+    if (!buffer)
+      return missing("transfer");
+    Type payload = isa<SendOp>(op) ? cast<SendOp>(op).getPayload()
+                                   : cast<RecvOp>(op).getPayload();
+    auto transfer = declare(isSend ? "gpipe_rt_send" : "gpipe_rt_recv", i32Ty,
+                            {ptrTy, i64Ty, ptrTy, i64Ty});
+    emitChecked(at, loc, transfer,
+                ValueRange{rank, index, *buffer,
+                           constI64(at, loc, getPayloadBytes(payload))},
+                abort, -1);
+    break;
+  }
+  case ActionKind::Step: {
+    FailureOr<Value> params = paramsPtr(), grads = gradsPtr();
+    if (failed(params) || failed(grads))
+      return failure();
+    std::optional<Value> state = slotPtr(SlotKind::OptimizerState, s);
+    Value statePtr = state ? *state : LLVM::ZeroOp::create(at, loc, ptrTy);
+    auto step = declare("gpipe_rt_optimizer_step", i32Ty,
+                        {ptrTy, i64Ty, ptrTy, ptrTy, ptrTy, i64Ty});
+    emitChecked(at, loc, step,
+                ValueRange{rank, constI64(at, loc, s), *params, *grads,
+                           statePtr, constI64(at, loc, sp.bytes / 4)},
+                abort, -1);
+    break;
+  }
+  case ActionKind::Recompute:
+  case ActionKind::AllReduce:
+    // The backward recomputes its stage; one replica has nothing to
+    // reduce.
+    break;
+  case ActionKind::BackwardInput:
+  case ActionKind::BackwardWeight:
+    return mlir::emitError(loc)
+               << "split backwards (" << getActionKindName(kind) << " of stage "
+               << s << ") are not supported by the CPU code generator yet",
+           failure();
+  }
+  LLVM::CallOp::create(at, loc, end, ValueRange{rank, index});
   return success();
 }
 
 LogicalResult Emitter::run() {
   if (failed(collectParams()))
     return failure();
-  for (auto [s, stage] : llvm::enumerate(plan.schedule.stages)) {
+  for (auto [s, stage] : llvm::enumerate(converted.stages)) {
     auto forward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
         stage, stage.getForwardAttr());
     auto backward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
@@ -1292,8 +1401,8 @@ LogicalResult Emitter::run() {
     }
     extraOffsets.push_back(extraOff);
   }
-  for (int r = 0; r < plan.schedule.schedule.getNumRanks(); ++r)
-    if (failed(lowerRank(r)))
+  for (ProgramOp program : pipeline.getPrograms())
+    if (failed(lowerRank(program)))
       return failure();
   return emitMetadata();
 }
@@ -1309,10 +1418,46 @@ static llvm::json::Array toJSON(ArrayRef<int64_t> values) {
   return array;
 }
 
+/// The metadata's program of a block of actions and loops: an action is
+/// {kind, stage, mb[, peer, direction, bytes, dtype]}; a loop is
+/// {"loop": {lower, upper, body}} with the body's "mb" relative to the loop's
+/// micro-batch. The runtime expands loops and derives each transfer's tag
+/// from its boundary and micro-batch (gpipe::abi::getTransferTag).
+llvm::json::Array Emitter::describeActions(Block &block) {
+  llvm::json::Array entries;
+  for (Operation &op : block) {
+    if (auto loop = dyn_cast<ForOp>(op)) {
+      entries.push_back(llvm::json::Object{
+          {"loop", llvm::json::Object{
+                       {"lower", loop.getLowerBound()},
+                       {"upper", loop.getUpperBound()},
+                       {"body", describeActions(loop.getBody().front())}}}});
+      continue;
+    }
+    auto action = cast<ActionOpInterface>(op);
+    ActionKind kind = action.getActionKind();
+    // The action's op name is the ABI's kind ("forward", "send", ...).
+    llvm::json::Object entry{
+        {"kind", op.getName().stripDialect().str()},
+        {"stage", pipeline.getStagePosition(action.getStageSymbol())},
+        {"mb", action.getMicrobatchOffset()}};
+    if (isCommKind(kind)) {
+      Type payload = isa<SendOp>(op) ? cast<SendOp>(op).getPayload()
+                                     : cast<RecvOp>(op).getPayload();
+      entry["peer"] = action.getPeerRank();
+      entry["direction"] = isForwardComm(kind) ? "forward" : "backward";
+      entry["bytes"] = getPayloadBytes(payload);
+      entry["dtype"] = getPayloadDType(payload);
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
 LogicalResult Emitter::emitMetadata() {
-  const Schedule &schedule = plan.schedule.schedule;
+  const Schedule &schedule = converted.schedule;
   int K = schedule.numStages, M = schedule.numMicrobatches;
-  ArrayRef<StageOp> stages = plan.schedule.stages;
+  ArrayRef<StageOp> stages = converted.stages;
   Location loc = pipeline.getLoc();
 
   // Input and labels of the whole mini-batch.
@@ -1329,6 +1474,7 @@ LogicalResult Emitter::emitMetadata() {
   };
   llvm::json::Object root;
   root["format"] = "gpipe-model";
+  root[::gpipe::abi::key::kSchemaVersion] = ::gpipe::abi::kMetadataSchemaVersion;
   root["abi_version"] = GPIPE_RT_ABI_VERSION;
   root["producer"] = "gpipe-compile 0.1";
   root["source"] = source;
@@ -1338,8 +1484,8 @@ LogicalResult Emitter::emitMetadata() {
   root["microbatches"] = M;
   root["schedule"] = stringifyScheduleKind(pipeline.getSchedule()).str();
   root["remat"] = stringifyRemat(pipeline.getRemat()).str();
-  root["alignment"] = plan.input.alignment;
-  root["optimizer"] = getOptimizerName(plan.input.optimizer);
+  root["alignment"] = memory.getAlignment();
+  root["optimizer"] = stringifyOptimizer(memory.getOptimizer()).str();
 
   func::FuncOp firstForward = forwards.front().source;
   func::FuncOp lastForward = forwards.back().source;
@@ -1396,7 +1542,7 @@ LogicalResult Emitter::emitMetadata() {
 
   // Predicted timeline.
   Timeline timeline =
-      simulate(schedule, getStageDurations(plan.schedule.stages));
+      simulate(schedule, getStageDurations(converted.stages));
   root["predicted"] = llvm::json::Object{
       {"bubble", timeline.error.empty() ? timeline.bubbleFraction : -1.0},
       {"closed_form_bubble", getIdealBubbleFraction(K, M)},
@@ -1448,15 +1594,14 @@ LogicalResult Emitter::emitMetadata() {
   root["stage_info"] = std::move(stageInfo);
 
   llvm::json::Array ranks;
-  for (int r = 0; r < schedule.getNumRanks(); ++r) {
-    const RankMemoryPlan &rp = plan.plan.ranks[r];
+  for (ProgramOp program : pipeline.getPrograms()) {
+    int r = static_cast<int>(program.getRankIndex());
+    ArenaAttr arena = program.getArenaAttr();
     llvm::json::Array rankStages;
     for (int s : schedule.getStagesOfRank(r)) {
-      auto offsetOf = [&](BufferKind kind) -> int64_t {
-        for (const PlannedBuffer &buffer : rp.buffers)
-          if (buffer.kind == kind && buffer.stage == s)
-            return buffer.offset;
-        return -1;
+      auto offsetOf = [&](SlotKind kind) -> int64_t {
+        SlotAttr slot = arena.lookup(kind, s);
+        return slot ? slot.getOffset() : -1;
       };
       llvm::json::Array params;
       for (auto &[name, placement] : stageParams[s].params)
@@ -1465,43 +1610,19 @@ LogicalResult Emitter::emitMetadata() {
                                             {"elements", placement.second}});
       rankStages.push_back(llvm::json::Object{
           {"stage", s},
-          {"params_offset", offsetOf(BufferKind::Parameters)},
-          {"grads_offset", offsetOf(BufferKind::Gradients)},
-          {"state_offset", offsetOf(BufferKind::OptimizerState)},
+          {"params_offset", offsetOf(SlotKind::Parameters)},
+          {"grads_offset", offsetOf(SlotKind::Gradients)},
+          {"state_offset", offsetOf(SlotKind::OptimizerState)},
           {"param_bytes", stageParams[s].bytes},
           {"params", std::move(params)}});
-    }
-    llvm::json::Array actions;
-    for (auto [i, a] : llvm::enumerate(schedule.ranks[r])) {
-      // The action's op name is the ABI's kind ("forward", "send", ...).
-      Operation *op = plan.schedule.getOp(r, int(i));
-      llvm::json::Object entry{{"kind", op->getName().stripDialect().str()},
-                               {"stage", a.stage},
-                               {"mb", a.microbatch}};
-      bool forwardDir = a.kind == ActionKind::SendF || a.kind == ActionKind::RecvF;
-      bool transfer = forwardDir || a.kind == ActionKind::SendB ||
-                      a.kind == ActionKind::RecvB;
-      if (transfer) {
-        int boundary = a.kind == ActionKind::SendF   ? a.stage
-                       : a.kind == ActionKind::RecvF ? a.stage - 1
-                       : a.kind == ActionKind::SendB ? a.stage - 1
-                                                     : a.stage;
-        entry["peer"] = a.peer;
-        entry["direction"] = forwardDir ? "forward" : "backward";
-        entry["tag"] = (int64_t(boundary) * M + a.microbatch) * 2 +
-                       (forwardDir ? 0 : 1);
-        entry["bytes"] = a.bytes;
-        entry["dtype"] = a.dtype;
-      }
-      actions.push_back(std::move(entry));
     }
     ranks.push_back(llvm::json::Object{
         {"rank", r},
         {"symbol", "gpipe_model_rank_" + std::to_string(r)},
-        {"arena_bytes", rp.arenaBytes},
-        {"peak_bytes", rp.peakBytes},
+        {"arena_bytes", arena.getSize()},
+        {"peak_bytes", arena.getPeak()},
         {"stages", std::move(rankStages)},
-        {"actions", std::move(actions)}});
+        {"actions", describeActions(program.getBody().front())}});
   }
   root["ranks"] = std::move(ranks);
   root["sites"] = std::move(sites);
@@ -1543,7 +1664,7 @@ LogicalResult Emitter::emitMetadata() {
 //===----------------------------------------------------------------------===//
 
 struct ConvertGPipeToRuntimePass
-    : public gpipe::impl::ConvertGPipeToRuntimePassBase<
+    : public mlir::gpipe::impl::ConvertGPipeToRuntimePassBase<
           ConvertGPipeToRuntimePass> {
   using ConvertGPipeToRuntimePassBase::ConvertGPipeToRuntimePassBase;
 
@@ -1553,39 +1674,23 @@ struct ConvertGPipeToRuntimePass
     if (failed(pipelineOp))
       return signalPassFailure();
     PipelineOp op = *pipelineOp;
-    auto summary = op->getAttrOfType<DictionaryAttr>("gpipe.memory_plan");
-    if (!summary)
+    // The plan is read from the IR, never recomputed: the pipeline says
+    // what it assumed, every program where its buffers live.
+    if (!op.getMemoryPlanAttr())
       return emitPipelineError(op)
                  << "has no memory plan; run gpipe-plan-memory (or "
                     "gpipe-pipeline) first",
              signalPassFailure();
-    auto optimizerName = summary.getAs<StringAttr>("optimizer");
-    std::optional<OptimizerKind> optimizer =
-        optimizerName ? parseOptimizerKind(optimizerName.getValue().str())
-                      : std::nullopt;
-    if (!optimizer)
-      return emitPipelineError(op) << "memory plan names no known optimizer",
-             signalPassFailure();
-    int64_t align = alignment;
-    if (auto a = summary.getAs<IntegerAttr>("alignment"))
-      align = a.getInt();
-    SymbolTableCollection symbols;
-    FailureOr<PipelineMemoryPlan> plan =
-        planPipelineMemory(op, *optimizer, align, symbols);
-    if (failed(plan))
-      return signalPassFailure();
-    // The recorded plan must be the one recomputed here.
-    for (auto [r, program] : llvm::enumerate(op.getPrograms())) {
-      auto recorded = program->getAttrOfType<IntegerAttr>("arena_bytes");
-      int64_t computed = plan->plan.ranks[r].arenaBytes;
-      if (!recorded || recorded.getInt() != computed)
+    for (ProgramOp program : op.getPrograms())
+      if (!program.getArenaAttr())
         return mlir::emitError(program.getLoc())
-                   << "rank " << r << " records an arena of "
-                   << (recorded ? recorded.getInt() : -1)
-                   << " bytes but its memory plan needs " << computed
-                   << "; re-run gpipe-plan-memory",
+                   << "rank " << program.getRankIndex()
+                   << " has no arena; re-run gpipe-plan-memory",
                signalPassFailure();
-    }
+    SymbolTableCollection symbols;
+    FailureOr<PipelineSchedule> converted = toSchedule(op, &symbols);
+    if (failed(converted))
+      return signalPassFailure();
 
     std::string targetName = target;
     if (targetName != "cpu" && targetName != "cuda")
@@ -1599,7 +1704,7 @@ struct ConvertGPipeToRuntimePass
                                         "precision '")
                  << precisionName << "' (expected fp32 or bf16)",
              signalPassFailure();
-    Emitter emitter(module, op, *plan, source, targetName, precisionName);
+    Emitter emitter(module, op, *converted, source, targetName, precisionName);
     if (failed(emitter.run()))
       return signalPassFailure();
 

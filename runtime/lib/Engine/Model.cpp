@@ -18,6 +18,7 @@
 
 #include "gpipe/Runtime/Engine.h"
 #include "gpipe/Runtime/Device.h"
+#include "gpipe/Runtime/Vocabulary.h"
 
 #include <nlohmann/json.hpp>
 
@@ -410,12 +411,36 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
   return true;
 }
 
-/// One entry of a rank's "actions" array. A transfer's kind (SEND_F, RECV_B,
+/// Checks the micro-batch of an action (a loop's after it set it).
+bool checkActionMicrobatch(Reader &r, const std::string &where,
+                           const ModelMetadata &m, const ActionSpec &action) {
+  bool perStep = !abi::hasMicrobatch(action.kind);
+  if (perStep && action.mb != -1)
+    return r.fail(where + ".mb", std::string(actionKindName(action.kind)) +
+                                     " must have mb -1, got " +
+                                     std::to_string(action.mb));
+  if (!perStep && (action.mb < 0 || action.mb >= m.microbatches))
+    return r.fail(where + ".mb", "micro-batch " + std::to_string(action.mb) +
+                                     " is outside [0, " +
+                                     std::to_string(m.microbatches) + ")");
+  return true;
+}
+
+/// The tag of a transfer whose metadata leaves it out (the compiler's
+/// compact programs): the one the vocabulary defines for its boundary and
+/// micro-batch, which its peer computes the same way.
+int64_t computeTag(const ModelMetadata &m, const ActionSpec &a) {
+  return abi::getTransferTag(abi::getTransferBoundary(a.kind, a.stage), a.mb,
+                             m.microbatches, a.direction());
+}
+
+/// One action entry of a rank's program. A transfer's kind (SEND_F, RECV_B,
 /// ...) is known once its direction is read; the kind is checked first so
-/// that errors come in the order of the entry's keys.
+/// that errors come in the order of the entry's keys. In a loop's body the
+/// micro-batch is an offset and the tag is left to the expansion.
 bool parseAction(Reader &r, const Json &a, const std::string &where,
                  const ModelMetadata &m, const RankPlan &rank, int64_t numRanks,
-                 ActionSpec &action) {
+                 ActionSpec &action, bool inLoop) {
   namespace key = abi::key;
   std::string kind;
   if (!r.string(a, where, key::kKind, kind))
@@ -432,19 +457,13 @@ bool parseAction(Reader &r, const Json &a, const std::string &where,
     return r.fail(where + ".stage", "rank " + std::to_string(rank.rank) +
                                         " does not hold stage " +
                                         std::to_string(action.stage));
-  bool perStep = !abi::hasMicrobatch(action.kind);
-  if (perStep && action.mb != -1)
-    return r.fail(where + ".mb",
-                  kind + " must have mb -1, got " + std::to_string(action.mb));
-  if (!perStep && (action.mb < 0 || action.mb >= m.microbatches))
-    return r.fail(where + ".mb", "micro-batch " + std::to_string(action.mb) +
-                                     " is outside [0, " +
-                                     std::to_string(m.microbatches) + ")");
+  if (!inLoop && !checkActionMicrobatch(r, where, m, action))
+    return false;
   if (abi::isTransferKind(action.kind)) {
     std::string direction, dtype;
     if (!r.integer(a, where, key::kPeer, action.peer) ||
         !r.string(a, where, key::kDirection, direction) ||
-        !r.integer(a, where, "tag", action.tag) ||
+        !r.integer(a, where, "tag", action.tag, -1) ||
         !r.integer(a, where, key::kBytes, action.bytes) ||
         !r.string(a, where, key::kDType, dtype, std::string()))
       return false;
@@ -462,27 +481,67 @@ bool parseAction(Reader &r, const Json &a, const std::string &where,
     action.payload = parsePayloadType(dtype);
     if (action.bytes < 0)
       return r.fail(where + ".bytes", "is negative");
+    if (action.tag < 0 && !inLoop)
+      action.tag = computeTag(m, action);
   }
   return true;
 }
 
-/// The runtime's action records of one rank: its metadata "actions" array,
-/// each entry checked against the rank's stages and the model's
-/// micro-batches. The one place that reads the array.
+/// The runtime's action records of one rank, from its metadata "actions"
+/// array: the one place that reads the array. Each entry is an action, or
+/// a loop `{"loop": {"lower": L, "upper": U, "body": [...]}}` whose body
+/// actions run for mb = L .. U-1 with their "mb" added to it (the
+/// compiler's micro-batch loops: the program's size does not grow with M,
+/// the expanded list does).
 bool parseRankActions(Reader &r, const Json &rankJson,
-                      const std::string &where, const ModelMetadata &m,
+                      const std::string &rankWhere, const ModelMetadata &m,
                       int64_t numRanks, RankPlan &rank) {
-  const Json *actions = r.array(rankJson, where, abi::key::kActions);
+  const Json *actions = r.array(rankJson, rankWhere, abi::key::kActions);
   if (!actions)
     return false;
-  rank.actions.reserve(actions->size());
+  std::string where = rankWhere + ".actions";
   for (size_t ai = 0; ai < actions->size(); ++ai) {
-    ActionSpec action;
-    if (!parseAction(r, (*actions)[ai],
-                     where + ".actions[" + std::to_string(ai) + "]", m, rank,
-                     numRanks, action))
+    const Json &entry = (*actions)[ai];
+    std::string at = where + "[" + std::to_string(ai) + "]";
+    const Json *loop = entry.is_object() && entry.contains("loop")
+                           ? &entry["loop"]
+                           : nullptr;
+    if (!loop) {
+      ActionSpec action;
+      if (!parseAction(r, entry, at, m, rank, numRanks, action,
+                       /*inLoop=*/false))
+        return false;
+      rank.actions.push_back(action);
+      continue;
+    }
+    at += ".loop";
+    int64_t lower = 0, upper = 0;
+    if (!r.integer(*loop, at, "lower", lower) ||
+        !r.integer(*loop, at, "upper", upper))
       return false;
-    rank.actions.push_back(action);
+    if (lower < 0 || upper <= lower || upper > m.microbatches)
+      return r.fail(at, "loop bounds [" + std::to_string(lower) + ", " +
+                            std::to_string(upper) + ") are not inside [0, " +
+                            std::to_string(m.microbatches) + ")");
+    const Json *body = r.array(*loop, at, "body");
+    if (!body)
+      return false;
+    std::vector<ActionSpec> templates(body->size());
+    for (size_t bi = 0; bi < body->size(); ++bi)
+      if (!parseAction(r, (*body)[bi], at + ".body[" + std::to_string(bi) + "]",
+                       m, rank, numRanks, templates[bi], /*inLoop=*/true))
+        return false;
+    for (int64_t mb = lower; mb < upper; ++mb)
+      for (size_t bi = 0; bi < templates.size(); ++bi) {
+        ActionSpec action = templates[bi];
+        action.mb += mb;
+        std::string bodyAt = at + ".body[" + std::to_string(bi) + "]";
+        if (!checkActionMicrobatch(r, bodyAt, m, action))
+          return false;
+        if (action.isTransfer() && action.tag < 0)
+          action.tag = computeTag(m, action);
+        rank.actions.push_back(action);
+      }
   }
   return true;
 }

@@ -1,15 +1,22 @@
 // convert-gpipe-to-runtime needs a scheduled, memory-planned pipeline whose
-// recorded plan is the one its functions give; the hand-written two-stage
-// pipeline of plan-memory.mlir lowers once planned.
+// recorded plan holds what its functions need (the lowering reads the plan,
+// it does not make one); the hand-written two-stage pipeline of
+// plan-memory.mlir lowers once planned.
 // RUN: split-file %s %t
 // RUN: not gpipe-opt %t/two-stages.mlir --gpipe-schedule --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=UNPLANNED
 // UNPLANNED: error: pipeline @train has no memory plan; run gpipe-plan-memory (or gpipe-pipeline) first
 // RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory --convert-gpipe-to-runtime | FileCheck %s --check-prefix=LOWERED
 // LOWERED: llvm.func @gpipe_model_rank_0
 // LOWERED: llvm.func @gpipe_model_rank_1
-// A stale plan (the arena of another plan) is refused.
-// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/arena_bytes = 2304 : i64, peak_at/arena_bytes = 4096 : i64, peak_at/' | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=STALE
-// STALE: error: rank 0 records an arena of 4096 bytes but its memory plan needs 2304; re-run gpipe-plan-memory
+// A stale plan (a scratch slot smaller than a function's working set, a
+// slot missing) is refused.
+// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/<scratch stage -1 at 1024 size 640/<scratch stage -1 at 1024 size 128/' | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=STALE
+// STALE: error: rank 0: @b0 needs 640 scratch bytes, the memory plan's scratch slot holds 128; re-run gpipe-plan-memory
+// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/, <output_grad stage 0 at 2176 size 128 x 1 stride 128>//' | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=NOSLOT
+// NOSLOT: error: rank 0 (RECV_B of stage 0): the memory plan has no transfer slot
+// A program without an arena.
+// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/gpipe.program rank 1 arena <.*> {/gpipe.program rank 1 {/' | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=NOARENA
+// NOARENA: error: rank 1 has no arena; re-run gpipe-plan-memory
 // A backward that does not say which results are parameter gradients.
 // RUN: sed 's/, nn.param_grads = \[@w1\]//' %t/two-stages.mlir | gpipe-opt --gpipe-schedule --gpipe-plan-memory | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=GRADS
 // GRADS: error: @b1 returns 2 results but lists no nn.param_grads for the 1 after its input gradient

@@ -1,8 +1,21 @@
 // Lowering of a two-stage, two-micro-batch MLP pipeline to runtime calls.
-// RUN: gpipe-opt %s --gpipe-pipeline="stages=2 microbatches=2" --convert-gpipe-to-runtime="source=lower.mlir" | FileCheck %s
+// The input is a checked-in, already planned module (what gpipe-pipeline
+// makes of a 32-64-10 MLP): the lowering reads the schedule, the loops and
+// the memory plan from it and decides nothing else.
+// RUN: gpipe-opt %s --convert-gpipe-to-runtime="source=lower.mlir" | FileCheck %s
+// Every address comes from the plan: moving rank 0's input slot (and
+// growing its arena to hold it) moves the address the program computes.
+// RUN: sed -e 's/<size = 27648, peak = 27648/<size = 28672, peak = 27648/' -e 's/<input stage 0 at 25600 /<input stage 0 at 27648 /' %s | gpipe-opt --convert-gpipe-to-runtime | FileCheck %s --check-prefix=MOVED
+// MOVED: llvm.func @gpipe_model_rank_0(
+// MOVED-NOT: llvm.mlir.constant(25600 : i64)
+// MOVED: llvm.mlir.constant(27648 : i64)
+// MOVED-NEXT: llvm.add
+// MOVED-NEXT: llvm.getelementptr
+// MOVED-NEXT: llvm.mlir.constant(8192 : i64)
+// MOVED: \22arena_bytes\22:28672
 // The CUDA target: the same program against the gpipe_rt_cuda_* library;
 // the generated code never touches a buffer itself.
-// RUN: gpipe-opt %s --gpipe-pipeline="stages=2 microbatches=2" --convert-gpipe-to-runtime="target=cuda" | FileCheck %s --check-prefix=CUDA
+// RUN: gpipe-opt %s --convert-gpipe-to-runtime="target=cuda" | FileCheck %s --check-prefix=CUDA
 // CUDA-NOT: gpipe_rt_cpu_
 // CUDA-NOT: llvm.load
 // CUDA-NOT: llvm.store {{.*}} : f32
@@ -11,18 +24,18 @@
 // CUDA: llvm.call @gpipe_rt_cuda_accumulate_f32(
 // CUDA: llvm.call @gpipe_rt_cuda_fill_f32(
 // CUDA: \22target\22:\22cuda\22
-// RUN: not gpipe-opt %s --gpipe-pipeline="stages=2 microbatches=2" --convert-gpipe-to-runtime="target=tpu" 2>&1 | FileCheck %s --check-prefix=BADTARGET
+// RUN: not gpipe-opt %s --convert-gpipe-to-runtime="target=tpu" 2>&1 | FileCheck %s --check-prefix=BADTARGET
 // BADTARGET: unknown target 'tpu' (expected cpu or cuda)
 // bf16: every GEMM, forward and backward, calls its _bf16 twin with the
 // same arguments; nothing else changes.
-// RUN: gpipe-opt %s --gpipe-pipeline="stages=2 microbatches=2" --convert-gpipe-to-runtime="precision=bf16" | FileCheck %s --check-prefix=BF16 --implicit-check-not=linear_f32 --implicit-check-not=gemm_f32 --implicit-check-not=matmul_f32
+// RUN: gpipe-opt %s --convert-gpipe-to-runtime="precision=bf16" | FileCheck %s --check-prefix=BF16 --implicit-check-not=linear_f32 --implicit-check-not=gemm_f32 --implicit-check-not=matmul_f32
 // BF16: llvm.call @gpipe_rt_cpu_linear_bf16(
 // BF16: llvm.call @gpipe_rt_cpu_gemm_bf16(
 // BF16: llvm.call @gpipe_rt_cpu_accumulate_f32(
 // BF16: \22precision\22:\22bf16\22
-// RUN: gpipe-opt %s --gpipe-pipeline="stages=2 microbatches=2" --convert-gpipe-to-runtime="target=cuda precision=bf16" | FileCheck %s --check-prefix=CUDABF16
+// RUN: gpipe-opt %s --convert-gpipe-to-runtime="target=cuda precision=bf16" | FileCheck %s --check-prefix=CUDABF16
 // CUDABF16: llvm.call @gpipe_rt_cuda_linear_bf16(
-// RUN: not gpipe-opt %s --gpipe-pipeline="stages=2 microbatches=2" --convert-gpipe-to-runtime="precision=fp16" 2>&1 | FileCheck %s --check-prefix=BADPRECISION
+// RUN: not gpipe-opt %s --convert-gpipe-to-runtime="precision=fp16" 2>&1 | FileCheck %s --check-prefix=BADPRECISION
 // BADPRECISION: unknown precision 'fp16' (expected fp32 or bf16)
 
 // Nothing but the LLVM dialect is left.
@@ -53,20 +66,33 @@
 // CHECK: llvm.call @gpipe_rt_cpu_cross_entropy_f32(
 // CHECK: llvm.call @gpipe_rt_report_loss(
 
-// Rank 0's program: F0 (data load, forward), SEND_F0, F1, SEND_F1, RECV_B0,
-// B0, RECV_B1, B1, STEP; every action bracketed by begin/end with its index.
+// Rank 0's program keeps the schedule's loops: for mb in [0, 2) { F (data
+// load, forward), SEND_F }, for mb in [0, 2) { RECV_B, B }, then STEP. Every
+// action is bracketed by begin/end with its index in the expanded program
+// (2 * trip + position in the loop body). The kept input of micro-batch mb
+// is copy mb mod 2 of its slot: arena + 25600 + (mb urem 2) * 512.
 // CHECK: llvm.func @gpipe_model_rank_0(%[[R:.*]]: !llvm.ptr, %[[ARENA:.*]]: !llvm.ptr) -> i32
+// CHECK: llvm.br ^[[HEADER:bb[0-9]+]](
+// CHECK: ^[[HEADER]](%[[IV:.*]]: i64):
+// CHECK: llvm.icmp "slt" %[[IV]]
+// CHECK: %[[TRIP:.*]] = llvm.sub %[[IV]]
+// CHECK: llvm.mul %[[TRIP]]
+// CHECK: %[[MB:.*]] = llvm.add %[[IV]]
 // CHECK: llvm.call @gpipe_rt_action_begin(%[[R]], %{{.*}})
-// CHECK: llvm.call @gpipe_rt_load_input(%[[R]],
-// CHECK: llvm.call @__gpipe_train_s0_fwd(
+// CHECK: %[[COPY:.*]] = llvm.urem %[[MB]], %{{.*}} : i64
+// CHECK: %[[STRIDE:.*]] = llvm.mlir.constant(512 : i64)
+// CHECK: %[[SCALED:.*]] = llvm.mul %[[COPY]], %[[STRIDE]]
+// CHECK: %[[BASE:.*]] = llvm.mlir.constant(25600 : i64)
+// CHECK: %[[OFFSET:.*]] = llvm.add %[[BASE]], %[[SCALED]]
+// CHECK: %[[INPUT:.*]] = llvm.getelementptr %[[ARENA]][%[[OFFSET]]]
+// CHECK: llvm.call @gpipe_rt_load_input(%[[R]], %[[MB]], %[[INPUT]],
+// CHECK: llvm.call @__gpipe_train_s0_fwd(%[[R]], %[[MB]], {{.*}}, %[[INPUT]],
 // CHECK: llvm.call @gpipe_rt_action_end(
 // CHECK: llvm.call @gpipe_rt_send(
-// CHECK: llvm.call @__gpipe_train_s0_fwd(
-// CHECK: llvm.call @gpipe_rt_send(
+// CHECK: llvm.br ^[[HEADER]](
 // CHECK: llvm.call @gpipe_rt_recv(
 // CHECK: llvm.call @__gpipe_train_s0_bwd(
-// CHECK: llvm.call @gpipe_rt_recv(
-// CHECK: llvm.call @__gpipe_train_s0_bwd(
+// CHECK: llvm.br ^
 // CHECK: llvm.call @gpipe_rt_optimizer_step(%[[R]],
 // CHECK: llvm.return
 
@@ -88,18 +114,100 @@
 // CHECK-SAME: \22labels\22:{\22classes\22:10,\22dtype\22:\22i64\22,\22shape\22:[8]}
 // CHECK-SAME: \22microbatches\22:2
 // CHECK-SAME: {\22data_offset\22:0,\22dtype\22:\22f32\22,\22init\22:\22data\22,\22name\22:\22w0\22,\22shape\22:[32,64]}
+// The programs, as compact as the IR: loops with the body's micro-batch
+// relative to the loop's; the runtime expands them and derives the tags.
+// CHECK-SAME: \22ranks\22:[{\22actions\22:[{\22loop\22:{\22body\22:[{\22kind\22:\22forward\22,\22mb\22:0,\22stage\22:0},{\22bytes\22:1024,\22direction\22:\22forward\22,\22dtype\22:\22f32\22,\22kind\22:\22send\22,\22mb\22:0,\22peer\22:1,\22stage\22:0}],\22lower\22:0,\22upper\22:2}},
+// CHECK-SAME: {\22kind\22:\22step\22,\22mb\22:-1,\22stage\22:0}],\22arena_bytes\22:27648
 // CHECK-SAME: \22source\22:\22lower.mlir\22
 // CHECK-SAME: \22stages\22:2
 // CHECK: llvm.func @gpipe_model_data() -> !llvm.ptr
 // CHECK: llvm.func @gpipe_model_abi_version() -> i32
 
-nn.parameter @w0 : tensor<32x64xf32> = dense<0.01> : tensor<32x64xf32>
-nn.parameter @w1 : tensor<64x10xf32> {init = "uniform", init_scale = 0.125 : f64}
-func.func @forward(%x: tensor<8x32xf32>) -> tensor<8x10xf32> {
-  %w0 = nn.param @w0 : tensor<32x64xf32>
-  %h = nn.linear %x, %w0 : (tensor<8x32xf32>, tensor<32x64xf32>) -> tensor<8x64xf32> loc("fc0")
-  %a = nn.relu %h : tensor<8x64xf32> loc("act0")
-  %w1 = nn.param @w1 : tensor<64x10xf32>
-  %y = nn.linear %a, %w1 : (tensor<8x64xf32>, tensor<64x10xf32>) -> tensor<8x10xf32> loc("fc1")
-  return %y : tensor<8x10xf32>
+module {
+  nn.parameter @w0 : tensor<32x64xf32> = dense<0.00999999977> : tensor<32x64xf32>
+  nn.parameter @w1 : tensor<64x10xf32> {init = "uniform", init_scale = 1.250000e-01 : f64}
+  func.func @forward(%arg0: tensor<4x32xf32>, %arg1: tensor<4xi64>) -> tensor<f32> {
+    %0 = nn.layer "layer0"(%arg0) : (tensor<4x32xf32>) -> tensor<4x64xf32> {
+    ^bb0(%arg2: tensor<4x32xf32>):
+      %3 = nn.param @w0 : tensor<32x64xf32>
+      %4 = nn.linear %arg2, %3 : (tensor<4x32xf32>, tensor<32x64xf32>) -> tensor<4x64xf32>
+      %5 = nn.relu %4 : tensor<4x64xf32>
+      nn.yield %5 : tensor<4x64xf32>
+    }
+    %1 = nn.layer "layer1"(%0) : (tensor<4x64xf32>) -> tensor<4x10xf32> {
+    ^bb0(%arg2: tensor<4x64xf32>):
+      %3 = nn.param @w1 : tensor<64x10xf32>
+      %4 = nn.linear %arg2, %3 : (tensor<4x64xf32>, tensor<64x10xf32>) -> tensor<4x10xf32>
+      nn.yield %4 : tensor<4x10xf32>
+    }
+    %2 = nn.cross_entropy %1, %arg1 : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+    return %2 : tensor<f32>
+  }
+  func.func @train_s0_fwd(%arg0: tensor<4x32xf32>) -> tensor<4x64xf32> {
+    %0 = nn.layer "layer0"(%arg0) : (tensor<4x32xf32>) -> tensor<4x64xf32> {
+    ^bb0(%arg1: tensor<4x32xf32>):
+      %1 = nn.param @w0 : tensor<32x64xf32>
+      %2 = nn.linear %arg1, %1 : (tensor<4x32xf32>, tensor<32x64xf32>) -> tensor<4x64xf32>
+      %3 = nn.relu %2 : tensor<4x64xf32>
+      nn.yield %3 : tensor<4x64xf32>
+    }
+    return %0 : tensor<4x64xf32>
+  }
+  func.func @train_s0_bwd(%arg0: tensor<4x32xf32>, %arg1: tensor<4x64xf32>) -> tensor<32x64xf32> attributes {nn.input_grads = array<i64>, nn.param_grads = [@w0]} {
+    %0 = nn.param @w0 : tensor<32x64xf32>
+    %1 = nn.linear %arg0, %0 : (tensor<4x32xf32>, tensor<32x64xf32>) -> tensor<4x64xf32>
+    %2 = nn.relu %1 : tensor<4x64xf32>
+    %3 = nn.constant dense<0.000000e+00> : tensor<f32>
+    %4 = nn.equal %2, %3 : (tensor<4x64xf32>, tensor<f32>) -> tensor<4x64xi1>
+    %5 = nn.where %4, %3, %arg1 : (tensor<4x64xi1>, tensor<f32>, tensor<4x64xf32>) -> tensor<4x64xf32>
+    %6 = nn.gemm %arg0, %5 {trans_a = true} : (tensor<4x32xf32>, tensor<4x64xf32>) -> tensor<32x64xf32>
+    return %6 : tensor<32x64xf32>
+  }
+  gpipe.stage @train_s0 index 0 : tensor<4x32xf32> -> tensor<4x64xf32> forward @train_s0_fwd backward @train_s0_bwd {backward_time = 3.532800e-06 : f64, forward_time = 1.177600e-06 : f64}
+  func.func @train_s1_fwd(%arg0: tensor<4x64xf32>, %arg1: tensor<4xi64>) -> tensor<f32> {
+    %0 = nn.layer "layer1"(%arg0) : (tensor<4x64xf32>) -> tensor<4x10xf32> {
+    ^bb0(%arg2: tensor<4x64xf32>):
+      %2 = nn.param @w1 : tensor<64x10xf32>
+      %3 = nn.linear %arg2, %2 : (tensor<4x64xf32>, tensor<64x10xf32>) -> tensor<4x10xf32>
+      nn.yield %3 : tensor<4x10xf32>
+    }
+    %1 = nn.cross_entropy %0, %arg1 : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+    return %1 : tensor<f32>
+  }
+  func.func @train_s1_bwd(%arg0: tensor<4x64xf32>, %arg1: tensor<4xi64>, %arg2: tensor<f32>) -> (tensor<4x64xf32>, tensor<64x10xf32>) attributes {nn.input_grads = array<i64: 0>, nn.loss_scale = 5.000000e-01 : f64, nn.param_grads = [@w1]} {
+    %0 = nn.param @w1 : tensor<64x10xf32>
+    %1 = nn.linear %arg0, %0 : (tensor<4x64xf32>, tensor<64x10xf32>) -> tensor<4x10xf32>
+    %2 = nn.constant dense<5.000000e-01> : tensor<f32>
+    %3 = nn.mul %arg2, %2 : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %4 = nn.cross_entropy_grad %1, %arg1, %3 : (tensor<4x10xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x10xf32>
+    %5 = nn.linear %4, %0 {transpose_weight = true} : (tensor<4x10xf32>, tensor<64x10xf32>) -> tensor<4x64xf32>
+    %6 = nn.gemm %arg0, %4 {trans_a = true} : (tensor<4x64xf32>, tensor<4x10xf32>) -> tensor<64x10xf32>
+    return %5, %6 : tensor<4x64xf32>, tensor<64x10xf32>
+  }
+  gpipe.stage @train_s1 index 1 : tensor<4x64xf32> -> tensor<f32> forward @train_s1_fwd backward @train_s1_bwd {backward_time = 1.123200e-06 : f64, forward_time = 3.744000e-07 : f64}
+  gpipe.pipeline @train stages [@train_s0, @train_s1] microbatches 2 schedule gpipe remat stage memory_plan <optimizer = sgd, alignment = 64, budget = 0, peak = 27648, arena = 27648, kept = [2, 2]> {
+    gpipe.program rank 0 arena <size = 27648, peak = 27648, peak_at = 5, breakdown = <params = 8192, grads = 8192, optimizer = 0, kept = 1024, scratch = 9216, boundary = 1024>, slots = [<params stage 0 at 0 size 8192 x 1 stride 8192>, <grads stage 0 at 8192 size 8192 x 1 stride 8192>, <input stage 0 at 25600 size 512 x 2 stride 512>, <output stage 0 at 26624 size 1024 x 1 stride 1024>, <scratch stage -1 at 16384 size 9216 x 1 stride 9216>, <output_grad stage 0 at 26624 size 1024 x 1 stride 1024>]> {
+      gpipe.for %mb = 0 to 2 {
+        gpipe.forward @train_s0 mb %mb
+        gpipe.send @train_s0 mb %mb forward to 1 : tensor<4x64xf32>
+      }
+      gpipe.for %mb = 0 to 2 {
+        gpipe.recv @train_s0 mb %mb backward from 1 : tensor<4x64xf32>
+        gpipe.backward @train_s0 mb %mb
+      }
+      gpipe.step @train_s0
+    }
+    gpipe.program rank 1 arena <size = 11136, peak = 11072, peak_at = 4, breakdown = <params = 2560, grads = 2560, optimizer = 0, kept = 2112, scratch = 2816, boundary = 1024>, slots = [<params stage 1 at 0 size 2560 x 1 stride 2560>, <grads stage 1 at 2560 size 2560 x 1 stride 2560>, <input stage 1 at 7936 size 1024 x 2 stride 1024>, <extra stage 1 at 11008 size 32 x 2 stride 64>, <scratch stage -1 at 5120 size 2816 x 1 stride 2816>, <input_grad stage 1 at 9984 size 1024 x 1 stride 1024>]> {
+      gpipe.for %mb = 0 to 2 {
+        gpipe.recv @train_s1 mb %mb forward from 0 : tensor<4x64xf32>
+        gpipe.forward @train_s1 mb %mb
+      }
+      gpipe.for %mb = 0 to 2 {
+        gpipe.backward @train_s1 mb %mb
+        gpipe.send @train_s1 mb %mb backward to 0 : tensor<4x64xf32>
+      }
+      gpipe.step @train_s1
+    }
+  }
 }
+

@@ -317,7 +317,7 @@ func.func @program_outside_pipeline() {
 // -----
 
 gpipe.pipeline @action_outside_program stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
-  // expected-error @+1 {{'gpipe.forward' op expects parent op 'gpipe.program'}}
+  // expected-error @+1 {{'gpipe.forward' op expects parent op to be one of 'gpipe.program, gpipe.for'}}
   gpipe.forward @s0 mb 0
 }
 gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
@@ -570,3 +570,141 @@ func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
 func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
 func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
 func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+//===----------------------------------------------------------------------===//
+// gpipe.for
+//===----------------------------------------------------------------------===//
+
+// -----
+
+gpipe.pipeline @empty_loop stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    // expected-error @+1 {{'gpipe.for' op expected 0 <= lower < upper, got 2 to 2}}
+    gpipe.for %mb = 2 to 2 {
+      gpipe.forward @s0 mb %mb
+    }
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @loop_past_m stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    gpipe.for %mb = 0 to 2 {
+      // expected-error @+1 {{'gpipe.forward' op micro-batch 2 out of range for 2 micro-batches}}
+      gpipe.forward @s0 mb %mb + 1
+    }
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @nested_loops stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    gpipe.for %mb = 0 to 2 {
+      // expected-error @+1 {{'gpipe.for' op is not allowed in a 'gpipe.for', expected a pipeline action}}
+      gpipe.for %inner = 0 to 2 {
+      }
+    }
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @not_an_action_in_loop stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    gpipe.for %mb = 0 to 2 {
+      // expected-error @+1 {{'gpipe.program' op is not allowed in a 'gpipe.for', expected a pipeline action}}
+      gpipe.program rank 1 {
+      }
+    }
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// The memory plan attributes
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{expected at least one copy, got 0}}
+func.func private @zero_copies() attributes {slot = #gpipe.slot<input stage 0 at 0 size 64 x 0 stride 64>}
+
+// -----
+
+// expected-error @+1 {{expected a stride of at least the size 64, got 32}}
+func.func private @overlapping_copies() attributes {slot = #gpipe.slot<input stage 0 at 0 size 64 x 2 stride 32>}
+
+// -----
+
+// expected-error @+1 {{expected stage -1 exactly for the rank's scratch slot, got scratch of stage 0}}
+func.func private @scratch_of_a_stage() attributes {slot = #gpipe.slot<scratch stage 0 at 0 size 64 x 1 stride 64>}
+
+// -----
+
+gpipe.pipeline @slot_past_arena stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  // expected-error @+1 {{'gpipe.program' op arena slot #gpipe.slot<input stage 0 at 64 size 64 x 2 stride 64> ends at byte 192, past the arena's 128}}
+  gpipe.program rank 0 arena <size = 128, peak = 128, peak_at = 0, breakdown = <params = 0, grads = 0, optimizer = 0, kept = 128, scratch = 0, boundary = 0>, slots = [<input stage 0 at 64 size 64 x 2 stride 64>]> {
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{two slots for input of stage 0}}
+func.func private @duplicate_slots() attributes {arena = #gpipe.arena<size = 128, peak = 128, peak_at = 0, breakdown = <params = 0, grads = 0, optimizer = 0, kept = 128, scratch = 0, boundary = 0>, slots = [<input stage 0 at 0 size 64 x 1 stride 64>, <input stage 0 at 64 size 64 x 1 stride 64>]>}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// gpipe.remat
+//===----------------------------------------------------------------------===//
+
+func.func @remat_none(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'gpipe.remat' op re-materializes under remat policy none, which keeps every activation instead}}
+  %r = gpipe.remat none -> tensor<4xf32> {
+    %y = nn.relu %x : tensor<4xf32>
+    gpipe.yield %y : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @remat_types(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'gpipe.remat' op yields 'tensor<4xf32>' but returns 'tensor<2xf32>'}}
+  %r = gpipe.remat stage -> tensor<2xf32> {
+    %y = nn.relu %x : tensor<4xf32>
+    gpipe.yield %y : tensor<4xf32>
+  }
+  return %x : tensor<4xf32>
+}

@@ -10,8 +10,8 @@
 // saved values per micro-batch: the 4x64 ReLU on stage 0 (1 KiB); the 4x64
 // ReLU and the 4x10 logits on stage 1 (1024 + 160 bytes).
 
-// PLAN: remat none attributes {gpipe.memory_plan
-// PLAN-SAME: saved = 1024 : i64}, {{.*}} saved = 1184 : i64}]
+// PLAN: gpipe.program rank 0 arena <{{.*}}<saved stage 0 at {{[0-9]+}} size 1024 x
+// PLAN: gpipe.program rank 1 arena <{{.*}}<saved stage 1 at {{[0-9]+}} size 1184 x
 
 nn.parameter @w0 : tensor<64x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
 nn.parameter @w1 : tensor<64x64xf32> {init = "normal", init_scale = 2.0e-02 : f64}

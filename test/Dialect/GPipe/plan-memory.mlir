@@ -28,34 +28,41 @@
 // gradient (own buffer), %dw 128 [4,5]: 192 at point 4, plus the loss
 // seed's aligned slot: 256.
 //
+// Slots. Buffers of one kind and stage share a slot of as many copies as
+// are live at once (micro-batch m in copy m mod count): two kept inputs per
+// stage here; the send buffer of the forwards and the receive buffer of the
+// gradients live at different times and share bytes 2176-2303 of rank 0;
+// every working set of a rank shares one scratch slot (stage -1) of the
+// largest (640 B on rank 0). The peak is exact; the arena holds the slots.
+//
 // Rank 0 (sgd: params + grads 1024 B): 0F0 1536, 0SEND_F0 1408, 0F1 1792,
 // 0SEND_F1 1664, 0RECV_B0 1664, 0B0 1024 + 2 inputs 512 + output gradient
 // 128 + scratch 640 = 2304, ... Everything is a multiple of 64: arena 2304.
 // Rank 1 (params + grads 256 B): 1B0 = 256 + 2 x (input 128 + labels 32) +
 // input gradient 128 + scratch 256 = 960; aligned (labels 64): 1024.
 
-// CHECK:      gpipe.pipeline @train stages [@s0, @s1] microbatches 2 schedule gpipe remat stage attributes {gpipe.memory_plan = {alignment = 64 : i64, arena_bytes = 2304 : i64, kept_microbatches = array<i64: 2, 2>, optimizer = "sgd", peak_bytes = 2304 : i64, stages = [{backward_scratch = 640 : i64, extra_input = 0 : i64, forward_scratch = 128 : i64, input = 256 : i64, output = 128 : i64, params = 512 : i64, saved = 0 : i64}, {backward_scratch = 256 : i64, extra_input = 32 : i64, forward_scratch = 128 : i64, input = 128 : i64, output = 0 : i64, params = 128 : i64, saved = 0 : i64}]}} {
-// CHECK-NEXT:   gpipe.program rank 0 attributes {arena_bytes = 2304 : i64, peak_at = "0B0", peak_breakdown = {boundary = 128 : i64, grads = 512 : i64, kept = 512 : i64, optimizer = 0 : i64, params = 512 : i64, scratch = 640 : i64}, peak_bytes = 2304 : i64} {
-// CHECK:        gpipe.program rank 1 attributes {arena_bytes = 1024 : i64, peak_at = "1B0", peak_breakdown = {boundary = 128 : i64, grads = 128 : i64, kept = 320 : i64, optimizer = 0 : i64, params = 128 : i64, scratch = 256 : i64}, peak_bytes = 960 : i64} {
+// CHECK:      gpipe.pipeline @train stages [@s0, @s1] microbatches 2 schedule gpipe remat stage memory_plan <optimizer = sgd, alignment = 64, budget = 0, peak = 2304, arena = 2304, kept = [2, 2]> {
+// CHECK-NEXT:   gpipe.program rank 0 arena <size = 2304, peak = 2304, peak_at = 5, breakdown = <params = 512, grads = 512, optimizer = 0, kept = 512, scratch = 640, boundary = 128>, slots = [<params stage 0 at 0 size 512 x 1 stride 512>, <grads stage 0 at 512 size 512 x 1 stride 512>, <input stage 0 at 1664 size 256 x 2 stride 256>, <output stage 0 at 2176 size 128 x 1 stride 128>, <scratch stage -1 at 1024 size 640 x 1 stride 640>, <output_grad stage 0 at 2176 size 128 x 1 stride 128>]> {
+// CHECK:        gpipe.program rank 1 arena <size = 1024, peak = 960, peak_at = 4, breakdown = <params = 128, grads = 128, optimizer = 0, kept = 320, scratch = 256, boundary = 128>, slots = [<params stage 1 at 0 size 128 x 1 stride 128>, <grads stage 1 at 128 size 128 x 1 stride 128>, <input stage 1 at 256 size 128 x 2 stride 128>, <extra stage 1 at 768 size 32 x 2 stride 64>, <scratch stage -1 at 512 size 256 x 1 stride 256>, <input_grad stage 1 at 896 size 128 x 1 stride 128>]> {
 
 // Adam keeps two moments per parameter byte; with byte alignment the arena
 // is the exact peak.
-// ADAM: gpipe.program rank 0 attributes {arena_bytes = 3328 : i64, peak_at = "0B0", peak_breakdown = {boundary = 128 : i64, grads = 512 : i64, kept = 512 : i64, optimizer = 1024 : i64, params = 512 : i64, scratch = 640 : i64}, peak_bytes = 3328 : i64} {
-// ADAM: gpipe.program rank 1 attributes {arena_bytes = 1156 : i64, peak_at = "1B0", peak_breakdown = {boundary = 128 : i64, grads = 128 : i64, kept = 320 : i64, optimizer = 256 : i64, params = 128 : i64, scratch = 196 : i64}, peak_bytes = 1156 : i64} {
+// ADAM: gpipe.program rank 0 arena <size = 3328, peak = 3328, peak_at = 5, breakdown = <params = 512, grads = 512, optimizer = 1024, kept = 512, scratch = 640, boundary = 128>
+// ADAM: gpipe.program rank 1 arena <size = 1156, peak = 1156, peak_at = 4, breakdown = <params = 128, grads = 128, optimizer = 256, kept = 320, scratch = 196, boundary = 128>
 
 // remat none: each micro-batch also keeps everything its forward defines
 // (@f0: %h and %y, 256 B; @f1: %z and the loss, 68 B) until its backward,
 // whose working set then counts only gradient values (the same here).
-// NONE: saved = 256 : i64}, {{.*}} saved = 68 : i64}]
-// NONE: gpipe.program rank 0 attributes {arena_bytes = 2816 : i64, peak_at = "0B0", peak_breakdown = {boundary = 128 : i64, grads = 512 : i64, kept = 1024 : i64, optimizer = 0 : i64, params = 512 : i64, scratch = 640 : i64}, peak_bytes = 2816 : i64} {
-// NONE: gpipe.program rank 1 attributes {{{.*}}kept = 456 : i64{{.*}}peak_bytes = 1096 : i64} {
+// NONE: memory_plan <optimizer = sgd, alignment = 64, budget = 0, peak = 2816, arena = 2816, kept = [2, 2]>
+// NONE: gpipe.program rank 0 arena <size = 2816, peak = 2816, peak_at = 5, breakdown = <params = 512, grads = 512, optimizer = 0, kept = 1024, scratch = 640, boundary = 128>, slots = [{{.*}}<saved stage 0 at 2176 size 256 x 2 stride 256>
+// NONE: gpipe.program rank 1 arena <size = 1280, peak = 1096, peak_at = 4, breakdown = <{{.*}}kept = 456{{.*}}<saved stage 1 at 512 size 68 x 2 stride 128>
 
 // BUDGET: error: pipeline @train rank 0 (stage 0) needs 2.2 KiB (2304 bytes) of memory, over the memory budget of 2.0 KiB (2048 bytes)
 // BUDGET-NEXT: gpipe.pipeline @train
 // BUDGET: note: its arena holds a peak of 2.2 KiB (2304 bytes) live at action 5 (0B0): parameters 512 B, gradients 512 B, optimizer state 0 B, kept activations 512 B, scratch 640 B, send/receive buffers 128 B
 // BUDGET-NOT: rank 1
 
-// FITS: gpipe.memory_plan = {alignment = 64 : i64, arena_bytes = 2304 : i64, budget_bytes = 2304 : i64,
+// FITS: memory_plan <optimizer = sgd, alignment = 64, budget = 2304, peak = 2304, arena = 2304, kept = [2, 2]>
 
 // UNSCHEDULED: error: pipeline @train has no programs to plan; run gpipe-schedule or gpipe-import-schedule first
 // OPTIMIZER: error: gpipe-plan-memory: unknown optimizer 'lamb' (expected sgd, momentum or adam)
@@ -64,12 +71,12 @@
 
 // Declared functions have no body to walk: a warning, and no working set.
 // DECLARED: warning: stage @d0: @g0, @h0 have no body; the memory plan counts no working set for them
-// DECLARED: forward_scratch = 0 : i64
+// DECLARED: gpipe.program rank 0 arena <size = 256, peak = 256, peak_at = 0, breakdown = <params = 0, grads = 0, optimizer = 0, kept = 256, scratch = 0, boundary = 0>, slots = [<input stage 0 at 0 size 256 x 1 stride 256>]>
 
 // The shipped MLP with K = 4, M = 8: GPipe keeps all 8 micro-batches of
 // activations on every stage, 1F1B at most K - k on stage k.
-// MLP-GPIPE: kept_microbatches = array<i64: 8, 8, 8, 8>
-// MLP-1F1B: kept_microbatches = array<i64: 4, 3, 2, 1>
+// MLP-GPIPE: kept = [8, 8, 8, 8]
+// MLP-1F1B: kept = [4, 3, 2, 1]
 
 //--- two-stages.mlir
 nn.parameter @w0 : tensor<16x8xf32> {init = "zeros"}

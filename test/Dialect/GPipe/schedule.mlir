@@ -5,7 +5,11 @@
 // gpipe-schedule fills empty pipelines with generated per-rank programs: the
 // exact action order per rank, sends and receives placed where the
 // simulated producer ends (an activation crosses a boundary before the
-// gradient that depends on it), backwards in micro-batch order.
+// gradient that depends on it), backwards in micro-batch order. Every
+// periodic run of a program is a `gpipe.for` loop over micro-batches (GPipe:
+// a forward loop and a backward loop; 1F1B: warm-up, steady state and
+// cool-down), so the programs below are whole and the size of a program
+// does not grow with M (see the M = 64 case at the end).
 
 // BADOPT: error: unknown schedule 'interleaved', expected gpipe or 1f1b
 
@@ -13,25 +17,25 @@
 
 // CHECK-LABEL: gpipe.pipeline @gpipe_two_stages_two_microbatches stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
 // CHECK-NEXT:    gpipe.program rank 0 {
-// CHECK-NEXT:      gpipe.forward @s0 mb 0
-// CHECK-NEXT:      gpipe.send @s0 mb 0 forward to 1 : tensor<4x8xf32>
-// CHECK-NEXT:      gpipe.forward @s0 mb 1
-// CHECK-NEXT:      gpipe.send @s0 mb 1 forward to 1 : tensor<4x8xf32>
-// CHECK-NEXT:      gpipe.recv @s0 mb 0 backward from 1 : tensor<4x8xf32>
-// CHECK-NEXT:      gpipe.backward @s0 mb 0
-// CHECK-NEXT:      gpipe.recv @s0 mb 1 backward from 1 : tensor<4x8xf32>
-// CHECK-NEXT:      gpipe.backward @s0 mb 1
+// CHECK-NEXT:      gpipe.for %mb = 0 to 2 {
+// CHECK-NEXT:        gpipe.forward @s0 mb %mb
+// CHECK-NEXT:        gpipe.send @s0 mb %mb forward to 1 : tensor<4x8xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpipe.for %mb = 0 to 2 {
+// CHECK-NEXT:        gpipe.recv @s0 mb %mb backward from 1 : tensor<4x8xf32>
+// CHECK-NEXT:        gpipe.backward @s0 mb %mb
+// CHECK-NEXT:      }
 // CHECK-NEXT:      gpipe.step @s0
 // CHECK-NEXT:    }
 // CHECK-NEXT:    gpipe.program rank 1 {
-// CHECK-NEXT:      gpipe.recv @s1 mb 0 forward from 0 : tensor<4x8xf32>
-// CHECK-NEXT:      gpipe.forward @s1 mb 0
-// CHECK-NEXT:      gpipe.recv @s1 mb 1 forward from 0 : tensor<4x8xf32>
-// CHECK-NEXT:      gpipe.forward @s1 mb 1
-// CHECK-NEXT:      gpipe.backward @s1 mb 0
-// CHECK-NEXT:      gpipe.send @s1 mb 0 backward to 0 : tensor<4x8xf32>
-// CHECK-NEXT:      gpipe.backward @s1 mb 1
-// CHECK-NEXT:      gpipe.send @s1 mb 1 backward to 0 : tensor<4x8xf32>
+// CHECK-NEXT:      gpipe.for %mb = 0 to 2 {
+// CHECK-NEXT:        gpipe.recv @s1 mb %mb forward from 0 : tensor<4x8xf32>
+// CHECK-NEXT:        gpipe.forward @s1 mb %mb
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpipe.for %mb = 0 to 2 {
+// CHECK-NEXT:        gpipe.backward @s1 mb %mb
+// CHECK-NEXT:        gpipe.send @s1 mb %mb backward to 0 : tensor<4x8xf32>
+// CHECK-NEXT:      }
 // CHECK-NEXT:      gpipe.step @s1
 // CHECK-NEXT:    }
 // CHECK-NEXT:  }
@@ -61,14 +65,14 @@ func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
 
 // CHECK-LABEL: gpipe.pipeline @one_f_one_b_two_stages_two_microbatches stages [@s0, @s1] microbatches 2 schedule "1f1b" remat stage {
 // CHECK-NEXT:    gpipe.program rank 0 {
-// CHECK-NEXT:      gpipe.forward @s0 mb 0
-// CHECK-NEXT:      gpipe.send @s0 mb 0 forward to 1 : tensor<4x8xf32>
-// CHECK-NEXT:      gpipe.forward @s0 mb 1
-// CHECK-NEXT:      gpipe.send @s0 mb 1 forward to 1 : tensor<4x8xf32>
-// CHECK-NEXT:      gpipe.recv @s0 mb 0 backward from 1 : tensor<4x8xf32>
-// CHECK-NEXT:      gpipe.backward @s0 mb 0
-// CHECK-NEXT:      gpipe.recv @s0 mb 1 backward from 1 : tensor<4x8xf32>
-// CHECK-NEXT:      gpipe.backward @s0 mb 1
+// CHECK-NEXT:      gpipe.for %mb = 0 to 2 {
+// CHECK-NEXT:        gpipe.forward @s0 mb %mb
+// CHECK-NEXT:        gpipe.send @s0 mb %mb forward to 1 : tensor<4x8xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpipe.for %mb = 0 to 2 {
+// CHECK-NEXT:        gpipe.recv @s0 mb %mb backward from 1 : tensor<4x8xf32>
+// CHECK-NEXT:        gpipe.backward @s0 mb %mb
+// CHECK-NEXT:      }
 // CHECK-NEXT:      gpipe.step @s0
 // CHECK-NEXT:    }
 // CHECK-NEXT:    gpipe.program rank 1 {
@@ -97,36 +101,65 @@ func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
 // 1F1B, K = 3, M = 4: stage k warms up with K - k - 1 forwards, then
 // alternates, then drains (compute actions only checked here).
 
-// CHECK-LABEL: gpipe.pipeline @one_f_one_b_three_stages_four_microbatches
-// CHECK:         gpipe.program rank 0 {
-// CHECK-NOT:       gpipe.backward
-// CHECK:           gpipe.forward @a mb 0
-// CHECK-NOT:       gpipe.backward
-// CHECK:           gpipe.forward @a mb 1
-// CHECK-NOT:       gpipe.backward
-// CHECK:           gpipe.forward @a mb 2
-// CHECK:           gpipe.backward @a mb 0
-// CHECK:           gpipe.forward @a mb 3
-// CHECK:           gpipe.backward @a mb 1
-// CHECK:           gpipe.backward @a mb 2
-// CHECK:           gpipe.backward @a mb 3
+// CHECK-LABEL: gpipe.pipeline @one_f_one_b_three_stages_four_microbatches stages [@a, @b, @c] microbatches 4 schedule "1f1b" remat stage {
+// CHECK-NEXT:    gpipe.program rank 0 {
+// CHECK-NEXT:      gpipe.for %mb = 0 to 3 {
+// CHECK-NEXT:        gpipe.forward @a mb %mb
+// CHECK-NEXT:        gpipe.send @a mb %mb forward to 1 : tensor<2xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpipe.recv @a mb 0 backward from 1 : tensor<2xf32>
+// CHECK-NEXT:      gpipe.backward @a mb 0
+// CHECK-NEXT:      gpipe.forward @a mb 3
+// CHECK-NEXT:      gpipe.send @a mb 3 forward to 1 : tensor<2xf32>
+// CHECK-NEXT:      gpipe.for %mb = 1 to 4 {
+// CHECK-NEXT:        gpipe.recv @a mb %mb backward from 1 : tensor<2xf32>
+// CHECK-NEXT:        gpipe.backward @a mb %mb
+// CHECK-NEXT:      }
 // CHECK-NEXT:      gpipe.step @a
-// CHECK:         gpipe.program rank 1 {
-// CHECK:           gpipe.forward @b mb 0
-// CHECK:           gpipe.forward @b mb 1
-// CHECK:           gpipe.backward @b mb 0
-// CHECK:           gpipe.forward @b mb 2
-// CHECK:           gpipe.backward @b mb 1
-// CHECK:           gpipe.forward @b mb 3
-// CHECK:           gpipe.backward @b mb 2
-// CHECK:           gpipe.backward @b mb 3
-// CHECK:         gpipe.program rank 2 {
+// CHECK-NEXT:    }
+// CHECK-NEXT:    gpipe.program rank 1 {
+// CHECK-NEXT:      gpipe.recv @b mb 0 forward from 0 : tensor<2xf32>
+// CHECK-NEXT:      gpipe.for %mb = 0 to 2 {
+// CHECK-NEXT:        gpipe.forward @b mb %mb
+// CHECK-NEXT:        gpipe.recv @b mb %mb + 1 forward from 0 : tensor<2xf32>
+// CHECK-NEXT:        gpipe.send @b mb %mb forward to 2 : tensor<2xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpipe.recv @b mb 0 backward from 2 : tensor<2xf32>
+// CHECK-NEXT:      gpipe.backward @b mb 0
+// CHECK-NEXT:      gpipe.send @b mb 0 backward to 0 : tensor<2xf32>
+// CHECK-NEXT:      gpipe.forward @b mb 2
+// CHECK-NEXT:      gpipe.send @b mb 2 forward to 2 : tensor<2xf32>
+// CHECK-NEXT:      gpipe.recv @b mb 1 backward from 2 : tensor<2xf32>
+// CHECK-NEXT:      gpipe.backward @b mb 1
+// CHECK-NEXT:      gpipe.recv @b mb 3 forward from 0 : tensor<2xf32>
+// CHECK-NEXT:      gpipe.send @b mb 1 backward to 0 : tensor<2xf32>
+// CHECK-NEXT:      gpipe.forward @b mb 3
+// CHECK-NEXT:      gpipe.send @b mb 3 forward to 2 : tensor<2xf32>
+// CHECK-NEXT:      gpipe.for %mb = 2 to 4 {
+// CHECK-NEXT:        gpipe.recv @b mb %mb backward from 2 : tensor<2xf32>
+// CHECK-NEXT:        gpipe.backward @b mb %mb
+// CHECK-NEXT:        gpipe.send @b mb %mb backward to 0 : tensor<2xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpipe.step @b
+// CHECK-NEXT:    }
+// CHECK-NEXT:    gpipe.program rank 2 {
 // CHECK-NEXT:      gpipe.recv @c mb 0 forward from 1 : tensor<2xf32>
 // CHECK-NEXT:      gpipe.forward @c mb 0
 // CHECK-NEXT:      gpipe.recv @c mb 1 forward from 1 : tensor<2xf32>
 // CHECK-NEXT:      gpipe.backward @c mb 0
-// CHECK-NEXT:      gpipe.send @c mb 0 backward to 1 : tensor<2xf32>
-// CHECK-NEXT:      gpipe.forward @c mb 1
+// CHECK-NEXT:      gpipe.for %mb = 0 to 2 {
+// CHECK-NEXT:        gpipe.send @c mb %mb backward to 1 : tensor<2xf32>
+// CHECK-NEXT:        gpipe.forward @c mb %mb + 1
+// CHECK-NEXT:        gpipe.backward @c mb %mb + 1
+// CHECK-NEXT:        gpipe.recv @c mb %mb + 2 forward from 1 : tensor<2xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpipe.send @c mb 2 backward to 1 : tensor<2xf32>
+// CHECK-NEXT:      gpipe.forward @c mb 3
+// CHECK-NEXT:      gpipe.backward @c mb 3
+// CHECK-NEXT:      gpipe.send @c mb 3 backward to 1 : tensor<2xf32>
+// CHECK-NEXT:      gpipe.step @c
+// CHECK-NEXT:    }
+// CHECK-NEXT:  }
 gpipe.pipeline @one_f_one_b_three_stages_four_microbatches stages [@a, @b, @c] microbatches 4 schedule "1f1b" remat stage {
 }
 gpipe.stage @a index 0 : tensor<2xf32> -> tensor<2xf32> forward @f backward @g
@@ -164,10 +197,12 @@ func.func private @bd(tensor<2x4x8xbf16>, tensor<2x4xi64>, tensor<f32>) -> tenso
 
 // CHECK-LABEL: gpipe.pipeline @single_stage stages [@s0] microbatches 2 schedule gpipe remat none {
 // CHECK-NEXT:    gpipe.program rank 0 {
-// CHECK-NEXT:      gpipe.forward @s0 mb 0
-// CHECK-NEXT:      gpipe.forward @s0 mb 1
-// CHECK-NEXT:      gpipe.backward @s0 mb 0
-// CHECK-NEXT:      gpipe.backward @s0 mb 1
+// CHECK-NEXT:      gpipe.for %mb = 0 to 2 {
+// CHECK-NEXT:        gpipe.forward @s0 mb %mb
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpipe.for %mb = 0 to 2 {
+// CHECK-NEXT:        gpipe.backward @s0 mb %mb
+// CHECK-NEXT:      }
 // CHECK-NEXT:      gpipe.step @s0
 // CHECK-NEXT:    }
 // CHECK-NEXT:  }
@@ -202,6 +237,61 @@ func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
 // OVERRIDE-NEXT:    gpipe.program rank 0 {
 // expected-error @+1 {{pipeline @custom_without_option has schedule custom, which gpipe-schedule cannot generate; import one with gpipe-import-schedule or pass schedule=gpipe or schedule=1f1b}}
 gpipe.pipeline @custom_without_option stages [@s0, @s1] microbatches 1 schedule custom remat stage {
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// M = 64: the same loops as M = 2 with other trip counts; the 1F1B steady
+// state is one loop.
+
+// CHECK-LABEL: gpipe.pipeline @gpipe_sixty_four
+// CHECK:         gpipe.program rank 0 {
+// CHECK-NEXT:      gpipe.for %mb = 0 to 64 {
+// CHECK-NEXT:        gpipe.forward @s0 mb %mb
+// CHECK-NEXT:        gpipe.send @s0 mb %mb forward to 1 : tensor<4x8xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpipe.for %mb = 0 to 64 {
+// CHECK-NEXT:        gpipe.recv @s0 mb %mb backward from 1 : tensor<4x8xf32>
+// CHECK-NEXT:        gpipe.backward @s0 mb %mb
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpipe.step @s0
+// CHECK-NEXT:    }
+gpipe.pipeline @gpipe_sixty_four stages [@s0, @s1] microbatches 64 schedule gpipe remat stage {
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// CHECK-LABEL: gpipe.pipeline @one_f_one_b_sixty_four
+// CHECK:         gpipe.program rank 0 {
+// CHECK-NEXT:      gpipe.for %mb = 0 to 2 {
+// CHECK-NEXT:        gpipe.forward @s0 mb %mb
+// CHECK-NEXT:        gpipe.send @s0 mb %mb forward to 1 : tensor<4x8xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpipe.for %mb = 0 to 62 {
+// CHECK-NEXT:        gpipe.recv @s0 mb %mb backward from 1 : tensor<4x8xf32>
+// CHECK-NEXT:        gpipe.backward @s0 mb %mb
+// CHECK-NEXT:        gpipe.forward @s0 mb %mb + 2
+// CHECK-NEXT:        gpipe.send @s0 mb %mb + 2 forward to 1 : tensor<4x8xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpipe.for %mb = 62 to 64 {
+// CHECK-NEXT:        gpipe.recv @s0 mb %mb backward from 1 : tensor<4x8xf32>
+// CHECK-NEXT:        gpipe.backward @s0 mb %mb
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpipe.step @s0
+// CHECK-NEXT:    }
+gpipe.pipeline @one_f_one_b_sixty_four stages [@s0, @s1] microbatches 64 schedule "1f1b" remat stage {
 }
 gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
 gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1

@@ -34,6 +34,42 @@ using namespace mlir::gpipe;
 
 #include "gpipe/Dialect/GPipe/IR/GPipeInterfaces.cpp.inc"
 
+//===----------------------------------------------------------------------===//
+// The micro-batch of an action: `mb 3`, `mb %mb` or `mb %mb + 3`
+//===----------------------------------------------------------------------===//
+
+static ParseResult
+parseMicrobatch(OpAsmParser &parser,
+                std::optional<OpAsmParser::UnresolvedOperand> &base,
+                IntegerAttr &offset) {
+  OpAsmParser::UnresolvedOperand operand;
+  OptionalParseResult hasOperand = parser.parseOptionalOperand(operand);
+  int64_t constant = 0;
+  if (hasOperand.has_value()) {
+    if (failed(*hasOperand))
+      return failure();
+    base = operand;
+    if (succeeded(parser.parseOptionalPlus()) &&
+        parser.parseInteger(constant))
+      return failure();
+  } else if (parser.parseInteger(constant)) {
+    return failure();
+  }
+  offset = parser.getBuilder().getI64IntegerAttr(constant);
+  return success();
+}
+
+static void printMicrobatch(OpAsmPrinter &printer, Operation *, Value base,
+                            IntegerAttr offset) {
+  if (!base) {
+    printer << offset.getInt();
+    return;
+  }
+  printer << base;
+  if (offset.getInt() != 0)
+    printer << " + " << offset.getInt();
+}
+
 void GPipeDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
@@ -176,6 +212,21 @@ LogicalResult StageOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 //===----------------------------------------------------------------------===//
+// RematOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RematOp::verify() {
+  if (getPolicy() == Remat::None)
+    return emitOpError("re-materializes under remat policy none, which keeps "
+                       "every activation instead");
+  Operation *yield = getBody().front().getTerminator();
+  if (yield->getOperandTypes() != getResultTypes())
+    return emitOpError("yields ")
+           << yield->getOperandTypes() << " but returns " << getResultTypes();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // PipelineOp
 //===----------------------------------------------------------------------===//
 
@@ -286,13 +337,132 @@ PipelineOp ProgramOp::getPipeline() {
 LogicalResult ProgramOp::verify() {
   if (getRankIndex() < 0)
     return emitOpError("expected a non-negative rank, got ") << getRankIndex();
+  if (ArenaAttr arena = getArenaAttr()) {
+    int64_t numStages = getPipeline().getNumStages();
+    for (SlotAttr slot : arena.getSlots()) {
+      if (slot.getStage() >= numStages)
+        return emitOpError("arena slot ")
+               << slot << " names stage " << slot.getStage() << " of "
+               << numStages;
+      if (slot.getOffset() + slot.getSpan() > arena.getSize())
+        return emitOpError("arena slot ")
+               << slot << " ends at byte " << slot.getOffset() + slot.getSpan()
+               << ", past the arena's " << arena.getSize();
+    }
+  }
   if (getBody().empty())
     return success();
   for (Operation &op : getBody().front())
-    if (!isa<ActionOpInterface>(op))
+    if (!isa<ActionOpInterface, ForOp>(op))
       return op.emitOpError("is not allowed in a program, expected a "
+                            "pipeline action or a 'gpipe.for'");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ForOp
+//===----------------------------------------------------------------------===//
+
+void ForOp::build(OpBuilder &builder, OperationState &state, int64_t lower,
+                  int64_t upper) {
+  state.addAttribute(getLowerAttrName(state.name),
+                     builder.getI64IntegerAttr(lower));
+  state.addAttribute(getUpperAttrName(state.name),
+                     builder.getI64IntegerAttr(upper));
+  Region *body = state.addRegion();
+  Block *block = new Block();
+  block->addArgument(builder.getIndexType(), state.location);
+  body->push_back(block);
+}
+
+ParseResult ForOp::parse(OpAsmParser &parser, OperationState &result) {
+  OpAsmParser::Argument iv;
+  int64_t lower = 0, upper = 0;
+  if (parser.parseArgument(iv) || parser.parseEqual() ||
+      parser.parseInteger(lower) || parser.parseKeyword("to") ||
+      parser.parseInteger(upper))
+    return failure();
+  Builder &b = parser.getBuilder();
+  iv.type = b.getIndexType();
+  result.addAttribute("lower", b.getI64IntegerAttr(lower));
+  result.addAttribute("upper", b.getI64IntegerAttr(upper));
+  Region *body = result.addRegion();
+  if (parser.parseRegion(*body, {iv}) ||
+      parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  if (body->empty())
+    body->emplaceBlock();
+  return success();
+}
+
+void ForOp::print(OpAsmPrinter &p) {
+  p << " " << getInductionVar() << " = " << getLowerBound() << " to "
+    << getUpperBound() << " ";
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false);
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(), {"lower", "upper"});
+}
+
+void ForOp::getAsmBlockArgumentNames(Region &region,
+                                     OpAsmSetValueNameFn setNameFn) {
+  if (!region.empty() && region.front().getNumArguments() == 1)
+    setNameFn(region.front().getArgument(0), "mb");
+}
+
+LogicalResult ForOp::verify() {
+  if (getLowerBound() < 0 || getUpperBound() <= getLowerBound())
+    return emitOpError("expected 0 <= lower < upper, got ")
+           << getLowerBound() << " to " << getUpperBound();
+  Block &body = getBody().front();
+  if (body.getNumArguments() != 1 || !body.getArgument(0).getType().isIndex())
+    return emitOpError("expected one 'index' block argument, the micro-batch");
+  for (Operation &op : body)
+    if (!isa<ActionOpInterface>(op))
+      return op.emitOpError("is not allowed in a 'gpipe.for', expected a "
                             "pipeline action");
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Expanding a program
+//===----------------------------------------------------------------------===//
+
+void mlir::gpipe::walkProgram(
+    ProgramOp program,
+    llvm::function_ref<void(ActionOpInterface, int64_t)> callback) {
+  if (program.getBody().empty())
+    return;
+  auto visit = [&](Operation &op, std::optional<int64_t> iv) {
+    auto action = dyn_cast<ActionOpInterface>(op);
+    if (!action)
+      return;
+    int64_t mb = action.getMicrobatchOffset();
+    if (action.getMicrobatchBase() && iv)
+      mb += *iv;
+    callback(action, mb);
+  };
+  for (Operation &op : program.getBody().front()) {
+    if (auto loop = dyn_cast<ForOp>(op)) {
+      for (int64_t i = loop.getLowerBound(); i < loop.getUpperBound(); ++i)
+        for (Operation &inner : loop.getBody().front())
+          visit(inner, i);
+      continue;
+    }
+    visit(op, std::nullopt);
+  }
+}
+
+int64_t mlir::gpipe::getNumExpandedActions(ProgramOp program) {
+  int64_t n = 0;
+  if (program.getBody().empty())
+    return 0;
+  for (Operation &op : program.getBody().front()) {
+    if (auto loop = dyn_cast<ForOp>(op))
+      n += loop.getTripCount() *
+           static_cast<int64_t>(loop.getBody().front().getOperations().size());
+    else if (isa<ActionOpInterface>(op))
+      ++n;
+  }
+  return n;
 }
 
 //===----------------------------------------------------------------------===//
@@ -301,8 +471,8 @@ LogicalResult ProgramOp::verify() {
 
 LogicalResult mlir::gpipe::detail::verifyActionOp(Operation *op) {
   auto action = cast<ActionOpInterface>(op);
-  // HasParent has checked the program; the pipeline is the program's parent.
-  auto program = dyn_cast_or_null<ProgramOp>(op->getParentOp());
+  // ParentOneOf has checked the parent: a program or a loop in one.
+  auto program = op->getParentOfType<ProgramOp>();
   if (!program)
     return success();
   auto pipeline = dyn_cast_or_null<PipelineOp>(program->getParentOp());
@@ -316,12 +486,24 @@ LogicalResult mlir::gpipe::detail::verifyActionOp(Operation *op) {
 
   ActionKind kind = action.getActionKind();
   if (hasMicrobatch(kind)) {
-    int64_t mb = action.getMicrobatchIndex();
+    int64_t first = action.getMicrobatchOffset(), last = first;
+    if (Value base = action.getMicrobatchBase()) {
+      auto loop = dyn_cast_or_null<ForOp>(op->getParentOp());
+      if (!loop || base != loop.getInductionVar())
+        return op->emitOpError(
+            "expected the micro-batch base to be the enclosing 'gpipe.for' "
+            "loop's variable");
+      first += loop.getLowerBound();
+      last += loop.getUpperBound() - 1;
+    }
     int64_t numMicrobatches = pipeline.getNumMicrobatches();
-    if (mb < 0 || mb >= numMicrobatches)
-      return op->emitOpError("micro-batch ")
-             << mb << " out of range for " << numMicrobatches
-             << " micro-batches";
+    for (int64_t mb : {first, last})
+      if (mb < 0 || mb >= numMicrobatches)
+        return op->emitOpError("micro-batch ")
+               << mb << " out of range for " << numMicrobatches
+               << " micro-batches";
+  } else if (action.getMicrobatchBase()) {
+    return op->emitOpError("takes no micro-batch");
   }
   if (!isCommKind(kind))
     return success();
@@ -380,7 +562,7 @@ LogicalResult mlir::gpipe::detail::verifyActionSymbolUses(
              << ref << " declares no backward_input and backward_weight";
     break;
   case ActionKind::Recompute: {
-    auto program = dyn_cast_or_null<ProgramOp>(op->getParentOp());
+    auto program = op->getParentOfType<ProgramOp>();
     auto pipeline = program
                         ? dyn_cast_or_null<PipelineOp>(program->getParentOp())
                         : PipelineOp();
@@ -411,6 +593,50 @@ LogicalResult mlir::gpipe::detail::verifyActionSymbolUses(
     break;
   }
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Memory plan attributes
+//===----------------------------------------------------------------------===//
+
+LogicalResult SlotAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               SlotKind kind, int64_t stage, int64_t offset,
+                               int64_t size, int64_t count, int64_t stride) {
+  if (offset < 0 || size < 0)
+    return emitError() << "expected a non-negative offset and size, got "
+                       << offset << " and " << size;
+  if (count < 1)
+    return emitError() << "expected at least one copy, got " << count;
+  if (count > 1 && stride < size)
+    return emitError() << "expected a stride of at least the size " << size
+                       << ", got " << stride;
+  if (stage < -1 || (stage == -1) != (kind == SlotKind::Scratch))
+    return emitError() << "expected stage -1 exactly for the rank's scratch "
+                          "slot, got "
+                       << stringifySlotKind(kind) << " of stage " << stage;
+  return success();
+}
+
+LogicalResult ArenaAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                int64_t size, int64_t peak, int64_t peakAt,
+                                BreakdownAttr breakdown,
+                                ArrayRef<SlotAttr> slots) {
+  if (size < 0 || peak < 0)
+    return emitError() << "expected a non-negative size and peak";
+  for (auto [i, slot] : llvm::enumerate(slots))
+    for (SlotAttr other : slots.take_front(i))
+      if (other.getKind() == slot.getKind() &&
+          other.getStage() == slot.getStage())
+        return emitError() << "two slots for " << stringifySlotKind(slot.getKind())
+                           << " of stage " << slot.getStage();
+  return success();
+}
+
+SlotAttr ArenaAttr::lookup(SlotKind kind, int64_t stage) const {
+  for (SlotAttr slot : getSlots())
+    if (slot.getKind() == kind && slot.getStage() == stage)
+      return slot;
+  return nullptr;
 }
 
 #define GET_OP_CLASSES

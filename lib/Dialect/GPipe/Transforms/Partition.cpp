@@ -176,6 +176,51 @@ static func::FuncOp buildStageForward(OpBuilder &builder, Network &net,
 
 /// Stage 0's input is the data: drops its gradient from the backward's
 /// results (listed first by nn.input_grads) and the ops only it needed.
+/// Wraps the ops of `backward` that recompute its forward (those of
+/// `recomputed` still in its body) in a `gpipe.remat` region of `policy`,
+/// yielding the values the gradient ops read. Parameter reads and
+/// constants move in front of it: they are reads, not recomputation.
+static void wrapRecompute(func::FuncOp backward,
+                          const llvm::DenseSet<Operation *> &recomputed,
+                          Remat policy) {
+  Block &block = backward.getBody().front();
+  SmallVector<Operation *> body, reads;
+  for (Operation &op : block) {
+    if (!recomputed.contains(&op))
+      continue;
+    if (isa<nn::ParamOp>(op) || op.hasTrait<OpTrait::ConstantLike>())
+      reads.push_back(&op);
+    else
+      body.push_back(&op);
+  }
+  if (body.empty())
+    return;
+  for (Operation *read : reads)
+    read->moveBefore(body.front());
+  llvm::DenseSet<Operation *> inBody(body.begin(), body.end());
+  SmallVector<Value> escaping;
+  for (Operation *op : body)
+    for (Value result : op->getResults())
+      if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return !inBody.contains(user);
+          }))
+        escaping.push_back(result);
+  OpBuilder builder(body.front());
+  Location loc = body.front()->getLoc();
+  auto remat = RematOp::create(builder, loc, ValueRange(escaping).getTypes(),
+                               policy);
+  Block *inner = new Block();
+  remat.getBody().push_back(inner);
+  for (Operation *op : body)
+    op->moveBefore(inner, inner->end());
+  builder.setInsertionPointToEnd(inner);
+  YieldOp::create(builder, loc, escaping);
+  for (auto [value, result] : llvm::zip(escaping, remat.getResults()))
+    value.replaceUsesWithIf(result, [&](OpOperand &use) {
+      return !remat->isAncestor(use.getOwner());
+    });
+}
+
 static void dropDataGradient(func::FuncOp backward) {
   auto positions =
       backward->getAttrOfType<DenseI64ArrayAttr>(nn::kInputGradsAttrName);
@@ -345,12 +390,20 @@ void GPipePartitionPass::runOnOperation() {
       options.lossScale = 1.0 / static_cast<double>(microbatches);
     // remat=none: the forward also returns what the backward reads.
     options.saveActivations = *rematKind == Remat::None;
+    SmallVector<Operation *> recomputed;
+    options.recomputed = &recomputed;
     FailureOr<func::FuncOp> bwd =
         nn::buildBackwardFunction(fwd, base + "_bwd", options);
     if (failed(bwd))
       return fail();
+    // The set is only compared against the ops still in the body (nothing
+    // is created in between, so an erased op's address is not reused).
+    llvm::DenseSet<Operation *> recomputedSet(recomputed.begin(),
+                                              recomputed.end());
     if (s == 0)
       dropDataGradient(*bwd);
+    if (*rematKind != Remat::None)
+      wrapRecompute(*bwd, recomputedSet, *rematKind);
     builder.setInsertionPointAfter(*bwd);
 
     double forwardTime = 0, backwardTime = 0;
@@ -373,7 +426,7 @@ void GPipePartitionPass::runOnOperation() {
       builder, func.getLoc(), builder.getStringAttr(pipelineName),
       builder.getArrayAttr(stageRefs), builder.getI64IntegerAttr(microbatches),
       ScheduleKindAttr::get(module.getContext(), *scheduleKind),
-      RematAttr::get(module.getContext(), *rematKind))
+      RematAttr::get(module.getContext(), *rematKind), MemoryPlanAttr())
       .getBody()
       .emplaceBlock();
 }

@@ -178,39 +178,50 @@ static std::string describeStages(const Schedule &schedule, int rank) {
   return text;
 }
 
-static DictionaryAttr getBreakdownAttr(Builder &b,
-                                       const MemoryBreakdown &breakdown) {
-  return b.getDictionaryAttr({
-      b.getNamedAttr("params", b.getI64IntegerAttr(breakdown.parameters)),
-      b.getNamedAttr("grads", b.getI64IntegerAttr(breakdown.gradients)),
-      b.getNamedAttr("optimizer",
-                     b.getI64IntegerAttr(breakdown.optimizerState)),
-      b.getNamedAttr("kept", b.getI64IntegerAttr(breakdown.keptActivations)),
-      b.getNamedAttr("scratch", b.getI64IntegerAttr(breakdown.scratch)),
-      b.getNamedAttr("boundary", b.getI64IntegerAttr(breakdown.boundary)),
-  });
+static BreakdownAttr getBreakdownAttr(MLIRContext *ctx,
+                                     const MemoryBreakdown &breakdown) {
+  return BreakdownAttr::get(ctx, breakdown.parameters, breakdown.gradients,
+                            breakdown.optimizerState,
+                            breakdown.keptActivations, breakdown.scratch,
+                            breakdown.boundary);
 }
 
-static DictionaryAttr getStageAttr(Builder &b, const StageMemory &m) {
-  SmallVector<NamedAttribute> entries = {
-      b.getNamedAttr("params", b.getI64IntegerAttr(m.paramBytes)),
-      b.getNamedAttr("input", b.getI64IntegerAttr(m.inputBytes)),
-      b.getNamedAttr("extra_input", b.getI64IntegerAttr(m.extraInputBytes)),
-      b.getNamedAttr("output", b.getI64IntegerAttr(m.outputBytes)),
-      b.getNamedAttr("saved", b.getI64IntegerAttr(m.savedBytes)),
-      b.getNamedAttr("forward_scratch", b.getI64IntegerAttr(m.forwardScratch)),
-      b.getNamedAttr("backward_scratch",
-                     b.getI64IntegerAttr(m.backwardScratch)),
-  };
-  if (m.backwardInputScratch)
-    entries.push_back(
-        b.getNamedAttr("backward_input_scratch",
-                       b.getI64IntegerAttr(*m.backwardInputScratch)));
-  if (m.backwardWeightScratch)
-    entries.push_back(
-        b.getNamedAttr("backward_weight_scratch",
-                       b.getI64IntegerAttr(*m.backwardWeightScratch)));
-  return b.getDictionaryAttr(entries);
+SlotKind mlir::gpipe::getSlotKind(BufferKind kind) {
+  switch (kind) {
+  case BufferKind::Parameters:
+    return SlotKind::Parameters;
+  case BufferKind::Gradients:
+    return SlotKind::Gradients;
+  case BufferKind::OptimizerState:
+    return SlotKind::OptimizerState;
+  case BufferKind::Input:
+    return SlotKind::Input;
+  case BufferKind::ExtraInput:
+    return SlotKind::ExtraInput;
+  case BufferKind::Saved:
+    return SlotKind::Saved;
+  case BufferKind::Output:
+    return SlotKind::Output;
+  case BufferKind::OutputGrad:
+    return SlotKind::OutputGrad;
+  case BufferKind::InputGrad:
+    return SlotKind::InputGrad;
+  case BufferKind::Scratch:
+    return SlotKind::Scratch;
+  }
+  return SlotKind::Scratch;
+}
+
+Optimizer mlir::gpipe::getOptimizerAttrValue(OptimizerKind kind) {
+  switch (kind) {
+  case OptimizerKind::SGD:
+    return Optimizer::SGD;
+  case OptimizerKind::Momentum:
+    return Optimizer::Momentum;
+  case OptimizerKind::Adam:
+    return Optimizer::Adam;
+  }
+  return Optimizer::SGD;
 }
 
 namespace {
@@ -288,41 +299,31 @@ GPipePlanMemoryPass::planPipeline(PipelineOp op, OptimizerKind optimizer,
   const MemoryPlanInput &input = planned->input;
   const MemoryPlan &plan = planned->plan;
 
-  Builder b(op.getContext());
+  MLIRContext *ctx = op.getContext();
   int64_t maxPeak = 0, maxArena = 0;
   SmallVector<ProgramOp, 8> programs = op.getPrograms();
   for (auto [r, program] : llvm::enumerate(programs)) {
     const RankMemoryPlan &rank = plan.ranks[r];
     maxPeak = std::max(maxPeak, rank.peakBytes);
     maxArena = std::max(maxArena, rank.arenaBytes);
-    program->setAttr("arena_bytes", b.getI64IntegerAttr(rank.arenaBytes));
-    program->setAttr("peak_bytes", b.getI64IntegerAttr(rank.peakBytes));
-    std::string at = rank.peakAction >= 0
-                         ? toString(schedule.ranks[r][rank.peakAction])
-                         : std::string();
-    program->setAttr("peak_at", b.getStringAttr(at));
-    program->setAttr("peak_breakdown", getBreakdownAttr(b, rank.atPeak));
+    SmallVector<SlotAttr> slots;
+    for (const PlannedSlot &slot : rank.slots)
+      slots.push_back(SlotAttr::get(ctx, getSlotKind(slot.kind), slot.stage,
+                                    slot.offset, slot.size, slot.count,
+                                    slot.stride));
+    program.setArenaAttr(ArenaAttr::get(ctx, rank.arenaBytes, rank.peakBytes,
+                                        rank.peakAction,
+                                        getBreakdownAttr(ctx, rank.atPeak),
+                                        slots));
   }
-  SmallVector<Attribute> stageAttrs;
-  for (const StageMemory &m : input.stages)
-    stageAttrs.push_back(getStageAttr(b, m));
   SmallVector<int64_t> kept;
   for (int s = 0; s < schedule.numStages; ++s) {
     int rank = schedule.getRankOfStage(s);
     kept.push_back(rank >= 0 ? plan.ranks[rank].peakKeptMicrobatches[s] : 0);
   }
-  SmallVector<NamedAttribute> summary = {
-      b.getNamedAttr("optimizer", b.getStringAttr(getOptimizerName(optimizer))),
-      b.getNamedAttr("alignment", b.getI64IntegerAttr(input.alignment)),
-      b.getNamedAttr("peak_bytes", b.getI64IntegerAttr(maxPeak)),
-      b.getNamedAttr("arena_bytes", b.getI64IntegerAttr(maxArena)),
-      b.getNamedAttr("stages", b.getArrayAttr(stageAttrs)),
-      b.getNamedAttr("kept_microbatches", b.getDenseI64ArrayAttr(kept)),
-  };
-  if (budget)
-    summary.push_back(
-        b.getNamedAttr("budget_bytes", b.getI64IntegerAttr(*budget)));
-  op->setAttr("gpipe.memory_plan", b.getDictionaryAttr(summary));
+  op.setMemoryPlanAttr(MemoryPlanAttr::get(
+      ctx, getOptimizerAttrValue(optimizer), input.alignment,
+      budget.value_or(0), maxPeak, maxArena, kept));
 
   if (!budget)
     return success();

@@ -141,13 +141,6 @@ static StageInfo getStageInfo(StageOp stage, ModuleOp module,
   return info;
 }
 
-static int64_t getInt(DictionaryAttr dict, StringRef name) {
-  if (!dict)
-    return 0;
-  if (auto value = dict.getAs<IntegerAttr>(name))
-    return value.getInt();
-  return 0;
-}
 
 //===----------------------------------------------------------------------===//
 // The report
@@ -201,9 +194,8 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module) {
   for (auto [s, info] : llvm::enumerate(infos)) {
     std::string peak = "-";
     if (info.rank >= 0 && info.rank < static_cast<int>(programs.size()))
-      if (auto bytes =
-              programs[info.rank]->getAttrOfType<IntegerAttr>("peak_bytes")) {
-        peak = formatBytes(bytes.getInt());
+      if (ArenaAttr arena = programs[info.rank].getArenaAttr()) {
+        peak = formatBytes(arena.getPeak());
         planned = true;
       }
     rows.push_back({std::to_string(s),
@@ -261,9 +253,8 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module) {
     os << "\n";
     // The memory plan's count when it ran (the same by construction).
     ArrayRef<int64_t> kept;
-    if (auto summary = op->getAttrOfType<DictionaryAttr>("gpipe.memory_plan"))
-      if (auto attr = summary.getAs<DenseI64ArrayAttr>("kept_microbatches"))
-        kept = attr.asArrayRef();
+    if (MemoryPlanAttr memory = op.getMemoryPlanAttr())
+      kept = memory.getKept();
     os << "micro-batches of activations kept per stage:";
     if (!kept.empty())
       for (auto [s, held] : llvm::enumerate(kept))
@@ -275,40 +266,39 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module) {
   }
 
   // The memory plan.
-  auto summary = op->getAttrOfType<DictionaryAttr>("gpipe.memory_plan");
-  if (!planned || !summary) {
+  MemoryPlanAttr memory = op.getMemoryPlanAttr();
+  if (!planned || !memory) {
     os << "memory: not planned (run gpipe-plan-memory)\n";
   } else {
-    std::string optimizer = "?";
-    if (auto name = summary.getAs<StringAttr>("optimizer"))
-      optimizer = name.getValue().str();
-    os << "memory per rank (optimizer " << optimizer << ", "
-       << getInt(summary, "alignment") << "-byte aligned buffers";
-    if (summary.get("budget_bytes"))
-      os << ", budget " << formatBytes(getInt(summary, "budget_bytes"));
+    os << "memory per rank (optimizer "
+       << stringifyOptimizer(memory.getOptimizer()) << ", "
+       << memory.getAlignment() << "-byte aligned buffers";
+    if (memory.getBudget() > 0)
+      os << ", budget " << formatBytes(memory.getBudget());
     os << "):\n";
     for (auto [r, program] : llvm::enumerate(programs)) {
-      auto arena = program->getAttrOfType<IntegerAttr>("arena_bytes");
-      auto peak = program->getAttrOfType<IntegerAttr>("peak_bytes");
-      if (!arena || !peak)
+      ArenaAttr arena = program.getArenaAttr();
+      if (!arena)
         continue;
-      auto at = program->getAttrOfType<StringAttr>("peak_at");
-      auto breakdown = program->getAttrOfType<DictionaryAttr>("peak_breakdown");
-      os << "  rank " << r << ": peak " << formatBytesExactly(peak.getInt());
-      if (at)
-        os << " at " << at.getValue();
-      os << ", arena " << formatBytesExactly(arena.getInt());
-      if (peak.getInt() > 0)
+      int64_t peak = arena.getPeak(), size = arena.getSize();
+      os << "  rank " << r << ": peak " << formatBytesExactly(peak);
+      if (converted &&
+          r < converted->schedule.ranks.size() && arena.getPeakAt() >= 0 &&
+          size_t(arena.getPeakAt()) < converted->schedule.ranks[r].size())
+        os << " at " << toString(converted->schedule.ranks[r][arena.getPeakAt()]);
+      os << ", arena " << formatBytesExactly(size);
+      if (peak > 0)
         os << " +"
-           << formatPercent(static_cast<double>(arena.getInt()) /
-                                static_cast<double>(peak.getInt()) -
+           << formatPercent(static_cast<double>(size) /
+                                static_cast<double>(peak) -
                             1.0);
-      os << "; params " << formatBytes(getInt(breakdown, "params"))
-         << ", grads " << formatBytes(getInt(breakdown, "grads"))
-         << ", optimizer " << formatBytes(getInt(breakdown, "optimizer"))
-         << ", kept activations " << formatBytes(getInt(breakdown, "kept"))
-         << ", scratch " << formatBytes(getInt(breakdown, "scratch"))
-         << ", send/recv " << formatBytes(getInt(breakdown, "boundary"))
+      BreakdownAttr at = arena.getBreakdown();
+      os << "; params " << formatBytes(at.getParams())
+         << ", grads " << formatBytes(at.getGrads())
+         << ", optimizer " << formatBytes(at.getOptimizer())
+         << ", kept activations " << formatBytes(at.getKept())
+         << ", scratch " << formatBytes(at.getScratch())
+         << ", send/recv " << formatBytes(at.getBoundary())
          << "\n";
     }
   }

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Dialect/GPipe/Transforms/StageBuffers.h"
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "gpipe/Dialect/NN/IR/NNShapes.h"
 
@@ -79,6 +80,16 @@ void FunctionLiveness::visit(Block &block) {
       Operation *yield = body.getTerminator();
       for (auto [result, yielded] :
            llvm::zip(layer.getResults(), yield->getOperands()))
+        alias[result] = yielded;
+      continue;
+    }
+    // A re-materialization region runs in place: its results are the
+    // values it yields.
+    if (auto remat = dyn_cast<RematOp>(op)) {
+      Block &body = remat.getBody().front();
+      visit(body);
+      for (auto [result, yielded] :
+           llvm::zip(remat.getResults(), body.getTerminator()->getOperands()))
         alias[result] = yielded;
       continue;
     }

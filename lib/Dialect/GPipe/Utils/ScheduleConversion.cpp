@@ -19,6 +19,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::gpipe;
 
@@ -107,22 +109,24 @@ mlir::gpipe::toSchedule(PipelineOp pipeline,
     int rank = static_cast<int>(schedule.ranks.size());
     std::vector<Action> &actions = schedule.ranks.emplace_back();
     std::vector<Operation *> &ops = result.ops.emplace_back();
-    if (program.getBody().empty())
-      continue;
-    for (Operation &op : program.getBody().front()) {
-      auto actionOp = dyn_cast<ActionOpInterface>(op);
-      if (!actionOp)
-        return op.emitOpError("is not allowed in a program, expected a "
-                              "pipeline action");
+    actions.reserve(getNumExpandedActions(program));
+    ops.reserve(actions.capacity());
+    LogicalResult status = success();
+    walkProgram(program, [&](ActionOpInterface actionOp, int64_t mb) {
+      if (failed(status))
+        return;
+      Operation *op = actionOp;
       auto it = stageIndex.find(actionOp.getStageSymbol());
-      if (it == stageIndex.end())
-        return op.emitOpError("stage ")
-               << actionOp.getStageSymbol() << " is not a stage of pipeline @"
-               << pipeline.getSymName();
+      if (it == stageIndex.end()) {
+        status = op->emitOpError("stage ")
+                 << actionOp.getStageSymbol()
+                 << " is not a stage of pipeline @" << pipeline.getSymName();
+        return;
+      }
       Action action;
       action.kind = actionOp.getActionKind();
       action.stage = it->second;
-      action.microbatch = static_cast<int>(actionOp.getMicrobatchIndex());
+      action.microbatch = static_cast<int>(mb);
       if (isCommKind(action.kind)) {
         action.peer = static_cast<int>(actionOp.getPeerRank());
         Type payload = isa<SendOp>(op) ? cast<SendOp>(op).getPayload()
@@ -133,8 +137,16 @@ mlir::gpipe::toSchedule(PipelineOp pipeline,
       if (schedule.stageToRank[action.stage] < 0)
         schedule.stageToRank[action.stage] = rank;
       actions.push_back(std::move(action));
-      ops.push_back(&op);
-    }
+      ops.push_back(op);
+    });
+    if (failed(status))
+      return failure();
+    // Ops the walk does not visit (only a broken program has them).
+    if (!program.getBody().empty())
+      for (Operation &op : program.getBody().front())
+        if (!isa<ActionOpInterface, ForOp>(op))
+          return op.emitOpError("is not allowed in a program, expected a "
+                                "pipeline action or a 'gpipe.for'");
   }
   return result;
 }
@@ -212,65 +224,138 @@ LogicalResult mlir::gpipe::populateProgramsFromSchedule(
   while (!block.empty())
     block.back().erase();
 
-  MLIRContext *context = pipeline.getContext();
   OpBuilder builder = OpBuilder::atBlockEnd(&block);
   SmallVector<FlatSymbolRefAttr> symbols;
   for (StageOp stage : stages)
     symbols.push_back(FlatSymbolRefAttr::get(stage.getSymNameAttr()));
   for (int r = 0; r < numRanks; ++r) {
     auto program = ProgramOp::create(builder, pipeline.getLoc(),
-                                     builder.getI64IntegerAttr(r));
+                                     builder.getI64IntegerAttr(r), ArenaAttr());
     Block &programBlock = program.getBody().emplaceBlock();
     OpBuilder b = OpBuilder::atBlockEnd(&programBlock);
-    for (auto [i, action] : llvm::enumerate(schedule.ranks[r])) {
-      Location loc = haveLocations ? locations[r][i] : pipeline.getLoc();
-      FlatSymbolRefAttr stage = symbols[action.stage];
-      IntegerAttr mb = b.getI64IntegerAttr(action.microbatch);
-      StageOp decl = stages[action.stage];
-      switch (action.kind) {
-      case ActionKind::Forward:
-        ForwardOp::create(b, loc, stage, mb);
-        break;
-      case ActionKind::Backward:
-        BackwardOp::create(b, loc, stage, mb);
-        break;
-      case ActionKind::BackwardInput:
-        BackwardInputOp::create(b, loc, stage, mb);
-        break;
-      case ActionKind::BackwardWeight:
-        BackwardWeightOp::create(b, loc, stage, mb);
-        break;
-      case ActionKind::Recompute:
-        RecomputeOp::create(b, loc, stage, mb);
-        break;
-      case ActionKind::SendF:
-      case ActionKind::RecvF:
-      case ActionKind::SendB:
-      case ActionKind::RecvB: {
-        bool forward = isForwardComm(action.kind);
-        bool carriesOutput = action.kind == ActionKind::SendF ||
-                             action.kind == ActionKind::RecvB;
-        auto direction = DirectionAttr::get(
-            context, forward ? Direction::Forward : Direction::Backward);
-        IntegerAttr peer = b.getI64IntegerAttr(action.peer);
-        TypeAttr payload = TypeAttr::get(carriesOutput ? decl.getOutputType()
-                                                       : decl.getInputType());
-        if (isSendKind(action.kind))
-          SendOp::create(b, loc, stage, mb, direction, peer, payload);
-        else
-          RecvOp::create(b, loc, stage, mb, direction, peer, payload);
-        break;
+    const std::vector<Action> &actions = schedule.ranks[r];
+    // Actions that carry their own location stay one op each; generated
+    // programs are rolled into micro-batch loops.
+    SmallVector<ProgramSegment> segments =
+        haveLocations ? SmallVector<ProgramSegment>{{0, actions.size(), 1}}
+                      : findMicrobatchLoops(actions);
+    for (const ProgramSegment &segment : segments) {
+      auto emit = [&](OpBuilder &at, size_t i, Value base, int64_t mb) {
+        const Action &action = actions[i];
+        Location loc = haveLocations ? locations[r][i] : pipeline.getLoc();
+        FlatSymbolRefAttr stage = symbols[action.stage];
+        StageOp decl = stages[action.stage];
+        switch (action.kind) {
+        case ActionKind::Forward:
+          ForwardOp::create(at, loc, stage, base, mb);
+          break;
+        case ActionKind::Backward:
+          BackwardOp::create(at, loc, stage, base, mb);
+          break;
+        case ActionKind::BackwardInput:
+          BackwardInputOp::create(at, loc, stage, base, mb);
+          break;
+        case ActionKind::BackwardWeight:
+          BackwardWeightOp::create(at, loc, stage, base, mb);
+          break;
+        case ActionKind::Recompute:
+          RecomputeOp::create(at, loc, stage, base, mb);
+          break;
+        case ActionKind::SendF:
+        case ActionKind::RecvF:
+        case ActionKind::SendB:
+        case ActionKind::RecvB: {
+          bool carriesOutput = action.kind == ActionKind::SendF ||
+                               action.kind == ActionKind::RecvB;
+          Direction direction = isForwardComm(action.kind)
+                                    ? Direction::Forward
+                                    : Direction::Backward;
+          Type payload =
+              carriesOutput ? decl.getOutputType() : decl.getInputType();
+          if (isSendKind(action.kind))
+            SendOp::create(at, loc, stage, base, mb, direction, action.peer,
+                           payload);
+          else
+            RecvOp::create(at, loc, stage, base, mb, direction, action.peer,
+                           payload);
+          break;
+        }
+        case ActionKind::AllReduce:
+          ReduceGradOp::create(at, loc, stage);
+          break;
+        case ActionKind::Step:
+          StepOp::create(at, loc, stage);
+          break;
+        }
+      };
+      if (segment.trips == 1) {
+        for (size_t i = segment.begin; i < segment.begin + segment.period; ++i)
+          emit(b, i, Value(), actions[i].microbatch);
+        continue;
       }
-      case ActionKind::AllReduce:
-        ReduceGradOp::create(b, loc, stage);
-        break;
-      case ActionKind::Step:
-        StepOp::create(b, loc, stage);
-        break;
+      // Loop over micro-batches from the smallest of the first period.
+      int64_t lower = std::numeric_limits<int64_t>::max();
+      for (size_t j = 0; j < segment.period; ++j)
+        lower = std::min<int64_t>(lower, actions[segment.begin + j].microbatch);
+      auto loop = ForOp::create(b, pipeline.getLoc(), lower,
+                                lower + int64_t(segment.trips));
+      OpBuilder inner = OpBuilder::atBlockEnd(&loop.getBody().front());
+      Value iv = loop.getInductionVar();
+      for (size_t j = 0; j < segment.period; ++j) {
+        size_t i = segment.begin + j;
+        emit(inner, i, iv, actions[i].microbatch - lower);
       }
     }
   }
   return success();
+}
+
+/// Whether `b` is `a` shifted by `shift` micro-batches.
+static bool isShifted(const Action &a, const Action &b, int shift) {
+  return a.kind == b.kind && a.stage == b.stage && a.peer == b.peer &&
+         a.bytes == b.bytes && a.dtype == b.dtype && hasMicrobatch(a.kind) &&
+         b.microbatch == a.microbatch + shift;
+}
+
+SmallVector<ProgramSegment>
+mlir::gpipe::findMicrobatchLoops(ArrayRef<Action> actions,
+                                 size_t maxPeriod) {
+  SmallVector<ProgramSegment> segments;
+  size_t n = actions.size();
+  size_t i = 0, single = 0; // single: start of the pending run of singles
+  auto flushSingles = [&](size_t end) {
+    for (size_t k = single; k < end; ++k)
+      segments.push_back({k, 1, 1});
+  };
+  while (i < n) {
+    size_t bestPeriod = 0, bestTrips = 0;
+    for (size_t p = 1; p <= maxPeriod && i + 2 * p <= n; ++p) {
+      size_t trips = 1;
+      while (i + (trips + 1) * p <= n) {
+        bool same = true;
+        for (size_t j = 0; j < p && same; ++j)
+          same = isShifted(actions[i + j], actions[i + trips * p + j],
+                           static_cast<int>(trips));
+        if (!same)
+          break;
+        ++trips;
+      }
+      if (trips >= 2 && trips * p > bestTrips * bestPeriod) {
+        bestPeriod = p;
+        bestTrips = trips;
+      }
+    }
+    if (bestTrips >= 2) {
+      flushSingles(i);
+      segments.push_back({i, bestPeriod, bestTrips});
+      i += bestPeriod * bestTrips;
+      single = i;
+      continue;
+    }
+    ++i;
+  }
+  flushSingles(n);
+  return segments;
 }
 
 /// Parses the decimal at the front of `text` (at most 9 digits) and drops it.

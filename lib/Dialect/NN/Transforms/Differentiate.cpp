@@ -401,6 +401,11 @@ mlir::gpipe::nn::buildBackwardFunction(func::FuncOp forward, StringRef name,
     if (isOpTriviallyDead(&op))
       op.erase();
 
+  if (options.recomputed && !options.saveActivations)
+    for (Operation &op : *block)
+      if (forwardOpSet.contains(&op))
+        options.recomputed->push_back(&op);
+
   if (options.saveActivations) {
     llvm::DenseMap<Value, Value> original;
     for (auto [from, to] : mapping.getValueMap())

@@ -106,4 +106,145 @@ def GPipe_RematAttr : EnumAttr<GPipe_Dialect, GPipe_Remat, "remat"> {
   let assemblyFormat = "$value";
 }
 
+
+//===----------------------------------------------------------------------===//
+// The memory plan
+//===----------------------------------------------------------------------===//
+
+def GPipe_OptimizerSGD : I32EnumAttrCase<"SGD", 0, "sgd">;
+def GPipe_OptimizerMomentum : I32EnumAttrCase<"Momentum", 1, "momentum">;
+def GPipe_OptimizerAdam : I32EnumAttrCase<"Adam", 2, "adam">;
+
+def GPipe_Optimizer : I32EnumAttr<"Optimizer",
+    "the optimizer whose state the memory plan reserves",
+    [GPipe_OptimizerSGD, GPipe_OptimizerMomentum, GPipe_OptimizerAdam]> {
+  let cppNamespace = "::mlir::gpipe";
+  let genSpecializedAttr = 0;
+}
+
+def GPipe_SlotParams : I32EnumAttrCase<"Parameters", 0, "params">;
+def GPipe_SlotGrads : I32EnumAttrCase<"Gradients", 1, "grads">;
+def GPipe_SlotOptimizer : I32EnumAttrCase<"OptimizerState", 2, "optimizer">;
+def GPipe_SlotInput : I32EnumAttrCase<"Input", 3, "input">;
+def GPipe_SlotExtra : I32EnumAttrCase<"ExtraInput", 4, "extra">;
+def GPipe_SlotSaved : I32EnumAttrCase<"Saved", 5, "saved">;
+def GPipe_SlotOutput : I32EnumAttrCase<"Output", 6, "output">;
+def GPipe_SlotOutputGrad : I32EnumAttrCase<"OutputGrad", 7, "output_grad">;
+def GPipe_SlotInputGrad : I32EnumAttrCase<"InputGrad", 8, "input_grad">;
+def GPipe_SlotScratch : I32EnumAttrCase<"Scratch", 9, "scratch">;
+
+def GPipe_SlotKind : I32EnumAttr<"SlotKind",
+    "what a slot of a rank's arena holds",
+    [GPipe_SlotParams, GPipe_SlotGrads, GPipe_SlotOptimizer, GPipe_SlotInput,
+     GPipe_SlotExtra, GPipe_SlotSaved, GPipe_SlotOutput, GPipe_SlotOutputGrad,
+     GPipe_SlotInputGrad, GPipe_SlotScratch]> {
+  let cppNamespace = "::mlir::gpipe";
+  let genSpecializedAttr = 0;
+}
+
+class GPipe_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<GPipe_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def GPipe_SlotAttr : GPipe_Attr<"Slot", "slot"> {
+  let summary = "A slot of a rank's arena: `count` copies of one buffer";
+  let description = [{
+    Where one kind of buffer of one stage lives in its rank's arena: `count`
+    copies of `size` bytes, `stride` bytes apart, from byte `offset`.
+    Micro-batch `mb` uses copy `mb mod count`; persistent buffers
+    (parameters, gradients, optimizer state) and the rank's scratch region
+    (`stage -1`: the working set of whichever stage function runs) have one
+    copy. The planner picks `count` as the fewest copies such that no two
+    micro-batches sharing a copy are live at once, so a slot's size does not
+    depend on M unless the schedule keeps all M micro-batches (GPipe's
+    stage inputs).
+
+    ```mlir
+    #gpipe.slot<input stage 0 at 1024 size 256 x 8 stride 256>
+    ```
+  }];
+  let parameters = (ins EnumParameter<GPipe_SlotKind>:$kind,
+                        "int64_t":$stage, "int64_t":$offset, "int64_t":$size,
+                        "int64_t":$count, "int64_t":$stride);
+  let assemblyFormat = [{
+    `<` $kind `stage` $stage `at` $offset `size` $size `x` $count `stride`
+    $stride `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The byte offset of micro-batch `mb`'s copy (`mb` ignored for slots
+    /// of one copy).
+    int64_t getOffsetOf(int64_t mb) const {
+      return getOffset() + (getCount() > 1 ? (mb % getCount()) * getStride() : 0);
+    }
+    /// The bytes the slot spans in the arena.
+    int64_t getSpan() const {
+      return getCount() > 1 ? (getCount() - 1) * getStride() + getSize()
+                            : getSize();
+    }
+  }];
+}
+
+def GPipe_BreakdownAttr : GPipe_Attr<"Breakdown", "breakdown"> {
+  let summary = "Live bytes by category at a rank's peak";
+  let parameters = (ins "int64_t":$params, "int64_t":$grads,
+                        "int64_t":$optimizer, "int64_t":$kept,
+                        "int64_t":$scratch, "int64_t":$boundary);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def GPipe_ArenaAttr : GPipe_Attr<"Arena", "arena"> {
+  let summary = "The memory plan of one rank: its arena and every slot in it";
+  let description = [{
+    Written by `gpipe-plan-memory` on every `gpipe.program`: the arena's
+    size, the exact peak of live bytes (at action `peak_at` of the expanded
+    program) with its breakdown, and the slots. The lowering places every
+    buffer at its slot's offset and decides nothing else about memory.
+
+    ```mlir
+    gpipe.program rank 0 arena <size = 2304, peak = 2304, peak_at = 5,
+        breakdown = <params = 512, grads = 512, optimizer = 0, kept = 512,
+                     scratch = 640, boundary = 128>,
+        slots = [#gpipe.slot<params stage 0 at 0 size 512 x 1 stride 512>, ...]> {
+    ```
+  }];
+  let parameters = (ins "int64_t":$size, "int64_t":$peak, "int64_t":$peak_at,
+                        "BreakdownAttr":$breakdown,
+                        ArrayRefParameter<"SlotAttr">:$slots);
+  let assemblyFormat = [{
+    `<` `size` `=` $size `,` `peak` `=` $peak `,` `peak_at` `=` $peak_at `,`
+    `breakdown` `=` $breakdown `,` `slots` `=` `[` $slots `]` `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The slot of (`kind`, `stage`), or null.
+    SlotAttr lookup(SlotKind kind, int64_t stage) const;
+  }];
+}
+
+def GPipe_MemoryPlanAttr : GPipe_Attr<"MemoryPlan", "memory_plan"> {
+  let summary = "What a pipeline's memory plan assumed";
+  let description = [{
+    Written by `gpipe-plan-memory` on the pipeline: the optimizer whose
+    state the arenas hold, the alignment of every slot, the budget it was
+    checked against (0: none), the most micro-batches whose activations
+    each stage keeps at once, and the largest peak and arena over the ranks.
+
+    ```mlir
+    memory_plan <optimizer = sgd, alignment = 64, budget = 0, peak = 2304,
+                 arena = 2304, kept = [2, 2]>
+    ```
+  }];
+  let parameters = (ins EnumParameter<GPipe_Optimizer>:$optimizer,
+                        "int64_t":$alignment, "int64_t":$budget,
+                        "int64_t":$peak, "int64_t":$arena,
+                        ArrayRefParameter<"int64_t">:$kept);
+  let assemblyFormat = [{
+    `<` `optimizer` `=` $optimizer `,` `alignment` `=` $alignment `,`
+    `budget` `=` $budget `,` `peak` `=` $peak `,` `arena` `=` $arena `,`
+    `kept` `=` `[` $kept `]` `>`
+  }];
+}
+
 #endif // GPIPE_DIALECT_GPIPE_IR_GPIPEATTRS_TD

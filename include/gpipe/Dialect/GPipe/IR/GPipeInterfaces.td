@@ -20,7 +20,7 @@ def GPipe_ActionOpInterface : OpInterface<"ActionOpInterface"> {
     `gpipe.step`), and for sends and receives the peer rank. The interface's
     verifier checks what is common to all actions: the op sits in a
     `gpipe.program`, its stage is one of the pipeline's, its micro-batch is
-    in range.
+    in range (for every iteration of the loop it sits in).
   }];
   let methods = [
     InterfaceMethod<
@@ -29,8 +29,15 @@ def GPipe_ActionOpInterface : OpInterface<"ActionOpInterface"> {
     InterfaceMethod<"The symbol of the stage the action runs for",
       "::mlir::FlatSymbolRefAttr", "getStageSymbol", (ins),
       [{ return $_op.getStageAttr(); }]>,
-    InterfaceMethod<"The micro-batch, or -1 when the action has none",
-      "int64_t", "getMicrobatchIndex", (ins), [{}], [{ return -1; }]>,
+    InterfaceMethod<[{
+        The loop variable the micro-batch counts from, or null: the
+        micro-batch is then the constant getMicrobatchOffset()
+      }], "::mlir::Value", "getMicrobatchBase", (ins), [{}],
+      [{ return ::mlir::Value(); }]>,
+    InterfaceMethod<[{
+        The constant part of the micro-batch (all of it without a base), or
+        -1 when the action has none
+      }], "int64_t", "getMicrobatchOffset", (ins), [{}], [{ return -1; }]>,
     InterfaceMethod<"The rank at the other end of a transfer, else -1",
       "int64_t", "getPeerRank", (ins), [{}], [{ return -1; }]>,
   ];

@@ -15,6 +15,9 @@
 include "gpipe/Dialect/GPipe/IR/GPipeBase.td"
 include "gpipe/Dialect/GPipe/IR/GPipeAttrs.td"
 include "gpipe/Dialect/GPipe/IR/GPipeInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
@@ -93,6 +96,49 @@ def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
 }
 
 //===----------------------------------------------------------------------===//
+// Re-materialization
+//===----------------------------------------------------------------------===//
+
+def GPipe_RematOp : GPipe_Op<"remat", [
+    SingleBlockImplicitTerminator<"::mlir::gpipe::YieldOp">,
+    RecursiveMemoryEffects]> {
+  let summary = "The forward a backward re-runs instead of keeping it";
+  let description = [{
+    In a stage's backward function, the ops that recompute the stage's
+    forward from its kept input (GPipe's re-materialization): they run in
+    place, in order, and the region yields the recomputed activations the
+    gradient ops read. `policy` is the pipeline's remat policy that put the
+    region there (`stage`: keep only the stage input). With remat `none`
+    the forward saves those activations instead and the backward has no
+    region. Parameter reads and constants stay outside: they are reads, not
+    recomputation.
+
+    ```mlir
+    %w = nn.param @w0 : tensor<16x8xf32>
+    %h, %y = gpipe.remat stage -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+      %0 = nn.matmul %x, %w : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+      %1 = nn.relu %0 : tensor<4x8xf32>
+      gpipe.yield %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>
+    }
+    ```
+  }];
+  let arguments = (ins GPipe_RematAttr:$policy);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat =
+      "`` $policy (`->` type($results)^)? $body attr-dict";
+  let hasVerifier = 1;
+}
+
+def GPipe_YieldOp : GPipe_Op<"yield", [Pure, Terminator, ReturnLike,
+    HasParent<"::mlir::gpipe::RematOp">]> {
+  let summary = "The values a re-materialization region gives back";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let builders = [OpBuilder<(ins), [{ /* nothing */ }]>];
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
 // Pipeline and programs
 //===----------------------------------------------------------------------===//
 
@@ -134,11 +180,13 @@ def GPipe_PipelineOp : GPipe_Op<"pipeline", [Symbol,
                        FlatSymbolRefArrayAttr:$stages,
                        I64Attr:$microbatches,
                        GPipe_ScheduleKindAttr:$schedule,
-                       GPipe_RematAttr:$remat);
+                       GPipe_RematAttr:$remat,
+                       OptionalAttr<GPipe_MemoryPlanAttr>:$memory_plan);
   let regions = (region AnyRegion:$body);
   let assemblyFormat = [{
     $sym_name `stages` $stages `microbatches` $microbatches
-    `schedule` `` $schedule `remat` `` $remat attr-dict-with-keyword $body
+    `schedule` `` $schedule `remat` `` $remat
+    (`memory_plan` $memory_plan^)? attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
@@ -162,25 +210,74 @@ def GPipe_ProgramOp : GPipe_Op<"program", [HasParent<"::mlir::gpipe::PipelineOp"
   let description = [{
     The program of rank `rank`: its actions run one after the other, sends
     and receives blocking until the peer reaches the matching action. The
-    body holds only action ops.
+    body holds actions and `gpipe.for` loops over micro-batches: each
+    periodic phase of a schedule is one loop (GPipe: a forward loop and a
+    backward loop; 1F1B: warm-up, steady one-forward-one-backward,
+    cool-down), so a program's size does not grow with M. Schedules without
+    a period (an imported CSV) may list every action.
+
+    Once memory is planned the program carries its `arena`: the size, the
+    exact peak and every slot (see `#gpipe.arena`).
 
     ```mlir
     gpipe.program rank 1 {
-      gpipe.recv @s1 mb 0 forward from 0 : tensor<8x32xf32>
-      gpipe.forward @s1 mb 0
-      gpipe.backward @s1 mb 0
-      gpipe.send @s1 mb 0 backward to 0 : tensor<8x32xf32>
+      gpipe.for %mb = 0 to 4 {
+        gpipe.recv @s1 mb %mb forward from 0 : tensor<8x32xf32>
+        gpipe.forward @s1 mb %mb
+      }
+      gpipe.for %mb = 0 to 4 {
+        gpipe.backward @s1 mb %mb
+        gpipe.send @s1 mb %mb backward to 0 : tensor<8x32xf32>
+      }
       gpipe.step @s1
     }
     ```
   }];
-  let arguments = (ins I64Attr:$rank);
+  let arguments = (ins I64Attr:$rank, OptionalAttr<GPipe_ArenaAttr>:$arena);
   let regions = (region AnyRegion:$body);
-  let assemblyFormat = "`rank` $rank attr-dict-with-keyword $body";
+  let assemblyFormat =
+      "`rank` $rank (`arena` $arena^)? attr-dict-with-keyword $body";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     int64_t getRankIndex() { return getRankAttr().getInt(); }
     PipelineOp getPipeline();
+  }];
+}
+
+def GPipe_ForOp : GPipe_Op<"for", [HasParent<"::mlir::gpipe::ProgramOp">,
+    SingleBlock, NoTerminator,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
+  let summary = "A loop over consecutive micro-batches";
+  let description = [{
+    Runs its body once for each micro-batch index `%mb` from `lower` to
+    `upper` - 1, in order. The body holds actions whose micro-batch is
+    `%mb` plus a constant (`mb %mb + 3`): one period of the schedule.
+    Loops do not nest.
+
+    ```mlir
+    gpipe.for %mb = 0 to 5 {
+      gpipe.forward @s0 mb %mb + 3
+      gpipe.send @s0 mb %mb + 3 forward to 1 : tensor<8x32xf32>
+      gpipe.recv @s0 mb %mb backward from 1 : tensor<8x32xf32>
+      gpipe.backward @s0 mb %mb
+    }
+    ```
+  }];
+  let arguments = (ins I64Attr:$lower, I64Attr:$upper);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "int64_t":$lower, "int64_t":$upper)>,
+  ];
+  let extraClassDeclaration = [{
+    int64_t getLowerBound() { return getLowerAttr().getInt(); }
+    int64_t getUpperBound() { return getUpperAttr().getInt(); }
+    int64_t getTripCount() { return getUpperBound() - getLowerBound(); }
+    /// The micro-batch index of the body.
+    ::mlir::BlockArgument getInductionVar() {
+      return getBody().front().getArgument(0);
+    }
   }];
 }
 
@@ -189,7 +286,8 @@ def GPipe_ProgramOp : GPipe_Op<"program", [HasParent<"::mlir::gpipe::PipelineOp"
 //===----------------------------------------------------------------------===//
 
 class GPipe_ActionOp<string mnemonic, list<Trait> traits = []>
-    : GPipe_Op<mnemonic, !listconcat([HasParent<"::mlir::gpipe::ProgramOp">,
+    : GPipe_Op<mnemonic, !listconcat([ParentOneOf<["::mlir::gpipe::ProgramOp",
+                                                   "::mlir::gpipe::ForOp"]>,
         DeclareOpInterfaceMethods<GPipe_ActionOpInterface>,
         DeclareOpInterfaceMethods<SymbolUserOpInterface>], traits)> {
   code actionKind = ?;
@@ -207,11 +305,21 @@ class GPipe_ActionOp<string mnemonic, list<Trait> traits = []>
 // An action on one micro-batch of a stage that runs the stage's functions.
 class GPipe_ComputeOp<string mnemonic, string kind>
     : GPipe_ActionOp<mnemonic> {
-  let arguments = (ins FlatSymbolRefAttr:$stage, I64Attr:$microbatch);
-  let assemblyFormat = "$stage `mb` $microbatch attr-dict";
+  let arguments = (ins FlatSymbolRefAttr:$stage, Optional<Index>:$base,
+                       I64Attr:$microbatch);
+  let assemblyFormat =
+      "$stage `mb` custom<Microbatch>($base, $microbatch) attr-dict";
   let actionKind = "return ::mlir::gpipe::ActionKind::" # kind # ";";
+  let builders = [
+    OpBuilder<(ins "::mlir::FlatSymbolRefAttr":$stage, "::mlir::Value":$base,
+                   "int64_t":$mb), [{
+      build($_builder, $_state, stage, base, $_builder.getI64IntegerAttr(mb));
+    }]>,
+  ];
   let extraClassDeclaration = [{
-    int64_t getMicrobatchIndex() { return getMicrobatchAttr().getInt(); }
+    /// The constant part of the micro-batch (all of it without a base).
+    int64_t getMicrobatchOffset() { return getMicrobatchAttr().getInt(); }
+    ::mlir::Value getMicrobatchBase() { return getBase(); }
   }];
 }
 
@@ -291,14 +399,26 @@ def GPipe_RecomputeOp : GPipe_ComputeOp<"recompute", "Recompute"> {
 // A point-to-point transfer at a stage boundary.
 class GPipe_TransferOp<string mnemonic, string peerKeyword>
     : GPipe_ActionOp<mnemonic> {
-  let arguments = (ins FlatSymbolRefAttr:$stage, I64Attr:$microbatch,
+  let arguments = (ins FlatSymbolRefAttr:$stage, Optional<Index>:$base,
+                       I64Attr:$microbatch,
                        GPipe_DirectionAttr:$direction, I64Attr:$peer,
                        TypeAttrOf<AnyStaticShapeTensor>:$payload);
   // The direction attribute prints its own leading space.
-  let assemblyFormat = "$stage `mb` $microbatch `` $direction `" # peerKeyword #
+  let assemblyFormat = "$stage `mb` custom<Microbatch>($base, $microbatch) `` "
+                       "$direction `" # peerKeyword #
                        "` $peer attr-dict `:` $payload";
+  let builders = [
+    OpBuilder<(ins "::mlir::FlatSymbolRefAttr":$stage, "::mlir::Value":$base,
+                   "int64_t":$mb, "::mlir::gpipe::Direction":$direction,
+                   "int64_t":$peer, "::mlir::Type":$payload), [{
+      build($_builder, $_state, stage, base, $_builder.getI64IntegerAttr(mb),
+            ::mlir::gpipe::DirectionAttr::get($_builder.getContext(), direction),
+            $_builder.getI64IntegerAttr(peer), ::mlir::TypeAttr::get(payload));
+    }]>,
+  ];
   let extraClassDeclaration = [{
-    int64_t getMicrobatchIndex() { return getMicrobatchAttr().getInt(); }
+    int64_t getMicrobatchOffset() { return getMicrobatchAttr().getInt(); }
+    ::mlir::Value getMicrobatchBase() { return getBase(); }
     int64_t getPeerRank() { return getPeerAttr().getInt(); }
     bool isForward() { return getDirection() == ::mlir::gpipe::Direction::Forward; }
   }];

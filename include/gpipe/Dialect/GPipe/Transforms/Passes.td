@@ -63,6 +63,30 @@ def GPipeSchedulePass : Pass<"gpipe-schedule", "::mlir::ModuleOp"> {
   ];
 }
 
+def GPipeExpandProgramsPass : Pass<"gpipe-expand-programs",
+                                   "::mlir::ModuleOp"> {
+  let summary = "Unroll the micro-batch loops of every rank's program";
+  let description = [{
+    Replaces every `gpipe.for` of every `gpipe.program` by its iterations:
+    one action op per action the rank runs, each with a constant
+    micro-batch, in the order the rank runs them (the same expansion the
+    verifier, the timeline and the memory planner read programs through).
+    For reading a schedule action by action, or for tools that want it flat;
+    the compiler itself keeps the loops. Drops the programs' arenas: a
+    planned program expanded must be planned again.
+
+    ```mlir
+    gpipe.for %mb = 0 to 2 {
+      gpipe.forward @s0 mb %mb
+    }
+    // becomes
+    gpipe.forward @s0 mb 0
+    gpipe.forward @s0 mb 1
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpipe::GPipeDialect"];
+}
+
 def GPipeVerifySchedulePass : Pass<"gpipe-verify-schedule",
                                    "::mlir::ModuleOp"> {
   let summary = "Prove every pipeline's schedule complete and deadlock-free";

@@ -57,6 +57,10 @@ FailureOr<PipelineMemoryPlan>
 planPipelineMemory(PipelineOp pipeline, OptimizerKind optimizer,
                    int64_t alignment, SymbolTableCollection &symbols);
 
+/// The IR spelling of the planner's buffer kinds and optimizers.
+SlotKind getSlotKind(BufferKind kind);
+Optimizer getOptimizerAttrValue(OptimizerKind kind);
+
 /// The pipeline named `name` in `module`, or its only pipeline when `name`
 /// is empty; an error at the module otherwise.
 FailureOr<PipelineOp> findPipeline(ModuleOp module, StringRef name);

@@ -69,7 +69,9 @@ FailureOr<PipelineSchedule>
 toSchedule(PipelineOp pipeline, SymbolTableCollection *symbolTable = nullptr);
 
 /// Replaces the programs of `pipeline` with one `gpipe.program` per rank of
-/// `schedule`, holding its actions in order; payload types come from
+/// `schedule`, holding its actions in order, each periodic run rolled into
+/// a `gpipe.for` micro-batch loop (findMicrobatchLoops) unless `locations`
+/// are given (then one op per action, at its location); payload types come from
 /// `stages` (pipeline order). `locations`, when given, has one location per
 /// action (same shape as `schedule.ranks`); otherwise the actions take the
 /// pipeline's location. Fails, with an error at the pipeline and leaving it
@@ -80,6 +82,22 @@ LogicalResult
 populateProgramsFromSchedule(PipelineOp pipeline, const Schedule &schedule,
                              ArrayRef<StageOp> stages,
                              ArrayRef<SmallVector<Location>> locations = {});
+
+/// A run of a rank's actions: `trips` repetitions of the `period` actions
+/// from `begin`, each repetition the previous one shifted by one
+/// micro-batch (trips == 1: the actions as they are).
+struct ProgramSegment {
+  size_t begin = 0;
+  size_t period = 1;
+  size_t trips = 1;
+};
+
+/// Covers `actions` with segments, in order: greedily, at each position the
+/// periodic run (at least two trips, period at most `maxPeriod`) that covers
+/// the most actions, else a single action. GPipe's fill and drain, 1F1B's
+/// warm-up, steady state and cool-down each become one segment.
+SmallVector<ProgramSegment> findMicrobatchLoops(ArrayRef<Action> actions,
+                                                size_t maxPeriod = 64);
 
 /// The actions a verifier finding names, in the order it names them: every
 /// "rank R action I", "rank R actions I, J and K" and "rank R waits for rank

@@ -102,6 +102,11 @@ struct BackwardOptions {
   /// forward is rewritten to also return, after its results, the forward
   /// values the backward reads, and the backward takes them as arguments.
   bool saveActivations = false;
+  /// When set (and nothing is saved), receives the ops of the backward that
+  /// recompute the forward, in order: what is left of the forward's clone
+  /// once dead ops are removed. The pipeline wraps them in its
+  /// re-materialization region.
+  llvm::SmallVectorImpl<Operation *> *recomputed = nullptr;
 };
 
 /// Builds the reverse-mode gradient function of `forward`, inserted right
