@@ -203,9 +203,9 @@ std::optional<gpipe_rt_dtype> parseDType(const std::string &name) {
 /// A transfer's element type ("f32", "bf16", ...); none when the library
 /// does not say or names a type the runtime has no number for.
 std::optional<gpipe_rt_dtype> parsePayloadType(const std::string &name) {
-  for (gpipe_rt_dtype t : {GPIPE_RT_F32, GPIPE_RT_F64, GPIPE_RT_F16,
-                           GPIPE_RT_BF16, GPIPE_RT_I64, GPIPE_RT_I32,
-                           GPIPE_RT_BOOL})
+  for (gpipe_rt_dtype t :
+       {GPIPE_RT_F32, GPIPE_RT_F64, GPIPE_RT_F16, GPIPE_RT_BF16, GPIPE_RT_I64,
+        GPIPE_RT_I32, GPIPE_RT_BOOL})
     if (name == gpipe_rt_dtype_name(t))
       return t;
   return std::nullopt;
@@ -357,11 +357,9 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
     return false;
   int64_t stateBytes = plan.paramBytes * m.stateMultiple();
   if (stateBytes > 0 && plan.stateOffset < 0)
-    return r.fail(where + ".state_offset", "optimizer '" +
-                                               std::string(optimizerKindName(
-                                                   m.optimizer)) +
-                                               "' needs state but " +
-                                               stageName + " has none");
+    return r.fail(where + ".state_offset",
+                  "optimizer '" + std::string(optimizerKindName(m.optimizer)) +
+                      "' needs state but " + stageName + " has none");
   if (!region("optimizer state", plan.stateOffset, stateBytes))
     return false;
 
@@ -503,9 +501,8 @@ bool parseRankActions(Reader &r, const Json &rankJson,
   for (size_t ai = 0; ai < actions->size(); ++ai) {
     const Json &entry = (*actions)[ai];
     std::string at = where + "[" + std::to_string(ai) + "]";
-    const Json *loop = entry.is_object() && entry.contains("loop")
-                           ? &entry["loop"]
-                           : nullptr;
+    const Json *loop =
+        entry.is_object() && entry.contains("loop") ? &entry["loop"] : nullptr;
     if (!loop) {
       ActionSpec action;
       if (!parseAction(r, entry, at, m, rank, numRanks, action,
