@@ -636,7 +636,7 @@ TEST(Optimizer, AdamWFollowsPyTorch) {
 
 TEST(Optimizer, ResolvesDefaults) {
   ModelMetadata meta;
-  meta.optimizer = "adam";
+  meta.optimizer = OptimizerKind::Adam;
   OptimizerConfig config;
   ASSERT_TRUE(resolveOptimizer(meta, {}, config).ok());
   EXPECT_EQ(config.kind, OptimizerKind::Adam);
@@ -646,7 +646,7 @@ TEST(Optimizer, ResolvesDefaults) {
   options.kind = OptimizerKind::Momentum;
   ASSERT_TRUE(resolveOptimizer(meta, options, config).ok());
   EXPECT_DOUBLE_EQ(config.momentum, 0.9);
-  meta.optimizer = "momentum";
+  meta.optimizer = OptimizerKind::Momentum;
   options.kind = OptimizerKind::Adam;
   Status s = resolveOptimizer(meta, options, config);
   EXPECT_EQ(s.message(), "model.so reserves optimizer state for momentum; "
@@ -669,7 +669,7 @@ TEST(Metadata, FakePipelineIsValid) {
   const ModelMetadata &m = image.metadata();
   EXPECT_EQ(m.numRanks(), 2);
   EXPECT_EQ(m.microBatchSize(), 2);
-  EXPECT_EQ(m.ranks[1].actions[7].kind, ActionKind::Send);
+  EXPECT_EQ(m.ranks[1].actions[7].kind, ActionKind::SendB);
   EXPECT_EQ(m.ranks[1].actions[7].tag, 10);
   EXPECT_DOUBLE_EQ(m.predictedClosedFormBubble, 0.333);
   EXPECT_EQ(m.sites[1].op, "nn.cross_entropy");

@@ -5,11 +5,12 @@
 // initial parameter bytes and one native function per pipeline rank. The
 // Engine runs it: one thread per rank, each with one arena allocated once
 // (canary-filled so the bytes the program really touched can be measured
-// against the plan), ranks exchanging activations and gradients through an
-// in-process rendezvous transport, data from a safetensors file or built in,
-// and the optimizer the user picked within the state the plan reserved.
-// Where the arenas live and how their bytes are reached is the Device's
-// (Device.h): host memory for the CPU, GPU memory and streams for CUDA.
+// against the plan), ranks exchanging activations and gradients through a
+// Transport (Transport.h: rank threads of this process, MPI or NCCL), data
+// from a safetensors file or built in, and the optimizer the user picked
+// within the state the plan reserved. Where the arenas live and how their
+// bytes are reached is the Device's (Device.h): host memory for the CPU, GPU
+// memory and streams for CUDA.
 // Every wait has a timeout; a failing rank aborts the run, every thread winds
 // down and run() returns the first error, never hanging.
 //
@@ -23,6 +24,7 @@
 #include "gpipe/Runtime/Program.h"
 #include "gpipe/Runtime/SafeTensors.h"
 #include "gpipe/Runtime/Status.h"
+#include "gpipe/Runtime/Vocabulary.h"
 
 #include <cstdint>
 #include <functional>
@@ -36,24 +38,19 @@
 
 namespace gpipe::rt {
 
+using OptimizerKind = abi::OptimizerKind;
+
 //===----------------------------------------------------------------------===//
 // Model metadata
 //===----------------------------------------------------------------------===//
 
-/// What an action of a rank's program does.
-enum class ActionKind {
-  Forward,
-  Backward,
-  BackwardInput,
-  BackwardWeight,
-  Recompute,
-  Send,
-  Recv,
-  ReduceGrad,
-  Step,
-};
+/// What an action of a rank's program does, and which way a transfer goes:
+/// the vocabulary the compiler writes the metadata with (Vocabulary.h). The
+/// metadata's strings become these once, when the model is loaded.
+using ActionKind = abi::ActionKind;
+using Direction = abi::Direction;
 
-/// The metadata's spelling ("forward", "backward_input", ...).
+/// The metadata's spelling ("forward", "backward_input", "send", ...).
 const char *actionKindName(ActionKind kind);
 /// Whether the action is compute (counted as busy time): forward, backward,
 /// backward_input, backward_weight, recompute and step.
@@ -105,6 +102,8 @@ struct StagePlan {
   std::vector<ParamSlot> params;
 };
 
+/// One action of a rank's program. A transfer's kind carries its direction
+/// (SendF, RecvF, SendB, RecvB).
 struct ActionSpec {
   ActionKind kind = ActionKind::Forward;
   int64_t stage = 0;
@@ -112,12 +111,16 @@ struct ActionSpec {
   int64_t mb = -1;
   /// Transfers only.
   int64_t peer = -1;
-  std::string direction;
   int64_t tag = -1;
   int64_t bytes = 0;
-  /// The payload's element type ("f32"); empty when the library does not
-  /// say.
-  std::string dtype;
+  /// The payload's element type; none when the library does not say.
+  std::optional<gpipe_rt_dtype> payload;
+
+  bool isSend() const { return abi::isSendKind(kind); }
+  bool isRecv() const { return abi::isRecvKind(kind); }
+  bool isTransfer() const { return abi::isTransferKind(kind); }
+  /// A transfer's direction (Forward for activations).
+  Direction direction() const { return abi::getDirection(kind); }
 };
 
 struct RankPlan {
@@ -150,8 +153,8 @@ struct ModelMetadata {
   std::string precision = "fp32";
   int64_t abiVersion = 0;
   int64_t stages = 0, microbatches = 0, alignment = 1;
-  /// "sgd", "momentum" or "adam": the optimizer state the arenas hold.
-  std::string optimizer;
+  /// The optimizer whose state the arenas hold.
+  OptimizerKind optimizer = OptimizerKind::SGD;
   TensorSpec input;
   std::optional<TensorSpec> labels;
   /// Token-embedding rows when the input is token ids (0 if none).
@@ -230,9 +233,8 @@ Status loadModelLibrary(const std::string &path, ModelImage &image);
 // Optimizers
 //===----------------------------------------------------------------------===//
 
-enum class OptimizerKind { SGD, Momentum, Adam };
-
-/// The metadata's / command line's spelling ("sgd", "momentum", "adam").
+/// The metadata's / command line's spelling ("sgd", "momentum", "adam");
+/// parsing accepts exactly these.
 const char *optimizerKindName(OptimizerKind kind);
 std::optional<OptimizerKind> parseOptimizerKind(std::string_view name);
 

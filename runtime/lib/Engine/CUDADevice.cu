@@ -1,4 +1,4 @@
-//===- Device.cu - The CUDA device of the training engine ------*- C++ -*-===//
+//===- CUDADevice.cu - The CUDA device of the training engine -*- C++ -*-===//
 //
 // Device.h for --target cuda models (CUDADevice.h).
 //

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef GPIPE_RUNTIME_LIB_TRAIN_MPI_H
-#define GPIPE_RUNTIME_LIB_TRAIN_MPI_H
+#ifndef GPIPE_RUNTIME_LIB_TRANSPORT_MPI_H
+#define GPIPE_RUNTIME_LIB_TRANSPORT_MPI_H
 
 #include "gpipe/Runtime/Status.h"
 
@@ -71,4 +71,4 @@ Wait broadcast(std::vector<uint8_t> &data, Clock::time_point deadline,
 
 } // namespace gpipe::rt::mpi
 
-#endif // GPIPE_RUNTIME_LIB_TRAIN_MPI_H
+#endif // GPIPE_RUNTIME_LIB_TRANSPORT_MPI_H

@@ -34,18 +34,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char *kActionKinds[] = {
-    "forward",   "backward", "backward_input", "backward_weight",
-    "recompute", "send",     "recv",           "reduce_grad",
-    "step"};
-
-std::optional<ActionKind> parseActionKind(const std::string &name) {
-  for (size_t i = 0; i < std::size(kActionKinds); ++i)
-    if (name == kActionKinds[i])
-      return ActionKind(i);
-  return std::nullopt;
-}
-
 std::string joinShape(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -212,6 +200,17 @@ std::optional<gpipe_rt_dtype> parseDType(const std::string &name) {
   return std::nullopt;
 }
 
+/// A transfer's element type ("f32", "bf16", ...); none when the library
+/// does not say or names a type the runtime has no number for.
+std::optional<gpipe_rt_dtype> parsePayloadType(const std::string &name) {
+  for (gpipe_rt_dtype t :
+       {GPIPE_RT_F32, GPIPE_RT_F64, GPIPE_RT_F16, GPIPE_RT_BF16, GPIPE_RT_I64,
+        GPIPE_RT_I32, GPIPE_RT_BOOL})
+    if (name == gpipe_rt_dtype_name(t))
+      return t;
+  return std::nullopt;
+}
+
 bool parseTensorSpec(Reader &r, const Json &v, const std::string &where,
                      bool isLabels, TensorSpec &spec) {
   if (!r.shape(v, where, "shape", spec.shape))
@@ -358,9 +357,9 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
     return false;
   int64_t stateBytes = plan.paramBytes * m.stateMultiple();
   if (stateBytes > 0 && plan.stateOffset < 0)
-    return r.fail(where + ".state_offset", "optimizer '" + m.optimizer +
-                                               "' needs state but " +
-                                               stageName + " has none");
+    return r.fail(where + ".state_offset",
+                  "optimizer '" + std::string(optimizerKindName(m.optimizer)) +
+                      "' needs state but " + stageName + " has none");
   if (!region("optimizer state", plan.stateOffset, stateBytes))
     return false;
 
@@ -410,11 +409,10 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
   return true;
 }
 
-/// Checks the micro-batch of an action (after a loop has set it).
+/// Checks the micro-batch of an action (a loop's after it set it).
 bool checkActionMicrobatch(Reader &r, const std::string &where,
                            const ModelMetadata &m, const ActionSpec &action) {
-  bool perStep =
-      action.kind == ActionKind::Step || action.kind == ActionKind::ReduceGrad;
+  bool perStep = !abi::hasMicrobatch(action.kind);
   if (perStep && action.mb != -1)
     return r.fail(where + ".mb", std::string(actionKindName(action.kind)) +
                                      " must have mb -1, got " +
@@ -430,29 +428,28 @@ bool checkActionMicrobatch(Reader &r, const std::string &where,
 /// compact programs): the one the vocabulary defines for its boundary and
 /// micro-batch, which its peer computes the same way.
 int64_t computeTag(const ModelMetadata &m, const ActionSpec &a) {
-  bool forward = a.direction == "forward";
-  gpipe::abi::ActionKind kind = gpipe::abi::getTransferKind(
-      a.kind == ActionKind::Send,
-      forward ? gpipe::abi::Direction::Forward
-              : gpipe::abi::Direction::Backward);
-  return gpipe::abi::getTransferTag(
-      gpipe::abi::getTransferBoundary(kind, a.stage), a.mb, m.microbatches,
-      forward ? gpipe::abi::Direction::Forward
-              : gpipe::abi::Direction::Backward);
+  return abi::getTransferTag(abi::getTransferBoundary(a.kind, a.stage), a.mb,
+                             m.microbatches, a.direction());
 }
 
+/// One action entry of a rank's program. A transfer's kind (SEND_F, RECV_B,
+/// ...) is known once its direction is read; the kind is checked first so
+/// that errors come in the order of the entry's keys. In a loop's body the
+/// micro-batch is an offset and the tag is left to the expansion.
 bool parseAction(Reader &r, const Json &a, const std::string &where,
                  const ModelMetadata &m, const RankPlan &rank, int64_t numRanks,
-                 ActionSpec &action, bool inLoop = false) {
+                 ActionSpec &action, bool inLoop) {
+  namespace key = abi::key;
   std::string kind;
-  if (!r.string(a, where, "kind", kind))
+  if (!r.string(a, where, key::kKind, kind))
     return false;
-  std::optional<ActionKind> parsed = parseActionKind(kind);
+  std::optional<ActionKind> parsed =
+      abi::parseActionKindMetadataName(kind, abi::Direction::Forward);
   if (!parsed)
     return r.fail(where + ".kind", "unknown action kind '" + kind + "'");
   action.kind = *parsed;
-  if (!r.integer(a, where, "stage", action.stage) ||
-      !r.integer(a, where, "mb", action.mb))
+  if (!r.integer(a, where, key::kStage, action.stage) ||
+      !r.integer(a, where, key::kMicrobatch, action.mb))
     return false;
   if (!rank.findStage(action.stage))
     return r.fail(where + ".stage", "rank " + std::to_string(rank.rank) +
@@ -460,20 +457,26 @@ bool parseAction(Reader &r, const Json &a, const std::string &where,
                                         std::to_string(action.stage));
   if (!inLoop && !checkActionMicrobatch(r, where, m, action))
     return false;
-  if (action.kind == ActionKind::Send || action.kind == ActionKind::Recv) {
-    if (!r.integer(a, where, "peer", action.peer) ||
-        !r.string(a, where, "direction", action.direction) ||
+  if (abi::isTransferKind(action.kind)) {
+    std::string direction, dtype;
+    if (!r.integer(a, where, key::kPeer, action.peer) ||
+        !r.string(a, where, key::kDirection, direction) ||
         !r.integer(a, where, "tag", action.tag, -1) ||
-        !r.integer(a, where, "bytes", action.bytes) ||
-        !r.string(a, where, "dtype", action.dtype, std::string()))
+        !r.integer(a, where, key::kBytes, action.bytes) ||
+        !r.string(a, where, key::kDType, dtype, std::string()))
       return false;
     if (action.peer < 0 || action.peer >= numRanks || action.peer == rank.rank)
       return r.fail(where + ".peer", "peer " + std::to_string(action.peer) +
                                          " is not another rank");
-    if (action.direction != "forward" && action.direction != "backward")
+    std::optional<Direction> dir = abi::parseDirection(direction);
+    if (!dir)
       return r.fail(where + ".direction",
-                    "expected 'forward' or 'backward', got '" +
-                        action.direction + "'");
+                    "expected 'forward' or 'backward', got '" + direction +
+                        "'");
+    action.kind = abi::getTransferKind(abi::isSendKind(action.kind), *dir);
+    // Only f32 payloads are inspected for non-finite values; other element
+    // types (or none named) travel unchecked.
+    action.payload = parsePayloadType(dtype);
     if (action.bytes < 0)
       return r.fail(where + ".bytes", "is negative");
     if (action.tag < 0 && !inLoop)
@@ -482,25 +485,30 @@ bool parseAction(Reader &r, const Json &a, const std::string &where,
   return true;
 }
 
-/// Appends the actions of a rank's program to `rank.actions`: each entry is
-/// an action, or a loop `{"loop": {"lower": L, "upper": U, "body": [...]}}`
-/// whose body actions run for mb = L .. U-1 with their "mb" added to it
-/// (the compiler's micro-batch loops; the program's size does not grow
-/// with M, the expanded list does).
-bool parseRankProgram(Reader &r, const Json &actions, const std::string &where,
-                      const ModelMetadata &m, RankPlan &rank,
-                      int64_t numRanks) {
-  for (size_t ai = 0; ai < actions.size(); ++ai) {
-    const Json &entry = actions[ai];
+/// The runtime's action records of one rank, from its metadata "actions"
+/// array: the one place that reads the array. Each entry is an action, or
+/// a loop `{"loop": {"lower": L, "upper": U, "body": [...]}}` whose body
+/// actions run for mb = L .. U-1 with their "mb" added to it (the
+/// compiler's micro-batch loops: the program's size does not grow with M,
+/// the expanded list does).
+bool parseRankActions(Reader &r, const Json &rankJson,
+                      const std::string &rankWhere, const ModelMetadata &m,
+                      int64_t numRanks, RankPlan &rank) {
+  const Json *actions = r.array(rankJson, rankWhere, abi::key::kActions);
+  if (!actions)
+    return false;
+  std::string where = rankWhere + ".actions";
+  for (size_t ai = 0; ai < actions->size(); ++ai) {
+    const Json &entry = (*actions)[ai];
     std::string at = where + "[" + std::to_string(ai) + "]";
-    const Json *loop = entry.is_object() && entry.contains("loop")
-                           ? &entry["loop"]
-                           : nullptr;
+    const Json *loop =
+        entry.is_object() && entry.contains("loop") ? &entry["loop"] : nullptr;
     if (!loop) {
       ActionSpec action;
-      if (!parseAction(r, entry, at, m, rank, numRanks, action))
+      if (!parseAction(r, entry, at, m, rank, numRanks, action,
+                       /*inLoop=*/false))
         return false;
-      rank.actions.push_back(std::move(action));
+      rank.actions.push_back(action);
       continue;
     }
     at += ".loop";
@@ -527,11 +535,9 @@ bool parseRankProgram(Reader &r, const Json &actions, const std::string &where,
         std::string bodyAt = at + ".body[" + std::to_string(bi) + "]";
         if (!checkActionMicrobatch(r, bodyAt, m, action))
           return false;
-        if ((action.kind == ActionKind::Send ||
-             action.kind == ActionKind::Recv) &&
-            action.tag < 0)
+        if (action.isTransfer() && action.tag < 0)
           action.tag = computeTag(m, action);
-        rank.actions.push_back(std::move(action));
+        rank.actions.push_back(action);
       }
   }
   return true;
@@ -541,8 +547,9 @@ std::string describeAction(const RankPlan &rank, size_t index) {
   const ActionSpec &a = rank.actions[index];
   std::ostringstream os;
   os << "rank " << rank.rank << " action " << index << " ("
-     << actionKindName(a.kind) << " " << a.direction << " mb " << a.mb
-     << (a.kind == ActionKind::Send ? " to rank " : " from rank ") << a.peer
+     << actionKindName(a.kind) << " "
+     << abi::getDirectionName(abi::getDirection(a.kind)) << " mb " << a.mb
+     << (abi::isSendKind(a.kind) ? " to rank " : " from rank ") << a.peer
      << ", tag " << a.tag << ", " << a.bytes << " bytes)";
   return os.str();
 }
@@ -557,9 +564,9 @@ bool checkTransfers(Reader &r, const ModelMetadata &m) {
     const RankPlan &rank = m.ranks[ri];
     for (size_t ai = 0; ai < rank.actions.size(); ++ai) {
       const ActionSpec &a = rank.actions[ai];
-      if (a.kind != ActionKind::Send && a.kind != ActionKind::Recv)
+      if (!abi::isTransferKind(a.kind))
         continue;
-      bool isSend = a.kind == ActionKind::Send;
+      bool isSend = abi::isSendKind(a.kind);
       auto key = isSend ? std::make_tuple(rank.rank, a.peer, a.tag)
                         : std::make_tuple(a.peer, rank.rank, a.tag);
       auto &table = isSend ? sends : recvs;
@@ -583,7 +590,8 @@ bool checkTransfers(Reader &r, const ModelMetadata &m) {
     const RankPlan &rr = m.ranks[it->second.first];
     const ActionSpec &sa = sr.actions[send.second];
     const ActionSpec &ra = rr.actions[it->second.second];
-    if (sa.bytes != ra.bytes || sa.direction != ra.direction)
+    if (sa.bytes != ra.bytes ||
+        abi::getDirection(sa.kind) != abi::getDirection(ra.kind))
       return r.fail("ranks[" + std::to_string(send.first) + "]",
                     describeAction(sr, send.second) + " does not match " +
                         describeAction(rr, it->second.second));
@@ -651,9 +659,7 @@ bool parseRanks(Reader &r, const Json &root, ModelMetadata &m) {
                                  ") overlaps " + regions[i].what + " [" +
                                  std::to_string(regions[i].begin) + ", " +
                                  std::to_string(regions[i].end) + ")");
-    const Json *actions = r.array(rj, where, "actions");
-    if (!actions ||
-        !parseRankProgram(r, *actions, where + ".actions", m, rank, numRanks))
+    if (!parseRankActions(r, rj, where, m, numRanks, rank))
       return false;
     m.ranks.push_back(std::move(rank));
   }
@@ -671,7 +677,7 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
                    std::optional<size_t> dataSize) {
   if (!root.is_object())
     return r.fail("top level", "is not a JSON object");
-  std::string format;
+  std::string format, optimizer;
   if (!r.string(root, "", "format", format))
     return false;
   if (format != "gpipe-model")
@@ -697,7 +703,7 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
       !r.integer(root, "", "microbatches", m.microbatches) ||
       !r.integer(root, "", "alignment", m.alignment) ||
       !r.integer(root, "", "vocab", m.vocab, 0) ||
-      !r.string(root, "", "optimizer", m.optimizer))
+      !r.string(root, "", "optimizer", optimizer))
     return false;
   if (const Json *remat = r.member(root, "", "remat", true))
     m.remat = remat->is_string()
@@ -716,8 +722,10 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
                                    std::to_string(m.alignment));
   if (m.vocab < 0)
     return r.fail("vocab", "is negative");
-  if (!parseOptimizerKind(m.optimizer))
-    return r.fail("optimizer", "unknown optimizer '" + m.optimizer +
+  if (std::optional<OptimizerKind> kind = parseOptimizerKind(optimizer))
+    m.optimizer = *kind;
+  else
+    return r.fail("optimizer", "unknown optimizer '" + optimizer +
                                    "' (expected sgd, momentum or adam)");
 
   const Json *input = r.member(root, "", "input");
@@ -804,7 +812,7 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
 //===----------------------------------------------------------------------===//
 
 const char *actionKindName(ActionKind kind) {
-  return kActionKinds[size_t(kind)];
+  return abi::getActionKindMetadataName(kind);
 }
 
 bool isComputeAction(ActionKind kind) {
@@ -840,11 +848,7 @@ const StagePlan *RankPlan::findStage(int64_t stage) const {
 }
 
 int64_t ModelMetadata::stateMultiple() const {
-  if (optimizer == "momentum")
-    return 1;
-  if (optimizer == "adam")
-    return 2;
-  return 0;
+  return abi::getOptimizerStateFactor(optimizer);
 }
 
 const ParameterSpec *ModelMetadata::findParameter(std::string_view name) const {

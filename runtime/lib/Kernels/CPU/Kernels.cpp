@@ -431,42 +431,6 @@ extern "C" const char *gpipe_rt_last_error(void) { return lastError.c_str(); }
 
 extern "C" void gpipe_rt_clear_error(void) { lastError.clear(); }
 
-extern "C" size_t gpipe_rt_dtype_size(gpipe_rt_dtype dtype) {
-  switch (dtype) {
-  case GPIPE_RT_F32:
-  case GPIPE_RT_I32:
-    return 4;
-  case GPIPE_RT_F64:
-  case GPIPE_RT_I64:
-    return 8;
-  case GPIPE_RT_F16:
-  case GPIPE_RT_BF16:
-    return 2;
-  case GPIPE_RT_BOOL:
-    return 1;
-  }
-  return 0;
-}
-
-extern "C" const char *gpipe_rt_dtype_name(gpipe_rt_dtype dtype) {
-  switch (dtype) {
-  case GPIPE_RT_F32:
-    return "f32";
-  case GPIPE_RT_F64:
-    return "f64";
-  case GPIPE_RT_F16:
-    return "f16";
-  case GPIPE_RT_BF16:
-    return "bf16";
-  case GPIPE_RT_I64:
-    return "i64";
-  case GPIPE_RT_I32:
-    return "i32";
-  case GPIPE_RT_BOOL:
-    return "i1";
-  }
-  return "?";
-}
 
 extern "C" void gpipe_rt_cpu_set_blas_threads(int32_t threads) {
   openblas_set_num_threads(threads < 1 ? 1 : threads);

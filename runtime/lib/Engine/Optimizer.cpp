@@ -23,24 +23,16 @@
 namespace gpipe::rt {
 
 const char *optimizerKindName(OptimizerKind kind) {
-  switch (kind) {
-  case OptimizerKind::SGD:
-    return "sgd";
-  case OptimizerKind::Momentum:
-    return "momentum";
-  case OptimizerKind::Adam:
-    return "adam";
-  }
-  return "?";
+  return abi::getOptimizerName(kind);
 }
 
+// The spellings getOptimizerName gives, and no aliases: the metadata and the
+// command line name optimizers one way.
 std::optional<OptimizerKind> parseOptimizerKind(std::string_view name) {
-  if (name == "sgd")
-    return OptimizerKind::SGD;
-  if (name == "momentum")
-    return OptimizerKind::Momentum;
-  if (name == "adam")
-    return OptimizerKind::Adam;
+  for (OptimizerKind kind :
+       {OptimizerKind::SGD, OptimizerKind::Momentum, OptimizerKind::Adam})
+    if (name == abi::getOptimizerName(kind))
+      return kind;
   return std::nullopt;
 }
 
@@ -55,7 +47,7 @@ Status resolveOptimizer(const ModelMetadata &metadata,
                         OptimizerConfig &config) {
   config = OptimizerConfig();
   config.kind =
-      options.kind ? *options.kind : *parseOptimizerKind(metadata.optimizer);
+      options.kind ? *options.kind : metadata.optimizer;
   bool adam = config.kind == OptimizerKind::Adam;
   config.lr = options.lr.value_or(adam ? 1e-3 : 0.01);
   config.momentum = options.momentum.value_or(
@@ -76,7 +68,7 @@ Status resolveOptimizer(const ModelMetadata &metadata,
         config.momentum > 0.0 ? OptimizerKind::Momentum : OptimizerKind::SGD;
   if (config.stateMultiple() > metadata.stateMultiple())
     return Status::error("model.so reserves optimizer state for " +
-                         metadata.optimizer +
+                         std::string(optimizerKindName(metadata.optimizer)) +
                          "; recompile with gpipe-compile --optimizer " +
                          optimizerKindName(config.kind));
   return Status::success();

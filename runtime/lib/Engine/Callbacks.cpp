@@ -1,0 +1,484 @@
+//===- Callbacks.cpp - The runtime side of Program.h's callbacks -*- C++
+//-*-===//
+//
+// What a rank's compiled program calls (Program.h): action boundaries
+// (timing, the flight recorder, abort checks, injected faults), sends and
+// receives (checked against the rank's plan, payloads inspected for
+// non-finite values, bytes moved by the run's Transport), data loads, loss
+// reports, optimizer steps and kernel errors. Every callback runs on the
+// rank's own thread; a failure is recorded with the rank, stage,
+// micro-batch and action it happened in and aborts the run, after which
+// gpipe_rt_action_begin returns nonzero everywhere and the programs return.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RunState.h"
+
+#include "Faults.h"
+
+#include "gpipe/Runtime/CPUKernels.h"
+
+#include <cmath>
+#include <limits>
+
+namespace gpipe::rt {
+namespace {
+
+std::string floatText(float value) {
+  return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Failures and inspections
+//===----------------------------------------------------------------------===//
+
+void RunState::failLocked(int64_t step, std::string message) {
+  errors.push_back({step, std::move(message)});
+  if (!abortFlag.exchange(true)) {
+    mainCv.notify_all();
+    for (auto &cv : rankCvs)
+      cv->notify_all();
+    if (transport)
+      transport->wake();
+  }
+}
+
+Status RunState::firstError() const {
+  const auto &[step, message] = errors.front();
+  return Status::error(
+      step > 0 ? "step " + std::to_string(step) + ": " + message : message);
+}
+
+std::string RunState::where(const gpipe_rt_rank *rank, int64_t action) const {
+  std::string s = "rank " + std::to_string(rank->index);
+  if (action < 0 || action >= int64_t(rank->plan->actions.size()))
+    return s + (action < 0 ? std::string(" (between actions)")
+                           : " (action " + std::to_string(action) + ")");
+  const ActionSpec &a = rank->plan->actions[size_t(action)];
+  s += " (stage " + std::to_string(a.stage);
+  if (a.mb >= 0)
+    s += ", micro-batch " + std::to_string(a.mb);
+  s += ", ";
+  s += actionKindName(a.kind);
+  if (a.isTransfer())
+    s += std::string(" ") + abi::getDirectionName(a.direction()) +
+         (a.isSend() ? " to rank " : " from rank ") + std::to_string(a.peer);
+  return s + ")";
+}
+
+int32_t RunState::nonFinite(gpipe_rt_rank *rank, NonFiniteSite site,
+                            std::string message) {
+  if (options.onNonFinite == NonFinitePolicy::Stop && !rank->finishing) {
+    fail(rank, message);
+    return 1;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (nonFiniteMessage.empty() || site < nonFiniteSite) {
+    nonFiniteSite = site;
+    nonFiniteMessage = std::move(message);
+  }
+  return 0;
+}
+
+int32_t RunState::maybeInjectNan(gpipe_rt_rank *rank, int64_t mb, void *data,
+                                 int64_t bytes) {
+  if (!nanDue(options.injectNan, rank->index, rank->step, mb, bytes))
+    return 0;
+  Status s = rank->device->poison(data);
+  if (s.ok())
+    return 0;
+  fail(rank, where(rank, currentAction(rank)) + ": " + s.message());
+  return 1;
+}
+
+int32_t RunState::inspect(gpipe_rt_rank *rank, const float *src, int64_t count,
+                          std::function<int32_t(const Inspection &)> handle) {
+  Inspection result;
+  if (rank->device->inspect(src, count, result))
+    return handle(result);
+  rank->deferred.push_back(std::move(handle));
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Callbacks
+//===----------------------------------------------------------------------===//
+
+int32_t RunState::actionBegin(gpipe_rt_rank *rank, int64_t action) {
+  if (isAborted() || rank->dead)
+    return 1;
+  if (injectFaultAt(options.fault, rank->index, rank->step, action,
+                    abortFlag)) {
+    rank->dead = true;
+    return 1;
+  }
+  int64_t numActions = int64_t(rank->plan->actions.size());
+  if (action < 0 || action >= numActions) {
+    fail(rank, where(rank, currentAction(rank)) + ": action " +
+                   std::to_string(action) + " began but the program has " +
+                   std::to_string(numActions) + " actions");
+    return 1;
+  }
+  if (rank->current >= 0 || action != rank->nextAction) {
+    fail(rank, where(rank, action) + ": action " + std::to_string(action) +
+                   " began " +
+                   (rank->current >= 0
+                        ? "while action " + std::to_string(rank->current) +
+                              " was still running"
+                        : "when action " + std::to_string(rank->nextAction) +
+                              " was due (actions run in order)"));
+    return 1;
+  }
+  rank->current = rank->lastBegun = action;
+  rank->nextAction = action + 1;
+  rank->actionBeginNs = nowNs();
+  rank->recorder.begin(rank->step, action, rank->actionBeginNs);
+  if (mpi)
+    publishFlightRecorder(
+        rank->recorder.render(rank->index, *rank->plan, nowNs()));
+  lastProgressNs.store(rank->actionBeginNs, std::memory_order_relaxed);
+  rank->device->actionBegin(action);
+  return 0;
+}
+
+void RunState::actionEnd(gpipe_rt_rank *rank, int64_t action) {
+  if (isAborted() || rank->dead)
+    return;
+  if (action != rank->current) {
+    fail(rank,
+         where(rank, currentAction(rank)) + ": action " +
+             std::to_string(action) + " ended but " +
+             (rank->current >= 0 ? "action " + std::to_string(rank->current) +
+                                       " is the one running"
+                                 : std::string("no action is running")));
+    return;
+  }
+  rank->device->actionEnd(action);
+  int64_t end = nowNs();
+  lastProgressNs.store(end, std::memory_order_relaxed);
+  const ActionSpec &a = rank->plan->actions[size_t(action)];
+  // Devices that time on their own clock report busy time and the trace
+  // when the step ends.
+  if (!rank->device->timesOnDevice()) {
+    if (isComputeAction(a.kind))
+      rank->busyNs += end - rank->actionBeginNs;
+    if (options.recordTrace)
+      rank->events.push_back({rank->step, action, rank->actionBeginNs, end});
+  }
+  rank->recorder.end(end);
+  rank->current = -1;
+  if (mpi)
+    publishFlightRecorder(
+        rank->recorder.render(rank->index, *rank->plan, nowNs()));
+}
+
+int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
+                           const void *sendData, void *recvData,
+                           int64_t bytes) {
+  if (isAborted())
+    return 1;
+  const char *callback = isSend ? "gpipe_rt_send" : "gpipe_rt_recv";
+  int64_t numActions = int64_t(rank->plan->actions.size());
+  if (action < 0 || action >= numActions) {
+    fail(rank, where(rank, currentAction(rank)) + ": " + callback +
+                   " for action " + std::to_string(action) +
+                   " of a program with " + std::to_string(numActions) +
+                   " actions");
+    return 1;
+  }
+  const ActionSpec &a = rank->plan->actions[size_t(action)];
+  if (isSend ? !a.isSend() : !a.isRecv()) {
+    fail(rank, where(rank, action) + ": " + callback + " on a " +
+                   actionKindName(a.kind) + " action");
+    return 1;
+  }
+  if (bytes < 0 || (bytes > 0 && !(isSend ? sendData : recvData))) {
+    fail(rank, where(rank, action) + ": " + callback + " of " +
+                   std::to_string(bytes) + " bytes at a null pointer");
+    return 1;
+  }
+  const bool f32 = a.payload == GPIPE_RT_F32;
+  const bool forward = a.direction() == Direction::Forward;
+  if (isSend && f32 && bytes > 0) {
+    std::string at = where(rank, action);
+    if (inspect(rank, static_cast<const float *>(sendData), bytes / 4,
+                [this, rank, at, &a, forward](const Inspection &r) -> int32_t {
+                  if (r.badIndex < 0)
+                    return 0;
+                  return nonFinite(
+                      rank,
+                      forward ? NonFiniteSite::forward(a.stage, a.mb)
+                              : NonFiniteSite::backward(a.stage, a.mb),
+                      at + ": non-finite " +
+                          (forward ? "activation" : "gradient") + " (" +
+                          floatText(r.badValue) + " at element " +
+                          std::to_string(r.badIndex) + ") leaving stage " +
+                          std::to_string(a.stage) + " for micro-batch " +
+                          std::to_string(a.mb));
+                }))
+      return 1;
+  }
+  Transfer t;
+  t.rank = rank->index;
+  t.action = action;
+  t.peer = a.peer;
+  t.tag = a.tag;
+  t.send = isSend;
+  t.data = isSend ? const_cast<void *>(sendData) : recvData;
+  t.bytes = bytes;
+  t.device = rank->device;
+  if (!transport->transfer(t))
+    return 1;
+  if (!isSend && forward && f32)
+    return maybeInjectNan(rank, a.mb, recvData, bytes);
+  return 0;
+}
+
+int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *out,
+                       int64_t bytes) {
+  if (isAborted())
+    return 1;
+  const char *callback =
+      labels ? "gpipe_rt_load_labels" : "gpipe_rt_load_input";
+  std::string at = where(rank, currentAction(rank)) + ": " + callback;
+  if (labels && !meta.labels) {
+    fail(rank, at + ": the model has no labels");
+    return 1;
+  }
+  const TensorSpec &spec = labels ? *meta.labels : meta.input;
+  if (mb < 0 || mb >= meta.microbatches) {
+    fail(rank, at + ": micro-batch " + std::to_string(mb) + " is outside [0, " +
+                   std::to_string(meta.microbatches) + ")");
+    return 1;
+  }
+  int64_t rows = meta.microBatchSize();
+  int64_t sampleBytes = spec.sampleBytes();
+  if (bytes != rows * sampleBytes || (bytes > 0 && !out)) {
+    fail(rank, at + ": asked for " + std::to_string(bytes) +
+                   " bytes, one micro-batch is " +
+                   std::to_string(rows * sampleBytes) + " bytes (" +
+                   std::to_string(rows) + " samples of " +
+                   std::to_string(sampleBytes) + ")");
+    return 1;
+  }
+  uint64_t n = uint64_t(data->numSamples());
+  uint64_t first = uint64_t(rank->step) * uint64_t(meta.batchSize()) +
+                   uint64_t(mb) * uint64_t(rows);
+  const bool poison =
+      !labels && spec.dtype == GPIPE_RT_F32 &&
+      nanDue(options.injectNan, rank->index, rank->step, mb, bytes);
+  // One staging slot per (input or labels, micro-batch) and step.
+  int64_t slot = (labels ? meta.microbatches : 0) + mb;
+  Status s = rank->device->upload(out, bytes, slot, [&](uint8_t *dst) {
+    for (int64_t j = 0; j < rows; ++j) {
+      int64_t sample = int64_t((first + uint64_t(j)) % n);
+      if (labels)
+        data->copyLabels(sample, dst + j * sampleBytes);
+      else
+        data->copyInput(sample, dst + j * sampleBytes);
+    }
+    if (poison)
+      reinterpret_cast<float *>(dst)[0] =
+          std::numeric_limits<float>::quiet_NaN();
+  });
+  if (!s.ok()) {
+    fail(rank, at + ": " + s.message());
+    return 1;
+  }
+  return 0;
+}
+
+int32_t RunState::reportLoss(gpipe_rt_rank *rank, int64_t mb,
+                             const float *loss) {
+  if (isAborted())
+    return 1;
+  std::string at = where(rank, currentAction(rank)) + ": gpipe_rt_report_loss";
+  if (mb < 0 || mb >= meta.microbatches || !loss) {
+    fail(rank, at + (loss ? ": micro-batch " + std::to_string(mb) +
+                                " is outside [0, " +
+                                std::to_string(meta.microbatches) + ")"
+                          : std::string(": null loss")));
+    return 1;
+  }
+  if (rank->lossReported[size_t(mb)]) {
+    fail(rank, at + ": micro-batch " + std::to_string(mb) +
+                   "'s loss was already reported this step");
+    return 1;
+  }
+  rank->lossReported[size_t(mb)] = 1;
+  int64_t action = currentAction(rank);
+  std::string where = this->where(rank, action);
+  int64_t stage = action >= 0 ? rank->plan->actions[size_t(action)].stage : 0;
+  return inspect(
+      rank, loss, 1,
+      [this, rank, mb, where, stage](const Inspection &r) -> int32_t {
+        rank->losses[size_t(mb)] = double(r.first);
+        if (r.badIndex < 0)
+          return 0;
+        return nonFinite(rank, NonFiniteSite::forward(stage, mb),
+                         where + ": non-finite loss (" + floatText(r.first) +
+                             ") of micro-batch " + std::to_string(mb));
+      });
+}
+
+int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
+                                float *params, const float *grads, float *state,
+                                int64_t count) {
+  if (isAborted())
+    return 1;
+  std::string at =
+      where(rank, currentAction(rank)) + ": gpipe_rt_optimizer_step";
+  const std::vector<StagePlan> &stages = rank->plan->stages;
+  size_t local = 0;
+  while (local < stages.size() && stages[local].stage != stage)
+    ++local;
+  if (local == stages.size()) {
+    fail(rank, at + ": the rank does not hold stage " + std::to_string(stage));
+    return 1;
+  }
+  const StagePlan &plan = stages[local];
+  if (count != plan.paramBytes / 4) {
+    fail(rank, at + ": " + std::to_string(count) + " parameters, stage " +
+                   std::to_string(stage) + " has " +
+                   std::to_string(plan.paramBytes / 4));
+    return 1;
+  }
+  if (count > 0 &&
+      (reinterpret_cast<uint8_t *>(params) != rank->arena + plan.paramsOffset ||
+       reinterpret_cast<const uint8_t *>(grads) !=
+           rank->arena + plan.gradsOffset)) {
+    fail(rank, at +
+                   ": parameters or gradients are not at the planned "
+                   "params_offset " +
+                   std::to_string(plan.paramsOffset) + " / grads_offset " +
+                   std::to_string(plan.gradsOffset));
+    return 1;
+  }
+  if (count > 0 && optimizer.stateMultiple() > 0 &&
+      reinterpret_cast<uint8_t *>(state) != rank->arena + plan.stateOffset) {
+    fail(rank, at +
+                   ": the optimizer state is not at the planned "
+                   "state_offset " +
+                   std::to_string(plan.stateOffset));
+    return 1;
+  }
+  if (rank->lastStepped[local] == rank->step) {
+    fail(rank, at + ": stage " + std::to_string(stage) +
+                   " already stepped this step");
+    return 1;
+  }
+  rank->lastStepped[local] = rank->step;
+  std::string where = this->where(rank, currentAction(rank));
+  if (inspect(
+          rank, grads, count,
+          [this, rank, &plan, where, stage](const Inspection &r) -> int32_t {
+            if (r.badIndex < 0)
+              return 0;
+            std::string name = "?";
+            for (const ParamSlot &slot : plan.params)
+              if (r.badIndex * 4 >= slot.offset &&
+                  r.badIndex * 4 < slot.offset + slot.elements * 4)
+                name = slot.name;
+            return nonFinite(rank, NonFiniteSite::gradients(stage),
+                             where + ": non-finite gradient (" +
+                                 floatText(r.badValue) + ") of parameter '" +
+                                 name + "' on stage " + std::to_string(stage));
+          }))
+    return 1;
+  if (options.onNonFinite == NonFinitePolicy::Skip) {
+    // Applied after the step, if every rank finished it cleanly.
+    rank->pending.push_back({local, params, grads, state, count});
+    return 0;
+  }
+  int64_t t = ++rank->optimizerSteps[local];
+  Status s = rank->device->optimizerStep(
+      optimizer, t, params, grads, optimizer.stateMultiple() ? state : nullptr,
+      count);
+  if (!s.ok()) {
+    fail(rank, at + ": " + s.message());
+    return 1;
+  }
+  return 0;
+}
+
+int32_t RunState::kernelError(gpipe_rt_rank *rank, int64_t site,
+                              int32_t status) {
+  const char *library =
+      model.libraryLastError ? model.libraryLastError() : nullptr;
+  const char *own = gpipe_rt_last_error();
+  std::string fromDevice = rank->device->kernelError();
+  std::string message =
+      !fromDevice.empty()   ? fromDevice
+      : library && *library ? library
+      : own && *own         ? own
+                    : "kernel failed with status " + std::to_string(status);
+  std::string at = where(rank, currentAction(rank)) + ": ";
+  if (site >= 0 && site < int64_t(meta.sites.size())) {
+    const KernelSite &k = meta.sites[size_t(site)];
+    at += k.op;
+    if (!k.loc.empty())
+      at += " at " + k.loc;
+    if (!k.function.empty())
+      at += " in " + (k.function[0] == '@' ? k.function : "@" + k.function);
+    at += ": ";
+  } else {
+    at += "kernel site " + std::to_string(site) + ": ";
+  }
+  if (!abortFlag.load())
+    fail(rank, at + message);
+  return status ? status : 1;
+}
+
+} // namespace gpipe::rt
+
+//===----------------------------------------------------------------------===//
+// The C ABI
+//===----------------------------------------------------------------------===//
+
+using gpipe::rt::RunState;
+
+extern "C" int32_t gpipe_rt_action_begin(gpipe_rt_rank *rank, int64_t action) {
+  return rank->run->actionBegin(rank, action);
+}
+
+extern "C" void gpipe_rt_action_end(gpipe_rt_rank *rank, int64_t action) {
+  rank->run->actionEnd(rank, action);
+}
+
+extern "C" int32_t gpipe_rt_send(gpipe_rt_rank *rank, int64_t action,
+                                 const void *data, int64_t bytes) {
+  return rank->run->transfer(rank, action, true, data, nullptr, bytes);
+}
+
+extern "C" int32_t gpipe_rt_recv(gpipe_rt_rank *rank, int64_t action,
+                                 void *data, int64_t bytes) {
+  return rank->run->transfer(rank, action, false, nullptr, data, bytes);
+}
+
+extern "C" int32_t gpipe_rt_load_input(gpipe_rt_rank *rank, int64_t microbatch,
+                                       void *data, int64_t bytes) {
+  return rank->run->load(rank, false, microbatch, data, bytes);
+}
+
+extern "C" int32_t gpipe_rt_load_labels(gpipe_rt_rank *rank, int64_t microbatch,
+                                        void *data, int64_t bytes) {
+  return rank->run->load(rank, true, microbatch, data, bytes);
+}
+
+extern "C" int32_t gpipe_rt_report_loss(gpipe_rt_rank *rank, int64_t microbatch,
+                                        const float *loss) {
+  return rank->run->reportLoss(rank, microbatch, loss);
+}
+
+extern "C" int32_t gpipe_rt_optimizer_step(gpipe_rt_rank *rank, int64_t stage,
+                                           float *params, const float *grads,
+                                           float *state, int64_t count) {
+  return rank->run->optimizerStep(rank, stage, params, grads, state, count);
+}
+
+extern "C" int32_t gpipe_rt_kernel_error(gpipe_rt_rank *rank, int64_t site,
+                                         int32_t status) {
+  return rank->run->kernelError(rank, site, status);
+}

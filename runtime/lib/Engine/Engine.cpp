@@ -1,0 +1,260 @@
+//===- Engine.cpp - Training a compiled pipeline ---------------*- C++ -*-===//
+//
+// Engine::run: set-up, the loop over steps, the report. Set-up picks the
+// device (Device.h) and the transport (Transport.h), resolves the optimizer
+// and the data, allocates one arena per rank (once, aligned, with a guard
+// zone after it; arena and guard are filled with a canary pattern and the
+// parameters, gradients and optimizer state are put in place), restores a
+// checkpoint, and starts one thread per local rank. The loop runs the steps
+// (StepLoop.cpp). The report measures the arenas against the plan and
+// gathers what a distributed run's other processes hold (Reports.cpp).
+// RunState.h lists where each part of a run lives.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RunState.h"
+
+#include "Faults.h"
+
+#include "gpipe/Runtime/SafeTensors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+namespace gpipe::rt {
+namespace {
+
+Status checkRunOptions(const ModelMetadata &meta, const RunOptions &options) {
+  if (options.steps < 1)
+    return Status::error("the number of steps must be at least 1");
+  if (!(options.timeoutSeconds > 0) || !std::isfinite(options.timeoutSeconds) ||
+      options.timeoutSeconds > 1e6)
+    return Status::error("the timeout must be positive seconds");
+  return checkFaultInjection(meta, options);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Set-up
+//===----------------------------------------------------------------------===//
+
+Status RunState::chooseDevice(RunResult &result) {
+  devicePtr = options.device;
+  if (!devicePtr) {
+    if (Status s = makeDevice(meta.target, 0, devicePtr); !s.ok())
+      return s;
+  }
+  if (meta.target != devicePtr->target())
+    return Status::error("the model was compiled for --target " + meta.target +
+                         " but the run's device is " + devicePtr->describe() +
+                         " (--target " + devicePtr->target() + ")");
+  device = devicePtr.get();
+  result.deviceDescription = device->describe();
+  return Status::success();
+}
+
+Status RunState::prepareData(RunResult &result) {
+  dataPtr = options.dataset;
+  if (!dataPtr) {
+    std::unique_ptr<Dataset> loaded;
+    Status s = options.dataPath.empty()
+                   ? makeBuiltinDataset(meta, options.seed, loaded)
+                   : loadDataset(options.dataPath, meta, loaded);
+    if (!s.ok())
+      return s;
+    dataPtr = std::move(loaded);
+  }
+  if (dataPtr->numSamples() < 1)
+    return Status::error("the data holds no samples");
+  data = dataPtr.get();
+  result.dataDescription = data->describe();
+  return Status::success();
+}
+
+Status RunState::startTransport() {
+  switch (options.transport) {
+  case TransportKind::Local:
+    transport =
+        makeLocalTransport(*this, *device, numRanks(), options.timeoutSeconds);
+    break;
+  case TransportKind::Mpi:
+    transport = makeMpiTransport(*this, *device, options.timeoutSeconds);
+    break;
+  case TransportKind::Nccl:
+    transport = makeNcclTransport(*this, *device, options.timeoutSeconds);
+    break;
+  }
+  mpi = transport->distributed();
+  // mpirun tears a job down with SIGTERM when a process dies: print this
+  // process's flight recorder then.
+  if (mpi)
+    installTerminationHandler();
+  if (Status s = transport->start(meta, *device); !s.ok())
+    return s;
+  me = transport->processRank();
+  root = !mpi || me == 0;
+  return Status::success();
+}
+
+Status RunState::allocateArenas() {
+  // The ranks this process runs; MPI process 0 also keeps copies of the
+  // other ranks' arenas, filled when it gathers their blocks.
+  arenas.resize(size_t(numRanks()));
+  views.assign(size_t(numRanks()), nullptr);
+  for (int64_t r = 0; r < numRanks(); ++r) {
+    if (!root && !isLocal(r))
+      continue;
+    arenas[size_t(r)] = std::make_unique<Arena>();
+    Arena &arena = *arenas[size_t(r)];
+    if (!isLocal(r)) {
+      // Process 0's copy of another process's rank holds only what it
+      // gathers: the persistent blocks.
+      int64_t end = persistentEnd(meta.ranks[size_t(r)], meta.stateMultiple());
+      Status s =
+          arena.allocate(*device, end, meta.alignment, /*onDevice=*/false);
+      if (!s.ok())
+        return Status::error("rank " + std::to_string(r) +
+                             "'s parameters on process 0: " + s.message());
+      std::memset(arena.host, 0, size_t(end));
+    } else {
+      Status s =
+          makeArena(model, meta.ranks[size_t(r)], options.seed, *device, arena);
+      if (!s.ok())
+        return s;
+    }
+    views[size_t(r)] = arena.host;
+  }
+  return Status::success();
+}
+
+Status RunState::prepareRanks() {
+  // The initial arenas onto the device, and each local rank's device side.
+  rankDevices.resize(size_t(numRanks()));
+  int64_t slotBytes = meta.microBatchSize() * meta.input.sampleBytes();
+  if (meta.labels)
+    slotBytes =
+        std::max(slotBytes, meta.microBatchSize() * meta.labels->sampleBytes());
+  for (int64_t r = 0; r < numRanks(); ++r) {
+    if (!isLocal(r))
+      continue;
+    Status s = arenas[size_t(r)]->toDevice(0, arenas[size_t(r)]->size);
+    if (s.ok())
+      s = device->makeRank(r, 2 * meta.microbatches, slotBytes,
+                           int64_t(meta.ranks[size_t(r)].actions.size()),
+                           rankDevices[size_t(r)]);
+    if (!s.ok())
+      return Status::error("rank " + std::to_string(r) + ": " + s.message());
+  }
+  ranks.resize(size_t(numRanks()));
+  for (int64_t r = 0; r < numRanks(); ++r) {
+    gpipe_rt_rank &rank = ranks[size_t(r)];
+    rank.run = this;
+    rank.index = r;
+    rank.plan = &meta.ranks[size_t(r)];
+    rank.arena = arenas[size_t(r)] ? arenas[size_t(r)]->deviceMemory : nullptr;
+    rank.device = rankDevices[size_t(r)].get();
+    rank.optimizerSteps.assign(rank.plan->stages.size(),
+                               options.resume ? options.resume->optimizerSteps
+                                              : 0);
+    rank.lastStepped.assign(rank.plan->stages.size(), -1);
+    rank.losses.assign(size_t(meta.microbatches), 0.0);
+    rank.lossReported.assign(size_t(meta.microbatches), 0);
+    if (options.recordTrace)
+      rank.events.reserve(std::min<size_t>(
+          size_t(options.steps) * rank.plan->actions.size(), size_t(1) << 20));
+    rankCvs.push_back(std::make_unique<std::condition_variable>());
+  }
+  finished.assign(size_t(numRanks()), 0);
+  busyTotal.assign(size_t(numRanks()), 0);
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Engine::run
+//===----------------------------------------------------------------------===//
+
+Status Engine::run(const RunOptions &options, RunResult &result) {
+  result = RunResult();
+  const ModelMetadata &meta = model.metadata();
+  if (Status s = checkRunOptions(meta, options); !s.ok())
+    return s;
+
+  // Set-up: device, optimizer, data, transport, arenas, ranks.
+  RunState state(model, options);
+  Status s = state.chooseDevice(result);
+  if (s.ok())
+    s = resolveOptimizer(meta, options.optimizer, state.optimizer);
+  if (s.ok()) {
+    result.optimizer = state.optimizer;
+    s = state.prepareData(result);
+  }
+  if (s.ok())
+    s = state.startTransport();
+  if (s.ok())
+    s = state.allocateArenas();
+  if (s.ok())
+    s = state.restoreCheckpoint();
+  if (s.ok())
+    s = state.prepareRanks();
+  if (!s.ok())
+    return s;
+  if (options.onStart && state.root)
+    options.onStart(state.optimizer, *state.data);
+
+  // The loop: one step at a time, every local rank on its own thread.
+  state.startRankThreads();
+  for (int64_t step = state.startStep; step < options.steps; ++step)
+    if (!state.runStep(step, result))
+      break;
+  state.joinRankThreads();
+  result.totalSeconds = double(state.nowNs()) * 1e-9;
+
+  // The report: the first error with every rank's last actions, or the
+  // measured bubble, arenas, trace and final parameters.
+  if (!state.errors.empty()) {
+    for (const gpipe_rt_rank &rank : state.ranks)
+      if (state.isLocal(rank.index))
+        result.flightRecorder.push_back(
+            rank.recorder.render(rank.index, *rank.plan, state.nowNs()));
+    return state.firstError();
+  }
+  return state.report(result);
+}
+
+//===----------------------------------------------------------------------===//
+// Output files and the process
+//===----------------------------------------------------------------------===//
+
+Status
+writeParameterTensors(const std::string &path, const ModelMetadata &metadata,
+                      const std::map<std::string, std::vector<float>> &tensors,
+                      const std::map<std::string, std::string> &extra) {
+  std::vector<SafeTensorRef> refs;
+  for (const ParameterSpec &p : metadata.parameters) {
+    auto it = tensors.find(p.name);
+    if (it == tensors.end() || int64_t(it->second.size()) != p.elements)
+      return Status::error(path + ": no values for parameter '" + p.name + "'");
+    refs.push_back({p.name, SafeTensorsDType::F32, p.shape, it->second.data(),
+                    it->second.size() * 4});
+  }
+  std::map<std::string, std::string> fileMeta = extra;
+  if (!metadata.source.empty())
+    fileMeta["source"] = metadata.source;
+  return writeSafeTensors(path, refs, fileMeta);
+}
+
+void ensureSingleThreadedBlas(char **argv) {
+  const char *value = std::getenv("OPENBLAS_NUM_THREADS");
+  if (value && std::string(value) == "1")
+    return;
+  if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0)
+    return;
+  execv("/proc/self/exe", argv);
+  // Could not re-execute (no /proc): carry on with the pool as it is.
+}
+
+} // namespace gpipe::rt

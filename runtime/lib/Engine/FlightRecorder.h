@@ -1,0 +1,56 @@
+//===- FlightRecorder.h - Each rank's last actions -------------*- C++ -*-===//
+//
+// What a failed run prints per rank: its last few actions with their
+// durations, the one in progress marked "unfinished after ...". Under MPI a
+// process may be torn down by SIGTERM (mpirun ending the job after another
+// process died); the rank thread then keeps a rendered copy that a signal
+// handler writes with write(2). Internal to the engine.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_LIB_ENGINE_FLIGHTRECORDER_H
+#define GPIPE_RUNTIME_LIB_ENGINE_FLIGHTRECORDER_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpipe::rt {
+
+struct RankPlan;
+
+/// One action as it ran, in nanoseconds since the run started (end -1
+/// while it runs).
+struct RecordedAction {
+  int64_t step, action, beginNs, endNs;
+};
+
+class FlightRecorder {
+public:
+  /// Actions kept per rank.
+  static constexpr size_t kSize = 6;
+
+  /// Action `action` of step `step` (from 0) began at `beginNs`.
+  void begin(int64_t step, int64_t action, int64_t beginNs);
+  /// The action begun last ended at `endNs`.
+  void end(int64_t endNs);
+
+  /// "rank R last actions: step S #A kind ... (stage s, mb m, 12 us); ..."
+  /// with `nowNs` timing an unfinished action.
+  std::string render(int64_t rank, const RankPlan &plan, int64_t nowNs) const;
+
+private:
+  /// Oldest first once full, from `next`.
+  std::vector<RecordedAction> recent;
+  size_t next = 0;
+};
+
+/// From now on SIGTERM prints the last published recorder and exits 1.
+void installTerminationHandler();
+/// Makes `text` what SIGTERM prints (async-signal-safe to read).
+void publishFlightRecorder(const std::string &text);
+
+} // namespace gpipe::rt
+
+#endif // GPIPE_RUNTIME_LIB_ENGINE_FLIGHTRECORDER_H

@@ -1,0 +1,315 @@
+//===- RunState.h - What one Engine::run shares between threads -*- C++ -*-===//
+//
+// The state of one training run and the pieces of the engine that act on
+// it, each in its own file:
+//
+//   Engine.cpp         Engine::run: set-up, the loop over steps, the report
+//   Callbacks.cpp      the gpipe_rt_* callbacks of Program.h (rank threads)
+//   StepLoop.cpp       a rank thread's steps and the main thread's step
+//                      barrier, metrics, losses and deferred updates
+//   Reports.cpp        what crosses processes between steps (per-step
+//                      records, persistent blocks) and the final report
+//   Checkpointing.cpp  resuming from and writing checkpoints
+//   FlightRecorder.cpp each rank's last actions, for failures
+//   Faults.cpp         injected faults
+//   Trace.cpp          Chrome traces
+//
+// Moving transfer payloads is the Transport's (Transport.h), where arenas
+// live and kernels run the Device's (Device.h). Internal to the engine.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_LIB_ENGINE_RUNSTATE_H
+#define GPIPE_RUNTIME_LIB_ENGINE_RUNSTATE_H
+
+#include "gpipe/Runtime/Device.h"
+#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/Transport.h"
+
+#include "Arena.h"
+#include "FlightRecorder.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace gpipe::rt {
+
+class RunState;
+
+using Clock = std::chrono::steady_clock;
+
+/// Where a non-finite value was found, in the order values flow through a
+/// step: payloads leaving forwards by stage ascending (a loss with its last
+/// stage's forward), payloads leaving backwards by stage descending, then
+/// gradient blocks by stage descending; micro-batch next. Of several reports
+/// in a step the smallest is where the value appeared (the rest follow from
+/// it), whichever rank noticed first.
+struct NonFiniteSite {
+  int64_t phase = 0, position = 0, mb = 0;
+  static NonFiniteSite forward(int64_t stage, int64_t mb) {
+    return {0, stage, mb};
+  }
+  static NonFiniteSite backward(int64_t stage, int64_t mb) {
+    return {1, -stage, mb};
+  }
+  static NonFiniteSite gradients(int64_t stage) { return {2, -stage, 0}; }
+  bool operator<(const NonFiniteSite &o) const {
+    return std::tie(phase, position, mb) < std::tie(o.phase, o.position, o.mb);
+  }
+};
+
+} // namespace gpipe::rt
+
+/// A rank's view of the run (Program.h): its plan, its arena and what it is
+/// doing in the current step. Only the rank's own thread touches it during a
+/// step; the main thread reads it at the step barrier.
+struct gpipe_rt_rank {
+  gpipe::rt::RunState *run = nullptr;
+  int64_t index = 0;
+  const gpipe::rt::RankPlan *plan = nullptr;
+  /// The arena on the device (what the program gets).
+  uint8_t *arena = nullptr;
+  /// The device side of the rank (null for other processes' ranks).
+  gpipe::rt::RankDevice *device = nullptr;
+  /// Inspections the device answers when the step ends, in the order they
+  /// were asked: what to do with each answer.
+  std::vector<std::function<int32_t(const gpipe::rt::Inspection &)>> deferred;
+  /// When the current step started (the engine's clock).
+  int64_t stepStartNs = 0;
+  /// Set while the device's deferred answers are handled (finishStep).
+  bool finishing = false;
+
+  /// The current step, from 0.
+  int64_t step = 0;
+  /// The action begin expects next, the one running (-1 between actions)
+  /// and the last one begun.
+  int64_t nextAction = 0, current = -1, lastBegun = -1;
+  int64_t actionBeginNs = 0;
+  /// Compute time of the current step.
+  int64_t busyNs = 0;
+  /// Stopped by fault injection.
+  bool dead = false;
+  /// Per stage the rank holds (plan order): optimizer steps taken, and the
+  /// step the optimizer last ran in.
+  std::vector<int64_t> optimizerSteps, lastStepped;
+  /// The current step's losses by micro-batch.
+  std::vector<double> losses;
+  std::vector<char> lossReported;
+  /// Every action's times, when the run records a trace.
+  std::vector<gpipe::rt::RecordedAction> events;
+  gpipe::rt::FlightRecorder recorder;
+  /// NonFinitePolicy::Skip: the updates of this step, applied after the
+  /// step if every rank finished it cleanly.
+  struct PendingUpdate {
+    size_t local;
+    float *params;
+    const float *grads;
+    float *state;
+    int64_t count;
+  };
+  std::vector<PendingUpdate> pending;
+};
+
+namespace gpipe::rt {
+
+/// Everything one Engine::run shares between its threads.
+class RunState final : public RunControl {
+public:
+  RunState(const ModelImage &model, const RunOptions &options)
+      : model(model), meta(model.metadata()), options(options),
+        timeoutNs(int64_t(options.timeoutSeconds * 1e9)), start(Clock::now()),
+        startStep(options.resume ? options.resume->step : 0) {}
+
+  const ModelImage &model;
+  const ModelMetadata &meta;
+  const RunOptions &options;
+  int64_t timeoutNs;
+  Clock::time_point start;
+  /// The first step this run takes (from 0): the resumed checkpoint's step.
+  int64_t startStep;
+
+  //===--------------------------------------------------------------------===//
+  // Set-up (Engine.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// Where the arenas live and the kernels run.
+  std::shared_ptr<Device> devicePtr;
+  Device *device = nullptr;
+  OptimizerConfig optimizer;
+  std::shared_ptr<const Dataset> dataPtr;
+  const Dataset *data = nullptr;
+  std::unique_ptr<Transport> transport;
+  /// Distributed transports: this process runs only rank `me`, and process
+  /// 0 (`root`) gathers.
+  bool mpi = false, root = true;
+  int me = 0;
+  /// The arenas, and the engine's host view of each (null for ranks this
+  /// process neither runs nor collects); the local ranks' device sides.
+  std::vector<std::unique_ptr<Arena>> arenas;
+  std::vector<uint8_t *> views;
+  std::vector<std::unique_ptr<RankDevice>> rankDevices;
+  std::vector<gpipe_rt_rank> ranks;
+
+  bool isLocal(int64_t rank) const { return !mpi || rank == me; }
+  int64_t numRanks() const { return meta.numRanks(); }
+  int64_t numLocal() const { return mpi ? 1 : numRanks(); }
+
+  Status chooseDevice(RunResult &result);
+  Status prepareData(RunResult &result);
+  Status startTransport();
+  Status allocateArenas();
+  /// Uploads the arenas and makes each local rank's device side and view.
+  Status prepareRanks();
+
+  //===--------------------------------------------------------------------===//
+  // Failures (RunControl)
+  //===--------------------------------------------------------------------===//
+
+  std::mutex mu;
+  std::condition_variable mainCv;
+  std::vector<std::unique_ptr<std::condition_variable>> rankCvs;
+  std::atomic<bool> abortFlag{false};
+  /// (step from 1 or 0 for none, message); the first is the run's error.
+  std::vector<std::pair<int64_t, std::string>> errors;
+
+  const std::atomic<bool> &aborted() const override { return abortFlag; }
+  bool isAborted() const { return abortFlag.load(std::memory_order_relaxed); }
+
+  int64_t nowNs() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() -
+                                                                start)
+        .count();
+  }
+  Clock::time_point deadline() const {
+    return Clock::now() + std::chrono::nanoseconds(timeoutNs);
+  }
+
+  /// Records an error and aborts the run; `mu` must be held.
+  void failLocked(int64_t step, std::string message);
+  void fail(int64_t step, std::string message) {
+    std::lock_guard<std::mutex> lock(mu);
+    failLocked(step, std::move(message));
+  }
+  void fail(const gpipe_rt_rank *rank, std::string message) {
+    fail(rank->step + 1, std::move(message));
+  }
+  void failRank(int64_t rank, std::string message) override {
+    fail(&ranks[size_t(rank)], std::move(message));
+  }
+  /// The run's first error, "step S: ..." when it names a step.
+  Status firstError() const;
+
+  /// "rank 1 (stage 1, micro-batch 3, recv forward from rank 0)".
+  std::string where(const gpipe_rt_rank *rank, int64_t action) const;
+  std::string where(int64_t rank, int64_t action) const override {
+    return where(&ranks[size_t(rank)], action);
+  }
+  /// The action a callback outside begin/end is attributed to.
+  static int64_t currentAction(const gpipe_rt_rank *rank) {
+    return rank->current >= 0 ? rank->current : rank->lastBegun;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Callbacks (Callbacks.cpp)
+  //===--------------------------------------------------------------------===//
+
+  int32_t actionBegin(gpipe_rt_rank *rank, int64_t action);
+  void actionEnd(gpipe_rt_rank *rank, int64_t action);
+  int32_t transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
+                   const void *sendData, void *recvData, int64_t bytes);
+  int32_t load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *data,
+               int64_t bytes);
+  int32_t reportLoss(gpipe_rt_rank *rank, int64_t mb, const float *loss);
+  int32_t optimizerStep(gpipe_rt_rank *rank, int64_t stage, float *params,
+                        const float *grads, float *state, int64_t count);
+  int32_t kernelError(gpipe_rt_rank *rank, int64_t site, int32_t status);
+
+  /// A non-finite value found at `rank`: stops the run at once (returns 1)
+  /// when the policy is Stop and the value was seen as it appeared;
+  /// otherwise marks the step (returns 0): Skip drops the step's updates,
+  /// and Stop with checks a device answered at the end of the step stops
+  /// the run at the step barrier, naming the earliest site.
+  int32_t nonFinite(gpipe_rt_rank *rank, NonFiniteSite site,
+                    std::string message);
+  /// Asks the rank's device about `count` floats at `src`; `handle` gets
+  /// the answer now or when the step ends. Returns what `handle` returned
+  /// (0 when deferred).
+  int32_t inspect(gpipe_rt_rank *rank, const float *src, int64_t count,
+                  std::function<int32_t(const Inspection &)> handle);
+  /// NaN injection into a payload at device address `data` when due.
+  int32_t maybeInjectNan(gpipe_rt_rank *rank, int64_t mb, void *data,
+                         int64_t bytes);
+
+  /// The earliest non-finite value of the current step.
+  std::string nonFiniteMessage;
+  NonFiniteSite nonFiniteSite;
+
+  //===--------------------------------------------------------------------===//
+  // Steps (StepLoop.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// The last step the main thread released (-1 before the first).
+  int64_t released = -1;
+  std::vector<char> finished;
+  int64_t finishedCount = 0, lastFinishNs = 0;
+  /// When any rank last began or ended an action.
+  std::atomic<int64_t> lastProgressNs{0};
+  std::vector<std::thread> threads;
+  /// Per rank: compute time, and the wall time, over the steps the bubble
+  /// counts (all but the first when there are several).
+  std::vector<int64_t> busyTotal;
+  int64_t wallTotal = 0;
+
+  void startRankThreads();
+  void joinRankThreads();
+  /// A rank thread: its program once per released step.
+  void rankMain(gpipe_rt_rank *rank);
+  /// Waits for the rank's device at the end of its step and handles what
+  /// it reports; false when the run is failing.
+  bool finishStep(gpipe_rt_rank *rank);
+  /// The main thread's step `step` (from 0): releases it, waits at the
+  /// barrier, then metrics, loss, deferred updates and checkpoint. False
+  /// when the run failed.
+  bool runStep(int64_t step, RunResult &result);
+  bool countsForBubble(int64_t step) const {
+    return options.steps - startStep == 1 || step > startStep;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Between processes and the report (Reports.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// Distributed: process 0 learns every rank's busy time, losses and
+  /// non-finite values; everyone learns whether the step's updates apply.
+  bool exchangeStepRecords(int64_t step);
+  /// Brings the local ranks' persistent blocks into the host views and,
+  /// distributed, every other process's into process 0's copies.
+  bool gatherBlocks(int64_t step);
+  /// Measured arenas, the trace and the final parameters.
+  Status report(RunResult &result);
+
+  //===--------------------------------------------------------------------===//
+  // Checkpoints (Checkpointing.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// RunOptions::resume's parameters and optimizer state into the views.
+  Status restoreCheckpoint();
+  /// After step `step` (from 0), when one is due: gathers, writes on
+  /// process 0, and makes every process learn how the write went.
+  bool checkpointIfDue(int64_t step);
+};
+
+/// The checkpoint name of the optimizer state `config` keeps.
+std::string stateKindName(const OptimizerConfig &config);
+
+} // namespace gpipe::rt
+
+#endif // GPIPE_RUNTIME_LIB_ENGINE_RUNSTATE_H

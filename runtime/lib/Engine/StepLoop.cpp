@@ -1,0 +1,316 @@
+//===- StepLoop.cpp - Rank threads and the main thread's steps -*- C++ -*-===//
+//
+// A step: the main thread releases it, every local rank thread runs its
+// program once and waits for its device, and the main thread waits at the
+// step barrier, with the run's timeout, for all of them or the first error.
+// Then the main thread checks the guard zones, sums the losses, computes the
+// step's metrics, applies the updates a Skip policy deferred, and writes a
+// checkpoint when one is due, all while the rank threads wait for the next
+// release.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RunState.h"
+
+#include "gpipe/Runtime/CPUKernels.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace gpipe::rt {
+namespace {
+
+std::string unfinishedRanks(const std::vector<char> &finished) {
+  std::string list;
+  int count = 0;
+  for (size_t r = 0; r < finished.size(); ++r)
+    if (!finished[r]) {
+      list += (list.empty() ? "" : ", ") + std::to_string(r);
+      ++count;
+    }
+  return (count == 1 ? "rank " : "ranks ") + list;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Rank threads
+//===----------------------------------------------------------------------===//
+
+void RunState::startRankThreads() {
+  gpipe_rt_cpu_set_blas_threads(1);
+  for (int64_t r = 0; r < numRanks(); ++r)
+    if (isLocal(r))
+      threads.emplace_back([this, r] { rankMain(&ranks[size_t(r)]); });
+}
+
+void RunState::joinRankThreads() {
+  for (std::thread &t : threads)
+    t.join();
+  threads.clear();
+}
+
+void RunState::rankMain(gpipe_rt_rank *rank) {
+  if (Status s = rank->device->bind(); !s.ok()) {
+    fail(startStep + 1,
+         "rank " + std::to_string(rank->index) + ": " + s.message());
+    return;
+  }
+  gpipe_model_rank_fn fn = model.rankFunction(rank->index);
+  std::condition_variable &cv = *rankCvs[size_t(rank->index)];
+  size_t numActions = rank->plan->actions.size();
+  for (int64_t step = startStep; step < options.steps; ++step) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return released >= step || abortFlag; });
+      if (abortFlag)
+        return;
+    }
+    rank->step = step;
+    rank->nextAction = 0;
+    rank->current = rank->lastBegun = -1;
+    rank->busyNs = 0;
+    rank->pending.clear();
+    rank->deferred.clear();
+    std::fill(rank->lossReported.begin(), rank->lossReported.end(), 0);
+    gpipe_rt_clear_error();
+    if (model.libraryClearError)
+      model.libraryClearError();
+    rank->device->clearKernelError();
+    rank->stepStartNs = nowNs();
+    if (Status s = rank->device->beginStep(); !s.ok()) {
+      fail(rank, "rank " + std::to_string(rank->index) + ": " + s.message());
+      return;
+    }
+
+    // A step that ends without finishStep leaves the device's work to
+    // stop or drain before the thread (and then the arenas) go away.
+    struct Abandon {
+      RunState &run;
+      gpipe_rt_rank *rank;
+      bool armed = true;
+      ~Abandon() {
+        if (armed)
+          rank->device->abandonStep(run.deadline());
+      }
+    } abandon{*this, rank};
+    int32_t rc = fn(rank, rank->arena);
+    if (rank->dead || abortFlag)
+      return;
+    if (rc != 0) {
+      fail(rank, where(rank, currentAction(rank)) + ": " + rank->plan->symbol +
+                     " returned " + std::to_string(rc) +
+                     " without reporting an error");
+      return;
+    }
+    if (rank->current >= 0 || rank->nextAction != int64_t(numActions)) {
+      fail(rank, "rank " + std::to_string(rank->index) + ": " +
+                     rank->plan->symbol + " returned after beginning " +
+                     std::to_string(rank->nextAction) + " of its " +
+                     std::to_string(numActions) + " actions" +
+                     (rank->current >= 0
+                          ? " (action " + std::to_string(rank->current) +
+                                " never ended)"
+                          : std::string()));
+      return;
+    }
+    if (!finishStep(rank))
+      return;
+    abandon.armed = false;
+    std::lock_guard<std::mutex> lock(mu);
+    finished[size_t(rank->index)] = 1;
+    ++finishedCount;
+    lastFinishNs = nowNs();
+    mainCv.notify_all();
+  }
+}
+
+bool RunState::finishStep(gpipe_rt_rank *rank) {
+  std::vector<Inspection> inspections;
+  std::vector<ActionTiming> timings;
+  Status s =
+      rank->device->finishStep(deadline(), abortFlag, inspections, timings);
+  if (abortFlag)
+    return false;
+  if (!s.ok()) {
+    fail(rank, "rank " + std::to_string(rank->index) + ": " + s.message());
+    return false;
+  }
+  if (inspections.size() != rank->deferred.size()) {
+    fail(rank, "rank " + std::to_string(rank->index) +
+                   ": the device answered " +
+                   std::to_string(inspections.size()) + " of " +
+                   std::to_string(rank->deferred.size()) + " inspections");
+    return false;
+  }
+  rank->finishing = true;
+  for (size_t i = 0; i < inspections.size(); ++i)
+    if (rank->deferred[i](inspections[i]) != 0) {
+      rank->finishing = false;
+      return false;
+    }
+  rank->finishing = false;
+  if (rank->device->timesOnDevice()) {
+    rank->busyNs = 0;
+    for (const ActionTiming &t : timings) {
+      if (t.action < 0 || t.action >= int64_t(rank->plan->actions.size()))
+        continue;
+      if (isComputeAction(rank->plan->actions[size_t(t.action)].kind))
+        rank->busyNs += t.endNs - t.beginNs;
+      if (options.recordTrace)
+        rank->events.push_back({rank->step, t.action,
+                                rank->stepStartNs + t.beginNs,
+                                rank->stepStartNs + t.endNs});
+    }
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// The main thread
+//===----------------------------------------------------------------------===//
+
+bool RunState::runStep(int64_t step, RunResult &result) {
+  const int64_t numRanks = this->numRanks(), numLocal = this->numLocal();
+  Status s = Status::success();
+  int64_t stepStart;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    for (int64_t r = 0; r < numRanks; ++r)
+      finished[size_t(r)] = !isLocal(r);
+    finishedCount = 0;
+    stepStart = nowNs();
+    released = step;
+    for (auto &cv : rankCvs)
+      cv->notify_all();
+    // The barrier: all ranks finish, or one fails, or the stragglers take
+    // longer than the timeout after the first rank finished. While no rank
+    // has finished, ranks waiting on transfers time out by themselves;
+    // the main thread only steps in when nothing at all happened for
+    // twice the timeout (every rank died or hangs in a computation).
+    lastProgressNs.store(stepStart);
+    while (finishedCount < numLocal && !abortFlag) {
+      int64_t now = nowNs();
+      bool anyFinished = finishedCount > 0;
+      int64_t deadline = anyFinished ? lastFinishNs + timeoutNs
+                                     : lastProgressNs.load() + 2 * timeoutNs;
+      if (now >= deadline) {
+        std::string late = unfinishedRanks(finished);
+        std::string stepName = "step " + std::to_string(step + 1);
+        failLocked(0, anyFinished
+                          ? late + " did not finish " + stepName + " within " +
+                                formatSeconds(options.timeoutSeconds) +
+                                " s after the other ranks; it may have died or "
+                                "stalled"
+                          : late + " did not finish " + stepName +
+                                " and no rank made progress for " +
+                                formatSeconds(2 * options.timeoutSeconds) +
+                                " s; a rank may have died or stalled");
+        break;
+      }
+      mainCv.wait_for(lock, std::chrono::nanoseconds(std::min<int64_t>(
+                                deadline - now, 100'000'000)));
+    }
+    if (abortFlag)
+      return false;
+  }
+  if (mpi && !exchangeStepRecords(step))
+    return false;
+  // Stop: a non-finite value a device reported at the end of the step
+  // (process 0 names it; the others stop because of it).
+  if (options.onNonFinite == NonFinitePolicy::Stop &&
+      !nonFiniteMessage.empty()) {
+    fail(step + 1, root ? nonFiniteMessage : remoteFailure(nonFiniteMessage));
+    return false;
+  }
+  int64_t wall = std::max<int64_t>(lastFinishNs - stepStart, 1);
+  StepMetrics metrics;
+  metrics.step = step + 1;
+  metrics.seconds = double(wall) * 1e-9;
+  metrics.samplesPerSecond = double(meta.batchSize()) / metrics.seconds;
+  for (int64_t r = 0; r < numRanks; ++r) {
+    const gpipe_rt_rank &rank = ranks[size_t(r)];
+    metrics.busyFraction.push_back(double(rank.busyNs) / double(wall));
+    if (countsForBubble(step))
+      busyTotal[size_t(r)] += rank.busyNs;
+    if (!isLocal(r))
+      continue;
+    s = arenas[size_t(r)]->toHost(rank.plan->arenaBytes, kGuardBytes);
+    if (s.ok())
+      s = checkGuard(*rank.plan, views[size_t(r)]);
+    if (!s.ok()) {
+      fail(step + 1, s.message());
+      break;
+    }
+  }
+  if (abortFlag)
+    return false;
+  if (countsForBubble(step))
+    wallTotal += wall;
+
+  // The loss: micro-batch losses in order, summed in double, over M.
+  double sum = 0.0;
+  int64_t reported = 0, missing = -1;
+  for (int64_t mb = 0; mb < meta.microbatches; ++mb) {
+    int64_t reporters = 0;
+    for (const gpipe_rt_rank &rank : ranks)
+      if (rank.lossReported[size_t(mb)]) {
+        ++reporters;
+        sum += rank.losses[size_t(mb)];
+      }
+    if (reporters > 1) {
+      fail(step + 1, "micro-batch " + std::to_string(mb) +
+                         "'s loss was reported by more than one rank");
+      break;
+    }
+    reported += reporters;
+    if (!reporters && missing < 0)
+      missing = mb;
+  }
+  if (abortFlag)
+    return false;
+  if (reported > 0 && missing >= 0) {
+    fail(step + 1, "the loss of micro-batch " + std::to_string(missing) +
+                       " was never reported");
+    return false;
+  }
+  metrics.loss = reported ? sum / double(meta.microbatches)
+                          : std::numeric_limits<double>::quiet_NaN();
+  if (step == startStep) {
+    if (!gatherBlocks(step + 1))
+      return false;
+    if (root)
+      collectTensors(meta, views, /*gradients=*/true, result.firstGradients);
+  }
+
+  // NonFinitePolicy::Skip: the step's updates, all or none.
+  if (options.onNonFinite == NonFinitePolicy::Skip) {
+    if (!nonFiniteMessage.empty()) {
+      result.skippedSteps.push_back("step " + std::to_string(step + 1) + ": " +
+                                    nonFiniteMessage +
+                                    "; the step's updates were skipped");
+      nonFiniteMessage.clear();
+    } else {
+      for (gpipe_rt_rank &rank : ranks)
+        for (const auto &u : rank.pending) {
+          int64_t t = ++rank.optimizerSteps[u.local];
+          s = device->optimizerStep(
+              optimizer, t, u.params, u.grads,
+              optimizer.stateMultiple() ? u.state : nullptr, u.count);
+          if (!s.ok())
+            break;
+        }
+      if (!s.ok()) {
+        fail(step + 1, s.message());
+        return false;
+      }
+    }
+  }
+  result.steps.push_back(metrics);
+  if (options.onStep)
+    options.onStep(metrics);
+
+  return checkpointIfDue(step);
+}
+
+} // namespace gpipe::rt

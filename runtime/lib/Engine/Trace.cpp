@@ -1,0 +1,107 @@
+//===- Trace.cpp - Chrome / Perfetto traces of a run -----------*- C++ -*-===//
+//
+// Writes the actions a run recorded (RunResult::trace) as Chrome trace JSON
+// for chrome://tracing and Perfetto: one thread per rank, one complete event
+// per action named like the schedule pictures (F3 s1, B3 s1, send mb3),
+// written to a temporary file and renamed into place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Runtime/Engine.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+
+namespace gpipe::rt {
+
+Status writeChromeTrace(const std::string &path, const ModelMetadata &metadata,
+                        const RunResult &result) {
+  using Json = nlohmann::json;
+  Json events = Json::array();
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"tid", 0},
+                    {"args", {{"name", "gpipe " + metadata.source}}}});
+  for (const RankPlan &rank : metadata.ranks)
+    events.push_back(
+        {{"name", "thread_name"},
+         {"ph", "M"},
+         {"pid", 0},
+         {"tid", rank.rank},
+         {"args", {{"name", "rank " + std::to_string(rank.rank)}}}});
+  for (const TraceEvent &e : result.trace) {
+    const ActionSpec &a =
+        metadata.ranks[size_t(e.rank)].actions[size_t(e.action)];
+    std::string mb = std::to_string(a.mb), stage = std::to_string(a.stage);
+    std::string name;
+    switch (a.kind) {
+    case ActionKind::Forward:
+      name = "F" + mb + " s" + stage;
+      break;
+    case ActionKind::Backward:
+      name = "B" + mb + " s" + stage;
+      break;
+    case ActionKind::BackwardInput:
+      name = "BI" + mb + " s" + stage;
+      break;
+    case ActionKind::BackwardWeight:
+      name = "BW" + mb + " s" + stage;
+      break;
+    case ActionKind::Recompute:
+      name = "R" + mb + " s" + stage;
+      break;
+    case ActionKind::SendF:
+    case ActionKind::SendB:
+      name = "send mb" + mb;
+      break;
+    case ActionKind::RecvF:
+    case ActionKind::RecvB:
+      name = "recv mb" + mb;
+      break;
+    case ActionKind::ReduceGrad:
+      name = "reduce s" + stage;
+      break;
+    case ActionKind::Step:
+      name = "step";
+      break;
+    }
+    Json args = {{"stage", a.stage},
+                 {"mb", a.mb},
+                 {"step", e.step + 1},
+                 {"action", e.action}};
+    if (a.isTransfer()) {
+      args["peer"] = a.peer;
+      args["bytes"] = a.bytes;
+    }
+    events.push_back({{"name", name},
+                      {"cat", actionKindName(a.kind)},
+                      {"ph", "X"},
+                      {"pid", 0},
+                      {"tid", e.rank},
+                      {"ts", e.beginUs},
+                      {"dur", e.endUs - e.beginUs},
+                      {"args", std::move(args)}});
+  }
+  Json root = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+  std::string text =
+      root.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f)
+    return Status::error("cannot write " + path + ": " + std::strerror(errno));
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok &= std::fclose(f) == 0;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    return Status::error("cannot write " + path + ": " + std::strerror(err));
+  }
+  return Status::success();
+}
+
+} // namespace gpipe::rt

@@ -1,0 +1,976 @@
+//===- KernelArgs.cpp - Host-side argument checks of the kernels -*- C++
+//-*-===//
+//
+// The definitions of KernelArgs.h's checks: compiled once for the CPU and
+// the CUDA kernel libraries, which give the same validation and the same
+// messages.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common/KernelArgs.h"
+
+namespace gpipe::rt::args {
+
+std::ostream &operator<<(std::ostream &os, const Shape &shape) {
+  os << '[';
+  for (int32_t i = 0; i < shape.rank; ++i)
+    os << (i ? ", " : "") << shape.dims[i];
+  return os << ']';
+}
+
+Shape shapeOf(const int64_t *dims, int32_t rank) {
+  Shape shape;
+  shape.rank = rank;
+  std::copy(dims, dims + rank, shape.dims);
+  return shape;
+}
+
+gpipe_rt_status readShape(const Kernel &kernel, const char *what,
+                          const int64_t *dims, int32_t rank, Shape &shape) {
+  if (rank < 0 || rank > kMaxRank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << what << " has rank " << rank << ", expected 0 to " << kMaxRank;
+  if (rank > 0 && !dims)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << what << " has rank " << rank << " but a null shape";
+  shape.rank = rank;
+  shape.numElements = 1;
+  for (int32_t i = 0; i < rank; ++i) {
+    if (dims[i] < 0)
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << what << " dim " << i << " is negative (" << dims[i] << ")";
+    shape.dims[i] = dims[i];
+  }
+  // Every product of dims must fit in int64, also when another dim is 0
+  // (kernels multiply sub-products of the dims).
+  bool empty = false;
+  for (int32_t i = 0; i < rank; ++i) {
+    if (dims[i] == 0) {
+      empty = true;
+      continue;
+    }
+    if (shape.numElements > std::numeric_limits<int64_t>::max() / dims[i])
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << what << " " << shape << " has more elements than int64 holds";
+    shape.numElements *= dims[i];
+  }
+  if (empty)
+    shape.numElements = 0;
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkPointer(const Kernel &kernel, const char *what,
+                             const void *ptr, int64_t numElements) {
+  if (!ptr && numElements > 0)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << what << " is null but holds " << numElements << " elements";
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkCount(const Kernel &kernel, int64_t count) {
+  if (count < 0)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "negative element count " << count;
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkBuffers(const Kernel &kernel, int64_t count,
+                             std::initializer_list<Buffer> buffers) {
+  GPIPE_RT_TRY(checkCount(kernel, count));
+  for (const Buffer &buffer : buffers)
+    GPIPE_RT_TRY(checkPointer(kernel, buffer.what, buffer.data, count));
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status dtypeSize(const Kernel &kernel, gpipe_rt_dtype dtype,
+                          size_t &size) {
+  size = gpipe_rt_dtype_size(dtype);
+  if (size == 0)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "unknown element type " << int(dtype);
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkIndexType(const Kernel &kernel, const char *what,
+                               gpipe_rt_dtype type) {
+  if (type != GPIPE_RT_I32 && type != GPIPE_RT_I64)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << what << " must be i32 or i64, got " << gpipe_rt_dtype_name(type);
+  return GPIPE_RT_SUCCESS;
+}
+
+void contiguousStrides(const Shape &shape, int64_t *strides) {
+  int64_t s = 1;
+  for (int32_t i = shape.rank - 1; i >= 0; --i) {
+    strides[i] = s;
+    s *= shape.dims[i];
+  }
+}
+
+bool broadcastStrides(const Shape &in, const Shape &out, int64_t *strides) {
+  if (in.rank > out.rank)
+    return false;
+  int32_t lead = out.rank - in.rank;
+  int64_t s = 1;
+  for (int32_t i = out.rank - 1; i >= 0; --i) {
+    if (i < lead) {
+      strides[i] = 0;
+      continue;
+    }
+    int64_t d = in.dims[i - lead];
+    if (d != out.dims[i] && d != 1)
+      return false;
+    strides[i] = d == 1 ? 0 : s;
+    s *= d;
+  }
+  return true;
+}
+
+bool broadcastShape(const Shape *shapes, int count, Shape &out) {
+  out.rank = 0;
+  for (int k = 0; k < count; ++k)
+    out.rank = std::max(out.rank, shapes[k].rank);
+  for (int32_t i = 0; i < out.rank; ++i) {
+    int64_t d = 1;
+    for (int k = 0; k < count; ++k) {
+      int32_t j = i - (out.rank - shapes[k].rank);
+      if (j < 0)
+        continue;
+      int64_t e = shapes[k].dims[j];
+      if (e == d || e == 1)
+        continue;
+      if (d != 1)
+        return false;
+      d = e;
+    }
+    out.dims[i] = d;
+  }
+  return true;
+}
+
+std::string positionOf(const Shape &shape, int64_t flat) {
+  int64_t index[kMaxRank] = {};
+  for (int32_t d = shape.rank - 1; d >= 0; --d) {
+    if (shape.dims[d] == 0)
+      continue;
+    index[d] = flat % shape.dims[d];
+    flat /= shape.dims[d];
+  }
+  std::ostringstream os;
+  os << '[';
+  for (int32_t d = 0; d < shape.rank; ++d)
+    os << (d ? ", " : "") << index[d];
+  os << ']';
+  return os.str();
+}
+
+void productsAround(const Shape &shape, int64_t axis, int64_t &outer,
+                    int64_t &inner) {
+  outer = 1;
+  inner = 1;
+  for (int32_t d = 0; d < axis; ++d)
+    outer *= shape.dims[d];
+  for (int32_t d = int32_t(axis) + 1; d < shape.rank; ++d)
+    inner *= shape.dims[d];
+}
+
+gpipe_rt_status indexOutOfRange(const Kernel &kernel, int64_t value,
+                                const Shape &indices, int64_t position,
+                                int64_t bound, int64_t axis, const char *of,
+                                const Shape &indexed) {
+  return Error(GPIPE_RT_OUT_OF_RANGE, kernel)
+         << "index " << value << " at position "
+         << positionOf(indices, position) << " of indices " << indices
+         << " is out of range [0, " << bound << ") for axis " << axis << of
+         << indexed;
+}
+
+gpipe_rt_status labelOutOfRange(const Kernel &kernel, int64_t label,
+                                const Shape &rows, int64_t position,
+                                int64_t classes) {
+  return Error(GPIPE_RT_OUT_OF_RANGE, kernel)
+         << "label " << label << " at position " << positionOf(rows, position)
+         << " is out of range [0, " << classes << ")";
+}
+
+bool fitsBlasInt(int64_t v) {
+  return v >= 0 && v <= int64_t(std::numeric_limits<int>::max());
+}
+
+gpipe_rt_status checkSgemm(const Kernel &kernel, bool transA, bool transB,
+                           int64_t m, int64_t n, int64_t k, const float *a,
+                           int64_t lda, const float *b, int64_t ldb,
+                           const float *c, int64_t ldc, int64_t batch,
+                           bool &empty) {
+  if (!fitsBlasInt(m) || !fitsBlasInt(n) || !fitsBlasInt(k) ||
+      !fitsBlasInt(lda) || !fitsBlasInt(ldb) || !fitsBlasInt(ldc) ||
+      !fitsBlasInt(batch))
+    return Error(GPIPE_RT_BLAS_ERROR, kernel)
+           << "sgemm arguments exceed the BLAS int range (M=" << m
+           << ", N=" << n << ", K=" << k << ", lda=" << lda << ", ldb=" << ldb
+           << ", ldc=" << ldc << ")";
+  int64_t aCols = transA ? m : k, bCols = transB ? k : n;
+  if (lda < std::max<int64_t>(1, aCols) || ldb < std::max<int64_t>(1, bCols) ||
+      ldc < std::max<int64_t>(1, n))
+    return Error(GPIPE_RT_BLAS_ERROR, kernel)
+           << "sgemm leading dimensions too small (M=" << m << ", N=" << n
+           << ", K=" << k << ", lda=" << lda << ", ldb=" << ldb
+           << ", ldc=" << ldc << ")";
+  empty = m == 0 || n == 0 || batch == 0;
+  if (empty)
+    return GPIPE_RT_SUCCESS;
+  if (!c || (k > 0 && (!a || !b)))
+    return Error(GPIPE_RT_BLAS_ERROR, kernel) << "sgemm with a null matrix";
+  return GPIPE_RT_SUCCESS;
+}
+
+const char *binaryName(gpipe_rt_binary_op op) {
+  switch (op) {
+  case GPIPE_RT_ADD:
+    return "add";
+  case GPIPE_RT_SUB:
+    return "sub";
+  case GPIPE_RT_MUL:
+    return "mul";
+  case GPIPE_RT_DIV:
+    return "div";
+  case GPIPE_RT_POW:
+    return "pow";
+  }
+  return "binary";
+}
+
+gpipe_rt_status checkBinary(const Kernel &kernel, gpipe_rt_binary_op op,
+                            const float *lhs, const int64_t *lhsShape,
+                            int32_t lhsRank, const float *rhs,
+                            const int64_t *rhsShape, int32_t rhsRank,
+                            const float *out, const int64_t *outShape,
+                            int32_t outRank, BroadcastArgs<3> &args) {
+  GPIPE_RT_TRY(checkBroadcast<3>(
+      kernel,
+      {{"lhs", lhs, lhsShape, lhsRank}, {"rhs", rhs, rhsShape, rhsRank}},
+      {"result", out, outShape, outRank}, args));
+  if (args.count > 0 && (int(op) < GPIPE_RT_ADD || int(op) > GPIPE_RT_POW))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "unknown op " << int(op);
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkUnary(const Kernel &kernel, gpipe_rt_unary_op op,
+                           const float *in, const float *out, int64_t count) {
+  GPIPE_RT_TRY(checkBuffers(kernel, count, {{"input", in}, {"result", out}}));
+  // The ops are numbered 0 (neg) to 9 (log) without gaps.
+  if (int(op) < GPIPE_RT_NEG || int(op) > GPIPE_RT_LOG)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "unknown op " << int(op);
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkEqual(const Kernel &kernel, gpipe_rt_dtype dtype,
+                           const void *lhs, const int64_t *lhsShape,
+                           int32_t lhsRank, const void *rhs,
+                           const int64_t *rhsShape, int32_t rhsRank,
+                           const uint8_t *out, const int64_t *outShape,
+                           int32_t outRank, BroadcastArgs<3> &args) {
+  GPIPE_RT_TRY(checkBroadcast<3>(
+      kernel,
+      {{"lhs", lhs, lhsShape, lhsRank}, {"rhs", rhs, rhsShape, rhsRank}},
+      {"result", out, outShape, outRank}, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  switch (dtype) {
+  case GPIPE_RT_F32:
+  case GPIPE_RT_F64:
+  case GPIPE_RT_I32:
+  case GPIPE_RT_I64:
+  case GPIPE_RT_BOOL:
+    return GPIPE_RT_SUCCESS;
+  default:
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "unsupported element type " << gpipe_rt_dtype_name(dtype);
+  }
+}
+
+gpipe_rt_status checkWhere(const Kernel &kernel, const uint8_t *cond,
+                           const int64_t *condShape, int32_t condRank,
+                           gpipe_rt_dtype dtype, const void *x,
+                           const int64_t *xShape, int32_t xRank, const void *y,
+                           const int64_t *yShape, int32_t yRank,
+                           const void *out, const int64_t *outShape,
+                           int32_t outRank, WhereArgs &args) {
+  GPIPE_RT_TRY(dtypeSize(kernel, dtype, args.elemSize));
+  return checkBroadcast<4>(kernel,
+                           {{"condition", cond, condShape, condRank},
+                            {"x", x, xShape, xRank},
+                            {"y", y, yShape, yRank}},
+                           {"result", out, outShape, outRank}, args);
+}
+
+gpipe_rt_status checkNot(const Kernel &kernel, const uint8_t *in,
+                         const uint8_t *out, int64_t count) {
+  return checkBuffers(kernel, count, {{"input", in}, {"result", out}});
+}
+
+gpipe_rt_status checkCast(const Kernel &kernel, gpipe_rt_dtype inType,
+                          const void *in, gpipe_rt_dtype outType,
+                          const void *out, int64_t count) {
+  GPIPE_RT_TRY(checkBuffers(kernel, count, {{"input", in}, {"result", out}}));
+  auto any = [](auto) {};
+  if (!withCastType(inType, any) || !withCastType(outType, any))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "unsupported conversion from " << gpipe_rt_dtype_name(inType)
+           << " to " << gpipe_rt_dtype_name(outType)
+           << " (supported: f32, f64, i32, i64, i1)";
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkMatmul(const Kernel &kernel, const float *lhs,
+                            const int64_t *lhsShape, int32_t lhsRank,
+                            const float *rhs, const int64_t *rhsShape,
+                            int32_t rhsRank, const float *out,
+                            const int64_t *outShape, int32_t outRank,
+                            MatmulArgs &args) {
+  Shape a, b, res;
+  GPIPE_RT_TRY(readShape(kernel, "lhs", lhsShape, lhsRank, a));
+  GPIPE_RT_TRY(readShape(kernel, "rhs", rhsShape, rhsRank, b));
+  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, res));
+  if (a.rank < 2 || b.rank < 2)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "operands must have rank 2 or more, got " << a << " and " << b;
+  int64_t m = a.dims[a.rank - 2], k = a.dims[a.rank - 1];
+  int64_t k2 = b.dims[b.rank - 2], n = b.dims[b.rank - 1];
+  if (k != k2)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "inner dimensions differ: " << a << " and " << b;
+  // Batch shapes: everything but the matrix dims.
+  Shape batches[2] = {a, b}, batch;
+  batches[0].rank -= 2;
+  batches[1].rank -= 2;
+  if (!broadcastShape(batches, 2, batch))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "batch dims of " << a << " and " << b << " do not broadcast";
+  Shape expected = batch;
+  expected.dims[expected.rank++] = m;
+  expected.dims[expected.rank++] = n;
+  if (expected.rank > kMaxRank || expected != res)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << a << " x " << b << " gives " << expected
+           << ", not the result shape " << res;
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.count = res.numElements;
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "lhs", lhs, a.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "rhs", rhs, b.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
+
+  batch.numElements = 1;
+  for (int32_t i = 0; i < batch.rank; ++i)
+    batch.numElements *= batch.dims[i];
+  int64_t strides[3][kMaxRank];
+  contiguousStrides(batch, strides[0]);
+  broadcastStrides(batches[0], batch, strides[1]);
+  broadcastStrides(batches[1], batch, strides[2]);
+  args.batch = batch;
+  args.plan = collapse(batch, strides);
+  const StridedPlan<3> &plan = args.plan;
+  bool rhsShared = true;
+  for (int32_t d = 0; d < plan.rank; ++d)
+    rhsShared = rhsShared && plan.strides[2][d] == 0;
+  bool lhsDense = plan.rank == 0 || (plan.rank == 1 && plan.strides[1][0] == 1);
+  args.foldBatch = rhsShared && lhsDense;
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkGemm(const Kernel &kernel, const float *a,
+                          const int64_t *aShape, const float *b,
+                          const int64_t *bShape, const float *c,
+                          const int64_t *cShape, int32_t cRank, float beta,
+                          int32_t transA, int32_t transB, const float *out,
+                          const int64_t *outShape, GemmArgs &args) {
+  Shape as, bs, cs, &res = args.result;
+  GPIPE_RT_TRY(readShape(kernel, "a", aShape, 2, as));
+  GPIPE_RT_TRY(readShape(kernel, "b", bShape, 2, bs));
+  GPIPE_RT_TRY(readShape(kernel, "result", outShape, 2, res));
+  int64_t m = transA ? as.dims[1] : as.dims[0];
+  int64_t k = transA ? as.dims[0] : as.dims[1];
+  int64_t k2 = transB ? bs.dims[1] : bs.dims[0];
+  int64_t n = transB ? bs.dims[0] : bs.dims[1];
+  if (k != k2)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "inner dimensions differ: a " << as
+           << (transA ? " (transposed)" : "") << " and b " << bs
+           << (transB ? " (transposed)" : "");
+  if (res.dims[0] != m || res.dims[1] != n)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "product is [" << m << ", " << n << "], not the result shape "
+           << res;
+  GPIPE_RT_TRY(checkPointer(kernel, "a", a, as.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "b", b, bs.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
+  if (c) {
+    GPIPE_RT_TRY(readShape(kernel, "c", cShape, cRank, cs));
+    contiguousStrides(res, args.resultStrides);
+    if (!broadcastStrides(cs, res, args.cStrides))
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << "c " << cs << " does not broadcast to the result " << res;
+    args.beta = beta;
+  }
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.lda = leadingDim(as.dims[1]);
+  args.ldb = leadingDim(bs.dims[1]);
+  args.ldc = leadingDim(n);
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkLinear(const Kernel &kernel, const float *input,
+                            const int64_t *inputShape, int32_t inputRank,
+                            const float *weight, const int64_t *weightShape,
+                            int32_t transposeWeight, const float *out,
+                            const int64_t *outShape, int32_t outRank,
+                            LinearArgs &args) {
+  Shape in, w, res;
+  GPIPE_RT_TRY(readShape(kernel, "input", inputShape, inputRank, in));
+  GPIPE_RT_TRY(readShape(kernel, "weight", weightShape, 2, w));
+  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, res));
+  if (in.rank < 1)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "input must have rank 1 or more";
+  int64_t inF = in.dims[in.rank - 1];
+  int64_t wIn = transposeWeight ? w.dims[1] : w.dims[0];
+  int64_t outF = transposeWeight ? w.dims[0] : w.dims[1];
+  if (inF != wIn)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "input " << in << " has " << inF << " features but weight " << w
+           << (transposeWeight ? " ([out, in])" : " ([in, out])") << " takes "
+           << wIn;
+  Shape expected = in;
+  expected.dims[expected.rank - 1] = outF;
+  if (expected != res)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "result should be " << expected << ", got " << res;
+  args.count = res.numElements;
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", input, in.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "weight", weight, w.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, res.numElements));
+  args.rows = res.numElements / outF;
+  args.inFeatures = inF;
+  args.outFeatures = outF;
+  args.weightLd = leadingDim(w.dims[1]);
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status splitAtAxis(const Kernel &kernel, const Shape &s, int64_t axis,
+                            AxisSplit &split) {
+  if (axis < 0 || axis >= std::max<int64_t>(s.rank, 1) ||
+      (s.rank == 0 && axis != 0))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for " << s;
+  split.n = s.rank ? s.dims[axis] : 1;
+  productsAround(s, axis, split.outer, split.inner);
+  split.count = s.numElements;
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkSoftmax(const Kernel &kernel, const float *in,
+                             const int64_t *shape, int32_t rank, int64_t axis,
+                             const float *out, AxisSplit &args) {
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  GPIPE_RT_TRY(splitAtAxis(kernel, s, axis, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+  return checkPointer(kernel, "result", out, s.numElements);
+}
+
+gpipe_rt_status checkSoftmaxGrad(const Kernel &kernel, const float *output,
+                                 const float *grad, const int64_t *shape,
+                                 int32_t rank, int64_t axis, const float *out,
+                                 AxisSplit &args) {
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  GPIPE_RT_TRY(splitAtAxis(kernel, s, axis, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "output", output, s.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, s.numElements));
+  return checkPointer(kernel, "result", out, s.numElements);
+}
+
+gpipe_rt_status splitNormalized(const Kernel &kernel, const Shape &s,
+                                int64_t axis, float epsilon, RowSplit &split) {
+  if (axis < 0 || axis > s.rank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for " << s;
+  if (!(epsilon >= 0.0f))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "epsilon must be non-negative, got " << epsilon;
+  split.rows = 1;
+  split.n = 1;
+  for (int32_t d = 0; d < axis; ++d)
+    split.rows *= s.dims[d];
+  for (int32_t d = int32_t(axis); d < s.rank; ++d)
+    split.n *= s.dims[d];
+  split.count = s.numElements;
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkLayerNorm(const Kernel &kernel, const float *in,
+                               const int64_t *shape, int32_t rank, int64_t axis,
+                               const float *scale, float epsilon,
+                               const float *out, RowSplit &args) {
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  GPIPE_RT_TRY(splitNormalized(kernel, s, axis, epsilon, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "scale", scale, args.n));
+  return checkPointer(kernel, "result", out, s.numElements);
+}
+
+gpipe_rt_status checkLayerNormGrad(const Kernel &kernel, const float *in,
+                                   const int64_t *shape, int32_t rank,
+                                   int64_t axis, const float *scale,
+                                   const float *grad, float epsilon,
+                                   RowSplit &args) {
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  GPIPE_RT_TRY(splitNormalized(kernel, s, axis, epsilon, args));
+  if (args.n == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "scale", scale, args.n));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+  return checkPointer(kernel, "grad", grad, s.numElements);
+}
+
+bool sliceFits(int64_t off, int64_t size, int64_t step, int64_t dim) {
+  if (step <= 0 || off < 0)
+    return false;
+  if (size == 0)
+    return off <= dim;
+  return off < dim && (size - 1) <= (dim - 1 - off) / step;
+}
+
+gpipe_rt_status checkGather(const Kernel &kernel, gpipe_rt_dtype dtype,
+                            const int64_t *dataShape, int32_t dataRank,
+                            gpipe_rt_dtype indexType, const void *indices,
+                            const int64_t *indicesShape, int32_t indicesRank,
+                            int64_t axis, GatherArgs &args) {
+  GPIPE_RT_TRY(dtypeSize(kernel, dtype, args.elemSize));
+  GPIPE_RT_TRY(checkIndexType(kernel, "indices", indexType));
+  Shape &ds = args.data, &is = args.indices;
+  GPIPE_RT_TRY(readShape(kernel, "data", dataShape, dataRank, ds));
+  GPIPE_RT_TRY(readShape(kernel, "indices", indicesShape, indicesRank, is));
+  if (axis < 0 || axis >= ds.rank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for data " << ds;
+  if (ds.rank - 1 + is.rank > kMaxRank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "result rank " << ds.rank - 1 + is.rank << " exceeds "
+           << kMaxRank;
+  args.axisDim = ds.dims[axis];
+  productsAround(ds, axis, args.outer, args.inner);
+  return checkPointer(kernel, "indices", indices, is.numElements);
+}
+
+gpipe_rt_status checkGatherResult(const Kernel &kernel, const void *data,
+                                  const void *out, GatherArgs &args) {
+  const Shape &ds = args.data, &is = args.indices;
+  if (is.numElements > 0 &&
+      args.outer * args.inner >
+          std::numeric_limits<int64_t>::max() / is.numElements)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "result of gathering " << is << " from " << ds
+           << " has more elements than int64 holds";
+  args.count = args.outer * is.numElements * args.inner;
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "data", data, ds.numElements));
+  return checkPointer(kernel, "result", out, args.count);
+}
+
+gpipe_rt_status gatherIndexOutOfRange(const Kernel &kernel, int64_t value,
+                                      const Shape &indices, int64_t position,
+                                      int64_t axis, const Shape &data) {
+  return indexOutOfRange(kernel, value, indices, position, data.dims[axis],
+                         axis, " of data ", data);
+}
+
+gpipe_rt_status checkTranspose(const Kernel &kernel, gpipe_rt_dtype dtype,
+                               const void *in, const int64_t *shape,
+                               int32_t rank, const int64_t *perm,
+                               const void *out, CopyArgs &args) {
+  GPIPE_RT_TRY(dtypeSize(kernel, dtype, args.elemSize));
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  if (s.rank > 0 && !perm)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "null permutation";
+  bool seen[kMaxRank] = {};
+  for (int32_t i = 0; i < s.rank; ++i) {
+    if (perm[i] < 0 || perm[i] >= s.rank || seen[perm[i]]) {
+      Error error(GPIPE_RT_INVALID_ARGUMENT, kernel);
+      error << "perm [";
+      for (int32_t j = 0; j < s.rank; ++j)
+        error << (j ? ", " : "") << perm[j];
+      return error << "] is not a permutation of " << s.rank << " dims";
+    }
+    seen[perm[i]] = true;
+  }
+  args.space = s;
+  if (s.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, s.numElements));
+  int64_t inStrides[kMaxRank];
+  contiguousStrides(s, inStrides);
+  for (int32_t i = 0; i < s.rank; ++i) {
+    args.space.dims[i] = s.dims[perm[i]];
+    args.srcStrides[i] = inStrides[perm[i]];
+  }
+  contiguousStrides(args.space, args.dstStrides);
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkSlice(const Kernel &kernel, gpipe_rt_dtype dtype,
+                           const void *in, const int64_t *shape, int32_t rank,
+                           const int64_t *offsets, const int64_t *sizes,
+                           const int64_t *strides, const void *out,
+                           CopyArgs &args) {
+  GPIPE_RT_TRY(dtypeSize(kernel, dtype, args.elemSize));
+  Shape s, &res = args.space;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  if (s.rank > 0 && (!offsets || !strides))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "null offsets or strides";
+  GPIPE_RT_TRY(readShape(kernel, "sizes", sizes, rank, res));
+  int64_t inStrides[kMaxRank];
+  contiguousStrides(s, inStrides);
+  contiguousStrides(res, args.dstStrides);
+  args.base = 0;
+  for (int32_t i = 0; i < s.rank; ++i) {
+    if (!sliceFits(offsets[i], sizes[i], strides[i], s.dims[i]))
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << "dim " << i << ": offset " << offsets[i] << ", size "
+             << sizes[i] << ", stride " << strides[i] << " do not fit in "
+             << s.dims[i] << " (input " << s << ")";
+    args.base += offsets[i] * inStrides[i];
+    args.srcStrides[i] = inStrides[i] * strides[i];
+  }
+  if (res.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+  return checkPointer(kernel, "result", out, res.numElements);
+}
+
+gpipe_rt_status checkInsertSlice(const Kernel &kernel, gpipe_rt_dtype dtype,
+                                 const void *source, const int64_t *sourceShape,
+                                 const void *dest, const int64_t *destShape,
+                                 int32_t rank, const int64_t *offsets,
+                                 const int64_t *strides, const void *out,
+                                 InsertSliceArgs &args) {
+  GPIPE_RT_TRY(dtypeSize(kernel, dtype, args.elemSize));
+  Shape &src = args.space, dst;
+  GPIPE_RT_TRY(readShape(kernel, "source", sourceShape, rank, src));
+  GPIPE_RT_TRY(readShape(kernel, "dest", destShape, rank, dst));
+  if (dst.rank > 0 && (!offsets || !strides))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "null offsets or strides";
+  int64_t destStrides[kMaxRank];
+  contiguousStrides(dst, destStrides);
+  contiguousStrides(src, args.srcStrides);
+  args.base = 0;
+  for (int32_t i = 0; i < dst.rank; ++i) {
+    if (!sliceFits(offsets[i], src.dims[i], strides[i], dst.dims[i]))
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << "dim " << i << ": offset " << offsets[i] << ", size "
+             << src.dims[i] << ", stride " << strides[i] << " do not fit in "
+             << dst.dims[i] << " (source " << src << ", dest " << dst << ")";
+    args.base += offsets[i] * destStrides[i];
+    args.dstStrides[i] = destStrides[i] * strides[i];
+  }
+  args.destCount = dst.numElements;
+  if (dst.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "dest", dest, dst.numElements));
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, dst.numElements));
+  return checkPointer(kernel, "source", source, src.numElements);
+}
+
+gpipe_rt_status checkSplit(const Kernel &kernel, gpipe_rt_dtype dtype,
+                           const void *in, const int64_t *shape, int32_t rank,
+                           int64_t axis, const int64_t *sizes,
+                           int32_t numOutputs, void *const *outs,
+                           PartsArgs &args) {
+  GPIPE_RT_TRY(dtypeSize(kernel, dtype, args.elemSize));
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  if (axis < 0 || axis >= s.rank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for " << s;
+  if (numOutputs < 1 || !sizes || !outs)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "expected at least one output with its size";
+  int64_t total = 0;
+  for (int32_t i = 0; i < numOutputs; ++i) {
+    if (sizes[i] < 0 || sizes[i] > s.dims[axis] - total)
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << "sizes do not sum to dim " << axis << " of " << s;
+    total += sizes[i];
+  }
+  if (total != s.dims[axis])
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "sizes sum to " << total << ", not to dim " << axis << " of "
+           << s;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+  contiguousStrides(s, args.wholeStrides);
+  args.parts.assign(static_cast<size_t>(numOutputs), Part());
+  int64_t offset = 0;
+  for (int32_t i = 0; i < numOutputs; ++i) {
+    Part &part = args.parts[size_t(i)];
+    part.shape = s;
+    part.shape.dims[axis] = sizes[i];
+    part.shape.numElements =
+        s.dims[axis] ? s.numElements / s.dims[axis] * sizes[i] : 0;
+    GPIPE_RT_TRY(
+        checkPointer(kernel, "result", outs[i], part.shape.numElements));
+    contiguousStrides(part.shape, part.strides);
+    part.offset = offset * args.wholeStrides[axis];
+    offset += sizes[i];
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkConcat(const Kernel &kernel, gpipe_rt_dtype dtype,
+                            int32_t numInputs, const void *const *inputs,
+                            const int64_t *const *shapes, int32_t rank,
+                            int64_t axis, const void *out, PartsArgs &args) {
+  GPIPE_RT_TRY(dtypeSize(kernel, dtype, args.elemSize));
+  if (numInputs < 1 || !inputs || !shapes)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "expected at least one input";
+  args.parts.assign(static_cast<size_t>(numInputs), Part());
+  for (int32_t i = 0; i < numInputs; ++i)
+    GPIPE_RT_TRY(readShape(kernel, "input", shapes[i], rank,
+                           args.parts[size_t(i)].shape));
+  if (axis < 0 || axis >= rank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for rank " << rank;
+  const Shape &first = args.parts[0].shape;
+  Shape res = first;
+  res.dims[axis] = 0;
+  for (int32_t i = 0; i < numInputs; ++i) {
+    const Shape &s = args.parts[size_t(i)].shape;
+    for (int32_t d = 0; d < rank; ++d)
+      if (d != axis && s.dims[d] != res.dims[d])
+        return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+               << "input " << i << " " << s << " does not match input 0 "
+               << first << " outside axis " << axis;
+    if (s.dims[axis] > std::numeric_limits<int64_t>::max() - res.dims[axis])
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "result too large";
+    res.dims[axis] += s.dims[axis];
+  }
+  contiguousStrides(res, args.wholeStrides);
+  int64_t offset = 0;
+  for (int32_t i = 0; i < numInputs; ++i) {
+    Part &part = args.parts[size_t(i)];
+    GPIPE_RT_TRY(
+        checkPointer(kernel, "input", inputs[i], part.shape.numElements));
+    if (part.shape.numElements > 0)
+      GPIPE_RT_TRY(checkPointer(kernel, "result", out, 1));
+    contiguousStrides(part.shape, part.strides);
+    part.offset = offset * args.wholeStrides[axis];
+    offset += part.shape.dims[axis];
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkCopy(const Kernel &kernel, gpipe_rt_dtype dtype,
+                          const void *in, const void *out, int64_t count,
+                          size_t &elemSize) {
+  GPIPE_RT_TRY(dtypeSize(kernel, dtype, elemSize));
+  return checkBuffers(kernel, count, {{"input", in}, {"result", out}});
+}
+
+gpipe_rt_status splitLogits(const Kernel &kernel, const int64_t *logitsShape,
+                            int32_t logitsRank, gpipe_rt_dtype labelType,
+                            LogitsArgs &args) {
+  Shape &s = args.logits;
+  GPIPE_RT_TRY(readShape(kernel, "logits", logitsShape, logitsRank, s));
+  GPIPE_RT_TRY(checkIndexType(kernel, "labels", labelType));
+  if (s.rank < 1)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "logits must have a class dim";
+  args.rowShape = s;
+  --args.rowShape.rank;
+  args.classes = s.dims[s.rank - 1];
+  args.rows = 1;
+  for (int32_t d = 0; d < args.rowShape.rank; ++d)
+    args.rows *= args.rowShape.dims[d];
+  args.rowShape.numElements = args.rows;
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkCrossEntropy(const Kernel &kernel,
+                                  const int64_t *logitsShape,
+                                  int32_t logitsRank, gpipe_rt_dtype labelType,
+                                  const void *labels, const float *loss,
+                                  LogitsArgs &args) {
+  GPIPE_RT_TRY(splitLogits(kernel, logitsShape, logitsRank, labelType, args));
+  if (!loss)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "null loss";
+  return checkPointer(kernel, "labels", labels, args.rows);
+}
+
+gpipe_rt_status checkCrossEntropyGrad(const Kernel &kernel,
+                                      const int64_t *logitsShape,
+                                      int32_t logitsRank,
+                                      gpipe_rt_dtype labelType,
+                                      const void *labels, LogitsArgs &args) {
+  GPIPE_RT_TRY(splitLogits(kernel, logitsShape, logitsRank, labelType, args));
+  return checkPointer(kernel, "labels", labels, args.rows);
+}
+
+gpipe_rt_status checkCrossEntropyGradResult(const Kernel &kernel,
+                                            const float *logits,
+                                            const float *out,
+                                            const LogitsArgs &args) {
+  if (args.logits.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "logits", logits, args.logits.numElements));
+  return checkPointer(kernel, "result", out, args.logits.numElements);
+}
+
+gpipe_rt_status checkMse(const Kernel &kernel, const float *input,
+                         const float *target, int64_t count,
+                         const float *loss) {
+  GPIPE_RT_TRY(
+      checkBuffers(kernel, count, {{"input", input}, {"target", target}}));
+  if (!loss)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "null loss";
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkReduceSum(const Kernel &kernel, const float *in,
+                               const int64_t *shape, int32_t rank,
+                               const int64_t *axes, int32_t numAxes,
+                               const float *out, ReduceArgs &args) {
+  Shape &s = args.input;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  if (numAxes < 0 || numAxes > s.rank || (numAxes > 0 && !axes))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << numAxes << " axes for input " << s;
+  for (int32_t i = 0; i < numAxes; ++i) {
+    if (axes[i] < 0 || axes[i] >= s.rank || (i > 0 && axes[i] <= axes[i - 1]))
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << "axes must be sorted, distinct and below rank " << s.rank
+             << " (axis " << axes[i] << " at position " << i << ")";
+    args.reduced[axes[i]] = true;
+  }
+  args.outputs = 1;
+  for (int32_t d = 0; d < s.rank; ++d)
+    if (!args.reduced[d])
+      args.outputs *= s.dims[d];
+  if (args.outputs == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, args.outputs));
+  return checkPointer(kernel, "input", in, s.numElements);
+}
+
+gpipe_rt_status checkGatherGrad(const Kernel &kernel, gpipe_rt_dtype indexType,
+                                const void *indices,
+                                const int64_t *indicesShape,
+                                int32_t indicesRank, const int64_t *gradShape,
+                                int32_t gradRank, int64_t axis,
+                                const int64_t *outShape, int32_t outRank,
+                                GatherGradArgs &args) {
+  GPIPE_RT_TRY(checkIndexType(kernel, "indices", indexType));
+  Shape &is = args.indices, &gs = args.grad, &os = args.result;
+  GPIPE_RT_TRY(readShape(kernel, "indices", indicesShape, indicesRank, is));
+  GPIPE_RT_TRY(readShape(kernel, "grad", gradShape, gradRank, gs));
+  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, os));
+  if (axis < 0 || axis >= os.rank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for result " << os;
+  // grad must be out.shape[:axis] + indices.shape + out.shape[axis+1:].
+  Shape expected;
+  bool fits = os.rank - 1 + is.rank <= kMaxRank;
+  if (fits) {
+    for (int32_t d = 0; d < axis; ++d)
+      expected.dims[expected.rank++] = os.dims[d];
+    for (int32_t d = 0; d < is.rank; ++d)
+      expected.dims[expected.rank++] = is.dims[d];
+    for (int32_t d = int32_t(axis) + 1; d < os.rank; ++d)
+      expected.dims[expected.rank++] = os.dims[d];
+  }
+  if (!fits || expected != gs)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "grad " << gs << " does not have the shape of gathering " << is
+           << " along axis " << axis << " of " << os;
+  args.axisDim = os.dims[axis];
+  productsAround(os, axis, args.outer, args.inner);
+  return checkPointer(kernel, "indices", indices, is.numElements);
+}
+
+gpipe_rt_status checkGatherGradResult(const Kernel &kernel, const float *grad,
+                                      const float *out,
+                                      const GatherGradArgs &args) {
+  if (args.result.numElements == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "result", out, args.result.numElements));
+  return checkPointer(kernel, "grad", grad, args.grad.numElements);
+}
+
+gpipe_rt_status gatherGradIndexOutOfRange(const Kernel &kernel, int64_t value,
+                                          const Shape &indices,
+                                          int64_t position, int64_t axis,
+                                          const Shape &result) {
+  return indexOutOfRange(kernel, value, indices, position, result.dims[axis],
+                         axis, " of ", result);
+}
+
+gpipe_rt_status checkGeluGrad(const Kernel &kernel, const float *in,
+                              const float *grad, const float *out,
+                              int64_t count) {
+  return checkBuffers(kernel, count,
+                      {{"input", in}, {"grad", grad}, {"result", out}});
+}
+
+gpipe_rt_status checkSgdUpdate(const Kernel &kernel, const float *param,
+                               const float *grad, int64_t count) {
+  return checkBuffers(kernel, count, {{"param", param}, {"grad", grad}});
+}
+
+gpipe_rt_status checkAccumulate(const Kernel &kernel, const float *acc,
+                                const float *grad, int64_t count) {
+  return checkBuffers(kernel, count, {{"acc", acc}, {"grad", grad}});
+}
+
+gpipe_rt_status checkFillInit(const Kernel &kernel, gpipe_rt_init init,
+                              const float *out, int64_t count, double scale) {
+  GPIPE_RT_TRY(checkBuffers(kernel, count, {{"result", out}}));
+  switch (init) {
+  case GPIPE_RT_INIT_ZEROS:
+  case GPIPE_RT_INIT_ONES:
+    return GPIPE_RT_SUCCESS;
+  case GPIPE_RT_INIT_NORMAL:
+  case GPIPE_RT_INIT_UNIFORM:
+    break;
+  default:
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "unknown init " << int(init);
+  }
+  if (!(scale >= 0.0) || !std::isfinite(scale))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "scale must be finite and non-negative, got " << scale;
+  return GPIPE_RT_SUCCESS;
+}
+
+} // namespace gpipe::rt::args

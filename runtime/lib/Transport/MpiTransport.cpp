@@ -1,0 +1,118 @@
+//===- MpiTransport.cpp - One process per rank under mpirun ----*- C++ -*-===//
+//
+// The mpi transport: pipeline rank r is MPI process r. A send is a
+// synchronous MPI send (complete once the receiver matched it: the
+// rendezvous the schedule verifier assumes), a receive an MPI receive, both
+// tagged with the metadata's transfer tag and polled against the run's
+// timeout and against other processes' failure announcements (Mpi.h). A
+// device whose arenas are not host memory stages payloads through a host
+// buffer of the rank's, copied in program order.
+//
+// The nccl transport (NcclTransport.cpp) shares the process layout and its
+// checks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MpiTransport.h"
+
+#include "gpipe/Runtime/Device.h"
+#include "gpipe/Runtime/Engine.h"
+
+#include "Transport/Mpi.h"
+
+#include <chrono>
+
+namespace gpipe::rt {
+
+Status checkMpiProcesses(const ModelMetadata &meta) {
+  int64_t numRanks = meta.numRanks();
+  if (!mpi::isActive())
+    return Status::error("the mpi transport needs MPI initialized "
+                         "(gpipe-run --transport mpi under mpirun)");
+  if (mpi::size() != numRanks)
+    return Status::error("mpirun started " + std::to_string(mpi::size()) +
+                         " processes but the model has " +
+                         std::to_string(numRanks) + " ranks; run mpirun -np " +
+                         std::to_string(numRanks));
+  for (const RankPlan &plan : meta.ranks)
+    for (const ActionSpec &a : plan.actions)
+      if (a.tag > mpi::maxTransferTag())
+        return Status::error(
+            "transfer tag " + std::to_string(a.tag) + " of rank " +
+            std::to_string(plan.rank) + " exceeds this MPI's largest tag " +
+            std::to_string(mpi::maxTransferTag()) +
+            " (too many stages x micro-batches for the mpi transport)");
+  return Status::success();
+}
+
+namespace {
+
+class MpiTransport final : public Transport {
+public:
+  MpiTransport(RunControl &run, Device &device, double timeoutSeconds)
+      : run(run), device(device), timeoutSeconds(timeoutSeconds) {}
+
+  const char *name() const override { return "mpi"; }
+  bool distributed() const override { return true; }
+  int processRank() const override { return mpi::rank(); }
+  Status start(const ModelMetadata &meta, Device &) override {
+    return checkMpiProcesses(meta);
+  }
+  bool transfer(const Transfer &t) override;
+
+private:
+  RunControl &run;
+  Device &device;
+  double timeoutSeconds;
+  /// The host copy of device-memory payloads (this process's one rank).
+  std::vector<uint8_t> staging;
+};
+
+bool MpiTransport::transfer(const Transfer &t) {
+  mpi::Clock::time_point deadline =
+      mpi::Clock::now() +
+      std::chrono::nanoseconds(int64_t(timeoutSeconds * 1e9));
+  std::string abortMessage;
+  // Device memory goes through a host copy.
+  const bool staged = !device.hostMemory() && t.bytes > 0;
+  if (staged && staging.size() < size_t(t.bytes))
+    staging.resize(size_t(t.bytes));
+  if (staged && t.send) {
+    Status s = t.device->copyOut(staging.data(), t.data, t.bytes);
+    if (!s.ok()) {
+      run.failRank(t.rank, run.where(t.rank, t.action) + ": " + s.message());
+      return false;
+    }
+  }
+  void *buffer = staged ? staging.data() : t.data;
+  mpi::Wait w = t.send ? mpi::send(buffer, t.bytes, int(t.peer), int(t.tag),
+                                   deadline, abortMessage)
+                       : mpi::recv(buffer, t.bytes, int(t.peer), int(t.tag),
+                                   deadline, abortMessage);
+  if (w == mpi::Wait::Done) {
+    if (staged && !t.send) {
+      Status s = t.device->copyIn(t.data, staging.data(), t.bytes);
+      if (!s.ok()) {
+        run.failRank(t.rank, run.where(t.rank, t.action) + ": " + s.message());
+        return false;
+      }
+    }
+    return true;
+  }
+  run.failRank(t.rank, w == mpi::Wait::Aborted
+                           ? remoteFailure(abortMessage)
+                           : run.where(t.rank, t.action) + ": " +
+                                 (t.send ? "no receiver" : "no message") +
+                                 " after " + formatSeconds(timeoutSeconds) +
+                                 " s; the peer may have died or stalled");
+  return false;
+}
+
+} // namespace
+
+std::unique_ptr<Transport> makeMpiTransport(RunControl &run, Device &device,
+                                            double timeoutSeconds) {
+  return std::make_unique<MpiTransport>(run, device, timeoutSeconds);
+}
+
+} // namespace gpipe::rt
