@@ -7,10 +7,17 @@
 
 #include "gpipe/Target/SharedLibrary.h"
 
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/Dialect/GPipe/Utils/ModelMetadata.h"
+
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -45,6 +52,42 @@ std::unique_ptr<llvm::TargetMachine> createHostTargetMachine(std::string &error)
       llvm::CodeGenOptLevel::None));
 }
 
+/// Writes the model's metadata into `llvmModule`: the module's `gpipe.model`
+/// dictionary as NUL-terminated JSON text, returned by the exported
+/// `gpipe_model_metadata()` (Program.h). The one place the text is made.
+LogicalResult addModelMetadata(ModuleOp module, llvm::Module &llvmModule) {
+  auto model = module->getAttrOfType<DictionaryAttr>(
+      mlir::gpipe::GPipeDialect::kModelAttrName);
+  if (!model)
+    return emitError(module.getLoc(),
+                     "the module carries no model metadata ('gpipe.model'); "
+                     "lower it with convert-gpipe-to-runtime first");
+  FailureOr<llvm::json::Value> json = mlir::gpipe::attributeToJSON(model);
+  if (failed(json))
+    return emitError(module.getLoc(),
+                     "the model metadata holds a value JSON cannot spell");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << *json;
+  os.flush();
+  llvm::LLVMContext &context = llvmModule.getContext();
+  llvm::Constant *bytes = llvm::ConstantDataArray::getString(
+      context, text, /*AddNull=*/true);
+  auto *global = new llvm::GlobalVariable(
+      llvmModule, bytes->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::InternalLinkage, bytes, "__gpipe_metadata");
+  global->setAlignment(llvm::Align(64));
+  auto *type = llvm::FunctionType::get(llvm::PointerType::get(context, 0),
+                                       /*isVarArg=*/false);
+  auto *accessor = llvm::Function::Create(
+      type, llvm::GlobalValue::ExternalLinkage, "gpipe_model_metadata",
+      llvmModule);
+  llvm::IRBuilder<> builder(
+      llvm::BasicBlock::Create(context, "entry", accessor));
+  builder.CreateRet(global);
+  return success();
+}
+
 /// `module` as LLVM IR for `machine`'s target (when given), or null after
 /// reporting an error.
 std::unique_ptr<llvm::Module> translate(ModuleOp module,
@@ -58,6 +101,8 @@ std::unique_ptr<llvm::Module> translate(ModuleOp module,
     emitError(module.getLoc(), "cannot translate the module to LLVM IR");
     return nullptr;
   }
+  if (failed(addModelMetadata(module, *llvmModule)))
+    return nullptr;
   if (machine) {
     llvmModule->setTargetTriple(machine->getTargetTriple());
     llvmModule->setDataLayout(machine->createDataLayout());

@@ -14,16 +14,18 @@ def ConvertGPipeToRuntimePass : Pass<"convert-gpipe-to-runtime",
   let summary = "Lower a scheduled, memory-planned pipeline to calls into "
                 "the gpipe runtime (LLVM dialect)";
   let description = [{
-    Takes the output of `gpipe-pipeline` (a scheduled `gpipe.pipeline` whose
-    programs carry `arena_bytes` from `gpipe-plan-memory`) and replaces the
-    whole module with LLVM-dialect code against the runtime ABI of
-    runtime/include/gpipe/Runtime/Program.h:
+    Takes the output of `gpipe-pipeline` (a scheduled `gpipe.pipeline`
+    planned by `gpipe-plan-memory`: `memory_plan` on the pipeline, an
+    `arena` of slots on every program, a `gpipe.frame` on every stage
+    function) and replaces the whole module with LLVM-dialect code against
+    the runtime ABI of runtime/include/gpipe/Runtime/Program.h. It reads
+    every address from those attributes and plans nothing itself:
 
     - every stage's forward and backward become internal functions
       `(rank, mb, scratch, params, grads, first, args..., results...) -> i32`
       that call one `gpipe_rt_cpu_*` kernel per nn op on buffers at fixed
-      offsets (the stage-function layout of StageBuffers.h: scratch values
-      at their interval-allocated offsets, the forward's output and the
+      offsets (the frame `gpipe-plan-memory` wrote: scratch values at their
+      `gpipe.offsets`, a `gpipe.remat` region in place, the forward's output and the
       backward's input gradient computed in place into the buffers they are
       sent from, parameters in the rank's parameter buffer, constants as
       read-only globals); parameter gradients are accumulated into the
@@ -31,14 +33,16 @@ def ConvertGPipeToRuntimePass : Pass<"convert-gpipe-to-runtime",
       backward, add after), so the sums are bitwise the same for every
       partition;
     - every rank's `gpipe.program` becomes `gpipe_model_rank_<r>(rank,
-      arena)`: its actions in order, each bracketed by
-      `gpipe_rt_action_begin/end`, with data loads, transfers, loss reports
-      and optimizer steps as runtime calls on the arena offsets of the
-      memory plan (recomputed here and checked against the recorded
-      `arena_bytes`);
-    - `gpipe_model_abi_version`, `gpipe_model_metadata` (JSON: shapes,
-      parameters, per-rank arena layout, actions with transfer tags, kernel
-      call sites) and `gpipe_model_data` (initial parameter values).
+      arena)`: its actions in order, its `gpipe.for` loops kept as loops,
+      each action bracketed by `gpipe_rt_action_begin/end` with its index
+      in the expanded program, with data loads, transfers, loss reports and
+      optimizer steps as runtime calls on the slots of the program's arena
+      (micro-batch m at copy m mod count);
+    - `gpipe_model_abi_version` and `gpipe_model_data` (initial parameter
+      values); the metadata (shapes, parameters, per-rank arena layout,
+      programs with their loops, kernel call sites) becomes the module's
+      `gpipe.model` dictionary, which translation to LLVM IR (lib/Target)
+      writes out as the JSON of `gpipe_model_metadata`.
 
     `target=cuda` calls the `gpipe_rt_cuda_*` library instead (same
     signatures, data pointers in device memory): the generated code never
@@ -54,8 +58,9 @@ def ConvertGPipeToRuntimePass : Pass<"convert-gpipe-to-runtime",
 
     Any nonzero status from a kernel reports the call site through
     `gpipe_rt_kernel_error` and returns; a failing callback returns at once.
-    Errors (unsupported op or element type, split backwards, a plan that
-    does not match the recorded one) are reported at the op or pipeline.
+    Errors (unsupported op or element type, split backwards, a missing
+    plan, a slot or frame the code needs and the plan lacks) are reported
+    at the op, program or pipeline.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
   let options = [
@@ -63,8 +68,6 @@ def ConvertGPipeToRuntimePass : Pass<"convert-gpipe-to-runtime",
            "The pipeline to lower (default: the module's only one)">,
     Option<"source", "source", "std::string", /*default=*/"\"\"",
            "What the model was compiled from, for the metadata">,
-    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
-           "Arena alignment the memory plan used">,
     Option<"target", "target", "::mlir::gpipe::TargetKind",
            /*default=*/"::mlir::gpipe::TargetKind::CPU",
            "Kernel library: cpu (gpipe_rt_cpu_*) or cuda (gpipe_rt_cuda_*)",

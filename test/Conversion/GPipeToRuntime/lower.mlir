@@ -3,19 +3,30 @@
 // makes of a 32-64-10 MLP): the lowering reads the schedule, the loops and
 // the memory plan from it and decides nothing else.
 // RUN: gpipe-opt %s --convert-gpipe-to-runtime="source=lower.mlir" | FileCheck %s
+// RUN: gpipe-opt %s --convert-gpipe-to-runtime="source=lower.mlir" | FileCheck %s --check-prefix=META
+// META: module attributes {gpipe.model = {abi_version = 1 : i64, alignment = 64 : i64, data_hint = "classification", format = "gpipe-model", input = {dtype = "f32", shape = [8, 32]}, labels = {classes = 10 : i64, dtype = "i64", shape = [8]}, loss = "cross-entropy", microbatches = 2 : i64, optimizer = "sgd",
+// META-SAME: parameters = [{data_offset = 0 : i64, dtype = "f32", init = "data", name = "w0", shape = [32, 64]}
+// The programs, as compact as the IR: loops with the body's micro-batch
+// relative to the loop's; the runtime expands them and derives the tags.
+// META-SAME: ranks = [{actions = [{loop = {body = [{kind = "forward", mb = 0 : i64, stage = 0 : i64}, {bytes = 1024 : i64, direction = "forward", dtype = "f32", kind = "send", mb = 0 : i64, peer = 1 : i64, stage = 0 : i64}], lower = 0 : i64, upper = 2 : i64}},
+// META-SAME: {kind = "step", mb = -1 : i64, stage = 0 : i64}], arena_bytes = 27648 : i64
+// META-SAME: schema_version = 2 : i64
+// META-SAME: source = "lower.mlir", stage_info =
+// META-SAME: stages = 2 : i64, target = "cpu"
 // Every address comes from the plan: moving rank 0's input slot (and
 // growing its arena to hold it) moves the address the program computes.
 // RUN: sed -e 's/<size = 27648, peak = 27648/<size = 28672, peak = 27648/' -e 's/<input stage 0 at 25600 /<input stage 0 at 27648 /' %s | gpipe-opt --convert-gpipe-to-runtime | FileCheck %s --check-prefix=MOVED
+// MOVED: arena_bytes = 28672
 // MOVED: llvm.func @gpipe_model_rank_0(
 // MOVED-NOT: llvm.mlir.constant(25600 : i64)
 // MOVED: llvm.mlir.constant(27648 : i64)
 // MOVED-NEXT: llvm.add
 // MOVED-NEXT: llvm.getelementptr
 // MOVED-NEXT: llvm.mlir.constant(8192 : i64)
-// MOVED: \22arena_bytes\22:28672
 // The CUDA target: the same program against the gpipe_rt_cuda_* library;
 // the generated code never touches a buffer itself.
 // RUN: gpipe-opt %s --convert-gpipe-to-runtime="target=cuda" | FileCheck %s --check-prefix=CUDA
+// CUDA: target = "cuda"
 // CUDA-NOT: gpipe_rt_cpu_
 // CUDA-NOT: llvm.load
 // CUDA-NOT: llvm.store {{.*}} : f32
@@ -23,24 +34,23 @@
 // CUDA: llvm.call @gpipe_rt_cuda_cross_entropy_grad_at_f32(
 // CUDA: llvm.call @gpipe_rt_cuda_accumulate_f32(
 // CUDA: llvm.call @gpipe_rt_cuda_fill_f32(
-// CUDA: \22target\22:\22cuda\22
 // RUN: not gpipe-opt %s --convert-gpipe-to-runtime="target=tpu" 2>&1 | FileCheck %s --check-prefix=BADTARGET
 // BADTARGET: unknown target 'tpu' (expected cpu or cuda)
 // bf16: every GEMM, forward and backward, calls its _bf16 twin with the
 // same arguments; nothing else changes.
 // RUN: gpipe-opt %s --convert-gpipe-to-runtime="precision=bf16" | FileCheck %s --check-prefix=BF16 --implicit-check-not=linear_f32 --implicit-check-not=gemm_f32 --implicit-check-not=matmul_f32
+// BF16: precision = "bf16"
 // BF16: llvm.call @gpipe_rt_cpu_linear_bf16(
 // BF16: llvm.call @gpipe_rt_cpu_gemm_bf16(
 // BF16: llvm.call @gpipe_rt_cpu_accumulate_f32(
-// BF16: \22precision\22:\22bf16\22
 // RUN: gpipe-opt %s --convert-gpipe-to-runtime="target=cuda precision=bf16" | FileCheck %s --check-prefix=CUDABF16
 // CUDABF16: llvm.call @gpipe_rt_cuda_linear_bf16(
 // RUN: not gpipe-opt %s --convert-gpipe-to-runtime="precision=fp16" 2>&1 | FileCheck %s --check-prefix=BADPRECISION
 // BADPRECISION: unknown precision 'fp16' (expected fp32 or bf16)
 
-// Nothing but the LLVM dialect is left.
-// CHECK-NOT: nn.
-// CHECK-NOT: gpipe.
+// Nothing but the LLVM dialect is left (and the gpipe.model attribute).
+// CHECK-NOT: {{= (nn|gpipe)\.}}
+// CHECK-NOT: {{^ *(nn|gpipe)\.}}
 // CHECK-NOT: func.func
 
 // Stage 0's forward: linear into the scratch region, then ReLU straight into
@@ -105,21 +115,8 @@
 // CHECK: llvm.call @gpipe_rt_cpu_fill_f32(%{{.*}}, %{{.*}}, %[[SEED]])
 // CHECK: llvm.call @__gpipe_train_s1_bwd(
 
-// The exported accessors and the metadata.
-// CHECK: llvm.func @gpipe_model_metadata() -> !llvm.ptr
-// CHECK: llvm.mlir.global internal constant @__gpipe_metadata{{[0-9]+}}("{\22abi_version\22:1,
-// CHECK-SAME: \22data_hint\22:\22classification\22
-// CHECK-SAME: \22format\22:\22gpipe-model\22
-// CHECK-SAME: \22input\22:{\22dtype\22:\22f32\22,\22shape\22:[8,32]}
-// CHECK-SAME: \22labels\22:{\22classes\22:10,\22dtype\22:\22i64\22,\22shape\22:[8]}
-// CHECK-SAME: \22microbatches\22:2
-// CHECK-SAME: {\22data_offset\22:0,\22dtype\22:\22f32\22,\22init\22:\22data\22,\22name\22:\22w0\22,\22shape\22:[32,64]}
-// The programs, as compact as the IR: loops with the body's micro-batch
-// relative to the loop's; the runtime expands them and derives the tags.
-// CHECK-SAME: \22ranks\22:[{\22actions\22:[{\22loop\22:{\22body\22:[{\22kind\22:\22forward\22,\22mb\22:0,\22stage\22:0},{\22bytes\22:1024,\22direction\22:\22forward\22,\22dtype\22:\22f32\22,\22kind\22:\22send\22,\22mb\22:0,\22peer\22:1,\22stage\22:0}],\22lower\22:0,\22upper\22:2}},
-// CHECK-SAME: {\22kind\22:\22step\22,\22mb\22:-1,\22stage\22:0}],\22arena_bytes\22:27648
-// CHECK-SAME: \22source\22:\22lower.mlir\22
-// CHECK-SAME: \22stages\22:2
+// The exported accessors; the metadata travels as the module's gpipe.model
+// attribute (its JSON text is written at translation, see META).
 // CHECK: llvm.func @gpipe_model_data() -> !llvm.ptr
 // CHECK: llvm.func @gpipe_model_abi_version() -> i32
 

@@ -89,6 +89,14 @@ LogicalResult GPipeDialect::verifyOperationAttribute(Operation *op,
              << kFrameAttrName << "' must be a #gpipe.frame on a 'func.func'";
     return success();
   }
+  if (attr.getName() == kModelAttrName) {
+    auto model = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!model || !isa<ModuleOp>(op) || !model.get("format"))
+      return op->emitError("'")
+             << kModelAttrName
+             << "' must be a model metadata dictionary on a 'builtin.module'";
+    return success();
+  }
   if (attr.getName() == kOffsetsAttrName) {
     auto offsets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!offsets ||

@@ -52,6 +52,10 @@ def GPipe_Dialect : Dialect {
     /// `gpipe.frame` on a stage function, `gpipe.offsets` on an op of one.
     static constexpr ::llvm::StringLiteral kFrameAttrName = "gpipe.frame";
     static constexpr ::llvm::StringLiteral kOffsetsAttrName = "gpipe.offsets";
+    /// `gpipe.model` on a lowered module: the metadata of the compiled
+    /// model (Program.h) as a dictionary, written out as JSON at
+    /// translation.
+    static constexpr ::llvm::StringLiteral kModelAttrName = "gpipe.model";
   }];
 }
 

@@ -1,0 +1,263 @@
+//===- Metadata.cpp - What the runtime must know ---*- C++ -*-===//
+//
+// Part of the lowering's emitter; see Emitter.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Emitter.h"
+#include "gpipe/Dialect/GPipe/Utils/ModelMetadata.h"
+
+using namespace mlir;
+using namespace mlir::gpipe;
+using namespace mlir::gpipe::lowering;
+
+//===----------------------------------------------------------------------===//
+// Metadata
+//===----------------------------------------------------------------------===//
+
+static llvm::json::Array toJSON(ArrayRef<int64_t> values) {
+  llvm::json::Array array;
+  for (int64_t v : values)
+    array.push_back(v);
+  return array;
+}
+
+/// The metadata's program of a block of actions and loops: an action is
+/// {kind, stage, mb[, peer, direction, bytes, dtype]}; a loop is
+/// {"loop": {lower, upper, body}} with the body's "mb" relative to the loop's
+/// micro-batch. The runtime expands loops and derives each transfer's tag
+/// from its boundary and micro-batch (gpipe::abi::getTransferTag).
+llvm::json::Array Emitter::describeActions(Block &block) {
+  llvm::json::Array entries;
+  for (Operation &op : block) {
+    if (auto loop = dyn_cast<ForOp>(op)) {
+      entries.push_back(llvm::json::Object{
+          {"loop", llvm::json::Object{
+                       {"lower", loop.getLowerBound()},
+                       {"upper", loop.getUpperBound()},
+                       {"body", describeActions(loop.getBody().front())}}}});
+      continue;
+    }
+    auto action = cast<ActionOpInterface>(op);
+    ActionKind kind = action.getActionKind();
+    // The action's op name is the ABI's kind ("forward", "send", ...).
+    llvm::json::Object entry{
+        {"kind", op.getName().stripDialect().str()},
+        {"stage", pipeline.getStagePosition(action.getStageSymbol())},
+        {"mb", action.getMicrobatchOffset()}};
+    if (isTransferKind(kind)) {
+      Type payload = isa<SendOp>(op) ? cast<SendOp>(op).getPayload()
+                                     : cast<RecvOp>(op).getPayload();
+      entry["peer"] = action.getPeerRank();
+      entry["direction"] = isForwardComm(kind) ? "forward" : "backward";
+      entry["bytes"] = getPayloadBytes(payload);
+      entry["dtype"] = getPayloadDType(payload);
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+LogicalResult Emitter::emitMetadata() {
+  const Schedule &schedule = converted.schedule;
+  int K = schedule.numStages, M = schedule.numMicrobatches;
+  ArrayRef<StageOp> stages = converted.stages;
+  Location loc = pipeline.getLoc();
+
+  // Input and labels of the whole mini-batch.
+  auto batchShape = [&](Type type) {
+    SmallVector<int64_t> shape(cast<ShapedType>(type).getShape());
+    if (!shape.empty())
+      shape[0] *= M;
+    return shape;
+  };
+  auto dtypeName = [](Type type) {
+    return std::string(
+        gpipe_rt_dtype_name(*getRuntimeDType(
+            cast<ShapedType>(type).getElementType())));
+  };
+  llvm::json::Object root;
+  root["format"] = "gpipe-model";
+  root[::gpipe::abi::key::kSchemaVersion] = ::gpipe::abi::kMetadataSchemaVersion;
+  root["abi_version"] = GPIPE_RT_ABI_VERSION;
+  root["producer"] = "gpipe-compile 0.1";
+  root["source"] = source;
+  root["target"] = target;
+  root["precision"] = precision;
+  root["stages"] = K;
+  root["microbatches"] = M;
+  root["schedule"] = stringifyScheduleKind(pipeline.getSchedule()).str();
+  root["remat"] = stringifyRemat(pipeline.getRemat()).str();
+  root["alignment"] = memory.getAlignment();
+  root["optimizer"] = stringifyOptimizer(memory.getOptimizer()).str();
+
+  func::FuncOp firstForward = forwards.front().source;
+  func::FuncOp lastForward = forwards.back().source;
+  Type inputType = firstForward.getFunctionType().getInput(0);
+  if (failed(getRuntimeDType(cast<ShapedType>(inputType).getElementType())))
+    return mlir::emitError(loc) << "unsupported input type " << inputType,
+           failure();
+  root["input"] = llvm::json::Object{{"shape", toJSON(batchShape(inputType))},
+                                     {"dtype", dtypeName(inputType)}};
+  std::string loss;
+  int64_t classes = 0;
+  lastForward.walk([&](Operation *op) {
+    if (auto ce = dyn_cast<nn::CrossEntropyOp>(op)) {
+      loss = "cross-entropy";
+      classes = shapeOf(ce.getLogits()).back();
+    } else if (isa<nn::MSEOp>(op)) {
+      loss = "mse";
+    }
+  });
+  root["loss"] = loss;
+  FunctionType lastType = lastForward.getFunctionType();
+  if (lastType.getNumInputs() > 1) {
+    Type labelType = lastType.getInput(1);
+    llvm::json::Object labels{{"shape", toJSON(batchShape(labelType))},
+                              {"dtype", dtypeName(labelType)}};
+    if (classes > 0)
+      labels["classes"] = classes;
+    root["labels"] = std::move(labels);
+  } else {
+    root["labels"] = nullptr;
+  }
+  int64_t vocab = 0;
+  firstForward.walk([&](nn::GatherOp gather) {
+    if (!vocab && gather.getData().getDefiningOp<nn::ParamOp>() &&
+        gather.getIndices() == firstForward.getArgument(0))
+      vocab = shapeOf(gather.getData()).front();
+  });
+  // Token ids that index an embedding directly.
+  if (!vocab) {
+    firstForward.walk([&](nn::GatherOp gather) {
+      if (!vocab && gather.getData().getDefiningOp<nn::ParamOp>())
+        vocab = shapeOf(gather.getData()).front();
+    });
+  }
+  bool tokens = cast<ShapedType>(inputType).getElementType().isInteger(64);
+  root["vocab"] = tokens ? vocab : 0;
+  std::string hint;
+  if (tokens && loss == "cross-entropy" && vocab > 0)
+    hint = "text-char";
+  else if (!tokens && loss == "cross-entropy" &&
+           cast<ShapedType>(inputType).getRank() == 2)
+    hint = "classification";
+  root["data_hint"] = hint;
+
+  // Predicted timeline.
+  Timeline timeline =
+      simulate(schedule, getStageDurations(converted.stages));
+  root["predicted"] = llvm::json::Object{
+      {"bubble", timeline.error.empty() ? timeline.bubbleFraction : -1.0},
+      {"closed_form_bubble", getIdealBubbleFraction(K, M)},
+      {"step_seconds", timeline.makespan}};
+
+  // Parameters and their initial data.
+  std::string data;
+  llvm::json::Array parameters;
+  for (nn::ParameterOp p : module.getBody()->getOps<nn::ParameterOp>()) {
+    auto type = cast<RankedTensorType>(p.getType());
+    llvm::json::Object entry{{"name", p.getSymName().str()},
+                             {"shape", toJSON(type.getShape())},
+                             {"dtype", "f32"}};
+    if (std::optional<ElementsAttr> value = p.getInitialValue()) {
+      FailureOr<HostTensor> tensor =
+          hostTensorFromAttr(*value, [&] { return p.emitOpError(); });
+      if (failed(tensor))
+        return failure();
+      if (tensor->getDType() != GPIPE_RT_F32)
+        return p.emitOpError("initial value must be f32"), failure();
+      while (data.size() % 64)
+        data.push_back('\0');
+      entry["init"] = "data";
+      entry["data_offset"] = int64_t(data.size());
+      data.append(static_cast<const char *>(tensor->getData()),
+                  tensor->getByteSize());
+    } else {
+      entry["init"] = p.getInit().value_or("zeros").str();
+      entry["scale"] =
+          p.getInitScale() ? p.getInitScale()->convertToDouble() : 0.0;
+    }
+    parameters.push_back(std::move(entry));
+  }
+  root["parameters"] = std::move(parameters);
+
+  llvm::json::Array stageInfo;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    StageOp stage = stages[s];
+    llvm::json::Array layers;
+    forwards[s].source.walk([&](nn::LayerOp layer) {
+      layers.push_back(layer.getName().str());
+    });
+    stageInfo.push_back(llvm::json::Object{
+        {"index", int64_t(s)},
+        {"rank", schedule.getRankOfStage(int(s))},
+        {"name", stage.getSymName().str()},
+        {"layers", std::move(layers)}});
+  }
+  root["stage_info"] = std::move(stageInfo);
+
+  llvm::json::Array ranks;
+  for (ProgramOp program : pipeline.getPrograms()) {
+    int r = static_cast<int>(program.getRankIndex());
+    ArenaAttr arena = program.getArenaAttr();
+    llvm::json::Array rankStages;
+    for (int s : schedule.getStagesOfRank(r)) {
+      auto offsetOf = [&](SlotKind kind) -> int64_t {
+        SlotAttr slot = arena.lookup(kind, s);
+        return slot ? slot.getOffset() : -1;
+      };
+      llvm::json::Array params;
+      for (auto &[name, placement] : stageParams[s].params)
+        params.push_back(llvm::json::Object{{"name", name.str()},
+                                            {"offset", placement.first},
+                                            {"elements", placement.second}});
+      rankStages.push_back(llvm::json::Object{
+          {"stage", s},
+          {"params_offset", offsetOf(SlotKind::Parameters)},
+          {"grads_offset", offsetOf(SlotKind::Gradients)},
+          {"state_offset", offsetOf(SlotKind::OptimizerState)},
+          {"param_bytes", stageParams[s].bytes},
+          {"params", std::move(params)}});
+    }
+    ranks.push_back(llvm::json::Object{
+        {"rank", r},
+        {"symbol", "gpipe_model_rank_" + std::to_string(r)},
+        {"arena_bytes", arena.getSize()},
+        {"peak_bytes", arena.getPeak()},
+        {"stages", std::move(rankStages)},
+        {"actions", describeActions(program.getBody().front())}});
+  }
+  root["ranks"] = std::move(ranks);
+  root["sites"] = std::move(sites);
+
+  // The metadata travels as a typed attribute of the module; its JSON text
+  // is written when the module is translated (lib/Target).
+  module->setAttr(GPipeDialect::kModelAttrName,
+                  jsonToAttribute(ctx, llvm::json::Value(std::move(root))));
+
+  // The exported accessors.
+  auto emitAccessor = [&](StringRef name, StringRef bytes, StringRef prefix) {
+    OpBuilder at(ctx);
+    at.setInsertionPointToEnd(module.getBody());
+    auto func = LLVM::LLVMFuncOp::create(
+        at, loc, name, LLVM::LLVMFunctionType::get(ptrTy, {}));
+    Block *entry = func.addEntryBlock(at);
+    at.setInsertionPointToStart(entry);
+    LLVM::ReturnOp::create(at, loc, bytesGlobal(at, loc, bytes, prefix));
+  };
+  emitAccessor("gpipe_model_data", data, "data");
+  {
+    OpBuilder at(ctx);
+    at.setInsertionPointToEnd(module.getBody());
+    auto func = LLVM::LLVMFuncOp::create(
+        at, loc, "gpipe_model_abi_version",
+        LLVM::LLVMFunctionType::get(i32Ty, {}));
+    Block *entry = func.addEntryBlock(at);
+    at.setInsertionPointToStart(entry);
+    LLVM::ReturnOp::create(at, loc,
+                           constI32(at, loc, GPIPE_RT_ABI_VERSION));
+  }
+  return success();
+}
+

@@ -1,0 +1,308 @@
+//===- StageFunctions.cpp - Stage functions to LLVM functions ---*- C++ -*-===//
+//
+// Part of the lowering's emitter; see Emitter.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Emitter.h"
+
+using namespace mlir;
+using namespace mlir::gpipe;
+using namespace mlir::gpipe::lowering;
+
+FailureOr<LoweredFunction>
+Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
+                            int64_t stage, unsigned numForwardArgs) {
+  int64_t numStages = converted.stages.size();
+  bool last = stage + 1 == numStages;
+  if (func.isExternal() || !func.getBody().hasOneBlock())
+    return mlir::emitError(func.getLoc())
+               << "@" << func.getSymName()
+               << " needs a single-block body to be compiled",
+           failure();
+  FunctionLiveness liveness(func);
+  LoweredFunction lowered;
+  lowered.source = func;
+  // The frame the memory plan wrote: where every value lives.
+  auto frame = func->getAttrOfType<FrameAttr>(GPipeDialect::kFrameAttrName);
+  if (!frame)
+    return mlir::emitError(func.getLoc())
+               << "@" << func.getSymName()
+               << " has no frame (gpipe.frame); run gpipe-plan-memory first",
+           failure();
+  lowered.buffers.scratchBytes = frame.getSize();
+  lowered.buffers.seedOffsets.assign(frame.getSeeds().asArrayRef().begin(),
+                                     frame.getSeeds().asArrayRef().end());
+  for (Operation *op : liveness.getOps()) {
+    auto offsets =
+        op->getAttrOfType<DenseI64ArrayAttr>(GPipeDialect::kOffsetsAttrName);
+    if (!offsets)
+      continue;
+    for (auto [result, offset] :
+         llvm::zip(op->getResults(), offsets.asArrayRef())) {
+      if (offset == -2)
+        lowered.buffers.routed = result;
+      else if (offset >= 0)
+        lowered.buffers.offsets[result] = offset;
+    }
+  }
+  (void)kind;
+  (void)numForwardArgs;
+  FunctionType type = func.getFunctionType();
+  lowered.numArgs = type.getNumInputs();
+  lowered.numResults = type.getNumResults();
+
+  // (rank, mb, scratch, params, grads, first, args..., results...) -> i32
+  SmallVector<Type> argTypes = {ptrTy, i64Ty, ptrTy, ptrTy, ptrTy, i32Ty};
+  for (unsigned i = 0; i < lowered.numArgs + lowered.numResults; ++i)
+    argTypes.push_back(ptrTy);
+  OpBuilder at(ctx);
+  at.setInsertionPointToEnd(module.getBody());
+  Location loc = func.getLoc();
+  auto llvmFunc = LLVM::LLVMFuncOp::create(
+      at, loc, ("__gpipe_" + func.getSymName()).str(),
+      LLVM::LLVMFunctionType::get(i32Ty, argTypes), LLVM::Linkage::Internal);
+  lowered.func = llvmFunc;
+  Block *entry = llvmFunc.addEntryBlock(at);
+  Value rank = entry->getArgument(0), mb = entry->getArgument(1);
+  Value scratch = entry->getArgument(2), params = entry->getArgument(3);
+  Value grads = entry->getArgument(4), first = entry->getArgument(5);
+  auto argPtr = [&](unsigned i) { return entry->getArgument(6 + i); };
+  auto resultPtr = [&](unsigned i) {
+    return entry->getArgument(6 + lowered.numArgs + i);
+  };
+
+  // The failure block: report the site, return the status.
+  Block *fail = new Block();
+  llvmFunc.getBody().push_back(fail);
+  fail->addArgument(i32Ty, loc);
+  fail->addArgument(i64Ty, loc);
+  {
+    OpBuilder f = OpBuilder::atBlockBegin(fail);
+    auto report = declare("gpipe_rt_kernel_error", i32Ty,
+                          {ptrTy, i64Ty, i32Ty});
+    LLVM::CallOp::create(f, loc, report,
+                         ValueRange{rank, fail->getArgument(1),
+                                    fail->getArgument(0)});
+    LLVM::ReturnOp::create(f, loc, fail->getArgument(0));
+  }
+
+  at.setInsertionPointToStart(entry);
+  llvm::DenseMap<Value, Value> address;
+  Block &body = func.getBody().front();
+  for (auto [i, arg] : llvm::enumerate(body.getArguments()))
+    address[arg] = argPtr(i);
+  auto addressOf = [&](Value v) -> Value {
+    return address.lookup(liveness.getCanonical(v));
+  };
+
+  auto dtypeAndCount = [&](Operation *op,
+                           Value v) -> FailureOr<std::pair<int64_t, int64_t>> {
+    FailureOr<int64_t> dtype = dtypeOf(op, v);
+    if (failed(dtype))
+      return failure();
+    return std::make_pair(*dtype, countOf(v));
+  };
+
+  // One LLVM call per kernel call, its types from the kernel's signature.
+  auto callKernel = [&](Operation *op, const KernelCall &call) {
+    Location opLoc = op->getLoc();
+    const ::gpipe::abi::KernelSignature &signature = call.signature();
+    SmallVector<Value> args;
+    SmallVector<Type> types;
+    for (auto [param, a] : llvm::zip_equal(signature, call.args)) {
+      Type type = getArgType(ctx, param.type);
+      types.push_back(type);
+      switch (a.kind) {
+      case KernelArg::Buffer:
+        args.push_back(addressOf(a.value));
+        break;
+      case KernelArg::Null:
+        args.push_back(LLVM::ZeroOp::create(at, opLoc, ptrTy));
+        break;
+      case KernelArg::Int:
+        args.push_back(LLVM::ConstantOp::create(
+            at, opLoc, type, at.getIntegerAttr(type, a.integer)));
+        break;
+      case KernelArg::Real:
+        args.push_back(LLVM::ConstantOp::create(
+            at, opLoc, type, at.getFloatAttr(type, a.real)));
+        break;
+      case KernelArg::Ints:
+        args.push_back(intsGlobal(at, opLoc, a.ints));
+        break;
+      case KernelArg::Buffers:
+      case KernelArg::IntsList: {
+        size_t n = a.kind == KernelArg::Buffers ? a.values.size()
+                                                : a.intsList.size();
+        auto arrayTy = LLVM::LLVMArrayType::get(ptrTy, n);
+        Value one = constI64(at, opLoc, 1);
+        Value array = LLVM::AllocaOp::create(at, opLoc, ptrTy, arrayTy, one, 8);
+        for (size_t k = 0; k < n; ++k) {
+          Value elem = a.kind == KernelArg::Buffers
+                           ? addressOf(a.values[k])
+                           : intsGlobal(at, opLoc, a.intsList[k]);
+          Value slot = offsetPtr(at, opLoc, array, int64_t(k * 8));
+          LLVM::StoreOp::create(at, opLoc, elem, slot);
+        }
+        args.push_back(array);
+        break;
+      }
+      }
+    }
+    LLVM::LLVMFuncOp callee = declare(
+        "gpipe_rt_cpu_" + std::string(signature.name), i32Ty, types);
+    int64_t site = sites.size();
+    sites.push_back(llvm::json::Object{
+        {"op", op->getName().getStringRef().str()},
+        {"loc", locationString(opLoc)},
+        {"function", func.getSymName().str()}});
+    emitChecked(at, opLoc, callee, args, fail, site);
+  };
+
+  // Copies `v` into `dest` (a kernel call of its own site).
+  auto copyTo = [&](Operation *anchor, Value v, Value dest) -> LogicalResult {
+    FailureOr<std::pair<int64_t, int64_t>> dc = dtypeAndCount(anchor, v);
+    if (failed(dc))
+      return failure();
+    Location l = anchor->getLoc();
+    LLVM::LLVMFuncOp copy =
+        declare("gpipe_rt_cpu_copy", i32Ty, {i32Ty, ptrTy, ptrTy, i64Ty});
+    int64_t site = sites.size();
+    sites.push_back(llvm::json::Object{{"op", "copy"},
+                                       {"loc", locationString(l)},
+                                       {"function", func.getSymName().str()}});
+    emitChecked(at, l,
+                copy,
+                ValueRange{constI32(at, l, dc->first), addressOf(v), dest,
+                           constI64(at, l, dc->second)},
+                fail, site);
+    return success();
+  };
+
+  const StageParams &sp = stageParams[stage];
+  for (Operation *op : liveness.getOps()) {
+    Location opLoc = op->getLoc();
+    if (isa<func::ReturnOp, nn::YieldOp, YieldOp>(op))
+      continue;
+    if (auto param = dyn_cast<nn::ParamOp>(op)) {
+      auto it = sp.params.find(param.getName());
+      if (it == sp.params.end())
+        return mlir::emitError(opLoc)
+                   << "@" << func.getSymName() << " reads parameter @"
+                   << param.getName()
+                   << ", which its stage's forward does not read",
+               failure();
+      address[param.getResult()] =
+          offsetPtr(at, opLoc, params, it->second.first);
+      continue;
+    }
+    if (auto constant = dyn_cast<nn::ConstantOp>(op)) {
+      FailureOr<HostTensor> value = hostTensorFromAttr(
+          constant.getValue(), [&] { return constant.emitOpError(); });
+      if (failed(value))
+        return failure();
+      StringRef bytes(static_cast<const char *>(value->getData()),
+                      value->getByteSize());
+      address[constant.getResult()] = bytesGlobal(at, opLoc, bytes, "const");
+      continue;
+    }
+    if (isa<nn::ReshapeOp, nn::UnsqueezeOp>(op))
+      continue; // views: the canonical value's address
+    for (Value result : op->getResults()) {
+      if (result == lowered.buffers.routed) {
+        address[result] = resultPtr(0);
+        continue;
+      }
+      auto it = lowered.buffers.offsets.find(result);
+      address[result] = it != lowered.buffers.offsets.end()
+                            ? offsetPtr(at, opLoc, scratch, it->second)
+                            : scratch; // empty tensors
+    }
+    FailureOr<KernelCall> call = getKernelCall(
+        op, KernelCallOptions{"CPU code generator", precision == "bf16"});
+    if (failed(call))
+      return failure();
+    callKernel(op, *call);
+  }
+
+  // Results.
+  Operation *terminator = body.getTerminator();
+  SmallVector<Value> returned = liveness.getReturned();
+  if (kind == StageFunctionKind::Forward) {
+    for (auto [i, v] : llvm::enumerate(returned)) {
+      if (i == 0 && last) {
+        // The loss: reported, not stored.
+        auto report = declare("gpipe_rt_report_loss", i32Ty,
+                              {ptrTy, i64Ty, ptrTy});
+        auto call = LLVM::CallOp::create(at, loc, report,
+                                         ValueRange{rank, mb, addressOf(v)});
+        Value zero = constI32(at, loc, 0);
+        Value bad = LLVM::ICmpOp::create(at, loc, LLVM::ICmpPredicate::ne,
+                                         call.getResult(), zero);
+        Block *next = new Block();
+        llvmFunc.getBody().push_back(next);
+        Block *abort = new Block();
+        llvmFunc.getBody().push_back(abort);
+        LLVM::CondBrOp::create(at, loc, bad, abort, next);
+        OpBuilder ab = OpBuilder::atBlockBegin(abort);
+        LLVM::ReturnOp::create(ab, loc, call.getResult());
+        at.setInsertionPointToStart(next);
+        continue;
+      }
+      if (i == 0 && v == lowered.buffers.routed)
+        continue;
+      if (failed(copyTo(terminator, v, resultPtr(i))))
+        return failure();
+    }
+  } else {
+    auto inputGrads = func->getAttrOfType<DenseI64ArrayAttr>("nn.input_grads");
+    unsigned numInputGrads = inputGrads ? inputGrads.size() : (stage > 0);
+    auto paramGrads = func->getAttrOfType<ArrayAttr>("nn.param_grads");
+    if (!paramGrads && returned.size() > numInputGrads)
+      return mlir::emitError(func.getLoc())
+                 << "@" << func.getSymName() << " returns " << returned.size()
+                 << " results but lists no nn.param_grads for the "
+                 << returned.size() - numInputGrads
+                 << " after its input gradient",
+             failure();
+    if (numInputGrads > 1 ||
+        (paramGrads && paramGrads.size() + numInputGrads != returned.size()))
+      return mlir::emitError(func.getLoc())
+                 << "@" << func.getSymName()
+                 << " must return at most one input gradient followed by "
+                    "one gradient per nn.param_grads entry",
+             failure();
+    for (unsigned i = 0; i < numInputGrads; ++i) {
+      if (returned[i] == lowered.buffers.routed)
+        continue;
+      if (failed(copyTo(terminator, returned[i], resultPtr(i))))
+        return failure();
+    }
+    LLVM::LLVMFuncOp accumulate = declare("gpipe_rt_cpu_accumulate_f32", i32Ty,
+                                          {ptrTy, ptrTy, i64Ty, i32Ty});
+    for (unsigned k = 0; paramGrads && k < paramGrads.size(); ++k) {
+      StringRef name = cast<FlatSymbolRefAttr>(paramGrads[k]).getValue();
+      auto it = sp.params.find(name);
+      if (it == sp.params.end())
+        return mlir::emitError(func.getLoc())
+                   << "@" << func.getSymName() << " returns the gradient of @"
+                   << name << ", which its stage's forward does not read",
+               failure();
+      Value g = returned[numInputGrads + k];
+      int64_t site = sites.size();
+      sites.push_back(llvm::json::Object{
+          {"op", "accumulate @" + name.str()},
+          {"loc", locationString(func.getLoc())},
+          {"function", func.getSymName().str()}});
+      emitChecked(at, loc, accumulate,
+                  ValueRange{offsetPtr(at, loc, grads, it->second.first),
+                             addressOf(g), constI64(at, loc, it->second.second),
+                             first},
+                  fail, site);
+    }
+  }
+  LLVM::ReturnOp::create(at, loc, constI32(at, loc, 0));
+  return lowered;
+}
+
