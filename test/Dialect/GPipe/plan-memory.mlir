@@ -1,10 +1,10 @@
 // RUN: split-file %s %t
-// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | FileCheck %s
-// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule '--gpipe-plan-memory=optimizer=adam alignment=1' | FileCheck %s --check-prefix=ADAM
-// RUN: sed 's/remat stage/remat none/' %t/two-stages.mlir | gpipe-opt --gpipe-schedule --gpipe-plan-memory | FileCheck %s --check-prefix=NONE
-// RUN: not gpipe-opt %t/two-stages.mlir --gpipe-schedule '--gpipe-plan-memory=memory-budget=2KiB' 2>&1 | FileCheck %s --check-prefix=BUDGET
-// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule '--gpipe-plan-memory=memory-budget=2304' | FileCheck %s --check-prefix=FITS
-// RUN: not gpipe-opt %t/two-stages.mlir --gpipe-plan-memory 2>&1 | FileCheck %s --check-prefix=UNSCHEDULED
+// RUN: gpipe-opt %t/two-stages.mlir --gpipe-plan-memory | FileCheck %s
+// RUN: gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=optimizer=adam alignment=1' | FileCheck %s --check-prefix=ADAM
+// RUN: sed 's/remat stage/remat none/' %t/two-stages.mlir | gpipe-opt --gpipe-plan-memory | FileCheck %s --check-prefix=NONE
+// RUN: not gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=memory-budget=2KiB' 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=memory-budget=2304' | FileCheck %s --check-prefix=FITS
+// RUN: not gpipe-opt %t/unscheduled.mlir --gpipe-plan-memory 2>&1 | FileCheck %s --check-prefix=UNSCHEDULED
 // RUN: not gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=optimizer=lamb' 2>&1 | FileCheck %s --check-prefix=OPTIMIZER
 // RUN: not gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=memory-budget=lots' 2>&1 | FileCheck %s --check-prefix=BADBUDGET
 // RUN: not gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=alignment=48' 2>&1 | FileCheck %s --check-prefix=ALIGN
@@ -12,7 +12,8 @@
 // RUN: gpipe-import %inputs/mlp.onnx | gpipe-opt --gpipe-pipeline="stages=4 microbatches=8 schedule=gpipe" --gpipe-plan-memory | FileCheck %s --check-prefix=MLP-GPIPE
 // RUN: gpipe-import %inputs/mlp.onnx | gpipe-opt --gpipe-pipeline="stages=4 microbatches=8 schedule=1f1b" --gpipe-plan-memory | FileCheck %s --check-prefix=MLP-1F1B
 
-// gpipe-plan-memory on a hand-written K = 2, M = 2 GPipe pipeline, every
+// gpipe-plan-memory on a hand-written, scheduled K = 2, M = 2 GPipe pipeline
+// (the programs gpipe-schedule makes of it, checked in), every
 // number worked out by hand (64-byte alignment unless said otherwise).
 //
 // Stage sizes. @s0: parameters @w0 512 B; input tensor<4x16xf32> 256 B;
@@ -79,6 +80,64 @@
 // MLP-1F1B: kept = [4, 3, 2, 1]
 
 //--- two-stages.mlir
+nn.parameter @w0 : tensor<16x8xf32> {init = "zeros"}
+nn.parameter @w1 : tensor<8x4xf32> {init = "zeros"}
+
+func.func @f0(%x: tensor<4x16xf32>) -> tensor<4x8xf32> {
+  %w = nn.param @w0 : tensor<16x8xf32>
+  %h = nn.matmul %x, %w : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %y = nn.relu %h : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+func.func @b0(%x: tensor<4x16xf32>, %dy: tensor<4x8xf32>) -> tensor<16x8xf32> {
+  %w = nn.param @w0 : tensor<16x8xf32>
+  %h = nn.matmul %x, %w : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %dh = nn.mul %dy, %h : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %dw = nn.gemm %x, %dh {trans_a = true} : (tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+  return %dw : tensor<16x8xf32>
+}
+func.func @f1(%h: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
+  %w = nn.param @w1 : tensor<8x4xf32>
+  %z = nn.matmul %h, %w : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  %l = nn.cross_entropy %z, %labels : (tensor<4x4xf32>, tensor<4xi64>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+func.func @b1(%h: tensor<4x8xf32>, %labels: tensor<4xi64>, %dl: tensor<f32>) -> (tensor<4x8xf32>, tensor<8x4xf32>) {
+  %w = nn.param @w1 : tensor<8x4xf32>
+  %z = nn.matmul %h, %w : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  %dz = nn.cross_entropy_grad %z, %labels, %dl : (tensor<4x4xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x4xf32>
+  %dh = nn.linear %dz, %w {transpose_weight = true} : (tensor<4x4xf32>, tensor<8x4xf32>) -> tensor<4x8xf32>
+  %dw = nn.gemm %h, %dz {trans_a = true} : (tensor<4x8xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
+  return %dh, %dw : tensor<4x8xf32>, tensor<8x4xf32>
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+gpipe.pipeline @train stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    gpipe.for %mb = 0 to 2 {
+      gpipe.forward @s0 mb %mb
+      gpipe.send @s0 mb %mb forward to 1 : tensor<4x8xf32>
+    }
+    gpipe.for %mb = 0 to 2 {
+      gpipe.recv @s0 mb %mb backward from 1 : tensor<4x8xf32>
+      gpipe.backward @s0 mb %mb
+    }
+    gpipe.step @s0
+  }
+  gpipe.program rank 1 {
+    gpipe.for %mb = 0 to 2 {
+      gpipe.recv @s1 mb %mb forward from 0 : tensor<4x8xf32>
+      gpipe.forward @s1 mb %mb
+    }
+    gpipe.for %mb = 0 to 2 {
+      gpipe.backward @s1 mb %mb
+      gpipe.send @s1 mb %mb backward to 0 : tensor<4x8xf32>
+    }
+    gpipe.step @s1
+  }
+}
+
+//--- unscheduled.mlir
 nn.parameter @w0 : tensor<16x8xf32> {init = "zeros"}
 nn.parameter @w1 : tensor<8x4xf32> {init = "zeros"}
 
