@@ -655,7 +655,8 @@ MemoryPlan mlir::gpipe::planMemory(const Schedule &schedule,
   plan.error = checkInput(schedule, input);
   if (!plan.ok())
     return plan;
-  VerifyResult verified = verifySchedule(schedule);
+  VerifyResult verified =
+      input.verified ? VerifyResult() : verifySchedule(schedule);
   if (!verified.ok()) {
     plan.error =
         "cannot plan an invalid schedule: " + verified.summary +

@@ -134,6 +134,9 @@ struct MemoryPlanInput {
   /// Offsets and sizes in the arena are multiples of this (a power of two
   /// >= 1).
   int64_t alignment = 64;
+  /// The caller has run `verifySchedule` on the schedule and it passed:
+  /// planMemory does not simulate it again (the simulation is O(K·M)).
+  bool verified = false;
 };
 
 enum class BufferKind {

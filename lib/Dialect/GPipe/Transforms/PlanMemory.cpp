@@ -324,6 +324,7 @@ mlir::gpipe::planPipelineMemory(PipelineOp op, OptimizerKind optimizer,
 
   ModuleOp module = op->getParentOfType<ModuleOp>();
   MemoryPlanInput &input = result.input;
+  input.verified = true; // verifyPipelineSchedule above
   input.optimizer = optimizer;
   input.alignment = alignment;
   input.remat =

@@ -105,6 +105,7 @@ mlir::gpipe::toSchedule(PipelineOp pipeline,
   for (auto [i, attr] : llvm::enumerate(pipeline.getStages()))
     stageIndex[attr] = static_cast<int>(i);
 
+  llvm::DenseMap<Type, std::pair<int64_t, std::string>> payloads;
   for (ProgramOp program : pipeline.getPrograms()) {
     int rank = static_cast<int>(schedule.ranks.size());
     std::vector<Action> &actions = schedule.ranks.emplace_back();
@@ -131,8 +132,12 @@ mlir::gpipe::toSchedule(PipelineOp pipeline,
         action.peer = static_cast<int>(actionOp.getPeerRank());
         Type payload = isa<SendOp>(op) ? cast<SendOp>(op).getPayload()
                                        : cast<RecvOp>(op).getPayload();
-        action.bytes = getPayloadBytes(payload);
-        action.dtype = getPayloadDType(payload);
+        // Printing a type is slow; a loop repeats the same few payloads.
+        auto [it, inserted] = payloads.try_emplace(payload);
+        if (inserted)
+          it->second = {getPayloadBytes(payload), getPayloadDType(payload)};
+        action.bytes = it->second.first;
+        action.dtype = it->second.second;
       }
       if (schedule.stageToRank[action.stage] < 0)
         schedule.stageToRank[action.stage] = rank;
