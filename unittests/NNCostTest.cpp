@@ -74,7 +74,7 @@ TEST_F(NNCostTest, BatchedMatMulCountsEveryBatch) {
 
 TEST_F(NNCostTest, ParamReadsCountParameterBytes) {
   OpCost c = costOf(R"mlir(
-    nn.parameter @w : tensor<10x32xf32> {init = "zeros"}
+    nn.parameter @w : tensor<10x32xf32> init zeros
     func.func @f() -> tensor<10x32xf32> {
       %w = nn.param @w : tensor<10x32xf32>
       return %w : tensor<10x32xf32>
@@ -86,7 +86,7 @@ TEST_F(NNCostTest, ParamReadsCountParameterBytes) {
 
 TEST_F(NNCostTest, LayerSumsItsBody) {
   OpCost c = costOf(R"mlir(
-    nn.parameter @w : tensor<8x4xf32> {init = "zeros"}
+    nn.parameter @w : tensor<8x4xf32> init zeros
     func.func @f(%x: tensor<2x4xf32>) -> tensor<2x8xf32> {
       %r = nn.layer "l"(%x) : (tensor<2x4xf32>) -> tensor<2x8xf32> {
       ^bb0(%a: tensor<2x4xf32>):

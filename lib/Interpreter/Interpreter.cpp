@@ -241,7 +241,10 @@ FailureOr<ParameterStore> ParameterStore::fromModule(ModuleOp module,
       store.set(name, std::move(*t));
       continue;
     }
-    std::optional<StringRef> rule = param.getInit();
+    std::optional<nn::InitKind> kind = param.getInit();
+    std::optional<StringRef> rule =
+        kind ? std::optional<StringRef>(nn::stringifyInitKind(*kind))
+             : std::nullopt;
     if (!rule)
       return param.emitOpError("has neither an initial value nor an init rule");
     FailureOr<gpipe_rt_dtype> dtype = getRuntimeDType(type.getElementType());

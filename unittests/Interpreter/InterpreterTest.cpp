@@ -87,7 +87,7 @@ std::vector<float> toVector(llvm::ArrayRef<float> a) {
 TEST_F(InterpreterTest, LayersParametersAndConstants) {
   OwningOpRef<ModuleOp> module = parse(R"mlir(
     nn.parameter @table : tensor<4x2xf32> = dense<[[0.0, 1.0], [2.0, 3.0], [4.0, 5.0], [6.0, 7.0]]> : tensor<4x2xf32>
-    nn.parameter @scale : tensor<2xf32> {init = "ones"}
+    nn.parameter @scale : tensor<2xf32> init ones
     func.func @forward(%ids: tensor<3xi64>) -> tensor<3x2xf32> {
       %0 = nn.layer "emb"(%ids) : (tensor<3xi64>) -> tensor<3x2xf32> {
       ^bb0(%a: tensor<3xi64>):
@@ -250,9 +250,9 @@ TEST_F(InterpreterTest, DenseResourceParameters) {
 
 TEST_F(InterpreterTest, SeededInitRules) {
   OwningOpRef<ModuleOp> module = parse(R"mlir(
-    nn.parameter @w : tensor<64x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-    nn.parameter @u : tensor<16xf32> {init = "uniform", init_scale = 0.25 : f64}
-    nn.parameter @z : tensor<4xf32> {init = "zeros"}
+    nn.parameter @w : tensor<64x32xf32> init normal(2.0e-02)
+    nn.parameter @u : tensor<16xf32> init uniform(0.25)
+    nn.parameter @z : tensor<4xf32> init zeros
   )mlir");
   ASSERT_TRUE(module);
   FailureOr<ParameterStore> a = ParameterStore::fromModule(*module, 1);
@@ -312,7 +312,7 @@ func.func @f(%x: tensor<2xf64>) -> tensor<2xf64> {
 
 TEST_F(InterpreterTest, BadIndexAndLabelAreReportedAtTheOp) {
   OwningOpRef<ModuleOp> module = parse(R"mlir(
-nn.parameter @table : tensor<4x2xf32> {init = "ones"}
+nn.parameter @table : tensor<4x2xf32> init ones
 func.func @g(%ids: tensor<3xi64>) -> tensor<3x2xf32> {
   %t = nn.param @table : tensor<4x2xf32>
   %0 = nn.gather %t, %ids {axis = 0} : (tensor<4x2xf32>, tensor<3xi64>) -> tensor<3x2xf32>
@@ -340,7 +340,7 @@ func.func @ce(%x: tensor<2x3xf32>, %labels: tensor<2xi64>) -> tensor<f32> {
 
 TEST_F(InterpreterTest, ArgumentsAndParametersAreChecked) {
   OwningOpRef<ModuleOp> module = parse(R"mlir(
-nn.parameter @w : tensor<2xf32> {init = "ones"}
+nn.parameter @w : tensor<2xf32> init ones
 func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
   %w = nn.param @w : tensor<2xf32>
   %0 = nn.add %x, %w : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>

@@ -530,10 +530,10 @@ TEST_F(VJPTest, LinearBothLayoutsWithAndWithoutBias) {
           std::ostringstream os;
           if (asParams) {
             os << "nn.parameter @w : " << typeOf(w)
-               << " {init = \"uniform\", init_scale = 1.0 : f64}\n";
+               << " init uniform(1.0)\n";
             if (bias)
               os << "nn.parameter @bias : " << typeOf({4})
-                 << " {init = \"normal\", init_scale = 1.0 : f64}\n";
+                 << " init normal(1.0)\n";
             os << "func.func @f(%x: " << typeOf(in) << ") -> " << typeOf(out)
                << " {\n  %w = nn.param @w : " << typeOf(w) << "\n";
             if (bias)
@@ -795,8 +795,8 @@ TEST_F(VJPTest, CrossEntropyAndMSE) {
 /// twice: the accumulation of gradients over uses.
 TEST_F(VJPTest, CompositionWithSharedValues) {
   check("composition", R"mlir(
-    nn.parameter @w : tensor<6x6xf32> {init = "uniform", init_scale = 0.5 : f64}
-    nn.parameter @g : tensor<6xf32> {init = "ones"}
+    nn.parameter @w : tensor<6x6xf32> init uniform(0.5)
+    nn.parameter @g : tensor<6xf32> init ones
     func.func @f(%x: tensor<2x3x6xf32>, %l: tensor<2x3xi64>) -> tensor<f32> {
       %w = nn.param @w : tensor<6x6xf32>
       %g = nn.param @g : tensor<6xf32>

@@ -174,7 +174,8 @@ LogicalResult Emitter::emitMetadata() {
       data.append(static_cast<const char *>(tensor->getData()),
                   tensor->getByteSize());
     } else {
-      entry["init"] = p.getInit().value_or("zeros").str();
+      entry["init"] =
+          p.getInit() ? nn::stringifyInitKind(*p.getInit()).str() : "zeros";
       entry["scale"] =
           p.getInitScale() ? p.getInitScale()->convertToDouble() : 0.0;
     }

@@ -1798,7 +1798,7 @@ LogicalResult Importer::importInitializer(const onnx::TensorProto &proto) {
       value = toDenseAttr(toHost(*raw));
     else
       value = makeResource(type, name, raw->bytes, byteWidth(raw->elementType));
-    nn::ParameterOp::create(builder, loc, name, type, value, StringAttr(),
+    nn::ParameterOp::create(builder, loc, name, type, value, nn::InitKindAttr(),
                             FloatAttr());
     return bind(name, Slot{"", type, loc, Value(), std::nullopt, name.str()},
                 loc);

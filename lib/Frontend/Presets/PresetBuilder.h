@@ -13,6 +13,7 @@
 #ifndef GPIPE_LIB_FRONTEND_PRESETS_PRESETBUILDER_H
 #define GPIPE_LIB_FRONTEND_PRESETS_PRESETBUILDER_H
 
+#include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "gpipe/Frontend/Presets.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -26,13 +27,15 @@ namespace mlir::gpipe::presets {
 /// How a parameter is initialized at run time (the `init` and `init_scale`
 /// attributes of `nn.parameter`).
 struct InitRule {
-  llvm::StringRef rule;
+  nn::InitKind rule;
   std::optional<double> scale;
 
-  static InitRule zeros() { return {"zeros", std::nullopt}; }
-  static InitRule ones() { return {"ones", std::nullopt}; }
-  static InitRule normal(double std) { return {"normal", std}; }
-  static InitRule uniform(double bound) { return {"uniform", bound}; }
+  static InitRule zeros() { return {nn::InitKind::Zeros, std::nullopt}; }
+  static InitRule ones() { return {nn::InitKind::Ones, std::nullopt}; }
+  static InitRule normal(double std) { return {nn::InitKind::Normal, std}; }
+  static InitRule uniform(double bound) {
+    return {nn::InitKind::Uniform, bound};
+  }
 };
 
 /// Builds one preset module: parameters first, then `func.func @forward`.

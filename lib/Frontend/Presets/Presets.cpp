@@ -90,7 +90,9 @@ Value PresetBuilder::parameter(StringRef name, ArrayRef<int64_t> shape,
         init.scale ? opBuilder.getF64FloatAttr(*init.scale) : FloatAttr();
     nn::ParameterOp::create(opBuilder, paramLoc, name, type,
                             /*initial_value=*/ElementsAttr(),
-                            opBuilder.getStringAttr(init.rule), scale);
+                            nn::InitKindAttr::get(opBuilder.getContext(),
+                                                  init.rule),
+                            scale);
   }
   return nn::ParamOp::create(opBuilder, paramLoc, Type(type), name);
 }

@@ -25,8 +25,8 @@
 // NONE: error: {{.*}}pipeline
 
 //--- two-stages.mlir
-nn.parameter @w0 : tensor<16x8xf32> {init = "zeros"}
-nn.parameter @w1 : tensor<8x4xf32> {init = "zeros"}
+nn.parameter @w0 : tensor<16x8xf32> init zeros
+nn.parameter @w1 : tensor<8x4xf32> init zeros
 
 func.func @f0(%x: tensor<4x16xf32>) -> tensor<4x8xf32> {
   %w = nn.param @w0 : tensor<16x8xf32>

@@ -122,7 +122,7 @@
 
 module {
   nn.parameter @w0 : tensor<32x64xf32> = dense<0.00999999977> : tensor<32x64xf32>
-  nn.parameter @w1 : tensor<64x10xf32> {init = "uniform", init_scale = 1.250000e-01 : f64}
+  nn.parameter @w1 : tensor<64x10xf32> init uniform(1.250000e-01)
   func.func @forward(%arg0: tensor<4x32xf32>, %arg1: tensor<4xi64>) -> tensor<f32> {
     %0 = nn.layer "layer0"(%arg0) : (tensor<4x32xf32>) -> tensor<4x64xf32> {
     ^bb0(%arg2: tensor<4x32xf32>):

@@ -60,7 +60,7 @@ func.func private @f1(tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
 func.func private @b1(tensor<4x8xf32>, tensor<4xi64>, tensor<f32>) -> (tensor<4x8xf32>, tensor<8x8xf32>)
 func.func private @bi1(tensor<4x8xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x8xf32>
 func.func private @bw1(tensor<4x8xf32>, tensor<4xi64>, tensor<f32>) -> tensor<8x8xf32>
-nn.parameter @w0 : tensor<16x8xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @w0 : tensor<16x8xf32> init normal(2.0e-02)
 
 // -----
 
@@ -178,7 +178,7 @@ func.func @b0(%x: tensor<4x16xf32>, %dy: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %g = nn.mul %dy, %h#1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %g : tensor<4x8xf32>
 }
-nn.parameter @w0 : tensor<16x8xf32> {init = "zeros"}
+nn.parameter @w0 : tensor<16x8xf32> init zeros
 gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b1
 gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b2
 func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>

@@ -5,9 +5,9 @@
 
 // FITS: gpipe.pipeline @train stages [@train_s0, @train_s1]
 
-nn.parameter @w0 : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @w1 : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @w2 : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @w0 : tensor<32x32xf32> init normal(2.0e-02)
+nn.parameter @w1 : tensor<32x32xf32> init normal(2.0e-02)
+nn.parameter @w2 : tensor<32x32xf32> init normal(2.0e-02)
 
 func.func @forward(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {
   %0 = nn.layer "a"(%x) : (tensor<4x32xf32>) -> tensor<4x32xf32> {

@@ -6,8 +6,8 @@
 
 // BALANCE: error: balance lists 3 stages but stages=2
 
-nn.parameter @w0 : tensor<64x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @w1 : tensor<16x64xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @w0 : tensor<64x16xf32> init normal(2.0e-02)
+nn.parameter @w1 : tensor<16x64xf32> init normal(2.0e-02)
 
 // expected-error @+1 {{expected at least 1 stage, got 0}}
 func.func @forward(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {

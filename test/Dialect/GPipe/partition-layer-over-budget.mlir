@@ -3,9 +3,9 @@
 // A layer that alone needs more than the budget (12.5 KiB: weights, their
 // gradient and one micro-batch of activations) can fit no partition.
 
-nn.parameter @w0 : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @w1 : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @w2 : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @w0 : tensor<32x32xf32> init normal(2.0e-02)
+nn.parameter @w1 : tensor<32x32xf32> init normal(2.0e-02)
+nn.parameter @w2 : tensor<32x32xf32> init normal(2.0e-02)
 
 // expected-error @+2 {{layer 0 needs 12.5 KiB but the memory budget is 8.0 KiB}}
 // expected-note @+1 {{the smallest budget that fits is 25.0 KiB}}

@@ -13,9 +13,9 @@
 // PLAN: gpipe.program rank 0 arena <{{.*}}<saved stage 0 at {{[0-9]+}} size 1024 x
 // PLAN: gpipe.program rank 1 arena <{{.*}}<saved stage 1 at {{[0-9]+}} size 1184 x
 
-nn.parameter @w0 : tensor<64x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @w1 : tensor<64x64xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @w2 : tensor<10x64xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @w0 : tensor<64x16xf32> init normal(2.0e-02)
+nn.parameter @w1 : tensor<64x64xf32> init normal(2.0e-02)
+nn.parameter @w2 : tensor<10x64xf32> init normal(2.0e-02)
 
 // CHECK-LABEL: func.func @train_s0_fwd
 // CHECK-SAME:    (%{{.*}}: tensor<4x16xf32>) -> (tensor<4x64xf32>, tensor<4x64xf32>) attributes {nn.saved_count = 1 : i64}

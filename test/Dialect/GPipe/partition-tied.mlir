@@ -3,7 +3,7 @@
 // A parameter read by layers on two stages (tied weights) would need its
 // two gradients summed across ranks; until that lands it is an error.
 
-nn.parameter @tied : tensor<16x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @tied : tensor<16x16xf32> init normal(2.0e-02)
 
 func.func @forward(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
   %0 = nn.layer "a"(%x) : (tensor<4x16xf32>) -> tensor<4x16xf32> {

@@ -2,9 +2,9 @@
 
 // M < 1 is refused at the network function.
 
-nn.parameter @w0 : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @w1 : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @w2 : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @w0 : tensor<32x32xf32> init normal(2.0e-02)
+nn.parameter @w1 : tensor<32x32xf32> init normal(2.0e-02)
+nn.parameter @w2 : tensor<32x32xf32> init normal(2.0e-02)
 
 // expected-error @+1 {{expected at least 1 micro-batch, got 0}}
 func.func @forward(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {

@@ -7,9 +7,9 @@
 // backward seeds the loss gradient with 1/M. Stage 0's input is the data, so
 // its backward does not compute the input's gradient.
 
-nn.parameter @w0 : tensor<64x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @w1 : tensor<64x64xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @w2 : tensor<10x64xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @w0 : tensor<64x16xf32> init normal(2.0e-02)
+nn.parameter @w1 : tensor<64x64xf32> init normal(2.0e-02)
+nn.parameter @w2 : tensor<10x64xf32> init normal(2.0e-02)
 
 // CHECK-LABEL: func.func @forward
 // CHECK:       func.func @train_s0_fwd(%[[X:.*]]: tensor<4x16xf32>) -> tensor<4x64xf32>

@@ -80,8 +80,8 @@
 // MLP-1F1B: kept = [4, 3, 2, 1]
 
 //--- two-stages.mlir
-nn.parameter @w0 : tensor<16x8xf32> {init = "zeros"}
-nn.parameter @w1 : tensor<8x4xf32> {init = "zeros"}
+nn.parameter @w0 : tensor<16x8xf32> init zeros
+nn.parameter @w1 : tensor<8x4xf32> init zeros
 
 func.func @f0(%x: tensor<4x16xf32>) -> tensor<4x8xf32> {
   %w = nn.param @w0 : tensor<16x8xf32>
@@ -138,8 +138,8 @@ gpipe.pipeline @train stages [@s0, @s1] microbatches 2 schedule gpipe remat stag
 }
 
 //--- unscheduled.mlir
-nn.parameter @w0 : tensor<16x8xf32> {init = "zeros"}
-nn.parameter @w1 : tensor<8x4xf32> {init = "zeros"}
+nn.parameter @w0 : tensor<16x8xf32> init zeros
+nn.parameter @w1 : tensor<8x4xf32> init zeros
 
 func.func @f0(%x: tensor<4x16xf32>) -> tensor<4x8xf32> {
   %w = nn.param @w0 : tensor<16x8xf32>

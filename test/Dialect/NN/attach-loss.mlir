@@ -24,7 +24,7 @@
 // MSE:         %[[Y:.*]] = nn.linear %[[X]]
 // MSE:         %[[LOSS:.*]] = nn.mse %[[Y]], %[[TARGET]] : (tensor<8x10xf32>, tensor<8x10xf32>) -> tensor<f32>
 // MSE:         return %[[LOSS]] : tensor<f32>
-nn.parameter @"fc.weight" : tensor<10x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @"fc.weight" : tensor<10x16xf32> init normal(2.0e-02)
 func.func @forward(%x: tensor<8x16xf32>) -> tensor<8x10xf32> {
   %w = nn.param @"fc.weight" : tensor<10x16xf32>
   %y = nn.linear %x, %w {transpose_weight = true} : (tensor<8x16xf32>, tensor<10x16xf32>) -> tensor<8x10xf32>
@@ -46,7 +46,7 @@ func.func @forward(%x: tensor<8x16xf32>) -> tensor<8x10xf32> {
 // MSE-LABEL: func.func @forward
 // MSE-SAME:    (%[[IDS:.*]]: tensor<2x4xi64>, %[[TARGET:.*]]: tensor<2x4x11xf32>) -> tensor<f32>
 // MSE:         nn.mse %{{.*}}, %[[TARGET]] : (tensor<2x4x11xf32>, tensor<2x4x11xf32>) -> tensor<f32>
-nn.parameter @"emb.weight" : tensor<11x8xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @"emb.weight" : tensor<11x8xf32> init normal(2.0e-02)
 func.func @forward(%ids: tensor<2x4xi64>) -> tensor<2x4x11xf32> {
   %h = nn.layer "head" (%ids) : (tensor<2x4xi64>) -> tensor<2x4x11xf32> {
   ^bb0(%a: tensor<2x4xi64>):

@@ -38,7 +38,7 @@
 // CHECK:         nn.mul %[[NT]], %[[NT]]
 // CHECK:         nn.equal %[[NR]]
 
-nn.parameter @w : tensor<3x2xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @w : tensor<3x2xf32> init normal(2.0e-02)
 
 func.func @flat(%x: tensor<4x3xf32>) -> tensor<4x2xf32> attributes {nn.differentiate} {
   %w = nn.param @w : tensor<3x2xf32>

@@ -502,9 +502,9 @@ func.func @mse(%x: tensor<2x3xf32>, %t: tensor<2x3xf32>) -> tensor<f32> attribut
 // runs reverse mode. Parameter gradients follow the first-read order of the
 // parameters. With loss-scale=0.25 the seed is scaled once, at the loss.
 
-nn.parameter @"0.weight" : tensor<5x4xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @"0.bias" : tensor<5xf32> {init = "zeros"}
-nn.parameter @"2.weight" : tensor<3x5xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @"0.weight" : tensor<5x4xf32> init normal(2.0e-02)
+nn.parameter @"0.bias" : tensor<5xf32> init zeros
+nn.parameter @"2.weight" : tensor<3x5xf32> init normal(2.0e-02)
 
 // CHECK-LABEL: func.func @mlp_bwd
 // CHECK-SAME:    (%[[X:.*]]: tensor<2x4xf32>, %[[LABELS:.*]]: tensor<2xi64>, %[[DL:.*]]: tensor<f32>)
@@ -560,7 +560,7 @@ func.func @mlp(%x: tensor<2x4xf32>, %labels: tensor<2xi64>) -> tensor<f32> attri
 // gradient: the contributions are added in reverse op order, the head's
 // first, then the embedding's scatter-add.
 
-nn.parameter @"emb.weight" : tensor<10x4xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @"emb.weight" : tensor<10x4xf32> init normal(2.0e-02)
 
 // CHECK-LABEL: func.func @tied_embedding_bwd
 // CHECK-SAME:    (%[[IDS:.*]]: tensor<2x3xi64>, %[[LABELS:.*]]: tensor<2x3xi64>, %[[DL:.*]]: tensor<f32>) -> tensor<10x4xf32>
@@ -619,8 +619,8 @@ func.func @three_uses(%x: tensor<4xf32>) -> tensor<4xf32> attributes {nn.differe
 // parameter read that no gradient reaches gets zeros. With a loss scale,
 // every seed is scaled by one shared constant.
 
-nn.parameter @scale : tensor<3xf32> {init = "ones"}
-nn.parameter @idle : tensor<3xf32> {init = "zeros"}
+nn.parameter @scale : tensor<3xf32> init ones
+nn.parameter @idle : tensor<3xf32> init zeros
 
 // CHECK-LABEL: func.func @mixed_results_bwd
 // CHECK-SAME:    (%[[X:.*]]: tensor<3xf32>, %[[IDS:.*]]: tensor<3xi64>, %[[DY:.*]]: tensor<3xf32>, %[[DS:.*]]: tensor<3xf32>)

@@ -8,9 +8,9 @@
 // A Linear/ReLU chain: one layer per Linear+ReLU pair by default, one per op
 // with granularity=op. Layer names come from the ONNX-style name scopes.
 
-nn.parameter @"0.weight" : tensor<32x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @"2.weight" : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @"4.weight" : tensor<10x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @"0.weight" : tensor<32x16xf32> init normal(2.0e-02)
+nn.parameter @"2.weight" : tensor<32x32xf32> init normal(2.0e-02)
+nn.parameter @"4.weight" : tensor<10x32xf32> init normal(2.0e-02)
 
 // CHECK-LABEL: func.func @linear_relu_pairs
 // CHECK-SAME:    (%[[X:.*]]: tensor<8x16xf32>)
@@ -47,10 +47,10 @@ func.func @linear_relu_pairs(%x: tensor<8x16xf32>) -> tensor<8x10xf32> {
 // A residual block keeps two activations live until its add, so it is one
 // layer; the common scope "blocks.0" names it.
 
-nn.parameter @"stem.weight" : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @"blocks.0.ln.weight" : tensor<32xf32> {init = "ones"}
-nn.parameter @"blocks.0.fc.weight" : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @"head.weight" : tensor<4x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @"stem.weight" : tensor<32x32xf32> init normal(2.0e-02)
+nn.parameter @"blocks.0.ln.weight" : tensor<32xf32> init ones
+nn.parameter @"blocks.0.fc.weight" : tensor<32x32xf32> init normal(2.0e-02)
+nn.parameter @"head.weight" : tensor<4x32xf32> init normal(2.0e-02)
 
 // CHECK-LABEL: func.func @residual_block_stays_whole
 // CHECK:         %[[STEM:.*]] = nn.layer "stem"
@@ -128,7 +128,7 @@ func.func @two_inputs_and_repeated_names(%ids: tensor<2x4xi64>, %mask: tensor<2x
   %n3 = nn.softmax %n2 {axis = 2} : tensor<2x4x8xf32> -> tensor<2x4x8xf32> loc("/norm/Softmax_1")
   return %n3 : tensor<2x4x8xf32>
 }
-nn.parameter @table : tensor<16x8xf32> {init = "normal", init_scale = 1.0 : f64}
+nn.parameter @table : tensor<16x8xf32> init normal(1.0)
 
 // -----
 
@@ -136,8 +136,8 @@ nn.parameter @table : tensor<16x8xf32> {init = "normal", init_scale = 1.0 : f64}
 // MLP halves of a transformer block each end in a residual add (a cut point)
 // but share the scope "blocks.0". With granularity=op they stay apart.
 
-nn.parameter @"blocks.0.attn.weight" : tensor<8x8xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @"blocks.0.mlp.weight" : tensor<8x8xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @"blocks.0.attn.weight" : tensor<8x8xf32> init normal(2.0e-02)
+nn.parameter @"blocks.0.mlp.weight" : tensor<8x8xf32> init normal(2.0e-02)
 
 // CHECK-LABEL: func.func @block_halves_form_one_layer
 // CHECK-SAME:    (%[[X:.*]]: tensor<4x8xf32>)

@@ -98,7 +98,7 @@ func.func @constant_type_mismatch() -> tensor<3xf32> {
 //===----------------------------------------------------------------------===//
 
 // expected-error @+1 {{'nn.parameter' op parameter 'both' needs exactly one of an initial value and an init rule}}
-nn.parameter @both : tensor<2xf32> = dense<1.0> : tensor<2xf32> {init = "zeros"}
+nn.parameter @both : tensor<2xf32> = dense<1.0> : tensor<2xf32> init zeros
 
 // -----
 
@@ -107,28 +107,28 @@ nn.parameter @neither : tensor<2xf32>
 
 // -----
 
-// expected-error @+1 {{'nn.parameter' op unknown init rule 'xavier' (expected zeros, ones, normal or uniform)}}
-nn.parameter @unknown_rule : tensor<2xf32> {init = "xavier"}
+// expected-error @+1 {{unknown init rule 'xavier' (expected zeros, ones, normal or uniform)}}
+nn.parameter @unknown_rule : tensor<2xf32> init xavier
 
 // -----
 
 // expected-error @+1 {{'nn.parameter' op init rule 'normal' needs init_scale}}
-nn.parameter @normal_without_scale : tensor<2xf32> {init = "normal"}
+nn.parameter @normal_without_scale : tensor<2xf32> init normal
 
 // -----
 
 // expected-error @+1 {{'nn.parameter' op init rule 'uniform' needs init_scale}}
-nn.parameter @uniform_without_scale : tensor<2xf32> {init = "uniform"}
+nn.parameter @uniform_without_scale : tensor<2xf32> init uniform
 
 // -----
 
 // expected-error @+1 {{'nn.parameter' op init rule 'normal' needs a positive init_scale, got -2.000000e-02}}
-nn.parameter @normal_negative_scale : tensor<2xf32> {init = "normal", init_scale = -2.0e-02 : f64}
+nn.parameter @normal_negative_scale : tensor<2xf32> init normal(-2.0e-02)
 
 // -----
 
 // expected-error @+1 {{'nn.parameter' op init rule 'uniform' needs a positive init_scale, got 0.000000e+00}}
-nn.parameter @uniform_zero_scale : tensor<2xf32> {init = "uniform", init_scale = 0.0 : f64}
+nn.parameter @uniform_zero_scale : tensor<2xf32> init uniform(0.0)
 
 // -----
 
@@ -171,23 +171,23 @@ func.func @constant_blob_size() -> tensor<2xi32> {
 // -----
 
 // expected-error @+1 {{'nn.parameter' op parameters must have a float element type, got 'i64'}}
-nn.parameter @integer_parameter : tensor<2xi64> {init = "zeros"}
+nn.parameter @integer_parameter : tensor<2xi64> init zeros
 
 // -----
 
 // expected-error @+1 {{'nn.parameter' op attribute 'type' failed to satisfy constraint: type attribute of statically shaped tensor}}
-nn.parameter @dynamic_parameter : tensor<?xf32> {init = "zeros"}
+nn.parameter @dynamic_parameter : tensor<?xf32> init zeros
 
 // -----
 
-// expected-error @+1 {{'nn.parameter' op attribute 'init' failed to satisfy constraint: string attribute}}
+// expected-error @+1 {{'nn.parameter' op attribute 'init' failed to satisfy constraint: how a parameter's initial value is drawn at run time}}
 nn.parameter @init_not_a_string : tensor<2xf32> {init = 3 : i64}
 
 // -----
 
 func.func @parameter_inside_function() {
   // expected-error @+1 {{'nn.parameter' op expects parent op 'builtin.module'}}
-  nn.parameter @p : tensor<2xf32> {init = "zeros"}
+  nn.parameter @p : tensor<2xf32> init zeros
   return
 }
 
@@ -209,7 +209,7 @@ func.func @param_names_a_function() -> tensor<4xf32> {
 
 // -----
 
-nn.parameter @w : tensor<4xf32> {init = "zeros"}
+nn.parameter @w : tensor<4xf32> init zeros
 func.func @param_wrong_type() -> tensor<4xf16> {
   // expected-error @+1 {{'nn.param' op type 'tensor<4xf16>' does not match parameter 'w' of type 'tensor<4xf32>'}}
   %w = nn.param @w : tensor<4xf16>
@@ -1136,3 +1136,8 @@ func.func private @string_grads() attributes {nn.param_grads = ["w"]}
 
 // expected-error @+1 {{unknown nn attribute 'nn.sved_count'}}
 func.func private @typo() attributes {nn.sved_count = 1 : i64}
+
+// -----
+
+// expected-error @+1 {{'nn.parameter' op init rule 'ones' takes no scale}}
+nn.parameter @ones_with_scale : tensor<2xf32> init ones(0.5)

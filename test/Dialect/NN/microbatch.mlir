@@ -27,7 +27,7 @@
 // ONE:         func.func @forward(%{{.*}}: tensor<8x16xf32>) -> tensor<8x16xf32>
 // ONE:           nn.add %{{.*}}, %{{.*}} : (tensor<16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
 module @elementwise_broadcast_param {
-  nn.parameter @bias : tensor<16xf32> {init = "zeros"}
+  nn.parameter @bias : tensor<16xf32> init zeros
   func.func @forward(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
     %b = nn.param @bias : tensor<16xf32>
     %c = nn.constant dense<5.000000e-01> : tensor<f32>
@@ -51,8 +51,8 @@ module @elementwise_broadcast_param {
 // CHECK:         func.func @forward(%[[X:.*]]: tensor<2x5x16xf32>) -> tensor<2x5x32xf32>
 // CHECK:           nn.linear %[[X]], %{{.*}}, %{{.*}} {transpose_weight = true} : (tensor<2x5x16xf32>, tensor<32x16xf32>, tensor<32xf32>) -> tensor<2x5x32xf32>
 module @linear_on_3d_input {
-  nn.parameter @w : tensor<32x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-  nn.parameter @b : tensor<32xf32> {init = "zeros"}
+  nn.parameter @w : tensor<32x16xf32> init normal(2.0e-02)
+  nn.parameter @b : tensor<32xf32> init zeros
   func.func @forward(%x: tensor<8x5x16xf32>) -> tensor<8x5x32xf32> {
     %w = nn.param @w : tensor<32x16xf32>
     %b = nn.param @b : tensor<32xf32>
@@ -67,8 +67,8 @@ module @linear_on_3d_input {
 // CHECK:         func.func @forward(%[[X:.*]]: tensor<2x16xf32>) -> tensor<2x4xf32>
 // CHECK:           nn.gemm %[[X]], %{{.*}}, %{{.*}} {trans_b = true} : (tensor<2x16xf32>, tensor<4x16xf32>, tensor<4xf32>) -> tensor<2x4xf32>
 module @gemm_rows {
-  nn.parameter @w : tensor<4x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
-  nn.parameter @b : tensor<4xf32> {init = "zeros"}
+  nn.parameter @w : tensor<4x16xf32> init normal(2.0e-02)
+  nn.parameter @b : tensor<4xf32> init zeros
   func.func @forward(%x: tensor<8x16xf32>) -> tensor<8x4xf32> {
     %w = nn.param @w : tensor<4x16xf32>
     %b = nn.param @b : tensor<4xf32>
@@ -85,7 +85,7 @@ module @gemm_rows {
 // CHECK:         %[[XT:.*]] = nn.transpose %{{.*}} {perm = array<i64: 1, 0>} : tensor<2x16xf32> -> tensor<16x2xf32>
 // CHECK:         nn.gemm %[[XT]], %{{.*}} {trans_a = true} : (tensor<16x2xf32>, tensor<16x4xf32>) -> tensor<2x4xf32>
 module @gemm_trans_a_rows {
-  nn.parameter @w : tensor<16x4xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+  nn.parameter @w : tensor<16x4xf32> init normal(2.0e-02)
   func.func @forward(%x: tensor<8x16xf32>) -> tensor<8x4xf32> {
     %w = nn.param @w : tensor<16x4xf32>
     %xt = nn.transpose %x {perm = array<i64: 1, 0>} : tensor<8x16xf32> -> tensor<16x8xf32>
@@ -125,7 +125,7 @@ module @matmul_attention {
 // CHECK:           %[[Y:.*]] = nn.matmul %{{.*}}, %[[XT]] : (tensor<4x16xf32>, tensor<16x2xf32>) -> tensor<4x2xf32>
 // CHECK:           nn.transpose %[[Y]] {perm = array<i64: 1, 0>} : tensor<4x2xf32> -> tensor<2x4xf32>
 module @matmul_batch_in_columns {
-  nn.parameter @w : tensor<4x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+  nn.parameter @w : tensor<4x16xf32> init normal(2.0e-02)
   func.func @forward(%x: tensor<8x16xf32>) -> tensor<8x4xf32> {
     %w = nn.param @w : tensor<4x16xf32>
     %xt = nn.transpose %x {perm = array<i64: 1, 0>} : tensor<8x16xf32> -> tensor<16x8xf32>
@@ -153,7 +153,7 @@ module @matmul_batch_in_columns {
 // CHECK:           %[[U:.*]] = nn.reshape %[[L]] : tensor<8x6xf32> -> tensor<4x2x6xf32>
 // CHECK:           nn.transpose %[[U]] {perm = array<i64: 1, 0, 2>} : tensor<4x2x6xf32> -> tensor<2x4x6xf32>
 module @reshape_batch_merged_with_heads {
-  nn.parameter @w : tensor<6x6xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+  nn.parameter @w : tensor<6x6xf32> init normal(2.0e-02)
   func.func @forward(%x: tensor<8x4x6xf32>) -> tensor<8x4x6xf32> {
     %w = nn.param @w : tensor<6x6xf32>
     %t = nn.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<8x4x6xf32> -> tensor<4x8x6xf32>
@@ -290,7 +290,7 @@ module @concat_along_batch {
 // CHECK:         func.func @forward(%[[IDS:.*]]: tensor<2x5xi64>) -> tensor<2x5x6xf32>
 // CHECK:           nn.gather %{{.*}}, %[[IDS]] {axis = 0 : i64} : (tensor<10x6xf32>, tensor<2x5xi64>) -> tensor<2x5x6xf32>
 module @gather_embedding {
-  nn.parameter @table : tensor<10x6xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+  nn.parameter @table : tensor<10x6xf32> init normal(2.0e-02)
   func.func @forward(%ids: tensor<8x5xi64>) -> tensor<8x5x6xf32> {
     %t = nn.param @table : tensor<10x6xf32>
     %e = nn.gather %t, %ids {axis = 0} : (tensor<10x6xf32>, tensor<8x5xi64>) -> tensor<8x5x6xf32>
@@ -316,8 +316,8 @@ module @gather_along_batch {
 // CHECK-LABEL: module @layer_norm_over_features
 // CHECK:         nn.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<2x4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<2x4x16xf32>
 module @layer_norm_over_features {
-  nn.parameter @g : tensor<4x16xf32> {init = "ones"}
-  nn.parameter @b : tensor<4x16xf32> {init = "zeros"}
+  nn.parameter @g : tensor<4x16xf32> init ones
+  nn.parameter @b : tensor<4x16xf32> init zeros
   func.func @forward(%x: tensor<8x4x16xf32>) -> tensor<8x4x16xf32> {
     %g = nn.param @g : tensor<4x16xf32>
     %b = nn.param @b : tensor<4x16xf32>
@@ -329,7 +329,7 @@ module @layer_norm_over_features {
 // -----
 
 module @layer_norm_over_batch {
-  nn.parameter @g : tensor<8x16xf32> {init = "ones"}
+  nn.parameter @g : tensor<8x16xf32> init ones
   func.func @forward(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
     %g = nn.param @g : tensor<8x16xf32>
     // expected-error @+1 {{cannot micro-batch: 'nn.layer_norm' mixes samples along the batch dimension (dim 0 of operand #0 of type 'tensor<8x16xf32>')}}
@@ -396,7 +396,7 @@ module @matmul_outer_product_of_batch {
 // CHECK:           %[[L:.*]] = nn.cross_entropy %[[Y]], %[[LABELS]] : (tensor<2x10xf32>, tensor<2xi64>) -> tensor<f32>
 // CHECK:           return %[[L]] : tensor<f32>
 module @cross_entropy_with_labels {
-  nn.parameter @w : tensor<10x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+  nn.parameter @w : tensor<10x16xf32> init normal(2.0e-02)
   func.func @forward(%x: tensor<8x16xf32>, %labels: tensor<8xi64>) -> tensor<f32> {
     %w = nn.param @w : tensor<10x16xf32>
     %y = nn.linear %x, %w {transpose_weight = true} : (tensor<8x16xf32>, tensor<10x16xf32>) -> tensor<8x10xf32>
@@ -438,7 +438,7 @@ module @mse_with_targets {
 // CHECK:             nn.yield %[[CE]] : tensor<f32>
 // CHECK:           return %[[L1]] : tensor<f32>
 module @layer_bodies {
-  nn.parameter @"0.weight" : tensor<10x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+  nn.parameter @"0.weight" : tensor<10x16xf32> init normal(2.0e-02)
   func.func @forward(%x: tensor<8x16xf32>, %labels: tensor<8xi64>) -> tensor<f32> {
     %0 = nn.layer "0" (%x) : (tensor<8x16xf32>) -> tensor<8x10xf32> {
     ^bb0(%a: tensor<8x16xf32>):
@@ -530,7 +530,7 @@ module @batch_sized_constant_slices_differ {
 // A parameter with the batch size is per-position, not per-sample.
 
 module @batch_sized_parameter {
-  nn.parameter @p : tensor<8x2xf32> {init = "zeros"}
+  nn.parameter @p : tensor<8x2xf32> init zeros
   func.func @forward(%x: tensor<8x2xf32>) -> tensor<8x2xf32> {
     %p = nn.param @p : tensor<8x2xf32>
     // expected-error @+1 {{cannot micro-batch: operand #0 of 'nn.mul' of type 'tensor<8x2xf32>' has size 8 in dim 0, where the batch is, but does not carry the batch: it does not come from the arguments}}

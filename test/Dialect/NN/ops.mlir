@@ -38,19 +38,19 @@ func.func @parameter_dense_resource() -> tensor<2xf32> {
 
 // -----
 
-// CHECK-LABEL: nn.parameter @zeros : tensor<4xf32> {init = "zeros"}
-// CHECK-NEXT:  nn.parameter @ones : tensor<4xbf16> {init = "ones"}
-// CHECK-NEXT:  nn.parameter @normal : tensor<4x4xf16> {init = "normal", init_scale = 2.000000e-02 : f64}
-// CHECK-NEXT:  nn.parameter @uniform : tensor<4x4xf64> {init = "uniform", init_scale = 1.000000e-01 : f64}
+// CHECK-LABEL: nn.parameter @zeros : tensor<4xf32> init zeros
+// CHECK-NEXT:  nn.parameter @ones : tensor<4xbf16> init ones
+// CHECK-NEXT:  nn.parameter @normal : tensor<4x4xf16> init normal(2.000000e-02)
+// CHECK-NEXT:  nn.parameter @uniform : tensor<4x4xf64> init uniform(1.000000e-01)
 // CHECK-LABEL: func.func @parameter_init_rules
 // CHECK:         nn.param @zeros : tensor<4xf32>
 // CHECK:         nn.param @ones : tensor<4xbf16>
 // CHECK:         nn.param @normal : tensor<4x4xf16>
 // CHECK:         nn.param @uniform : tensor<4x4xf64>
-nn.parameter @zeros : tensor<4xf32> {init = "zeros"}
-nn.parameter @ones : tensor<4xbf16> {init = "ones"}
-nn.parameter @normal : tensor<4x4xf16> {init = "normal", init_scale = 2.0e-02 : f64}
-nn.parameter @uniform : tensor<4x4xf64> {init = "uniform", init_scale = 0.1 : f64}
+nn.parameter @zeros : tensor<4xf32> init zeros
+nn.parameter @ones : tensor<4xbf16> init ones
+nn.parameter @normal : tensor<4x4xf16> init normal(2.0e-02)
+nn.parameter @uniform : tensor<4x4xf64> init uniform(0.1)
 func.func @parameter_init_rules() -> (tensor<4xf32>, tensor<4xbf16>, tensor<4x4xf16>, tensor<4x4xf64>) {
   %z = nn.param @zeros : tensor<4xf32>
   %o = nn.param @ones : tensor<4xbf16>
@@ -504,7 +504,7 @@ func.func @layer_single_input(%x: tensor<2x16x32xf32>) -> tensor<2x16x32xf32> {
 
 // -----
 
-// CHECK-LABEL: nn.parameter @fc.weight : tensor<32x16xf32> {init = "normal", init_scale = 2.000000e-02 : f64}
+// CHECK-LABEL: nn.parameter @fc.weight : tensor<32x16xf32> init normal(2.000000e-02)
 // CHECK-LABEL: func.func @layer_multiple_inputs
 // CHECK-SAME:    (%[[X:.*]]: tensor<8x16xf32>, %[[M:.*]]: tensor<8x32xi1>)
 // CHECK:         %[[H:.*]]:2 = nn.layer "fc"(%[[X]], %[[M]]) : (tensor<8x16xf32>, tensor<8x32xi1>) -> (tensor<8x32xf32>, tensor<8x32xf32>) {
@@ -516,7 +516,7 @@ func.func @layer_single_input(%x: tensor<2x16x32xf32>) -> tensor<2x16x32xf32> {
 // CHECK:           nn.yield %[[L]], %[[S]] : tensor<8x32xf32>, tensor<8x32xf32>
 // CHECK:         }
 // CHECK:         return %[[H]]#0, %[[H]]#1
-nn.parameter @"fc.weight" : tensor<32x16xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+nn.parameter @"fc.weight" : tensor<32x16xf32> init normal(2.0e-02)
 func.func @layer_multiple_inputs(%x: tensor<8x16xf32>, %m: tensor<8x32xi1>) -> (tensor<8x32xf32>, tensor<8x32xf32>) {
   %h:2 = nn.layer "fc" (%x, %m) : (tensor<8x16xf32>, tensor<8x32xi1>) -> (tensor<8x32xf32>, tensor<8x32xf32>) {
   ^bb0(%a: tensor<8x16xf32>, %b: tensor<8x32xi1>):

@@ -25,6 +25,7 @@ using namespace mlir::gpipe::nn;
 
 #include "gpipe/Dialect/NN/IR/NNInterfaces.cpp.inc"
 #include "gpipe/Dialect/NN/IR/NNOpsDialect.cpp.inc"
+#include "gpipe/Dialect/NN/IR/NNEnums.cpp.inc"
 
 void NNDialect::initialize() {
   addOperations<
@@ -166,8 +167,42 @@ static LogicalResult verifyResourceSize(Operation *op, ElementsAttr value) {
 // Parameters and constants
 //===----------------------------------------------------------------------===//
 
+/// `init normal(0.02)`: the rule, and in parentheses its scale.
+static ParseResult parseInitRule(OpAsmParser &parser, InitKindAttr &init,
+                                 FloatAttr &scale) {
+  if (failed(parser.parseOptionalKeyword("init")))
+    return success();
+  StringRef keyword;
+  SMLoc at = parser.getCurrentLocation();
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<InitKind> kind = symbolizeInitKind(keyword);
+  if (!kind)
+    return parser.emitError(at, "unknown init rule '")
+           << keyword << "' (expected zeros, ones, normal or uniform)";
+  init = InitKindAttr::get(parser.getContext(), *kind);
+  if (succeeded(parser.parseOptionalLParen())) {
+    double value = 0;
+    if (parser.parseFloat(value) || parser.parseRParen())
+      return failure();
+    scale = parser.getBuilder().getF64FloatAttr(value);
+  }
+  return success();
+}
+
+static void printInitRule(OpAsmPrinter &printer, Operation *,
+                          InitKindAttr init, FloatAttr scale) {
+  if (!init)
+    return;
+  printer << "init " << stringifyInitKind(init.getValue());
+  if (scale) {
+    printer << "(";
+    printer.printFloat(scale.getValue());
+    printer << ")";
+  }
+}
+
 LogicalResult ParameterOp::verify() {
-  static const char *const kInits[] = {"zeros", "ones", "normal", "uniform"};
   if (getInitialValue().has_value() == getInit().has_value())
     return emitOpError("parameter '")
            << getSymName()
@@ -178,18 +213,18 @@ LogicalResult ParameterOp::verify() {
              << value.getType() << " does not match parameter type "
              << getType();
   }
-  if (auto init = getInit()) {
-    if (!llvm::is_contained(kInits, *init))
-      return emitOpError("unknown init rule '")
-             << *init << "' (expected zeros, ones, normal or uniform)";
-    bool needsScale = *init == "normal" || *init == "uniform";
+  if (std::optional<InitKind> init = getInit()) {
+    StringRef name = stringifyInitKind(*init);
+    bool needsScale = *init == InitKind::Normal || *init == InitKind::Uniform;
     if (needsScale && !getInitScale())
-      return emitOpError("init rule '") << *init << "' needs init_scale";
+      return emitOpError("init rule '") << name << "' needs init_scale";
     // A standard deviation or half-width must be positive (NaN is not).
     if (needsScale && !(getInitScaleAttr().getValueAsDouble() > 0.0))
       return emitOpError("init rule '")
-             << *init << "' needs a positive init_scale, got "
+             << name << "' needs a positive init_scale, got "
              << getInitScaleAttr().getValueAsDouble();
+    if (!needsScale && getInitScale())
+      return emitOpError("init rule '") << name << "' takes no scale";
   }
   if (!getTensorType().getElementType().isFloat())
     return emitOpError("parameters must have a float element type, got ")

@@ -19,6 +19,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "gpipe/Dialect/NN/IR/NNEnums.h.inc"
+
 #define GET_OP_CLASSES
 #include "gpipe/Dialect/NN/IR/NNOps.h.inc"
 

@@ -14,6 +14,7 @@
 include "gpipe/Dialect/NN/IR/NNBase.td"
 include "gpipe/Dialect/NN/IR/NNInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/RegionKindInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -41,6 +42,17 @@ class NN_PureOp<string mnemonic, list<Trait> traits = []>
 // Parameters and constants
 //===----------------------------------------------------------------------===//
 
+def NN_InitZeros : I32EnumAttrCase<"Zeros", 0, "zeros">;
+def NN_InitOnes : I32EnumAttrCase<"Ones", 1, "ones">;
+def NN_InitNormal : I32EnumAttrCase<"Normal", 2, "normal">;
+def NN_InitUniform : I32EnumAttrCase<"Uniform", 3, "uniform">;
+
+def NN_InitKind : I32EnumAttr<"InitKind",
+    "how a parameter's initial value is drawn at run time",
+    [NN_InitZeros, NN_InitOnes, NN_InitNormal, NN_InitUniform]> {
+  let cppNamespace = "::mlir::gpipe::nn";
+}
+
 def NN_ParameterOp : NN_Op<"parameter", [Symbol, NN_Cost,
     HasParent<"::mlir::ModuleOp">]> {
   let summary = "A named trainable parameter";
@@ -50,23 +62,24 @@ def NN_ParameterOp : NN_Op<"parameter", [Symbol, NN_Cost,
     dotted name) and stays the same through every pass, so weights, gradients
     and checkpoints do not depend on the partition. The initial value is either
     explicit (`initial_value`, usually a `dense_resource` so large tensors stay
-    out of the text) or drawn at run time from `init` (`zeros`, `ones`,
-    `normal` with standard deviation `init_scale`, `uniform` on
-    [-init_scale, init_scale]).
+    out of the text) or drawn at run time from the typed rule `init`
+    (`zeros`, `ones`, `normal` with standard deviation `init_scale`,
+    `uniform` on [-init_scale, init_scale]), written `init normal(0.02)`.
 
     ```mlir
     nn.parameter @"0.weight" : tensor<32x16xf32> = dense_resource<w0> : tensor<32x16xf32>
-    nn.parameter @"ln.weight" : tensor<32xf32> {init = "ones"}
-    nn.parameter @"fc.weight" : tensor<32x32xf32> {init = "normal", init_scale = 2.0e-02 : f64}
+    nn.parameter @"ln.weight" : tensor<32xf32> init ones
+    nn.parameter @"fc.weight" : tensor<32x32xf32> init normal(2.0e-02)
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<NN_Tensor>:$type,
                        OptionalAttr<ElementsAttr>:$initial_value,
-                       OptionalAttr<StrAttr>:$init,
+                       OptionalAttr<NN_InitKind>:$init,
                        OptionalAttr<F64Attr>:$init_scale);
   let assemblyFormat = [{
-    $sym_name `:` $type (`=` $initial_value^)? attr-dict
+    $sym_name `:` $type (`=` $initial_value^)? custom<InitRule>($init,
+    $init_scale) attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
