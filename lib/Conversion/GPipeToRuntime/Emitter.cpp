@@ -134,14 +134,13 @@ LogicalResult Emitter::run() {
     if (pipeline.getRemat() != Remat::None)
       saved = 0;
     numSaved.push_back(saved);
-    FailureOr<LoweredFunction> f = lowerStageFunction(
-        forward, StageFunctionKind::Forward, int64_t(s), 0);
+    FailureOr<LoweredFunction> f =
+        lowerStageFunction(forward, StageFunctionKind::Forward, int64_t(s));
     if (failed(f))
       return failure();
     FunctionType ft = forward.getFunctionType();
-    FailureOr<LoweredFunction> bw = lowerStageFunction(
-        backward, StageFunctionKind::Backward, int64_t(s),
-        ft.getNumInputs() + saved);
+    FailureOr<LoweredFunction> bw =
+        lowerStageFunction(backward, StageFunctionKind::Backward, int64_t(s));
     if (failed(bw))
       return failure();
     forwards.push_back(*f);

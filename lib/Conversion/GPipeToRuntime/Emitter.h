@@ -161,8 +161,7 @@ private:
   LogicalResult collectParams();
   FailureOr<LoweredFunction> lowerStageFunction(func::FuncOp func,
                                                 StageFunctionKind kind,
-                                                int64_t stage,
-                                                unsigned numForwardArgs);
+                                                int64_t stage);
   /// A micro-batch in generated code: a constant, or a value of a loop.
   struct Microbatch {
     Value value;

@@ -12,7 +12,7 @@ using namespace mlir::gpipe::lowering;
 
 FailureOr<LoweredFunction>
 Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
-                            int64_t stage, unsigned numForwardArgs) {
+                            int64_t stage) {
   int64_t numStages = converted.stages.size();
   bool last = stage + 1 == numStages;
   if (func.isExternal() || !func.getBody().hasOneBlock())
@@ -46,8 +46,6 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
         lowered.buffers.offsets[result] = offset;
     }
   }
-  (void)kind;
-  (void)numForwardArgs;
   FunctionType type = func.getFunctionType();
   lowered.numArgs = type.getNumInputs();
   lowered.numResults = type.getNumResults();
