@@ -675,6 +675,68 @@ TEST(Metadata, FakePipelineIsValid) {
   EXPECT_EQ(m.sites[1].op, "nn.cross_entropy");
 }
 
+/// The fake pipeline's programs as the compiler writes them: micro-batch
+/// loops whose body's "mb" is relative to the loop's, transfers without
+/// tags.
+Json loopedMetadata() {
+  Json m = fakeMetadata();
+  auto untagged = [](Json transfer) {
+    transfer.erase("tag");
+    return transfer;
+  };
+  auto loop = [](int lower, int upper, Json body) {
+    return Json{{"loop", {{"lower", lower}, {"upper", upper}, {"body", body}}}};
+  };
+  m["ranks"][0]["actions"] = {
+      loop(0, 2, {compute("forward", 0, 0),
+                  untagged(transfer("send", 0, 0, 1, "forward", 0))}),
+      loop(0, 2, {untagged(transfer("recv", 0, 0, 1, "backward", 0)),
+                  compute("backward", 0, 0)}),
+      compute("step", 0, -1)};
+  m["ranks"][1]["actions"] = {
+      loop(0, 2, {untagged(transfer("recv", 1, 0, 0, "forward", 0)),
+                  compute("forward", 1, 0)}),
+      loop(0, 2, {compute("backward", 1, 0),
+                  untagged(transfer("send", 1, 0, 0, "backward", 0))}),
+      compute("step", 1, -1)};
+  return m;
+}
+
+TEST(Metadata, LoopsExpandAndTagsAreDerived) {
+  ModelImage image;
+  Status s = makeImage(loopedMetadata(), image);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const ModelMetadata &m = image.metadata();
+  const std::vector<ActionSpec> &rank0 = m.ranks[0].actions;
+  ASSERT_EQ(rank0.size(), 9u);
+  EXPECT_EQ(rank0[2].kind, ActionKind::Forward);
+  EXPECT_EQ(rank0[2].mb, 1);
+  EXPECT_EQ(rank0[3].kind, ActionKind::SendF);
+  EXPECT_EQ(rank0[3].mb, 1);
+  // (boundary * M + mb) * 2 + direction, the same on both ends.
+  EXPECT_EQ(rank0[3].tag, 2);
+  EXPECT_EQ(rank0[6].kind, ActionKind::RecvB);
+  EXPECT_EQ(rank0[6].tag, 3);
+  EXPECT_EQ(rank0[8].kind, ActionKind::Step);
+  EXPECT_EQ(m.ranks[1].actions[7].tag, 3);
+}
+
+TEST(Metadata, LoopErrors) {
+  Json m = loopedMetadata();
+  m["ranks"][0]["actions"][0]["loop"]["upper"] = 3;
+  EXPECT_EQ(metadataError(m), "metadata: ranks[0].actions[0].loop: loop "
+                              "bounds [0, 3) are not inside [0, 2)");
+  m = loopedMetadata();
+  m["ranks"][0]["actions"][0]["loop"]["body"][0]["mb"] = 1;
+  EXPECT_EQ(metadataError(m),
+            "metadata: ranks[0].actions[0].loop.body[0].mb: micro-batch 2 is "
+            "outside [0, 2)");
+  m = loopedMetadata();
+  m["ranks"][0]["actions"][2] = {{"loop", {{"lower", 0}, {"upper", 2}}}};
+  EXPECT_EQ(metadataError(m), "metadata: ranks[0].actions[2].loop: missing "
+                              "'body'");
+}
+
 TEST(Metadata, Errors) {
   Json m = fakeMetadata();
   m.erase("microbatches");
