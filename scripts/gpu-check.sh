@@ -89,10 +89,17 @@ ref="$bundle/ref"
 compare() { python3 "$bundle/tools/compare-safetensors.py" "$@"; }
 mpirun_cmd=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader)
 
-# The carried libraries, unpacked once (Python: the machine may lack xz).
-if [ ! -d "$bundle/lib" ]; then
+# The carried libraries, unpacked once into the bundle's lib/, or into a
+# temporary folder when the bundle is read-only (Python: the machine may lack
+# xz).
+libdir="$bundle/lib"
+if [ ! -d "$libdir" ]; then
+  if [ ! -w "$bundle" ]; then
+    libdir="$(mktemp -d)/lib"
+    trap 'rm -rf "${libdir%/lib}"' EXIT
+  fi
   python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
-    "$bundle/lib.tar.xz" "$bundle/lib.tmp" && mv "$bundle/lib.tmp" "$bundle/lib" \
+    "$bundle/lib.tar.xz" "$libdir.tmp" && mv "$libdir.tmp" "$libdir" \
     || { echo "gpu-check: cannot unpack $bundle/lib.tar.xz" >&2; exit 1; }
 fi
 
@@ -136,7 +143,7 @@ for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
   cuda_where="$cuda_where $lib: ${found:-not found};"
   if [ -n "$found" ] && [[ " ${cuda_dirs[*]} " != *" $found "* ]]; then cuda_dirs+=("$found"); fi
 done
-ld_path="$bundle/lib"
+ld_path="$libdir"
 for d in "${cuda_dirs[@]}"; do ld_path="$ld_path:$d"; done
 # Only gpipe's binaries see it: the bundle's older libz or OpenBLAS must not
 # shadow the machine's for Python and PyTorch.
@@ -160,7 +167,7 @@ for f in "$bin"/* "$models"/*.so; do
     while read -r name path; do
       [[ "$name" =~ $base ]] && continue
       ok=0
-      for d in "$bundle/lib" "${cuda_dirs[@]}"; do
+      for d in "$libdir" "${cuda_dirs[@]}"; do
         [ "${path%/*}" -ef "$d" ] && ok=1
       done
       [ $ok = 1 ] || { fail "$(basename "$f"): $name comes from $path, outside the bundle and CUDA"; lib_line="outside: $name"; }

@@ -17,7 +17,7 @@ python="$(python3 -c 'import sys; print(sys.executable)')"
 ln -sf "$python" "$dir/bin/python3"
 for t in bash sh env cat ls mkdir rm mv cp ln grep sed awk sort head tail tr \
          wc date cmp tee cut dirname basename readlink ldd ldconfig timeout \
-         sleep uname nproc od find; do
+         sleep uname nproc od find mktemp; do
   p="$(PATH=/usr/bin:/bin:/usr/sbin:/sbin command -v "$t")" || { echo "stripped-env: no $t here" >&2; exit 1; }
   ln -sf "$p" "$dir/bin/$t"
 done
