@@ -98,7 +98,10 @@ if [ ! -d "$libdir" ]; then
     libdir="$(mktemp -d)/lib"
     trap 'rm -rf "${libdir%/lib}"' EXIT
   fi
-  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+  python3 -c 'import sys, tarfile
+t = tarfile.open(sys.argv[1])
+# The data filter where Python has it (3.12 warns without a filter).
+t.extractall(sys.argv[2], **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))' \
     "$bundle/lib.tar.xz" "$libdir.tmp" && mv "$libdir.tmp" "$libdir" \
     || { echo "gpu-check: cannot unpack $bundle/lib.tar.xz" >&2; exit 1; }
 fi
