@@ -119,13 +119,14 @@ done
 # The CPU references, made here with --target cpu (same seed and data).
 cpu="$(mktemp -d)"
 trap 'rm -rf "$libs" "$cpu"' EXIT
+ref() { "$run" "$@" --quiet > "$cpu/run.log" 2>&1 || { cat "$cpu/run.log" >&2; exit 1; }; }
 "$compile" $small --stages 1 -o "$cpu/small.so"
-"$run" "$cpu/small.so" $train --save-grads "$out/ref/g.cpu.st" --save-params "$out/ref/p.cpu.st" --quiet
+ref "$cpu/small.so" $train --save-grads "$out/ref/g.cpu.st" --save-params "$out/ref/p.cpu.st"
 "$compile" $small --stages 1 --precision bf16 -o "$cpu/small-bf16.so"
-"$run" "$cpu/small-bf16.so" $train --save-grads "$out/ref/g.bf16.cpu.st" --quiet
+ref "$cpu/small-bf16.so" $train --save-grads "$out/ref/g.bf16.cpu.st"
 "$compile" $mlp -o "$cpu/mlp.so"
-"$run" "$cpu/mlp.so" --optimizer adam --steps 4 --save-params "$out/ref/adam.cpu.st" --quiet
-"$run" "$cpu/mlp.so" --optimizer momentum --steps 4 --save-params "$out/ref/mom.cpu.st" --quiet
+ref "$cpu/mlp.so" --optimizer adam --steps 4 --save-params "$out/ref/adam.cpu.st"
+ref "$cpu/mlp.so" --optimizer momentum --steps 4 --save-params "$out/ref/mom.cpu.st"
 
 cp "$root/test/Utils/compare-safetensors.py" "$root/bench/torch_gpt_eager.py" "$out/tools/"
 cp "$root/scripts/gpu-check.sh" "$out/gpu-check.sh"
