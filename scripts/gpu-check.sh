@@ -38,7 +38,8 @@
 #
 # Usage: gpu-check.sh [--bundle DIR] [--out DIR]
 #   --out  where the table (gpu-check.md) and the logs go; default $OUT
-#          when set (the device machine's returned folder), else DIR/results
+#          when set (the device machine's returned folder), else gpu-check/
+#          beside the bundle (build-gpu/gpu-check/)
 # Environment: STEPS (timed steps per throughput run, default 12), BUDGET
 # (seconds after which the speed parts are skipped, default 480),
 # GPU_CHECK_STRICT_LIBS=1 (every library must come from the bundle, the
@@ -70,7 +71,7 @@ bundle="$(cd "$bundle" && pwd)" || exit 1
 [ -f "$bundle/bundle.env" ] || { echo "gpu-check: $bundle is not a bundle (no bundle.env)" >&2; exit 1; }
 # shellcheck source=/dev/null
 . "$bundle/bundle.env"
-out="${out:-$bundle/results}"
+out="${out:-$(dirname "$bundle")/gpu-check}"
 mkdir -p "$out" && out="$(cd "$out" && pwd)"
 work="$out/logs"
 rm -rf "$work" && mkdir -p "$work"
@@ -89,15 +90,13 @@ ref="$bundle/ref"
 compare() { python3 "$bundle/tools/compare-safetensors.py" "$@"; }
 mpirun_cmd=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader)
 
-# The carried libraries, unpacked once into the bundle's lib/, or into a
-# temporary folder when the bundle is read-only (Python: the machine may lack
-# xz).
+# The carried libraries, unpacked into a temporary folder (not the bundle:
+# it must stay small enough to carry) with Python (the machine may lack xz);
+# a lib/ already in the bundle is used as it is.
 libdir="$bundle/lib"
 if [ ! -d "$libdir" ]; then
-  if [ ! -w "$bundle" ]; then
-    libdir="$(mktemp -d)/lib"
-    trap 'rm -rf "${libdir%/lib}"' EXIT
-  fi
+  libdir="$(mktemp -d)/lib"
+  trap 'rm -rf "${libdir%/lib}"' EXIT
   python3 -c 'import sys, tarfile
 t = tarfile.open(sys.argv[1])
 # The data filter where Python has it (3.12 warns without a filter).
