@@ -13,7 +13,7 @@
 #              base system (libc, libm, libstdc++, libgcc_s, ...) nor CUDA
 #              (cudart, cuBLAS, NCCL: the machine's own), found with ldd;
 #              xz because OpenBLAS alone is 35 MB; the check unpacks it with
-#              Python into lib/ and puts lib/ on LD_LIBRARY_PATH
+#              Python into a temporary folder on its binaries' LD_LIBRARY_PATH
 #   models/    every --target cuda model the check trains, compiled here
 #   ref/       the CPU target's results on the same models, seeds and data,
 #              which the GPU's are compared against
