@@ -32,6 +32,13 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 config.substitutions.append(
     ("%compare", "python3 " + os.path.join(config.test_source_root, "Utils",
                                            "compare-safetensors.py")))
+# The GPU check's bundle and a bare GPU machine's environment (test/CUDA).
+config.substitutions.append(("%scripts", os.path.join(config.gpipe_src_root,
+                                                      "scripts")))
+config.substitutions.append(("%gpipe_obj_root", config.gpipe_obj_root))
+config.substitutions.append(
+    ("%stripped-env", "bash " + os.path.join(config.test_source_root, "Utils",
+                                             "stripped-env.sh")))
 config.substitutions.append(
     ("%set-tensor", "python3 " + os.path.join(config.test_source_root, "Utils",
                                               "set-tensor.py")))
