@@ -21,8 +21,8 @@
 #   gpu-check.sh, bundle.env (the settings the models and references were
 #              made with), MANIFEST (commit, date, carried libraries)
 #
-# It prints the bundle's size, fails above 48 MiB (the device machine
-# accepts 64 MiB with the checkout) and prints the bundle's folder last.
+# It prints the bundle's size, fails above 48 MiB (the GPU machines it targets
+# take 64 MiB with the checkout) and prints the bundle's folder last.
 #
 # Usage: gpu-bundle.sh [--build-dir DIR] [--out DIR] [--no-build]
 #   --no-build  use DIR's existing binaries (any build with the CUDA

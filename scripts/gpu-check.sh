@@ -38,7 +38,7 @@
 #
 # Usage: gpu-check.sh [--bundle DIR] [--out DIR]
 #   --out  where the table (gpu-check.md) and the logs go; default $OUT
-#          when set (the device machine's returned folder), else gpu-check/
+#          when set (a folder the caller collects), else gpu-check/
 #          beside the bundle (build-gpu/gpu-check/)
 # Environment: STEPS (timed steps per throughput run, default 12), BUDGET
 # (seconds after which the speed parts are skipped, default 480),

@@ -3,7 +3,7 @@
 #
 # Usage: stripped-env.sh DIR COMMAND...
 #
-# Runs COMMAND with an environment like the GPU machines the check is lent:
+# Runs COMMAND with an environment like the bare GPU machines the check targets:
 # PATH is DIR/bin, a folder of links to the shell tools, ldd and Python
 # only (no LLVM, lit, FileCheck, compilers, CMake, apt, mpirun, gpipe-compile),
 # LD_LIBRARY_PATH holds the CUDA toolkit alone, nothing else is inherited
