@@ -164,6 +164,9 @@ struct Args {
   std::string checkpointDir;
   int64_t checkpointEvery = 10;
   int64_t keepCheckpoints = 3;
+  /// Which of --checkpoint-every / --keep-checkpoints were given (they mean
+  /// nothing without --checkpoint-dir).
+  std::string checkpointFlagGiven;
   bool resume = false;
   bool quiet = false;
   /// --gpu; -1: 0, or the local rank under mpirun.
@@ -249,11 +252,16 @@ Args parseArgs(int argc, char **argv) {
       if (!(run.timeoutSeconds > 0))
         usageError("--timeout must be positive, got '" + value + "'");
     } else if (flag == "--checkpoint-dir") {
+      if (value.empty())
+        usageError("--checkpoint-dir is empty; give the directory to write "
+                   "checkpoints to");
       args.checkpointDir = value;
     } else if (flag == "--checkpoint-every") {
       args.checkpointEvery = parseInteger(flag, value, 1);
+      args.checkpointFlagGiven = flag;
     } else if (flag == "--keep-checkpoints") {
       args.keepCheckpoints = parseInteger(flag, value, 1);
+      args.checkpointFlagGiven = flag;
     } else if (flag == "--transport") {
       if (value != "local" && value != "mpi" && value != "nccl")
         usageError("--transport must be local, mpi or nccl, got '" + value +
@@ -303,6 +311,10 @@ Args parseArgs(int argc, char **argv) {
     usageError("no model library given (gpipe-run model.so [options])");
   if (args.resume && args.checkpointDir.empty())
     usageError("--resume needs --checkpoint-dir");
+  if (!args.checkpointFlagGiven.empty() && args.checkpointDir.empty())
+    usageError(args.checkpointFlagGiven +
+               " needs --checkpoint-dir (where to write the checkpoints); "
+               "without it nothing would be written");
   return args;
 }
 
@@ -500,6 +512,23 @@ int main(int argc, char **argv) {
     };
   }
   int64_t numRanks = meta.numRanks();
+  // An injection outside what runs would inject nothing and pass silently.
+  if (run.injectNan) {
+    const NanInjection &nan = *run.injectNan;
+    int64_t firstStep = run.resume ? run.resume->step + 1 : 1;
+    if (nan.rank < 0 || nan.rank >= numRanks)
+      fatal("--inject-nan: rank " + std::to_string(nan.rank) +
+            " is not a rank of this model (it has ranks 0 to " +
+            std::to_string(numRanks - 1) + ")");
+    if (nan.step < firstStep || nan.step > run.steps)
+      fatal("--inject-nan: step " + std::to_string(nan.step) +
+            " is not a step this run trains (steps " +
+            std::to_string(firstStep) + " to " + std::to_string(run.steps) +
+            ")");
+    if (nan.mb < 0 || nan.mb >= meta.microbatches)
+      fatal("--inject-nan: micro-batch " + std::to_string(nan.mb) +
+            " is outside [0, " + std::to_string(meta.microbatches) + ")");
+  }
   run.onStart = [&](const OptimizerConfig &opt, const Dataset &data) {
     if (args.quiet)
       return;
@@ -547,6 +576,13 @@ int main(int argc, char **argv) {
   }
   for (const std::string &line : result.skippedSteps)
     std::fprintf(stderr, "gpipe-run: warning: %s\n", line.c_str());
+  // Skipping a bad step is a recovery; skipping every step trained nothing.
+  if (!result.steps.empty() &&
+      result.skippedSteps.size() >= result.steps.size())
+    fatal("every one of the " + std::to_string(result.steps.size()) +
+          " steps had a NaN or infinity and skipped its updates: nothing was "
+          "trained; run with --on-nonfinite stop to see where it first "
+          "appears");
 
   const StepMetrics &first = result.steps.front(), &last = result.steps.back();
   std::printf("loss: %.6f -> %.6f over %lld steps (%.3f s)\n", first.loss,
