@@ -166,21 +166,21 @@ bool overlapsInTime(const PlannedBuffer &a, const PlannedBuffer &b) {
   return a.firstAction <= b.lastAction && b.firstAction <= a.lastAction;
 }
 
-/// Places the non-persistent buffers in `order` on top of the persistent
+/// Places the non-persistent units in `order` on top of the persistent
 /// ones (already at their offsets in `offsets`), each into the smallest gap
-/// among the placed buffers live at the same time. Returns the arena size.
-int64_t placeBestFit(const std::vector<PlannedBuffer> &buffers,
-                     const std::vector<int64_t> &sizes,
+/// among the placed units live at the same time (`overlaps(a, b)` on unit
+/// indices). Returns the arena size. Buffers and slots are placed alike.
+template <typename Overlaps>
+int64_t placeBestFit(const std::vector<int64_t> &sizes,
                      const std::vector<size_t> &persistent,
                      const std::vector<size_t> &order,
-                     std::vector<int64_t> &offsets) {
+                     std::vector<int64_t> &offsets, Overlaps overlaps) {
   std::vector<size_t> placed = persistent;
   int64_t arena = 0;
   for (size_t p : persistent)
     arena = std::max(arena, offsets[p] + sizes[p]);
   std::vector<std::pair<int64_t, int64_t>> busy; // (offset, end)
   for (size_t idx : order) {
-    const PlannedBuffer &buffer = buffers[idx];
     int64_t size = sizes[idx];
     if (size == 0) {
       offsets[idx] = 0;
@@ -188,7 +188,7 @@ int64_t placeBestFit(const std::vector<PlannedBuffer> &buffers,
     }
     busy.clear();
     for (size_t other : placed)
-      if (sizes[other] > 0 && overlapsInTime(buffer, buffers[other]))
+      if (sizes[other] > 0 && overlaps(idx, other))
         busy.push_back({offsets[other], offsets[other] + sizes[other]});
     std::sort(busy.begin(), busy.end());
     int64_t cursor = 0;
@@ -293,8 +293,10 @@ int64_t mlir::gpipe::allocateArena(std::vector<PlannedBuffer> &buffers,
   std::vector<int64_t> sizeOffsets = offsets;
   int64_t sizeArena = std::numeric_limits<int64_t>::max();
   if (rest.size() <= kMaxBuffersForBestFit)
-    sizeArena =
-        placeBestFit(buffers, sizes, persistent, bySize, sizeOffsets);
+    sizeArena = placeBestFit(
+        sizes, persistent, bySize, sizeOffsets, [&](size_t a, size_t b) {
+          return overlapsInTime(buffers[a], buffers[b]);
+        });
 
   // In order of creation, first fit.
   std::vector<size_t> byTime = rest;
@@ -579,8 +581,8 @@ int64_t allocateSlots(RankMemoryPlan &rank, int64_t alignment) {
     return false;
   };
   // Persistent slots packed from 0; then the others, best fit among the
-  // placed slots live at the same time, in two orders (largest first, and
-  // first live first), keeping the smaller arena.
+  // slots live at the same time, in two orders (largest first, and first
+  // live first), keeping the smaller arena.
   std::vector<size_t> persistent, rest;
   int64_t top = 0;
   std::vector<int64_t> base(rank.slots.size(), 0);
@@ -593,33 +595,6 @@ int64_t allocateSlots(RankMemoryPlan &rank, int64_t alignment) {
       rest.push_back(k);
     }
   }
-  auto place = [&](const std::vector<size_t> &order,
-                   std::vector<int64_t> &offsets) {
-    int64_t arena = top;
-    std::vector<size_t> placed;
-    for (size_t k : order) {
-      if (spans[k] == 0)
-        continue;
-      std::vector<std::pair<int64_t, int64_t>> busy;
-      for (size_t other : placed)
-        if (overlap(k, other))
-          busy.push_back({offsets[other], offsets[other] + spans[other]});
-      std::sort(busy.begin(), busy.end());
-      int64_t cursor = top, best = -1, bestGap = 0;
-      for (auto [begin, end] : busy) {
-        if (begin > cursor && begin - cursor >= spans[k] &&
-            (best < 0 || begin - cursor < bestGap)) {
-          best = cursor;
-          bestGap = begin - cursor;
-        }
-        cursor = std::max(cursor, end);
-      }
-      offsets[k] = best >= 0 ? best : cursor;
-      arena = std::max(arena, offsets[k] + spans[k]);
-      placed.push_back(k);
-    }
-    return arena;
-  };
   std::vector<size_t> bySize = rest, byTime = rest;
   std::stable_sort(bySize.begin(), bySize.end(), [&](size_t a, size_t b) {
     return spans[a] > spans[b];
@@ -628,17 +603,16 @@ int64_t allocateSlots(RankMemoryPlan &rank, int64_t alignment) {
     return rank.slots[a].firstAction < rank.slots[b].firstAction;
   });
   std::vector<int64_t> sizeOffsets = base, timeOffsets = base;
-  int64_t sizeArena = place(bySize, sizeOffsets);
-  int64_t timeArena = place(byTime, timeOffsets);
+  int64_t sizeArena =
+      placeBestFit(spans, persistent, bySize, sizeOffsets, overlap);
+  int64_t timeArena =
+      placeBestFit(spans, persistent, byTime, timeOffsets, overlap);
   bool useTime = timeArena < sizeArena;
   rank.strategy = useTime ? "time" : "size";
   int64_t arena = useTime ? timeArena : sizeArena;
-  std::vector<PlannedBuffer> units(rank.slots.size());
-  for (size_t k = 0; k < rank.slots.size(); ++k)
-    units[k].offset = (useTime ? timeOffsets : sizeOffsets)[k];
   for (size_t k = 0; k < rank.slots.size(); ++k) {
     PlannedSlot &slot = rank.slots[k];
-    slot.offset = units[k].offset;
+    slot.offset = (useTime ? timeOffsets : sizeOffsets)[k];
     for (size_t m : members[k]) {
       int copy = slot.count > 1 ? buffers[m].microbatch % slot.count : 0;
       buffers[m].offset = slot.offset + copy * slot.stride;

@@ -47,6 +47,8 @@ struct StageSizes {
   StageMemory memory;
   /// Functions without a body (their working sets count as 0).
   SmallVector<StringRef> declarations;
+  /// The frame of every stage function with a body.
+  std::vector<PlannedFrame> frames;
 };
 
 } // namespace
@@ -64,16 +66,22 @@ static int64_t getParameterBytes(func::FuncOp func) {
   return bytes;
 }
 
-/// The working set of a backward function `func` of stage `index` (of
-/// `numStages`) that takes `numForwardArgs` arguments (the forward's, then the
-/// values it saves) before the seeds: its scratch region.
-static int64_t getBackwardScratch(func::FuncOp func, int64_t index,
-                                  int64_t numStages, unsigned numForwardArgs,
-                                  int64_t alignment) {
+/// Plans the frame of `func`, the forward or backward of stage `index` (of
+/// `numStages`) that takes `numForwardArgs` arguments (the forward's, then
+/// the values it saves) before the seeds; keeps it in `frames` when the
+/// function has a body. Returns its scratch bytes.
+static int64_t planFrame(func::FuncOp func, StageFunctionKind kind,
+                         int64_t index, int64_t numStages,
+                         unsigned numForwardArgs, int64_t alignment,
+                         std::vector<PlannedFrame> &frames) {
   FunctionLiveness liveness(func);
-  return planStageFunction(func, liveness, StageFunctionKind::Backward, index,
-                           numStages, numForwardArgs, alignment)
-      .scratchBytes;
+  StageFunctionBuffers buffers =
+      planStageFunction(func, liveness, kind, index, numStages,
+                        numForwardArgs, alignment);
+  int64_t bytes = buffers.scratchBytes;
+  if (!func.isExternal())
+    frames.push_back({func, std::move(liveness), std::move(buffers)});
+  return bytes;
 }
 
 /// The sizes of `stage` (position `index` of `numStages`).
@@ -113,12 +121,11 @@ static FailureOr<StageSizes> getStageSizes(StageOp stage, int64_t index,
             m.paramBytes += getValueBytes(p.getType());
 
   // Forward: the output goes into its own buffer except on the last stage.
+  m.forwardScratch =
+      planFrame(forward, StageFunctionKind::Forward, index, numStages,
+                /*numForwardArgs=*/0, alignment, sizes.frames);
   FunctionLiveness forwardLiveness(forward);
   SmallVector<Value> forwardReturned = forwardLiveness.getReturned();
-  m.forwardScratch =
-      planStageFunction(forward, forwardLiveness, StageFunctionKind::Forward,
-                        index, numStages, /*numForwardArgs=*/0, alignment)
-          .scratchBytes;
   bool keep = remat == Remat::None;
   // A forward built for remat none returns the values its backward reads
   // (its last nn.saved_count results): exactly those are kept. Without the
@@ -138,17 +145,18 @@ static FailureOr<StageSizes> getStageSizes(StageOp stage, int64_t index,
   // A backward that takes saved values reads them after the forward's
   // arguments; its seeds follow them.
   unsigned numForwardArgs = forwardType.getNumInputs() + numSaved;
-  m.backwardScratch = getBackwardScratch(backward, index, numStages,
-                                         numForwardArgs, alignment);
+  auto planBackward = [&](func::FuncOp func) {
+    return planFrame(func, StageFunctionKind::Backward, index, numStages,
+                     numForwardArgs, alignment, sizes.frames);
+  };
+  m.backwardScratch = planBackward(backward);
   if (func::FuncOp input = lookup(stage.getBackwardInputAttr())) {
-    m.backwardInputScratch = getBackwardScratch(input, index, numStages,
-                                                numForwardArgs, alignment);
+    m.backwardInputScratch = planBackward(input);
     if (input.isExternal())
       sizes.declarations.push_back(input.getSymName());
   }
   if (func::FuncOp weight = lookup(stage.getBackwardWeightAttr())) {
-    m.backwardWeightScratch = getBackwardScratch(weight, index, numStages,
-                                                 numForwardArgs, alignment);
+    m.backwardWeightScratch = planBackward(weight);
     if (weight.isExternal())
       sizes.declarations.push_back(weight.getSymName());
   }
@@ -257,40 +265,6 @@ static void annotateFrame(func::FuncOp func, const FunctionLiveness &liveness,
   }
 }
 
-LogicalResult mlir::gpipe::annotateStageFrames(StageOp stage, int64_t index,
-                                               int64_t numStages, Remat remat,
-                                               int64_t alignment,
-                                               SymbolTableCollection &symbols) {
-  auto forward =
-      symbols.lookupNearestSymbolFrom<func::FuncOp>(stage, stage.getForwardAttr());
-  auto backward = symbols.lookupNearestSymbolFrom<func::FuncOp>(
-      stage, stage.getBackwardAttr());
-  if (!forward || !backward)
-    return stage.emitError("stage @")
-           << stage.getSymName()
-           << " does not name its forward and backward functions";
-  if (forward.isExternal() || backward.isExternal())
-    return success();
-  unsigned numSaved = 0;
-  if (auto count = forward->getAttrOfType<IntegerAttr>("nn.saved_count"))
-    numSaved = static_cast<unsigned>(count.getInt());
-  if (remat != Remat::None)
-    numSaved = 0;
-  FunctionLiveness forwardLiveness(forward);
-  annotateFrame(forward, forwardLiveness,
-                planStageFunction(forward, forwardLiveness,
-                                  StageFunctionKind::Forward, index, numStages,
-                                  /*numForwardArgs=*/0, alignment));
-  FunctionLiveness backwardLiveness(backward);
-  unsigned numForwardArgs =
-      forward.getFunctionType().getNumInputs() + numSaved;
-  annotateFrame(backward, backwardLiveness,
-                planStageFunction(backward, backwardLiveness,
-                                  StageFunctionKind::Backward, index,
-                                  numStages, numForwardArgs, alignment));
-  return success();
-}
-
 namespace {
 
 struct GPipePlanMemoryPass
@@ -346,6 +320,8 @@ mlir::gpipe::planPipelineMemory(PipelineOp op, OptimizerKind optimizer,
            << (sizes->declarations.size() == 1 ? "it" : "them");
     }
     input.stages.push_back(sizes->memory);
+    for (PlannedFrame &frame : sizes->frames)
+      result.frames.push_back(std::move(frame));
   }
 
   result.plan = planMemory(schedule, input);
@@ -387,11 +363,8 @@ GPipePlanMemoryPass::planPipeline(PipelineOp op, OptimizerKind optimizer,
   // Every stage function's frame: where each value of one micro-batch's
   // run lives in the scratch region (the lowering places values there and
   // decides nothing itself).
-  for (auto [index, stage] : llvm::enumerate(planned->schedule.stages))
-    if (failed(annotateStageFrames(stage, static_cast<int64_t>(index),
-                                   schedule.numStages, op.getRemat(),
-                                   input.alignment, symbols)))
-      return failure();
+  for (const PlannedFrame &frame : planned->frames)
+    annotateFrame(frame.func, frame.liveness, frame.buffers);
   SmallVector<int64_t> kept;
   for (int s = 0; s < schedule.numStages; ++s) {
     int rank = schedule.getRankOfStage(s);

@@ -11,6 +11,7 @@
 
 #include "gpipe/Analysis/MemoryPlan.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/Dialect/GPipe/Transforms/StageBuffers.h"
 #include "gpipe/Dialect/GPipe/Utils/ScheduleConversion.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -41,6 +42,13 @@ LogicalResult importSchedule(PipelineOp pipeline, StringRef text,
                              StringRef fileName, CommunicationMode mode,
                              SymbolTableCollection *symbolTable = nullptr);
 
+/// A stage function's frame as the memory plan laid it out.
+struct PlannedFrame {
+  func::FuncOp func;
+  FunctionLiveness liveness;
+  StageFunctionBuffers buffers;
+};
+
 /// A scheduled pipeline's memory plan with what it was computed from.
 struct PipelineMemoryPlan {
   PipelineSchedule schedule;
@@ -48,6 +56,9 @@ struct PipelineMemoryPlan {
   MemoryPlanInput input;
   /// Every buffer of every rank at its arena offset.
   MemoryPlan plan;
+  /// The frames of the stage functions with a body, planned once: their
+  /// scratch sizes are in `input`, their layouts go into the IR.
+  std::vector<PlannedFrame> frames;
 };
 
 /// Plans the memory of scheduled `pipeline` (verifying its schedule first):
@@ -56,14 +67,6 @@ struct PipelineMemoryPlan {
 FailureOr<PipelineMemoryPlan>
 planPipelineMemory(PipelineOp pipeline, OptimizerKind optimizer,
                    int64_t alignment, SymbolTableCollection &symbols);
-
-/// Writes the frames of `stage`'s forward and backward (position `index` of
-/// `numStages`): `gpipe.frame` on each function and `gpipe.offsets` on the
-/// ops that compute into its scratch region (StageBuffers.h's layout).
-LogicalResult annotateStageFrames(StageOp stage, int64_t index,
-                                  int64_t numStages, Remat remat,
-                                  int64_t alignment,
-                                  SymbolTableCollection &symbols);
 
 /// The IR spelling of the planner's buffer kinds and optimizers.
 SlotKind getSlotKind(BufferKind kind);
