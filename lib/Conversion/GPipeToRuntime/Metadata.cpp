@@ -89,7 +89,7 @@ LogicalResult Emitter::emitMetadata() {
   root["schedule"] = stringifyScheduleKind(pipeline.getSchedule()).str();
   root["remat"] = stringifyRemat(pipeline.getRemat()).str();
   root["alignment"] = memory.getAlignment();
-  root["optimizer"] = stringifyOptimizer(memory.getOptimizer()).str();
+  root["optimizer"] = ::gpipe::abi::getOptimizerName(memory.getOptimizer());
 
   func::FuncOp firstForward = forwards.front().source;
   func::FuncOp lastForward = forwards.back().source;

@@ -220,17 +220,6 @@ SlotKind mlir::gpipe::getSlotKind(BufferKind kind) {
   return SlotKind::Scratch;
 }
 
-Optimizer mlir::gpipe::getOptimizerAttrValue(OptimizerKind kind) {
-  switch (kind) {
-  case OptimizerKind::SGD:
-    return Optimizer::SGD;
-  case OptimizerKind::Momentum:
-    return Optimizer::Momentum;
-  case OptimizerKind::Adam:
-    return Optimizer::Adam;
-  }
-  return Optimizer::SGD;
-}
 
 /// Writes `gpipe.frame` on `func` and `gpipe.offsets` on the ops of its body
 /// from `buffers`.
@@ -371,7 +360,7 @@ GPipePlanMemoryPass::planPipeline(PipelineOp op, OptimizerKind optimizer,
     kept.push_back(rank >= 0 ? plan.ranks[rank].peakKeptMicrobatches[s] : 0);
   }
   op.setMemoryPlanAttr(MemoryPlanAttr::get(
-      ctx, getOptimizerAttrValue(optimizer), input.alignment,
+      ctx, optimizer, input.alignment,
       budget.value_or(0), maxPeak, maxArena, kept));
 
   if (!budget)

@@ -271,7 +271,7 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module) {
     os << "memory: not planned (run gpipe-plan-memory)\n";
   } else {
     os << "memory per rank (optimizer "
-       << stringifyOptimizer(memory.getOptimizer()) << ", "
+       << ::gpipe::abi::getOptimizerName(memory.getOptimizer()) << ", "
        << memory.getAlignment() << "-byte aligned buffers";
     if (memory.getBudget() > 0)
       os << ", budget " << formatBytes(memory.getBudget());

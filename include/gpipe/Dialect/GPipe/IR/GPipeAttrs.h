@@ -12,6 +12,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
 
+#include "gpipe/Runtime/Vocabulary.h"
+
 #include "gpipe/Dialect/GPipe/IR/GPipeEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES

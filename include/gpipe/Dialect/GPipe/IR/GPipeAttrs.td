@@ -111,15 +111,22 @@ def GPipe_RematAttr : EnumAttr<GPipe_Dialect, GPipe_Remat, "remat"> {
 // The memory plan
 //===----------------------------------------------------------------------===//
 
-def GPipe_OptimizerSGD : I32EnumAttrCase<"SGD", 0, "sgd">;
-def GPipe_OptimizerMomentum : I32EnumAttrCase<"Momentum", 1, "momentum">;
-def GPipe_OptimizerAdam : I32EnumAttrCase<"Adam", 2, "adam">;
-
-def GPipe_Optimizer : I32EnumAttr<"Optimizer",
-    "the optimizer whose state the memory plan reserves",
-    [GPipe_OptimizerSGD, GPipe_OptimizerMomentum, GPipe_OptimizerAdam]> {
-  let cppNamespace = "::mlir::gpipe";
-  let genSpecializedAttr = 0;
+// The optimizer is the vocabulary's enum (gpipe/Runtime/Vocabulary.h), the
+// one the options, the analyses and the runtime use, spelled `sgd`,
+// `momentum` or `adam`.
+def GPipe_OptimizerParameter
+    : AttrParameter<"::gpipe::abi::OptimizerKind", "an optimizer"> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<::gpipe::abi::OptimizerKind> {
+    ::llvm::StringRef name;
+    ::llvm::SMLoc loc = $_parser.getCurrentLocation();
+    if ($_parser.parseKeyword(&name))
+      return ::mlir::failure();
+    if (auto kind = ::gpipe::abi::parseOptimizerKind(name))
+      return *kind;
+    return $_parser.emitError(loc, "unknown optimizer '")
+           << name << "' (expected sgd, momentum or adam)";
+  }() }];
+  let printer = [{ $_printer << ::gpipe::abi::getOptimizerName($_self) }];
 }
 
 def GPipe_SlotParams : I32EnumAttrCase<"Parameters", 0, "params">;
@@ -258,7 +265,7 @@ def GPipe_MemoryPlanAttr : GPipe_Attr<"MemoryPlan", "memory_plan"> {
                  arena = 2304, kept = [2, 2]>
     ```
   }];
-  let parameters = (ins EnumParameter<GPipe_Optimizer>:$optimizer,
+  let parameters = (ins GPipe_OptimizerParameter:$optimizer,
                         "int64_t":$alignment, "int64_t":$budget,
                         "int64_t":$peak, "int64_t":$arena,
                         ArrayRefParameter<"int64_t">:$kept);

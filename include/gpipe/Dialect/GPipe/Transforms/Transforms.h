@@ -68,9 +68,8 @@ FailureOr<PipelineMemoryPlan>
 planPipelineMemory(PipelineOp pipeline, OptimizerKind optimizer,
                    int64_t alignment, SymbolTableCollection &symbols);
 
-/// The IR spelling of the planner's buffer kinds and optimizers.
+/// The IR spelling of the planner's buffer kinds.
 SlotKind getSlotKind(BufferKind kind);
-Optimizer getOptimizerAttrValue(OptimizerKind kind);
 
 /// The pipeline named `name` in `module`, or its only pipeline when `name`
 /// is empty; an error at the module otherwise.
