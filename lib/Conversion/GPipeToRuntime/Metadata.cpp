@@ -31,27 +31,30 @@ llvm::json::Array Emitter::describeActions(Block &block) {
   llvm::json::Array entries;
   for (Operation &op : block) {
     if (auto loop = dyn_cast<ForOp>(op)) {
+      namespace key = ::gpipe::abi::key;
       entries.push_back(llvm::json::Object{
-          {"loop", llvm::json::Object{
-                       {"lower", loop.getLowerBound()},
-                       {"upper", loop.getUpperBound()},
-                       {"body", describeActions(loop.getBody().front())}}}});
+          {key::kLoop,
+           llvm::json::Object{
+               {key::kLower, loop.getLowerBound()},
+               {key::kUpper, loop.getUpperBound()},
+               {key::kBody, describeActions(loop.getBody().front())}}}});
       continue;
     }
+    namespace key = ::gpipe::abi::key;
     auto action = cast<ActionOpInterface>(op);
     ActionKind kind = action.getActionKind();
-    // The action's op name is the ABI's kind ("forward", "send", ...).
     llvm::json::Object entry{
-        {"kind", op.getName().stripDialect().str()},
-        {"stage", pipeline.getStagePosition(action.getStageSymbol())},
-        {"mb", action.getMicrobatchOffset()}};
+        {key::kKind, ::gpipe::abi::getActionKindMetadataName(kind)},
+        {key::kStage, pipeline.getStagePosition(action.getStageSymbol())},
+        {key::kMicrobatch, action.getMicrobatchOffset()}};
     if (isTransferKind(kind)) {
       Type payload = isa<SendOp>(op) ? cast<SendOp>(op).getPayload()
                                      : cast<RecvOp>(op).getPayload();
-      entry["peer"] = action.getPeerRank();
-      entry["direction"] = isForwardComm(kind) ? "forward" : "backward";
-      entry["bytes"] = getPayloadBytes(payload);
-      entry["dtype"] = getPayloadDType(payload);
+      entry[key::kPeer] = action.getPeerRank();
+      entry[key::kDirection] =
+          ::gpipe::abi::getDirectionName(::gpipe::abi::getDirection(kind));
+      entry[key::kBytes] = getPayloadBytes(payload);
+      entry[key::kDType] = getPayloadDType(payload);
     }
     entries.push_back(std::move(entry));
   }

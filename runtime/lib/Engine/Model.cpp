@@ -461,7 +461,7 @@ bool parseAction(Reader &r, const Json &a, const std::string &where,
     std::string direction, dtype;
     if (!r.integer(a, where, key::kPeer, action.peer) ||
         !r.string(a, where, key::kDirection, direction) ||
-        !r.integer(a, where, "tag", action.tag, -1) ||
+        !r.integer(a, where, key::kTag, action.tag, -1) ||
         !r.integer(a, where, key::kBytes, action.bytes) ||
         !r.string(a, where, key::kDType, dtype, std::string()))
       return false;
@@ -501,8 +501,9 @@ bool parseRankActions(Reader &r, const Json &rankJson,
   for (size_t ai = 0; ai < actions->size(); ++ai) {
     const Json &entry = (*actions)[ai];
     std::string at = where + "[" + std::to_string(ai) + "]";
-    const Json *loop =
-        entry.is_object() && entry.contains("loop") ? &entry["loop"] : nullptr;
+    const Json *loop = entry.is_object() && entry.contains(abi::key::kLoop)
+                           ? &entry[abi::key::kLoop]
+                           : nullptr;
     if (!loop) {
       ActionSpec action;
       if (!parseAction(r, entry, at, m, rank, numRanks, action,
@@ -511,30 +512,39 @@ bool parseRankActions(Reader &r, const Json &rankJson,
       rank.actions.push_back(action);
       continue;
     }
-    at += ".loop";
+    at += std::string(".") + abi::key::kLoop;
     int64_t lower = 0, upper = 0;
-    if (!r.integer(*loop, at, "lower", lower) ||
-        !r.integer(*loop, at, "upper", upper))
+    if (!r.integer(*loop, at, abi::key::kLower, lower) ||
+        !r.integer(*loop, at, abi::key::kUpper, upper))
       return false;
     if (lower < 0 || upper <= lower || upper > m.microbatches)
       return r.fail(at, "loop bounds [" + std::to_string(lower) + ", " +
                             std::to_string(upper) + ") are not inside [0, " +
                             std::to_string(m.microbatches) + ")");
-    const Json *body = r.array(*loop, at, "body");
+    const Json *body = r.array(*loop, at, abi::key::kBody);
     if (!body)
       return false;
+    // Each body action is checked at the loop's first and last micro-batch
+    // (its micro-batch grows with the loop's); the expansion then only
+    // copies.
     std::vector<ActionSpec> templates(body->size());
-    for (size_t bi = 0; bi < body->size(); ++bi)
-      if (!parseAction(r, (*body)[bi], at + ".body[" + std::to_string(bi) + "]",
-                       m, rank, numRanks, templates[bi], /*inLoop=*/true))
+    for (size_t bi = 0; bi < body->size(); ++bi) {
+      std::string bodyAt = at + "." + abi::key::kBody + "[" +
+                           std::to_string(bi) + "]";
+      if (!parseAction(r, (*body)[bi], bodyAt, m, rank, numRanks,
+                       templates[bi], /*inLoop=*/true))
         return false;
-    for (int64_t mb = lower; mb < upper; ++mb)
-      for (size_t bi = 0; bi < templates.size(); ++bi) {
-        ActionSpec action = templates[bi];
-        action.mb += mb;
-        std::string bodyAt = at + ".body[" + std::to_string(bi) + "]";
-        if (!checkActionMicrobatch(r, bodyAt, m, action))
+      for (int64_t mb : {lower, upper - 1}) {
+        ActionSpec edge = templates[bi];
+        edge.mb += mb;
+        if (!checkActionMicrobatch(r, bodyAt, m, edge))
           return false;
+      }
+    }
+    for (int64_t mb = lower; mb < upper; ++mb)
+      for (const ActionSpec &spec : templates) {
+        ActionSpec action = spec;
+        action.mb += mb;
         if (action.isTransfer() && action.tag < 0)
           action.tag = computeTag(m, action);
         rank.actions.push_back(action);

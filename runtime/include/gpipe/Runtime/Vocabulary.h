@@ -228,6 +228,12 @@ inline constexpr const char *kPeer = "peer";
 inline constexpr const char *kDirection = "direction";
 inline constexpr const char *kBytes = "bytes";
 inline constexpr const char *kDType = "dtype";
+inline constexpr const char *kTag = "tag";
+/// A micro-batch loop of a program: {"loop": {"lower", "upper", "body"}}.
+inline constexpr const char *kLoop = "loop";
+inline constexpr const char *kLower = "lower";
+inline constexpr const char *kUpper = "upper";
+inline constexpr const char *kBody = "body";
 } // namespace key
 
 } // namespace gpipe::abi
