@@ -601,6 +601,33 @@ bool parseKindName(std::string_view name, ActionKind &kind) {
   return false;
 }
 
+/// PyTorch action types that have no effect in gpipe's model: the reader
+/// accepts them (checking stage and micro-batch like any other cell) and
+/// drops them. UNSHARD and RESHARD gather and free FSDP-sharded parameters,
+/// which only FSDP does; a stage's parameters are never sharded here.
+/// WAIT_SEND_F and WAIT_SEND_B wait for an asynchronous send to finish; here
+/// a send finishes at the rendezvous with its receive. WAIT_REDUCE_GRAD waits
+/// for an asynchronous REDUCE_GRAD; here REDUCE_GRAD is complete when it
+/// returns. Sets `withMicrobatch` to whether the spelling carries one.
+bool parseIgnoredKindName(std::string_view name, bool &withMicrobatch) {
+  static const std::pair<const char *, bool> kNames[] = {
+      {"UNSHARD", false},    {"RESHARD", false},          {"WAIT_SEND_F", true},
+      {"WAIT_SEND_B", true}, {"WAIT_REDUCE_GRAD", false},
+  };
+  for (const auto &[text, value] : kNames) {
+    if (name == text) {
+      withMicrobatch = value;
+      return true;
+    }
+  }
+  return false;
+}
+
+/// PyTorch's composite cell `(<action>;<action>...)OVERLAP_F_B`: compute
+/// actions the library may overlap (DualPipeV pairs one stage's forward with
+/// another's backward). The reader replaces it by its sub-actions in order.
+constexpr std::string_view kOverlapSuffix = "OVERLAP_F_B";
+
 } // namespace
 
 ScheduleOrError mlir::gpipe::parseCSV(std::string_view text, int numStages,
@@ -643,22 +670,56 @@ ScheduleOrError mlir::gpipe::parseCSV(std::string_view text, int numStages,
   for (int r = 0; r < numRanks; ++r) {
     std::string_view line = lines[r];
     int column = 0;
-    for (bool more = true; more;) {
-      ++column;
-      size_t comma = line.find(',');
-      std::string_view raw = line.substr(0, comma);
-      more = comma != std::string_view::npos;
-      if (more)
-        line.remove_prefix(comma + 1);
-      std::string_view cell = trim(raw);
-      if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"')
-        cell = trim(cell.substr(1, cell.size() - 2));
+    // The sub-actions of a composite cell not read yet, in order; they are
+    // read as cells of the composite's column.
+    std::vector<std::string_view> subCells;
+    for (bool more = true; more || !subCells.empty();) {
+      std::string_view cell;
+      bool isSubCell = !subCells.empty();
+      if (isSubCell) {
+        cell = trim(subCells.front());
+        subCells.erase(subCells.begin());
+      } else {
+        ++column;
+        size_t comma = line.find(',');
+        std::string_view raw = line.substr(0, comma);
+        more = comma != std::string_view::npos;
+        if (more)
+          line.remove_prefix(comma + 1);
+        cell = trim(raw);
+        if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"')
+          cell = trim(cell.substr(1, cell.size() - 2));
+      }
       if (cell.empty())
         continue;
       std::string where = "line " + std::to_string(r + 1) + " (rank " +
                           std::to_string(r) + ") column " +
                           std::to_string(column) + ": ";
       std::string quoted = "'" + std::string(cell) + "'";
+      if (cell.front() == '(') {
+        size_t close = cell.find(')');
+        if (isSubCell || close == std::string_view::npos ||
+            cell.substr(close + 1) != kOverlapSuffix) {
+          result.error = where + "malformed composite action " + quoted +
+                         ", expected (<action>;<action>)" +
+                         std::string(kOverlapSuffix);
+          return result;
+        }
+        std::string_view inner = cell.substr(1, close - 1);
+        if (trim(inner).empty()) {
+          result.error =
+              where + "composite action " + quoted + " holds no action";
+          return result;
+        }
+        for (bool moreSub = true; moreSub;) {
+          size_t semicolon = inner.find(';');
+          subCells.push_back(inner.substr(0, semicolon));
+          moreSub = semicolon != std::string_view::npos;
+          if (moreSub)
+            inner.remove_prefix(semicolon + 1);
+        }
+        continue;
+      }
       size_t kindBegin = 0;
       while (kindBegin < cell.size() && isDigit(cell[kindBegin]))
         ++kindBegin;
@@ -675,10 +736,20 @@ ScheduleOrError mlir::gpipe::parseCSV(std::string_view text, int numStages,
                        ", expected <stage><type><micro-batch> such as '1F0'";
         return result;
       }
-      ActionKind kind;
-      if (!parseKindName(kindText, kind)) {
+      ActionKind kind = ActionKind::Forward;
+      bool withMicrobatch = false, ignored = false;
+      if (parseKindName(kindText, kind)) {
+        withMicrobatch = hasMicrobatch(kind);
+      } else if (parseIgnoredKindName(kindText, withMicrobatch)) {
+        ignored = true;
+      } else {
         result.error = where + "unknown action type '" + std::string(kindText) +
                        "' in " + quoted;
+        return result;
+      }
+      if (isSubCell && (ignored || !isComputeKind(kind))) {
+        result.error = where + "action " + quoted +
+                       " in a composite action, expected a compute action";
         return result;
       }
       int stage = parseSmallInt(stageText);
@@ -689,7 +760,7 @@ ScheduleOrError mlir::gpipe::parseCSV(std::string_view text, int numStages,
         return result;
       }
       int mb = -1;
-      if (hasMicrobatch(kind)) {
+      if (withMicrobatch) {
         if (mbText.empty()) {
           result.error = where + "action " + quoted + " needs a micro-batch";
           return result;
@@ -720,6 +791,8 @@ ScheduleOrError mlir::gpipe::parseCSV(std::string_view text, int numStages,
         result.error = where + quoted + " talks to the stage before the first";
         return result;
       }
+      if (ignored)
+        continue;
       cells[r].push_back({Action::compute(kind, stage, mb), column});
     }
   }

@@ -197,6 +197,15 @@ std::string toCSV(const Schedule &schedule);
 /// Errors name the line (rank), the 1-based column and the cell text. The
 /// result is not verified: call `verifySchedule`, or `insertCommunication`
 /// for a compute-only CSV.
+///
+/// PyTorch spellings beyond gpipe's own: a composite cell
+/// `(<action>;<action>...)OVERLAP_F_B` (compute actions the library may
+/// overlap, e.g. DualPipeV's forward of one stage with a backward of another)
+/// becomes its sub-actions in order; UNSHARD, RESHARD (FSDP parameter
+/// gather/free), WAIT_SEND_F, WAIT_SEND_B and WAIT_REDUCE_GRAD (completion of
+/// an asynchronous send or reduction) have no effect in gpipe's model, where
+/// stage parameters are not sharded and sends and reductions complete when
+/// they return: they are checked like other cells and dropped.
 ScheduleOrError parseCSV(std::string_view text, int numStages,
                          int numMicrobatches,
                          const BoundaryTraffic &traffic = {});
