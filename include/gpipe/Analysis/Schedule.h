@@ -8,7 +8,9 @@
 // generators for GPipe fill-drain and non-interleaved 1F1B, the pass that
 // places sends and receives into per-rank compute orders so that the result
 // cannot deadlock under blocking rendezvous semantics, and the CSV reader and
-// writer. Plain C++17; no MLIR or LLVM.
+// writer, and the schedules the field uses after 1F1B (interleaved 1F1B, the
+// zero-bubble family, DualPipeV) behind one entry point, `buildSchedule`.
+// Plain C++17; no MLIR or LLVM.
 //
 // Conventions. Stage s lives on rank stageToRank[s]; a rank may hold several
 // stages (interleaved schedules). Boundary b joins stage b and stage b+1. An
@@ -138,6 +140,33 @@ struct ScheduleOptions {
   int64_t forwardTicks = 1;
   int64_t backwardTicks = 2;
   int64_t recomputeTicks = 1;
+  /// The two halves of a split backward: BackwardInput (I) and BackwardWeight
+  /// (W). 0 means half of `backwardTicks` (at least 1), what both were before
+  /// they could be set.
+  int64_t inputTicks = 0;
+  int64_t weightTicks = 0;
+  /// Per-stage durations of F, I and W (numStages entries each, or empty:
+  /// the uniform values above for every stage). zb-auto builds its orders
+  /// from them; `insertCommunication` places transfers with them.
+  std::vector<int64_t> stageForwardTicks;
+  std::vector<int64_t> stageInputTicks;
+  std::vector<int64_t> stageWeightTicks;
+  /// zb-auto's memory limit: per stage, the most micro-batches whose
+  /// activations the stage may hold at once (from the end of F until its W
+  /// or B). Empty, a missing entry or one below 1 means numStages - s, the
+  /// 1F1B warm-up depth: K - rank for the single stage of a rank when V = 1.
+  std::vector<int> maxActivations;
+
+  /// The durations used for `stage` (the per-stage entry, else the uniform
+  /// value; I and W resolve a 0 to half of the backward).
+  int64_t getForwardTicks(int stage) const;
+  int64_t getInputTicks(int stage) const;
+  int64_t getWeightTicks(int stage) const;
+  /// The full backward of `stage`: `backwardTicks` when no per-stage I/W
+  /// durations are given, else their sum.
+  int64_t getBackwardTicks(int stage) const;
+  /// zb-auto's limit for `stage` of `numStages`, as described above.
+  int getMaxActivations(int stage, int numStages) const;
 };
 
 /// GPipe fill-drain: stage k on rank k runs all M forwards, then all M
@@ -183,6 +212,71 @@ Schedule build1F1BSchedule(int numStages, int numMicrobatches,
 ScheduleOrError insertCommunication(const Schedule &computeOrder,
                                     const BoundaryTraffic &traffic,
                                     const ScheduleOptions &options = {});
+
+//===----------------------------------------------------------------------===//
+// Generated schedule families
+//===----------------------------------------------------------------------===//
+
+/// Megatron's interleaved placement (Narayanan et al. 2021): with K ranks and
+/// V virtual stages per rank (K*V stages), stage s runs on rank s mod K.
+/// Empty for K < 1 or V < 1.
+std::vector<int> getInterleavedPlacement(int numRanks, int virtualStages);
+
+/// The V-shape placement of ZB-V and DualPipeV: 2K stages, rank r holds
+/// stages r and 2K-1-r, so the first and the last stage share rank 0. Empty
+/// for K < 1.
+std::vector<int> getVShapePlacement(int numRanks);
+
+/// The schedules `buildSchedule` generates.
+enum class ScheduleFamily {
+  GPipe,           ///< "gpipe": fill-drain, V = 1
+  OneFOneB,        ///< "1f1b": PipeDream-flush, V = 1
+  Interleaved1F1B, ///< "interleaved-1f1b": Megatron-LM, V >= 2, round-robin
+  ZBH1,            ///< "zb-h1": zero bubble, 1F1B's memory, V = 1
+  ZBH2,            ///< "zb-h2": zero bubble, about twice the memory, V = 1
+  ZBV,             ///< "zbv": zero bubble V schedule, V = 2, V-shape
+  DualPipeV,       ///< "dualpipev": DeepSeek's DualPipe, V-shaped, V = 2
+  ZBAuto,          ///< "zb-auto": zero bubble heuristic, V = 1 or 2 (V-shape)
+};
+
+/// Every family, in the order above.
+std::vector<ScheduleFamily> getScheduleFamilies();
+
+/// "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zbv",
+/// "dualpipev", "zb-auto".
+const char *getScheduleFamilyName(ScheduleFamily family);
+
+/// The family named `name` (exactly one of the names above); false if none.
+bool parseScheduleFamily(std::string_view name, ScheduleFamily &family);
+
+/// The stage map `family` uses for K ranks and V virtual stages per rank:
+/// rank k for stage k when V = 1, the V-shape for zbv, dualpipev and zb-auto
+/// with V = 2, round-robin otherwise. Empty for K < 1 or V < 1.
+std::vector<int> getSchedulePlacement(ScheduleFamily family, int numRanks,
+                                      int virtualStages);
+
+/// Whether `buildSchedule` generates `family` for K ranks, V virtual stages
+/// per rank and M micro-batches: "" if so, else a message naming the value
+/// and what the family accepts. All families need K >= 1 and M >= 1;
+/// gpipe, 1f1b, zb-h1 and zb-h2 need V = 1; interleaved-1f1b V >= 2 (any M);
+/// zbv V = 2 (any M); dualpipev V = 2 and M >= 2K; zb-auto V = 1 or 2.
+std::string checkScheduleShape(ScheduleFamily family, int numRanks,
+                               int virtualStages, int numMicrobatches);
+
+/// Generates `family` for K ranks, V virtual stages per rank (K*V stages,
+/// placed by `getSchedulePlacement`) and M micro-batches: per-rank compute
+/// orders completed by `insertCommunication`. On every stage the forwards,
+/// and the gradient-accumulating actions (B, or W of a split backward), run
+/// in increasing micro-batch order; every (stage, micro-batch) has one F and
+/// one B or one I + W; each rank's program ends with the Steps of its stages
+/// in increasing stage order. A Recompute precedes every B or I when
+/// `options.recompute`. gpipe and 1f1b give exactly `buildGPipeSchedule` and
+/// `build1F1BSchedule`. Errors: `checkScheduleShape`'s message, or an
+/// `insertCommunication` error (bad durations in `options`).
+ScheduleOrError buildSchedule(ScheduleFamily family, int numRanks,
+                              int virtualStages, int numMicrobatches,
+                              const BoundaryTraffic &traffic,
+                              const ScheduleOptions &options = {});
 
 /// PyTorch pipelining CSV: one line per rank, cells `<stage><TYPE>[<mb>]`
 /// (TYPE one of F B I W SEND_F RECV_F SEND_B RECV_B REDUCE_GRAD, plus gpipe's
