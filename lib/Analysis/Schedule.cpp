@@ -216,15 +216,15 @@ std::string checkDurations(const ScheduleOptions &options) {
   if (options.forwardTicks < 1 || options.backwardTicks < 1 ||
       options.recomputeTicks < 1) {
     return "placement durations must be positive, got forward " +
-                   std::to_string(options.forwardTicks) + ", backward " +
-                   std::to_string(options.backwardTicks) + ", recompute " +
-                   std::to_string(options.recomputeTicks);
+           std::to_string(options.forwardTicks) + ", backward " +
+           std::to_string(options.backwardTicks) + ", recompute " +
+           std::to_string(options.recomputeTicks);
   }
   if (options.inputTicks < 0 || options.weightTicks < 0) {
     return "placement durations must be positive (or 0: half the "
-                   "backward), got input " +
-                   std::to_string(options.inputTicks) + ", weight " +
-                   std::to_string(options.weightTicks);
+           "backward), got input " +
+           std::to_string(options.inputTicks) + ", weight " +
+           std::to_string(options.weightTicks);
   }
   for (const auto &[name, perStage] :
        {std::pair<const char *, const std::vector<int64_t> *>{
@@ -234,10 +234,9 @@ std::string checkDurations(const ScheduleOptions &options) {
     for (size_t s = 0; s < perStage->size(); ++s) {
       if ((*perStage)[s] < 1) {
         return "placement durations must be positive, got " +
-                       std::string(name) + " " +
-                       std::to_string((*perStage)[s]) + " for stage " +
-                       std::to_string(s);
-          }
+               std::string(name) + " " + std::to_string((*perStage)[s]) +
+               " for stage " + std::to_string(s);
+      }
     }
   }
   return "";
@@ -274,6 +273,8 @@ struct Transfer {
   int microbatch;
   int producerRank; ///< the producing action's rank and index in its program
   int producerIndex;
+  int consumerRank; ///< the consuming action's rank and index
+  int consumerIndex;
 };
 
 /// A position in the global event order: (tick, class, tie-break...). Class
@@ -377,7 +378,7 @@ mlir::gpipe::insertCommunication(const Schedule &computeOrder,
           ok = need(producer, Action::compute(ActionKind::Forward, s - 1, mb));
           if (ok && producer.first != r)
             transfers.push_back(
-                {true, s - 1, mb, producer.first, producer.second});
+                {true, s - 1, mb, producer.first, producer.second, r, i});
         }
         break;
       case ActionKind::Recompute:
@@ -396,7 +397,7 @@ mlir::gpipe::insertCommunication(const Schedule &computeOrder,
           ok = need(producer, Action::compute(ActionKind::Backward, s + 1, mb));
           if (ok && producer.first != r)
             transfers.push_back(
-                {false, s, mb, producer.first, producer.second});
+                {false, s, mb, producer.first, producer.second, r, i});
         }
         break;
       }
@@ -488,8 +489,36 @@ mlir::gpipe::insertCommunication(const Schedule &computeOrder,
   for (int r = 0; r < numRanks; ++r)
     for (int i = 0, e = static_cast<int>(programs[r].size()); i < e; ++i)
       events[r].push_back({EventKey{start[r][i], 1, r, i, 0}, programs[r][i]});
+  // Whether `rank` runs no action across `tick` (none starts before and
+  // ends after it).
+  auto isFree = [&](int rank, int64_t tick) {
+    const std::vector<int64_t> &starts = start[rank];
+    auto after = std::lower_bound(starts.begin(), starts.end(), tick);
+    if (after == starts.begin())
+      return true;
+    return end[rank][(after - starts.begin()) - 1] <= tick;
+  };
+  // With `alignTransfers`: the first tick in [producer end, consumer start]
+  // at which neither end runs an action, so that neither waits for the other
+  // at the rendezvous; the producer's end if there is none.
+  auto getAlignedTick = [&](const Transfer &t) {
+    int64_t first = end[t.producerRank][t.producerIndex];
+    int64_t last = start[t.consumerRank][t.consumerIndex];
+    std::vector<int64_t> candidates = {first, last};
+    for (int rank : {t.producerRank, t.consumerRank})
+      for (int64_t tick : end[rank])
+        if (tick > first && tick < last)
+          candidates.push_back(tick);
+    std::sort(candidates.begin(), candidates.end());
+    for (int64_t tick : candidates)
+      if (isFree(t.producerRank, tick) && isFree(t.consumerRank, tick))
+        return tick;
+    return first;
+  };
   for (const Transfer &t : transfers) {
-    int64_t tick = end[t.producerRank][t.producerIndex];
+    int64_t tick = options.alignTransfers
+                       ? getAlignedTick(t)
+                       : end[t.producerRank][t.producerIndex];
     EventKey key{tick, 0, t.boundary, t.forward ? 0 : 1, t.microbatch};
     int upstream = computeOrder.stageToRank[t.boundary];
     int downstream = computeOrder.stageToRank[t.boundary + 1];
@@ -672,9 +701,9 @@ constexpr std::pair<ScheduleFamily, const char *> kFamilyNames[] = {
 };
 
 bool usesVShape(ScheduleFamily family, int virtualStages) {
-  return virtualStages == 2 &&
-         (family == ScheduleFamily::ZBV || family == ScheduleFamily::DualPipeV ||
-          family == ScheduleFamily::ZBAuto);
+  return virtualStages == 2 && (family == ScheduleFamily::ZBV ||
+                                family == ScheduleFamily::DualPipeV ||
+                                family == ScheduleFamily::ZBAuto);
 }
 
 } // namespace
@@ -712,8 +741,8 @@ std::vector<int> mlir::gpipe::getSchedulePlacement(ScheduleFamily family,
   return getInterleavedPlacement(numRanks, virtualStages);
 }
 
-std::string mlir::gpipe::checkScheduleShape(ScheduleFamily family,
-                                            int numRanks, int virtualStages,
+std::string mlir::gpipe::checkScheduleShape(ScheduleFamily family, int numRanks,
+                                            int virtualStages,
                                             int numMicrobatches) {
   std::string name = getScheduleFamilyName(family);
   if (numRanks < 1)
@@ -730,8 +759,9 @@ std::string mlir::gpipe::checkScheduleShape(ScheduleFamily family,
   case ScheduleFamily::ZBH1:
   case ScheduleFamily::ZBH2:
     if (virtualStages != 1)
-      return name + " needs exactly 1 virtual stage per rank (one stage per "
-                    "rank), got " +
+      return name +
+             " needs exactly 1 virtual stage per rank (one stage per "
+             "rank), got " +
              std::to_string(virtualStages);
     return "";
   case ScheduleFamily::Interleaved1F1B:
@@ -741,25 +771,28 @@ std::string mlir::gpipe::checkScheduleShape(ScheduleFamily family,
     return "";
   case ScheduleFamily::ZBV:
     if (virtualStages != 2)
-      return name + " needs exactly 2 virtual stages per rank (V-shape "
-                    "placement), got " +
+      return name +
+             " needs exactly 2 virtual stages per rank (V-shape "
+             "placement), got " +
              std::to_string(virtualStages);
     return "";
   case ScheduleFamily::DualPipeV:
     if (virtualStages != 2)
-      return name + " needs exactly 2 virtual stages per rank (V-shape "
-                    "placement), got " +
+      return name +
+             " needs exactly 2 virtual stages per rank (V-shape "
+             "placement), got " +
              std::to_string(virtualStages);
     if (numMicrobatches < 2 * numRanks)
       return name + " needs at least as many micro-batches as stages (2 x " +
-             std::to_string(numRanks) + " ranks = " +
-             std::to_string(2 * numRanks) + "), got " +
+             std::to_string(numRanks) +
+             " ranks = " + std::to_string(2 * numRanks) + "), got " +
              std::to_string(numMicrobatches);
     return "";
   case ScheduleFamily::ZBAuto:
     if (virtualStages > 2)
-      return name + " needs 1 or 2 virtual stages per rank (2: V-shape "
-                    "placement), got " +
+      return name +
+             " needs 1 or 2 virtual stages per rank (2: V-shape "
+             "placement), got " +
              std::to_string(virtualStages);
     return "";
   }
@@ -778,7 +811,7 @@ using ComputeOrders = std::vector<std::vector<Action>>;
 
 /// Adds a Recompute before every B and I (when `options.recompute`) and each
 /// rank's Steps, in increasing stage order, at the end of its program; then
-/// places the sends and receives.
+/// places the sends and receives, aligned (`alignTransfers`).
 ScheduleOrError finishOrders(int numMicrobatches, std::vector<int> stageToRank,
                              const ComputeOrders &orders,
                              const BoundaryTraffic &traffic,
@@ -800,7 +833,9 @@ ScheduleOrError finishOrders(int numMicrobatches, std::vector<int> stageToRank,
     for (int stage : computeOrder.getStagesOfRank(r))
       program.push_back(Action::step(stage));
   }
-  return insertCommunication(computeOrder, traffic, options);
+  ScheduleOptions placement = options;
+  placement.alignTransfers = true;
+  return insertCommunication(computeOrder, traffic, placement);
 }
 
 /// Interleaved 1F1B, after Narayanan et al., "Efficient Large-Scale Language
@@ -862,10 +897,10 @@ ComputeOrders buildInterleavedOrders(int numRanks, int virtualStages,
     // ranks after r), which full groups give by themselves.
     int done = 0;
     for (int i = 0; i < total; ++i) {
-      int needed = std::min(
-          total, std::max(warmup + i + 1,
-                          lastChunkForward[backwards[i].second] + 1 +
-                              2 * (K - r - 1)));
+      int needed =
+          std::min(total, std::max(warmup + i + 1,
+                                   lastChunkForward[backwards[i].second] + 1 +
+                                       2 * (K - r - 1)));
       while (done < needed)
         forward(done++);
       backward(i);
@@ -1188,9 +1223,8 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     for (int s = 0; s < numStages; ++s) {
       int stage = perStage ? s : -1;
       in.forwardTicks.push_back(options.getForwardTicks(stage));
-      in.inputTicks.push_back(
-          options.getInputTicks(stage) +
-          (options.recompute ? options.recomputeTicks : 0));
+      in.inputTicks.push_back(options.getInputTicks(stage) +
+                              (options.recompute ? options.recomputeTicks : 0));
       in.weightTicks.push_back(options.getWeightTicks(stage));
     }
     return in;
@@ -1198,11 +1232,9 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
   ComputeOrders orders;
   switch (family) {
   case ScheduleFamily::GPipe:
-    return insertCommunication(makeGPipeOrder(K, M, options), traffic,
-                               options);
+    return insertCommunication(makeGPipeOrder(K, M, options), traffic, options);
   case ScheduleFamily::OneFOneB:
-    return insertCommunication(make1F1BOrder(K, M, options), traffic,
-                               options);
+    return insertCommunication(make1F1BOrder(K, M, options), traffic, options);
   case ScheduleFamily::Interleaved1F1B:
     orders = buildInterleavedOrders(K, V, M);
     break;
@@ -1217,9 +1249,8 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     // bound (K-1)F + M(F+I+W) of any one-stage-per-rank schedule.
     ListSchedulerInput in = listInput(/*perStage=*/false);
     for (int s = 0; s < numStages; ++s)
-      in.maxActivations.push_back(family == ScheduleFamily::ZBH1
-                                      ? K - s
-                                      : 2 * K - 1 - s);
+      in.maxActivations.push_back(
+          family == ScheduleFamily::ZBH1 ? K - s : 2 * K - 1 - s);
     orders = runZeroBubbleListScheduler(in);
     break;
   }

@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <string>
@@ -28,8 +29,8 @@ using namespace mlir::gpipe;
 namespace {
 
 std::string shapeName(ScheduleFamily family, int k, int v, int m) {
-  return std::string(getScheduleFamilyName(family)) + " K=" +
-         std::to_string(k) + " V=" + std::to_string(v) +
+  return std::string(getScheduleFamilyName(family)) +
+         " K=" + std::to_string(k) + " V=" + std::to_string(v) +
          " M=" + std::to_string(m);
 }
 
@@ -128,6 +129,57 @@ int countKind(const Schedule &s, ActionKind kind) {
   return n;
 }
 
+/// The makespan of `s`'s compute actions with buffered transfers (a send
+/// never waits; a consumer starts once its producer has ended) and the
+/// durations F, I, W (B = I + W, R = F): what the compute orders allow,
+/// without the rendezvous waits `simulate` also charges.
+double bufferedMakespan(const Schedule &s, double f, double in, double w) {
+  int numStages = s.numStages, M = s.numMicrobatches;
+  // End of F and of the gradient producer (B or I) per (stage, mb).
+  std::vector<std::vector<double>> endF(numStages, std::vector<double>(M, -1));
+  std::vector<std::vector<double>> endGrad = endF;
+  std::vector<size_t> pc(s.getNumRanks(), 0);
+  std::vector<double> clock(s.getNumRanks(), 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int r = 0; r < s.getNumRanks(); ++r) {
+      for (; pc[r] < s.ranks[r].size(); ++pc[r]) {
+        const Action &a = s.ranks[r][pc[r]];
+        if (!isComputeKind(a.kind))
+          continue;
+        double ready = clock[r];
+        if (a.kind == ActionKind::Forward && a.stage > 0) {
+          if (endF[a.stage - 1][a.microbatch] < 0)
+            break;
+          ready = std::max(ready, endF[a.stage - 1][a.microbatch]);
+        }
+        bool grad = a.kind == ActionKind::Backward ||
+                    a.kind == ActionKind::BackwardInput;
+        if (grad && a.stage + 1 < numStages) {
+          if (endGrad[a.stage + 1][a.microbatch] < 0)
+            break;
+          ready = std::max(ready, endGrad[a.stage + 1][a.microbatch]);
+        }
+        double duration = a.kind == ActionKind::Forward         ? f
+                          : a.kind == ActionKind::Backward      ? in + w
+                          : a.kind == ActionKind::Recompute     ? f
+                          : a.kind == ActionKind::BackwardInput ? in
+                                                                : w;
+        clock[r] = ready + duration;
+        if (a.kind == ActionKind::Forward)
+          endF[a.stage][a.microbatch] = clock[r];
+        if (grad)
+          endGrad[a.stage][a.microbatch] = clock[r];
+        progress = true;
+      }
+    }
+  }
+  double makespan = 0;
+  for (double c : clock)
+    makespan = std::max(makespan, c);
+  return makespan;
+}
+
 Timeline simulateUniform(const Schedule &s) {
   // F = 1, B = 2, so I = W = 1; free transfers.
   return simulate(s, ActionDurations::uniform(s.numStages, 1, 2));
@@ -148,8 +200,7 @@ TEST(GenerateScheduleTest, Placements) {
   auto inter = build(ScheduleFamily::Interleaved1F1B, 4, 2, 8);
   auto inter3 = build(ScheduleFamily::Interleaved1F1B, 4, 3, 8);
   auto autoV = build(ScheduleFamily::ZBAuto, 4, 2, 8);
-  ASSERT_TRUE(zbv.ok() && dual.ok() && inter.ok() && inter3.ok() &&
-              autoV.ok());
+  ASSERT_TRUE(zbv.ok() && dual.ok() && inter.ok() && inter3.ok() && autoV.ok());
   EXPECT_EQ(zbv.schedule.stageToRank, getVShapePlacement(4));
   EXPECT_EQ(dual.schedule.stageToRank, getVShapePlacement(4));
   EXPECT_EQ(autoV.schedule.stageToRank, getVShapePlacement(4));
@@ -167,10 +218,9 @@ TEST(GenerateScheduleTest, Names) {
     ASSERT_TRUE(parseScheduleFamily(names.back(), parsed));
     EXPECT_EQ(parsed, family);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"gpipe", "1f1b",
-                                             "interleaved-1f1b", "zb-h1",
-                                             "zb-h2", "zbv", "dualpipev",
-                                             "zb-auto"}));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2",
+                       "zbv", "dualpipev", "zb-auto"}));
   ScheduleFamily unused;
   EXPECT_FALSE(parseScheduleFamily("ZBV", unused));
   EXPECT_FALSE(parseScheduleFamily("", unused));
@@ -235,10 +285,10 @@ TEST(GenerateScheduleTest, EveryShapeVerifiesAndKeepsOrder) {
             EXPECT_EQ(s.stageToRank, getSchedulePlacement(family, k, v))
                 << name;
             VerifyResult verified = verifySchedule(s);
-            ASSERT_TRUE(verified.ok()) << name << " recompute=" << recompute
-                                       << "\n"
-                                       << verified.getMessage() << "\n"
-                                       << toCSV(s);
+            ASSERT_TRUE(verified.ok())
+                << name << " recompute=" << recompute << "\n"
+                << verified.getMessage() << "\n"
+                << toCSV(s);
             std::string order = checkOrdering(s, recompute);
             EXPECT_EQ(order, "") << name << " recompute=" << recompute << "\n"
                                  << toCSV(s);
@@ -352,11 +402,25 @@ TEST(GenerateScheduleTest, Bubbles) {
   EXPECT_NEAR(idlePerWorkInter, idlePerWork1F1B / 2, 1e-12);
   // ZB-V: the V-shape's lower bound (K-1)F + 2M(F+I+W) = 51.
   EXPECT_DOUBLE_EQ(zbv.makespan, 51);
+  // DualPipeV's compute orders reach it too with buffered transfers; under
+  // rendezvous some of its sends wait for a receiver inside a backward.
+  Schedule dual = build(ScheduleFamily::DualPipeV, 4, 2, 8).schedule;
+  EXPECT_DOUBLE_EQ(bufferedMakespan(dual, 1, 1, 1), 51);
+  EXPECT_LE(simulateUniform(dual).makespan, 54);
+  // Interleaved at K = 8, M = 16: Megatron's (K-1)(F+B) idle per rank with
+  // buffered transfers, 21 + 96; rendezvous costs some more.
+  Schedule inter8 = build(ScheduleFamily::Interleaved1F1B, 8, 2, 16).schedule;
+  EXPECT_DOUBLE_EQ(bufferedMakespan(inter8, 1, 1, 1), 117);
+  Timeline ofob8 =
+      simulateUniform(build(ScheduleFamily::OneFOneB, 8, 1, 16).schedule);
+  EXPECT_LT(simulateUniform(inter8).bubbleFraction, ofob8.bubbleFraction);
 }
 
 TEST(GenerateScheduleTest, H2BeatsH1WhenWeightGradientsAreCheap) {
-  // F = 2, I = 2, W = 1: H1's last rank still runs F, I, W in turn; H2
-  // reaches the lower bound (K-1)F + M(F+I+W) = 6 + 40.
+  // F = 2, I = 2, W = 1. H1's last rank runs F, I, W in turn (it holds one
+  // micro-batch); H2's extra memory lets the ranks defer Ws, so the input
+  // gradients reach rank 0 sooner. (The bound (K-1)F + M(F+I+W) = 46 would
+  // need the last rank to defer 7 Ws, more than H2's K activations there.)
   ScheduleOptions options;
   options.forwardTicks = 2;
   options.inputTicks = 2;
@@ -366,20 +430,23 @@ TEST(GenerateScheduleTest, H2BeatsH1WhenWeightGradientsAreCheap) {
     durations.set(ActionKind::BackwardInput, s, 2);
     durations.set(ActionKind::BackwardWeight, s, 1);
   }
-  Timeline h1 = simulate(
-      build(ScheduleFamily::ZBH1, 4, 1, 8, options).schedule, durations);
-  Timeline h2 = simulate(
-      build(ScheduleFamily::ZBH2, 4, 1, 8, options).schedule, durations);
-  ASSERT_TRUE(h1.ok() && h2.ok());
-  EXPECT_LT(h2.makespan, h1.makespan);
-  EXPECT_DOUBLE_EQ(h2.makespan, 46);
+  Schedule h1 = build(ScheduleFamily::ZBH1, 4, 1, 8, options).schedule;
+  Schedule h2 = build(ScheduleFamily::ZBH2, 4, 1, 8, options).schedule;
+  Timeline t1 = simulate(h1, durations);
+  Timeline t2 = simulate(h2, durations);
+  ASSERT_TRUE(t1.ok() && t2.ok());
+  EXPECT_LT(t2.makespan, t1.makespan);
+  EXPECT_LT(bufferedMakespan(h2, 2, 2, 1), bufferedMakespan(h1, 2, 2, 1));
+  // H1's bound: the last rank's last I ends at 6 + 7 x 5 + 4 = 45, rank
+  // 0's 6 later, then its W.
+  EXPECT_DOUBLE_EQ(bufferedMakespan(h1, 2, 2, 1), 52);
 }
 
 TEST(GenerateScheduleTest, PeakActivations) {
   for (int k : {2, 4, 8}) {
     for (int m : {1, 2, 3, 8, 16}) {
-      Timeline ofob = simulateUniform(
-          build(ScheduleFamily::OneFOneB, k, 1, m).schedule);
+      Timeline ofob =
+          simulateUniform(build(ScheduleFamily::OneFOneB, k, 1, m).schedule);
       Timeline h1 =
           simulateUniform(build(ScheduleFamily::ZBH1, k, 1, m).schedule);
       Timeline h2 =
@@ -396,11 +463,10 @@ TEST(GenerateScheduleTest, PeakActivations) {
   // holds 11 chunk activations at its peak (8 of stage 0 and 3 of stage 4):
   // 5.5 micro-batches of its whole model part, vs 1F1B's K = 4; Narayanan et
   // al.'s (1 + (K-1)/(V K)) x 1F1B's counts the same warm-up per chunk.
-  Timeline inter = simulateUniform(
-      build(ScheduleFamily::Interleaved1F1B, 4, 2, 8).schedule);
+  Timeline inter =
+      simulateUniform(build(ScheduleFamily::Interleaved1F1B, 4, 2, 8).schedule);
   ASSERT_TRUE(inter.ok());
-  EXPECT_EQ(inter.peakActivations,
-            (std::vector<int>{8, 8, 7, 5, 4, 4, 3, 1}));
+  EXPECT_EQ(inter.peakActivations, (std::vector<int>{8, 8, 7, 5, 4, 4, 3, 1}));
   // ZB-V and DualPipeV: stage s holds at most 2K - s (rank 0: 2K chunk
   // activations in all, 1F1B's K micro-batches of its whole model part).
   for (ScheduleFamily family :
@@ -414,8 +480,8 @@ TEST(GenerateScheduleTest, PeakActivations) {
 TEST(GenerateScheduleTest, Table) {
   for (auto [k, m] : {std::pair{4, 8}, std::pair{8, 16}}) {
     std::printf("K=%d M=%d, F=I=W=1 (B=2), free transfers\n", k, m);
-    std::printf("%-18s %2s %8s %9s  %s\n", "family", "V", "makespan",
-                "bubble", "peak activations per stage");
+    std::printf("%-18s %2s %8s %9s %8s %9s  %s\n", "family", "V", "makespan",
+                "bubble", "buffered", "bubble", "peak activations per stage");
     for (ScheduleFamily family : getScheduleFamilies()) {
       for (int v : {1, 2}) {
         if (!checkScheduleShape(family, k, v, m).empty())
@@ -427,8 +493,12 @@ TEST(GenerateScheduleTest, Table) {
         std::string peaks;
         for (int p : t.peakActivations)
           peaks += (peaks.empty() ? "" : " ") + std::to_string(p);
-        std::printf("%-18s %2d %8g %9.4f  %s\n", getScheduleFamilyName(family),
-                    v, t.makespan, t.bubbleFraction, peaks.c_str());
+        double buffered = bufferedMakespan(built.schedule, 1, 1, 1);
+        double work = 3.0 * m * v;
+        std::printf("%-18s %2d %8g %9.4f %8g %9.4f  %s\n",
+                    getScheduleFamilyName(family), v, t.makespan,
+                    t.bubbleFraction, buffered, 1 - work / buffered,
+                    peaks.c_str());
       }
     }
   }

@@ -151,6 +151,13 @@ struct ScheduleOptions {
   std::vector<int64_t> stageForwardTicks;
   std::vector<int64_t> stageInputTicks;
   std::vector<int64_t> stageWeightTicks;
+  /// Where `insertCommunication` puts a transfer in the global event order:
+  /// false, at the tick its producer ends; true, at the first tick from
+  /// then until its consumer starts at which neither end is inside an
+  /// action (else at the producer's end), so that under rendezvous neither
+  /// waits for the other when the durations hold. `buildSchedule` sets it
+  /// for every family but gpipe and 1f1b.
+  bool alignTransfers = false;
   /// zb-auto's memory limit: per stage, the most micro-batches whose
   /// activations the stage may hold at once (from the end of F until its W
   /// or B). Empty, a missing entry or one below 1 means numStages - s, the
@@ -197,7 +204,9 @@ Schedule build1F1BSchedule(int numStages, int numMicrobatches,
 /// Placement rule: simulate the compute orders once with `options`' tick
 /// durations and unbounded buffering (each action starts when its rank is
 /// free and its inputs exist), giving every action a start tick; put each
-/// transfer at the tick its producer ends; sort ALL events (compute actions
+/// transfer at the tick its producer ends (or, with `alignTransfers`, at the
+/// first tick until its consumer starts at which both ends are between
+/// actions); sort ALL events (compute actions
 /// at their start, transfers at their tick, a transfer before a compute
 /// action at the same tick, then by a fixed tie-break) into ONE global
 /// sequence and give each rank the subsequence it takes part in. A send and
