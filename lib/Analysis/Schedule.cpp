@@ -782,10 +782,11 @@ std::string mlir::gpipe::checkScheduleShape(ScheduleFamily family, int numRanks,
              " needs exactly 2 virtual stages per rank (V-shape "
              "placement), got " +
              std::to_string(virtualStages);
-    if (numMicrobatches < 2 * numRanks)
-      return name + " needs at least as many micro-batches as stages (2 x " +
-             std::to_string(numRanks) +
-             " ranks = " + std::to_string(2 * numRanks) + "), got " +
+    if (numMicrobatches < 2 * numRanks - 1)
+      return name +
+             " needs at least 2K-1 = " + std::to_string(2 * numRanks - 1) +
+             " micro-batches for " + std::to_string(numRanks) +
+             " ranks (its steady phase runs M-2K+r+1 times on rank r), got " +
              std::to_string(numMicrobatches);
     return "";
   case ScheduleFamily::ZBAuto:
@@ -1106,7 +1107,9 @@ ComputeOrders buildZBVOrders(int numRanks, int numMicrobatches) {
 
 /// DualPipeV: DeepSeek-AI, "DeepSeek-V3 Technical Report" (arXiv:2412.19437),
 /// section 3.2.1 (DualPipe), in the V-shaped single-copy form PyTorch's
-/// ScheduleDualPipeV defines (V-shape placement, M >= 2K). Rank r, chunk 0 =
+/// ScheduleDualPipeV defines (V-shape placement). PyTorch asks for M >= 2K;
+/// every step count below is >= 0 from M = 2K-1 on, and the result verifies
+/// there too, so that is the limit here. Rank r, chunk 0 =
 /// stage r, chunk 1 = stage 2K-1-r; every action takes the next micro-batch
 /// of its stage and kind; a B (full backward) counts as that micro-batch's I
 /// and W; an I queues its W, and "W" below runs the oldest queued W (if

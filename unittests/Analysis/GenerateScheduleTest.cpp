@@ -234,9 +234,10 @@ TEST(GenerateScheduleTest, ShapeMessages) {
   EXPECT_EQ(checkScheduleShape(ScheduleFamily::ZBV, 4, 3, 8),
             "zbv needs exactly 2 virtual stages per rank (V-shape placement), "
             "got 3");
-  EXPECT_EQ(checkScheduleShape(ScheduleFamily::DualPipeV, 4, 2, 7),
-            "dualpipev needs at least as many micro-batches as stages (2 x 4 "
-            "ranks = 8), got 7");
+  EXPECT_EQ(checkScheduleShape(ScheduleFamily::DualPipeV, 4, 2, 6),
+            "dualpipev needs at least 2K-1 = 7 micro-batches for 4 ranks (its "
+            "steady phase runs M-2K+r+1 times on rank r), got 6");
+  EXPECT_EQ(checkScheduleShape(ScheduleFamily::DualPipeV, 4, 2, 7), "");
   EXPECT_EQ(checkScheduleShape(ScheduleFamily::ZBH1, 4, 2, 8),
             "zb-h1 needs exactly 1 virtual stage per rank (one stage per "
             "rank), got 2");
@@ -475,6 +476,46 @@ TEST(GenerateScheduleTest, PeakActivations) {
     ASSERT_TRUE(t.ok());
     EXPECT_EQ(t.peakActivations, (std::vector<int>{8, 7, 6, 5, 4, 3, 2, 1}));
   }
+}
+
+TEST(GenerateScheduleTest, ZBAutoFollowsCostsAndMemoryLimits) {
+  // Per-stage costs: a slow last stage (the loss) and a fast first one.
+  for (int v : {1, 2}) {
+    for (int m : {1, 3, 8, 13}) {
+      int k = 4, numStages = k * v;
+      ScheduleOptions options;
+      for (int s = 0; s < numStages; ++s) {
+        options.stageForwardTicks.push_back(s + 1 == numStages ? 3 : 1 + s % 2);
+        options.stageInputTicks.push_back(s + 1 == numStages ? 4 : 2);
+        options.stageWeightTicks.push_back(1 + s % 3);
+        options.maxActivations.push_back(1 + s % 3);
+      }
+      for (bool recompute : {false, true}) {
+        options.recompute = recompute;
+        ScheduleOrError built = build(ScheduleFamily::ZBAuto, k, v, m, options);
+        ASSERT_TRUE(built.ok()) << built.error;
+        ASSERT_TRUE(verifySchedule(built.schedule).ok());
+        EXPECT_EQ(checkOrdering(built.schedule, recompute), "");
+        Timeline t = simulateUniform(built.schedule);
+        ASSERT_TRUE(t.ok());
+        for (int s = 0; s < numStages; ++s)
+          EXPECT_LE(t.peakActivations[s], 1 + s % 3) << "stage " << s;
+      }
+    }
+  }
+  // The default limit is 1F1B's: zb-auto with uniform costs is ZB-H1.
+  for (int m : {1, 5, 8, 16}) {
+    ScheduleOrError autoSchedule = build(ScheduleFamily::ZBAuto, 4, 1, m);
+    ScheduleOrError h1 = build(ScheduleFamily::ZBH1, 4, 1, m);
+    ASSERT_TRUE(autoSchedule.ok() && h1.ok());
+    EXPECT_EQ(autoSchedule.schedule, h1.schedule);
+  }
+  // More memory on the last stages lets it defer Ws like ZB-H2.
+  ScheduleOptions roomy;
+  roomy.maxActivations = {7, 6, 5, 4};
+  ScheduleOrError deferred = build(ScheduleFamily::ZBAuto, 4, 1, 8, roomy);
+  ASSERT_TRUE(deferred.ok());
+  EXPECT_DOUBLE_EQ(simulateUniform(deferred.schedule).makespan, 27);
 }
 
 TEST(GenerateScheduleTest, Table) {

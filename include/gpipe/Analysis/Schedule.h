@@ -268,7 +268,8 @@ std::vector<int> getSchedulePlacement(ScheduleFamily family, int numRanks,
 /// per rank and M micro-batches: "" if so, else a message naming the value
 /// and what the family accepts. All families need K >= 1 and M >= 1;
 /// gpipe, 1f1b, zb-h1 and zb-h2 need V = 1; interleaved-1f1b V >= 2 (any M);
-/// zbv V = 2 (any M); dualpipev V = 2 and M >= 2K; zb-auto V = 1 or 2.
+/// zbv V = 2 (any M); dualpipev V = 2 and M >= 2K-1; zb-auto V = 1 or 2
+/// (any M).
 std::string checkScheduleShape(ScheduleFamily family, int numRanks,
                                int virtualStages, int numMicrobatches);
 
