@@ -935,6 +935,16 @@ struct ListSchedulerInput {
 /// nothing is ready, the rank waits until the next action anywhere ends.
 /// Per stage, F, I and W each run in micro-batch order.
 ///
+/// Memory is counted as Timeline counts it: a micro-batch's activations are
+/// held from its F until its W. The paper charges a pending W only what the
+/// weight gradient needs, so its ZB-H1 may defer Ws on the last stages and
+/// idles (K-1)(F+I-W) per rank; held to 1F1B's K - r micro-batches until W,
+/// the last rank must run F, I, W in turn, and ZB-H1 here idles (K-1)(F+I)
+/// per rank (1F1B: (K-1)(F+I+W)), the best any schedule can under that
+/// limit. ZB-H2's larger limits remove that constraint: with uniform
+/// durations it reaches (K-1)F, the bound of any one-stage-per-rank
+/// schedule.
+///
 /// It cannot get stuck with limits >= 1: the last stage's I only needs its
 /// own F; stage s can always run the I (or W) of the oldest micro-batch it
 /// holds once stage s+1 has, and a stage that holds nothing may run an F.

@@ -281,8 +281,12 @@ std::string checkScheduleShape(ScheduleFamily family, int numRanks,
 /// one B or one I + W; each rank's program ends with the Steps of its stages
 /// in increasing stage order. A Recompute precedes every B or I when
 /// `options.recompute`. gpipe and 1f1b give exactly `buildGPipeSchedule` and
-/// `build1F1BSchedule`. Errors: `checkScheduleShape`'s message, or an
-/// `insertCommunication` error (bad durations in `options`).
+/// `build1F1BSchedule`; the other families place their transfers with
+/// `alignTransfers`. Interleaved 1F1B uses B; ZB-H1, ZB-H2, ZB-V and zb-auto
+/// use I + W; DualPipeV both, where PyTorch's does. ZB-H1/H2 order with the
+/// uniform durations of `options`, zb-auto with its per-stage durations and
+/// `maxActivations`. Errors: `checkScheduleShape`'s message, or a problem
+/// with the durations in `options`.
 ScheduleOrError buildSchedule(ScheduleFamily family, int numRanks,
                               int virtualStages, int numMicrobatches,
                               const BoundaryTraffic &traffic,
