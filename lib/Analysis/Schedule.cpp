@@ -504,16 +504,32 @@ mlir::gpipe::insertCommunication(const Schedule &computeOrder,
   auto getAlignedTick = [&](const Transfer &t) {
     int64_t first = end[t.producerRank][t.producerIndex];
     int64_t last = start[t.consumerRank][t.consumerIndex];
-    std::vector<int64_t> candidates = {first, last};
-    for (int rank : {t.producerRank, t.consumerRank})
-      for (int64_t tick : end[rank])
-        if (tick > first && tick < last)
-          candidates.push_back(tick);
-    std::sort(candidates.begin(), candidates.end());
-    for (int64_t tick : candidates)
-      if (isFree(t.producerRank, tick) && isFree(t.consumerRank, tick))
+    auto isAligned = [&](int64_t tick) {
+      return isFree(t.producerRank, tick) && isFree(t.consumerRank, tick);
+    };
+    if (isAligned(first))
+      return first;
+    // The candidates in between are the ends of either side's actions, in
+    // increasing order (each rank's ends increase along its program).
+    const std::vector<int64_t> &a = end[t.producerRank];
+    const std::vector<int64_t> &b = end[t.consumerRank];
+    auto i = std::upper_bound(a.begin(), a.end(), first);
+    auto j = std::upper_bound(b.begin(), b.end(), first);
+    while (true) {
+      int64_t tick = last;
+      if (i != a.end())
+        tick = std::min(tick, *i);
+      if (j != b.end())
+        tick = std::min(tick, *j);
+      if (isAligned(tick))
         return tick;
-    return first;
+      if (tick >= last)
+        return first;
+      while (i != a.end() && *i <= tick)
+        ++i;
+      while (j != b.end() && *j <= tick)
+        ++j;
+    }
   };
   for (const Transfer &t : transfers) {
     int64_t tick = options.alignTransfers
