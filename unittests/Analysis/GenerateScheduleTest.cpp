@@ -180,6 +180,20 @@ double bufferedMakespan(const Schedule &s, double f, double in, double w) {
   return makespan;
 }
 
+/// The most chunk activations `rank` holds at once (forwards whose B, or W
+/// of a split backward, has not run), over all its stages.
+int getRankPeak(const Schedule &s, int rank) {
+  int held = 0, peak = 0;
+  for (const Action &a : s.ranks[rank]) {
+    if (a.kind == ActionKind::Forward)
+      peak = std::max(peak, ++held);
+    else if (a.kind == ActionKind::Backward ||
+             a.kind == ActionKind::BackwardWeight)
+      --held;
+  }
+  return peak;
+}
+
 Timeline simulateUniform(const Schedule &s) {
   // F = 1, B = 2, so I = W = 1; free transfers.
   return simulate(s, ActionDurations::uniform(s.numStages, 1, 2));
@@ -459,15 +473,42 @@ TEST(GenerateScheduleTest, PeakActivations) {
         EXPECT_LE(h2.peakActivations[r], 2 * k - 1 - r);
     }
   }
-  // Megatron's interleaved schedule, K=4, V=2, M=8: rank r runs 2(K-r-1) +
-  // (V-1)K warm-up forwards plus one before its first backward, so rank 0
-  // holds 11 chunk activations at its peak (8 of stage 0 and 3 of stage 4):
-  // 5.5 micro-batches of its whole model part, vs 1F1B's K = 4; Narayanan et
-  // al.'s (1 + (K-1)/(V K)) x 1F1B's counts the same warm-up per chunk.
+  // Megatron's interleaved schedule: rank 0 runs 2(K-1) + (V-1)K warm-up
+  // forwards and one more before its first backward, VK + K - 1 chunk
+  // activations at its peak, i.e. K + (K-1)/V micro-batches of its whole
+  // model part: 1F1B's K times (1 + (K-1)/(K V)), the factor Korthikanti et
+  // al. ("Reducing Activation Recomputation in Large Transformer Models",
+  // 2022) give for the interleaved schedule. K=4, V=2, M=8:
+  // 11 chunk activations on rank 0 at once = 5.5 micro-batches vs 1F1B's
+  // 4. (Per stage, apart: 8 on stage 0, 4 on stage 4.)
   Timeline inter =
       simulateUniform(build(ScheduleFamily::Interleaved1F1B, 4, 2, 8).schedule);
   ASSERT_TRUE(inter.ok());
   EXPECT_EQ(inter.peakActivations, (std::vector<int>{8, 8, 7, 5, 4, 4, 3, 1}));
+  EXPECT_EQ(
+      getRankPeak(build(ScheduleFamily::Interleaved1F1B, 4, 2, 8).schedule, 0),
+      11);
+  for (int k : {2, 4, 8}) {
+    for (int v : {2, 3}) {
+      Schedule s = build(ScheduleFamily::Interleaved1F1B, k, v, 2 * k).schedule;
+      EXPECT_EQ(getRankPeak(s, 0), v * k + k - 1) << "K=" << k << " V=" << v;
+      // 1F1B's rank 0: K.
+      EXPECT_EQ(
+          getRankPeak(build(ScheduleFamily::OneFOneB, k, 1, 2 * k).schedule, 0),
+          k);
+    }
+  }
+  // ZB-V holds 2K chunk activations on every rank (K micro-batches of a
+  // rank's whole model part, 1F1B's rank-0 peak; Qi et al., section 6);
+  // DualPipeV one more.
+  for (int k : {2, 4, 8}) {
+    Schedule zbv = build(ScheduleFamily::ZBV, k, 2, 2 * k).schedule;
+    Schedule dual = build(ScheduleFamily::DualPipeV, k, 2, 2 * k).schedule;
+    for (int r = 0; r < k; ++r) {
+      EXPECT_EQ(getRankPeak(zbv, r), 2 * k) << "K=" << k << " rank " << r;
+      EXPECT_EQ(getRankPeak(dual, r), 2 * k + 1) << "K=" << k << " rank " << r;
+    }
+  }
   // ZB-V and DualPipeV: stage s holds at most 2K - s (rank 0: 2K chunk
   // activations in all, 1F1B's K micro-batches of its whole model part).
   for (ScheduleFamily family :
@@ -522,7 +563,7 @@ TEST(GenerateScheduleTest, Table) {
   for (auto [k, m] : {std::pair{4, 8}, std::pair{8, 16}}) {
     std::printf("K=%d M=%d, F=I=W=1 (B=2), free transfers\n", k, m);
     std::printf("%-18s %2s %8s %9s %8s %9s  %s\n", "family", "V", "makespan",
-                "bubble", "buffered", "bubble", "peak activations per stage");
+                "bubble", "buffered", "bubble", "peak per rank  | per stage");
     for (ScheduleFamily family : getScheduleFamilies()) {
       for (int v : {1, 2}) {
         if (!checkScheduleShape(family, k, v, m).empty())
@@ -532,8 +573,12 @@ TEST(GenerateScheduleTest, Table) {
         Timeline t = simulateUniform(built.schedule);
         ASSERT_TRUE(t.ok()) << t.error;
         std::string peaks;
+        for (int r = 0; r < k; ++r)
+          peaks += (peaks.empty() ? "" : " ") +
+                   std::to_string(getRankPeak(built.schedule, r));
+        peaks += "  |";
         for (int p : t.peakActivations)
-          peaks += (peaks.empty() ? "" : " ") + std::to_string(p);
+          peaks += " " + std::to_string(p);
         double buffered = bufferedMakespan(built.schedule, 1, 1, 1);
         double work = 3.0 * m * v;
         std::printf("%-18s %2d %8g %9.4f %8g %9.4f  %s\n",
