@@ -933,6 +933,9 @@ struct ListSchedulerInput {
   std::vector<int> stageToRank;
   std::vector<int64_t> forwardTicks, inputTicks, weightTicks;
   std::vector<int> maxActivations;
+  /// Among a rank's stages: the later stage first (true), or the lowest
+  /// micro-batch first, then the later stage (false).
+  bool laterStageFirst = false;
 };
 
 /// The zero-bubble list scheduler, after Qi et al., "Zero Bubble Pipeline
@@ -947,7 +950,8 @@ struct ListSchedulerInput {
 /// (while its stage holds fewer activations than its limit; a stage holds a
 /// micro-batch's activations from its F until its W), else a W (which frees
 /// memory and fills time the rank would otherwise idle); among several
-/// stages of a rank, the lowest micro-batch first, then the later stage. If
+/// stages of a rank, the lowest micro-batch first, then the later stage (or,
+/// `laterStageFirst`, the later stage; zb-auto tries both). If
 /// nothing is ready, the rank waits until the next action anywhere ends.
 /// Per stage, F, I and W each run in micro-batch order.
 ///
@@ -965,7 +969,8 @@ struct ListSchedulerInput {
 /// own F; stage s can always run the I (or W) of the oldest micro-batch it
 /// holds once stage s+1 has, and a stage that holds nothing may run an F.
 /// An empty result means it did (an internal error).
-ComputeOrders runZeroBubbleListScheduler(const ListSchedulerInput &in) {
+ComputeOrders runZeroBubbleListScheduler(const ListSchedulerInput &in,
+                                         int64_t *makespan = nullptr) {
   int numStages = static_cast<int>(in.stageToRank.size());
   int M = in.numMicrobatches;
   int numRanks = 0;
@@ -1010,7 +1015,9 @@ ComputeOrders runZeroBubbleListScheduler(const ListSchedulerInput &in) {
     ActionKind kind = ActionKind::Step;
     int stage = -1, mb = -1;
     auto consider = [&](ActionKind candidateKind, int s, int m) {
-      if (stage < 0 || m < mb || (m == mb && s > stage)) {
+      bool better =
+          in.laterStageFirst ? s > stage : m < mb || (m == mb && s > stage);
+      if (stage < 0 || better) {
         kind = candidateKind;
         stage = s;
         mb = m;
@@ -1066,6 +1073,8 @@ ComputeOrders runZeroBubbleListScheduler(const ListSchedulerInput &in) {
     --left[r];
     blocked.assign(numRanks, false);
   }
+  if (makespan)
+    *makespan = endTicks.empty() ? 0 : *endTicks.rbegin();
   return orders;
 }
 
@@ -1287,7 +1296,16 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     ListSchedulerInput in = listInput(/*perStage=*/true);
     for (int s = 0; s < numStages; ++s)
       in.maxActivations.push_back(options.getMaxActivations(s, numStages));
-    orders = runZeroBubbleListScheduler(in);
+    // With several stages per rank, also try the later stage first and
+    // keep the shorter of the two (by the scheduler's own clock).
+    int64_t makespan = 0, other = 0;
+    orders = runZeroBubbleListScheduler(in, &makespan);
+    if (V > 1) {
+      in.laterStageFirst = true;
+      ComputeOrders alternative = runZeroBubbleListScheduler(in, &other);
+      if (!alternative.empty() && (orders.empty() || other < makespan))
+        orders = std::move(alternative);
+    }
     break;
   }
   case ScheduleFamily::ZBV:
