@@ -5,12 +5,12 @@
 // recompute, point-to-point sends and receives at stage boundaries, gradient
 // all-reduce, optimizer step), in the vocabulary of PyTorch's pipelining
 // schedule IR so its CSV schedules can be imported and checked. Also the
-// generators for GPipe fill-drain and non-interleaved 1F1B, the pass that
-// places sends and receives into per-rank compute orders so that the result
-// cannot deadlock under blocking rendezvous semantics, and the CSV reader and
-// writer, and the schedules the field uses after 1F1B (interleaved 1F1B, the
-// zero-bubble family, DualPipeV) behind one entry point, `buildSchedule`.
-// Plain C++17; no MLIR or LLVM.
+// generators for GPipe fill-drain and non-interleaved 1F1B, the schedules the
+// field uses after them (interleaved 1F1B, the zero-bubble family, DualPipeV)
+// behind one entry point, `buildSchedule`, the pass that places sends and
+// receives into per-rank compute orders so that the result cannot deadlock
+// under blocking rendezvous semantics, and the CSV reader and writer. Plain
+// C++17; no MLIR or LLVM.
 //
 // Conventions. Stage s lives on rank stageToRank[s]; a rank may hold several
 // stages (interleaved schedules). Boundary b joins stage b and stage b+1. An
@@ -129,10 +129,12 @@ struct BoundaryTraffic {
   int64_t getBytes(int boundary) const;
 };
 
-/// How the generators and `insertCommunication` work. The durations are only
-/// used to choose WHERE each send and receive goes in the programs (so that a
-/// rendezvous rarely stalls a rank that has work); any positive values give a
-/// deadlock-free schedule. Integer ticks, so that ties are exact.
+/// How the generators and `insertCommunication` work. `insertCommunication`
+/// uses the durations only to choose WHERE each send and receive goes in the
+/// programs (so that a rendezvous rarely stalls a rank that has work); any
+/// positive values give a deadlock-free schedule. The zero-bubble generators
+/// (zb-h1, zb-h2, zb-auto) also order the compute actions by them. Integer
+/// ticks, so that ties are exact.
 struct ScheduleOptions {
   /// Insert a Recompute right before every Backward/BackwardInput (the
   /// "stage" rematerialization policy: keep only the stage's boundary input).
