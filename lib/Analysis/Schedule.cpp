@@ -869,10 +869,12 @@ ScheduleOrError finishOrders(int numMicrobatches, std::vector<int> stageToRank,
 /// warm-up instead), since a group smaller than K would reach the next chunk
 /// before the last rank has produced its input; and a backward also waits
 /// for 2(K-r-1) forwards after its micro-batch's last-chunk forward (the
-/// round trip through the ranks after r; automatic in full groups), so any
-/// M >= 1 gives a schedule that runs (checked by the tests up to M = 16 and
-/// K = 8). The bubble is (K-1) forward+backward durations of one chunk per
-/// rank, 1/V of 1F1B's for the same work per rank.
+/// round trip through the ranks after r; automatic in full groups). Any
+/// M >= 1 then gives an order that runs: checked for every K <= 16, V <= 5,
+/// M <= 64 (the unit tests verify K <= 8, V <= 3, M <= 16); should some
+/// other shape not, `insertCommunication` reports it rather than placing
+/// transfers. The bubble is (K-1) forward+backward durations of one chunk
+/// per rank, 1/V of 1F1B's for the same work per rank.
 ComputeOrders buildInterleavedOrders(int numRanks, int virtualStages,
                                      int numMicrobatches) {
   int K = numRanks, V = virtualStages, M = numMicrobatches;
