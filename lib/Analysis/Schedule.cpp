@@ -1,6 +1,8 @@
 //===- Schedule.cpp - Pipeline schedules ------------------------*- C++ -*-===//
 //
 // Implements the plain-data schedule helpers, the GPipe and 1F1B generators,
+// the generated families after 1F1B (interleaved 1F1B, ZB-H1/H2, ZB-V,
+// DualPipeV and the zero-bubble heuristic, each citing its source),
 // `insertCommunication` (which turns per-rank compute orders into complete
 // programs whose sends and receives cannot deadlock under blocking rendezvous,
 // by projecting one global, simulated event order onto the ranks), and the
@@ -11,6 +13,9 @@
 #include "gpipe/Analysis/Schedule.h"
 
 #include <algorithm>
+#include <deque>
+#include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -105,6 +110,50 @@ int64_t BoundaryTraffic::getBytes(int boundary) const {
 }
 
 //===----------------------------------------------------------------------===//
+// ScheduleOptions
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The per-stage entry of `perStage` if there is one, else `uniform`.
+int64_t getStageTicks(const std::vector<int64_t> &perStage, int stage,
+                      int64_t uniform) {
+  if (stage >= 0 && stage < static_cast<int>(perStage.size()))
+    return perStage[stage];
+  return uniform;
+}
+
+} // namespace
+
+int64_t ScheduleOptions::getForwardTicks(int stage) const {
+  return getStageTicks(stageForwardTicks, stage, forwardTicks);
+}
+
+int64_t ScheduleOptions::getInputTicks(int stage) const {
+  int64_t half = std::max<int64_t>(1, backwardTicks / 2);
+  return getStageTicks(stageInputTicks, stage, inputTicks ? inputTicks : half);
+}
+
+int64_t ScheduleOptions::getWeightTicks(int stage) const {
+  int64_t half = std::max<int64_t>(1, backwardTicks / 2);
+  return getStageTicks(stageWeightTicks, stage,
+                       weightTicks ? weightTicks : half);
+}
+
+int64_t ScheduleOptions::getBackwardTicks(int stage) const {
+  if (stageInputTicks.empty() && stageWeightTicks.empty())
+    return backwardTicks;
+  return getInputTicks(stage) + getWeightTicks(stage);
+}
+
+int ScheduleOptions::getMaxActivations(int stage, int numStages) const {
+  if (stage >= 0 && stage < static_cast<int>(maxActivations.size()) &&
+      maxActivations[stage] >= 1)
+    return maxActivations[stage];
+  return std::max(1, numStages - stage);
+}
+
+//===----------------------------------------------------------------------===//
 // insertCommunication
 //===----------------------------------------------------------------------===//
 
@@ -162,6 +211,37 @@ std::string checkShape(const Schedule &schedule) {
   return "";
 }
 
+/// "" if every duration in `options` is usable, else the problem.
+std::string checkDurations(const ScheduleOptions &options) {
+  if (options.forwardTicks < 1 || options.backwardTicks < 1 ||
+      options.recomputeTicks < 1) {
+    return "placement durations must be positive, got forward " +
+           std::to_string(options.forwardTicks) + ", backward " +
+           std::to_string(options.backwardTicks) + ", recompute " +
+           std::to_string(options.recomputeTicks);
+  }
+  if (options.inputTicks < 0 || options.weightTicks < 0) {
+    return "placement durations must be positive (or 0: half the "
+           "backward), got input " +
+           std::to_string(options.inputTicks) + ", weight " +
+           std::to_string(options.weightTicks);
+  }
+  for (const auto &[name, perStage] :
+       {std::pair<const char *, const std::vector<int64_t> *>{
+            "forward", &options.stageForwardTicks},
+        {"input", &options.stageInputTicks},
+        {"weight", &options.stageWeightTicks}}) {
+    for (size_t s = 0; s < perStage->size(); ++s) {
+      if ((*perStage)[s] < 1) {
+        return "placement durations must be positive, got " +
+               std::string(name) + " " + std::to_string((*perStage)[s]) +
+               " for stage " + std::to_string(s);
+      }
+    }
+  }
+  return "";
+}
+
 /// Identifies the compute action of (kind, stage, micro-batch).
 int computeSlot(ActionKind kind, int stage, int microbatch,
                 int numMicrobatches) {
@@ -193,6 +273,8 @@ struct Transfer {
   int microbatch;
   int producerRank; ///< the producing action's rank and index in its program
   int producerIndex;
+  int consumerRank; ///< the consuming action's rank and index
+  int consumerIndex;
 };
 
 /// A position in the global event order: (tick, class, tie-break...). Class
@@ -207,12 +289,8 @@ mlir::gpipe::insertCommunication(const Schedule &computeOrder,
                                  const BoundaryTraffic &traffic,
                                  const ScheduleOptions &options) {
   ScheduleOrError result;
-  if (options.forwardTicks < 1 || options.backwardTicks < 1 ||
-      options.recomputeTicks < 1) {
-    result.error = "placement durations must be positive, got forward " +
-                   std::to_string(options.forwardTicks) + ", backward " +
-                   std::to_string(options.backwardTicks) + ", recompute " +
-                   std::to_string(options.recomputeTicks);
+  if (std::string error = checkDurations(options); !error.empty()) {
+    result.error = error;
     return result;
   }
   if (std::string error = checkShape(computeOrder); !error.empty()) {
@@ -300,7 +378,7 @@ mlir::gpipe::insertCommunication(const Schedule &computeOrder,
           ok = need(producer, Action::compute(ActionKind::Forward, s - 1, mb));
           if (ok && producer.first != r)
             transfers.push_back(
-                {true, s - 1, mb, producer.first, producer.second});
+                {true, s - 1, mb, producer.first, producer.second, r, i});
         }
         break;
       case ActionKind::Recompute:
@@ -319,7 +397,7 @@ mlir::gpipe::insertCommunication(const Schedule &computeOrder,
           ok = need(producer, Action::compute(ActionKind::Backward, s + 1, mb));
           if (ok && producer.first != r)
             transfers.push_back(
-                {false, s, mb, producer.first, producer.second});
+                {false, s, mb, producer.first, producer.second, r, i});
         }
         break;
       }
@@ -344,15 +422,16 @@ mlir::gpipe::insertCommunication(const Schedule &computeOrder,
     start[r].assign(programs[r].size(), -1);
     end[r].assign(programs[r].size(), -1);
   }
-  auto ticksOf = [&](ActionKind kind) -> int64_t {
-    switch (kind) {
+  auto ticksOf = [&](const Action &action) -> int64_t {
+    switch (action.kind) {
     case ActionKind::Forward:
-      return options.forwardTicks;
+      return options.getForwardTicks(action.stage);
     case ActionKind::Backward:
-      return options.backwardTicks;
+      return options.getBackwardTicks(action.stage);
     case ActionKind::BackwardInput:
+      return options.getInputTicks(action.stage);
     case ActionKind::BackwardWeight:
-      return std::max<int64_t>(1, options.backwardTicks / 2);
+      return options.getWeightTicks(action.stage);
     case ActionKind::Recompute:
       return options.recomputeTicks;
     default:
@@ -376,7 +455,7 @@ mlir::gpipe::insertCommunication(const Schedule &computeOrder,
         if (blocked)
           break;
         start[r][i] = ready;
-        end[r][i] = ready + ticksOf(programs[r][i].kind);
+        end[r][i] = ready + ticksOf(programs[r][i]);
         freeAt[r] = end[r][i];
         ++pc[r];
         progress = true;
@@ -410,8 +489,52 @@ mlir::gpipe::insertCommunication(const Schedule &computeOrder,
   for (int r = 0; r < numRanks; ++r)
     for (int i = 0, e = static_cast<int>(programs[r].size()); i < e; ++i)
       events[r].push_back({EventKey{start[r][i], 1, r, i, 0}, programs[r][i]});
+  // Whether `rank` runs no action across `tick` (none starts before and
+  // ends after it).
+  auto isFree = [&](int rank, int64_t tick) {
+    const std::vector<int64_t> &starts = start[rank];
+    auto after = std::lower_bound(starts.begin(), starts.end(), tick);
+    if (after == starts.begin())
+      return true;
+    return end[rank][(after - starts.begin()) - 1] <= tick;
+  };
+  // With `alignTransfers`: the first tick in [producer end, consumer start]
+  // at which neither end runs an action, so that neither waits for the other
+  // at the rendezvous; the producer's end if there is none.
+  auto getAlignedTick = [&](const Transfer &t) {
+    int64_t first = end[t.producerRank][t.producerIndex];
+    int64_t last = start[t.consumerRank][t.consumerIndex];
+    auto isAligned = [&](int64_t tick) {
+      return isFree(t.producerRank, tick) && isFree(t.consumerRank, tick);
+    };
+    if (isAligned(first))
+      return first;
+    // The candidates in between are the ends of either side's actions, in
+    // increasing order (each rank's ends increase along its program).
+    const std::vector<int64_t> &a = end[t.producerRank];
+    const std::vector<int64_t> &b = end[t.consumerRank];
+    auto i = std::upper_bound(a.begin(), a.end(), first);
+    auto j = std::upper_bound(b.begin(), b.end(), first);
+    while (true) {
+      int64_t tick = last;
+      if (i != a.end())
+        tick = std::min(tick, *i);
+      if (j != b.end())
+        tick = std::min(tick, *j);
+      if (isAligned(tick))
+        return tick;
+      if (tick >= last)
+        return first;
+      while (i != a.end() && *i <= tick)
+        ++i;
+      while (j != b.end() && *j <= tick)
+        ++j;
+    }
+  };
   for (const Transfer &t : transfers) {
-    int64_t tick = end[t.producerRank][t.producerIndex];
+    int64_t tick = options.alignTransfers
+                       ? getAlignedTick(t)
+                       : end[t.producerRank][t.producerIndex];
     EventKey key{tick, 0, t.boundary, t.forward ? 0 : 1, t.microbatch};
     int upstream = computeOrder.stageToRank[t.boundary];
     int downstream = computeOrder.stageToRank[t.boundary + 1];
@@ -491,11 +614,9 @@ Schedule finish(Schedule computeOrder, const BoundaryTraffic &traffic,
   return std::move(full.schedule);
 }
 
-} // namespace
-
-Schedule mlir::gpipe::buildGPipeSchedule(int numStages, int numMicrobatches,
-                                         const BoundaryTraffic &traffic,
-                                         const ScheduleOptions &options) {
+/// GPipe's compute orders (see `buildGPipeSchedule`).
+Schedule makeGPipeOrder(int numStages, int numMicrobatches,
+                        const ScheduleOptions &options) {
   Schedule schedule = makeComputeSkeleton(numStages, numMicrobatches);
   for (int k = 0, e = schedule.getNumRanks(); k < e; ++k) {
     std::vector<Action> &program = schedule.ranks[k];
@@ -505,18 +626,12 @@ Schedule mlir::gpipe::buildGPipeSchedule(int numStages, int numMicrobatches,
       appendBackward(program, k, mb, options);
     program.push_back(Action::step(k));
   }
-  return finish(std::move(schedule), traffic, options);
+  return schedule;
 }
 
-Schedule mlir::gpipe::buildGPipeSchedule(int numStages, int numMicrobatches,
-                                         int64_t boundaryBytes) {
-  return buildGPipeSchedule(numStages, numMicrobatches,
-                            BoundaryTraffic::uniform(numStages, boundaryBytes));
-}
-
-Schedule mlir::gpipe::build1F1BSchedule(int numStages, int numMicrobatches,
-                                        const BoundaryTraffic &traffic,
-                                        const ScheduleOptions &options) {
+/// 1F1B's compute orders (see `build1F1BSchedule`).
+Schedule make1F1BOrder(int numStages, int numMicrobatches,
+                       const ScheduleOptions &options) {
   Schedule schedule = makeComputeSkeleton(numStages, numMicrobatches);
   for (int k = 0, e = schedule.getNumRanks(); k < e; ++k) {
     std::vector<Action> &program = schedule.ranks[k];
@@ -531,13 +646,683 @@ Schedule mlir::gpipe::build1F1BSchedule(int numStages, int numMicrobatches,
       appendBackward(program, k, mb, options);
     program.push_back(Action::step(k));
   }
-  return finish(std::move(schedule), traffic, options);
+  return schedule;
+}
+
+} // namespace
+
+Schedule mlir::gpipe::buildGPipeSchedule(int numStages, int numMicrobatches,
+                                         const BoundaryTraffic &traffic,
+                                         const ScheduleOptions &options) {
+  return finish(makeGPipeOrder(numStages, numMicrobatches, options), traffic,
+                options);
+}
+
+Schedule mlir::gpipe::buildGPipeSchedule(int numStages, int numMicrobatches,
+                                         int64_t boundaryBytes) {
+  return buildGPipeSchedule(numStages, numMicrobatches,
+                            BoundaryTraffic::uniform(numStages, boundaryBytes));
+}
+
+Schedule mlir::gpipe::build1F1BSchedule(int numStages, int numMicrobatches,
+                                        const BoundaryTraffic &traffic,
+                                        const ScheduleOptions &options) {
+  return finish(make1F1BOrder(numStages, numMicrobatches, options), traffic,
+                options);
 }
 
 Schedule mlir::gpipe::build1F1BSchedule(int numStages, int numMicrobatches,
                                         int64_t boundaryBytes) {
   return build1F1BSchedule(numStages, numMicrobatches,
                            BoundaryTraffic::uniform(numStages, boundaryBytes));
+}
+
+//===----------------------------------------------------------------------===//
+// Placements and schedule families
+//===----------------------------------------------------------------------===//
+
+std::vector<int> mlir::gpipe::getInterleavedPlacement(int numRanks,
+                                                      int virtualStages) {
+  std::vector<int> stageToRank;
+  if (numRanks < 1 || virtualStages < 1)
+    return stageToRank;
+  for (int s = 0, e = numRanks * virtualStages; s < e; ++s)
+    stageToRank.push_back(s % numRanks);
+  return stageToRank;
+}
+
+std::vector<int> mlir::gpipe::getVShapePlacement(int numRanks) {
+  std::vector<int> stageToRank;
+  if (numRanks < 1)
+    return stageToRank;
+  stageToRank.resize(2 * numRanks);
+  for (int r = 0; r < numRanks; ++r) {
+    stageToRank[r] = r;
+    stageToRank[2 * numRanks - 1 - r] = r;
+  }
+  return stageToRank;
+}
+
+namespace {
+
+constexpr std::pair<ScheduleFamily, const char *> kFamilyNames[] = {
+    {ScheduleFamily::GPipe, "gpipe"},
+    {ScheduleFamily::OneFOneB, "1f1b"},
+    {ScheduleFamily::Interleaved1F1B, "interleaved-1f1b"},
+    {ScheduleFamily::ZBH1, "zb-h1"},
+    {ScheduleFamily::ZBH2, "zb-h2"},
+    {ScheduleFamily::ZBV, "zbv"},
+    {ScheduleFamily::DualPipeV, "dualpipev"},
+    {ScheduleFamily::ZBAuto, "zb-auto"},
+};
+
+bool usesVShape(ScheduleFamily family, int virtualStages) {
+  return virtualStages == 2 && (family == ScheduleFamily::ZBV ||
+                                family == ScheduleFamily::DualPipeV ||
+                                family == ScheduleFamily::ZBAuto);
+}
+
+} // namespace
+
+std::vector<ScheduleFamily> mlir::gpipe::getScheduleFamilies() {
+  std::vector<ScheduleFamily> families;
+  for (const auto &entry : kFamilyNames)
+    families.push_back(entry.first);
+  return families;
+}
+
+const char *mlir::gpipe::getScheduleFamilyName(ScheduleFamily family) {
+  for (const auto &[value, name] : kFamilyNames)
+    if (value == family)
+      return name;
+  return "unknown";
+}
+
+bool mlir::gpipe::parseScheduleFamily(std::string_view name,
+                                      ScheduleFamily &family) {
+  for (const auto &[value, text] : kFamilyNames) {
+    if (name == text) {
+      family = value;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<int> mlir::gpipe::getSchedulePlacement(ScheduleFamily family,
+                                                   int numRanks,
+                                                   int virtualStages) {
+  if (usesVShape(family, virtualStages))
+    return getVShapePlacement(numRanks);
+  return getInterleavedPlacement(numRanks, virtualStages);
+}
+
+std::string mlir::gpipe::checkScheduleShape(ScheduleFamily family, int numRanks,
+                                            int virtualStages,
+                                            int numMicrobatches) {
+  std::string name = getScheduleFamilyName(family);
+  if (numRanks < 1)
+    return name + " needs at least 1 rank, got " + std::to_string(numRanks);
+  if (virtualStages < 1)
+    return name + " needs at least 1 virtual stage per rank, got " +
+           std::to_string(virtualStages);
+  if (numMicrobatches < 1)
+    return name + " needs at least 1 micro-batch, got " +
+           std::to_string(numMicrobatches);
+  switch (family) {
+  case ScheduleFamily::GPipe:
+  case ScheduleFamily::OneFOneB:
+  case ScheduleFamily::ZBH1:
+  case ScheduleFamily::ZBH2:
+    if (virtualStages != 1)
+      return name +
+             " needs exactly 1 virtual stage per rank (one stage per "
+             "rank), got " +
+             std::to_string(virtualStages);
+    return "";
+  case ScheduleFamily::Interleaved1F1B:
+    if (virtualStages < 2)
+      return name + " needs at least 2 virtual stages per rank, got " +
+             std::to_string(virtualStages) + " (use 1f1b for 1)";
+    return "";
+  case ScheduleFamily::ZBV:
+    if (virtualStages != 2)
+      return name +
+             " needs exactly 2 virtual stages per rank (V-shape "
+             "placement), got " +
+             std::to_string(virtualStages);
+    return "";
+  case ScheduleFamily::DualPipeV:
+    if (virtualStages != 2)
+      return name +
+             " needs exactly 2 virtual stages per rank (V-shape "
+             "placement), got " +
+             std::to_string(virtualStages);
+    if (numMicrobatches < 2 * numRanks - 1)
+      return name +
+             " needs at least 2K-1 = " + std::to_string(2 * numRanks - 1) +
+             " micro-batches for " + std::to_string(numRanks) +
+             " ranks (its steady phase runs M-2K+r+1 times on rank r), got " +
+             std::to_string(numMicrobatches);
+    return "";
+  case ScheduleFamily::ZBAuto:
+    if (virtualStages > 2)
+      return name +
+             " needs 1 or 2 virtual stages per rank (2: V-shape "
+             "placement), got " +
+             std::to_string(virtualStages);
+    return "";
+  }
+  return "unknown schedule family";
+}
+
+//===----------------------------------------------------------------------===//
+// Generators of the families after 1F1B
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Per-rank compute orders of F, B, I and W actions (no R, no Step): what the
+/// generators below produce; `finishOrders` completes them.
+using ComputeOrders = std::vector<std::vector<Action>>;
+
+/// Adds a Recompute before every B and I (when `options.recompute`) and each
+/// rank's Steps, in increasing stage order, at the end of its program; then
+/// places the sends and receives, aligned (`alignTransfers`).
+ScheduleOrError finishOrders(int numMicrobatches, std::vector<int> stageToRank,
+                             const ComputeOrders &orders,
+                             const BoundaryTraffic &traffic,
+                             const ScheduleOptions &options) {
+  Schedule computeOrder;
+  computeOrder.numStages = static_cast<int>(stageToRank.size());
+  computeOrder.numMicrobatches = numMicrobatches;
+  computeOrder.stageToRank = std::move(stageToRank);
+  computeOrder.ranks.resize(orders.size());
+  for (int r = 0, e = static_cast<int>(orders.size()); r < e; ++r) {
+    std::vector<Action> &program = computeOrder.ranks[r];
+    for (const Action &action : orders[r]) {
+      if (options.recompute && (action.kind == ActionKind::Backward ||
+                                action.kind == ActionKind::BackwardInput))
+        program.push_back(Action::compute(ActionKind::Recompute, action.stage,
+                                          action.microbatch));
+      program.push_back(action);
+    }
+    for (int stage : computeOrder.getStagesOfRank(r))
+      program.push_back(Action::step(stage));
+  }
+  ScheduleOptions placement = options;
+  placement.alignTransfers = true;
+  return insertCommunication(computeOrder, traffic, placement);
+}
+
+/// Interleaved 1F1B, after Narayanan et al., "Efficient Large-Scale Language
+/// Model Training on GPU Clusters Using Megatron-LM" (SC 2021), section 2.2.
+/// Rank r holds stages v*K + r (v < V, "model chunks"). Micro-batches go in
+/// groups of K; every rank runs its forwards group by group, within a group
+/// chunk 0 for the group's micro-batches, then chunk 1, ..., and its
+/// backwards in the same order with the chunks reversed. Rank r first runs
+/// 2(K-r-1) + (V-1)K warm-up forwards, so that the forward its first backward
+/// depends on has run, then alternates one forward and one backward, then
+/// drains the remaining backwards. That is Megatron's schedule, which needs
+/// M % K == 0. Other M: the last group takes the remainder (K + M mod K
+/// micro-batches; a single group of M when M < 2K, with (V-1)M in the
+/// warm-up instead), since a group smaller than K would reach the next chunk
+/// before the last rank has produced its input; and a backward also waits
+/// for 2(K-r-1) forwards after its micro-batch's last-chunk forward (the
+/// round trip through the ranks after r; automatic in full groups). Any
+/// M >= 1 then gives an order that runs: checked for every K <= 16, V <= 5,
+/// M <= 64 (the unit tests verify K <= 8, V <= 3, M <= 16); should some
+/// other shape not, `insertCommunication` reports it rather than placing
+/// transfers. The bubble is (K-1) forward+backward durations of one chunk
+/// per rank, 1/V of 1F1B's for the same work per rank.
+ComputeOrders buildInterleavedOrders(int numRanks, int virtualStages,
+                                     int numMicrobatches) {
+  int K = numRanks, V = virtualStages, M = numMicrobatches;
+  // The (chunk, micro-batch) sequences every rank follows.
+  std::vector<std::pair<int, int>> forwards, backwards;
+  for (int first = 0, last = 0; first < M; first = last) {
+    // The last group takes the remainder: K + (M mod K) micro-batches.
+    last = M - first < 2 * K ? M : first + K;
+    for (int v = 0; v < V; ++v)
+      for (int mb = first; mb < last; ++mb)
+        forwards.push_back({v, mb});
+    for (int v = V - 1; v >= 0; --v)
+      for (int mb = first; mb < last; ++mb)
+        backwards.push_back({v, mb});
+  }
+  int total = static_cast<int>(forwards.size());
+  int firstGroup = M < 2 * K ? M : K;
+  // Per micro-batch, the index of its last-chunk forward in `forwards`.
+  std::vector<int> lastChunkForward(M, 0);
+  for (int i = 0; i < total; ++i)
+    if (forwards[i].first == V - 1)
+      lastChunkForward[forwards[i].second] = i;
+  ComputeOrders orders(K);
+  for (int r = 0; r < K; ++r) {
+    std::vector<Action> &order = orders[r];
+    auto forward = [&](int i) {
+      order.push_back(Action::compute(
+          ActionKind::Forward, forwards[i].first * K + r, forwards[i].second));
+    };
+    auto backward = [&](int i) {
+      order.push_back(Action::compute(ActionKind::Backward,
+                                      backwards[i].first * K + r,
+                                      backwards[i].second));
+    };
+    int warmup = std::min(total, 2 * (K - r - 1) + (V - 1) * firstGroup);
+    // Backward i runs after forward warmup + i (1F1B) and, when the last
+    // group is larger than K, no earlier than 2(K-r-1) forwards after the
+    // last-chunk forward of its micro-batch (the round trip through the
+    // ranks after r), which full groups give by themselves.
+    int done = 0;
+    for (int i = 0; i < total; ++i) {
+      int needed =
+          std::min(total, std::max(warmup + i + 1,
+                                   lastChunkForward[backwards[i].second] + 1 +
+                                       2 * (K - r - 1)));
+      while (done < needed)
+        forward(done++);
+      backward(i);
+    }
+  }
+  return orders;
+}
+
+/// What the zero-bubble list scheduler works from: the stage map, per-stage
+/// durations of F, I and W (all >= 1) and per-stage activation limits (>= 1).
+struct ListSchedulerInput {
+  int numMicrobatches = 0;
+  std::vector<int> stageToRank;
+  std::vector<int64_t> forwardTicks, inputTicks, weightTicks;
+  std::vector<int> maxActivations;
+  /// Among a rank's stages: the later stage first (true), or the lowest
+  /// micro-batch first, then the later stage (false).
+  bool laterStageFirst = false;
+};
+
+/// The zero-bubble list scheduler, after Qi et al., "Zero Bubble Pipeline
+/// Parallelism" (ICLR 2024, arXiv:2401.10241), section 3: its handcrafted
+/// schedules ZB-H1 and ZB-H2 follow from the rules below with uniform
+/// durations and their memory limits, and its automatic scheduling heuristic
+/// is these rules with measured per-stage durations.
+///
+/// Every rank's order is built by simulating all ranks together: whenever a
+/// rank is idle at time t, it picks, among the actions whose inputs exist at
+/// t, an I (the input gradient: the critical path towards stage 0), else an F
+/// (while its stage holds fewer activations than its limit; a stage holds a
+/// micro-batch's activations from its F until its W), else a W (which frees
+/// memory and fills time the rank would otherwise idle); among several
+/// stages of a rank, the lowest micro-batch first, then the later stage (or,
+/// `laterStageFirst`, the later stage; zb-auto tries both). If
+/// nothing is ready, the rank waits until the next action anywhere ends.
+/// Per stage, F, I and W each run in micro-batch order.
+///
+/// Memory is counted as Timeline counts it: a micro-batch's activations are
+/// held from its F until its W. The paper charges a pending W only what the
+/// weight gradient needs, so its ZB-H1 may defer Ws on the last stages and
+/// idles (K-1)(F+I-W) per rank; held to 1F1B's K - r micro-batches until W,
+/// the last rank must run F, I, W in turn, and ZB-H1 here idles (K-1)(F+I)
+/// per rank (1F1B: (K-1)(F+I+W)), the best any schedule can under that
+/// limit. ZB-H2's larger limits remove that constraint: with uniform
+/// durations it reaches (K-1)F, the bound of any one-stage-per-rank
+/// schedule.
+///
+/// It cannot get stuck with limits >= 1: the last stage's I only needs its
+/// own F; stage s can always run the I (or W) of the oldest micro-batch it
+/// holds once stage s+1 has, and a stage that holds nothing may run an F.
+/// An empty result means it did (an internal error).
+ComputeOrders runZeroBubbleListScheduler(const ListSchedulerInput &in,
+                                         int64_t *makespan = nullptr) {
+  int numStages = static_cast<int>(in.stageToRank.size());
+  int M = in.numMicrobatches;
+  int numRanks = 0;
+  for (int rank : in.stageToRank)
+    numRanks = std::max(numRanks, rank + 1);
+  std::vector<std::vector<int>> stagesOf(numRanks);
+  for (int s = 0; s < numStages; ++s)
+    stagesOf[in.stageToRank[s]].push_back(s);
+
+  // End ticks of scheduled F and I actions; -1 while unscheduled.
+  std::vector<std::vector<int64_t>> endF(numStages,
+                                         std::vector<int64_t>(M, -1));
+  std::vector<std::vector<int64_t>> endI = endF;
+  std::vector<int> nextF(numStages, 0), nextI(numStages, 0),
+      nextW(numStages, 0);
+  std::vector<int64_t> clock(numRanks, 0);
+  // A rank that found nothing to do and no later end tick to wait for waits
+  // until some rank schedules an action.
+  std::vector<bool> blocked(numRanks, false);
+  std::vector<int> left(numRanks, 0);
+  for (int s = 0; s < numStages; ++s)
+    left[in.stageToRank[s]] += 3 * M;
+  std::set<int64_t> endTicks;
+  ComputeOrders orders(numRanks);
+  auto isDone = [](int64_t end, int64_t now) { return end >= 0 && end <= now; };
+
+  while (true) {
+    // The idle rank with the earliest clock decides next; anything another
+    // rank starts later ends after that clock, so its view is complete.
+    int r = -1;
+    bool anyLeft = false;
+    for (int k = 0; k < numRanks; ++k) {
+      anyLeft = anyLeft || left[k] > 0;
+      if (left[k] > 0 && !blocked[k] && (r < 0 || clock[k] < clock[r]))
+        r = k;
+    }
+    if (!anyLeft)
+      break;
+    if (r < 0)
+      return {};
+    int64_t now = clock[r];
+    ActionKind kind = ActionKind::Step;
+    int stage = -1, mb = -1;
+    auto consider = [&](ActionKind candidateKind, int s, int m) {
+      bool better =
+          in.laterStageFirst ? s > stage : m < mb || (m == mb && s > stage);
+      if (stage < 0 || better) {
+        kind = candidateKind;
+        stage = s;
+        mb = m;
+      }
+    };
+    for (int s : stagesOf[r]) {
+      int m = nextI[s];
+      if (m < nextF[s] && isDone(endF[s][m], now) &&
+          (s + 1 == numStages || isDone(endI[s + 1][m], now)))
+        consider(ActionKind::BackwardInput, s, m);
+    }
+    if (stage < 0) {
+      for (int s : stagesOf[r]) {
+        int m = nextF[s];
+        if (m < M && nextF[s] - nextW[s] < in.maxActivations[s] &&
+            (s == 0 || isDone(endF[s - 1][m], now)))
+          consider(ActionKind::Forward, s, m);
+      }
+    }
+    if (stage < 0) {
+      for (int s : stagesOf[r]) {
+        int m = nextW[s];
+        if (m < nextI[s] && isDone(endI[s][m], now))
+          consider(ActionKind::BackwardWeight, s, m);
+      }
+    }
+    if (stage < 0) {
+      // Wait for the next action anywhere to end.
+      auto next = endTicks.upper_bound(now);
+      if (next == endTicks.end())
+        blocked[r] = true;
+      else
+        clock[r] = *next;
+      continue;
+    }
+    int64_t duration = kind == ActionKind::Forward ? in.forwardTicks[stage]
+                       : kind == ActionKind::BackwardInput
+                           ? in.inputTicks[stage]
+                           : in.weightTicks[stage];
+    int64_t end = now + duration;
+    orders[r].push_back(Action::compute(kind, stage, mb));
+    if (kind == ActionKind::Forward) {
+      endF[stage][mb] = end;
+      ++nextF[stage];
+    } else if (kind == ActionKind::BackwardInput) {
+      endI[stage][mb] = end;
+      ++nextI[stage];
+    } else {
+      ++nextW[stage];
+    }
+    endTicks.insert(end);
+    clock[r] = end;
+    --left[r];
+    blocked.assign(numRanks, false);
+  }
+  if (makespan)
+    *makespan = endTicks.empty() ? 0 : *endTicks.rbegin();
+  return orders;
+}
+
+/// ZB-V, after Qi et al., "Zero Bubble Pipeline Parallelism" (ICLR 2024),
+/// section 6, in the form PyTorch's ScheduleZBVZeroBubble builds: V-shape
+/// placement, rank r holds chunk 0 = stage r and chunk 1 = stage 2K-1-r.
+/// The schedule is built for N = max(M, 2K-1) micro-batches and the actions
+/// of micro-batches >= M are dropped (they only ever depend on their own
+/// micro-batch on earlier stages, so what stays still runs). Rank r:
+/// warm-up 2(K-r)-1 chunk-0 forwards, then r pairs (chunk-1 F, chunk-0 F),
+/// then K-r triples (chunk-1 F, I, W); the steady phase repeats (chunk-0 F
+/// while any are left, chunk-0 I, W, chunk-1 F, I, W) until both chunks have
+/// run N forwards; the cool-down runs r pairs (chunk-0 I, chunk-1 I), then
+/// K-r pairs (chunk-0 I, the oldest pending chunk-0 W), then the pending
+/// chunk-1 Ws, then the pending chunk-0 Ws. Peak memory matches 1F1B's (2K
+/// chunk activations, i.e. K micro-batches of the whole rank, on rank 0).
+ComputeOrders buildZBVOrders(int numRanks, int numMicrobatches) {
+  int K = numRanks, M = numMicrobatches;
+  int N = std::max(M, 2 * K - 1);
+  ComputeOrders orders(K);
+  for (int r = 0; r < K; ++r) {
+    int chunk0 = r, chunk1 = 2 * K - 1 - r;
+    int f0 = 0, f1 = 0, b0 = 0, b1 = 0;
+    std::vector<Action> &order = orders[r];
+    auto add = [&](ActionKind kind, int stage, int mb) {
+      if (mb < M)
+        order.push_back(Action::compute(kind, stage, mb));
+    };
+    for (int i = 0; i < 2 * (K - r) - 1; ++i)
+      add(ActionKind::Forward, chunk0, f0++);
+    for (int i = 0; i < r; ++i) {
+      add(ActionKind::Forward, chunk1, f1++);
+      add(ActionKind::Forward, chunk0, f0++);
+    }
+    for (int i = 0; i < K - r; ++i) {
+      add(ActionKind::Forward, chunk1, f1++);
+      add(ActionKind::BackwardInput, chunk1, b1);
+      add(ActionKind::BackwardWeight, chunk1, b1++);
+    }
+    while (f1 < f0 || f0 < N) {
+      if (f0 < N)
+        add(ActionKind::Forward, chunk0, f0++);
+      add(ActionKind::BackwardInput, chunk0, b0);
+      add(ActionKind::BackwardWeight, chunk0, b0++);
+      add(ActionKind::Forward, chunk1, f1++);
+      add(ActionKind::BackwardInput, chunk1, b1);
+      add(ActionKind::BackwardWeight, chunk1, b1++);
+    }
+    int w0 = b0, w1 = b1;
+    for (int i = 0; i < r; ++i) {
+      add(ActionKind::BackwardInput, chunk0, b0++);
+      add(ActionKind::BackwardInput, chunk1, b1++);
+    }
+    for (int i = 0; i < K - r; ++i) {
+      add(ActionKind::BackwardInput, chunk0, b0++);
+      add(ActionKind::BackwardWeight, chunk0, w0++);
+    }
+    while (w1 < b1)
+      add(ActionKind::BackwardWeight, chunk1, w1++);
+    while (w0 < b0)
+      add(ActionKind::BackwardWeight, chunk0, w0++);
+  }
+  return orders;
+}
+
+/// DualPipeV: DeepSeek-AI, "DeepSeek-V3 Technical Report" (arXiv:2412.19437),
+/// section 3.2.1 (DualPipe), in the V-shaped single-copy form PyTorch's
+/// ScheduleDualPipeV defines (V-shape placement). PyTorch asks for M >= 2K;
+/// every step count below is >= 0 from M = 2K-1 on, and the result verifies
+/// there too, so that is the limit here. Rank r, chunk 0 =
+/// stage r, chunk 1 = stage 2K-1-r; every action takes the next micro-batch
+/// of its stage and kind; a B (full backward) counts as that micro-batch's I
+/// and W; an I queues its W, and "W" below runs the oldest queued W (if
+/// any). The overlapped forward+backward pairs of the original run here as
+/// the forward, then the full backward. Steps:
+///   1. 2(K-r-1) chunk-0 F;
+///   2. r+1 times: chunk-0 F, chunk-1 F;
+///   3. K-r-1 times: chunk-1 I, W, chunk-1 F;
+///   4. M-2K+r+1 times: chunk-0 F + chunk-1 B (on the last rank the first of
+///      them not overlapped: same order here), chunk-1 F + chunk-0 B;
+///   5. K-r-1 times: chunk-1 B, then chunk-1 F + chunk-0 B;
+///   6. r+1 times: a chunk-1 then a chunk-0 backward, full until the middle
+///      iteration, split (I) from there: at iteration (r+1)/2 odd ranks
+///      split both, even ranks from the chunk-0 one on;
+///   7. K-r-1 times: W, then a chunk-0 backward (split if step 6 switched);
+///   8. r+1 times: W.
+/// The queue pops Ws in I order, so each stage's Ws run in micro-batch order
+/// and after its full backwards (which cover its earlier micro-batches).
+ComputeOrders buildDualPipeVOrders(int numRanks, int numMicrobatches) {
+  int K = numRanks, M = numMicrobatches;
+  ComputeOrders orders(K);
+  for (int r = 0; r < K; ++r) {
+    int chunk0 = r, chunk1 = 2 * K - 1 - r;
+    std::vector<Action> &order = orders[r];
+    // Next micro-batch per stage of F and of backward (B or I).
+    std::map<int, int> nextF, nextB;
+    std::deque<std::pair<int, int>> pendingW;
+    auto forward = [&](int stage) {
+      order.push_back(
+          Action::compute(ActionKind::Forward, stage, nextF[stage]++));
+    };
+    auto backward = [&](int stage, bool split) {
+      int mb = nextB[stage]++;
+      order.push_back(Action::compute(
+          split ? ActionKind::BackwardInput : ActionKind::Backward, stage, mb));
+      if (split)
+        pendingW.push_back({stage, mb});
+    };
+    auto weight = [&] {
+      if (pendingW.empty())
+        return;
+      order.push_back(Action::compute(ActionKind::BackwardWeight,
+                                      pendingW.front().first,
+                                      pendingW.front().second));
+      pendingW.pop_front();
+    };
+    for (int i = 0; i < 2 * (K - r - 1); ++i)
+      forward(chunk0);
+    for (int i = 0; i < r + 1; ++i) {
+      forward(chunk0);
+      forward(chunk1);
+    }
+    for (int i = 0; i < K - r - 1; ++i) {
+      backward(chunk1, /*split=*/true);
+      weight();
+      forward(chunk1);
+    }
+    for (int i = 0; i < M - 2 * K + r + 1; ++i) {
+      forward(chunk0);
+      backward(chunk1, /*split=*/false);
+      forward(chunk1);
+      backward(chunk0, /*split=*/false);
+    }
+    for (int i = 0; i < K - r - 1; ++i) {
+      backward(chunk1, /*split=*/false);
+      forward(chunk1);
+      backward(chunk0, /*split=*/false);
+    }
+    bool split = false;
+    int middle = (r + 1) / 2;
+    for (int i = 0; i < r + 1; ++i) {
+      if (i == middle && r % 2 == 1)
+        split = true;
+      backward(chunk1, split);
+      if (i == middle && r % 2 == 0)
+        split = true;
+      backward(chunk0, split);
+    }
+    for (int i = 0; i < K - r - 1; ++i) {
+      weight();
+      backward(chunk0, split);
+    }
+    for (int i = 0; i < r + 1; ++i)
+      weight();
+  }
+  return orders;
+}
+
+} // namespace
+
+ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
+                                           int virtualStages,
+                                           int numMicrobatches,
+                                           const BoundaryTraffic &traffic,
+                                           const ScheduleOptions &options) {
+  ScheduleOrError result;
+  result.error =
+      checkScheduleShape(family, numRanks, virtualStages, numMicrobatches);
+  if (!result.ok())
+    return result;
+  result.error = checkDurations(options);
+  if (!result.ok())
+    return result;
+  int K = numRanks, V = virtualStages, M = numMicrobatches;
+  std::vector<int> placement = getSchedulePlacement(family, K, V);
+  int numStages = static_cast<int>(placement.size());
+
+  // Uniform durations for the handcrafted zero-bubble schedules, per-stage
+  // ones for zb-auto; a recompute runs right before its I.
+  auto listInput = [&](bool perStage) {
+    ListSchedulerInput in;
+    in.numMicrobatches = M;
+    in.stageToRank = placement;
+    for (int s = 0; s < numStages; ++s) {
+      int stage = perStage ? s : -1;
+      in.forwardTicks.push_back(options.getForwardTicks(stage));
+      in.inputTicks.push_back(options.getInputTicks(stage) +
+                              (options.recompute ? options.recomputeTicks : 0));
+      in.weightTicks.push_back(options.getWeightTicks(stage));
+    }
+    return in;
+  };
+  ComputeOrders orders;
+  switch (family) {
+  case ScheduleFamily::GPipe:
+    return insertCommunication(makeGPipeOrder(K, M, options), traffic, options);
+  case ScheduleFamily::OneFOneB:
+    return insertCommunication(make1F1BOrder(K, M, options), traffic, options);
+  case ScheduleFamily::Interleaved1F1B:
+    orders = buildInterleavedOrders(K, V, M);
+    break;
+  case ScheduleFamily::ZBH1:
+  case ScheduleFamily::ZBH2: {
+    // ZB-H1 keeps 1F1B's K - r activations on rank r (counted until W).
+    // ZB-H2 lets rank r hold 2K-1-r: rank 0 the 2K-1 forwards that fit
+    // before its first input gradient can arrive (the paper's (2p-1) M_B
+    // peak), and each later rank K-1 more than in 1F1B, which lets it defer
+    // its Ws past its last I so that the input gradients reach rank 0
+    // without a stall: with uniform durations the makespan is the lower
+    // bound (K-1)F + M(F+I+W) of any one-stage-per-rank schedule.
+    ListSchedulerInput in = listInput(/*perStage=*/false);
+    for (int s = 0; s < numStages; ++s)
+      in.maxActivations.push_back(
+          family == ScheduleFamily::ZBH1 ? K - s : 2 * K - 1 - s);
+    orders = runZeroBubbleListScheduler(in);
+    break;
+  }
+  case ScheduleFamily::ZBAuto: {
+    ListSchedulerInput in = listInput(/*perStage=*/true);
+    for (int s = 0; s < numStages; ++s)
+      in.maxActivations.push_back(options.getMaxActivations(s, numStages));
+    // With several stages per rank, also try the later stage first and
+    // keep the shorter of the two (by the scheduler's own clock).
+    int64_t makespan = 0, other = 0;
+    orders = runZeroBubbleListScheduler(in, &makespan);
+    if (V > 1) {
+      in.laterStageFirst = true;
+      ComputeOrders alternative = runZeroBubbleListScheduler(in, &other);
+      if (!alternative.empty() && (orders.empty() || other < makespan))
+        orders = std::move(alternative);
+    }
+    break;
+  }
+  case ScheduleFamily::ZBV:
+    orders = buildZBVOrders(K, M);
+    break;
+  case ScheduleFamily::DualPipeV:
+    orders = buildDualPipeVOrders(K, M);
+    break;
+  }
+  if (orders.empty()) {
+    result.error = std::string(getScheduleFamilyName(family)) +
+                   ": internal error, the generator got stuck";
+    return result;
+  }
+  return finishOrders(M, std::move(placement), orders, traffic, options);
 }
 
 //===----------------------------------------------------------------------===//

@@ -5,10 +5,12 @@
 // recompute, point-to-point sends and receives at stage boundaries, gradient
 // all-reduce, optimizer step), in the vocabulary of PyTorch's pipelining
 // schedule IR so its CSV schedules can be imported and checked. Also the
-// generators for GPipe fill-drain and non-interleaved 1F1B, the pass that
-// places sends and receives into per-rank compute orders so that the result
-// cannot deadlock under blocking rendezvous semantics, and the CSV reader and
-// writer. Plain C++17; no MLIR or LLVM.
+// generators for GPipe fill-drain and non-interleaved 1F1B, the schedules the
+// field uses after them (interleaved 1F1B, the zero-bubble family, DualPipeV)
+// behind one entry point, `buildSchedule`, the pass that places sends and
+// receives into per-rank compute orders so that the result cannot deadlock
+// under blocking rendezvous semantics, and the CSV reader and writer. Plain
+// C++17; no MLIR or LLVM.
 //
 // Conventions. Stage s lives on rank stageToRank[s]; a rank may hold several
 // stages (interleaved schedules). Boundary b joins stage b and stage b+1. An
@@ -127,10 +129,12 @@ struct BoundaryTraffic {
   int64_t getBytes(int boundary) const;
 };
 
-/// How the generators and `insertCommunication` work. The durations are only
-/// used to choose WHERE each send and receive goes in the programs (so that a
-/// rendezvous rarely stalls a rank that has work); any positive values give a
-/// deadlock-free schedule. Integer ticks, so that ties are exact.
+/// How the generators and `insertCommunication` work. `insertCommunication`
+/// uses the durations only to choose WHERE each send and receive goes in the
+/// programs (so that a rendezvous rarely stalls a rank that has work); any
+/// positive values give a deadlock-free schedule. The zero-bubble generators
+/// (zb-h1, zb-h2, zb-auto) also order the compute actions by them. Integer
+/// ticks, so that ties are exact.
 struct ScheduleOptions {
   /// Insert a Recompute right before every Backward/BackwardInput (the
   /// "stage" rematerialization policy: keep only the stage's boundary input).
@@ -138,6 +142,40 @@ struct ScheduleOptions {
   int64_t forwardTicks = 1;
   int64_t backwardTicks = 2;
   int64_t recomputeTicks = 1;
+  /// The two halves of a split backward: BackwardInput (I) and BackwardWeight
+  /// (W). 0 means half of `backwardTicks` (at least 1), what both were before
+  /// they could be set.
+  int64_t inputTicks = 0;
+  int64_t weightTicks = 0;
+  /// Per-stage durations of F, I and W (numStages entries each, or empty:
+  /// the uniform values above for every stage). zb-auto builds its orders
+  /// from them; `insertCommunication` places transfers with them.
+  std::vector<int64_t> stageForwardTicks;
+  std::vector<int64_t> stageInputTicks;
+  std::vector<int64_t> stageWeightTicks;
+  /// Where `insertCommunication` puts a transfer in the global event order:
+  /// false, at the tick its producer ends; true, at the first tick from
+  /// then until its consumer starts at which neither end is inside an
+  /// action (else at the producer's end), so that under rendezvous neither
+  /// waits for the other when the durations hold. `buildSchedule` sets it
+  /// for every family but gpipe and 1f1b.
+  bool alignTransfers = false;
+  /// zb-auto's memory limit: per stage, the most micro-batches whose
+  /// activations the stage may hold at once (from the end of F until its W
+  /// or B). Empty, a missing entry or one below 1 means numStages - s, the
+  /// 1F1B warm-up depth: K - rank for the single stage of a rank when V = 1.
+  std::vector<int> maxActivations;
+
+  /// The durations used for `stage` (the per-stage entry, else the uniform
+  /// value; I and W resolve a 0 to half of the backward).
+  int64_t getForwardTicks(int stage) const;
+  int64_t getInputTicks(int stage) const;
+  int64_t getWeightTicks(int stage) const;
+  /// The full backward of `stage`: `backwardTicks` when no per-stage I/W
+  /// durations are given, else their sum.
+  int64_t getBackwardTicks(int stage) const;
+  /// zb-auto's limit for `stage` of `numStages`, as described above.
+  int getMaxActivations(int stage, int numStages) const;
 };
 
 /// GPipe fill-drain: stage k on rank k runs all M forwards, then all M
@@ -168,7 +206,9 @@ Schedule build1F1BSchedule(int numStages, int numMicrobatches,
 /// Placement rule: simulate the compute orders once with `options`' tick
 /// durations and unbounded buffering (each action starts when its rank is
 /// free and its inputs exist), giving every action a start tick; put each
-/// transfer at the tick its producer ends; sort ALL events (compute actions
+/// transfer at the tick its producer ends (or, with `alignTransfers`, at the
+/// first tick until its consumer starts at which both ends are between
+/// actions); sort ALL events (compute actions
 /// at their start, transfers at their tick, a transfer before a compute
 /// action at the same tick, then by a fixed tie-break) into ONE global
 /// sequence and give each rank the subsequence it takes part in. A send and
@@ -183,6 +223,76 @@ Schedule build1F1BSchedule(int numStages, int numMicrobatches,
 ScheduleOrError insertCommunication(const Schedule &computeOrder,
                                     const BoundaryTraffic &traffic,
                                     const ScheduleOptions &options = {});
+
+//===----------------------------------------------------------------------===//
+// Generated schedule families
+//===----------------------------------------------------------------------===//
+
+/// Megatron's interleaved placement (Narayanan et al. 2021): with K ranks and
+/// V virtual stages per rank (K*V stages), stage s runs on rank s mod K.
+/// Empty for K < 1 or V < 1.
+std::vector<int> getInterleavedPlacement(int numRanks, int virtualStages);
+
+/// The V-shape placement of ZB-V and DualPipeV: 2K stages, rank r holds
+/// stages r and 2K-1-r, so the first and the last stage share rank 0. Empty
+/// for K < 1.
+std::vector<int> getVShapePlacement(int numRanks);
+
+/// The schedules `buildSchedule` generates.
+enum class ScheduleFamily {
+  GPipe,           ///< "gpipe": fill-drain, V = 1
+  OneFOneB,        ///< "1f1b": PipeDream-flush, V = 1
+  Interleaved1F1B, ///< "interleaved-1f1b": Megatron-LM, V >= 2, round-robin
+  ZBH1,            ///< "zb-h1": zero bubble, 1F1B's memory, V = 1
+  ZBH2,            ///< "zb-h2": zero bubble, about twice the memory, V = 1
+  ZBV,             ///< "zbv": zero bubble V schedule, V = 2, V-shape
+  DualPipeV,       ///< "dualpipev": DeepSeek's DualPipe, V-shaped, V = 2
+  ZBAuto,          ///< "zb-auto": zero bubble heuristic, V = 1 or 2 (V-shape)
+};
+
+/// Every family, in the order above.
+std::vector<ScheduleFamily> getScheduleFamilies();
+
+/// "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zbv",
+/// "dualpipev", "zb-auto".
+const char *getScheduleFamilyName(ScheduleFamily family);
+
+/// The family named `name` (exactly one of the names above); false if none.
+bool parseScheduleFamily(std::string_view name, ScheduleFamily &family);
+
+/// The stage map `family` uses for K ranks and V virtual stages per rank:
+/// rank k for stage k when V = 1, the V-shape for zbv, dualpipev and zb-auto
+/// with V = 2, round-robin otherwise. Empty for K < 1 or V < 1.
+std::vector<int> getSchedulePlacement(ScheduleFamily family, int numRanks,
+                                      int virtualStages);
+
+/// Whether `buildSchedule` generates `family` for K ranks, V virtual stages
+/// per rank and M micro-batches: "" if so, else a message naming the value
+/// and what the family accepts. All families need K >= 1 and M >= 1;
+/// gpipe, 1f1b, zb-h1 and zb-h2 need V = 1; interleaved-1f1b V >= 2 (any M);
+/// zbv V = 2 (any M); dualpipev V = 2 and M >= 2K-1; zb-auto V = 1 or 2
+/// (any M).
+std::string checkScheduleShape(ScheduleFamily family, int numRanks,
+                               int virtualStages, int numMicrobatches);
+
+/// Generates `family` for K ranks, V virtual stages per rank (K*V stages,
+/// placed by `getSchedulePlacement`) and M micro-batches: per-rank compute
+/// orders completed by `insertCommunication`. On every stage the forwards,
+/// and the gradient-accumulating actions (B, or W of a split backward), run
+/// in increasing micro-batch order; every (stage, micro-batch) has one F and
+/// one B or one I + W; each rank's program ends with the Steps of its stages
+/// in increasing stage order. A Recompute precedes every B or I when
+/// `options.recompute`. gpipe and 1f1b give exactly `buildGPipeSchedule` and
+/// `build1F1BSchedule`; the other families place their transfers with
+/// `alignTransfers`. Interleaved 1F1B uses B; ZB-H1, ZB-H2, ZB-V and zb-auto
+/// use I + W; DualPipeV both, where PyTorch's does. ZB-H1/H2 order with the
+/// uniform durations of `options`, zb-auto with its per-stage durations and
+/// `maxActivations`. Errors: `checkScheduleShape`'s message, or a problem
+/// with the durations in `options`.
+ScheduleOrError buildSchedule(ScheduleFamily family, int numRanks,
+                              int virtualStages, int numMicrobatches,
+                              const BoundaryTraffic &traffic,
+                              const ScheduleOptions &options = {});
 
 /// PyTorch pipelining CSV: one line per rank, cells `<stage><TYPE>[<mb>]`
 /// (TYPE one of F B I W SEND_F RECV_F SEND_B RECV_B REDUCE_GRAD, plus gpipe's
