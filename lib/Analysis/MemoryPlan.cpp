@@ -49,6 +49,8 @@ const char *mlir::gpipe::getBufferKindName(BufferKind kind) {
     return "extra";
   case BufferKind::Saved:
     return "saved";
+  case BufferKind::Deferred:
+    return "deferred";
   case BufferKind::Output:
     return "output";
   case BufferKind::OutputGrad:
@@ -68,7 +70,7 @@ bool mlir::gpipe::isPersistentBuffer(BufferKind kind) {
 
 bool mlir::gpipe::isKeptActivation(BufferKind kind) {
   return kind == BufferKind::Input || kind == BufferKind::ExtraInput ||
-         kind == BufferKind::Saved;
+         kind == BufferKind::Saved || kind == BufferKind::Deferred;
 }
 
 bool mlir::gpipe::isBoundaryBuffer(BufferKind kind) {
@@ -95,6 +97,7 @@ void MemoryBreakdown::add(const PlannedBuffer &buffer, int action) {
   case BufferKind::Input:
   case BufferKind::ExtraInput:
   case BufferKind::Saved:
+  case BufferKind::Deferred:
     keptActivations += bytes;
     return;
   case BufferKind::Output:
@@ -343,6 +346,7 @@ std::string checkInput(const Schedule &schedule, const MemoryPlanInput &input) {
         {"backward scratch", m.backwardScratch},
         {"backward-input scratch", m.backwardInputScratch.value_or(0)},
         {"backward-weight scratch", m.backwardWeightScratch.value_or(0)},
+        {"deferred bytes", m.deferredBytes},
     };
     for (const auto &[name, value] : fields)
       if (value < 0)
@@ -406,6 +410,7 @@ std::vector<PlannedBuffer> collectBuffers(const Schedule &schedule,
       close(BufferKind::Input, s, m, i);
       close(BufferKind::ExtraInput, s, m, i);
       close(BufferKind::Saved, s, m, i);
+      close(BufferKind::Deferred, s, m, i);
       close(BufferKind::OutputGrad, s, m, i);
     };
     auto produceInputGrad = [&] {
@@ -447,6 +452,7 @@ std::vector<PlannedBuffer> collectBuffers(const Schedule &schedule,
     case ActionKind::BackwardInput:
       produceInputGrad();
       scratch(s, m, sm.backwardInputScratch.value_or(sm.backwardScratch), i);
+      create(BufferKind::Deferred, s, m, sm.deferredBytes, i);
       break;
     case ActionKind::BackwardWeight:
       scratch(s, m, sm.backwardWeightScratch.value_or(sm.backwardScratch), i);

@@ -1638,3 +1638,27 @@ ScheduleOrError mlir::gpipe::parseCSV(std::string_view text, int numStages,
   }
   return result;
 }
+
+bool mlir::gpipe::usesSplitBackward(ScheduleFamily family) {
+  switch (family) {
+  case ScheduleFamily::GPipe:
+  case ScheduleFamily::OneFOneB:
+  case ScheduleFamily::Interleaved1F1B:
+    return false;
+  case ScheduleFamily::ZBH1:
+  case ScheduleFamily::ZBH2:
+  case ScheduleFamily::ZBV:
+  case ScheduleFamily::DualPipeV:
+  case ScheduleFamily::ZBAuto:
+    return true;
+  }
+  return false;
+}
+
+int mlir::gpipe::getDefaultVirtualStages(ScheduleFamily family) {
+  return family == ScheduleFamily::Interleaved1F1B ||
+                 family == ScheduleFamily::ZBV ||
+                 family == ScheduleFamily::DualPipeV
+             ? 2
+             : 1;
+}

@@ -76,6 +76,9 @@ struct Slot {
   /// remat none: the forward's saved results (`nn.saved_count`), kept for the
   /// backward.
   SmallVector<HostTensor> saved;
+  /// A split backward: what its input half hands to its weight half
+  /// (`nn.deferred_count`), kept from I to W.
+  SmallVector<HostTensor> deferred;
   bool forwardDone = false;
   bool backwardDone = false;
   bool inputGradDone = false;
@@ -237,9 +240,15 @@ Executor::readLayout(func::FuncOp func, Operation *user, bool needsParams) {
              << ") lacks '" << nn::kParamGradsAttrName
              << "': the executor cannot tell which results are parameter "
                 "gradients";
-    // Only the input gradient matters (a backward_input half).
-    layout.inputGradResult = numResults > 0 ? 0 : -1;
+    // An input half: its input gradients, then what it hands over.
     layout.firstParamResult = numResults;
+    if (inputs) {
+      for (auto [i, position] : llvm::enumerate(inputs.asArrayRef()))
+        if (position == 0)
+          layout.inputGradResult = int64_t(i);
+    } else {
+      layout.inputGradResult = numResults > 0 ? 0 : -1;
+    }
     return layout;
   }
   for (Attribute a : names) {
@@ -552,6 +561,7 @@ Outcome Executor::runBackward(Operation *op, Stage &stage, int64_t mb,
   // output gradient for result 0, zeros for any other.
   SmallVector<HostTensor> args = forwardArgs(stage, mb);
   args.append(slot.saved.begin(), slot.saved.end());
+  unsigned numDeferred = nn::NNDialect::getDeferredCount(func);
   FunctionType fwdType = stage.forward.getFunctionType();
   for (auto [i, type] : llvm::enumerate(
            fwdType.getResults().drop_back(getSavedCount(stage.forward)))) {
@@ -569,6 +579,15 @@ Outcome Executor::runBackward(Operation *op, Stage &stage, int64_t mb,
     }
     args.push_back(HostTensor(*dtype, tensor.getShape()));
   }
+  if (kind == ActionKind::BackwardWeight) {
+    if (slot.deferred.size() != numDeferred) {
+      actionError(op) << "@" << func.getSymName() << " takes " << numDeferred
+                      << " values from the input half, which handed over "
+                      << slot.deferred.size();
+      return Outcome::Failed;
+    }
+    args.append(slot.deferred.begin(), slot.deferred.end());
+  }
   FailureOr<std::vector<HostTensor>> results =
       interpretFunction(func, args, params);
   if (failed(results)) {
@@ -585,6 +604,15 @@ Outcome Executor::runBackward(Operation *op, Stage &stage, int64_t mb,
       return Outcome::Failed;
     }
     slot.inputGradDone = true;
+    if (kind == ActionKind::BackwardInput) {
+      if (results->size() < numDeferred) {
+        actionError(op) << "@" << func.getSymName() << " returns "
+                        << results->size() << " values, fewer than the "
+                        << numDeferred << " it hands over";
+        return Outcome::Failed;
+      }
+      slot.deferred.assign(results->end() - numDeferred, results->end());
+    }
   }
   if (kind != ActionKind::BackwardInput) {
     if (failed(accumulate(op, stage, mb, layout, *results)))
@@ -594,6 +622,7 @@ Outcome Executor::runBackward(Operation *op, Stage &stage, int64_t mb,
     if (stage.index > 0)
       slot.input = HostTensor();
     slot.saved.clear();
+    slot.deferred.clear();
   }
   return Outcome::Ran;
 }

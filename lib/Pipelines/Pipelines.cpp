@@ -46,6 +46,7 @@ static void buildPipeline(OpPassManager &pm,
   partition.stages = options.stages;
   partition.microbatches = options.microbatches;
   partition.schedule = options.schedule;
+  partition.virtualStages = options.virtualStages;
   partition.remat = options.remat;
   partition.balance.assign(options.balance.begin(), options.balance.end());
   partition.memoryBudget = options.memoryBudget;

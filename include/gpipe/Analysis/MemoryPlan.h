@@ -28,6 +28,9 @@
 //                    stage): F to B/W.
 //   Saved(s, m)      remat `none` only: the forward intermediates the
 //                    backward reads instead of recomputing them: F to B/W.
+//   Deferred(s, m)   a split backward only: what its input half (I) hands
+//                    to its weight half (W), the intermediate gradients and
+//                    activations the weight gradients read: I to W.
 //   Output(s, m)     the forward's output while it waits for SEND_F: F to
 //                    SEND_F. None on the last stage (the loss is part of the
 //                    forward's working set) nor when s+1 is on the same rank
@@ -43,7 +46,8 @@
 //                    action: the working set of the stage function for one
 //                    micro-batch (see StageMemory).
 //
-// Kept activations = Input (from its forward on) + ExtraInput + Saved;
+// Kept activations = Input (from its forward on) + ExtraInput + Saved +
+// Deferred;
 // boundary (send/receive) buffers = Input (before its forward) + Output +
 // OutputGrad + InputGrad.
 //
@@ -107,6 +111,9 @@ struct StageMemory {
   /// backwardScratch.
   std::optional<int64_t> backwardInputScratch;
   std::optional<int64_t> backwardWeightScratch;
+  /// A split backward: the bytes its input half hands to its weight half
+  /// for one micro-batch, kept from I to W.
+  int64_t deferredBytes = 0;
 };
 
 /// What a stage keeps between its forward and its backward.
@@ -146,18 +153,19 @@ enum class BufferKind {
   Input,
   ExtraInput,
   Saved,
+  Deferred,
   Output,
   OutputGrad,
   InputGrad,
   Scratch,
 };
 
-/// "params", "grads", "optimizer", "input", "extra", "saved", "output",
-/// "output_grad", "input_grad", "scratch".
+/// "params", "grads", "optimizer", "input", "extra", "saved", "deferred",
+/// "output", "output_grad", "input_grad", "scratch".
 const char *getBufferKindName(BufferKind kind);
 /// Parameters, Gradients, OptimizerState.
 bool isPersistentBuffer(BufferKind kind);
-/// Input, ExtraInput, Saved.
+/// Input, ExtraInput, Saved, Deferred.
 bool isKeptActivation(BufferKind kind);
 /// Output, OutputGrad, InputGrad.
 bool isBoundaryBuffer(BufferKind kind);
@@ -217,7 +225,7 @@ struct MemoryBreakdown {
   int64_t parameters = 0;
   int64_t gradients = 0;
   int64_t optimizerState = 0;
-  /// Input (from its forward on) + ExtraInput + Saved
+  /// Input (from its forward on) + ExtraInput + Saved + Deferred
   int64_t keptActivations = 0;
   int64_t scratch = 0;
   /// Input (before its forward) + Output + OutputGrad + InputGrad

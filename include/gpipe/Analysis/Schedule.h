@@ -294,6 +294,14 @@ ScheduleOrError buildSchedule(ScheduleFamily family, int numRanks,
                               const BoundaryTraffic &traffic,
                               const ScheduleOptions &options = {});
 
+/// The stages per rank `family` runs when none are asked for: 2 for
+/// interleaved-1f1b, zbv and dualpipev, 1 for the others.
+int getDefaultVirtualStages(ScheduleFamily family);
+
+/// Whether `family` runs split backwards (I + W), so that its stages need
+/// the two halves: zb-h1, zb-h2, zbv, dualpipev and zb-auto.
+bool usesSplitBackward(ScheduleFamily family);
+
 /// PyTorch pipelining CSV: one line per rank, cells `<stage><TYPE>[<mb>]`
 /// (TYPE one of F B I W SEND_F RECV_F SEND_B RECV_B REDUCE_GRAD, plus gpipe's
 /// R and STEP) separated by commas, ending in a newline. Peers, bytes and

@@ -45,6 +45,12 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
   Option<ScheduleKind> schedule{
       *this, "schedule", llvm::cl::desc("Schedule family"),
       llvm::cl::init(ScheduleKind::GPipe), getScheduleKindValues()};
+  Option<int64_t> virtualStages{
+      *this, "virtual-stages",
+      llvm::cl::desc("Stages per rank V: the network is cut into K x V "
+                     "stages (default: 2 for interleaved-1f1b, zbv and "
+                     "dualpipev, else 1)"),
+      llvm::cl::init(0)};
   Option<Remat> remat{*this, "remat",
                       llvm::cl::desc("What a stage keeps from its forward "
                                      "for its backward"),

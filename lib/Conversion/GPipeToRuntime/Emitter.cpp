@@ -145,6 +145,30 @@ LogicalResult Emitter::run() {
       return failure();
     forwards.push_back(*f);
     backwards.push_back(*bw);
+    // The zero-bubble halves, when the stage declares them.
+    std::optional<LoweredFunction> in, w;
+    SmallVector<int64_t> deferredOff;
+    if (stage.hasSplitBackward()) {
+      auto lookup = [&](FlatSymbolRefAttr ref) {
+        return SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(stage, ref);
+      };
+      func::FuncOp input = lookup(stage.getBackwardInputAttr());
+      func::FuncOp weight = lookup(stage.getBackwardWeightAttr());
+      FailureOr<LoweredFunction> li =
+          lowerStageFunction(input, StageFunctionKind::Backward, int64_t(s));
+      if (failed(li))
+        return failure();
+      FailureOr<LoweredFunction> lw =
+          lowerStageFunction(weight, StageFunctionKind::Backward, int64_t(s));
+      if (failed(lw))
+        return failure();
+      in = *li;
+      w = *lw;
+      getDeferredLayout(input, deferredOff);
+    }
+    inputHalves.push_back(in);
+    weightHalves.push_back(w);
+    deferredOffsets.push_back(deferredOff);
 
     // The layout of the Saved and ExtraInput buffers: packed, each distinct
     // saved value once, in result order (what the planner counts).

@@ -201,6 +201,11 @@ private:
 
   SmallVector<StageParams> stageParams;
   SmallVector<LoweredFunction> forwards, backwards;
+  /// Per stage: the two halves of its split backward (none without).
+  SmallVector<std::optional<LoweredFunction>> inputHalves, weightHalves;
+  /// Per stage with a split backward: the offsets of the values its input
+  /// half hands to its weight half in the Deferred buffer.
+  SmallVector<SmallVector<int64_t>> deferredOffsets;
   /// Per stage: the saved values' offsets in the Saved buffer (remat none),
   /// one per saved result of the forward; and the extra inputs' offsets.
   SmallVector<SmallVector<int64_t>> savedOffsets, extraOffsets;

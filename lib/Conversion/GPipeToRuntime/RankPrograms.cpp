@@ -19,12 +19,13 @@ LogicalResult Emitter::lowerRank(ProgramOp program) {
   int r = static_cast<int>(program.getRankIndex());
   Location loc = program.getLoc();
 
-  // The expanded index of each stage's first backward: it starts the
-  // gradient accumulators (a copy, not an add).
+  // The expanded index of each stage's first backward (or weight half): it
+  // starts the gradient accumulators (a copy, not an add).
   std::map<int, int64_t> firstBackward;
   int64_t count = 0;
   walkProgram(program, [&](ActionOpInterface action, int64_t) {
-    if (action.getActionKind() == ActionKind::Backward)
+    ActionKind kind = action.getActionKind();
+    if (kind == ActionKind::Backward || kind == ActionKind::BackwardWeight)
       firstBackward.try_emplace(stageIndexOf(pipeline, action), count);
     ++count;
   });
@@ -168,9 +169,23 @@ LogicalResult Emitter::lowerAction(OpBuilder &at, ProgramOp program,
 
   switch (kind) {
   case ActionKind::Forward:
-  case ActionKind::Backward: {
+  case ActionKind::Backward:
+  case ActionKind::BackwardInput:
+  case ActionKind::BackwardWeight: {
     bool forward = kind == ActionKind::Forward;
-    LoweredFunction fn = forward ? forwards[s] : backwards[s];
+    const std::optional<LoweredFunction> &half =
+        kind == ActionKind::BackwardInput    ? inputHalves[s]
+        : kind == ActionKind::BackwardWeight ? weightHalves[s]
+                                             : std::nullopt;
+    if ((kind == ActionKind::BackwardInput ||
+         kind == ActionKind::BackwardWeight) &&
+        !half)
+      return mlir::emitError(loc)
+                 << "rank " << r << " (" << getActionKindName(kind)
+                 << " of stage " << s
+                 << "): the stage declares no split backward",
+             failure();
+    LoweredFunction fn = forward ? forwards[s] : half ? *half : backwards[s];
     std::optional<Value> input = slotPtr(SlotKind::Input, s);
     if (!input)
       return missing("input");
@@ -270,6 +285,17 @@ LogicalResult Emitter::lowerAction(OpBuilder &at, ProgramOp program,
           return missing("input gradient");
         results.push_back(*ig);
       }
+      // The split halves meet in the Deferred buffer: the input half's last
+      // results, the weight half's last arguments.
+      if (half && !deferredOffsets[s].empty()) {
+        std::optional<Value> deferred = slotPtr(SlotKind::Deferred, s);
+        if (!deferred)
+          return missing("deferred");
+        SmallVector<Value> &to =
+            kind == ActionKind::BackwardWeight ? args : results;
+        for (int64_t off : deferredOffsets[s])
+          to.push_back(offsetPtr(at, loc, *deferred, off));
+      }
       // Parameter gradients are accumulated, not returned through
       // pointers: pass nulls for their result slots.
       while (results.size() < fn.numResults)
@@ -346,12 +372,6 @@ LogicalResult Emitter::lowerAction(OpBuilder &at, ProgramOp program,
     // The backward recomputes its stage; one replica has nothing to
     // reduce.
     break;
-  case ActionKind::BackwardInput:
-  case ActionKind::BackwardWeight:
-    return mlir::emitError(loc)
-               << "split backwards (" << getActionKindName(kind) << " of stage "
-               << s << ") are not supported by the CPU code generator yet",
-           failure();
   }
   LLVM::CallOp::create(at, loc, end, ValueRange{rank, index});
   return success();

@@ -257,11 +257,23 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
     auto inputGrads = func->getAttrOfType<DenseI64ArrayAttr>("nn.input_grads");
     unsigned numInputGrads = inputGrads ? inputGrads.size() : (stage > 0);
     auto paramGrads = func->getAttrOfType<ArrayAttr>("nn.param_grads");
-    if (!paramGrads && returned.size() > numInputGrads)
+    // An input half returns, after its input gradient, the values it hands
+    // to the weight half: copied into the Deferred buffer.
+    unsigned numDeferred =
+        paramGrads ? 0 : nn::NNDialect::getDeferredCount(func);
+    if (numDeferred > returned.size() - std::min<size_t>(numInputGrads,
+                                                         returned.size()))
+      return mlir::emitError(func.getLoc())
+                 << "@" << func.getSymName() << " returns " << returned.size()
+                 << " results, fewer than its " << numInputGrads
+                 << " input gradients and " << numDeferred
+                 << " handed-over values (nn.deferred_count)",
+             failure();
+    if (!paramGrads && returned.size() > numInputGrads + numDeferred)
       return mlir::emitError(func.getLoc())
                  << "@" << func.getSymName() << " returns " << returned.size()
                  << " results but lists no nn.param_grads for the "
-                 << returned.size() - numInputGrads
+                 << returned.size() - numInputGrads - numDeferred
                  << " after its input gradient",
              failure();
     if (numInputGrads > 1 ||
@@ -277,6 +289,9 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
       if (failed(copyTo(terminator, returned[i], resultPtr(i))))
         return failure();
     }
+    for (unsigned i = numInputGrads; i < numInputGrads + numDeferred; ++i)
+      if (failed(copyTo(terminator, returned[i], resultPtr(i))))
+        return failure();
     LLVM::LLVMFuncOp accumulate = declare("gpipe_rt_cpu_accumulate_f32", i32Ty,
                                           {ptrTy, ptrTy, i64Ty, i32Ty});
     for (unsigned k = 0; paramGrads && k < paramGrads.size(); ++k) {

@@ -205,6 +205,40 @@ static LogicalResult verifyBackwardLike(StageOp stage, FunctionType forward,
   return success();
 }
 
+/// The number of values the input half of a split backward hands to its
+/// weight half (`nn.deferred_count`; 0 without it).
+static unsigned getDeferredCount(func::FuncOp func) {
+  auto count = func->getAttrOfType<IntegerAttr>("nn.deferred_count");
+  return count ? static_cast<unsigned>(count.getInt()) : 0;
+}
+
+/// Checks the hand-over of a split backward: the input half's last
+/// `nn.deferred_count` results are the weight half's last arguments.
+static LogicalResult verifyDeferred(StageOp stage,
+                                    SymbolTableCollection &symbolTable) {
+  FailureOr<func::FuncOp> input = lookupFunc(
+      stage, stage.getBackwardInputAttr(), "backward_input", symbolTable);
+  FailureOr<func::FuncOp> weight = lookupFunc(
+      stage, stage.getBackwardWeightAttr(), "backward_weight", symbolTable);
+  if (failed(input) || failed(weight))
+    return failure();
+  unsigned n = getDeferredCount(*input);
+  if (getDeferredCount(*weight) != n)
+    return stage.emitOpError("expected backward_weight function ")
+           << stage.getBackwardWeightAttr() << " to take the " << n
+           << " values backward_input " << stage.getBackwardInputAttr()
+           << " hands over (nn.deferred_count), got "
+           << getDeferredCount(*weight);
+  FunctionType in = input->getFunctionType(), w = weight->getFunctionType();
+  if (in.getNumResults() < n || w.getNumInputs() < n ||
+      in.getResults().take_back(n) != w.getInputs().take_back(n))
+    return stage.emitOpError("expected backward_weight function ")
+           << stage.getBackwardWeightAttr() << " to take last the " << n
+           << " values backward_input " << stage.getBackwardInputAttr()
+           << " returns last, got " << in << " and " << w;
+  return success();
+}
+
 LogicalResult StageOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   FailureOr<func::FuncOp> forward =
       lookupFunc(*this, getForwardAttr(), "forward", symbolTable);
@@ -241,6 +275,8 @@ LogicalResult StageOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     if (failed(verifyBackwardLike(*this, type, numSaved, ref, "backward_weight",
                                   /*needsInputGrad=*/false, symbolTable)))
       return failure();
+  if (hasSplitBackward())
+    return verifyDeferred(*this, symbolTable);
   return success();
 }
 
@@ -300,6 +336,10 @@ LogicalResult PipelineOp::verify() {
   for (Attribute stage : getStages())
     if (!seen.insert(stage).second)
       return emitOpError("stage ") << stage << " is listed twice";
+  int64_t v = getNumVirtualStages();
+  if (v < 1 || getNumStages() % v != 0)
+    return emitOpError("expected virtual_stages to divide the ")
+           << getNumStages() << " stages, got " << v;
   return success();
 }
 

@@ -14,6 +14,7 @@
 #include "gpipe/Analysis/CostModel.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+#include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "gpipe/Dialect/NN/Transforms/Transforms.h"
 
@@ -272,19 +273,45 @@ void GPipePartitionPass::runOnOperation() {
   std::optional<ScheduleKind> scheduleKind = ScheduleKind(schedule);
   if (*scheduleKind == ScheduleKind::Custom) {
     mlir::emitError(func.getLoc(),
-                    "a partition records a generated schedule (gpipe or "
-                    "1f1b), not custom");
+                    "a partition records a generated schedule (gpipe, 1f1b, "
+                    "...), not custom");
     return fail();
   }
+  // K ranks of V stages each: the network is cut into K·V stages.
+  ScheduleFamily family = getScheduleFamily(*scheduleKind);
+  int64_t virtualStages = this->virtualStages;
+  if (virtualStages == 0)
+    virtualStages = getDefaultVirtualStages(family);
+  if (virtualStages < 1) {
+    mlir::emitError(func.getLoc(), "expected at least 1 virtual stage per "
+                                   "rank, got ")
+        << virtualStages;
+    return fail();
+  }
+  if (std::string error = checkScheduleShape(
+          family, static_cast<int>(std::min<int64_t>(stages, INT32_MAX)),
+          static_cast<int>(std::min<int64_t>(virtualStages, INT32_MAX)),
+          static_cast<int>(std::min<int64_t>(microbatches, INT32_MAX)));
+      !error.empty()) {
+    mlir::emitError(func.getLoc(), error);
+    return fail();
+  }
+  const int64_t ranks = stages;
+  const int64_t numStages = ranks * virtualStages;
+  bool split = splitBackward || usesSplitBackward(family);
   std::optional<Remat> rematKind = Remat(remat);
   std::optional<DeviceProfile> device = getProfile(profile);
   FailureOr<Network> net = analyzeNetwork(func);
   if (failed(net))
     return fail();
   int64_t numLayers = net->layers.size();
-  if (stages > numLayers) {
-    mlir::emitError(func.getLoc(), "cannot cut ")
-        << numLayers << " layers into " << stages << " stages";
+  if (numStages > numLayers) {
+    InFlightDiagnostic diag = mlir::emitError(func.getLoc(), "cannot cut ")
+                              << numLayers << " layers into " << numStages
+                              << " stages";
+    if (virtualStages > 1)
+      diag << " (" << ranks << " ranks x " << virtualStages
+           << " virtual stages)";
     return fail();
   }
 
@@ -292,7 +319,7 @@ void GPipePartitionPass::runOnOperation() {
   CostModelInput costInput;
   costInput.rematerialize = *rematKind == Remat::Stage;
   PartitionProblem problem;
-  problem.numStages = static_cast<int>(stages);
+  problem.numStages = static_cast<int>(numStages);
   for (nn::LayerOp layer : net->layers) {
     nn::OpCost c = layer.getCost();
     costInput.layers.push_back(
@@ -326,9 +353,9 @@ void GPipePartitionPass::runOnOperation() {
   PartitionResult result;
   if (!balance.empty()) {
     std::vector<int> manual(balance.begin(), balance.end());
-    if (static_cast<int64_t>(manual.size()) != stages) {
+    if (static_cast<int64_t>(manual.size()) != numStages) {
       mlir::emitError(func.getLoc(), "balance lists ")
-          << manual.size() << " stages but stages=" << stages;
+          << manual.size() << " stages but the pipeline has " << numStages;
       return fail();
     }
     result = partitionManual(problem, manual);
@@ -347,7 +374,7 @@ void GPipePartitionPass::runOnOperation() {
 
   // A parameter read on two stages would need its gradients synchronized.
   llvm::StringMap<int64_t> owner;
-  for (int64_t s = 0; s < stages; ++s)
+  for (int64_t s = 0; s < numStages; ++s)
     for (int l = first[s]; l < first[s + 1]; ++l)
       for (StringRef name : paramsOf(net->layers[l])) {
         auto [it, inserted] = owner.try_emplace(name, s);
@@ -365,8 +392,8 @@ void GPipePartitionPass::runOnOperation() {
   builder.setInsertionPointAfter(func);
   SmallVector<Attribute> stageRefs;
   SmallVector<StageOp> stageOps;
-  for (int64_t s = 0; s < stages; ++s) {
-    bool last = s + 1 == stages;
+  for (int64_t s = 0; s < numStages; ++s) {
+    bool last = s + 1 == numStages;
     std::string base = pipelineName + "_s" + std::to_string(s);
     if (symbols.lookup(base) || symbols.lookup(base + "_fwd") ||
         symbols.lookup(base + "_bwd")) {
@@ -395,6 +422,16 @@ void GPipePartitionPass::runOnOperation() {
     if (*rematKind != Remat::None)
       wrapRecompute(*bwd, recomputedSet, *rematKind);
     builder.setInsertionPointAfter(*bwd);
+    FlatSymbolRefAttr inputRef, weightRef;
+    if (split) {
+      FailureOr<nn::SplitBackward> halves = nn::splitBackwardFunction(
+          *bwd, base + "_bwd_input", base + "_bwd_weight");
+      if (failed(halves))
+        return fail();
+      inputRef = FlatSymbolRefAttr::get(halves->input);
+      weightRef = FlatSymbolRefAttr::get(halves->weight);
+      builder.setInsertionPointAfter(halves->weight);
+    }
 
     double forwardTime = 0, backwardTime = 0;
     for (int l = first[s]; l < first[s + 1]; ++l) {
@@ -406,7 +443,7 @@ void GPipePartitionPass::runOnOperation() {
         builder, fwd.getLoc(), builder.getStringAttr(base),
         builder.getI64IntegerAttr(s), TypeAttr::get(type.getInput(0)),
         TypeAttr::get(type.getResult(0)), FlatSymbolRefAttr::get(fwd),
-        FlatSymbolRefAttr::get(*bwd), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
+        FlatSymbolRefAttr::get(*bwd), inputRef, weightRef,
         builder.getF64FloatAttr(forwardTime),
         builder.getF64FloatAttr(backwardTime));
     stageRefs.push_back(FlatSymbolRefAttr::get(stage));
@@ -416,6 +453,8 @@ void GPipePartitionPass::runOnOperation() {
       builder, func.getLoc(), builder.getStringAttr(pipelineName),
       builder.getArrayAttr(stageRefs), builder.getI64IntegerAttr(microbatches),
       ScheduleKindAttr::get(module.getContext(), *scheduleKind),
+      virtualStages > 1 ? builder.getI64IntegerAttr(virtualStages)
+                        : IntegerAttr(),
       RematAttr::get(module.getContext(), *rematKind), MemoryPlanAttr())
       .getBody()
       .emplaceBlock();

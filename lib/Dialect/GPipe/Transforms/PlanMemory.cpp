@@ -152,6 +152,8 @@ static FailureOr<StageSizes> getStageSizes(StageOp stage, int64_t index,
   m.backwardScratch = planBackward(backward);
   if (func::FuncOp input = lookup(stage.getBackwardInputAttr())) {
     m.backwardInputScratch = planBackward(input);
+    SmallVector<int64_t> offsets;
+    m.deferredBytes = getDeferredLayout(input, offsets);
     if (input.isExternal())
       sizes.declarations.push_back(input.getSymName());
   }
@@ -208,6 +210,8 @@ SlotKind mlir::gpipe::getSlotKind(BufferKind kind) {
     return SlotKind::ExtraInput;
   case BufferKind::Saved:
     return SlotKind::Saved;
+  case BufferKind::Deferred:
+    return SlotKind::Deferred;
   case BufferKind::Output:
     return SlotKind::Output;
   case BufferKind::OutputGrad:

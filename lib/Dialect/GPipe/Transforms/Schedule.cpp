@@ -21,6 +21,12 @@ namespace mlir::gpipe {
 using namespace mlir;
 using namespace mlir::gpipe;
 
+ScheduleFamily mlir::gpipe::getScheduleFamily(ScheduleKind kind) {
+  ScheduleFamily family = ScheduleFamily::GPipe;
+  (void)parseScheduleFamily(stringifyScheduleKind(kind).str(), family);
+  return family;
+}
+
 LogicalResult
 mlir::gpipe::generateSchedule(PipelineOp pipeline, ScheduleKind kind,
                               SymbolTableCollection *symbolTable) {
@@ -39,16 +45,53 @@ mlir::gpipe::generateSchedule(PipelineOp pipeline, ScheduleKind kind,
     return failure();
   int numStages = static_cast<int>(pipeline.getNumStages());
   int numMicrobatches = static_cast<int>(pipeline.getNumMicrobatches());
+  int virtualStages = static_cast<int>(pipeline.getNumVirtualStages());
+  int numRanks = numStages / virtualStages;
+  ScheduleFamily family = getScheduleFamily(kind);
+  if (usesSplitBackward(family))
+    for (StageOp stage : *stages)
+      if (!stage.hasSplitBackward())
+        return emitPipelineError(pipeline)
+               << "cannot run a " << stringifyScheduleKind(kind)
+               << " schedule: stage @" << stage.getSymName()
+               << " declares no split backward (backward_input and "
+                  "backward_weight; gpipe-partition split-backward=true)";
   BoundaryTraffic traffic = getBoundaryTraffic(*stages);
-  Schedule schedule =
-      kind == ScheduleKind::GPipe
-          ? buildGPipeSchedule(numStages, numMicrobatches, traffic)
-          : build1F1BSchedule(numStages, numMicrobatches, traffic);
-  if (schedule.ranks.empty())
+  // The zero-bubble orders follow the cost model: each stage's forward and
+  // the two halves of its backward in integer ticks (the backward's time
+  // split evenly, the cost model's assumption), relative to the fastest
+  // forward.
+  ScheduleOptions options;
+  double unit = 0;
+  for (StageOp stage : *stages)
+    if (auto f = stage.getForwardTimeAttr(); f && f.getValueAsDouble() > 0)
+      unit = unit == 0 ? f.getValueAsDouble()
+                       : std::min(unit, f.getValueAsDouble());
+  if (unit > 0) {
+    auto ticks = [&](double seconds) {
+      return std::max<int64_t>(1, std::llround(seconds / unit));
+    };
+    for (StageOp stage : *stages) {
+      double f = stage.getForwardTimeAttr()
+                     ? stage.getForwardTimeAttr().getValueAsDouble()
+                     : unit;
+      double b = stage.getBackwardTimeAttr()
+                     ? stage.getBackwardTimeAttr().getValueAsDouble()
+                     : 2 * f;
+      options.stageForwardTicks.push_back(ticks(f));
+      options.stageInputTicks.push_back(ticks(b / 2));
+      options.stageWeightTicks.push_back(ticks(b / 2));
+    }
+  }
+  ScheduleOrError built = buildSchedule(family, numRanks, virtualStages,
+                                        numMicrobatches, traffic, options);
+  if (!built.ok())
     return emitPipelineError(pipeline)
            << "cannot generate a " << stringifyScheduleKind(kind)
-           << " schedule for " << numStages << " stages and " << numMicrobatches
-           << " micro-batches";
+           << " schedule for " << numStages << " stages on " << numRanks
+           << " ranks and " << numMicrobatches
+           << " micro-batches: " << built.error;
+  const Schedule &schedule = built.schedule;
   if (failed(populateProgramsFromSchedule(pipeline, schedule, *stages)))
     return failure();
   pipeline.setSchedule(kind);

@@ -117,6 +117,20 @@ void FunctionLiveness::visit(Block &block) {
   }
 }
 
+int64_t mlir::gpipe::getDeferredLayout(func::FuncOp input,
+                                       SmallVectorImpl<int64_t> &offsets) {
+  offsets.clear();
+  FunctionType type = input.getFunctionType();
+  unsigned n = std::min<unsigned>(nn::NNDialect::getDeferredCount(input),
+                                  type.getNumResults());
+  int64_t top = 0;
+  for (Type t : type.getResults().take_back(n)) {
+    offsets.push_back(top);
+    top += alignTo(getValueBytes(t), 16);
+  }
+  return top;
+}
+
 StageFunctionBuffers mlir::gpipe::planStageFunction(
     func::FuncOp func, const FunctionLiveness &liveness, StageFunctionKind kind,
     int64_t index, int64_t numStages, unsigned numForwardArgs,
@@ -159,7 +173,12 @@ StageFunctionBuffers mlir::gpipe::planStageFunction(
 
   if (kind == StageFunctionKind::Backward && last && !func.isExternal()) {
     FunctionType type = func.getFunctionType();
-    for (unsigned i = numForwardArgs; i < type.getNumInputs(); ++i) {
+    // A weight half takes the deferred values after the seeds.
+    // (An input half's count is of results, and it has no nn.param_grads.)
+    unsigned end = type.getNumInputs();
+    if (func->getAttr("nn.param_grads"))
+      end -= std::min(nn::NNDialect::getDeferredCount(func), end);
+    for (unsigned i = numForwardArgs; i < end; ++i) {
       plan.seedOffsets.push_back(top);
       top += alignTo(getValueBytes(type.getInput(i)), alignment);
     }

@@ -68,13 +68,19 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
       return fail("a finite float on a 'func.func'");
     return success();
   }
-  if (name == kSavedCountAttrName) {
+  if (name == kSavedCountAttrName || name == kDeferredCountAttrName) {
     auto count = dyn_cast<IntegerAttr>(value);
     if (!onFunc || !count || count.getInt() < 0)
       return fail("a non-negative integer on a 'func.func'");
     return success();
   }
   return op->emitError("unknown nn attribute '") << name << "'";
+}
+
+unsigned NNDialect::getDeferredCount(Operation *func) {
+  auto count = func->getAttrOfType<IntegerAttr>(kDeferredCountAttrName);
+  return count && count.getInt() > 0 ? static_cast<unsigned>(count.getInt())
+                                     : 0;
 }
 
 Operation *NNDialect::materializeConstant(OpBuilder &builder, Attribute value,

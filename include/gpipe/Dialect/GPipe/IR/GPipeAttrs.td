@@ -48,26 +48,42 @@ def GPipe_DirectionAttr : EnumAttr<GPipe_Dialect, GPipe_Direction,
 def GPipe_ScheduleGPipe : I32EnumAttrCase<"GPipe", 0, "gpipe">;
 def GPipe_Schedule1F1B : I32EnumAttrCase<"OneFOneB", 1, "1f1b">;
 def GPipe_ScheduleCustom : I32EnumAttrCase<"Custom", 2, "custom">;
+def GPipe_ScheduleInterleaved : I32EnumAttrCase<"Interleaved1F1B", 3,
+                                                "interleaved-1f1b">;
+def GPipe_ScheduleZBH1 : I32EnumAttrCase<"ZBH1", 4, "zb-h1">;
+def GPipe_ScheduleZBH2 : I32EnumAttrCase<"ZBH2", 5, "zb-h2">;
+def GPipe_ScheduleZBV : I32EnumAttrCase<"ZBV", 6, "zbv">;
+def GPipe_ScheduleDualPipeV : I32EnumAttrCase<"DualPipeV", 7, "dualpipev">;
+def GPipe_ScheduleZBAuto : I32EnumAttrCase<"ZBAuto", 8, "zb-auto">;
 
 def GPipe_ScheduleKind : I32EnumAttr<"ScheduleKind",
     "the schedule family of a pipeline",
-    [GPipe_ScheduleGPipe, GPipe_Schedule1F1B, GPipe_ScheduleCustom]> {
+    [GPipe_ScheduleGPipe, GPipe_Schedule1F1B, GPipe_ScheduleCustom,
+     GPipe_ScheduleInterleaved, GPipe_ScheduleZBH1, GPipe_ScheduleZBH2,
+     GPipe_ScheduleZBV, GPipe_ScheduleDualPipeV, GPipe_ScheduleZBAuto]> {
   let cppNamespace = "::mlir::gpipe";
   let genSpecializedAttr = 0;
-  // "1f1b" is not a bare keyword: print it quoted so that it parses back.
+  // "1f1b", "zb-h1"... are not bare keywords: print them quoted so that
+  // they parse back.
   let parameterPrinter =
       "$_printer.printKeywordOrString(" # symbolToStringFnName # "($_self))";
 }
 
 def GPipe_ScheduleKindAttr : EnumAttr<GPipe_Dialect, GPipe_ScheduleKind,
                                       "schedule"> {
-  let summary = "Schedule family: gpipe, 1f1b or custom";
+  let summary = "Schedule family: a generated one or custom";
   let description = [{
     `gpipe` is fill-drain (all forwards, then all backwards), `1f1b` is
-    non-interleaved one-forward-one-backward (PipeDream-flush), `custom` a
-    schedule imported from a CSV file. `gpipe-schedule` generates the first
-    two; all three are checked by `gpipe-verify-schedule`. `1f1b` is not a
-    keyword and is printed quoted.
+    non-interleaved one-forward-one-backward (PipeDream-flush),
+    `interleaved-1f1b` Megatron's interleaved 1F1B (V stages per rank,
+    round-robin), `zb-h1` and `zb-h2` the handcrafted zero-bubble schedules
+    (split backward), `zbv` zero-bubble V (two stages per rank, V-shaped),
+    `dualpipev` DualPipe's V-shaped form, `zb-auto` the zero-bubble
+    heuristic on the cost model's times; `custom` a schedule imported from a
+    CSV file. `gpipe-schedule` generates all but `custom`
+    (gpipe/Analysis/Schedule.h says which shapes each accepts); every one is
+    checked by `gpipe-verify-schedule`. Names that are not keywords (`1f1b`,
+    `zb-h1`, ...) are printed quoted.
 
     ```mlir
     gpipe.pipeline @train stages [@s0, @s1] microbatches 4 schedule "1f1b" remat stage {
@@ -139,12 +155,13 @@ def GPipe_SlotOutput : I32EnumAttrCase<"Output", 6, "output">;
 def GPipe_SlotOutputGrad : I32EnumAttrCase<"OutputGrad", 7, "output_grad">;
 def GPipe_SlotInputGrad : I32EnumAttrCase<"InputGrad", 8, "input_grad">;
 def GPipe_SlotScratch : I32EnumAttrCase<"Scratch", 9, "scratch">;
+def GPipe_SlotDeferred : I32EnumAttrCase<"Deferred", 10, "deferred">;
 
 def GPipe_SlotKind : I32EnumAttr<"SlotKind",
     "what a slot of a rank's arena holds",
     [GPipe_SlotParams, GPipe_SlotGrads, GPipe_SlotOptimizer, GPipe_SlotInput,
      GPipe_SlotExtra, GPipe_SlotSaved, GPipe_SlotOutput, GPipe_SlotOutputGrad,
-     GPipe_SlotInputGrad, GPipe_SlotScratch]> {
+     GPipe_SlotInputGrad, GPipe_SlotScratch, GPipe_SlotDeferred]> {
   let cppNamespace = "::mlir::gpipe";
   let genSpecializedAttr = 0;
 }

@@ -151,7 +151,10 @@ def GPipe_PipelineOp : GPipe_Op<"pipeline", [Symbol,
     symbols in pipeline order (the stage at position k has index k, and the
     output type of each stage is the input type of the next), `microbatches`
     is M, `schedule` the schedule family and `remat` the re-materialization
-    policy.
+    policy. `virtual_stages` V (default 1) says how many stages each rank
+    holds in the generated schedule: the stages are cut for K·V of them and
+    placed on K ranks (round-robin for interleaved 1F1B, V-shaped for zbv
+    and dualpipev).
 
     The body is empty until a schedule is generated (`gpipe-schedule`) or
     imported (`gpipe-import-schedule`); then it holds one `gpipe.program` per
@@ -180,12 +183,14 @@ def GPipe_PipelineOp : GPipe_Op<"pipeline", [Symbol,
                        FlatSymbolRefArrayAttr:$stages,
                        I64Attr:$microbatches,
                        GPipe_ScheduleKindAttr:$schedule,
+                       OptionalAttr<I64Attr>:$virtual_stages,
                        GPipe_RematAttr:$remat,
                        OptionalAttr<GPipe_MemoryPlanAttr>:$memory_plan);
   let regions = (region AnyRegion:$body);
   let assemblyFormat = [{
     $sym_name `stages` $stages `microbatches` $microbatches
-    `schedule` `` $schedule `remat` `` $remat
+    `schedule` `` $schedule (`virtual_stages` $virtual_stages^)?
+    `remat` `` $remat
     (`memory_plan` $memory_plan^)? attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
@@ -193,6 +198,11 @@ def GPipe_PipelineOp : GPipe_Op<"pipeline", [Symbol,
   let extraClassDeclaration = [{
     int64_t getNumStages() { return getStages().size(); }
     int64_t getNumMicrobatches() { return getMicrobatchesAttr().getInt(); }
+    /// V, the stages each rank holds when the schedule is generated (1
+    /// without `virtual_stages`).
+    int64_t getNumVirtualStages() {
+      return getVirtualStagesAttr() ? getVirtualStagesAttr().getInt() : 1;
+    }
     /// The programs of the body, rank 0 first.
     ::llvm::SmallVector<ProgramOp, 8> getPrograms();
     /// The number of programs (ranks); 0 before scheduling.

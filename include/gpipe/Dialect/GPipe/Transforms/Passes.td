@@ -268,12 +268,19 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
            "Number of micro-batches M per mini-batch">,
     Option<"schedule", "schedule", "::mlir::gpipe::ScheduleKind",
            /*default=*/"::mlir::gpipe::ScheduleKind::GPipe",
-           "Schedule family recorded on the pipeline: gpipe or 1f1b",
+           "Schedule family recorded on the pipeline",
            "::mlir::gpipe::getScheduleKindValues()">,
     Option<"remat", "remat", "::mlir::gpipe::Remat",
            /*default=*/"::mlir::gpipe::Remat::Stage",
            "Re-materialization policy: stage or none",
            "::mlir::gpipe::getRematValues()">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"0",
+           "Stages per rank V: the network is cut into stages x V stages "
+           "(0: the schedule's own, 2 for interleaved-1f1b, zbv and "
+           "dualpipev, else 1)">,
+    Option<"splitBackward", "split-backward", "bool", /*default=*/"false",
+           "Also build each stage's backward in two halves (input gradient, "
+           "weight gradient); implied by the zero-bubble schedules">,
     ListOption<"balance", "balance", "int64_t",
                "Layers per stage (manual partition); overrides the search">,
     Option<"memoryBudget", "memory-budget", "std::string", /*default=*/"\"\"",

@@ -81,6 +81,13 @@ private:
   int numPoints = 0;
 };
 
+/// Where the values a split backward's input half `input` hands over live in
+/// the stage's Deferred buffer: packed in result order, each at a multiple
+/// of 16 bytes. Fills `offsets` (one per deferred result) and returns the
+/// buffer's size, what the memory planner reserves per micro-batch.
+int64_t getDeferredLayout(func::FuncOp input,
+                          SmallVectorImpl<int64_t> &offsets);
+
 /// What a stage function is to its stage.
 enum class StageFunctionKind { Forward, Backward };
 
@@ -102,7 +109,8 @@ struct StageFunctionBuffers {
 
 /// Plans `func`, the forward or backward of stage `index` of `numStages`,
 /// whose backward takes `numForwardArgs` arguments (the forward's plus the
-/// saved values) before the seeds. Offsets and sizes are multiples of
+/// saved values) before the seeds (and a weight half the deferred values
+/// after them). Offsets and sizes are multiples of
 /// `alignment`.
 StageFunctionBuffers planStageFunction(func::FuncOp func,
                                        const FunctionLiveness &liveness,

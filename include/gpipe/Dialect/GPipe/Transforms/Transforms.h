@@ -19,10 +19,16 @@
 
 namespace mlir::gpipe {
 
+/// The generator family of `kind` (same name; gpipe/Analysis/Schedule.h).
+/// `custom` has none: it maps to GPipe, so check for it first.
+ScheduleFamily getScheduleFamily(ScheduleKind kind);
+
 /// Fills the empty body of `pipeline` with the programs of a generated
-/// schedule of family `kind` (GPipe or OneFOneB; one stage per rank) and sets
-/// its `schedule` attribute. Errors at the pipeline: already scheduled, a
-/// `custom` kind, a generator failure.
+/// schedule of family `kind` for its stages on stages / V ranks (V its
+/// `virtual_stages`) and sets its `schedule` attribute. Errors at the
+/// pipeline: already scheduled, a `custom` kind, a shape the family does not
+/// accept, a stage without the split backward the family needs, a generator
+/// failure.
 LogicalResult generateSchedule(PipelineOp pipeline, ScheduleKind kind,
                                SymbolTableCollection *symbolTable = nullptr);
 

@@ -36,7 +36,8 @@ def NN_Dialect : Dialect {
     /// (unit), the parameters whose gradients a backward returns (symbol
     /// refs), the argument positions of its leading input gradients, the loss
     /// scale of its seeds (finite float), and the number of activations a
-    /// forward saves for its backward.
+    /// forward saves for its backward, and the number of values the input half
+    /// of a split backward hands to its weight half.
     static constexpr ::llvm::StringLiteral kDifferentiateAttrName =
         "nn.differentiate";
     static constexpr ::llvm::StringLiteral kParamGradsAttrName =
@@ -47,6 +48,11 @@ def NN_Dialect : Dialect {
         "nn.loss_scale";
     static constexpr ::llvm::StringLiteral kSavedCountAttrName =
         "nn.saved_count";
+    static constexpr ::llvm::StringLiteral kDeferredCountAttrName =
+        "nn.deferred_count";
+    /// `nn.deferred_count` on `func` (0 when absent): how many values the
+    /// input half of a split backward hands to its weight half.
+    static unsigned getDeferredCount(::mlir::Operation *func);
   }];
 }
 

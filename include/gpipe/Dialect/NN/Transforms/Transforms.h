@@ -82,6 +82,11 @@ inline constexpr llvm::StringLiteral kLossScaleAttrName = NNDialect::kLossScaleA
 /// backward's N arguments after the forward's arguments (`i64`).
 inline constexpr llvm::StringLiteral kSavedCountAttrName = NNDialect::kSavedCountAttrName;
 
+/// On the two halves of a split backward (`splitBackwardFunction`): the
+/// number N of values the input half hands to the weight half, the input
+/// half's last N results and the weight half's last N arguments (`i64`).
+inline constexpr llvm::StringLiteral kDeferredCountAttrName = NNDialect::kDeferredCountAttrName;
+
 /// Options of `buildBackwardFunction`.
 struct BackwardOptions {
   /// Multiplies every result-gradient seed before reverse mode. The training
@@ -139,6 +144,36 @@ struct BackwardOptions {
 FailureOr<func::FuncOp>
 buildBackwardFunction(func::FuncOp forward, llvm::StringRef name,
                       const BackwardOptions &options = {});
+
+/// The two halves of a split backward.
+struct SplitBackward {
+  func::FuncOp input;
+  func::FuncOp weight;
+};
+
+/// Splits `backward` (the contract of `buildBackwardFunction`: arguments
+/// A..., results the input gradients then one gradient per
+/// `nn.param_grads` entry) into the zero-bubble halves of Qi et al. 2023,
+/// inserted after it under `inputName` and `weightName`:
+///
+///   inputName:  (A...) -> (input gradients..., d_0, ..., d_{n-1})
+///   weightName: (A..., d_0, ..., d_{n-1}) -> (parameter gradients...)
+///
+/// The input half holds the ops the input gradients need (a recompute
+/// region among them when they need it); the weight half the ops only the
+/// parameter gradients need. The d_i are the input half's values the weight
+/// half reads (in definition order; parameter reads and constants are read
+/// again instead): every op of `backward` runs once over the two halves, so
+/// their gradients are bit for bit those of `backward`. Both carry
+/// `nn.deferred_count = n` and the backward's `nn.saved_count` and
+/// `nn.loss_scale`; the input half its `nn.input_grads`, the weight half its
+/// `nn.param_grads` and an empty `nn.input_grads`. `backward` is kept.
+///
+/// Fails with an error at `backward` when it has no single-block body,
+/// lacks `nn.param_grads`, or a name is taken.
+FailureOr<SplitBackward> splitBackwardFunction(func::FuncOp backward,
+                                               llvm::StringRef inputName,
+                                               llvm::StringRef weightName);
 
 //===----------------------------------------------------------------------===//
 // Micro-batching
