@@ -30,6 +30,7 @@
 #include "gpipe/Runtime/Vocabulary.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -293,6 +294,42 @@ ScheduleOrError buildSchedule(ScheduleFamily family, int numRanks,
                               int virtualStages, int numMicrobatches,
                               const BoundaryTraffic &traffic,
                               const ScheduleOptions &options = {});
+
+/// The idle time of every rank in one iteration of `family` (K ranks, V
+/// virtual stages per rank, M micro-batches) in closed form, where the
+/// literature gives one, for uniform per-stage durations F, I and W (B = I +
+/// W; for V > 1 the durations of one stage, i.e. one model chunk): the
+/// makespan minus a rank's work V M (F + I + W), the iteration ending when the
+/// last rank ends (its Steps take no time) and transfers free. The bubble
+/// fraction is idle / (idle + V M (F + I + W)). std::nullopt for a family or
+/// a shape or durations without one (or a shape `checkScheduleShape`
+/// rejects; durations must be > 0):
+///  - gpipe, 1f1b: (K-1)(F+I+W), any M (Huang et al., "GPipe", 2019;
+///    Narayanan et al., "PipeDream", 2019): the fraction (K-1)/(M+K-1).
+///  - interleaved-1f1b, M a multiple of K: (K-1)(F+I+W) of one chunk, which
+///    is (K-1)(F'+B')/V for the whole model part of a rank (F' = V F, B' =
+///    V B): 1/V of 1F1B's for the same work (Narayanan et al., "Efficient
+///    Large-Scale Language Model Training on GPU Clusters Using Megatron-LM",
+///    SC 2021, section 2.2). Reached with buffered transfers; a blocking
+///    rendezvous may add waits.
+///  - zb-h1, M >= K and W <= min(F, I): (K-1)(F+I-W) (Qi et al., "Zero
+///    Bubble Pipeline Parallelism", ICLR 2024, section 2.1; I is their B):
+///    1F1B's memory, the bubble a third of 1F1B's when F = I = W.
+///  - zb-h2, M >= K and F = I = W: (K-1)F. Qi et al. call ZB-H2 zero bubble:
+///    no rank idles between its first and its last action (the
+///    parallelogram of their section 2.2) once the synchronization before the
+///    optimizer step is removed (their section 4). Counted per iteration,
+///    rank r still waits rF for its first input and (K-1-r)F after its last
+///    action for rank K-1, which cannot start before (K-1)F: the bound of any
+///    one-stage-per-rank schedule.
+///  - zbv, M >= 2K-1 and F = I = W: (K-1)F of one chunk, the same start-up
+///    and nothing else (Qi et al., section 6), with 1F1B's peak memory.
+/// dualpipev and zb-auto have none.
+std::optional<double> getClosedFormIdleTime(ScheduleFamily family,
+                                            int numRanks, int virtualStages,
+                                            int numMicrobatches,
+                                            double forward, double input,
+                                            double weight);
 
 /// PyTorch pipelining CSV: one line per rank, cells `<stage><TYPE>[<mb>]`
 /// (TYPE one of F B I W SEND_F RECV_F SEND_B RECV_B REDUCE_GRAD, plus gpipe's
