@@ -1048,8 +1048,7 @@ ComputeOrders runZeroBubbleListScheduler(const ListSchedulerInput &in,
         bool warmupLeft = nextI[s] > 0 ||
                           s >= static_cast<int>(in.warmupForwards.size()) ||
                           nextF[s] < in.warmupForwards[s];
-        if (m < M && warmupLeft &&
-            nextF[s] - nextW[s] < in.maxActivations[s] &&
+        if (m < M && warmupLeft && nextF[s] - nextW[s] < in.maxActivations[s] &&
             (s == 0 || isDone(endF[s - 1][m], now)))
           consider(ActionKind::Forward, s, m);
       }
@@ -1359,8 +1358,8 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
 }
 
 std::optional<double> mlir::gpipe::getClosedFormIdleTime(
-    ScheduleFamily family, int numRanks, int virtualStages,
-    int numMicrobatches, double forward, double input, double weight) {
+    ScheduleFamily family, int numRanks, int virtualStages, int numMicrobatches,
+    double forward, double input, double weight) {
   if (!checkScheduleShape(family, numRanks, virtualStages, numMicrobatches)
            .empty() ||
       !(forward > 0) || !(input > 0) || !(weight > 0))

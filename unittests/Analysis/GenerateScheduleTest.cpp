@@ -8,7 +8,9 @@
 // gradient-accumulating actions in increasing micro-batch order, one F and
 // one B or I + W per (stage, micro-batch), Steps last), with and without
 // recompute. Then simulated bubbles and peak activations at K=4 and K=8 with
-// uniform costs (F = I = W = 1, B = 2), and a printed table of both.
+// uniform costs (F = I = W = 1, B = 2), the per-rank idle times against the
+// closed forms of `getClosedFormIdleTime` over shapes and durations, and a
+// printed table of bubbles and peaks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -473,6 +475,91 @@ TEST(GenerateScheduleTest, H1ReachesThePaperWhenWeightGradientsAreCheap) {
   EXPECT_NEAR((t1.makespan - 40) / (to.makespan - 40), 3.0 / 5, 1e-12);
   EXPECT_EQ(getClosedFormIdleTime(ScheduleFamily::ZBH1, 4, 1, 8, 2, 2, 1),
             std::optional<double>(9));
+}
+
+TEST(GenerateScheduleTest, ClosedFormIdleTime) {
+  // Per-rank idle time, makespan minus a rank's work V M (F+I+W), against
+  // getClosedFormIdleTime wherever it has a value: simulated under
+  // rendezvous, and with buffered transfers (what the compute orders allow)
+  // for interleaved 1F1B, whose rendezvous may add waits (K=8 M=16 above).
+  const double costs[][3] = {{1, 1, 1}, {2, 2, 1}, {1, 2, 1},
+                             {2, 1, 1}, {3, 3, 1}, {2, 2, 2}};
+  int compared = 0;
+  for (ScheduleFamily family : getScheduleFamilies()) {
+    for (int k : {1, 2, 3, 4, 8}) {
+      for (int v : {1, 2, 3}) {
+        for (int m = 1; m <= 16; ++m) {
+          if (!checkScheduleShape(family, k, v, m).empty()) {
+            EXPECT_FALSE(getClosedFormIdleTime(family, k, v, m, 1, 1, 1));
+            continue;
+          }
+          for (const auto &c : costs) {
+            double f = c[0], in = c[1], w = c[2];
+            std::optional<double> idle =
+                getClosedFormIdleTime(family, k, v, m, f, in, w);
+            if (!idle)
+              continue;
+            std::string name =
+                shapeName(family, k, v, m) + " F=" + std::to_string(c[0]) +
+                " I=" + std::to_string(c[1]) + " W=" + std::to_string(c[2]);
+            ScheduleOptions options;
+            options.forwardTicks = c[0];
+            options.inputTicks = c[1];
+            options.weightTicks = c[2];
+            options.backwardTicks = c[1] + c[2];
+            ScheduleOrError built = build(family, k, v, m, options);
+            ASSERT_TRUE(built.ok()) << name << ": " << built.error;
+            double work = v * m * (f + in + w);
+            double buffered = bufferedMakespan(built.schedule, f, in, w);
+            EXPECT_DOUBLE_EQ(buffered - work, *idle) << name;
+            if (family != ScheduleFamily::Interleaved1F1B) {
+              ActionDurations durations =
+                  ActionDurations::uniform(k * v, f, in + w);
+              for (int s = 0; s < k * v; ++s) {
+                durations.set(ActionKind::BackwardInput, s, in);
+                durations.set(ActionKind::BackwardWeight, s, w);
+              }
+              Timeline t = simulate(built.schedule, durations);
+              ASSERT_TRUE(t.ok()) << name << ": " << t.error;
+              EXPECT_DOUBLE_EQ(t.makespan - work, *idle) << name;
+            }
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 1000);
+  // The closed forms at K = 4, M = 8, F = I = W = 1.
+  auto idle = [](ScheduleFamily family, int v) {
+    return getClosedFormIdleTime(family, 4, v, 8, 1, 1, 1);
+  };
+  EXPECT_EQ(idle(ScheduleFamily::GPipe, 1), std::optional<double>(9));
+  EXPECT_EQ(idle(ScheduleFamily::OneFOneB, 1), std::optional<double>(9));
+  EXPECT_EQ(idle(ScheduleFamily::Interleaved1F1B, 2), std::optional<double>(9));
+  EXPECT_EQ(idle(ScheduleFamily::ZBH1, 1), std::optional<double>(3));
+  EXPECT_EQ(idle(ScheduleFamily::ZBH2, 1), std::optional<double>(3));
+  EXPECT_EQ(idle(ScheduleFamily::ZBV, 2), std::optional<double>(3));
+  EXPECT_FALSE(idle(ScheduleFamily::DualPipeV, 2));
+  EXPECT_FALSE(idle(ScheduleFamily::ZBAuto, 1));
+  // 1F1B's bubble fraction is GPipe's (K-1)/(M+K-1).
+  EXPECT_NEAR(9.0 / (9 + 24), getIdealBubbleFraction(4, 8), 1e-12);
+  // ZB-H1's bubble time is a third of 1F1B's with F = I = W.
+  EXPECT_NEAR(*idle(ScheduleFamily::ZBH1, 1) /
+                  *idle(ScheduleFamily::OneFOneB, 1),
+              1.0 / 3, 1e-12);
+  // Where the closed forms do not apply: ZB-H1 with W > min(F, I) or
+  // M < K, ZB-H2 and ZB-V with unequal durations, interleaved 1F1B with M
+  // not a multiple of K, and durations that are not positive.
+  EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBH1, 4, 1, 8, 1, 1, 2));
+  EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBH1, 4, 1, 3, 1, 1, 1));
+  EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBH2, 4, 1, 8, 2, 2, 1));
+  EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBV, 4, 2, 8, 2, 2, 1));
+  EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBV, 4, 2, 6, 1, 1, 1));
+  EXPECT_FALSE(
+      getClosedFormIdleTime(ScheduleFamily::Interleaved1F1B, 4, 2, 6, 1, 1, 1));
+  EXPECT_FALSE(
+      getClosedFormIdleTime(ScheduleFamily::OneFOneB, 4, 1, 8, 0, 1, 1));
 }
 
 TEST(GenerateScheduleTest, PeakActivations) {

@@ -244,7 +244,7 @@ enum class ScheduleFamily {
   GPipe,           ///< "gpipe": fill-drain, V = 1
   OneFOneB,        ///< "1f1b": PipeDream-flush, V = 1
   Interleaved1F1B, ///< "interleaved-1f1b": Megatron-LM, V >= 2, round-robin
-  ZBH1,            ///< "zb-h1": zero bubble, 1F1B's memory, V = 1
+  ZBH1,            ///< "zb-h1": zero bubble, 1F1B's peak memory, V = 1
   ZBH2,            ///< "zb-h2": zero bubble, about twice the memory, V = 1
   ZBV,             ///< "zbv": zero bubble V schedule, V = 2, V-shape
   DualPipeV,       ///< "dualpipev": DeepSeek's DualPipe, V-shaped, V = 2
@@ -288,7 +288,13 @@ std::string checkScheduleShape(ScheduleFamily family, int numRanks,
 /// `alignTransfers`. Interleaved 1F1B uses B; ZB-H1, ZB-H2, ZB-V and zb-auto
 /// use I + W; DualPipeV both, where PyTorch's does. ZB-H1/H2 order with the
 /// uniform durations of `options`, zb-auto with its per-stage durations and
-/// `maxActivations`. Errors: `checkScheduleShape`'s message, or a problem
+/// `maxActivations`. ZB-H1 limits every rank to 1F1B's peak over all ranks
+/// (K micro-batches held from F until W, 1F1B's rank 0): rank r runs 1F1B's
+/// K - r warm-up forwards and then defers up to r Ws into 1F1B's cool-down
+/// (Qi et al.,
+/// "Zero Bubble Pipeline Parallelism", ICLR 2024, section 2.1); ZB-H2 lets
+/// rank r hold 2K-1-r (section 2.2). `getClosedFormIdleTime` gives the idle
+/// time they reach. Errors: `checkScheduleShape`'s message, or a problem
 /// with the durations in `options`.
 ScheduleOrError buildSchedule(ScheduleFamily family, int numRanks,
                               int virtualStages, int numMicrobatches,
@@ -325,11 +331,10 @@ ScheduleOrError buildSchedule(ScheduleFamily family, int numRanks,
 ///  - zbv, M >= 2K-1 and F = I = W: (K-1)F of one chunk, the same start-up
 ///    and nothing else (Qi et al., section 6), with 1F1B's peak memory.
 /// dualpipev and zb-auto have none.
-std::optional<double> getClosedFormIdleTime(ScheduleFamily family,
-                                            int numRanks, int virtualStages,
-                                            int numMicrobatches,
-                                            double forward, double input,
-                                            double weight);
+std::optional<double> getClosedFormIdleTime(ScheduleFamily family, int numRanks,
+                                            int virtualStages,
+                                            int numMicrobatches, double forward,
+                                            double input, double weight);
 
 /// PyTorch pipelining CSV: one line per rank, cells `<stage><TYPE>[<mb>]`
 /// (TYPE one of F B I W SEND_F RECV_F SEND_B RECV_B REDUCE_GRAD, plus gpipe's
