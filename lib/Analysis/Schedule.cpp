@@ -940,6 +940,9 @@ struct ListSchedulerInput {
   std::vector<int> warmupForwards;
   /// Prefer an F to an I when both can run.
   bool forwardFirst = false;
+  /// Leave a W for later when an I of the rank becomes ready before it
+  /// would end.
+  bool waitForInput = false;
   /// Among a rank's stages: the later stage first (true), or the lowest
   /// micro-batch first, then the later stage (false).
   bool laterStageFirst = false;
@@ -959,26 +962,32 @@ struct ListSchedulerInput {
 /// micro-batch's activations from its F until its W), else a W (which frees
 /// memory and fills time the rank would otherwise idle); `forwardFirst`
 /// tries the F before the I (1F1B's steady phase: one forward, then one
-/// backward). Among several stages of a rank, the lowest micro-batch first,
-/// then the later stage (or, `laterStageFirst`, the later stage; zb-auto
-/// tries both). If nothing is ready, the rank waits until the next action
-/// anywhere ends. Per stage, F, I and W each run in micro-batch order.
+/// backward), and `waitForInput` leaves a W for later when the input
+/// gradient of the rank's next I is already scheduled to arrive before the W
+/// would end (the paper's W fills a gap only where it fits). Among several
+/// stages of a rank, the lowest micro-batch first, then the later stage (or,
+/// `laterStageFirst`, the later stage; zb-auto tries both). If nothing is
+/// ready, the rank waits until the next action anywhere ends. Per stage, F, I
+/// and W each run in micro-batch order.
 ///
 /// Memory is counted as Timeline counts it: a micro-batch's activations are
 /// held from its F until its W. ZB-H1 (section 2.1) keeps the PEAK over all
 /// ranks at 1F1B's, K micro-batches (1F1B's rank 0), but lets every rank
 /// hold that many: rank r runs 1F1B's K - r warm-up forwards, then F before
 /// I, and defers up to r Ws into what would be 1F1B's cool-down bubble. With
-/// uniform durations, M >= K and W <= min(F, I) every rank idles the paper's
-/// (K-1)(F+I-W) (1F1B: (K-1)(F+I+W)); checked for K <= 8, M <= 16 and
-/// several durations. A per-rank limit of K - r would force the last rank to
-/// run F, I, W strictly in turn and leave (K-1)(F+I). ZB-H2 (section 2.2)
-/// lets rank r hold 2K-1-r: with F = I = W its makespan is the lower bound
-/// (K-1)F + M(F+I+W) of any one-stage-per-rank schedule.
+/// uniform durations, M >= K, W <= min(F, I) and F <= 2I every rank idles
+/// the paper's (K-1)(F+I-W) (1F1B: (K-1)(F+I+W)); checked for K <= 16,
+/// M <= 40 and F, I, W <= 5. With a forward more than twice an input
+/// gradient it idles up to a few F more. A per-rank limit of K - r would force
+/// the last rank to run F, I, W strictly in turn and leave (K-1)(F+I). ZB-H2
+/// (section 2.2) lets rank r hold 2K-1-r: with F = I = W its makespan is the
+/// lower bound (K-1)F + M(F+I+W) of any one-stage-per-rank schedule.
 ///
 /// It cannot get stuck with limits >= 1: the last stage's I only needs its
 /// own F; stage s can always run the I (or W) of the oldest micro-batch it
-/// holds once stage s+1 has, and a stage that holds nothing may run an F.
+/// holds once stage s+1 has, and a stage that holds nothing may run an F
+/// (a warm-up limit only stops Fs while the stage holds some). A W left
+/// for later waits for an end tick that is already scheduled.
 /// An empty result means it did (an internal error).
 ComputeOrders runZeroBubbleListScheduler(const ListSchedulerInput &in,
                                          int64_t *makespan = nullptr) {
@@ -1062,10 +1071,22 @@ ComputeOrders runZeroBubbleListScheduler(const ListSchedulerInput &in,
       if (stage < 0)
         tryForward();
     }
+    // Whether an I of this rank becomes ready before `until`: its input
+    // gradient is already scheduled to arrive then.
+    auto inputArrivesBefore = [&](int64_t until) {
+      for (int s : stagesOf[r]) {
+        int m = nextI[s];
+        if (m < nextF[s] && s + 1 < numStages && endI[s + 1][m] > now &&
+            endI[s + 1][m] < until && endF[s][m] >= 0 && endF[s][m] < until)
+          return true;
+      }
+      return false;
+    };
     if (stage < 0) {
       for (int s : stagesOf[r]) {
         int m = nextW[s];
-        if (m < nextI[s] && isDone(endI[s][m], now))
+        if (m < nextI[s] && isDone(endI[s][m], now) &&
+            !(in.waitForInput && inputArrivesBefore(now + in.weightTicks[s])))
           consider(ActionKind::BackwardWeight, s, m);
       }
     }
@@ -1306,7 +1327,8 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     // ZB-H1 lets every rank hold K activations (counted until W), 1F1B's
     // peak over all ranks (its rank 0), with 1F1B's K - r warm-up forwards
     // on rank r and the F before the I after them, so that rank r defers up
-    // to r Ws into the cool-down (Qi et al., section 2.1).
+    // to r Ws into the cool-down (Qi et al., section 2.1); a W waits when it
+    // would delay an I.
     // ZB-H2 lets rank r hold 2K-1-r: rank 0 the 2K-1 forwards that fit
     // before its first input gradient can arrive (the paper's (2p-1) M_B
     // peak), and each later rank K-1 more than in 1F1B, which lets it defer
@@ -1314,7 +1336,7 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     // without a stall: with uniform durations the makespan is the lower
     // bound (K-1)F + M(F+I+W) of any one-stage-per-rank schedule.
     ListSchedulerInput in = listInput(/*perStage=*/false);
-    in.forwardFirst = family == ScheduleFamily::ZBH1;
+    in.forwardFirst = in.waitForInput = family == ScheduleFamily::ZBH1;
     for (int s = 0; s < numStages; ++s) {
       if (family == ScheduleFamily::ZBH1) {
         in.maxActivations.push_back(K);
@@ -1375,7 +1397,7 @@ std::optional<double> mlir::gpipe::getClosedFormIdleTime(
       return std::nullopt;
     return (K - 1) * (F + I + W);
   case ScheduleFamily::ZBH1:
-    if (numMicrobatches < numRanks || W > std::min(F, I))
+    if (numMicrobatches < numRanks || W > std::min(F, I) || F > 2 * I)
       return std::nullopt;
     return (K - 1) * (F + I - W);
   case ScheduleFamily::ZBH2:

@@ -482,8 +482,8 @@ TEST(GenerateScheduleTest, ClosedFormIdleTime) {
   // getClosedFormIdleTime wherever it has a value: simulated under
   // rendezvous, and with buffered transfers (what the compute orders allow)
   // for interleaved 1F1B, whose rendezvous may add waits (K=8 M=16 above).
-  const double costs[][3] = {{1, 1, 1}, {2, 2, 1}, {1, 2, 1},
-                             {2, 1, 1}, {3, 3, 1}, {2, 2, 2}};
+  const double costs[][3] = {{1, 1, 1}, {2, 2, 1}, {1, 2, 1}, {2, 1, 1},
+                             {3, 3, 1}, {2, 2, 2}, {3, 2, 2}, {5, 7, 3}};
   int compared = 0;
   for (ScheduleFamily family : getScheduleFamilies()) {
     for (int k : {1, 2, 3, 4, 8}) {
@@ -548,11 +548,12 @@ TEST(GenerateScheduleTest, ClosedFormIdleTime) {
   EXPECT_NEAR(*idle(ScheduleFamily::ZBH1, 1) /
                   *idle(ScheduleFamily::OneFOneB, 1),
               1.0 / 3, 1e-12);
-  // Where the closed forms do not apply: ZB-H1 with W > min(F, I) or
-  // M < K, ZB-H2 and ZB-V with unequal durations, interleaved 1F1B with M
+  // Where the closed forms do not apply: ZB-H1 with W > min(F, I), F > 2I
+  // or M < K, ZB-H2 and ZB-V with unequal durations, interleaved 1F1B with M
   // not a multiple of K, and durations that are not positive.
   EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBH1, 4, 1, 8, 1, 1, 2));
   EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBH1, 4, 1, 3, 1, 1, 1));
+  EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBH1, 4, 1, 8, 3, 1, 1));
   EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBH2, 4, 1, 8, 2, 2, 1));
   EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBV, 4, 2, 8, 2, 2, 1));
   EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBV, 4, 2, 6, 1, 1, 1));

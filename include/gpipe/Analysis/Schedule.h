@@ -318,7 +318,8 @@ ScheduleOrError buildSchedule(ScheduleFamily family, int numRanks,
 ///    Large-Scale Language Model Training on GPU Clusters Using Megatron-LM",
 ///    SC 2021, section 2.2). Reached with buffered transfers; a blocking
 ///    rendezvous may add waits.
-///  - zb-h1, M >= K and W <= min(F, I): (K-1)(F+I-W) (Qi et al., "Zero
+///  - zb-h1, M >= K, W <= min(F, I) and F <= 2I (where the generator
+///    reaches it): (K-1)(F+I-W) (Qi et al., "Zero
 ///    Bubble Pipeline Parallelism", ICLR 2024, section 2.1; I is their B):
 ///    1F1B's memory, the bubble a third of 1F1B's when F = I = W.
 ///  - zb-h2, M >= K and F = I = W: (K-1)F. Qi et al. call ZB-H2 zero bubble:
