@@ -421,6 +421,13 @@ TEST(GenerateScheduleTest, Bubbles) {
     EXPECT_DOUBLE_EQ(ofob.busy[r], work);
   }
   EXPECT_NEAR((h1.makespan - work) / (ofob.makespan - work), 1.0 / 3, 1e-12);
+  // K = 8, M = 16: 7 idle per rank against 1F1B's 21, makespan 55 (69);
+  // every rank holds 8 micro-batches at its peak, 1F1B's rank 0.
+  Timeline h1At8 =
+      simulateUniform(build(ScheduleFamily::ZBH1, 8, 1, 16).schedule);
+  ASSERT_TRUE(h1At8.ok());
+  EXPECT_DOUBLE_EQ(h1At8.makespan, 55);
+  EXPECT_EQ(h1At8.peakActivations, std::vector<int>(8, 8));
   // Interleaved, V = 2: per rank (K-1)(F+B) of one chunk idle, the same
   // time as 1F1B's but against twice the work (each rank runs 2 stages of F
   // = 1, B = 2): 9 of 57, 0.58 x 1F1B's fraction; the idle time per unit of
