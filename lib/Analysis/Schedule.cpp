@@ -935,41 +935,59 @@ struct ListSchedulerInput {
   std::vector<int> stageToRank;
   std::vector<int64_t> forwardTicks, inputTicks, weightTicks;
   std::vector<int> maxActivations;
+  /// Per stage, the most forwards it runs before its first I (its warm-up),
+  /// on top of `maxActivations`; empty or a missing entry: no such limit.
+  std::vector<int> warmupForwards;
+  /// Prefer an F to an I when both can run.
+  bool forwardFirst = false;
+  /// Leave a W for later when an I of the rank becomes ready before it
+  /// would end.
+  bool waitForInput = false;
   /// Among a rank's stages: the later stage first (true), or the lowest
   /// micro-batch first, then the later stage (false).
   bool laterStageFirst = false;
 };
 
 /// The zero-bubble list scheduler, after Qi et al., "Zero Bubble Pipeline
-/// Parallelism" (ICLR 2024, arXiv:2401.10241), section 3: its handcrafted
-/// schedules ZB-H1 and ZB-H2 follow from the rules below with uniform
+/// Parallelism" (ICLR 2024, arXiv:2401.10241): its handcrafted schedules
+/// ZB-H1 and ZB-H2 (section 2) follow from the rules below with uniform
 /// durations and their memory limits, and its automatic scheduling heuristic
-/// is these rules with measured per-stage durations.
+/// (section 3) is these rules with measured per-stage durations.
 ///
 /// Every rank's order is built by simulating all ranks together: whenever a
 /// rank is idle at time t, it picks, among the actions whose inputs exist at
 /// t, an I (the input gradient: the critical path towards stage 0), else an F
-/// (while its stage holds fewer activations than its limit; a stage holds a
+/// (while its stage holds fewer activations than its limit and, before its
+/// first I, has run fewer forwards than its warm-up limit; a stage holds a
 /// micro-batch's activations from its F until its W), else a W (which frees
-/// memory and fills time the rank would otherwise idle); among several
+/// memory and fills time the rank would otherwise idle); `forwardFirst`
+/// tries the F before the I (1F1B's steady phase: one forward, then one
+/// backward), and `waitForInput` leaves a W for later when the input
+/// gradient of the rank's next I is already scheduled to arrive before the W
+/// would end (the paper's W fills a gap only where it fits). Among several
 /// stages of a rank, the lowest micro-batch first, then the later stage (or,
-/// `laterStageFirst`, the later stage; zb-auto tries both). If
-/// nothing is ready, the rank waits until the next action anywhere ends.
-/// Per stage, F, I and W each run in micro-batch order.
+/// `laterStageFirst`, the later stage; zb-auto tries both). If nothing is
+/// ready, the rank waits until the next action anywhere ends. Per stage, F, I
+/// and W each run in micro-batch order.
 ///
 /// Memory is counted as Timeline counts it: a micro-batch's activations are
-/// held from its F until its W. The paper charges a pending W only what the
-/// weight gradient needs, so its ZB-H1 may defer Ws on the last stages and
-/// idles (K-1)(F+I-W) per rank; held to 1F1B's K - r micro-batches until W,
-/// the last rank must run F, I, W in turn, and ZB-H1 here idles (K-1)(F+I)
-/// per rank (1F1B: (K-1)(F+I+W)), the best any schedule can under that
-/// limit. ZB-H2's larger limits remove that constraint: with uniform
-/// durations it reaches (K-1)F, the bound of any one-stage-per-rank
-/// schedule.
+/// held from its F until its W. ZB-H1 (section 2.1) keeps the PEAK over all
+/// ranks at 1F1B's, K micro-batches (1F1B's rank 0), but lets every rank
+/// hold that many: rank r runs 1F1B's K - r warm-up forwards, then F before
+/// I, and defers up to r Ws into what would be 1F1B's cool-down bubble. With
+/// uniform durations, M >= K, W <= min(F, I) and F <= 2I every rank idles
+/// the paper's (K-1)(F+I-W) (1F1B: (K-1)(F+I+W)); checked for K <= 16,
+/// M <= 40 and F, I, W <= 5. With a forward more than twice an input
+/// gradient it idles up to a few F more. A per-rank limit of K - r would force
+/// the last rank to run F, I, W strictly in turn and leave (K-1)(F+I). ZB-H2
+/// (section 2.2) lets rank r hold 2K-1-r: with F = I = W its makespan is the
+/// lower bound (K-1)F + M(F+I+W) of any one-stage-per-rank schedule.
 ///
 /// It cannot get stuck with limits >= 1: the last stage's I only needs its
 /// own F; stage s can always run the I (or W) of the oldest micro-batch it
-/// holds once stage s+1 has, and a stage that holds nothing may run an F.
+/// holds once stage s+1 has, and a stage that holds nothing may run an F
+/// (a warm-up limit only stops Fs while the stage holds some). A W left
+/// for later waits for an end tick that is already scheduled.
 /// An empty result means it did (an internal error).
 ComputeOrders runZeroBubbleListScheduler(const ListSchedulerInput &in,
                                          int64_t *makespan = nullptr) {
@@ -1025,24 +1043,50 @@ ComputeOrders runZeroBubbleListScheduler(const ListSchedulerInput &in,
         mb = m;
       }
     };
-    for (int s : stagesOf[r]) {
-      int m = nextI[s];
-      if (m < nextF[s] && isDone(endF[s][m], now) &&
-          (s + 1 == numStages || isDone(endI[s + 1][m], now)))
-        consider(ActionKind::BackwardInput, s, m);
-    }
-    if (stage < 0) {
+    auto tryInput = [&] {
+      for (int s : stagesOf[r]) {
+        int m = nextI[s];
+        if (m < nextF[s] && isDone(endF[s][m], now) &&
+            (s + 1 == numStages || isDone(endI[s + 1][m], now)))
+          consider(ActionKind::BackwardInput, s, m);
+      }
+    };
+    auto tryForward = [&] {
       for (int s : stagesOf[r]) {
         int m = nextF[s];
-        if (m < M && nextF[s] - nextW[s] < in.maxActivations[s] &&
+        bool warmupLeft = nextI[s] > 0 ||
+                          s >= static_cast<int>(in.warmupForwards.size()) ||
+                          nextF[s] < in.warmupForwards[s];
+        if (m < M && warmupLeft && nextF[s] - nextW[s] < in.maxActivations[s] &&
             (s == 0 || isDone(endF[s - 1][m], now)))
           consider(ActionKind::Forward, s, m);
       }
+    };
+    if (in.forwardFirst) {
+      tryForward();
+      if (stage < 0)
+        tryInput();
+    } else {
+      tryInput();
+      if (stage < 0)
+        tryForward();
     }
+    // Whether an I of this rank becomes ready before `until`: its input
+    // gradient is already scheduled to arrive then.
+    auto inputArrivesBefore = [&](int64_t until) {
+      for (int s : stagesOf[r]) {
+        int m = nextI[s];
+        if (m < nextF[s] && s + 1 < numStages && endI[s + 1][m] > now &&
+            endI[s + 1][m] < until && endF[s][m] >= 0 && endF[s][m] < until)
+          return true;
+      }
+      return false;
+    };
     if (stage < 0) {
       for (int s : stagesOf[r]) {
         int m = nextW[s];
-        if (m < nextI[s] && isDone(endI[s][m], now))
+        if (m < nextI[s] && isDone(endI[s][m], now) &&
+            !(in.waitForInput && inputArrivesBefore(now + in.weightTicks[s])))
           consider(ActionKind::BackwardWeight, s, m);
       }
     }
@@ -1280,7 +1324,11 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     break;
   case ScheduleFamily::ZBH1:
   case ScheduleFamily::ZBH2: {
-    // ZB-H1 keeps 1F1B's K - r activations on rank r (counted until W).
+    // ZB-H1 lets every rank hold K activations (counted until W), 1F1B's
+    // peak over all ranks (its rank 0), with 1F1B's K - r warm-up forwards
+    // on rank r and the F before the I after them, so that rank r defers up
+    // to r Ws into the cool-down (Qi et al., section 2.1); a W waits when it
+    // would delay an I.
     // ZB-H2 lets rank r hold 2K-1-r: rank 0 the 2K-1 forwards that fit
     // before its first input gradient can arrive (the paper's (2p-1) M_B
     // peak), and each later rank K-1 more than in 1F1B, which lets it defer
@@ -1288,9 +1336,15 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     // without a stall: with uniform durations the makespan is the lower
     // bound (K-1)F + M(F+I+W) of any one-stage-per-rank schedule.
     ListSchedulerInput in = listInput(/*perStage=*/false);
-    for (int s = 0; s < numStages; ++s)
-      in.maxActivations.push_back(
-          family == ScheduleFamily::ZBH1 ? K - s : 2 * K - 1 - s);
+    in.forwardFirst = in.waitForInput = family == ScheduleFamily::ZBH1;
+    for (int s = 0; s < numStages; ++s) {
+      if (family == ScheduleFamily::ZBH1) {
+        in.maxActivations.push_back(K);
+        in.warmupForwards.push_back(K - s);
+      } else {
+        in.maxActivations.push_back(2 * K - 1 - s);
+      }
+    }
     orders = runZeroBubbleListScheduler(in);
     break;
   }
@@ -1323,6 +1377,42 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     return result;
   }
   return finishOrders(M, std::move(placement), orders, traffic, options);
+}
+
+std::optional<double> mlir::gpipe::getClosedFormIdleTime(
+    ScheduleFamily family, int numRanks, int virtualStages, int numMicrobatches,
+    double forward, double input, double weight) {
+  if (!checkScheduleShape(family, numRanks, virtualStages, numMicrobatches)
+           .empty() ||
+      !(forward > 0) || !(input > 0) || !(weight > 0))
+    return std::nullopt;
+  double K = numRanks, F = forward, I = input, W = weight;
+  bool uniform = F == I && I == W;
+  switch (family) {
+  case ScheduleFamily::GPipe:
+  case ScheduleFamily::OneFOneB:
+    return (K - 1) * (F + I + W);
+  case ScheduleFamily::Interleaved1F1B:
+    if (numMicrobatches % numRanks != 0)
+      return std::nullopt;
+    return (K - 1) * (F + I + W);
+  case ScheduleFamily::ZBH1:
+    if (numMicrobatches < numRanks || W > std::min(F, I) || F > 2 * I)
+      return std::nullopt;
+    return (K - 1) * (F + I - W);
+  case ScheduleFamily::ZBH2:
+    if (numMicrobatches < numRanks || !uniform)
+      return std::nullopt;
+    return (K - 1) * F;
+  case ScheduleFamily::ZBV:
+    if (numMicrobatches < 2 * numRanks - 1 || !uniform)
+      return std::nullopt;
+    return (K - 1) * F;
+  case ScheduleFamily::DualPipeV:
+  case ScheduleFamily::ZBAuto:
+    return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 //===----------------------------------------------------------------------===//

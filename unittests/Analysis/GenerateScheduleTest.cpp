@@ -8,7 +8,9 @@
 // gradient-accumulating actions in increasing micro-batch order, one F and
 // one B or I + W per (stage, micro-batch), Steps last), with and without
 // recompute. Then simulated bubbles and peak activations at K=4 and K=8 with
-// uniform costs (F = I = W = 1, B = 2), and a printed table of both.
+// uniform costs (F = I = W = 1, B = 2), the per-rank idle times against the
+// closed forms of `getClosedFormIdleTime` over shapes and durations, and a
+// printed table of bubbles and peaks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +23,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -397,15 +400,34 @@ TEST(GenerateScheduleTest, Bubbles) {
   // ZB-H2 reaches it.
   EXPECT_DOUBLE_EQ(h2.makespan, 27);
   EXPECT_LE(h2.bubbleFraction, 0.41 * ofob.bubbleFraction);
-  // ZB-H1 keeps 1F1B's peak counted until W, so the last rank holds one
-  // micro-batch and must run F, I, W strictly in turn: its last I ends at
-  // (K-1)F + (M-1)(F+I+W) + F+I = 26 at the earliest, rank 0's at 29, and
-  // its W at 30. ZB-H1 reaches that bound: bubble 6/30 = 0.2 = 0.73 x
-  // 1F1B's. (The paper's (K-1)(F+I-W) = 3 per rank needs the late ranks to
-  // defer Ws, i.e. hold more micro-batches until W than 1F1B; its memory
-  // model charges a pending W less than a whole activation.)
-  EXPECT_DOUBLE_EQ(h1.makespan, 30);
-  EXPECT_LE(h1.bubbleFraction, 0.75 * ofob.bubbleFraction);
+  // ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024,
+  // section 2.1): 1F1B's warm-up, and every rank may hold K micro-batches
+  // until W (1F1B's rank-0 peak), so the later ranks defer Ws into 1F1B's
+  // cool-down bubble. The paper's (K-1)(F+I-W) = 3 idle per rank: makespan
+  // 27 (with F = I = W the same as ZB-H2's), under rendezvous and with
+  // buffered transfers alike.
+  EXPECT_DOUBLE_EQ(h1.makespan, 27);
+  EXPECT_DOUBLE_EQ(
+      bufferedMakespan(build(ScheduleFamily::ZBH1, 4, 1, 8).schedule, 1, 1, 1),
+      27);
+  EXPECT_NEAR(h1.bubbleFraction, 3.0 / 27, 1e-12);
+  // The bubble time ratio, idle time per rank of ZB-H1 over 1F1B's: the
+  // paper's (K-1)(F+I-W) / ((K-1)(F+I+W)) = 1/3. The blocking-rendezvous
+  // simulation adds no wait here: every transfer is placed where both ends
+  // are between actions.
+  double work = 8 * 3;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_DOUBLE_EQ(h1.busy[r], work);
+    EXPECT_DOUBLE_EQ(ofob.busy[r], work);
+  }
+  EXPECT_NEAR((h1.makespan - work) / (ofob.makespan - work), 1.0 / 3, 1e-12);
+  // K = 8, M = 16: 7 idle per rank against 1F1B's 21, makespan 55 (69);
+  // every rank holds 8 micro-batches at its peak, 1F1B's rank 0.
+  Timeline h1At8 =
+      simulateUniform(build(ScheduleFamily::ZBH1, 8, 1, 16).schedule);
+  ASSERT_TRUE(h1At8.ok());
+  EXPECT_DOUBLE_EQ(h1At8.makespan, 55);
+  EXPECT_EQ(h1At8.peakActivations, std::vector<int>(8, 8));
   // Interleaved, V = 2: per rank (K-1)(F+B) of one chunk idle, the same
   // time as 1F1B's but against twice the work (each rank runs 2 stages of F
   // = 1, B = 2): 9 of 57, 0.58 x 1F1B's fraction; the idle time per unit of
@@ -431,11 +453,11 @@ TEST(GenerateScheduleTest, Bubbles) {
   EXPECT_LT(simulateUniform(inter8).bubbleFraction, ofob8.bubbleFraction);
 }
 
-TEST(GenerateScheduleTest, H2BeatsH1WhenWeightGradientsAreCheap) {
-  // F = 2, I = 2, W = 1. H1's last rank runs F, I, W in turn (it holds one
-  // micro-batch); H2's extra memory lets the ranks defer Ws, so the input
-  // gradients reach rank 0 sooner. (The bound (K-1)F + M(F+I+W) = 46 would
-  // need the last rank to defer 7 Ws, more than H2's K activations there.)
+TEST(GenerateScheduleTest, H1ReachesThePaperWhenWeightGradientsAreCheap) {
+  // F = 2, I = 2, W = 1, K = 4, M = 8: the paper's (K-1)(F+I-W) = 9 idle
+  // per rank, makespan 40 + 9 = 49 (1F1B: 40 + (K-1)(F+I+W) = 55). ZB-H2
+  // gets no further: the bound (K-1)F + M(F+I+W) = 46 would need the last
+  // rank to defer 7 Ws, more than H2's K activations there.
   ScheduleOptions options;
   options.forwardTicks = 2;
   options.inputTicks = 2;
@@ -447,14 +469,105 @@ TEST(GenerateScheduleTest, H2BeatsH1WhenWeightGradientsAreCheap) {
   }
   Schedule h1 = build(ScheduleFamily::ZBH1, 4, 1, 8, options).schedule;
   Schedule h2 = build(ScheduleFamily::ZBH2, 4, 1, 8, options).schedule;
+  Schedule ofob = build(ScheduleFamily::OneFOneB, 4, 1, 8, options).schedule;
   Timeline t1 = simulate(h1, durations);
   Timeline t2 = simulate(h2, durations);
-  ASSERT_TRUE(t1.ok() && t2.ok());
-  EXPECT_LT(t2.makespan, t1.makespan);
-  EXPECT_LT(bufferedMakespan(h2, 2, 2, 1), bufferedMakespan(h1, 2, 2, 1));
-  // H1's bound: the last rank's last I ends at 6 + 7 x 5 + 4 = 45, rank
-  // 0's 6 later, then its W.
-  EXPECT_DOUBLE_EQ(bufferedMakespan(h1, 2, 2, 1), 52);
+  Timeline to = simulate(ofob, durations);
+  ASSERT_TRUE(t1.ok() && t2.ok() && to.ok());
+  EXPECT_DOUBLE_EQ(t1.makespan, 49);
+  EXPECT_DOUBLE_EQ(bufferedMakespan(h1, 2, 2, 1), 49);
+  EXPECT_DOUBLE_EQ(t2.makespan, 49);
+  EXPECT_DOUBLE_EQ(to.makespan, 55);
+  // Bubble time ratio (K-1)(F+I-W) / ((K-1)(F+I+W)) = 3/5.
+  EXPECT_NEAR((t1.makespan - 40) / (to.makespan - 40), 3.0 / 5, 1e-12);
+  EXPECT_EQ(getClosedFormIdleTime(ScheduleFamily::ZBH1, 4, 1, 8, 2, 2, 1),
+            std::optional<double>(9));
+}
+
+TEST(GenerateScheduleTest, ClosedFormIdleTime) {
+  // Per-rank idle time, makespan minus a rank's work V M (F+I+W), against
+  // getClosedFormIdleTime wherever it has a value: simulated under
+  // rendezvous, and with buffered transfers (what the compute orders allow)
+  // for interleaved 1F1B, whose rendezvous may add waits (K=8 M=16 above).
+  const double costs[][3] = {{1, 1, 1}, {2, 2, 1}, {1, 2, 1}, {2, 1, 1},
+                             {3, 3, 1}, {2, 2, 2}, {3, 2, 2}, {5, 7, 3}};
+  int compared = 0;
+  for (ScheduleFamily family : getScheduleFamilies()) {
+    for (int k : {1, 2, 3, 4, 8}) {
+      for (int v : {1, 2, 3}) {
+        for (int m = 1; m <= 16; ++m) {
+          if (!checkScheduleShape(family, k, v, m).empty()) {
+            EXPECT_FALSE(getClosedFormIdleTime(family, k, v, m, 1, 1, 1));
+            continue;
+          }
+          for (const auto &c : costs) {
+            double f = c[0], in = c[1], w = c[2];
+            std::optional<double> idle =
+                getClosedFormIdleTime(family, k, v, m, f, in, w);
+            if (!idle)
+              continue;
+            std::string name =
+                shapeName(family, k, v, m) + " F=" + std::to_string(c[0]) +
+                " I=" + std::to_string(c[1]) + " W=" + std::to_string(c[2]);
+            ScheduleOptions options;
+            options.forwardTicks = c[0];
+            options.inputTicks = c[1];
+            options.weightTicks = c[2];
+            options.backwardTicks = c[1] + c[2];
+            ScheduleOrError built = build(family, k, v, m, options);
+            ASSERT_TRUE(built.ok()) << name << ": " << built.error;
+            double work = v * m * (f + in + w);
+            double buffered = bufferedMakespan(built.schedule, f, in, w);
+            EXPECT_DOUBLE_EQ(buffered - work, *idle) << name;
+            if (family != ScheduleFamily::Interleaved1F1B) {
+              ActionDurations durations =
+                  ActionDurations::uniform(k * v, f, in + w);
+              for (int s = 0; s < k * v; ++s) {
+                durations.set(ActionKind::BackwardInput, s, in);
+                durations.set(ActionKind::BackwardWeight, s, w);
+              }
+              Timeline t = simulate(built.schedule, durations);
+              ASSERT_TRUE(t.ok()) << name << ": " << t.error;
+              EXPECT_DOUBLE_EQ(t.makespan - work, *idle) << name;
+            }
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 1000);
+  // The closed forms at K = 4, M = 8, F = I = W = 1.
+  auto idle = [](ScheduleFamily family, int v) {
+    return getClosedFormIdleTime(family, 4, v, 8, 1, 1, 1);
+  };
+  EXPECT_EQ(idle(ScheduleFamily::GPipe, 1), std::optional<double>(9));
+  EXPECT_EQ(idle(ScheduleFamily::OneFOneB, 1), std::optional<double>(9));
+  EXPECT_EQ(idle(ScheduleFamily::Interleaved1F1B, 2), std::optional<double>(9));
+  EXPECT_EQ(idle(ScheduleFamily::ZBH1, 1), std::optional<double>(3));
+  EXPECT_EQ(idle(ScheduleFamily::ZBH2, 1), std::optional<double>(3));
+  EXPECT_EQ(idle(ScheduleFamily::ZBV, 2), std::optional<double>(3));
+  EXPECT_FALSE(idle(ScheduleFamily::DualPipeV, 2));
+  EXPECT_FALSE(idle(ScheduleFamily::ZBAuto, 1));
+  // 1F1B's bubble fraction is GPipe's (K-1)/(M+K-1).
+  EXPECT_NEAR(9.0 / (9 + 24), getIdealBubbleFraction(4, 8), 1e-12);
+  // ZB-H1's bubble time is a third of 1F1B's with F = I = W.
+  EXPECT_NEAR(*idle(ScheduleFamily::ZBH1, 1) /
+                  *idle(ScheduleFamily::OneFOneB, 1),
+              1.0 / 3, 1e-12);
+  // Where the closed forms do not apply: ZB-H1 with W > min(F, I), F > 2I
+  // or M < K, ZB-H2 and ZB-V with unequal durations, interleaved 1F1B with M
+  // not a multiple of K, and durations that are not positive.
+  EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBH1, 4, 1, 8, 1, 1, 2));
+  EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBH1, 4, 1, 3, 1, 1, 1));
+  EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBH1, 4, 1, 8, 3, 1, 1));
+  EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBH2, 4, 1, 8, 2, 2, 1));
+  EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBV, 4, 2, 8, 2, 2, 1));
+  EXPECT_FALSE(getClosedFormIdleTime(ScheduleFamily::ZBV, 4, 2, 6, 1, 1, 1));
+  EXPECT_FALSE(
+      getClosedFormIdleTime(ScheduleFamily::Interleaved1F1B, 4, 2, 6, 1, 1, 1));
+  EXPECT_FALSE(
+      getClosedFormIdleTime(ScheduleFamily::OneFOneB, 4, 1, 8, 0, 1, 1));
 }
 
 TEST(GenerateScheduleTest, PeakActivations) {
@@ -467,8 +580,20 @@ TEST(GenerateScheduleTest, PeakActivations) {
       Timeline h2 =
           simulateUniform(build(ScheduleFamily::ZBH2, k, 1, m).schedule);
       ASSERT_TRUE(ofob.ok() && h1.ok() && h2.ok());
-      EXPECT_EQ(h1.peakActivations, ofob.peakActivations)
-          << "K=" << k << " M=" << m;
+      // ZB-H1: at most K on every rank, 1F1B's peak over all ranks (its
+      // rank 0: min(K, M)); with M >= K every rank reaches it.
+      int h1Max = *std::max_element(h1.peakActivations.begin(),
+                                    h1.peakActivations.end());
+      int ofobMax = *std::max_element(ofob.peakActivations.begin(),
+                                      ofob.peakActivations.end());
+      EXPECT_EQ(h1Max, ofobMax) << "K=" << k << " M=" << m;
+      EXPECT_EQ(ofobMax, std::min(k, m)) << "K=" << k << " M=" << m;
+      for (int r = 0; r < k; ++r) {
+        EXPECT_LE(h1.peakActivations[r], k) << "K=" << k << " M=" << m;
+        if (m >= k) {
+          EXPECT_EQ(h1.peakActivations[r], k) << "K=" << k << " M=" << m;
+        }
+      }
       for (int r = 0; r < k; ++r)
         EXPECT_LE(h2.peakActivations[r], 2 * k - 1 - r);
     }
@@ -544,13 +669,17 @@ TEST(GenerateScheduleTest, ZBAutoFollowsCostsAndMemoryLimits) {
       }
     }
   }
-  // The default limit is 1F1B's: zb-auto with uniform costs is ZB-H1.
-  for (int m : {1, 5, 8, 16}) {
-    ScheduleOrError autoSchedule = build(ScheduleFamily::ZBAuto, 4, 1, m);
-    ScheduleOrError h1 = build(ScheduleFamily::ZBH1, 4, 1, m);
-    ASSERT_TRUE(autoSchedule.ok() && h1.ok());
-    EXPECT_EQ(autoSchedule.schedule, h1.schedule);
-  }
+  // The default limit is 1F1B's per-rank K - r, tighter than ZB-H1's K on
+  // every rank: the last rank holds one micro-batch and must run F, I, W in
+  // turn, its last I ends at (K-1)F + (M-1)(F+I+W) + F+I = 26 at the
+  // earliest, rank 0's at 29, and its W at 30; zb-auto reaches that bound
+  // (ZB-H1: 27).
+  ScheduleOrError tight = build(ScheduleFamily::ZBAuto, 4, 1, 8);
+  ASSERT_TRUE(tight.ok());
+  Timeline tightTimeline = simulateUniform(tight.schedule);
+  ASSERT_TRUE(tightTimeline.ok());
+  EXPECT_DOUBLE_EQ(tightTimeline.makespan, 30);
+  EXPECT_EQ(tightTimeline.peakActivations, (std::vector<int>{4, 3, 2, 1}));
   // More memory on the last stages lets it defer Ws like ZB-H2.
   ScheduleOptions roomy;
   roomy.maxActivations = {7, 6, 5, 4};

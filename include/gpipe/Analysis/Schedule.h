@@ -30,6 +30,7 @@
 #include "gpipe/Runtime/Vocabulary.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -243,7 +244,7 @@ enum class ScheduleFamily {
   GPipe,           ///< "gpipe": fill-drain, V = 1
   OneFOneB,        ///< "1f1b": PipeDream-flush, V = 1
   Interleaved1F1B, ///< "interleaved-1f1b": Megatron-LM, V >= 2, round-robin
-  ZBH1,            ///< "zb-h1": zero bubble, 1F1B's memory, V = 1
+  ZBH1,            ///< "zb-h1": zero bubble, 1F1B's peak memory, V = 1
   ZBH2,            ///< "zb-h2": zero bubble, about twice the memory, V = 1
   ZBV,             ///< "zbv": zero bubble V schedule, V = 2, V-shape
   DualPipeV,       ///< "dualpipev": DeepSeek's DualPipe, V-shaped, V = 2
@@ -287,7 +288,13 @@ std::string checkScheduleShape(ScheduleFamily family, int numRanks,
 /// `alignTransfers`. Interleaved 1F1B uses B; ZB-H1, ZB-H2, ZB-V and zb-auto
 /// use I + W; DualPipeV both, where PyTorch's does. ZB-H1/H2 order with the
 /// uniform durations of `options`, zb-auto with its per-stage durations and
-/// `maxActivations`. Errors: `checkScheduleShape`'s message, or a problem
+/// `maxActivations`. ZB-H1 limits every rank to 1F1B's peak over all ranks
+/// (K micro-batches held from F until W, 1F1B's rank 0): rank r runs 1F1B's
+/// K - r warm-up forwards and then defers up to r Ws into 1F1B's cool-down
+/// (Qi et al.,
+/// "Zero Bubble Pipeline Parallelism", ICLR 2024, section 2.1); ZB-H2 lets
+/// rank r hold 2K-1-r (section 2.2). `getClosedFormIdleTime` gives the idle
+/// time they reach. Errors: `checkScheduleShape`'s message, or a problem
 /// with the durations in `options`.
 ScheduleOrError buildSchedule(ScheduleFamily family, int numRanks,
                               int virtualStages, int numMicrobatches,
@@ -301,6 +308,42 @@ int getDefaultVirtualStages(ScheduleFamily family);
 /// Whether `family` runs split backwards (I + W), so that its stages need
 /// the two halves: zb-h1, zb-h2, zbv, dualpipev and zb-auto.
 bool usesSplitBackward(ScheduleFamily family);
+
+/// The idle time of every rank in one iteration of `family` (K ranks, V
+/// virtual stages per rank, M micro-batches) in closed form, where the
+/// literature gives one, for uniform per-stage durations F, I and W (B = I +
+/// W; for V > 1 the durations of one stage, i.e. one model chunk): the
+/// makespan minus a rank's work V M (F + I + W), the iteration ending when the
+/// last rank ends (its Steps take no time) and transfers free. The bubble
+/// fraction is idle / (idle + V M (F + I + W)). std::nullopt for a family or
+/// a shape or durations without one (or a shape `checkScheduleShape`
+/// rejects; durations must be > 0):
+///  - gpipe, 1f1b: (K-1)(F+I+W), any M (Huang et al., "GPipe", 2019;
+///    Narayanan et al., "PipeDream", 2019): the fraction (K-1)/(M+K-1).
+///  - interleaved-1f1b, M a multiple of K: (K-1)(F+I+W) of one chunk, which
+///    is (K-1)(F'+B')/V for the whole model part of a rank (F' = V F, B' =
+///    V B): 1/V of 1F1B's for the same work (Narayanan et al., "Efficient
+///    Large-Scale Language Model Training on GPU Clusters Using Megatron-LM",
+///    SC 2021, section 2.2). Reached with buffered transfers; a blocking
+///    rendezvous may add waits.
+///  - zb-h1, M >= K, W <= min(F, I) and F <= 2I (where the generator
+///    reaches it): (K-1)(F+I-W) (Qi et al., "Zero
+///    Bubble Pipeline Parallelism", ICLR 2024, section 2.1; I is their B):
+///    1F1B's memory, the bubble a third of 1F1B's when F = I = W.
+///  - zb-h2, M >= K and F = I = W: (K-1)F. Qi et al. call ZB-H2 zero bubble:
+///    no rank idles between its first and its last action (the
+///    parallelogram of their section 2.2) once the synchronization before the
+///    optimizer step is removed (their section 4). Counted per iteration,
+///    rank r still waits rF for its first input and (K-1-r)F after its last
+///    action for rank K-1, which cannot start before (K-1)F: the bound of any
+///    one-stage-per-rank schedule.
+///  - zbv, M >= 2K-1 and F = I = W: (K-1)F of one chunk, the same start-up
+///    and nothing else (Qi et al., section 6), with 1F1B's peak memory.
+/// dualpipev and zb-auto have none.
+std::optional<double> getClosedFormIdleTime(ScheduleFamily family, int numRanks,
+                                            int virtualStages,
+                                            int numMicrobatches, double forward,
+                                            double input, double weight);
 
 /// PyTorch pipelining CSV: one line per rank, cells `<stage><TYPE>[<mb>]`
 /// (TYPE one of F B I W SEND_F RECV_F SEND_B RECV_B REDUCE_GRAD, plus gpipe's
