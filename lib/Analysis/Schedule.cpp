@@ -13,6 +13,7 @@
 #include "gpipe/Analysis/Schedule.h"
 
 #include <algorithm>
+#include <limits>
 #include <deque>
 #include <map>
 #include <set>
@@ -486,9 +487,17 @@ mlir::gpipe::insertCommunication(const Schedule &computeOrder,
 
   // Project the global event order onto the ranks.
   std::vector<std::vector<std::pair<EventKey, Action>>> events(numRanks);
+  // A Step goes after every transfer of its rank: a transfer placed late
+  // (alignTransfers) may fall after the simulated start of the update, and
+  // nothing may follow the update. Steps need nothing from other ranks, so
+  // moving them to the end keeps the global order an execution.
   for (int r = 0; r < numRanks; ++r)
-    for (int i = 0, e = static_cast<int>(programs[r].size()); i < e; ++i)
-      events[r].push_back({EventKey{start[r][i], 1, r, i, 0}, programs[r][i]});
+    for (int i = 0, e = static_cast<int>(programs[r].size()); i < e; ++i) {
+      int64_t tick = programs[r][i].kind == ActionKind::Step
+                         ? std::numeric_limits<int64_t>::max()
+                         : start[r][i];
+      events[r].push_back({EventKey{tick, 1, r, i, 0}, programs[r][i]});
+    }
   // Whether `rank` runs no action across `tick` (none starts before and
   // ends after it).
   auto isFree = [&](int rank, int64_t tick) {
