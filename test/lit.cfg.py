@@ -48,6 +48,16 @@ config.substitutions.append(
 config.substitutions.append(
     ("%within", "python3 " + os.path.join(config.test_source_root, "Utils",
                                           "within.py")))
+# Trains one model under many schedules and compares with GPipe at K = 1
+# (the script calls gpipe-compile and gpipe-run from the build).
+config.substitutions.append(
+    ("%schedule-sweep", "env PATH=" + config.gpipe_tools_dir + ":" +
+     config.environment["PATH"] + " bash " +
+     os.path.join(config.test_source_root, "Utils", "schedule-sweep.sh")))
+config.substitutions.append(
+    ("%csv-sweep", "env PATH=" + config.gpipe_tools_dir + ":" +
+     config.environment["PATH"] + " bash " +
+     os.path.join(config.test_source_root, "Utils", "csv-sweep.sh")))
 # Open MPI refuses root unless told; CI runs as root. Oversubscribe: more
 # ranks than cores.
 config.substitutions.append(

@@ -45,8 +45,11 @@ static void buildPipeline(OpPassManager &pm,
   GPipePartitionPassOptions partition;
   partition.stages = options.stages;
   partition.microbatches = options.microbatches;
-  partition.schedule = options.schedule;
+  partition.schedule = options.scheduleFile.empty() ? ScheduleKind(options.schedule)
+                                                   : ScheduleKind::Custom;
   partition.virtualStages = options.virtualStages;
+  // An imported schedule may split any backward.
+  partition.splitBackward = !options.scheduleFile.empty();
   partition.remat = options.remat;
   partition.balance.assign(options.balance.begin(), options.balance.end());
   partition.memoryBudget = options.memoryBudget;
@@ -55,7 +58,13 @@ static void buildPipeline(OpPassManager &pm,
   if (partitionOnly)
     return;
 
-  pm.addPass(createGPipeSchedulePass());
+  if (options.scheduleFile.empty()) {
+    pm.addPass(createGPipeSchedulePass());
+  } else {
+    GPipeImportSchedulePassOptions import;
+    import.file = options.scheduleFile;
+    pm.addPass(createGPipeImportSchedulePass(import));
+  }
   pm.addPass(createGPipeVerifySchedulePass());
 
   GPipePlanMemoryPassOptions memory;

@@ -51,6 +51,13 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
                      "stages (default: 2 for interleaved-1f1b, zbv and "
                      "dualpipev, else 1)"),
       llvm::cl::init(0)};
+  Option<std::string> scheduleFile{
+      *this, "schedule-file",
+      llvm::cl::desc("Train with this schedule (PyTorch's pipelining CSV: "
+                     "one line per rank, cells such as 0F1, 1I0, 1W0) "
+                     "instead of a generated one; the network is cut into "
+                     "stages x virtual-stages stages, every backward split"),
+      llvm::cl::init("")};
   Option<Remat> remat{*this, "remat",
                       llvm::cl::desc("What a stage keeps from its forward "
                                      "for its backward"),

@@ -270,25 +270,25 @@ void GPipePartitionPass::runOnOperation() {
         << microbatches;
     return fail();
   }
+  // `custom`: the programs will be imported (gpipe-import-schedule); any
+  // placement and split backwards may come, so every backward is split and
+  // no family's shape applies.
   std::optional<ScheduleKind> scheduleKind = ScheduleKind(schedule);
-  if (*scheduleKind == ScheduleKind::Custom) {
-    mlir::emitError(func.getLoc(),
-                    "a partition records a generated schedule (gpipe, 1f1b, "
-                    "...), not custom");
-    return fail();
-  }
+  bool custom = *scheduleKind == ScheduleKind::Custom;
   // K ranks of V stages each: the network is cut into K·V stages.
   ScheduleFamily family = getScheduleFamily(*scheduleKind);
   int64_t virtualStages = this->virtualStages;
   if (virtualStages == 0)
-    virtualStages = getDefaultVirtualStages(family);
+    virtualStages = custom ? 1 : getDefaultVirtualStages(family);
   if (virtualStages < 1) {
     mlir::emitError(func.getLoc(), "expected at least 1 virtual stage per "
                                    "rank, got ")
         << virtualStages;
     return fail();
   }
-  if (std::string error = checkScheduleShape(
+  if (std::string error =
+          custom ? std::string()
+                 : checkScheduleShape(
           family, static_cast<int>(std::min<int64_t>(stages, INT32_MAX)),
           static_cast<int>(std::min<int64_t>(virtualStages, INT32_MAX)),
           static_cast<int>(std::min<int64_t>(microbatches, INT32_MAX)));
@@ -298,7 +298,7 @@ void GPipePartitionPass::runOnOperation() {
   }
   const int64_t ranks = stages;
   const int64_t numStages = ranks * virtualStages;
-  bool split = splitBackward || usesSplitBackward(family);
+  bool split = splitBackward || custom || usesSplitBackward(family);
   std::optional<Remat> rematKind = Remat(remat);
   std::optional<DeviceProfile> device = getProfile(profile);
   FailureOr<Network> net = analyzeNetwork(func);
