@@ -136,6 +136,24 @@ func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
 
 // -----
 
+// expected-error @+1 {{'gpipe.stage' op expected backward_weight function @w1 to take the 1 values backward_input @i1 hands over (nn.deferred_count), got 0}}
+gpipe.stage @deferred_count_mismatch index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1 backward_input @i1 backward_weight @w1
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+func.func private @i1(tensor<4x8xf32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) attributes {nn.deferred_count = 1 : i64}
+func.func private @w1(tensor<4x8xf32>, tensor<f32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.stage' op expected backward_weight function @w1 to take last the 1 values backward_input @i1 returns last, got '(tensor<4x8xf32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)' and '(tensor<4x8xf32>, tensor<f32>, tensor<4x4xf32>) -> tensor<8x8xf32>'}}
+gpipe.stage @deferred_type_mismatch index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1 backward_input @i1 backward_weight @w1
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+func.func private @i1(tensor<4x8xf32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) attributes {nn.deferred_count = 1 : i64}
+func.func private @w1(tensor<4x8xf32>, tensor<f32>, tensor<4x4xf32>) -> tensor<8x8xf32> attributes {nn.deferred_count = 1 : i64}
+
+// -----
+
 // expected-error @+1 {{'gpipe.stage' op expected backward_weight function @f1 to take the forward's arguments 'tensor<4x8xf32>' and then the output gradient 'tensor<f32>', got '(tensor<4x8xf32>) -> tensor<f32>'}}
 gpipe.stage @bad_weight_half index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1 backward_input @b1 backward_weight @f1
 func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>

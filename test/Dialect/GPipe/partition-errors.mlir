@@ -4,7 +4,7 @@
 // Option errors, each located at the network function (more in
 // partition-*.mlir, one file per error).
 
-// BALANCE: error: balance lists 3 stages but stages=2
+// BALANCE: error: balance lists 3 stages but the pipeline has 2
 
 nn.parameter @w0 : tensor<64x16xf32> init normal(2.0e-02)
 nn.parameter @w1 : tensor<16x64xf32> init normal(2.0e-02)

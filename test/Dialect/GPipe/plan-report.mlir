@@ -29,14 +29,15 @@
 // CHECK-NEXT:   rank 0: peak 2.2 KiB (2304 B) at 0B0, arena 2.2 KiB (2304 B) +0.0%; params 512 B, grads 512 B, optimizer 0 B, kept activations 512 B, scratch 640 B, send/recv 128 B
 // CHECK-NEXT:   rank 1: peak 960 B at 1B0, arena 1.0 KiB (1024 B) +6.7%; params 128 B, grads 128 B, optimizer 0 B, kept activations 320 B, scratch 256 B, send/recv 128 B
 
-// 1F1B: rank 1 runs F0 B0 F1 B1 and keeps one micro-batch; it receives
-// micro-batch 1 before B0, a receive buffer at its peak. Adam adds two
-// moments per parameter byte.
-// ONEF:      schedule 1f1b: step time 14 ms predicted
+// 1F1B: rank 1 runs F0 B0 F1 B1 and keeps one micro-batch; the sends and
+// receives are placed with the stages' own times (stage 1 is twice as fast
+// as stage 0), so micro-batch 1 arrives after B0 and no receive buffer waits
+// at rank 1's peak. Adam adds two moments per parameter byte.
+// ONEF:      schedule 1f1b: step time 13 ms predicted
 // ONEF:      micro-batches of activations kept per stage: 2, 1 (of M = 2)
 // ONEF-NEXT: memory per rank (optimizer adam, 64-byte aligned buffers):
 // ONEF-NEXT:   rank 0: peak 3.2 KiB (3328 B) at 0B0, {{.*}} optimizer 1.0 KiB, kept activations 512 B,
-// ONEF-NEXT:   rank 1: peak 1.2 KiB (1184 B) at 1B0, {{.*}} optimizer 256 B, kept activations 160 B, scratch 256 B, send/recv 256 B
+// ONEF-NEXT:   rank 1: peak 1.0 KiB (1056 B) at 1B0, {{.*}} optimizer 256 B, kept activations 160 B, scratch 256 B, send/recv 128 B
 
 // Identical stages: the prediction is the closed form.
 // UNIFORM: bubble: 33.3% predicted, 33.3% closed form (K-1)/(M+K-1) = 1/3
