@@ -40,8 +40,8 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
       continue;
     for (auto [result, offset] :
          llvm::zip(op->getResults(), offsets.asArrayRef())) {
-      if (offset == -2)
-        lowered.buffers.routed = result;
+      if (offset <= -2)
+        lowered.buffers.routed[result] = static_cast<unsigned>(-2 - offset);
       else if (offset >= 0)
         lowered.buffers.offsets[result] = offset;
     }
@@ -208,8 +208,15 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
     if (isa<nn::ReshapeOp, nn::UnsqueezeOp>(op))
       continue; // views: the canonical value's address
     for (Value result : op->getResults()) {
-      if (result == lowered.buffers.routed) {
-        address[result] = resultPtr(0);
+      if (auto routed = lowered.buffers.routed.find(result);
+          routed != lowered.buffers.routed.end()) {
+        if (routed->second >= lowered.numResults)
+          return mlir::emitError(opLoc)
+                     << "@" << func.getSymName() << ": gpipe.offsets routes a "
+                     << "value to result " << routed->second << " of "
+                     << lowered.numResults,
+                 failure();
+        address[result] = resultPtr(routed->second);
         continue;
       }
       auto it = lowered.buffers.offsets.find(result);
@@ -248,7 +255,8 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
         at.setInsertionPointToStart(next);
         continue;
       }
-      if (i == 0 && v == lowered.buffers.routed)
+      if (lowered.buffers.routed.lookup(v) == i &&
+          lowered.buffers.routed.count(v))
         continue;
       if (failed(copyTo(terminator, v, resultPtr(i))))
         return failure();
@@ -284,14 +292,19 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
                     "one gradient per nn.param_grads entry",
              failure();
     for (unsigned i = 0; i < numInputGrads; ++i) {
-      if (returned[i] == lowered.buffers.routed)
+      if (lowered.buffers.routed.count(returned[i]) &&
+          lowered.buffers.routed.lookup(returned[i]) == i)
         continue;
       if (failed(copyTo(terminator, returned[i], resultPtr(i))))
         return failure();
     }
-    for (unsigned i = numInputGrads; i < numInputGrads + numDeferred; ++i)
+    for (unsigned i = numInputGrads; i < numInputGrads + numDeferred; ++i) {
+      if (lowered.buffers.routed.count(returned[i]) &&
+          lowered.buffers.routed.lookup(returned[i]) == i)
+        continue;
       if (failed(copyTo(terminator, returned[i], resultPtr(i))))
         return failure();
+    }
     LLVM::LLVMFuncOp accumulate = declare("gpipe_rt_cpu_accumulate_f32", i32Ty,
                                           {ptrTy, ptrTy, i64Ty, i32Ty});
     for (unsigned k = 0; paramGrads && k < paramGrads.size(); ++k) {

@@ -104,11 +104,15 @@ LogicalResult GPipeDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'")
              << kOffsetsAttrName << "' must hold one i64 per result ("
              << op->getNumResults() << ")";
+    auto func = op->getParentOfType<func::FuncOp>();
+    int64_t numResults = func ? func.getFunctionType().getNumResults() : 0;
     for (int64_t offset : offsets.asArrayRef())
-      if (offset < -2)
+      if (offset < -1 - numResults)
         return op->emitError("'")
                << kOffsetsAttrName << "' holds " << offset
-               << "; expected a byte offset, -1 or -2";
+               << "; expected a byte offset, -1, or -2 - i for the "
+                  "function's result i (of "
+               << numResults << ")";
     return success();
   }
   return op->emitError("unknown gpipe attribute '") << attr.getName() << "'";

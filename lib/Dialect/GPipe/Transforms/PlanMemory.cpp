@@ -241,8 +241,9 @@ static void annotateFrame(func::FuncOp func, const FunctionLiveness &liveness,
     bool any = false;
     for (Value result : op->getResults()) {
       int64_t offset = -1;
-      if (result == buffers.routed) {
-        offset = -2;
+      if (auto routed = buffers.routed.find(result);
+          routed != buffers.routed.end()) {
+        offset = -2 - static_cast<int64_t>(routed->second);
       } else if (auto it = buffers.offsets.find(result);
                  it != buffers.offsets.end()) {
         offset = it->second;

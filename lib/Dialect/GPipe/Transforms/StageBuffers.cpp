@@ -138,24 +138,31 @@ StageFunctionBuffers mlir::gpipe::planStageFunction(
   StageFunctionBuffers plan;
   bool last = index + 1 == numStages;
   SmallVector<Value> returned = liveness.getReturned();
-  if (!returned.empty()) {
-    if (kind == StageFunctionKind::Forward && !last)
-      plan.routed = returned.front();
-    if (kind == StageFunctionKind::Backward) {
-      auto inputGrads = func->getAttrOfType<DenseI64ArrayAttr>("nn.input_grads");
-      bool returnsInputGrad =
-          inputGrads ? !inputGrads.empty() : index > 0;
-      if (returnsInputGrad)
-        plan.routed = returned.front();
-    }
+  // A value computed in the function (not an argument, parameter or
+  // constant) goes straight into the buffer it is returned in, once.
+  auto route = [&](unsigned i) {
+    if (i < returned.size() && liveness.isScratchValue(returned[i]))
+      plan.routed.try_emplace(returned[i], i);
+  };
+  unsigned numInputGrads = 0;
+  if (kind == StageFunctionKind::Forward && !last)
+    route(0);
+  if (kind == StageFunctionKind::Backward) {
+    auto inputGrads = func->getAttrOfType<DenseI64ArrayAttr>("nn.input_grads");
+    numInputGrads = inputGrads ? inputGrads.size() : index > 0;
+    if (numInputGrads > 0)
+      route(0);
+    // An input half's deferred values go into the Deferred buffer.
+    if (!func->getAttr("nn.param_grads"))
+      for (unsigned i = 0, n = nn::NNDialect::getDeferredCount(func); i < n;
+           ++i)
+        route(numInputGrads + i);
   }
-  if (plan.routed && !liveness.isScratchValue(plan.routed))
-    plan.routed = Value();
 
   std::vector<PlannedBuffer> buffers;
   SmallVector<Value> placed;
   for (Value v : liveness.getValues()) {
-    if (v == plan.routed || !liveness.isScratchValue(v))
+    if (plan.routed.count(v) || !liveness.isScratchValue(v))
       continue;
     LiveRange range = liveness.getRange(v);
     PlannedBuffer buffer;

@@ -11,9 +11,10 @@
 //     labels, saved values, the output gradient);
 //   - `nn.param` results: views of the rank's parameter buffer;
 //   - constants: read-only data of the compiled library;
-//   - the routed result: the forward's output (not on the last stage) or the
+//   - routed results: the forward's output (not on the last stage) or the
 //     backward's input gradient (not on stage 0) is computed directly into
-//     the buffer it is sent from;
+//     the buffer it is sent from, and the values the input half of a split
+//     backward hands to its weight half directly into the Deferred buffer;
 //   - everything else: the function's scratch region, at offsets an interval
 //     allocation over the body's liveness assigns (values whose lives do not
 //     overlap share bytes).
@@ -93,9 +94,9 @@ enum class StageFunctionKind { Forward, Backward };
 
 /// The buffer layout of one stage function for one micro-batch.
 struct StageFunctionBuffers {
-  /// The routed result's canonical value (null when none): computed directly
-  /// into the buffer of result 0.
-  Value routed;
+  /// Routed results: canonical value -> the result whose buffer it is
+  /// computed in directly (no copy at the return).
+  llvm::SmallDenseMap<Value, unsigned, 4> routed;
   /// Offsets in the scratch region of every scratch value (canonical).
   llvm::DenseMap<Value, int64_t> offsets;
   /// The last stage's backward: the loss seeds (the arguments after the
