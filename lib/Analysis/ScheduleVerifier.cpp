@@ -14,6 +14,7 @@
 #include "gpipe/Analysis/Rendezvous.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <utility>
 
 using namespace mlir::gpipe;
@@ -355,8 +356,35 @@ void Verifier::checkCoverage() {
       const std::vector<Pos> &in = slot(inputs, s, mb);
       const std::vector<Pos> &w = slot(weights, s, mb);
       const std::vector<Pos> &re = slot(remats, s, mb);
-      if (f.empty())
-        report(VerifyProblemKind::Coverage, name() + " has no forward");
+      // The first action of `lists` in program order (all on the stage's
+      // rank), so that a finding about what is missing still names one.
+      auto firstOf = [](std::initializer_list<const std::vector<Pos> *> lists) {
+        Pos first;
+        for (const std::vector<Pos> *list : lists)
+          for (Pos pos : *list)
+            if (first.rank < 0 || pos.index < first.index)
+              first = pos;
+        return first;
+      };
+      // "rank R actions I, J and K" of the backward work (B, I, W) in
+      // program order.
+      auto backwardWork = [&] {
+        std::vector<Pos> all(b);
+        all.insert(all.end(), in.begin(), in.end());
+        all.insert(all.end(), w.begin(), w.end());
+        std::sort(all.begin(), all.end(),
+                  [](Pos x, Pos y) { return x.index < y.index; });
+        return onRank() + (all.size() == 1 ? " action " : " actions ") +
+               listIndices(all);
+      };
+      if (f.empty()) {
+        Pos user = firstOf({&b, &in, &w, &re});
+        report(VerifyProblemKind::Coverage,
+               name() + " has no forward" +
+                   (user.rank >= 0 ? "; its first other action is at " +
+                                         at(user)
+                                   : std::string()));
+      }
       else if (f.size() > 1)
         report(VerifyProblemKind::Coverage,
                name() + " has " + std::to_string(f.size()) + " forwards (" +
@@ -364,20 +392,27 @@ void Verifier::checkCoverage() {
       bool full = b.size() == 1 && in.empty() && w.empty();
       bool split = b.empty() && in.size() == 1 && w.size() == 1;
       if (!full && !split) {
-        if (b.empty() && in.empty() && w.empty())
-          report(VerifyProblemKind::Coverage, name() + " has no backward");
-        else if (b.size() > 1)
+        if (b.empty() && in.empty() && w.empty()) {
+          Pos forward = firstOf({&f});
+          report(VerifyProblemKind::Coverage,
+                 name() + " has no backward" +
+                     (forward.rank >= 0 ? " for its forward at " + at(forward)
+                                        : std::string()));
+        } else if (b.size() > 1) {
           report(VerifyProblemKind::Coverage,
                  name() + " has " + std::to_string(b.size()) + " backwards (" +
                      onRank() + " actions " + listIndices(b) + ")");
-        else if (!b.empty())
+        } else if (!b.empty()) {
           report(VerifyProblemKind::Coverage,
-                 name() + " has both a full backward and split halves");
-        else
+                 name() + " has both a full backward and split halves (" +
+                     backwardWork() + ")");
+        } else {
           report(VerifyProblemKind::Coverage,
                  name() + " has " + std::to_string(in.size()) +
                      " input-gradient and " + std::to_string(w.size()) +
-                     " weight-gradient halves, expected one of each");
+                     " weight-gradient halves, expected one of each (" +
+                     backwardWork() + ")");
+        }
       }
       if (re.size() > 1)
         report(VerifyProblemKind::Coverage,
@@ -385,8 +420,19 @@ void Verifier::checkCoverage() {
                    onRank() + " actions " + listIndices(re) + ")");
     }
     std::string stageName = "stage " + std::to_string(s);
-    if (steps[s].empty())
-      report(VerifyProblemKind::Coverage, stageName + " has no step");
+    if (steps[s].empty()) {
+      // Name the stage's last action, after which its step belongs.
+      Pos last;
+      for (int mb = 0; mb < numMicrobatches; ++mb)
+        for (auto *table : {&forwards, &backwards, &inputs, &weights})
+          for (Pos pos : slot(*table, s, mb))
+            if (last.rank < 0 || pos.index > last.index)
+              last = pos;
+      report(VerifyProblemKind::Coverage,
+             stageName + " has no step" +
+                 (last.rank >= 0 ? "; it belongs after " + at(last)
+                                 : std::string()));
+    }
     else if (steps[s].size() > 1)
       report(VerifyProblemKind::Coverage,
              stageName + " has " + std::to_string(steps[s].size()) +

@@ -672,7 +672,36 @@ TEST(Metadata, FakePipelineIsValid) {
   EXPECT_EQ(m.ranks[1].actions[7].kind, ActionKind::SendB);
   EXPECT_EQ(m.ranks[1].actions[7].tag, 10);
   EXPECT_DOUBLE_EQ(m.predictedClosedFormBubble, 0.333);
+  EXPECT_FALSE(m.predictedScheduleClosedFormBubble.has_value());
+  EXPECT_EQ(m.ranks[0].peakKeptBytes, -1);
   EXPECT_EQ(m.sites[1].op, "nn.cross_entropy");
+}
+
+// The schedule's own closed form and the kept bytes at the peak, added to
+// schema version 2 as optional keys: a number, null (no closed form), or
+// absent (an older model, above).
+TEST(Metadata, ScheduleClosedFormAndKeptBytes) {
+  Json meta = fakeMetadata();
+  meta["predicted"]["schedule_closed_form_bubble"] = 0.25;
+  meta["ranks"][0]["peak_kept_bytes"] = 48;
+  ModelImage image;
+  Status s = makeImage(meta, image);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(image.metadata().predictedScheduleClosedFormBubble.has_value());
+  EXPECT_DOUBLE_EQ(*image.metadata().predictedScheduleClosedFormBubble, 0.25);
+  EXPECT_EQ(image.metadata().ranks[0].peakKeptBytes, 48);
+  EXPECT_EQ(image.metadata().ranks[1].peakKeptBytes, -1);
+
+  meta["predicted"]["schedule_closed_form_bubble"] = nullptr;
+  ModelImage none;
+  s = makeImage(meta, none);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(none.metadata().predictedScheduleClosedFormBubble.has_value());
+  EXPECT_TRUE(std::isnan(*none.metadata().predictedScheduleClosedFormBubble));
+
+  meta["predicted"]["schedule_closed_form_bubble"] = "0.25";
+  EXPECT_NE(metadataError(meta).find("schedule_closed_form_bubble"),
+            std::string::npos);
 }
 
 /// The fake pipeline's programs as the compiler writes them: micro-batch

@@ -153,7 +153,8 @@ TEST(ScheduleVerifierTest, StaticMessages) {
 
   s = base;
   s.ranks[2].erase(s.ranks[2].begin() + 1); // 2F0
-  EXPECT_EQ(firstProblem(s), "stage 2 micro-batch 0 has no forward");
+  EXPECT_EQ(firstProblem(s), "stage 2 micro-batch 0 has no forward; its "
+                             "first other action is at rank 2 action 3 (2B0)");
 
   s = base;
   s.ranks[2].push_back(Action::compute(ActionKind::Forward, 2, 1));

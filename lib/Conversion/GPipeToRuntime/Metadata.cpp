@@ -147,12 +147,19 @@ LogicalResult Emitter::emitMetadata() {
     hint = "classification";
   root["data_hint"] = hint;
 
-  // Predicted timeline.
+  // Predicted timeline. closed_form_bubble keeps its meaning, GPipe's
+  // (K-1)/(M+K-1); schedule_closed_form_bubble is the pipeline's own
+  // schedule's, null where it has none.
   Timeline timeline =
       simulate(schedule, getStageDurations(converted.stages));
+  std::optional<double> ownClosedForm =
+      getScheduleClosedFormBubble(pipeline, converted.stages);
   root["predicted"] = llvm::json::Object{
       {"bubble", timeline.error.empty() ? timeline.bubbleFraction : -1.0},
       {"closed_form_bubble", getIdealBubbleFraction(K, M)},
+      {"schedule_closed_form_bubble",
+       ownClosedForm ? llvm::json::Value(*ownClosedForm)
+                     : llvm::json::Value(nullptr)},
       {"step_seconds", timeline.makespan}};
 
   // Parameters and their initial data.
@@ -229,6 +236,7 @@ LogicalResult Emitter::emitMetadata() {
         {"symbol", "gpipe_model_rank_" + std::to_string(r)},
         {"arena_bytes", arena.getSize()},
         {"peak_bytes", arena.getPeak()},
+        {"peak_kept_bytes", arena.getBreakdown().getKept()},
         {"stages", std::move(rankStages)},
         {"actions", describeActions(program.getBody().front())}});
   }

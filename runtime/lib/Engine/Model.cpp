@@ -640,7 +640,8 @@ bool parseRanks(Reader &r, const Json &root, ModelMetadata &m) {
       return r.fail(where + ".symbol", "is empty");
     if (rank.arenaBytes < 0)
       return r.fail(where + ".arena_bytes", "is negative");
-    if (!r.integer(rj, where, "peak_bytes", rank.peakBytes, rank.arenaBytes))
+    if (!r.integer(rj, where, "peak_bytes", rank.peakBytes, rank.arenaBytes) ||
+        !r.integer(rj, where, "peak_kept_bytes", rank.peakKeptBytes, -1))
       return false;
     const Json *stages = r.array(rj, where, "stages");
     if (!stages)
@@ -769,6 +770,15 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
         !r.number(*predicted, "predicted", "step_seconds",
                   m.predictedStepSeconds, nan))
       return false;
+    // Added within schema version 2: absent from older models.
+    if (r.member(*predicted, "predicted", "schedule_closed_form_bubble",
+                 /*optional=*/true)) {
+      double own = nan;
+      if (!r.number(*predicted, "predicted", "schedule_closed_form_bubble",
+                    own, nan))
+        return false;
+      m.predictedScheduleClosedFormBubble = own;
+    }
   }
 
   if (!parseParameters(r, root, m, dataSize) || !parseRanks(r, root, m))

@@ -587,9 +587,22 @@ int main(int argc, char **argv) {
   const StepMetrics &first = result.steps.front(), &last = result.steps.back();
   std::printf("loss: %.6f -> %.6f over %lld steps (%.3f s)\n", first.loss,
               last.loss, (long long)result.steps.size(), result.totalSeconds);
-  std::printf("bubble: measured %.3f, predicted %s (closed form %s)\n",
+  // The schedule's own closed form; a model without the key is older and
+  // has only GPipe's (K-1)/(M+K-1), said as such.
+  std::string closedForm;
+  if (!meta.predictedScheduleClosedFormBubble)
+    closedForm = "closed form " +
+                 numberOrNA(meta.predictedClosedFormBubble) +
+                 " (gpipe, (K-1)/(M+K-1))";
+  else if (std::isnan(*meta.predictedScheduleClosedFormBubble))
+    closedForm = "no closed form (" + meta.schedule + ")";
+  else
+    closedForm = "closed form " +
+                 numberOrNA(*meta.predictedScheduleClosedFormBubble) + " (" +
+                 meta.schedule + ")";
+  std::printf("bubble: measured %.3f, predicted %s, %s\n",
               result.measuredBubble, numberOrNA(meta.predictedBubble).c_str(),
-              numberOrNA(meta.predictedClosedFormBubble).c_str());
+              closedForm.c_str());
   if (!std::isnan(meta.predictedStepSeconds)) {
     double mean = 0;
     for (const StepMetrics &m : result.steps)

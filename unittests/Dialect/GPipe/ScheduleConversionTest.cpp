@@ -6,7 +6,11 @@
 // action of mutated schedules or refuses them without changing the pipeline;
 // and every verifier finding on a mutated schedule that names actions is
 // reported at ops that exist (the positions are read back from the
-// verifier's messages, so its wording is part of the contract).
+// verifier's messages, so its wording is part of the contract). Mutants of
+// the zero-bubble, interleaved and V-shaped schedules (split backwards,
+// several stages per rank) are each either a reordering that an independent
+// executor runs to completion or rejected with a finding that names a rank
+// and an action.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,9 +28,12 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <regex>
+#include <set>
 #include <string>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::gpipe;
@@ -62,6 +69,30 @@ protected:
       text += "gpipe.stage @s" + std::to_string(s) + " index " +
               std::to_string(s) + " : " + in + " -> tensor<4x8xf32> forward " +
               (s ? "@f backward @b\n" : "@f0 backward @b0\n");
+    }
+    return parseSourceString<ModuleOp>(text, &context);
+  }
+
+  /// Like `makeModule`, schedule custom, every stage with the split halves
+  /// of its backward.
+  OwningOpRef<ModuleOp> makeSplitModule(int numStages, int numMicrobatches) {
+    std::string text = "gpipe.pipeline @p stages [";
+    for (int s = 0; s < numStages; ++s)
+      text += (s ? ", @s" : "@s") + std::to_string(s);
+    text += "] microbatches " + std::to_string(numMicrobatches) +
+            " schedule custom remat stage {\n}\n";
+    text += "func.func private @f0(tensor<4x8xi64>) -> tensor<4x8xf32>\n"
+            "func.func private @b0(tensor<4x8xi64>, tensor<4x8xf32>)\n"
+            "func.func private @f(tensor<4x8xf32>) -> tensor<4x8xf32>\n"
+            "func.func private @b(tensor<4x8xf32>, tensor<4x8xf32>) -> "
+            "tensor<4x8xf32>\n";
+    for (int s = 0; s < numStages; ++s) {
+      std::string in = s ? "tensor<4x8xf32>" : "tensor<4x8xi64>";
+      std::string bwd = s ? "@b" : "@b0";
+      text += "gpipe.stage @s" + std::to_string(s) + " index " +
+              std::to_string(s) + " : " + in + " -> tensor<4x8xf32> forward " +
+              (s ? "@f" : "@f0") + " backward " + bwd + " backward_input " +
+              bwd + " backward_weight " + bwd + "\n";
     }
     return parseSourceString<ModuleOp>(text, &context);
   }
@@ -224,6 +255,440 @@ TEST_F(ScheduleConversionTest, FindingsOnMutatedSchedulesNameExistingOps) {
     EXPECT_GE(messages.size(), result.problems.size());
   }
   EXPECT_GT(invalid, 100);
+}
+
+/// What `mutateSplit` did.
+enum class Mutation {
+  SwapInputAndWeight, ///< an I and its W trade places
+  DropWeight,         ///< a W removed
+  WeightBeforeInput,  ///< a W moved right before its I
+  WrongRank,          ///< an action moved to a rank without its stage
+  Duplicate,          ///< an action repeated elsewhere on its rank
+  ReorderTransfers,   ///< two sends/receives of a rank trade places
+  MoveTransfer,       ///< a send or receive moved elsewhere on its rank
+  ChangePeer,         ///< a send or receive names another rank
+  ChangeMicrobatch,   ///< an action's micro-batch shifted by one
+  SwapAny,            ///< two actions of a rank trade places
+  DropAny,            ///< an action removed
+};
+constexpr int kNumMutations = 11;
+
+const char *getMutationName(Mutation m) {
+  static const char *const kNames[] = {
+      "swap I and W", "drop W",       "W before its I",   "wrong rank",
+      "duplicate",    "reorder transfers", "move transfer", "change peer",
+      "change micro-batch", "swap any", "drop any"};
+  return kNames[static_cast<int>(m)];
+}
+
+/// Applies `mutation` to a random place of `schedule`; false when the
+/// schedule has no place for it (no W, one rank, ...).
+bool mutateSplit(Schedule &schedule, Mutation mutation, std::mt19937 &rng) {
+  auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  int numRanks = schedule.getNumRanks();
+  // Positions of the actions satisfying `pred`.
+  auto positions = [&](auto pred) {
+    std::vector<std::pair<int, int>> found;
+    for (int r = 0; r < numRanks; ++r)
+      for (int i = 0; i < static_cast<int>(schedule.ranks[r].size()); ++i)
+        if (pred(schedule.ranks[r][i]))
+          found.push_back({r, i});
+    return found;
+  };
+  auto isW = [](const Action &a) { return a.kind == ActionKind::BackwardWeight; };
+  auto isTransfer = [](const Action &a) { return isTransferKind(a.kind); };
+  // The I of the W at (r, i), on the same rank.
+  auto inputOf = [&](int r, int i) {
+    const Action &w = schedule.ranks[r][i];
+    for (int j = 0; j < static_cast<int>(schedule.ranks[r].size()); ++j) {
+      const Action &a = schedule.ranks[r][j];
+      if (a.kind == ActionKind::BackwardInput && a.stage == w.stage &&
+          a.microbatch == w.microbatch)
+        return j;
+    }
+    return -1;
+  };
+  switch (mutation) {
+  case Mutation::SwapInputAndWeight:
+  case Mutation::WeightBeforeInput: {
+    auto ws = positions(isW);
+    if (ws.empty())
+      return false;
+    auto [r, i] = ws[pick(static_cast<int>(ws.size()))];
+    int j = inputOf(r, i);
+    if (j < 0)
+      return false;
+    std::vector<Action> &program = schedule.ranks[r];
+    if (mutation == Mutation::SwapInputAndWeight) {
+      std::swap(program[i], program[j]);
+    } else {
+      Action w = program[i];
+      program.erase(program.begin() + i);
+      program.insert(program.begin() + j, w);
+    }
+    return true;
+  }
+  case Mutation::DropWeight: {
+    auto ws = positions(isW);
+    if (ws.empty())
+      return false;
+    auto [r, i] = ws[pick(static_cast<int>(ws.size()))];
+    schedule.ranks[r].erase(schedule.ranks[r].begin() + i);
+    return true;
+  }
+  case Mutation::WrongRank: {
+    if (numRanks < 2)
+      return false;
+    int r = pick(numRanks);
+    std::vector<Action> &program = schedule.ranks[r];
+    int i = pick(static_cast<int>(program.size()));
+    Action action = program[i];
+    int to = pick(numRanks - 1);
+    if (to >= r)
+      ++to;
+    if (schedule.stageToRank[action.stage] == to)
+      return false;
+    program.erase(program.begin() + i);
+    std::vector<Action> &target = schedule.ranks[to];
+    target.insert(target.begin() + pick(static_cast<int>(target.size()) + 1),
+                  action);
+    return true;
+  }
+  case Mutation::Duplicate: {
+    int r = pick(numRanks);
+    std::vector<Action> &program = schedule.ranks[r];
+    Action action = program[pick(static_cast<int>(program.size()))];
+    program.insert(program.begin() + pick(static_cast<int>(program.size()) + 1),
+                   action);
+    return true;
+  }
+  case Mutation::ReorderTransfers:
+  case Mutation::MoveTransfer: {
+    auto ts = positions(isTransfer);
+    if (ts.empty())
+      return false;
+    auto [r, i] = ts[pick(static_cast<int>(ts.size()))];
+    std::vector<Action> &program = schedule.ranks[r];
+    if (mutation == Mutation::ReorderTransfers) {
+      std::vector<int> others;
+      for (int j = 0; j < static_cast<int>(program.size()); ++j)
+        if (j != i && isTransferKind(program[j].kind))
+          others.push_back(j);
+      if (others.empty())
+        return false;
+      std::swap(program[i], program[others[pick(static_cast<int>(others.size()))]]);
+    } else {
+      Action action = program[i];
+      program.erase(program.begin() + i);
+      program.insert(program.begin() + pick(static_cast<int>(program.size()) + 1),
+                     action);
+    }
+    return true;
+  }
+  case Mutation::ChangePeer: {
+    auto ts = positions(isTransfer);
+    if (ts.empty() || numRanks < 3)
+      return false;
+    auto [r, i] = ts[pick(static_cast<int>(ts.size()))];
+    Action &action = schedule.ranks[r][i];
+    // Another rank, not this one (the IR cannot hold a transfer to itself).
+    int peer = pick(numRanks);
+    if (peer == r || peer == action.peer)
+      return false;
+    action.peer = peer;
+    return true;
+  }
+  case Mutation::ChangeMicrobatch: {
+    auto ms = positions([](const Action &a) { return hasMicrobatch(a.kind); });
+    auto [r, i] = ms[pick(static_cast<int>(ms.size()))];
+    Action &action = schedule.ranks[r][i];
+    action.microbatch = (action.microbatch + 1 + pick(2) * (schedule.numMicrobatches - 2)) %
+                        schedule.numMicrobatches;
+    return schedule.numMicrobatches > 1;
+  }
+  case Mutation::SwapAny: {
+    int r = pick(numRanks);
+    std::vector<Action> &program = schedule.ranks[r];
+    int n = static_cast<int>(program.size());
+    int i = pick(n), j = pick(n);
+    if (i == j)
+      return false;
+    std::swap(program[i], program[j]);
+    return true;
+  }
+  case Mutation::DropAny: {
+    int r = pick(numRanks);
+    std::vector<Action> &program = schedule.ranks[r];
+    program.erase(program.begin() + pick(static_cast<int>(program.size())));
+    return true;
+  }
+  }
+  return false;
+}
+
+/// An executor independent of the verifier, for the mutants it accepts:
+/// runs every rank's program with buffered transfers, each action when what
+/// it consumes exists (its stage on this rank, the input from the previous
+/// stage or its RECV_F, the gradient from the next stage or its RECV_B, the
+/// I before its W, every backward of the stage before its Step; sends go to
+/// the neighbour stage's rank). Returns "" when every rank finishes with each
+/// (stage, micro-batch) run once (F, and B or I + W), each stage stepped
+/// once and every message received once; else what went wrong.
+std::string runIndependently(const Schedule &s) {
+  int S = s.numStages, M = s.numMicrobatches, R = s.getNumRanks();
+  using Key = std::tuple<int, int, int>; // kind, stage, micro-batch
+  std::map<Key, int> done;
+  // Messages in flight per (direction 0/1, sending stage, micro-batch).
+  std::map<Key, int> inFlight;
+  auto count = [&](ActionKind k, int stage, int mb) {
+    auto it = done.find({static_cast<int>(k), stage, mb});
+    return it == done.end() ? 0 : it->second;
+  };
+  auto gradientReady = [&](int stage, int mb) {
+    return count(ActionKind::Backward, stage, mb) +
+               count(ActionKind::BackwardInput, stage, mb) >
+           0;
+  };
+  std::vector<size_t> pc(R, 0);
+  std::string error;
+  auto ready = [&](int r, const Action &a) -> bool {
+    if (a.stage < 0 || a.stage >= S || s.stageToRank[a.stage] != r) {
+      error = "rank " + std::to_string(r) + " runs " + toString(a) +
+              " of a stage it does not hold";
+      return false;
+    }
+    int st = a.stage, mb = a.microbatch;
+    if (hasMicrobatch(a.kind) && (mb < 0 || mb >= M)) {
+      error = toString(a) + ": micro-batch out of range";
+      return false;
+    }
+    auto rankOf = [&](int stage) {
+      return stage >= 0 && stage < S ? s.stageToRank[stage] : -1;
+    };
+    switch (a.kind) {
+    case ActionKind::Forward:
+      return st == 0 || (rankOf(st - 1) == r
+                             ? count(ActionKind::Forward, st - 1, mb) > 0
+                             : count(ActionKind::RecvF, st, mb) > 0);
+    case ActionKind::Recompute:
+      return count(ActionKind::Forward, st, mb) > 0;
+    case ActionKind::Backward:
+    case ActionKind::BackwardInput:
+      return count(ActionKind::Forward, st, mb) > 0 &&
+             (st == S - 1 || (rankOf(st + 1) == r
+                                  ? gradientReady(st + 1, mb)
+                                  : count(ActionKind::RecvB, st, mb) > 0));
+    case ActionKind::BackwardWeight:
+      return count(ActionKind::BackwardInput, st, mb) > 0;
+    case ActionKind::SendF:
+    case ActionKind::SendB: {
+      bool forward = a.kind == ActionKind::SendF;
+      int to = rankOf(forward ? st + 1 : st - 1);
+      if (to < 0 || to == r || a.peer != to) {
+        error = "rank " + std::to_string(r) + " sends " + toString(a) +
+                " to the wrong rank";
+        return false;
+      }
+      return forward ? count(ActionKind::Forward, st, mb) > 0
+                     : gradientReady(st, mb);
+    }
+    case ActionKind::RecvF:
+    case ActionKind::RecvB: {
+      bool forward = a.kind == ActionKind::RecvF;
+      int from = forward ? st - 1 : st + 1;
+      if (rankOf(from) < 0 || rankOf(from) == r || a.peer != rankOf(from)) {
+        error = "rank " + std::to_string(r) + " receives " + toString(a) +
+                " from the wrong rank";
+        return false;
+      }
+      return inFlight[{forward ? 0 : 1, from, mb}] > 0;
+    }
+    case ActionKind::ReduceGrad:
+    case ActionKind::Step:
+      for (int m = 0; m < M; ++m)
+        if (count(ActionKind::Backward, st, m) +
+                count(ActionKind::BackwardWeight, st, m) ==
+            0)
+          return false;
+      return true;
+    }
+    return false;
+  };
+  for (bool progress = true; progress && error.empty();) {
+    progress = false;
+    for (int r = 0; r < R && error.empty(); ++r) {
+      while (pc[r] < s.ranks[r].size() && ready(r, s.ranks[r][pc[r]])) {
+        const Action &a = s.ranks[r][pc[r]++];
+        progress = true;
+        ++done[{static_cast<int>(a.kind), a.stage, a.microbatch}];
+        if (a.kind == ActionKind::SendF)
+          ++inFlight[{0, a.stage, a.microbatch}];
+        else if (a.kind == ActionKind::SendB)
+          ++inFlight[{1, a.stage, a.microbatch}];
+        else if (a.kind == ActionKind::RecvF)
+          --inFlight[{0, a.stage - 1, a.microbatch}];
+        else if (a.kind == ActionKind::RecvB)
+          --inFlight[{1, a.stage + 1, a.microbatch}];
+      }
+    }
+  }
+  if (!error.empty())
+    return error;
+  for (int r = 0; r < R; ++r)
+    if (pc[r] != s.ranks[r].size())
+      return "rank " + std::to_string(r) + " is stuck at action " +
+             std::to_string(pc[r]);
+  for (auto &[key, n] : inFlight)
+    if (n != 0)
+      return "a message of stage " + std::to_string(std::get<1>(key)) +
+             " was never received";
+  for (int st = 0; st < S; ++st) {
+    if (count(ActionKind::Step, st, -1) != 1)
+      return "stage " + std::to_string(st) + " steps " +
+             std::to_string(count(ActionKind::Step, st, -1)) + " times";
+    for (int mb = 0; mb < M; ++mb) {
+      int f = count(ActionKind::Forward, st, mb);
+      int b = count(ActionKind::Backward, st, mb);
+      int i = count(ActionKind::BackwardInput, st, mb);
+      int w = count(ActionKind::BackwardWeight, st, mb);
+      if (f != 1 || !((b == 1 && i == 0 && w == 0) ||
+                      (b == 0 && i == 1 && w == 1)) ||
+          count(ActionKind::Recompute, st, mb) > 1)
+        return "stage " + std::to_string(st) + " micro-batch " +
+               std::to_string(mb) + " runs F " + std::to_string(f) + ", B " +
+               std::to_string(b) + ", I " + std::to_string(i) + ", W " +
+               std::to_string(w) + " times";
+    }
+  }
+  return "";
+}
+
+// >= 1,000 mutants of the new families (ZB-H1, ZB-H2, ZB-V, DualPipeV with
+// both B and I + W, interleaved 1F1B with V = 2 and 3, zb-auto), with and
+// without recompute. Every mutant the verifier accepts must run to
+// completion on the independent executor above (it is then a valid
+// schedule); every one it rejects must have a finding that names a rank and
+// an action, and those positions must exist, in the schedule and in the IR
+// the mutant is written to (where the IR can hold it).
+TEST_F(ScheduleConversionTest, SplitAndVirtualMutantsAreRejectedAtAnAction) {
+  struct Base {
+    ScheduleFamily family;
+    int ranks, virtualStages, microbatches;
+    bool recompute;
+  };
+  std::vector<Base> bases;
+  for (int k : {2, 3, 4}) {
+    for (bool recompute : {false, true}) {
+      bases.push_back({ScheduleFamily::ZBH1, k, 1, 2 * k, recompute});
+      bases.push_back({ScheduleFamily::ZBH2, k, 1, k + 1, recompute});
+      bases.push_back({ScheduleFamily::ZBV, k, 2, 2 * k, recompute});
+      bases.push_back({ScheduleFamily::DualPipeV, k, 2, 2 * k, recompute});
+      bases.push_back({ScheduleFamily::Interleaved1F1B, k, 2, k, recompute});
+      bases.push_back({ScheduleFamily::Interleaved1F1B, k, 3, 2 * k, recompute});
+      bases.push_back({ScheduleFamily::ZBAuto, k, 2, k + 2, recompute});
+    }
+  }
+  std::vector<Schedule> schedules;
+  bool sawFull = false, sawSplit = false, sawBoth = false;
+  for (const Base &b : bases) {
+    ScheduleOptions options;
+    options.recompute = b.recompute;
+    int numStages = b.ranks * b.virtualStages;
+    ScheduleOrError built =
+        buildSchedule(b.family, b.ranks, b.virtualStages, b.microbatches,
+                      BoundaryTraffic::uniform(numStages, 4 * 8 * 4), options);
+    ASSERT_TRUE(built.ok()) << getScheduleFamilyName(b.family) << ": "
+                            << built.error;
+    ASSERT_TRUE(verifySchedule(built.schedule).ok());
+    ASSERT_EQ(runIndependently(built.schedule), "")
+        << getScheduleFamilyName(b.family);
+    bool full = false, split = false;
+    for (const std::vector<Action> &program : built.schedule.ranks)
+      for (const Action &a : program) {
+        full |= a.kind == ActionKind::Backward;
+        split |= a.kind == ActionKind::BackwardWeight;
+      }
+    sawFull |= full;
+    sawSplit |= split;
+    sawBoth |= full && split;
+    schedules.push_back(std::move(built.schedule));
+  }
+  EXPECT_TRUE(sawFull && sawSplit && sawBoth);
+
+  std::mt19937 rng(2024);
+  static const std::regex kActionRef(R"(\bactions? \d)");
+  int mutants = 0, rejected = 0, accepted = 0, inIR = 0;
+  std::vector<int> perMutation(kNumMutations, 0);
+  for (int trial = 0; trial < 3000 && mutants < 1500; ++trial) {
+    const Schedule &base = schedules[trial % schedules.size()];
+    auto mutation = static_cast<Mutation>(trial % kNumMutations);
+    Schedule mutant = base;
+    if (!mutateSplit(mutant, mutation, rng) || mutant == base)
+      continue;
+    ++mutants;
+    ++perMutation[static_cast<int>(mutation)];
+    std::string what = std::string(getMutationName(mutation)) + " of\n" +
+                       toCSV(base) + "gives\n" + toCSV(mutant);
+    VerifyResult result = verifySchedule(mutant);
+    if (result.ok()) {
+      ++accepted;
+      EXPECT_EQ(runIndependently(mutant), "")
+          << "the verifier accepts an invalid " << what;
+      continue;
+    }
+    ++rejected;
+    bool located = false;
+    for (const VerifyProblem &problem : result.problems) {
+      SmallVector<std::pair<int, int>> at = getProblemPositions(problem);
+      EXPECT_EQ(std::regex_search(problem.message, kActionRef), !at.empty())
+          << problem.message;
+      for (auto [r, i] : at) {
+        ASSERT_TRUE(r >= 0 && r < mutant.getNumRanks() && i >= 0 &&
+                    i < static_cast<int>(mutant.ranks[r].size()))
+            << problem.message << " -> rank " << r << " action " << i;
+        located = true;
+      }
+    }
+    EXPECT_TRUE(located) << "no finding names an action: "
+                         << result.getMessage() << "\n"
+                         << what;
+
+    // The same mutant in IR, where it fits: findings at existing ops.
+    OwningOpRef<ModuleOp> module =
+        makeSplitModule(mutant.numStages, mutant.numMicrobatches);
+    ASSERT_TRUE(module);
+    PipelineOp pipeline = getPipeline(*module);
+    FailureOr<SmallVector<StageOp>> stages = lookupStages(pipeline);
+    ASSERT_TRUE(succeeded(stages));
+    messages.clear();
+    if (failed(populateProgramsFromSchedule(pipeline, mutant, *stages)))
+      continue;
+    ++inIR;
+    FailureOr<PipelineSchedule> converted = toSchedule(pipeline);
+    ASSERT_TRUE(succeeded(converted)) << what;
+    VerifyResult again = verifySchedule(converted->schedule);
+    ASSERT_FALSE(again.ok()) << what;
+    messages.clear();
+    EXPECT_TRUE(failed(emitScheduleProblems(pipeline, *converted, again)));
+    bool atOp = false;
+    for (const VerifyProblem &problem : again.problems)
+      for (auto [r, i] : getProblemPositions(problem)) {
+        EXPECT_NE(converted->getOp(r, i), nullptr)
+            << problem.message << " -> rank " << r << " action " << i;
+        atOp = true;
+      }
+    EXPECT_TRUE(atOp) << again.getMessage() << "\n" << what;
+  }
+  EXPECT_GE(mutants, 1000);
+  for (int m = 0; m < kNumMutations; ++m)
+    EXPECT_GT(perMutation[m], 0) << getMutationName(static_cast<Mutation>(m));
+  std::printf("mutants: %d (%d rejected at an action, %d accepted and run "
+              "to completion independently; %d also checked in IR)\n",
+              mutants, rejected, accepted, inIR);
+  for (int m = 0; m < kNumMutations; ++m)
+    std::printf("  %-20s %d\n", getMutationName(static_cast<Mutation>(m)),
+                perMutation[m]);
+  messages.clear();
 }
 
 } // namespace

@@ -27,6 +27,43 @@ ScheduleFamily mlir::gpipe::getScheduleFamily(ScheduleKind kind) {
   return family;
 }
 
+std::optional<double>
+mlir::gpipe::getScheduleClosedFormBubble(PipelineOp pipeline,
+                                         ArrayRef<StageOp> stages) {
+  ScheduleKind kind = pipeline.getSchedule();
+  int64_t V = pipeline.getNumVirtualStages();
+  int64_t numStages = pipeline.getNumStages();
+  if (kind == ScheduleKind::Custom || stages.empty() || V < 1 ||
+      numStages % V != 0 || static_cast<int64_t>(stages.size()) != numStages)
+    return std::nullopt;
+  ScheduleFamily family = getScheduleFamily(kind);
+  bool recompute = pipeline.getRemat() == Remat::Stage;
+  if (recompute && family != ScheduleFamily::GPipe &&
+      family != ScheduleFamily::OneFOneB &&
+      family != ScheduleFamily::Interleaved1F1B)
+    return std::nullopt;
+  // Recomputing adds a forward to every backward: with B' = B + F the
+  // fractions of these three families do not change, so F, I and W are taken
+  // as declared.
+  ActionDurations durations = getStageDurations(stages);
+  double forward = 0, backward = 0;
+  for (int s = 0; s < static_cast<int>(stages.size()); ++s) {
+    forward += durations.get(ActionKind::Forward, s);
+    backward += durations.get(ActionKind::Backward, s);
+  }
+  forward /= static_cast<double>(stages.size());
+  backward /= static_cast<double>(stages.size());
+  int K = static_cast<int>(numStages / V);
+  int M = static_cast<int>(pipeline.getNumMicrobatches());
+  std::optional<double> idle =
+      getClosedFormIdleTime(family, K, static_cast<int>(V), M, forward,
+                            backward / 2, backward / 2);
+  if (!idle)
+    return std::nullopt;
+  double work = static_cast<double>(V) * M * (forward + backward);
+  return *idle / (*idle + work);
+}
+
 LogicalResult
 mlir::gpipe::generateSchedule(PipelineOp pipeline, ScheduleKind kind,
                               SymbolTableCollection *symbolTable) {

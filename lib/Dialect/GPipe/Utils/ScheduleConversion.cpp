@@ -20,6 +20,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <limits>
+#include <map>
 
 using namespace mlir;
 using namespace mlir::gpipe;
@@ -106,6 +107,8 @@ mlir::gpipe::toSchedule(PipelineOp pipeline,
     stageIndex[attr] = static_cast<int>(i);
 
   llvm::DenseMap<Type, std::pair<int64_t, std::string>> payloads;
+  // Per stage, how many actions each rank runs of it.
+  std::vector<std::map<int, int>> actionsOfStage(schedule.numStages);
   for (ProgramOp program : pipeline.getPrograms()) {
     int rank = static_cast<int>(schedule.ranks.size());
     std::vector<Action> &actions = schedule.ranks.emplace_back();
@@ -139,8 +142,7 @@ mlir::gpipe::toSchedule(PipelineOp pipeline,
         action.bytes = it->second.first;
         action.dtype = it->second.second;
       }
-      if (schedule.stageToRank[action.stage] < 0)
-        schedule.stageToRank[action.stage] = rank;
+      ++actionsOfStage[action.stage][rank];
       actions.push_back(std::move(action));
       ops.push_back(op);
     });
@@ -152,6 +154,17 @@ mlir::gpipe::toSchedule(PipelineOp pipeline,
         if (!isa<ActionOpInterface, ForOp>(op))
           return op.emitOpError("is not allowed in a program, expected a "
                                 "pipeline action or a 'gpipe.for'");
+  }
+  // A stage runs on the rank with most of its actions (the lowest such
+  // rank): one action on a wrong rank then stands out as that action rather
+  // than moving the stage.
+  for (int s = 0; s < schedule.numStages; ++s) {
+    int most = 0;
+    for (auto [rank, count] : actionsOfStage[s])
+      if (count > most) {
+        most = count;
+        schedule.stageToRank[s] = rank;
+      }
   }
   return result;
 }

@@ -127,6 +127,9 @@ struct RankPlan {
   int64_t rank = 0;
   std::string symbol;
   int64_t arenaBytes = 0, peakBytes = 0;
+  /// Of peakBytes, the kept activations (peak_kept_bytes); -1 when the
+  /// metadata does not say.
+  int64_t peakKeptBytes = -1;
   std::vector<StagePlan> stages;
   std::vector<ActionSpec> actions;
 
@@ -162,7 +165,11 @@ struct ModelMetadata {
   std::string dataHint;
   /// The compiler's predictions (NaN when absent).
   double predictedBubble = std::numeric_limits<double>::quiet_NaN();
+  /// GPipe's closed form (K-1)/(M+K-1), whatever the schedule.
   double predictedClosedFormBubble = std::numeric_limits<double>::quiet_NaN();
+  /// The schedule's own closed form (schedule_closed_form_bubble): NaN when
+  /// the schedule has none, unset when the metadata predates the key.
+  std::optional<double> predictedScheduleClosedFormBubble;
   double predictedStepSeconds = std::numeric_limits<double>::quiet_NaN();
   std::vector<ParameterSpec> parameters;
   std::vector<StageInfo> stageInfo;

@@ -38,12 +38,18 @@
 |*   vocab          rows of the token embedding when input is token ids      *|
 |*   data_hint      "text-char", "classification" or "": what built-in data  *|
 |*                  fits when the user gives none                            *|
-|*   predicted      {bubble, closed_form_bubble, step_seconds}               *|
+|*   predicted      {bubble, closed_form_bubble, step_seconds,               *|
+|*                  schedule_closed_form_bubble}: closed_form_bubble is      *|
+|*                  GPipe's (K-1)/(M+K-1) whatever the schedule;             *|
+|*                  schedule_closed_form_bubble the schedule's own, null     *|
+|*                  where it has none (optional: older models lack it)       *|
 |*   parameters     [{name, shape, dtype "f32", init: "data" with            *|
 |*                  data_offset into gpipe_model_data(), or "zeros", "ones", *|
 |*                  "normal", "uniform" with scale}]                         *|
 |*   stage_info     [{index, rank, name, layers: [names]}]                   *|
 |*   ranks          [{rank, symbol, arena_bytes, peak_bytes,                 *|
+|*                    peak_kept_bytes (optional: the kept activations of     *|
+|*                    peak_bytes),                                           *|
 |*                    stages: [{stage, params_offset, grads_offset,          *|
 |*                              state_offset, param_bytes,                   *|
 |*                              params: [{name, offset, elements}]}],        *|

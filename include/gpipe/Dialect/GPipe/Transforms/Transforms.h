@@ -23,6 +23,18 @@ namespace mlir::gpipe {
 /// `custom` has none: it maps to GPipe, so check for it first.
 ScheduleFamily getScheduleFamily(ScheduleKind kind);
 
+/// The bubble fraction of `pipeline`'s own schedule in closed form, where
+/// the literature gives one (`getClosedFormIdleTime`): its family's on K =
+/// stages / V ranks (V its `virtual_stages`) with M micro-batches and the
+/// uniform durations that `stages` average to (`getStageDurations`: F the
+/// mean forward, I = W half the mean backward), idle / (idle + V M (F + I +
+/// W)). std::nullopt for `custom`, for a family or shape without one, and
+/// under remat `stage` for the zero-bubble families (their closed forms
+/// leave out the recompute before each I); gpipe, 1f1b and interleaved-1f1b
+/// keep theirs there, the recompute adding to every backward alike.
+std::optional<double> getScheduleClosedFormBubble(PipelineOp pipeline,
+                                                  ArrayRef<StageOp> stages);
+
 /// Fills the empty body of `pipeline` with the programs of a generated
 /// schedule of family `kind` for its stages on stages / V ranks (V its
 /// `virtual_stages`) and sets its `schedule` attribute. Errors at the
