@@ -1,6 +1,9 @@
 // RUN: gpipe-import --preset mlp --depth 3 --width 8 --in-features 8 --classes 4 --batch 8 | gpipe-opt --gpipe-pipeline="stages=2 microbatches=2 schedule=zbv" | FileCheck %s
 // RUN: gpipe-import --preset mlp --depth 3 --width 8 --in-features 8 --classes 4 --batch 8 | gpipe-opt --gpipe-pipeline="stages=2 microbatches=2 schedule=1f1b" | FileCheck %s --check-prefix=FUSED
 // RUN: gpipe-import --preset mlp --depth 3 --width 8 --in-features 8 --classes 4 --batch 8 | gpipe-opt --gpipe-pipeline="stages=2 microbatches=4 schedule=interleaved-1f1b" | FileCheck %s --check-prefix=INTERLEAVED
+// RUN: gpipe-import --preset mlp --depth 3 --width 8 --in-features 8 --classes 4 --batch 8 | gpipe-opt --gpipe-pipeline="stages=2 microbatches=4 schedule=zb-h1" '--gpipe-export-trace=file=%t.json svg=%t.svg' -o /dev/null
+// RUN: FileCheck %s --check-prefix=TRACE < %t.json
+// RUN: FileCheck %s --check-prefix=SVG < %t.svg
 
 // The zero-bubble split: each stage's backward also comes as an input half
 // (the input gradient the previous stage waits for, then what the weight
@@ -62,3 +65,9 @@
 // INTERLEAVED:       gpipe.program rank 1
 // INTERLEAVED:         gpipe.step @train_s1
 // INTERLEAVED-NEXT:    gpipe.step @train_s3
+
+// The trace and the picture show the two halves apart.
+// TRACE-DAG: "name": "I0"
+// TRACE-DAG: "name": "W3"
+// SVG-DAG: backward input (I)
+// SVG-DAG: backward weight (W)
