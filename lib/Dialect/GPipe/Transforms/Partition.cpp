@@ -175,8 +175,6 @@ static func::FuncOp buildStageForward(OpBuilder &builder, Network &net,
   return func;
 }
 
-/// Stage 0's input is the data: drops its gradient from the backward's
-/// results (listed first by nn.input_grads) and the ops only it needed.
 /// Wraps the ops of `backward` that recompute its forward (those of
 /// `recomputed` still in its body) in a `gpipe.remat` region of `policy`,
 /// yielding the values the gradient ops read. Parameter reads and
@@ -222,21 +220,38 @@ static void wrapRecompute(func::FuncOp backward,
     });
 }
 
-static void dropDataGradient(func::FuncOp backward) {
+/// Keeps only the gradient a stage sends upstream: that of its input
+/// (argument 0), and not even that on stage 0, whose input is the data.
+/// The gradients of the other float arguments (a regression loss's
+/// targets) are dropped from the results (listed first by nn.input_grads),
+/// with the ops only they needed.
+static void dropUnsentGradients(func::FuncOp backward, bool keepInput) {
   auto positions =
       backward->getAttrOfType<DenseI64ArrayAttr>(nn::kInputGradsAttrName);
-  if (!positions || positions.empty() || positions[0] != 0)
+  if (!positions)
     return;
   auto ret = cast<func::ReturnOp>(backward.getBody().front().getTerminator());
-  ret->eraseOperand(0);
+  SmallVector<int64_t> kept;
+  BitVector drop(ret->getNumOperands());
+  for (auto [i, position] : llvm::enumerate(positions.asArrayRef())) {
+    if (position == 0 && keepInput)
+      kept.push_back(position);
+    else
+      drop.set(i);
+  }
+  if (drop.none())
+    return;
+  ret->eraseOperands(drop);
   FunctionType type = backward.getFunctionType();
-  backward.setFunctionType(FunctionType::get(
-      backward.getContext(), type.getInputs(), type.getResults().drop_front()));
-  backward->setAttr(
-      nn::kInputGradsAttrName,
-      DenseI64ArrayAttr::get(backward.getContext(),
-                             positions.asArrayRef().drop_front()));
-  // Erase what only the data gradient used, last op first.
+  SmallVector<Type> results;
+  for (auto [i, t] : llvm::enumerate(type.getResults()))
+    if (!drop.test(i))
+      results.push_back(t);
+  backward.setFunctionType(
+      FunctionType::get(backward.getContext(), type.getInputs(), results));
+  backward->setAttr(nn::kInputGradsAttrName,
+                    DenseI64ArrayAttr::get(backward.getContext(), kept));
+  // Erase what only the dropped gradients used, last op first.
   Block &body = backward.getBody().front();
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
     if (&op != ret.getOperation() && op.use_empty() && isPure(&op))
@@ -417,8 +432,7 @@ void GPipePartitionPass::runOnOperation() {
     // is created in between, so an erased op's address is not reused).
     llvm::DenseSet<Operation *> recomputedSet(recomputed.begin(),
                                               recomputed.end());
-    if (s == 0)
-      dropDataGradient(*bwd);
+    dropUnsentGradients(*bwd, /*keepInput=*/s > 0);
     if (*rematKind != Remat::None)
       wrapRecompute(*bwd, recomputedSet, *rematKind);
     builder.setInsertionPointAfter(*bwd);
