@@ -341,6 +341,10 @@ void GPipePartitionPass::runOnOperation() {
   }
   problem.layerTime = costs.total;
   problem.boundaryTime = costs.boundary;
+  if (memoryBudget.empty() && memoryBudget.getNumOccurrences() > 0) {
+    mlir::emitError(func.getLoc(), kEmptyMemoryBudget);
+    return fail();
+  }
   if (!memoryBudget.empty()) {
     std::optional<int64_t> budget = parseBytes(memoryBudget);
     if (!budget) {
