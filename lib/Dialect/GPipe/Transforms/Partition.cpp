@@ -53,6 +53,15 @@ static FailureOr<Network> analyzeNetwork(func::FuncOp func) {
     return mlir::emitError(func.getLoc(), "network function has no body"),
            failure();
   Block &body = func.getBody().front();
+  // Said in the model's terms first: gpipe-compile forms the layers itself,
+  // so no layers means a network that computes nothing from its input.
+  if (llvm::none_of(body.without_terminator(),
+                    [](Operation &op) { return isa<nn::LayerOp>(op); }))
+    return mlir::emitError(func.getLoc(),
+                           "the network has no layers to cut into stages: no "
+                           "op computes its output from its input (gpipe-opt: "
+                           "run nn-form-layers first)"),
+           failure();
   for (Operation &op : body.without_terminator()) {
     if (auto layer = dyn_cast<nn::LayerOp>(op)) {
       if (!net.tail.empty())
@@ -66,16 +75,12 @@ static FailureOr<Network> analyzeNetwork(func::FuncOp func) {
     if (net.layers.empty())
       return mlir::emitError(
                  op.getLoc(),
-                 "expected the network cut into nn.layer ops before "
-                 "this op (run nn-form-layers)"),
+                 "this op comes before the network's first layer and belongs "
+                 "to none; every op before the loss must be in a layer "
+                 "(gpipe-opt: run nn-form-layers first)"),
              failure();
     net.tail.push_back(&op);
   }
-  if (net.layers.empty())
-    return mlir::emitError(func.getLoc(),
-                           "network function has no nn.layer ops (run "
-                           "nn-form-layers)"),
-           failure();
 
   for (auto [i, layer] : llvm::enumerate(net.layers)) {
     if (layer.getNumResults() != 1)
