@@ -252,6 +252,15 @@ Status datasetFromSafeTensors(const SafeTensorsFile &file,
                  "token id", data->input, inputSamples);
   if (!s.ok())
     return s;
+  // Fewer samples than one mini-batch would repeat samples within every
+  // batch (the loader wraps around), silently.
+  int64_t batch = metadata.batchSize();
+  if (inputSamples < batch)
+    return Status::error(
+        file.name() + ": " + std::to_string(inputSamples) + " sample" +
+        (inputSamples == 1 ? "" : "s") + ", fewer than one mini-batch of " +
+        std::to_string(batch) + " (every batch would repeat samples); give "
+        "at least " + std::to_string(batch) + " samples");
   data->samples = inputSamples;
   data->inputSampleBytes = metadata.input.sampleBytes();
   if (metadata.labels) {
