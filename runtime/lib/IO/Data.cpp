@@ -119,6 +119,20 @@ Status readTensor(const SafeTensorsFile &file, const char *name,
     Status s = file.readF32(name, values);
     if (!s.ok())
       return s;
+    // A NaN or infinity in the data would surface mid-step as a non-finite
+    // activation of some rank; name the file and the sample instead.
+    for (int64_t i = 0; i < count; ++i) {
+      float v = values[size_t(i)];
+      if (std::isfinite(v))
+        continue;
+      int64_t perSample = samples ? count / samples : 1;
+      return Status::error(
+          file.name() + ": tensor '" + name + "': " +
+          (std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf") + " at position " +
+          positionString(i, info->shape) + " (sample " +
+          std::to_string(perSample ? i / perSample : 0) +
+          "); training data must be finite: fix or drop that sample");
+    }
     if (count)
       std::memcpy(bytes.data(), values.data(), bytes.size());
     return Status::success();
