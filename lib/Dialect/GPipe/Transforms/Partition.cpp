@@ -180,8 +180,6 @@ static func::FuncOp buildStageForward(OpBuilder &builder, Network &net,
   return func;
 }
 
-/// Stage 0's input is the data: drops its gradient from the backward's
-/// results (listed first by nn.input_grads) and the ops only it needed.
 /// Wraps the ops of `backward` that recompute its forward (those of
 /// `recomputed` still in its body) in a `gpipe.remat` region of `policy`,
 /// yielding the values the gradient ops read. Parameter reads and
@@ -227,21 +225,32 @@ static void wrapRecompute(func::FuncOp backward,
     });
 }
 
-static void dropDataGradient(func::FuncOp backward) {
+/// Drops from `backward`'s results the gradients of the arguments `drop`
+/// selects (listed first by nn.input_grads, by argument number) and the ops
+/// only they needed.
+static void dropInputGradients(func::FuncOp backward,
+                               llvm::function_ref<bool(int64_t)> drop) {
   auto positions =
       backward->getAttrOfType<DenseI64ArrayAttr>(nn::kInputGradsAttrName);
-  if (!positions || positions.empty() || positions[0] != 0)
+  if (!positions || llvm::none_of(positions.asArrayRef(), drop))
     return;
   auto ret = cast<func::ReturnOp>(backward.getBody().front().getTerminator());
-  ret->eraseOperand(0);
+  SmallVector<int64_t> kept;
+  SmallVector<Type> results;
   FunctionType type = backward.getFunctionType();
-  backward.setFunctionType(FunctionType::get(
-      backward.getContext(), type.getInputs(), type.getResults().drop_front()));
-  backward->setAttr(
-      nn::kInputGradsAttrName,
-      DenseI64ArrayAttr::get(backward.getContext(),
-                             positions.asArrayRef().drop_front()));
-  // Erase what only the data gradient used, last op first.
+  for (size_t i = positions.size(); i-- > 0;)
+    if (drop(positions[i]))
+      ret->eraseOperand(unsigned(i));
+  for (int64_t position : positions.asArrayRef())
+    if (!drop(position))
+      kept.push_back(position);
+  for (Value v : ret.getOperands())
+    results.push_back(v.getType());
+  backward.setFunctionType(
+      FunctionType::get(backward.getContext(), type.getInputs(), results));
+  backward->setAttr(nn::kInputGradsAttrName,
+                    DenseI64ArrayAttr::get(backward.getContext(), kept));
+  // Erase what only the dropped gradients used, last op first.
   Block &body = backward.getBody().front();
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
     if (&op != ret.getOperation() && op.use_empty() && isPure(&op))
@@ -426,8 +435,11 @@ void GPipePartitionPass::runOnOperation() {
     // is created in between, so an erased op's address is not reused).
     llvm::DenseSet<Operation *> recomputedSet(recomputed.begin(),
                                               recomputed.end());
-    if (s == 0)
-      dropDataGradient(*bwd);
+    // Stage 0's input is the data; the last stage's other arguments are the
+    // loss's (the labels, float under mse): neither has a gradient to send.
+    dropInputGradients(*bwd, [&](int64_t arg) {
+      return (s == 0 && arg == 0) || (last && arg > 0);
+    });
     if (*rematKind != Remat::None)
       wrapRecompute(*bwd, recomputedSet, *rematKind);
     builder.setInsertionPointAfter(*bwd);
