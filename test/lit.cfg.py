@@ -43,6 +43,16 @@ config.substitutions.append(
     ("%set-tensor", "python3 " + os.path.join(config.test_source_root, "Utils",
                                               "set-tensor.py")))
 config.substitutions.append(
+    ("%take-samples", "python3 " + os.path.join(config.test_source_root,
+                                                "Utils", "take-samples.py")))
+config.substitutions.append(
+    ("%random-data", "python3 " + os.path.join(config.test_source_root,
+                                               "Utils", "random-data.py")))
+config.substitutions.append(
+    ("%one-class-onnx", "python3 " + os.path.join(config.test_source_root,
+                                                  "Utils",
+                                                  "one-class-onnx.py")))
+config.substitutions.append(
     ("%kill-resume", "python3 " + os.path.join(config.test_source_root, "Utils",
                                                "kill-resume.py")))
 config.substitutions.append(

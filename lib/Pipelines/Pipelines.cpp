@@ -24,6 +24,21 @@
 using namespace mlir;
 using namespace mlir::gpipe;
 
+/// Hands the pipeline's `memory-budget` on to `pass` as given: a budget given
+/// with an empty value is parsed into the pass's option, so that the pass
+/// refuses it, where a budget not given stays "none". (Options set from a
+/// struct cannot tell the two apart.)
+static std::unique_ptr<Pass>
+withMemoryBudget(std::unique_ptr<Pass> pass,
+                 const GPipePipelineOptions &options) {
+  if (options.memoryBudget.empty() &&
+      options.memoryBudget.getNumOccurrences() > 0)
+    (void)pass->initializeOptions("memory-budget=", [](const Twine &) {
+      return failure();
+    });
+  return pass;
+}
+
 /// `buildGPipePipeline` with the partition's cost model on `profile`.
 static void buildPipeline(OpPassManager &pm,
                           const GPipePipelineOptions &options,
@@ -54,7 +69,7 @@ static void buildPipeline(OpPassManager &pm,
   partition.balance.assign(options.balance.begin(), options.balance.end());
   partition.memoryBudget = options.memoryBudget;
   partition.profile = profile;
-  pm.addPass(createGPipePartitionPass(partition));
+  pm.addPass(withMemoryBudget(createGPipePartitionPass(partition), options));
   if (partitionOnly)
     return;
 
@@ -70,7 +85,7 @@ static void buildPipeline(OpPassManager &pm,
   GPipePlanMemoryPassOptions memory;
   memory.optimizer = options.optimizer;
   memory.memoryBudget = options.memoryBudget;
-  pm.addPass(createGPipePlanMemoryPass(memory));
+  pm.addPass(withMemoryBudget(createGPipePlanMemoryPass(memory), options));
 }
 
 void mlir::gpipe::buildGPipePipeline(OpPassManager &pm,

@@ -84,11 +84,59 @@ reportUnlocatedAs(MLIRContext &context, std::string tool) {
       });
 }
 
+/// Fails, naming the first, if a preset size flag was given that the model
+/// does not use: one of another preset, or any with a model file (whose
+/// sizes are its own); and `--dim` with anything but an ONNX file.
+inline LogicalResult checkUnusedModelFlags(MLIRContext &context) {
+  struct SizeFlag {
+    const cl::opt<int64_t> &option;
+    bool mlp, gpt;
+  };
+  const SizeFlag flags[] = {
+      {depth, true, true},       {width, true, true},
+      {heads, false, true},      {seqLen, false, true},
+      {batch, true, true},       {vocab, false, true},
+      {inFeatures, true, false}, {classes, true, false}};
+  auto usedBy = [](const SizeFlag &flag) -> std::string {
+    if (flag.mlp && flag.gpt)
+      return "--preset mlp|gpt";
+    return flag.mlp ? "--preset mlp" : "--preset gpt";
+  };
+  if (preset.empty() && inputFile.empty())
+    return success(); // loadModel says there is no model
+  bool isMLP = preset == "mlp", isGPT = preset == "gpt";
+  for (const SizeFlag &flag : flags) {
+    if (flag.option.getNumOccurrences() == 0)
+      continue;
+    if (preset.empty())
+      return emitError(UnknownLoc::get(&context))
+             << "--" << flag.option.ArgStr << " applies to "
+             << usedBy(flag) << " only; a model file has its own sizes"
+             << (StringRef(inputFile).ends_with(".onnx")
+                     ? " (--dim NAME=SIZE sets a symbolic ONNX dim)"
+                     : "");
+    if ((isMLP && !flag.mlp) || (isGPT && !flag.gpt))
+      return emitError(UnknownLoc::get(&context))
+             << "--" << flag.option.ArgStr << " applies to " << usedBy(flag)
+             << " only, not to --preset " << preset;
+  }
+  StringRef path = inputFile;
+  if (!dims.empty() &&
+      (!preset.empty() || path.ends_with(".mlir") || path.ends_with(".mlirbc")))
+    return emitError(UnknownLoc::get(&context))
+           << "--dim applies to ONNX models only; "
+           << (preset.empty() ? "an nn IR file has its own sizes"
+                              : "give the preset's sizes with its flags");
+  return success();
+}
+
 /// Loads the model the options name: a preset, an ONNX file, or nn IR
 /// (`.mlir`, `.mlirbc`) parsed with `sourceMgr`. Null after reporting an
 /// error.
 inline OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
                                        llvm::SourceMgr &sourceMgr) {
+  if (failed(checkUnusedModelFlags(context)))
+    return nullptr;
   if (!preset.empty()) {
     if (!inputFile.empty()) {
       emitError(UnknownLoc::get(&context))

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gpipe/Analysis/Partition.h"
 #include "gpipe/InitAllDialects.h"
 #include "gpipe/Pipelines/Pipelines.h"
 
@@ -71,6 +72,11 @@ int main(int argc, char **argv) {
     emitError(UnknownLoc::get(&context)) << message;
     return 1;
   };
+
+  // Given empty is not the same as not given (no budget).
+  if (options.memoryBudget.empty() &&
+      options.memoryBudget.getNumOccurrences() > 0)
+    return fail(mlir::gpipe::kEmptyMemoryBudget);
 
   mlir::gpipe::CompileStage stop = options.emit;
   if (outputFile.empty()) {

@@ -120,6 +120,11 @@ std::string formatBytes(int64_t bytes);
 /// or on overflow of int64_t.
 std::optional<int64_t> parseBytes(std::string_view text);
 
+/// The error for a `--memory-budget` given with an empty value (which is not
+/// the same as no budget).
+inline constexpr const char *kEmptyMemoryBudget =
+    "empty memory budget; give a size such as 512MiB or leave the option out";
+
 } // namespace mlir::gpipe
 
 #endif // GPIPE_ANALYSIS_PARTITION_H

@@ -119,6 +119,20 @@ Status readTensor(const SafeTensorsFile &file, const char *name,
     Status s = file.readF32(name, values);
     if (!s.ok())
       return s;
+    // A NaN or infinity in the data would surface mid-step as a non-finite
+    // activation of some rank; name the file and the sample instead.
+    for (int64_t i = 0; i < count; ++i) {
+      float v = values[size_t(i)];
+      if (std::isfinite(v))
+        continue;
+      int64_t perSample = samples ? count / samples : 1;
+      return Status::error(
+          file.name() + ": tensor '" + name + "': " +
+          (std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf") + " at position " +
+          positionString(i, info->shape) + " (sample " +
+          std::to_string(perSample ? i / perSample : 0) +
+          "); training data must be finite: fix or drop that sample");
+    }
     if (count)
       std::memcpy(bytes.data(), values.data(), bytes.size());
     return Status::success();
@@ -252,6 +266,15 @@ Status datasetFromSafeTensors(const SafeTensorsFile &file,
                  "token id", data->input, inputSamples);
   if (!s.ok())
     return s;
+  // Fewer samples than one mini-batch would repeat samples within every
+  // batch (the loader wraps around), silently.
+  int64_t batch = metadata.batchSize();
+  if (inputSamples < batch)
+    return Status::error(
+        file.name() + ": " + std::to_string(inputSamples) + " sample" +
+        (inputSamples == 1 ? "" : "s") + ", fewer than one mini-batch of " +
+        std::to_string(batch) + " (every batch would repeat samples); give "
+        "at least " + std::to_string(batch) + " samples");
   data->samples = inputSamples;
   data->inputSampleBytes = metadata.input.sampleBytes();
   if (metadata.labels) {

@@ -1,9 +1,13 @@
 // RUN: gpipe-opt %s --gpipe-partition="stages=2 memory-budget=1MiB" | FileCheck %s --check-prefix=FITS
+// RUN: not gpipe-opt %s --gpipe-partition="stages=2 memory-budget=" 2>&1 | FileCheck %s --check-prefix=EMPTY
 
 // A budget that fits: the partition goes ahead (partition-budget-no-fit.mlir
 // has the same network under a budget that does not).
 
 // FITS: gpipe.pipeline @train stages [@train_s0, @train_s1]
+
+// Given empty is not "no budget": it is refused.
+// EMPTY: error: empty memory budget; give a size such as 512MiB or leave the option out
 
 nn.parameter @w0 : tensor<32x32xf32> init normal(2.0e-02)
 nn.parameter @w1 : tensor<32x32xf32> init normal(2.0e-02)

@@ -7,6 +7,7 @@
 // RUN: not gpipe-opt %t/unscheduled.mlir --gpipe-plan-memory 2>&1 | FileCheck %s --check-prefix=UNSCHEDULED
 // RUN: not gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=optimizer=lamb' 2>&1 | FileCheck %s --check-prefix=OPTIMIZER
 // RUN: not gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=memory-budget=lots' 2>&1 | FileCheck %s --check-prefix=BADBUDGET
+// RUN: not gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=memory-budget=' 2>&1 | FileCheck %s --check-prefix=EMPTYBUDGET
 // RUN: not gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=alignment=48' 2>&1 | FileCheck %s --check-prefix=ALIGN
 // RUN: gpipe-opt %t/declared.mlir --gpipe-schedule --gpipe-plan-memory 2>&1 | FileCheck %s --check-prefix=DECLARED
 // RUN: gpipe-import %inputs/mlp.onnx | gpipe-opt --gpipe-pipeline="stages=4 microbatches=8 schedule=gpipe" --gpipe-plan-memory | FileCheck %s --check-prefix=MLP-GPIPE
@@ -68,6 +69,7 @@
 // UNSCHEDULED: error: pipeline @train has no programs to plan; run gpipe-schedule or gpipe-import-schedule first
 // OPTIMIZER: for the --optimizer option: unknown optimizer 'lamb' (expected sgd, momentum or adam)
 // BADBUDGET: error: gpipe-plan-memory: cannot read memory budget 'lots' (expected a size such as 16GiB)
+// EMPTYBUDGET: error: gpipe-plan-memory: empty memory budget; give a size such as 512MiB or leave the option out
 // ALIGN: error: gpipe-plan-memory: alignment 48 is not a power of two
 
 // Declared functions have no body to walk: a warning, and no working set.

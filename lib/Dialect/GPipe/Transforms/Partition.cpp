@@ -53,6 +53,15 @@ static FailureOr<Network> analyzeNetwork(func::FuncOp func) {
     return mlir::emitError(func.getLoc(), "network function has no body"),
            failure();
   Block &body = func.getBody().front();
+  // Said in the model's terms first: gpipe-compile forms the layers itself,
+  // so no layers means a network that computes nothing from its input.
+  if (llvm::none_of(body.without_terminator(),
+                    [](Operation &op) { return isa<nn::LayerOp>(op); }))
+    return mlir::emitError(func.getLoc(),
+                           "the network has no layers to cut into stages: no "
+                           "op computes its output from its input (gpipe-opt: "
+                           "run nn-form-layers first)"),
+           failure();
   for (Operation &op : body.without_terminator()) {
     if (auto layer = dyn_cast<nn::LayerOp>(op)) {
       if (!net.tail.empty())
@@ -66,16 +75,12 @@ static FailureOr<Network> analyzeNetwork(func::FuncOp func) {
     if (net.layers.empty())
       return mlir::emitError(
                  op.getLoc(),
-                 "expected the network cut into nn.layer ops before "
-                 "this op (run nn-form-layers)"),
+                 "this op comes before the network's first layer and belongs "
+                 "to none; every op before the loss must be in a layer "
+                 "(gpipe-opt: run nn-form-layers first)"),
              failure();
     net.tail.push_back(&op);
   }
-  if (net.layers.empty())
-    return mlir::emitError(func.getLoc(),
-                           "network function has no nn.layer ops (run "
-                           "nn-form-layers)"),
-           failure();
 
   for (auto [i, layer] : llvm::enumerate(net.layers)) {
     if (layer.getNumResults() != 1)
@@ -220,33 +225,27 @@ static void wrapRecompute(func::FuncOp backward,
     });
 }
 
-/// Keeps only the gradient a stage sends upstream: that of its input
-/// (argument 0), and not even that on stage 0, whose input is the data.
-/// The gradients of the other float arguments (a regression loss's
-/// targets) are dropped from the results (listed first by nn.input_grads),
-/// with the ops only they needed.
-static void dropUnsentGradients(func::FuncOp backward, bool keepInput) {
+/// Drops from `backward`'s results the gradients of the arguments `drop`
+/// selects (listed first by nn.input_grads, by argument number) and the ops
+/// only they needed.
+static void dropInputGradients(func::FuncOp backward,
+                               llvm::function_ref<bool(int64_t)> drop) {
   auto positions =
       backward->getAttrOfType<DenseI64ArrayAttr>(nn::kInputGradsAttrName);
-  if (!positions)
+  if (!positions || llvm::none_of(positions.asArrayRef(), drop))
     return;
   auto ret = cast<func::ReturnOp>(backward.getBody().front().getTerminator());
   SmallVector<int64_t> kept;
-  BitVector drop(ret->getNumOperands());
-  for (auto [i, position] : llvm::enumerate(positions.asArrayRef())) {
-    if (position == 0 && keepInput)
-      kept.push_back(position);
-    else
-      drop.set(i);
-  }
-  if (drop.none())
-    return;
-  ret->eraseOperands(drop);
-  FunctionType type = backward.getFunctionType();
   SmallVector<Type> results;
-  for (auto [i, t] : llvm::enumerate(type.getResults()))
-    if (!drop.test(i))
-      results.push_back(t);
+  FunctionType type = backward.getFunctionType();
+  for (size_t i = positions.size(); i-- > 0;)
+    if (drop(positions[i]))
+      ret->eraseOperand(unsigned(i));
+  for (int64_t position : positions.asArrayRef())
+    if (!drop(position))
+      kept.push_back(position);
+  for (Value v : ret.getOperands())
+    results.push_back(v.getType());
   backward.setFunctionType(
       FunctionType::get(backward.getContext(), type.getInputs(), results));
   backward->setAttr(nn::kInputGradsAttrName,
@@ -356,6 +355,10 @@ void GPipePartitionPass::runOnOperation() {
   }
   problem.layerTime = costs.total;
   problem.boundaryTime = costs.boundary;
+  if (memoryBudget.empty() && memoryBudget.getNumOccurrences() > 0) {
+    mlir::emitError(func.getLoc(), kEmptyMemoryBudget);
+    return fail();
+  }
   if (!memoryBudget.empty()) {
     std::optional<int64_t> budget = parseBytes(memoryBudget);
     if (!budget) {
@@ -432,7 +435,11 @@ void GPipePartitionPass::runOnOperation() {
     // is created in between, so an erased op's address is not reused).
     llvm::DenseSet<Operation *> recomputedSet(recomputed.begin(),
                                               recomputed.end());
-    dropUnsentGradients(*bwd, /*keepInput=*/s > 0);
+    // Stage 0's input is the data; the last stage's other arguments are the
+    // loss's (the labels, float under mse): neither has a gradient to send.
+    dropInputGradients(*bwd, [&](int64_t arg) {
+      return (s == 0 && arg == 0) || (last && arg > 0);
+    });
     if (*rematKind != Remat::None)
       wrapRecompute(*bwd, recomputedSet, *rematKind);
     builder.setInsertionPointAfter(*bwd);

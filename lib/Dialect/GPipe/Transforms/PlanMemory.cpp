@@ -408,6 +408,10 @@ void GPipePlanMemoryPass::runOnOperation() {
     return signalPassFailure();
   }
   std::optional<int64_t> budget;
+  if (memoryBudget.empty() && memoryBudget.getNumOccurrences() > 0) {
+    emitError(module.getLoc(), "gpipe-plan-memory: ") << kEmptyMemoryBudget;
+    return signalPassFailure();
+  }
   if (!memoryBudget.empty()) {
     budget = parseBytes(memoryBudget);
     if (!budget) {

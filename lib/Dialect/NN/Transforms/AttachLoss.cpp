@@ -41,6 +41,13 @@ LogicalResult mlir::gpipe::nn::attachLoss(func::FuncOp func, LossKind kind) {
       return func.emitOpError("cannot attach a cross-entropy loss to a result "
                               "of type ")
              << prediction << ": expected logits with a class dim";
+    // Softmax over one class is 1 whatever the logit: the loss would be
+    // exactly 0 and nothing would train.
+    if (prediction.getShape().back() == 1)
+      return emitError(func.getLoc(), "cross-entropy needs at least 2 "
+                                      "classes, got 1 in the last dimension "
+                                      "of ")
+             << prediction << "; use --loss mse for one output";
     labelsType = RankedTensorType::get(prediction.getShape().drop_back(),
                                        IntegerType::get(ctx, 64));
   }

@@ -284,7 +284,8 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
     ListOption<"balance", "balance", "int64_t",
                "Layers per stage (manual partition); overrides the search">,
     Option<"memoryBudget", "memory-budget", "std::string", /*default=*/"\"\"",
-           "Per-stage memory cap, e.g. 16GiB">,
+           "Per-stage memory cap, e.g. 16GiB; none when not given (given "
+           "empty is an error)">,
     Option<"profile", "profile", "::mlir::gpipe::ProfileKind",
            /*default=*/"::mlir::gpipe::ProfileKind::CPU",
            "Device profile of the cost model: cpu, h200 or h200-bf16",
@@ -341,7 +342,8 @@ def GPipePlanMemoryPass : Pass<"gpipe-plan-memory", "::mlir::ModuleOp"> {
            "Optimizer whose state the plan holds: sgd, momentum or adam",
            "::mlir::gpipe::getOptimizerKindValues()">,
     Option<"memoryBudget", "memory-budget", "std::string", /*default=*/"\"\"",
-           "Per-rank memory cap, e.g. 16GiB; empty: none">,
+           "Per-rank memory cap, e.g. 16GiB; none when not given (given "
+           "empty is an error)">,
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
            "Alignment of every buffer in the arena (a power of two)">,
   ];
