@@ -26,6 +26,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -37,6 +38,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <map>
 #include <numeric>
 
 using namespace mlir;
@@ -1983,6 +1985,50 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
       return nullptr;
   }
   builder.setInsertionPointToEnd(entry);
+
+  // Every op the importer cannot handle, in one error: a user sees the
+  // whole list at once (each op type once, with its first node and how many
+  // more there are).
+  llvm::MapVector<std::string, std::pair<std::string, int>,
+                  std::map<std::string, unsigned>>
+      unsupported;
+  Location firstUnsupported = fileLoc;
+  for (auto [i, node] : llvm::enumerate(graph.node())) {
+    bool foreign = !node.domain().empty() && node.domain() != "ai.onnx";
+    if (!foreign && lookupHandler(node.op_type()))
+      continue;
+    std::string op =
+        foreign ? node.domain() + "." + node.op_type() : node.op_type();
+    std::string name = node.name().empty()
+                           ? node.op_type() + "_" + std::to_string(i)
+                           : node.name();
+    if (unsupported.empty())
+      firstUnsupported = NameLoc::get(
+          StringAttr::get(ctx, name),
+          FileLineColLoc::get(ctx, fileName, static_cast<unsigned>(i) + 1, 0));
+    auto [it, inserted] = unsupported.try_emplace(op, name, 0);
+    if (!inserted)
+      ++it->second.second;
+  }
+  if (unsupported.size() == 1 && unsupported.front().second.second == 0) {
+    auto &[op, where] = unsupported.front();
+    return emitError(firstUnsupported)
+               << "unsupported ONNX op '" << op << "' (node '" << where.first
+               << "')",
+           nullptr;
+  }
+  if (!unsupported.empty()) {
+    InFlightDiagnostic diag = emitError(firstUnsupported)
+                              << unsupported.size()
+                              << " unsupported ONNX op types: ";
+    llvm::interleaveComma(unsupported, diag, [&](const auto &entry) {
+      diag << "'" << entry.first << "' (node '" << entry.second.first << "'";
+      if (entry.second.second > 0)
+        diag << " and " << entry.second.second << " more";
+      diag << ")";
+    });
+    return nullptr;
+  }
 
   for (auto [i, node] : llvm::enumerate(graph.node()))
     if (failed(importNode(node, i)))

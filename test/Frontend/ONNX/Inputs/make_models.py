@@ -6,7 +6,8 @@ Writes, into the folder this script lives in:
   gpt_mha.golden.safetensors            -- PyTorch input, labels, logits,
                                            loss and first-step gradients
                                            for each good model
-  truncated.onnx, not_onnx.onnx, unsupported_op.onnx, dynamic_dim.onnx,
+  truncated.onnx, not_onnx.onnx, unsupported_op.onnx, unsupported_ops.onnx,
+  dynamic_dim.onnx,
   shape_mismatch.onnx, bad_initializer.onnx
                                         -- deliberately bad inputs
 
@@ -438,6 +439,20 @@ def make_bad_inputs():
         [float_input("output", [4, 8])],
         [],
         "unsupported_op.onnx")
+
+    # Three ops the importer does not handle, one of them twice: one error
+    # lists them all.
+    save_graph(
+        [helper.make_node("Hardmax", ["input"], ["a"], name="/a/Hardmax"),
+         helper.make_node("Relu", ["a"], ["b"], name="/b/Relu"),
+         helper.make_node("Det", ["b"], ["c"], name="/c/Det"),
+         helper.make_node("Hardmax", ["c"], ["d"], name="/d/Hardmax"),
+         helper.make_node("Mod", ["d", "d"], ["output"], name="/e/Mod")],
+        "unsupported_ops",
+        [float_input("input", [4, 8])],
+        [float_input("output", [4, 8])],
+        [],
+        "unsupported_ops.onnx")
 
     # Symbolic batch dimension.
     w = numpy_helper.from_array(
