@@ -11,11 +11,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Analysis/Schedule.h"
+#include "gpipe/Analysis/Timeline.h"
 
 #include <algorithm>
-#include <limits>
 #include <deque>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -841,7 +843,8 @@ using ComputeOrders = std::vector<std::vector<Action>>;
 ScheduleOrError finishOrders(int numMicrobatches, std::vector<int> stageToRank,
                              const ComputeOrders &orders,
                              const BoundaryTraffic &traffic,
-                             const ScheduleOptions &options) {
+                             const ScheduleOptions &options,
+                             bool alignTransfers = true) {
   Schedule computeOrder;
   computeOrder.numStages = static_cast<int>(stageToRank.size());
   computeOrder.numMicrobatches = numMicrobatches;
@@ -860,7 +863,7 @@ ScheduleOrError finishOrders(int numMicrobatches, std::vector<int> stageToRank,
       program.push_back(Action::step(stage));
   }
   ScheduleOptions placement = options;
-  placement.alignTransfers = true;
+  placement.alignTransfers = alignTransfers;
   return insertCommunication(computeOrder, traffic, placement);
 }
 
@@ -1358,20 +1361,130 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     break;
   }
   case ScheduleFamily::ZBAuto: {
-    ListSchedulerInput in = listInput(/*perStage=*/true);
-    for (int s = 0; s < numStages; ++s)
-      in.maxActivations.push_back(options.getMaxActivations(s, numStages));
-    // With several stages per rank, also try the later stage first and
-    // keep the shorter of the two (by the scheduler's own clock).
-    int64_t makespan = 0, other = 0;
-    orders = runZeroBubbleListScheduler(in, &makespan);
-    if (V > 1) {
-      in.laterStageFirst = true;
-      ComputeOrders alternative = runZeroBubbleListScheduler(in, &other);
-      if (!alternative.empty() && (orders.empty() || other < makespan))
-        orders = std::move(alternative);
+    // A search over candidate orders, each completed with its sends and
+    // receives (two placements) and simulated with the per-stage durations under blocking
+    // rendezvous; the shortest that keeps every stage within its memory
+    // limit wins (ties: the first). Candidates: the list scheduler with
+    // the automatic rules and with ZB-H1's (F before I after the warm-up,
+    // a W left for later when an I is due), with several stages per rank
+    // also the later stage first; and a plain order that the list
+    // scheduler's greedy choices can miss when the durations are uneven:
+    // ZB-H1's and ZB-H2's orders and 1F1B with each B split into I then W
+    // (V = 1), ZB-V's order (V = 2).
+    // The default limit is 1F1B's peak memory on the rank that holds the
+    // most (Qi et al.'s memory limit): K micro-batches on every rank with
+    // one stage per rank, numStages - s per stage with the V-shape (ZB-V's
+    // peaks, which equal 1F1B's).
+    std::vector<int> limits;
+    for (int s = 0; s < numStages; ++s) {
+      bool given = s < static_cast<int>(options.maxActivations.size()) &&
+                   options.maxActivations[s] >= 1;
+      limits.push_back(given ? options.maxActivations[s]
+                       : V == 1 ? K
+                                : numStages - s);
     }
-    break;
+    // The greedy rules can do worse with more memory (an early W that
+    // delays a forward the next rank waits for): each runs under the limit
+    // and under 1F1B's per-stage warm-up depth too.
+    std::vector<int> tighter = limits;
+    for (int s = 0; s < numStages; ++s)
+      tighter[s] = std::min(tighter[s], numStages - s);
+    std::vector<ComputeOrders> candidates;
+    ListSchedulerInput in = listInput(/*perStage=*/true);
+    for (const std::vector<int> &limit : {limits, tighter})
+    for (bool h1Rules : {false, true}) {
+      in.maxActivations = limit;
+      in.forwardFirst = in.waitForInput = h1Rules;
+      // ZB-H1's rules come with 1F1B's warm-up.
+      in.warmupForwards.clear();
+      if (h1Rules && V == 1)
+        for (int s = 0; s < numStages; ++s)
+          in.warmupForwards.push_back(K - s);
+      for (bool laterFirst : {false, true}) {
+        if (laterFirst && V == 1)
+          continue;
+        in.laterStageFirst = laterFirst;
+        candidates.push_back(runZeroBubbleListScheduler(in));
+      }
+    }
+    if (V == 1) {
+      // ZB-H1's and ZB-H2's own orders (built for uniform durations); the
+      // memory check below drops what exceeds the limits.
+      for (bool h1 : {true, false}) {
+        ListSchedulerInput uniform = listInput(/*perStage=*/false);
+        uniform.forwardFirst = uniform.waitForInput = h1;
+        for (int s = 0; s < numStages; ++s) {
+          uniform.maxActivations.push_back(h1 ? K : 2 * K - 1 - s);
+          if (h1)
+            uniform.warmupForwards.push_back(K - s);
+        }
+        candidates.push_back(runZeroBubbleListScheduler(uniform));
+      }
+      ComputeOrders split(K);
+      for (int k = 0; k < K; ++k) {
+        int warmup = std::min(K - k - 1, M);
+        auto backward = [&](int mb) {
+          split[k].push_back(
+              Action::compute(ActionKind::BackwardInput, k, mb));
+          split[k].push_back(
+              Action::compute(ActionKind::BackwardWeight, k, mb));
+        };
+        for (int mb = 0; mb < warmup; ++mb)
+          split[k].push_back(Action::compute(ActionKind::Forward, k, mb));
+        for (int i = 0; i + warmup < M; ++i) {
+          split[k].push_back(
+              Action::compute(ActionKind::Forward, k, warmup + i));
+          backward(i);
+        }
+        for (int mb = M - warmup; mb < M; ++mb)
+          backward(mb);
+      }
+      candidates.push_back(std::move(split));
+    } else {
+      candidates.push_back(buildZBVOrders(K, M));
+    }
+    ActionDurations durations =
+        ActionDurations::uniform(numStages, 1.0, 2.0, 0.0);
+    for (int s = 0; s < numStages; ++s) {
+      double f = static_cast<double>(options.getForwardTicks(s));
+      durations.set(ActionKind::Forward, s, f);
+      durations.set(ActionKind::Recompute, s, f);
+      durations.set(ActionKind::BackwardInput, s,
+                    static_cast<double>(options.getInputTicks(s)));
+      durations.set(ActionKind::BackwardWeight, s,
+                    static_cast<double>(options.getWeightTicks(s)));
+      durations.set(ActionKind::Backward, s,
+                    static_cast<double>(options.getBackwardTicks(s)));
+    }
+    // Each with its transfers aligned to moments both ends are between
+    // actions, and at their producers' ends (which uneven durations can
+    // favour).
+    std::optional<ScheduleOrError> best;
+    double bestMakespan = 0;
+    for (const ComputeOrders &candidate : candidates)
+    for (bool align : {true, false}) {
+      if (candidate.empty())
+        continue;
+      ScheduleOrError built =
+          finishOrders(M, placement, candidate, traffic, options, align);
+      if (!built.ok())
+        continue;
+      Timeline timeline = simulate(built.schedule, durations);
+      if (!timeline.ok())
+        continue;
+      bool fits = true;
+      for (int s = 0; s < numStages; ++s)
+        fits &= timeline.peakActivations[s] <= limits[s];
+      if (!fits || (best && timeline.makespan >= bestMakespan))
+        continue;
+      best = std::move(built);
+      bestMakespan = timeline.makespan;
+    }
+    if (!best) {
+      result.error = "zb-auto: no order fits the memory limits";
+      return result;
+    }
+    return std::move(*best);
   }
   case ScheduleFamily::ZBV:
     orders = buildZBVOrders(K, M);

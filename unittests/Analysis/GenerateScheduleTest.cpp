@@ -669,12 +669,22 @@ TEST(GenerateScheduleTest, ZBAutoFollowsCostsAndMemoryLimits) {
       }
     }
   }
-  // The default limit is 1F1B's per-rank K - r, tighter than ZB-H1's K on
-  // every rank: the last rank holds one micro-batch and must run F, I, W in
-  // turn, its last I ends at (K-1)F + (M-1)(F+I+W) + F+I = 26 at the
-  // earliest, rank 0's at 29, and its W at 30; zb-auto reaches that bound
-  // (ZB-H1: 27).
-  ScheduleOrError tight = build(ScheduleFamily::ZBAuto, 4, 1, 8);
+  // The default limit is ZB-H1's, 1F1B's peak on every rank (K): zb-auto
+  // reaches ZB-H1's makespan (27) with at most K on each rank.
+  ScheduleOrError byDefault = build(ScheduleFamily::ZBAuto, 4, 1, 8);
+  ASSERT_TRUE(byDefault.ok());
+  Timeline defaultTimeline = simulateUniform(byDefault.schedule);
+  ASSERT_TRUE(defaultTimeline.ok());
+  EXPECT_DOUBLE_EQ(defaultTimeline.makespan, 27);
+  for (int peak : defaultTimeline.peakActivations)
+    EXPECT_LE(peak, 4);
+  // 1F1B's per-rank K - r is tighter: the last rank holds one micro-batch
+  // and must run F, I, W in turn, its last I ends at (K-1)F + (M-1)(F+I+W)
+  // + F+I = 26 at the earliest, rank 0's at 29, and its W at 30; zb-auto
+  // reaches that bound.
+  ScheduleOptions perRank;
+  perRank.maxActivations = {4, 3, 2, 1};
+  ScheduleOrError tight = build(ScheduleFamily::ZBAuto, 4, 1, 8, perRank);
   ASSERT_TRUE(tight.ok());
   Timeline tightTimeline = simulateUniform(tight.schedule);
   ASSERT_TRUE(tightTimeline.ok());

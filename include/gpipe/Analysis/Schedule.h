@@ -163,8 +163,10 @@ struct ScheduleOptions {
   bool alignTransfers = false;
   /// zb-auto's memory limit: per stage, the most micro-batches whose
   /// activations the stage may hold at once (from the end of F until its W
-  /// or B). Empty, a missing entry or one below 1 means numStages - s, the
-  /// 1F1B warm-up depth: K - rank for the single stage of a rank when V = 1.
+  /// or B). Empty, a missing entry or one below 1 means 1F1B's peak on the
+  /// rank that holds the most: K with one stage per rank, numStages - s
+  /// with the V-shape (`getMaxActivations` gives numStages - s, 1F1B's
+  /// per-stage warm-up depth, for callers that want that tighter bound).
   std::vector<int> maxActivations;
 
   /// The durations used for `stage` (the per-stage entry, else the uniform

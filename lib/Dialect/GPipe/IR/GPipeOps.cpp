@@ -133,7 +133,9 @@ LogicalResult StageOp::verify() {
            << (getBackwardInputAttr() ? "backward_input" : "backward_weight");
   for (auto [name, attr] :
        {std::make_pair("forward_time", getForwardTimeAttr()),
-        std::make_pair("backward_time", getBackwardTimeAttr())}) {
+        std::make_pair("backward_time", getBackwardTimeAttr()),
+        std::make_pair("backward_input_time", getBackwardInputTimeAttr()),
+        std::make_pair("backward_weight_time", getBackwardWeightTimeAttr())}) {
     if (!attr)
       continue;
     double value = attr.getValueAsDouble();

@@ -459,6 +459,30 @@ void GPipePartitionPass::runOnOperation() {
       forwardTime += costs.forward[l];
       backwardTime += costs.backward[l] + costs.recompute[l];
     }
+    // How the backward's time divides between its halves: in proportion to
+    // the roofline times of their ops (the input half of a transformer
+    // stage carries the attention and normalization gradients, the weight
+    // half little more than the weight GEMMs; stage 0's input half is empty).
+    FloatAttr inputTime, weightTime;
+    if (split) {
+      auto rooflineOf = [&](func::FuncOp half) {
+        double seconds = 0;
+        half.walk([&](nn::CostOpInterface op) {
+          nn::OpCost c = op.getCost();
+          seconds += mlir::gpipe::forwardTime(
+              {c.flops, c.bytesRead, c.bytesWritten, c.paramBytes}, *device);
+        });
+        return seconds;
+      };
+      auto lookup = [&](FlatSymbolRefAttr ref) {
+        return module.lookupSymbol<func::FuncOp>(ref.getValue());
+      };
+      double in = rooflineOf(lookup(inputRef));
+      double w = rooflineOf(lookup(weightRef));
+      double share = in + w > 0 ? in / (in + w) : 0.5;
+      inputTime = builder.getF64FloatAttr(backwardTime * share);
+      weightTime = builder.getF64FloatAttr(backwardTime * (1 - share));
+    }
     FunctionType type = fwd.getFunctionType();
     auto stage = StageOp::create(
         builder, fwd.getLoc(), builder.getStringAttr(base),
@@ -466,7 +490,7 @@ void GPipePartitionPass::runOnOperation() {
         TypeAttr::get(type.getResult(0)), FlatSymbolRefAttr::get(fwd),
         FlatSymbolRefAttr::get(*bwd), inputRef, weightRef,
         builder.getF64FloatAttr(forwardTime),
-        builder.getF64FloatAttr(backwardTime));
+        builder.getF64FloatAttr(backwardTime), inputTime, weightTime);
     stageRefs.push_back(FlatSymbolRefAttr::get(stage));
     stageOps.push_back(stage);
   }

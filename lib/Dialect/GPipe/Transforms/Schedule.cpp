@@ -95,9 +95,9 @@ mlir::gpipe::generateSchedule(PipelineOp pipeline, ScheduleKind kind,
                   "backward_weight; gpipe-partition split-backward=true)";
   BoundaryTraffic traffic = getBoundaryTraffic(*stages);
   // The zero-bubble orders follow the cost model: each stage's forward and
-  // the two halves of its backward in integer ticks (the backward's time
-  // split evenly, the cost model's assumption), relative to the fastest
-  // forward.
+  // the two halves of its backward (as the stage divides them, else evenly)
+  // in integer ticks of 1/16 of the fastest forward (fine enough that an
+  // almost empty half, stage 0's input half, does not weigh a whole forward).
   ScheduleOptions options;
   double unit = 0;
   for (StageOp stage : *stages)
@@ -106,7 +106,7 @@ mlir::gpipe::generateSchedule(PipelineOp pipeline, ScheduleKind kind,
                        : std::min(unit, f.getValueAsDouble());
   if (unit > 0) {
     auto ticks = [&](double seconds) {
-      return std::max<int64_t>(1, std::llround(seconds / unit));
+      return std::max<int64_t>(1, std::llround(16 * seconds / unit));
     };
     for (StageOp stage : *stages) {
       double f = stage.getForwardTimeAttr()
@@ -115,9 +115,15 @@ mlir::gpipe::generateSchedule(PipelineOp pipeline, ScheduleKind kind,
       double b = stage.getBackwardTimeAttr()
                      ? stage.getBackwardTimeAttr().getValueAsDouble()
                      : 2 * f;
+      double in = stage.getBackwardInputTimeAttr()
+                      ? stage.getBackwardInputTimeAttr().getValueAsDouble()
+                      : b / 2;
+      double w = stage.getBackwardWeightTimeAttr()
+                     ? stage.getBackwardWeightTimeAttr().getValueAsDouble()
+                     : b / 2;
       options.stageForwardTicks.push_back(ticks(f));
-      options.stageInputTicks.push_back(ticks(b / 2));
-      options.stageWeightTicks.push_back(ticks(b / 2));
+      options.stageInputTicks.push_back(ticks(in));
+      options.stageWeightTicks.push_back(ticks(w));
     }
   }
   ScheduleOrError built = buildSchedule(family, numRanks, virtualStages,

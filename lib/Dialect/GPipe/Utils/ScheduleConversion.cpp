@@ -494,8 +494,12 @@ ActionDurations mlir::gpipe::getStageDurations(ArrayRef<StageOp> stages) {
     if (FloatAttr backward = stage.getBackwardTimeAttr()) {
       double seconds = backward.getValueAsDouble();
       durations.set(ActionKind::Backward, index, seconds);
-      durations.set(ActionKind::BackwardInput, index, seconds / 2);
-      durations.set(ActionKind::BackwardWeight, index, seconds / 2);
+      FloatAttr input = stage.getBackwardInputTimeAttr();
+      FloatAttr weight = stage.getBackwardWeightTimeAttr();
+      durations.set(ActionKind::BackwardInput, index,
+                    input ? input.getValueAsDouble() : seconds / 2);
+      durations.set(ActionKind::BackwardWeight, index,
+                    weight ? weight.getValueAsDouble() : seconds / 2);
     }
   }
   return durations;

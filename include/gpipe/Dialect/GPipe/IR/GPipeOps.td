@@ -60,7 +60,10 @@ def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
       `backward`; `backward_input` returns `input_grad` first like it.
 
     `forward_time` and `backward_time` (seconds, optional) are the cost
-    model's estimates; `gpipe-export-trace` simulates with them.
+    model's estimates; `gpipe-export-trace` simulates with them. With a
+    split backward, `backward_input_time` and `backward_weight_time` say how
+    the backward's time divides between its halves (without them: evenly);
+    the zero-bubble schedules are ordered with them.
 
     ```mlir
     func.func private @s0_fwd(tensor<8x16xf32>) -> tensor<8x32xf32>
@@ -77,7 +80,9 @@ def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
                        OptionalAttr<FlatSymbolRefAttr>:$backward_input,
                        OptionalAttr<FlatSymbolRefAttr>:$backward_weight,
                        OptionalAttr<F64Attr>:$forward_time,
-                       OptionalAttr<F64Attr>:$backward_time);
+                       OptionalAttr<F64Attr>:$backward_time,
+                       OptionalAttr<F64Attr>:$backward_input_time,
+                       OptionalAttr<F64Attr>:$backward_weight_time);
   let assemblyFormat = [{
     $sym_name `index` $index `:` $input_type `->` $output_type
     `forward` $forward `backward` $backward
