@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Runtime/CPUKernels.h"
+#include "BenchCommon.h"
 #include "gpipe/Runtime/Engine.h"
 
 #include <chrono>
@@ -41,17 +42,6 @@
 using namespace gpipe::rt;
 
 namespace {
-
-struct Options {
-  int steps = 8;
-  bool quick = false;
-};
-
-std::string tempDir() {
-  char pattern[] = "/tmp/gpipe-bench-XXXXXX";
-  const char *dir = mkdtemp(pattern);
-  return dir ? dir : "/tmp";
-}
 
 /// Runs gpipe-compile with `args`; returns wall seconds, or -1 on failure.
 double compile(const std::string &args, const std::string &output) {
@@ -127,21 +117,12 @@ Measurement train(const std::string &path, int steps) {
 
 int main(int argc, char **argv) {
   ensureSingleThreadedBlas(argv);
-  Options opts;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--quick")
-      opts.quick = true;
-    else if (arg == "--steps" && i + 1 < argc)
-      opts.steps = std::max(2, std::atoi(argv[++i]));
-    else {
-      std::fprintf(stderr, "usage: pipeline_bench [--steps N] [--quick]\n");
-      return 2;
-    }
-  }
-  if (opts.quick)
-    opts.steps = std::min(opts.steps, 3);
-  std::string dir = tempDir();
+  std::optional<gpipe::bench::Options> parsed =
+      gpipe::bench::parseOptions(argc, argv, "pipeline_bench", 8, 3);
+  if (!parsed)
+    return 2;
+  const gpipe::bench::Options &opts = *parsed;
+  std::string dir = gpipe::bench::makeTempDir("gpipe-bench");
   const std::string model = "--preset mlp --depth 7 --width 512 "
                             "--in-features 512 --classes 512 --batch 512";
 

@@ -26,6 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchCommon.h"
 #include "gpipe/Runtime/Engine.h"
 
 #include <algorithm>
@@ -41,17 +42,6 @@
 using namespace gpipe::rt;
 
 namespace {
-
-struct Options {
-  int steps = 20;
-  bool quick = false;
-};
-
-std::string tempDir() {
-  char pattern[] = "/tmp/gpipe-schedule-bench-XXXXXX";
-  const char *dir = mkdtemp(pattern);
-  return dir ? dir : "/tmp";
-}
 
 /// Runs gpipe-compile with `args`; "" on success, else its last output line.
 std::string compile(const std::string &args, const std::string &output,
@@ -163,7 +153,7 @@ struct Shape {
 };
 
 void runModel(const std::string &title, const std::string &model,
-              const Options &opts, const std::string &dir) {
+              const gpipe::bench::Options &opts, const std::string &dir) {
   std::printf("%s\n  gpipe-compile %s --stages K --microbatches M "
               "--schedule S\n",
               title.c_str(), model.c_str());
@@ -225,20 +215,11 @@ void runModel(const std::string &title, const std::string &model,
 
 int main(int argc, char **argv) {
   ensureSingleThreadedBlas(argv);
-  Options opts;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--quick")
-      opts.quick = true;
-    else if (arg == "--steps" && i + 1 < argc)
-      opts.steps = std::max(2, std::atoi(argv[++i]));
-    else {
-      std::fprintf(stderr, "usage: schedule_bench [--steps N] [--quick]\n");
-      return 2;
-    }
-  }
-  if (opts.quick)
-    opts.steps = std::min(opts.steps, 4);
+  std::optional<gpipe::bench::Options> parsed =
+      gpipe::bench::parseOptions(argc, argv, "schedule_bench", 20, 4);
+  if (!parsed)
+    return 2;
+  const gpipe::bench::Options &opts = *parsed;
   std::string commandLine;
   for (int i = 0; i < argc; ++i)
     commandLine += (i ? " " : "") + std::string(argv[i]);
@@ -258,7 +239,7 @@ int main(int argc, char **argv) {
   std::printf("closed: the schedule's own closed form, '-' where the "
               "literature has none for the shape and durations\n\n");
   auto start = std::chrono::steady_clock::now();
-  std::string dir = tempDir();
+  std::string dir = gpipe::bench::makeTempDir("gpipe-schedule-bench");
   // remat none: the zero-bubble closed forms leave out recomputation.
   runModel("GPT preset, 14 blocks (17 layers, so that K=8 x V=2 gets 16 "
            "stages), remat none, SGD",
