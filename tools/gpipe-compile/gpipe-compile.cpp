@@ -29,6 +29,7 @@
 #include "../common/ModelOptions.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -71,6 +72,10 @@ int main(int argc, char **argv) {
   std::set_new_handler([] { outOfMemory(); });
   llvm::install_bad_alloc_error_handler(
       [](void *, const char *, bool) { outOfMemory(); });
+  // Past a file-size limit a write fails with EFBIG and takes its error
+  // path (temporaries removed) instead of the signal killing the compiler;
+  // the linker it runs inherits this.
+  std::signal(SIGXFSZ, SIG_IGN);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();

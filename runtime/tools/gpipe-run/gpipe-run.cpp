@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <csignal>
 #include <dirent.h>
 #include <new>
 #include <string>
@@ -399,6 +400,9 @@ void printHeader(const ModelImage &image) {
 int main(int argc, char **argv) {
   gpipe::rt::ensureSingleThreadedBlas(argv);
   std::set_new_handler(outOfMemory);
+  // Past a file-size limit a write fails with EFBIG and takes its error
+  // path (temporaries removed) instead of the signal killing the run.
+  std::signal(SIGXFSZ, SIG_IGN);
   Args args = parseArgs(argc, argv);
 #ifdef GPIPE_HAVE_CUDA
   registerCudaDevice();
