@@ -163,6 +163,14 @@ LogicalResult mlir::gpipe::writeCompileOutput(ModuleOp module,
   case CompileStage::Library:
     break;
   }
+  // A failed write (a full disk, a file-size limit) is an error, not the
+  // stream's fatal error at exit; the unkept output is removed.
+  output->os().flush();
+  if (std::error_code ec = output->os().error()) {
+    output->os().clear_error();
+    return emitError(UnknownLoc::get(module.getContext()))
+           << "cannot write " << outputFile << ": " << ec.message();
+  }
   output->keep();
   return success();
 }

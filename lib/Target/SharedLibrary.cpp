@@ -22,12 +22,17 @@
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+
+#include <algorithm>
+#include <cstring>
+#include <elf.h>
 
 using namespace mlir;
 
@@ -147,6 +152,31 @@ LogicalResult mlir::gpipe::emitObject(ModuleOp module,
   return success();
 }
 
+/// How long the 64-bit ELF file `bytes` must be by its headers: the end of
+/// the furthest segment and of the section header table; 0 when the ELF
+/// header itself is missing.
+static uint64_t elfExtent(llvm::StringRef bytes) {
+  if (bytes.size() < sizeof(Elf64_Ehdr) ||
+      std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0)
+    return 0;
+  Elf64_Ehdr header;
+  std::memcpy(&header, bytes.data(), sizeof header);
+  uint64_t need = sizeof header;
+  uint64_t tableEnd = header.e_phoff + uint64_t(header.e_phnum) * sizeof(Elf64_Phdr);
+  need = std::max(need, tableEnd);
+  if (tableEnd <= bytes.size())
+    for (unsigned i = 0; i < header.e_phnum; ++i) {
+      Elf64_Phdr ph;
+      std::memcpy(&ph, bytes.data() + header.e_phoff + i * sizeof ph,
+                  sizeof ph);
+      need = std::max(need, uint64_t(ph.p_offset) + ph.p_filesz);
+    }
+  if (header.e_shnum)
+    need = std::max(need, header.e_shoff + uint64_t(header.e_shnum) *
+                                               header.e_shentsize);
+  return need;
+}
+
 LogicalResult mlir::gpipe::emitSharedLibrary(ModuleOp module,
                                              llvm::StringRef outputPath) {
   // The object goes to a temporary file next to nothing the user owns.
@@ -167,6 +197,16 @@ LogicalResult mlir::gpipe::emitSharedLibrary(ModuleOp module,
              failure();
     if (failed(emitObject(module, os)))
       return failure();
+    // A failed write (a full disk, a file-size limit) must not reach the
+    // stream's destructor, which would end the process and leave the object
+    // behind.
+    os.flush();
+    if (std::error_code ec = os.error()) {
+      os.clear_error();
+      return emitError(module.getLoc(), "cannot write ")
+                 << objectPath.str().str() << ": " << ec.message(),
+             failure();
+    }
   }
 
   std::string driver;
@@ -200,6 +240,26 @@ LogicalResult mlir::gpipe::emitSharedLibrary(ModuleOp module,
                << outputPath.str() << " with " << driver << " failed"
                << (message.empty() ? "" : ": ") << message,
            failure();
+  }
+  // The linker can end "successfully" with a short file when a file-size
+  // limit cuts its output: check the library is whole before it replaces
+  // anything.
+  if (sizeof(void *) == 8) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> linked =
+        llvm::MemoryBuffer::getFile(temporary, /*IsText=*/false,
+                                    /*RequiresNullTerminator=*/false);
+    uint64_t size = linked ? (*linked)->getBufferSize() : 0;
+    uint64_t need = linked ? elfExtent((*linked)->getBuffer()) : 0;
+    if (!linked || need == 0 || need > size) {
+      llvm::sys::fs::remove(temporary);
+      return emitError(module.getLoc(), "cannot write ")
+                 << outputPath.str() << ": the linker left "
+                 << std::to_string(size) << " bytes, the ELF headers need "
+                 << (need ? std::to_string(need) : std::string("more"))
+                 << " (File too large? check the file-size limit, ulimit "
+                    "-f, and the free disk space)",
+             failure();
+    }
   }
   if (std::error_code ec = llvm::sys::fs::rename(temporary, outputPath)) {
     llvm::sys::fs::remove(temporary);

@@ -20,6 +20,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
@@ -28,6 +29,10 @@
 #include "../common/ModelOptions.h"
 
 #include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -46,8 +51,31 @@ static std::string describeSource() {
   return llvm::sys::path::filename(inputFile).str();
 }
 
+/// What the compiler is doing, for the out-of-memory message.
+static const char *volatile doing = "starting";
+
+/// Allocation failed (operator new, or LLVM's own allocators): say so and
+/// exit with 1 like every other failure, not LLVM's abort and stack dump.
+/// Only what needs no memory.
+[[noreturn]] static void outOfMemory() {
+  std::fflush(stdout);
+  std::fprintf(stderr, "gpipe-compile: error: out of memory while %s; free "
+                       "memory, or compile a smaller model\n",
+               doing);
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // After InitLLVM, which installs LLVM's aborting handler.
+  std::set_new_handler([] { outOfMemory(); });
+  llvm::install_bad_alloc_error_handler(
+      [](void *, const char *, bool) { outOfMemory(); });
+  // Past a file-size limit a write fails with EFBIG and takes its error
+  // path (temporaries removed) instead of the signal killing the compiler;
+  // the linker it runs inherits this.
+  std::signal(SIGXFSZ, SIG_IGN);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
@@ -89,6 +117,7 @@ int main(int argc, char **argv) {
     return fail("a shared library cannot be written to standard output");
 
   auto started = std::chrono::steady_clock::now();
+  doing = "loading the model";
   OwningOpRef<ModuleOp> module = gpipe_tools::loadModel(context, sourceMgr);
   if (!module)
     return 1;
@@ -98,8 +127,11 @@ int main(int argc, char **argv) {
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
   mlir::gpipe::buildGPipeCompilePipeline(pm, options);
-  if (failed(pm.run(*module)) ||
-      failed(mlir::gpipe::writeCompileOutput(*module, stop, outputFile)))
+  doing = "compiling the pipeline";
+  if (failed(pm.run(*module)))
+    return 1;
+  doing = "writing the output";
+  if (failed(mlir::gpipe::writeCompileOutput(*module, stop, outputFile)))
     return 1;
 
   if (!options.quiet && outputFile != "-" &&

@@ -24,10 +24,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cerrno>
+#include <cstring>
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <map>
 #include <set>
 #include <sstream>
+#include <type_traits>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace gpipe::rt {
 namespace {
@@ -918,11 +925,107 @@ Status ModelImage::fromParts(std::string_view metadataJson, const uint8_t *data,
   return Status::success();
 }
 
+namespace {
+/// Checks that `path` is a whole ELF shared object for this host before
+/// dlopen maps it: the loader reads headers and segments straight from the
+/// mapping, and a truncated file kills it with SIGBUS. A file that cannot
+/// be opened is left to dlopen, which says why.
+Status checkSharedObjectFile(const std::string &path) {
+  using Ehdr = std::conditional_t<sizeof(void *) == 8, Elf64_Ehdr, Elf32_Ehdr>;
+  using Phdr = std::conditional_t<sizeof(void *) == 8, Elf64_Phdr, Elf32_Phdr>;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Status::success();
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::success();
+  }
+  const uint64_t size = uint64_t(st.st_size);
+  auto readAt = [&](void *buf, size_t n, uint64_t offset) {
+    size_t done = 0;
+    while (done < n) {
+      ssize_t got = ::pread(fd, static_cast<char *>(buf) + done, n - done,
+                            off_t(offset + done));
+      if (got < 0 && errno == EINTR)
+        continue;
+      if (got <= 0)
+        return false;
+      done += size_t(got);
+    }
+    return true;
+  };
+  auto notLibrary = [&](const std::string &why) {
+    ::close(fd);
+    return Status::error("cannot load model library " + path + ": " + why +
+                         "; give a model.so built by gpipe-compile");
+  };
+  auto truncated = [&](uint64_t need) {
+    ::close(fd);
+    return Status::error(path + " is not a complete shared library "
+                         "(truncated: " + std::to_string(size) +
+                         " bytes, the ELF headers need " +
+                         std::to_string(need) + "); recompile it");
+  };
+
+  unsigned char ident[EI_NIDENT] = {};
+  if (size < SELFMAG || !readAt(ident, SELFMAG, 0) ||
+      std::memcmp(ident, ELFMAG, SELFMAG) != 0)
+    return notLibrary("it is not an ELF file");
+  if (size < sizeof(Ehdr))
+    return truncated(sizeof(Ehdr));
+  Ehdr header;
+  if (!readAt(&header, sizeof header, 0))
+    return truncated(sizeof(Ehdr));
+  const unsigned char hostClass =
+      sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32;
+  const unsigned char hostData =
+      __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
+  if (header.e_ident[EI_CLASS] != hostClass)
+    return notLibrary(std::string("it is a ") +
+                      (header.e_ident[EI_CLASS] == ELFCLASS32 ? "32" : "64") +
+                      "-bit ELF file, this host runs " +
+                      (hostClass == ELFCLASS64 ? "64" : "32") + "-bit code");
+  if (header.e_ident[EI_DATA] != hostData)
+    return notLibrary("its byte order is not this host's");
+  if (header.e_type != ET_DYN)
+    return notLibrary("it is an ELF file but not a shared library (type " +
+                      std::to_string(header.e_type) + ")");
+
+  // Every segment and the section header table must lie inside the file.
+  uint64_t need = sizeof(Ehdr);
+  if (header.e_phnum) {
+    if (header.e_phentsize != sizeof(Phdr))
+      return notLibrary("its program headers are malformed");
+    uint64_t end =
+        uint64_t(header.e_phoff) + uint64_t(header.e_phnum) * sizeof(Phdr);
+    need = std::max(need, end);
+    if (end > size)
+      return truncated(need);
+    for (unsigned i = 0; i < header.e_phnum; ++i) {
+      Phdr ph;
+      if (!readAt(&ph, sizeof ph, header.e_phoff + i * sizeof(Phdr)))
+        return truncated(need);
+      need = std::max(need, uint64_t(ph.p_offset) + uint64_t(ph.p_filesz));
+    }
+  }
+  if (header.e_shnum)
+    need = std::max(need, uint64_t(header.e_shoff) +
+                              uint64_t(header.e_shnum) * header.e_shentsize);
+  if (need > size)
+    return truncated(need);
+  ::close(fd);
+  return Status::success();
+}
+} // namespace
+
 Status ModelImage::load(const std::string &path, ModelImage &image) {
   image = ModelImage();
   // dlopen searches the library path for names without a slash.
   std::string openPath =
       path.find('/') == std::string::npos ? "./" + path : path;
+  if (Status whole = checkSharedObjectFile(path); !whole.ok())
+    return whole;
   dlerror();
   void *handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {

@@ -25,7 +25,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <csignal>
 #include <dirent.h>
+#include <new>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -102,6 +104,70 @@ bool gMpi = false;
   std::exit(1);
 }
 
+std::string bytesString(int64_t bytes) {
+  char buf[64];
+  if (bytes >= (int64_t(1) << 40))
+    std::snprintf(buf, sizeof buf, "%lld B (%.1f TiB)", (long long)bytes,
+                  double(bytes) / double(int64_t(1) << 40));
+  else if (bytes >= (int64_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%lld B (%.1f GiB)", (long long)bytes,
+                  double(bytes) / double(int64_t(1) << 30));
+  else if (bytes >= (int64_t(1) << 20))
+    std::snprintf(buf, sizeof buf, "%lld B (%.1f MiB)", (long long)bytes,
+                  double(bytes) / double(1 << 20));
+  else if (bytes >= 1024)
+    std::snprintf(buf, sizeof buf, "%lld B (%.1f KiB)", (long long)bytes,
+                  double(bytes) / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%lld B", (long long)bytes);
+  return buf;
+}
+
+/// What the run is doing, for the out-of-memory message.
+const char *volatile gDoing = "starting";
+
+/// operator new failed: say so and end the run (no abort, no core dump).
+/// Only what needs no memory: the handler may run on any rank's thread.
+void outOfMemory() {
+  std::fflush(stdout);
+  std::fprintf(stderr, "gpipe-run: error: out of memory while %s; free "
+                       "memory, or compile a smaller plan (fewer or smaller "
+                       "micro-batches, remat)\n",
+               gDoing);
+  std::fflush(stderr);
+  if (gMpi)
+    abortMpiJob("out of memory", /*announce=*/true);
+  std::_Exit(1);
+}
+
+/// Refuses a plan the machine cannot hold before allocating it: the
+/// arenas of the ranks this process runs, each and together, against
+/// physical memory. A CUDA model's arenas are on the GPU.
+void checkArenasFit(const ModelMetadata &meta) {
+  if (meta.target != "cpu")
+    return;
+  long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return;
+  int64_t physical = int64_t(pages) * int64_t(pageSize);
+  int64_t total = 0;
+  for (const RankPlan &rank : meta.ranks) {
+    if (rank.arenaBytes > physical)
+      fatal("rank " + std::to_string(rank.rank) + "'s arena needs " +
+            bytesString(rank.arenaBytes) + ", more than this machine's " +
+            bytesString(physical) + " of memory; compile a smaller plan "
+            "(a smaller batch, more micro-batches or stages, remat)");
+    total = rank.arenaBytes > INT64_MAX - total ? INT64_MAX
+                                                : total + rank.arenaBytes;
+  }
+  // Under MPI each process holds only its own ranks' arenas.
+  if (!gMpi && total > physical)
+    fatal("the " + std::to_string(meta.ranks.size()) + " ranks' arenas need " +
+          bytesString(total) + " together, more than this machine's " +
+          bytesString(physical) + " of memory; compile a smaller plan "
+          "(a smaller batch, more micro-batches or stages, remat)");
+}
+
 double parseNumber(const std::string &flag, const std::string &text) {
   char *end = nullptr;
   errno = 0;
@@ -134,19 +200,6 @@ void checkOutputPath(const std::string &flag, const std::string &path) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     fatal(flag + " " + path + ": directory '" + dir + "' does not exist");
-}
-
-std::string bytesString(int64_t bytes) {
-  char buf[64];
-  if (bytes >= (int64_t(1) << 20))
-    std::snprintf(buf, sizeof buf, "%lld B (%.1f MiB)", (long long)bytes,
-                  double(bytes) / double(1 << 20));
-  else if (bytes >= 1024)
-    std::snprintf(buf, sizeof buf, "%lld B (%.1f KiB)", (long long)bytes,
-                  double(bytes) / 1024.0);
-  else
-    std::snprintf(buf, sizeof buf, "%lld B", (long long)bytes);
-  return buf;
 }
 
 std::string numberOrNA(double v, const char *format = "%.3f") {
@@ -346,6 +399,10 @@ void printHeader(const ModelImage &image) {
 
 int main(int argc, char **argv) {
   gpipe::rt::ensureSingleThreadedBlas(argv);
+  std::set_new_handler(outOfMemory);
+  // Past a file-size limit a write fails with EFBIG and takes its error
+  // path (temporaries removed) instead of the signal killing the run.
+  std::signal(SIGXFSZ, SIG_IGN);
   Args args = parseArgs(argc, argv);
 #ifdef GPIPE_HAVE_CUDA
   registerCudaDevice();
@@ -366,10 +423,13 @@ int main(int argc, char **argv) {
       checkOutputPath(flag, path);
 
   ModelImage image;
+  gDoing = "loading the model library";
   Status s = loadModelLibrary(args.model, image);
   if (!s.ok())
     fatal(s.message());
   const ModelMetadata &meta = image.metadata();
+  checkArenasFit(meta);
+  gDoing = "setting up the run";
   RunOptions &run = args.run;
   // The device: the GPU asked for, or under mpirun the process's local
   // rank's (one GPU per process on each node).
@@ -555,6 +615,7 @@ int main(int argc, char **argv) {
 
   Engine engine(image);
   RunResult result;
+  gDoing = "allocating the arenas and training";
   s = engine.run(run, result);
   if (!s.ok()) {
     std::fflush(stdout);
@@ -624,6 +685,7 @@ int main(int argc, char **argv) {
             "memory plan reserved " + std::to_string(a.plannedBytes) +
             " (a compiler bug: please report it with the model)");
 
+  gDoing = "writing the outputs";
   if (!args.saveGrads.empty()) {
     // The loss of the step the gradients belong to, for checks against a
     // reference (full precision).
