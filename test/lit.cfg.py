@@ -49,10 +49,6 @@ config.substitutions.append(
     ("%random-data", "python3 " + os.path.join(config.test_source_root,
                                                "Utils", "random-data.py")))
 config.substitutions.append(
-    ("%one-class-onnx", "python3 " + os.path.join(config.test_source_root,
-                                                  "Utils",
-                                                  "one-class-onnx.py")))
-config.substitutions.append(
     ("%kill-resume", "python3 " + os.path.join(config.test_source_root, "Utils",
                                                "kill-resume.py")))
 config.substitutions.append(

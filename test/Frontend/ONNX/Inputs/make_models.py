@@ -7,7 +7,7 @@ Writes, into the folder this script lives in:
                                            loss and first-step gradients
                                            for each good model
   truncated.onnx, not_onnx.onnx, unsupported_op.onnx, unsupported_ops.onnx,
-  dynamic_dim.onnx,
+  one_class.onnx, dynamic_dim.onnx,
   shape_mismatch.onnx, bad_initializer.onnx
                                         -- deliberately bad inputs
 
@@ -453,6 +453,23 @@ def make_bad_inputs():
         [float_input("output", [4, 8])],
         [],
         "unsupported_ops.onnx")
+
+    # An output whose last dimension is 1: a cross-entropy would take it as
+    # one class (refused; --loss mse trains it).
+    w = numpy_helper.from_array(
+        ((np.arange(160) % 7 - 3) / 10).astype(np.float32).reshape(16, 10), "w")
+    shape = numpy_helper.from_array(np.array([8, 10, 1], dtype=np.int64),
+                                    "shape")
+    save_graph(
+        [helper.make_node("MatMul", ["input", "w"], ["h"], name="/fc/MatMul"),
+         helper.make_node("Relu", ["h"], ["r"], name="/fc/Relu"),
+         helper.make_node("Reshape", ["r", "shape"], ["output"],
+                          name="/out/Reshape")],
+        "one_class",
+        [float_input("input", [8, 16])],
+        [float_input("output", [8, 10, 1])],
+        [w, shape],
+        "one_class.onnx")
 
     # Symbolic batch dimension.
     w = numpy_helper.from_array(
