@@ -409,7 +409,7 @@ void GPipePartitionPass::runOnOperation() {
   OpBuilder builder(module.getContext());
   builder.setInsertionPointAfter(func);
   SmallVector<Attribute> stageRefs;
-  SmallVector<StageOp> stageOps;
+  SmallVector<func::FuncOp> stageForwards;
   for (int64_t s = 0; s < numStages; ++s) {
     bool last = s + 1 == numStages;
     std::string base = pipelineName + "_s" + std::to_string(s);
@@ -492,7 +492,7 @@ void GPipePartitionPass::runOnOperation() {
         builder.getF64FloatAttr(forwardTime),
         builder.getF64FloatAttr(backwardTime), inputTime, weightTime);
     stageRefs.push_back(FlatSymbolRefAttr::get(stage));
-    stageOps.push_back(stage);
+    stageForwards.push_back(fwd);
   }
   PipelineOp::create(
       builder, func.getLoc(), builder.getStringAttr(pipelineName),
@@ -503,4 +503,20 @@ void GPipePartitionPass::runOnOperation() {
       RematAttr::get(module.getContext(), *rematKind), MemoryPlanAttr())
       .getBody()
       .emplaceBlock();
+
+  // A parameter no stage reads (an ONNX initializer nothing consumes, a
+  // dropout ratio, an untied head) would be trained by no rank: drop it,
+  // saying so.
+  llvm::DenseSet<StringRef> read;
+  for (func::FuncOp fwd : stageForwards)
+    fwd.walk([&](nn::ParamOp p) { read.insert(p.getName()); });
+  for (nn::ParameterOp param :
+       llvm::make_early_inc_range(module.getOps<nn::ParameterOp>())) {
+    if (read.contains(param.getSymName()))
+      continue;
+    mlir::emitWarning(param.getLoc(), "parameter '")
+        << param.getSymName()
+        << "' is not used by the network; it is dropped (no stage trains it)";
+    param.erase();
+  }
 }
