@@ -603,11 +603,18 @@ Schedule makeComputeSkeleton(int numStages, int numMicrobatches) {
   return schedule;
 }
 
+/// A backward of (stage, mb): B, or I then W when `split`; a Recompute
+/// first under the stage remat policy.
 void appendBackward(std::vector<Action> &program, int stage, int mb,
-                    const ScheduleOptions &options) {
+                    const ScheduleOptions &options, bool split = false) {
   if (options.recompute)
     program.push_back(Action::compute(ActionKind::Recompute, stage, mb));
-  program.push_back(Action::compute(ActionKind::Backward, stage, mb));
+  if (!split) {
+    program.push_back(Action::compute(ActionKind::Backward, stage, mb));
+    return;
+  }
+  program.push_back(Action::compute(ActionKind::BackwardInput, stage, mb));
+  program.push_back(Action::compute(ActionKind::BackwardWeight, stage, mb));
 }
 
 Schedule finish(Schedule computeOrder, const BoundaryTraffic &traffic,
@@ -642,7 +649,7 @@ Schedule makeGPipeOrder(int numStages, int numMicrobatches,
 
 /// 1F1B's compute orders (see `build1F1BSchedule`).
 Schedule make1F1BOrder(int numStages, int numMicrobatches,
-                       const ScheduleOptions &options) {
+                       const ScheduleOptions &options, bool split = false) {
   Schedule schedule = makeComputeSkeleton(numStages, numMicrobatches);
   for (int k = 0, e = schedule.getNumRanks(); k < e; ++k) {
     std::vector<Action> &program = schedule.ranks[k];
@@ -651,10 +658,10 @@ Schedule make1F1BOrder(int numStages, int numMicrobatches,
       program.push_back(Action::compute(ActionKind::Forward, k, mb));
     for (int i = 0; i + warmup < numMicrobatches; ++i) {
       program.push_back(Action::compute(ActionKind::Forward, k, warmup + i));
-      appendBackward(program, k, i, options);
+      appendBackward(program, k, i, options, split);
     }
     for (int mb = numMicrobatches - warmup; mb < numMicrobatches; ++mb)
-      appendBackward(program, k, mb, options);
+      appendBackward(program, k, mb, options, split);
     program.push_back(Action::step(k));
   }
   return schedule;
@@ -1420,26 +1427,11 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
         }
         candidates.push_back(runZeroBubbleListScheduler(uniform));
       }
-      ComputeOrders split(K);
-      for (int k = 0; k < K; ++k) {
-        int warmup = std::min(K - k - 1, M);
-        auto backward = [&](int mb) {
-          split[k].push_back(
-              Action::compute(ActionKind::BackwardInput, k, mb));
-          split[k].push_back(
-              Action::compute(ActionKind::BackwardWeight, k, mb));
-        };
-        for (int mb = 0; mb < warmup; ++mb)
-          split[k].push_back(Action::compute(ActionKind::Forward, k, mb));
-        for (int i = 0; i + warmup < M; ++i) {
-          split[k].push_back(
-              Action::compute(ActionKind::Forward, k, warmup + i));
-          backward(i);
-        }
-        for (int mb = M - warmup; mb < M; ++mb)
-          backward(mb);
-      }
-      candidates.push_back(std::move(split));
+      // finishOrders adds the Recomputes and the Steps.
+      Schedule split = make1F1BOrder(K, M, ScheduleOptions(), /*split=*/true);
+      for (std::vector<Action> &program : split.ranks)
+        program.pop_back();
+      candidates.push_back(std::move(split.ranks));
     } else {
       candidates.push_back(buildZBVOrders(K, M));
     }

@@ -98,32 +98,26 @@ mlir::gpipe::generateSchedule(PipelineOp pipeline, ScheduleKind kind,
   // the two halves of its backward (as the stage divides them, else evenly)
   // in integer ticks of 1/16 of the fastest forward (fine enough that an
   // almost empty half, stage 0's input half, does not weigh a whole forward).
+  // The durations are the timeline's (getStageDurations); without any
+  // declared time the generators' uniform defaults apply.
   ScheduleOptions options;
+  bool timed = llvm::any_of(*stages, [](StageOp stage) {
+    return stage.getForwardTimeAttr() != nullptr;
+  });
+  ActionDurations durations = getStageDurations(*stages);
   double unit = 0;
-  for (StageOp stage : *stages)
-    if (auto f = stage.getForwardTimeAttr(); f && f.getValueAsDouble() > 0)
-      unit = unit == 0 ? f.getValueAsDouble()
-                       : std::min(unit, f.getValueAsDouble());
-  if (unit > 0) {
-    auto ticks = [&](double seconds) {
-      return std::max<int64_t>(1, std::llround(16 * seconds / unit));
+  for (int s = 0; s < numStages; ++s)
+    if (double f = durations.get(ActionKind::Forward, s); f > 0)
+      unit = unit == 0 ? f : std::min(unit, f);
+  if (timed && unit > 0) {
+    auto ticks = [&](ActionKind kind, int s) {
+      return std::max<int64_t>(
+          1, std::llround(16 * durations.get(kind, s) / unit));
     };
-    for (StageOp stage : *stages) {
-      double f = stage.getForwardTimeAttr()
-                     ? stage.getForwardTimeAttr().getValueAsDouble()
-                     : unit;
-      double b = stage.getBackwardTimeAttr()
-                     ? stage.getBackwardTimeAttr().getValueAsDouble()
-                     : 2 * f;
-      double in = stage.getBackwardInputTimeAttr()
-                      ? stage.getBackwardInputTimeAttr().getValueAsDouble()
-                      : b / 2;
-      double w = stage.getBackwardWeightTimeAttr()
-                     ? stage.getBackwardWeightTimeAttr().getValueAsDouble()
-                     : b / 2;
-      options.stageForwardTicks.push_back(ticks(f));
-      options.stageInputTicks.push_back(ticks(in));
-      options.stageWeightTicks.push_back(ticks(w));
+    for (int s = 0; s < numStages; ++s) {
+      options.stageForwardTicks.push_back(ticks(ActionKind::Forward, s));
+      options.stageInputTicks.push_back(ticks(ActionKind::BackwardInput, s));
+      options.stageWeightTicks.push_back(ticks(ActionKind::BackwardWeight, s));
     }
   }
   ScheduleOrError built = buildSchedule(family, numRanks, virtualStages,
