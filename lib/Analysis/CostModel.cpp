@@ -144,6 +144,16 @@ double transferTime(int64_t bytes, const DeviceProfile &profile) {
          static_cast<double>(bytes) / profile.linkBandwidth;
 }
 
+double allReduceTime(int64_t bytes, int64_t replicas,
+                     const DeviceProfile &profile) {
+  if (replicas <= 1)
+    return 0.0;
+  double d = static_cast<double>(replicas);
+  return 2.0 * (d - 1.0) * profile.linkLatency +
+         2.0 * (d - 1.0) / d * static_cast<double>(bytes) /
+             profile.linkBandwidth;
+}
+
 static LayerCosts failure(std::string error) {
   LayerCosts costs;
   costs.error = std::move(error);

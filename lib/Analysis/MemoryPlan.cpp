@@ -59,6 +59,8 @@ const char *mlir::gpipe::getBufferKindName(BufferKind kind) {
     return "input_grad";
   case BufferKind::Scratch:
     return "scratch";
+  case BufferKind::Reduce:
+    return "reduce";
   }
   return "?";
 }
@@ -75,7 +77,16 @@ bool mlir::gpipe::isKeptActivation(BufferKind kind) {
 
 bool mlir::gpipe::isBoundaryBuffer(BufferKind kind) {
   return kind == BufferKind::Output || kind == BufferKind::OutputGrad ||
-         kind == BufferKind::InputGrad;
+         kind == BufferKind::InputGrad || kind == BufferKind::Reduce;
+}
+
+int64_t mlir::gpipe::getReduceBufferBytes(int64_t paramBytes,
+                                          int64_t replicas) {
+  if (replicas <= 1 || paramBytes <= 0)
+    return 0;
+  int64_t floats = (paramBytes + 3) / 4;
+  int64_t share = (floats + replicas - 1) / replicas;
+  return (replicas - 1) * share * 4;
 }
 
 void MemoryBreakdown::add(const PlannedBuffer &buffer, int action) {
@@ -103,6 +114,7 @@ void MemoryBreakdown::add(const PlannedBuffer &buffer, int action) {
   case BufferKind::Output:
   case BufferKind::OutputGrad:
   case BufferKind::InputGrad:
+  case BufferKind::Reduce:
     boundary += bytes;
     return;
   case BufferKind::Scratch:
@@ -471,7 +483,11 @@ std::vector<PlannedBuffer> collectBuffers(const Schedule &schedule,
       close(BufferKind::InputGrad, s, m, i);
       break;
     case ActionKind::ReduceGrad:
+      create(BufferKind::Reduce, s, -1,
+             getReduceBufferBytes(sm.paramBytes, input.replicas), i);
+      break;
     case ActionKind::Step:
+      close(BufferKind::Reduce, s, -1, i);
       break;
     }
   }

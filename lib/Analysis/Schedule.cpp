@@ -47,6 +47,33 @@ Action Action::comm(ActionKind kind, int stage, int microbatch, int peer,
 
 Action Action::step(int stage) { return compute(ActionKind::Step, stage, -1); }
 
+Schedule mlir::gpipe::insertGradientReductions(const Schedule &schedule) {
+  Schedule out = schedule;
+  for (std::vector<Action> &program : out.ranks) {
+    std::vector<Action> kept;
+    kept.reserve(program.size());
+    for (const Action &a : program)
+      if (a.kind != ActionKind::ReduceGrad)
+        kept.push_back(a);
+    // The position of each stage's last backward piece.
+    std::map<int, size_t> lastBackward;
+    for (size_t i = 0; i < kept.size(); ++i)
+      if (kept[i].kind == ActionKind::Backward ||
+          kept[i].kind == ActionKind::BackwardWeight)
+        lastBackward[kept[i].stage] = i;
+    std::vector<std::vector<int>> after(kept.size());
+    for (auto [stage, at] : lastBackward)
+      after[at].push_back(stage);
+    program.clear();
+    for (size_t i = 0; i < kept.size(); ++i) {
+      program.push_back(kept[i]);
+      for (int stage : after[i])
+        program.push_back(Action::compute(ActionKind::ReduceGrad, stage, -1));
+    }
+  }
+  return out;
+}
+
 Action Action::reduceGrad(int stage) {
   return compute(ActionKind::ReduceGrad, stage, -1);
 }

@@ -220,6 +220,13 @@ LogicalResult Executor::findPipeline() {
   if (!pipeline.isScheduled())
     return emitPipelineError(pipeline)
            << "has no programs (run gpipe-schedule first)";
+  if (pipeline.getNumReplicas() > 1)
+    return emitPipelineError(pipeline)
+           << "has data_parallel " << pipeline.getNumReplicas()
+           << "; the reference executor runs one replica (its data-parallel "
+              "equivalent is the same pipeline with "
+           << pipeline.getNumMicrobatches() * pipeline.getNumReplicas()
+           << " micro-batches)";
   numMicrobatches = pipeline.getNumMicrobatches();
   if (numMicrobatches < 1)
     return emitPipelineError(pipeline)

@@ -55,6 +55,7 @@ static void buildPipeline(OpPassManager &pm,
 
   nn::NNMicrobatchPassOptions microbatch;
   microbatch.microbatches = options.microbatches;
+  microbatch.replicas = options.dataParallel;
   pm.addPass(nn::createNNMicrobatchPass(microbatch));
 
   GPipePartitionPassOptions partition;
@@ -63,6 +64,7 @@ static void buildPipeline(OpPassManager &pm,
   partition.schedule = options.scheduleFile.empty() ? ScheduleKind(options.schedule)
                                                    : ScheduleKind::Custom;
   partition.virtualStages = options.virtualStages;
+  partition.dataParallel = options.dataParallel;
   // An imported schedule may split any backward.
   partition.splitBackward = !options.scheduleFile.empty();
   partition.remat = options.remat;

@@ -82,6 +82,16 @@ double backwardTime(const OpCostData &cost, const DeviceProfile &profile);
 /// linkBandwidth.
 double transferTime(int64_t bytes, const DeviceProfile &profile);
 
+/// Time of an all-reduce (sum) of `bytes` over `replicas` processes that
+/// reach each other over the profile's link, bandwidth-optimal (a ring, or
+/// the reduce-scatter and all-gather the CPU runtime uses): each process
+/// sends and receives 2(D-1)/D of the data in 2(D-1) messages,
+/// 2(D-1) * linkLatency + 2(D-1)/D * bytes / linkBandwidth (Thakur,
+/// Rabenseifner and Gropp, "Optimization of Collective Communication
+/// Operations in MPICH", 2005). 0 for one replica.
+double allReduceTime(int64_t bytes, int64_t replicas,
+                     const DeviceProfile &profile);
+
 /// A measured time of one layer for one micro-batch (`gpipe-run --profile`).
 struct MeasuredLayerTime {
   double forward = 0;  ///< seconds

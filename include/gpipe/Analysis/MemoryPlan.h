@@ -45,11 +45,16 @@
 //   Scratch          one per compute action (F, B, I, W, R), live only at that
 //                    action: the working set of the stage function for one
 //                    micro-batch (see StageMemory).
+//   Reduce(s)        data parallelism (`replicas` D > 1) only: the pieces of
+//                    the other replicas' gradients the rank sums its share
+//                    of, (D-1) x ceil(n/D) floats for n gradient floats:
+//                    REDUCE_GRAD to STEP. Counted with the boundary buffers
+//                    (communication).
 //
 // Kept activations = Input (from its forward on) + ExtraInput + Saved +
 // Deferred;
 // boundary (send/receive) buffers = Input (before its forward) + Output +
-// OutputGrad + InputGrad.
+// OutputGrad + InputGrad + Reduce.
 //
 // Slots. The buffers of one (kind, stage) are the same size and live in
 // micro-batch order, so they share a slot of c copies, micro-batch m in copy
@@ -133,11 +138,19 @@ using ::gpipe::abi::getOptimizerStateFactor;
 /// (also "sgd-momentum"), "adam" (also "adamw").
 std::optional<OptimizerKind> parseOptimizerKind(std::string_view name);
 
+/// Bytes of the Reduce buffer of a stage with `paramBytes` of parameters
+/// (f32) among `replicas` replicas: the other replicas' pieces of the share
+/// this replica sums, (D-1) x ceil(n/D) floats; 0 for one replica.
+int64_t getReduceBufferBytes(int64_t paramBytes, int64_t replicas);
+
 struct MemoryPlanInput {
   /// One entry per stage of the schedule.
   std::vector<StageMemory> stages;
   RematPolicy remat = RematPolicy::Stage;
   OptimizerKind optimizer = OptimizerKind::SGD;
+  /// Data-parallel replicas D: with more than one, each REDUCE_GRAD holds
+  /// a Reduce buffer until its STEP.
+  int64_t replicas = 1;
   /// Offsets and sizes in the arena are multiples of this (a power of two
   /// >= 1).
   int64_t alignment = 64;
@@ -158,16 +171,17 @@ enum class BufferKind {
   OutputGrad,
   InputGrad,
   Scratch,
+  Reduce,
 };
 
 /// "params", "grads", "optimizer", "input", "extra", "saved", "deferred",
-/// "output", "output_grad", "input_grad", "scratch".
+/// "output", "output_grad", "input_grad", "scratch", "reduce".
 const char *getBufferKindName(BufferKind kind);
 /// Parameters, Gradients, OptimizerState.
 bool isPersistentBuffer(BufferKind kind);
 /// Input, ExtraInput, Saved, Deferred.
 bool isKeptActivation(BufferKind kind);
-/// Output, OutputGrad, InputGrad.
+/// Output, OutputGrad, InputGrad, Reduce.
 bool isBoundaryBuffer(BufferKind kind);
 
 struct PlannedBuffer {
@@ -228,7 +242,8 @@ struct MemoryBreakdown {
   /// Input (from its forward on) + ExtraInput + Saved + Deferred
   int64_t keptActivations = 0;
   int64_t scratch = 0;
-  /// Input (before its forward) + Output + OutputGrad + InputGrad
+  /// Input (before its forward) + Output + OutputGrad + InputGrad +
+  /// Reduce
   int64_t boundary = 0;
 
   int64_t getTotal() const {

@@ -227,6 +227,13 @@ ScheduleOrError insertCommunication(const Schedule &computeOrder,
                                     const BoundaryTraffic &traffic,
                                     const ScheduleOptions &options = {});
 
+/// Data parallelism: adds one REDUCE_GRAD per stage to a complete schedule,
+/// right after the stage's last backward piece (B or W) on its rank, so the
+/// replicas' all-reduce of its gradients starts as early as it can and the
+/// stage's STEP (which waits for it) stays last. Existing REDUCE_GRADs are
+/// dropped first, so the result is the same whatever the input had.
+Schedule insertGradientReductions(const Schedule &schedule);
+
 //===----------------------------------------------------------------------===//
 // Generated schedule families
 //===----------------------------------------------------------------------===//

@@ -51,6 +51,13 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
                      "stages (default: 2 for interleaved-1f1b, zbv and "
                      "dualpipev, else 1)"),
       llvm::cl::init(0)};
+  Option<int64_t> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("Data-parallel replicas D of the K-rank pipeline (K x D "
+                     "processes; each takes B/D samples of the mini-batch "
+                     "in M micro-batches, and the stages' gradients are "
+                     "summed over the replicas before the update)"),
+      llvm::cl::init(1)};
   Option<std::string> scheduleFile{
       *this, "schedule-file",
       llvm::cl::desc("Train with this schedule (PyTorch's pipelining CSV: "

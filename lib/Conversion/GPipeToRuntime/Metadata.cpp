@@ -67,11 +67,13 @@ LogicalResult Emitter::emitMetadata() {
   ArrayRef<StageOp> stages = converted.stages;
   Location loc = pipeline.getLoc();
 
-  // Input and labels of the whole mini-batch.
+  // Input and labels of the whole mini-batch: M micro-batches on each of
+  // the D replicas.
+  const int64_t D = pipeline.getNumReplicas();
   auto batchShape = [&](Type type) {
     SmallVector<int64_t> shape(cast<ShapedType>(type).getShape());
     if (!shape.empty())
-      shape[0] *= M;
+      shape[0] *= M * D;
     return shape;
   };
   auto dtypeName = [](Type type) {
@@ -89,6 +91,8 @@ LogicalResult Emitter::emitMetadata() {
   root["precision"] = precision;
   root["stages"] = K;
   root["microbatches"] = M;
+  if (D > 1)
+    root["data_parallel"] = D;
   root["schedule"] = stringifyScheduleKind(pipeline.getSchedule()).str();
   root["remat"] = stringifyRemat(pipeline.getRemat()).str();
   root["alignment"] = memory.getAlignment();

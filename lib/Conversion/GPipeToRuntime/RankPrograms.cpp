@@ -367,10 +367,26 @@ LogicalResult Emitter::lowerAction(OpBuilder &at, ProgramOp program,
                 abort, -1);
     break;
   }
+  case ActionKind::ReduceGrad: {
+    // Starts the replicas' sum of the stage's gradients in place; the
+    // stage's step waits for it. The Reduce slot holds the other replicas'
+    // pieces of this replica's share (absent with one replica).
+    FailureOr<Value> grads = gradsPtr();
+    if (failed(grads))
+      return failure();
+    std::optional<Value> scratch = slotPtr(SlotKind::Reduce, s);
+    Value scratchPtr =
+        scratch ? *scratch : LLVM::ZeroOp::create(at, loc, ptrTy).getResult();
+    auto reduce = declare("gpipe_rt_reduce_grad", i32Ty,
+                          {ptrTy, i64Ty, ptrTy, ptrTy, i64Ty});
+    emitChecked(at, loc, reduce,
+                ValueRange{rank, index, *grads, scratchPtr,
+                           constI64(at, loc, sp.bytes / 4)},
+                abort, -1);
+    break;
+  }
   case ActionKind::Recompute:
-  case ActionKind::ReduceGrad:
-    // The backward recomputes its stage; one replica has nothing to
-    // reduce.
+    // The backward recomputes its stage.
     break;
   }
   LLVM::CallOp::create(at, loc, end, ValueRange{rank, index});

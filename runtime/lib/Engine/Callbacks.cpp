@@ -51,8 +51,15 @@ Status RunState::firstError() const {
       step > 0 ? "step " + std::to_string(step) + ": " + message : message);
 }
 
+std::string RunState::workerName(int64_t worker) const {
+  int64_t k = numRanks();
+  std::string rank = "rank " + std::to_string(worker % k);
+  return numReplicas() > 1 ? "replica " + std::to_string(worker / k) + " " + rank
+                           : rank;
+}
+
 std::string RunState::where(const gpipe_rt_rank *rank, int64_t action) const {
-  std::string s = "rank " + std::to_string(rank->index);
+  std::string s = workerName(rank->index);
   if (action < 0 || action >= int64_t(rank->plan->actions.size()))
     return s + (action < 0 ? std::string(" (between actions)")
                            : " (action " + std::to_string(action) + ")");
@@ -84,7 +91,8 @@ int32_t RunState::nonFinite(gpipe_rt_rank *rank, NonFiniteSite site,
 
 int32_t RunState::maybeInjectNan(gpipe_rt_rank *rank, int64_t mb, void *data,
                                  int64_t bytes) {
-  if (!nanDue(options.injectNan, rank->index, rank->step, mb, bytes))
+  if (rank->replica != 0 ||
+      !nanDue(options.injectNan, rank->rank, rank->step, mb, bytes))
     return 0;
   Status s = rank->device->poison(data);
   if (s.ok())
@@ -109,8 +117,8 @@ int32_t RunState::inspect(gpipe_rt_rank *rank, const float *src, int64_t count,
 int32_t RunState::actionBegin(gpipe_rt_rank *rank, int64_t action) {
   if (isAborted() || rank->dead)
     return 1;
-  if (injectFaultAt(options.fault, rank->index, rank->step, action,
-                    abortFlag)) {
+  if (injectFaultAt(options.fault, rank->rank, rank->replica, rank->step,
+                    action, abortFlag)) {
     rank->dead = true;
     return 1;
   }
@@ -137,8 +145,11 @@ int32_t RunState::actionBegin(gpipe_rt_rank *rank, int64_t action) {
   rank->recorder.begin(rank->step, action, rank->actionBeginNs);
   if (mpi)
     publishFlightRecorder(
-        rank->recorder.render(rank->index, *rank->plan, nowNs()));
+        rank->recorder.render(workerName(rank->index), *rank->plan,
+                              nowNs()));
   lastProgressNs.store(rank->actionBeginNs, std::memory_order_relaxed);
+  if (numReplicas() > 1)
+    transport->progressReductions(rank->index);
   rank->device->actionBegin(action);
   return 0;
 }
@@ -171,7 +182,8 @@ void RunState::actionEnd(gpipe_rt_rank *rank, int64_t action) {
   rank->current = -1;
   if (mpi)
     publishFlightRecorder(
-        rank->recorder.render(rank->index, *rank->plan, nowNs()));
+        rank->recorder.render(workerName(rank->index), *rank->plan,
+                              nowNs()));
 }
 
 int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
@@ -223,7 +235,8 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
   Transfer t;
   t.rank = rank->index;
   t.action = action;
-  t.peer = a.peer;
+  // The peer rank of the same replica.
+  t.peer = rank->replica * numRanks() + a.peer;
   t.tag = a.tag;
   t.send = isSend;
   t.data = isSend ? const_cast<void *>(sendData) : recvData;
@@ -264,11 +277,14 @@ int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *out,
     return 1;
   }
   uint64_t n = uint64_t(data->numSamples());
+  // Replica d's share of the step's mini-batch, then the micro-batch.
   uint64_t first = uint64_t(rank->step) * uint64_t(meta.batchSize()) +
+                   uint64_t(rank->replica) * uint64_t(meta.replicaBatchSize()) +
                    uint64_t(mb) * uint64_t(rows);
   const bool poison =
       !labels && spec.dtype == GPIPE_RT_F32 &&
-      nanDue(options.injectNan, rank->index, rank->step, mb, bytes);
+      rank->replica == 0 &&
+      nanDue(options.injectNan, rank->rank, rank->step, mb, bytes);
   // One staging slot per (input or labels, micro-batch) and step.
   int64_t slot = (labels ? meta.microbatches : 0) + mb;
   Status s = rank->device->upload(out, bytes, slot, [&](uint8_t *dst) {
@@ -370,6 +386,18 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
     return 1;
   }
   rank->lastStepped[local] = rank->step;
+  // Data parallelism: the update waits for the replicas' sum.
+  if (numReplicas() > 1 && count > 0) {
+    if (rank->reducing.size() <= local || !rank->reducing[local]) {
+      fail(rank, at + ": stage " + std::to_string(stage) +
+                     "'s gradients were not reduced over the replicas "
+                     "before its step (no gpipe.reduce_grad)");
+      return 1;
+    }
+    rank->reducing[local] = 0;
+    if (!transport->finishReduction(rank->index, stage))
+      return 1;
+  }
   std::string where = this->where(rank, currentAction(rank));
   if (inspect(
           rank, grads, count,
@@ -400,6 +428,58 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
     fail(rank, at + ": " + s.message());
     return 1;
   }
+  return 0;
+}
+
+int32_t RunState::reduceGradients(gpipe_rt_rank *rank, int64_t action,
+                                  float *grads, float *scratch,
+                                  int64_t count) {
+  if (isAborted())
+    return 1;
+  std::string at =
+      where(rank, currentAction(rank)) + ": gpipe_rt_reduce_grad";
+  int64_t numActions = int64_t(rank->plan->actions.size());
+  if (action < 0 || action >= numActions ||
+      rank->plan->actions[size_t(action)].kind != ActionKind::ReduceGrad) {
+    fail(rank, at + " for action " + std::to_string(action) +
+                   ", which is not a reduce_grad action");
+    return 1;
+  }
+  const int64_t stage = rank->plan->actions[size_t(action)].stage;
+  const std::vector<StagePlan> &stages = rank->plan->stages;
+  size_t local = 0;
+  while (local < stages.size() && stages[local].stage != stage)
+    ++local;
+  if (local == stages.size() || count != stages[local].paramBytes / 4 ||
+      (count > 0 && reinterpret_cast<uint8_t *>(grads) !=
+                        rank->arena + stages[local].gradsOffset)) {
+    fail(rank, at + ": " + std::to_string(count) +
+                   " gradients that are not stage " + std::to_string(stage) +
+                   "'s planned gradient block");
+    return 1;
+  }
+  // One replica, or a stage without parameters: nothing to sum.
+  if (numReplicas() == 1 || count == 0)
+    return 0;
+  if (!scratch) {
+    fail(rank, at + ": the plan reserved no Reduce buffer for stage " +
+                   std::to_string(stage));
+    return 1;
+  }
+  Reduction r;
+  r.worker = rank->index;
+  r.action = action;
+  r.stage = stage;
+  r.rank = rank->rank;
+  r.replica = rank->replica;
+  r.grads = grads;
+  r.scratch = scratch;
+  r.count = count;
+  r.device = rank->device;
+  if (!transport->startReduction(r))
+    return 1;
+  rank->reducing.resize(stages.size(), 0);
+  rank->reducing[local] = 1;
   return 0;
 }
 
@@ -476,6 +556,12 @@ extern "C" int32_t gpipe_rt_optimizer_step(gpipe_rt_rank *rank, int64_t stage,
                                            float *params, const float *grads,
                                            float *state, int64_t count) {
   return rank->run->optimizerStep(rank, stage, params, grads, state, count);
+}
+
+extern "C" int32_t gpipe_rt_reduce_grad(gpipe_rt_rank *rank, int64_t action,
+                                        float *grads, float *scratch,
+                                        int64_t count) {
+  return rank->run->reduceGradients(rank, action, grads, scratch, count);
 }
 
 extern "C" int32_t gpipe_rt_kernel_error(gpipe_rt_rank *rank, int64_t site,

@@ -79,7 +79,7 @@ Status RunState::startTransport() {
   switch (options.transport) {
   case TransportKind::Local:
     transport =
-        makeLocalTransport(*this, *device, numRanks(), options.timeoutSeconds);
+        makeLocalTransport(*this, *device, numWorkers(), options.timeoutSeconds);
     break;
   case TransportKind::Mpi:
     transport = makeMpiTransport(*this, *device, options.timeoutSeconds);
@@ -101,16 +101,18 @@ Status RunState::startTransport() {
 }
 
 Status RunState::allocateArenas() {
-  // The ranks this process runs; MPI process 0 also keeps copies of the
-  // other ranks' arenas, filled when it gathers their blocks.
-  arenas.resize(size_t(numRanks()));
-  views.assign(size_t(numRanks()), nullptr);
-  for (int64_t r = 0; r < numRanks(); ++r) {
-    if (!root && !isLocal(r))
+  // The workers this process runs; MPI process 0 also keeps copies of the
+  // arenas of replica 0's other ranks (every replica holds the same
+  // parameters), filled when it gathers their blocks.
+  arenas.resize(size_t(numWorkers()));
+  views.assign(size_t(numWorkers()), nullptr);
+  for (int64_t w = 0; w < numWorkers(); ++w) {
+    const int64_t r = w % numRanks();
+    if (!isLocal(w) && !(root && w < numRanks()))
       continue;
-    arenas[size_t(r)] = std::make_unique<Arena>();
-    Arena &arena = *arenas[size_t(r)];
-    if (!isLocal(r)) {
+    arenas[size_t(w)] = std::make_unique<Arena>();
+    Arena &arena = *arenas[size_t(w)];
+    if (!isLocal(w)) {
       // Process 0's copy of another process's rank holds only what it
       // gathers: the persistent blocks.
       int64_t end = persistentEnd(meta.ranks[size_t(r)], meta.stateMultiple());
@@ -126,37 +128,40 @@ Status RunState::allocateArenas() {
       if (!s.ok())
         return s;
     }
-    views[size_t(r)] = arena.host;
+    views[size_t(w)] = arena.host;
   }
   return Status::success();
 }
 
 Status RunState::prepareRanks() {
   // The initial arenas onto the device, and each local rank's device side.
-  rankDevices.resize(size_t(numRanks()));
+  rankDevices.resize(size_t(numWorkers()));
   int64_t slotBytes = meta.microBatchSize() * meta.input.sampleBytes();
   if (meta.labels)
     slotBytes =
         std::max(slotBytes, meta.microBatchSize() * meta.labels->sampleBytes());
-  for (int64_t r = 0; r < numRanks(); ++r) {
-    if (!isLocal(r))
+  for (int64_t w = 0; w < numWorkers(); ++w) {
+    if (!isLocal(w))
       continue;
-    Status s = arenas[size_t(r)]->toDevice(0, arenas[size_t(r)]->size);
+    Status s = arenas[size_t(w)]->toDevice(0, arenas[size_t(w)]->size);
     if (s.ok())
-      s = device->makeRank(r, 2 * meta.microbatches, slotBytes,
-                           int64_t(meta.ranks[size_t(r)].actions.size()),
-                           rankDevices[size_t(r)]);
+      s = device->makeRank(
+          w, 2 * meta.microbatches, slotBytes,
+          int64_t(meta.ranks[size_t(w % numRanks())].actions.size()),
+          rankDevices[size_t(w)]);
     if (!s.ok())
-      return Status::error("rank " + std::to_string(r) + ": " + s.message());
+      return Status::error(workerName(w) + ": " + s.message());
   }
-  ranks.resize(size_t(numRanks()));
-  for (int64_t r = 0; r < numRanks(); ++r) {
-    gpipe_rt_rank &rank = ranks[size_t(r)];
+  ranks.resize(size_t(numWorkers()));
+  for (int64_t w = 0; w < numWorkers(); ++w) {
+    gpipe_rt_rank &rank = ranks[size_t(w)];
     rank.run = this;
-    rank.index = r;
-    rank.plan = &meta.ranks[size_t(r)];
-    rank.arena = arenas[size_t(r)] ? arenas[size_t(r)]->deviceMemory : nullptr;
-    rank.device = rankDevices[size_t(r)].get();
+    rank.index = w;
+    rank.rank = w % numRanks();
+    rank.replica = w / numRanks();
+    rank.plan = &meta.ranks[size_t(rank.rank)];
+    rank.arena = arenas[size_t(w)] ? arenas[size_t(w)]->deviceMemory : nullptr;
+    rank.device = rankDevices[size_t(w)].get();
     rank.optimizerSteps.assign(rank.plan->stages.size(),
                                options.resume ? options.resume->optimizerSteps
                                               : 0);
@@ -168,8 +173,8 @@ Status RunState::prepareRanks() {
           size_t(options.steps) * rank.plan->actions.size(), size_t(1) << 20));
     rankCvs.push_back(std::make_unique<std::condition_variable>());
   }
-  finished.assign(size_t(numRanks()), 0);
-  busyTotal.assign(size_t(numRanks()), 0);
+  finished.assign(size_t(numWorkers()), 0);
+  busyTotal.assign(size_t(numWorkers()), 0);
   return Status::success();
 }
 
@@ -218,8 +223,8 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
   if (!state.errors.empty()) {
     for (const gpipe_rt_rank &rank : state.ranks)
       if (state.isLocal(rank.index))
-        result.flightRecorder.push_back(
-            rank.recorder.render(rank.index, *rank.plan, state.nowNs()));
+        result.flightRecorder.push_back(rank.recorder.render(
+            state.workerName(rank.index), *rank.plan, state.nowNs()));
     return state.firstError();
   }
   return state.report(result);

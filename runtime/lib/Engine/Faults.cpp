@@ -27,6 +27,10 @@ Status checkFaultInjection(const ModelMetadata &meta,
     return Status::error("fault injection: rank " + std::to_string(f->rank) +
                          " is outside [0, " + std::to_string(meta.numRanks()) +
                          ")");
+  if (f->replica < 0 || f->replica >= meta.dataParallel)
+    return Status::error("fault injection: replica " +
+                         std::to_string(f->replica) + " is outside [0, " +
+                         std::to_string(meta.dataParallel) + ")");
   int64_t first = options.resume ? options.resume->step + 1 : 1;
   if (f->step < first || f->step > options.steps)
     return Status::error("fault injection: step " + std::to_string(f->step) +
@@ -41,9 +45,10 @@ Status checkFaultInjection(const ModelMetadata &meta,
 }
 
 bool injectFaultAt(const std::optional<FaultInjection> &fault, int64_t rank,
-                   int64_t step, int64_t action,
+                   int64_t replica, int64_t step, int64_t action,
                    const std::atomic<bool> &aborted) {
-  if (!fault || fault->rank != rank || fault->step != step + 1 ||
+  if (!fault || fault->rank != rank || fault->replica != replica ||
+      fault->step != step + 1 ||
       fault->action != action)
     return false;
   switch (fault->mode) {
@@ -99,18 +104,20 @@ Status parseFaultInjection(std::string_view spec, FaultInjection &fault) {
     if (eq == std::string::npos || value.empty() || *end || errno)
       return Status::error("bad fault spec '" + text +
                            "': expected "
-                           "rank=R[,step=S][,action=A][,mode=M] with "
-                           "integers");
+                           "rank=R[,replica=D][,step=S][,action=A][,mode=M] "
+                           "with integers");
     if (key == "rank") {
       fault.rank = parsed;
       haveRank = true;
+    } else if (key == "replica") {
+      fault.replica = parsed;
     } else if (key == "step") {
       fault.step = parsed;
     } else if (key == "action") {
       fault.action = parsed;
     } else {
       return Status::error("bad fault spec '" + text + "': unknown key '" +
-                           key + "' (expected rank, step, action, mode)");
+                           key + "' (expected rank, replica, step, action, mode)");
     }
     if (comma == std::string::npos)
       break;

@@ -20,12 +20,13 @@ namespace gpipe::rt {
 Status checkFaultInjection(const ModelMetadata &meta,
                            const RunOptions &options);
 
-/// At the start of action `action` of step `step` (from 0) of rank `rank`:
+/// At the start of action `action` of step `step` (from 0) of rank `rank`
+/// of replica `replica`:
 /// false when no fault is due; otherwise does the fault (Kill does not
 /// return, Stall returns once `aborted` is set) and returns true: the rank
 /// is dead.
 bool injectFaultAt(const std::optional<FaultInjection> &fault, int64_t rank,
-                   int64_t step, int64_t action,
+                   int64_t replica, int64_t step, int64_t action,
                    const std::atomic<bool> &aborted);
 
 /// Whether NaN injection poisons micro-batch `mb` of rank `rank` in step

@@ -69,9 +69,9 @@ void FlightRecorder::end(int64_t endNs) {
   recent[newest].endNs = endNs;
 }
 
-std::string FlightRecorder::render(int64_t rank, const RankPlan &plan,
-                                   int64_t nowNs) const {
-  std::string line = "rank " + std::to_string(rank) + " last actions:";
+std::string FlightRecorder::render(const std::string &who,
+                                   const RankPlan &plan, int64_t nowNs) const {
+  std::string line = who + " last actions:";
   if (recent.empty())
     return line + " none";
   size_t n = recent.size();

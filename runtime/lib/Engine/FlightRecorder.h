@@ -38,7 +38,9 @@ public:
 
   /// "rank R last actions: step S #A kind ... (stage s, mb m, 12 us); ..."
   /// with `nowNs` timing an unfinished action.
-  std::string render(int64_t rank, const RankPlan &plan, int64_t nowNs) const;
+  /// `who` names the rank ("rank 1", "replica 1 rank 1").
+  std::string render(const std::string &who, const RankPlan &plan,
+                     int64_t nowNs) const;
 
 private:
   /// Oldest first once full, from `next`.

@@ -719,6 +719,7 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
       !r.string(root, "", "data_hint", m.dataHint, std::string()) ||
       !r.integer(root, "", "stages", m.stages) ||
       !r.integer(root, "", "microbatches", m.microbatches) ||
+      !r.integer(root, "", "data_parallel", m.dataParallel, 1) ||
       !r.integer(root, "", "alignment", m.alignment) ||
       !r.integer(root, "", "vocab", m.vocab, 0) ||
       !r.string(root, "", "optimizer", optimizer))
@@ -734,6 +735,9 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
     return r.fail("stages", "must be at least 1");
   if (m.microbatches < 1)
     return r.fail("microbatches", "must be at least 1");
+  if (m.dataParallel < 1 || m.dataParallel > 65536)
+    return r.fail("data_parallel", "must be between 1 and 65536, got " +
+                                       std::to_string(m.dataParallel));
   if (m.alignment < 1 || (m.alignment & (m.alignment - 1)) ||
       m.alignment > 4096)
     return r.fail("alignment", "must be a power of two up to 4096, got " +
@@ -749,11 +753,15 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
   const Json *input = r.member(root, "", "input");
   if (!input || !parseTensorSpec(r, *input, "input", false, m.input))
     return false;
-  if (m.input.shape[0] % m.microbatches)
-    return r.fail("input.shape", "batch " + std::to_string(m.input.shape[0]) +
-                                     " is not a multiple of the " +
-                                     std::to_string(m.microbatches) +
-                                     " micro-batches");
+  if (m.input.shape[0] % (m.microbatches * m.dataParallel))
+    return r.fail("input.shape",
+                  "batch " + std::to_string(m.input.shape[0]) +
+                      " is not a multiple of the " +
+                      std::to_string(m.microbatches) + " micro-batches" +
+                      (m.dataParallel > 1
+                           ? " x " + std::to_string(m.dataParallel) +
+                                 " replicas"
+                           : std::string()));
   const Json *labels = r.member(root, "", "labels");
   if (!labels)
     return false;

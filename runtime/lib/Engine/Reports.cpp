@@ -58,9 +58,9 @@ bool RunState::exchangeStepRecords(int64_t step) {
   Clock::time_point deadline = this->deadline();
   mpi::Wait w = mpi::gather(record, all, deadline, abortMessage);
   if (w == mpi::Wait::Done && root) {
-    for (int64_t r = 1; r < numRanks(); ++r) {
-      gpipe_rt_rank &rank = ranks[size_t(r)];
-      const std::vector<uint8_t> &in = all[size_t(r)];
+    for (int64_t w = 1; w < numWorkers(); ++w) {
+      gpipe_rt_rank &rank = ranks[size_t(w)];
+      const std::vector<uint8_t> &in = all[size_t(w)];
       size_t at = 0;
       rank.busyNs = take<int64_t>(in, at);
       for (int64_t mb = 0; mb < meta.microbatches; ++mb) {
@@ -95,10 +95,11 @@ bool RunState::exchangeStepRecords(int64_t step) {
 }
 
 bool RunState::gatherBlocks(int64_t step) {
-  for (int64_t r = 0; r < numRanks(); ++r)
-    if (isLocal(r)) {
-      Status t = arenas[size_t(r)]->toHost(
-          0, persistentEnd(meta.ranks[size_t(r)], meta.stateMultiple()));
+  for (int64_t w = 0; w < numWorkers(); ++w)
+    if (isLocal(w)) {
+      Status t = arenas[size_t(w)]->toHost(
+          0, persistentEnd(meta.ranks[size_t(w % numRanks())],
+                           meta.stateMultiple()));
       if (!t.ok()) {
         fail(step, t.message());
         return false;
@@ -106,8 +107,11 @@ bool RunState::gatherBlocks(int64_t step) {
     }
   if (!mpi)
     return true;
-  std::vector<uint8_t> mine = packBlocks(
-      meta.ranks[size_t(me)], views[size_t(me)], meta.stateMultiple());
+  // Every replica holds the same blocks: replica 0's workers send theirs.
+  std::vector<uint8_t> mine;
+  if (me < numRanks())
+    mine = packBlocks(meta.ranks[size_t(me)], views[size_t(me)],
+                      meta.stateMultiple());
   std::vector<std::vector<uint8_t>> all;
   std::string abortMessage;
   mpi::Wait w = mpi::gather(mine, all, deadline(), abortMessage);
@@ -125,25 +129,25 @@ bool RunState::gatherBlocks(int64_t step) {
 }
 
 Status RunState::report(RunResult &result) {
-  const int64_t numRanks = this->numRanks();
+  const int64_t numWorkers = this->numWorkers(), K = numRanks();
   Status s = Status::success();
   double busyMean = 0.0;
-  for (int64_t r = 0; r < numRanks; ++r)
+  for (int64_t w = 0; w < numWorkers; ++w)
     busyMean +=
-        double(busyTotal[size_t(r)]) / double(std::max<int64_t>(wallTotal, 1));
-  result.measuredBubble = 1.0 - busyMean / double(numRanks);
+        double(busyTotal[size_t(w)]) / double(std::max<int64_t>(wallTotal, 1));
+  result.measuredBubble = 1.0 - busyMean / double(numWorkers);
 
   // Each process measures its own arenas and keeps its own trace; MPI
   // process 0 gathers both.
   std::vector<uint8_t> record;
-  for (int64_t r = 0; r < numRanks; ++r) {
-    if (!isLocal(r))
+  for (int64_t w = 0; w < numWorkers; ++w) {
+    if (!isLocal(w))
       continue;
-    const RankPlan &plan = meta.ranks[size_t(r)];
-    s = arenas[size_t(r)]->toHost(0, arenas[size_t(r)]->size);
+    const RankPlan &plan = meta.ranks[size_t(w % K)];
+    s = arenas[size_t(w)]->toHost(0, arenas[size_t(w)]->size);
     if (!s.ok())
-      return Status::error("rank " + std::to_string(r) + ": " + s.message());
-    const uint8_t *arena = views[size_t(r)];
+      return Status::error(workerName(w) + ": " + s.message());
+    const uint8_t *arena = views[size_t(w)];
     s = checkGuard(plan, arena);
     if (!s.ok())
       return s;
@@ -151,13 +155,13 @@ Status RunState::report(RunResult &result) {
     while (top > 0 && arena[top - 1] == canaryByte(top - 1))
       --top;
     ArenaReport report;
-    report.rank = r;
+    report.rank = w;
     report.plannedBytes = plan.arenaBytes;
     report.peakBytes = plan.peakBytes;
     report.measuredBytes = roundUp(top, meta.alignment);
     result.arenas.push_back(report);
     put(record, report.measuredBytes);
-    const gpipe_rt_rank &rank = ranks[size_t(r)];
+    const gpipe_rt_rank &rank = ranks[size_t(w)];
     if (options.recordTrace)
       for (const RecordedAction &e : rank.events) {
         result.trace.push_back({rank.index, e.step, e.action,
@@ -176,18 +180,18 @@ Status RunState::report(RunResult &result) {
                                : "the run's reports did not reach rank 0 "
                                  "within the timeout");
     if (root)
-      for (int64_t r = 1; r < numRanks; ++r) {
-        const std::vector<uint8_t> &in = all[size_t(r)];
+      for (int64_t w = 1; w < numWorkers; ++w) {
+        const std::vector<uint8_t> &in = all[size_t(w)];
         size_t at = 0;
         ArenaReport report;
-        report.rank = r;
-        report.plannedBytes = meta.ranks[size_t(r)].arenaBytes;
-        report.peakBytes = meta.ranks[size_t(r)].peakBytes;
+        report.rank = w;
+        report.plannedBytes = meta.ranks[size_t(w % K)].arenaBytes;
+        report.peakBytes = meta.ranks[size_t(w % K)].peakBytes;
         report.measuredBytes = take<int64_t>(in, at);
         result.arenas.push_back(report);
         while (at + sizeof(RecordedAction) <= in.size()) {
           RecordedAction e = take<RecordedAction>(in, at);
-          result.trace.push_back({r, e.step, e.action, double(e.beginNs) * 1e-3,
+          result.trace.push_back({w, e.step, e.action, double(e.beginNs) * 1e-3,
                                   double(e.endNs) * 1e-3});
         }
       }

@@ -68,12 +68,17 @@ struct NonFiniteSite {
 
 } // namespace gpipe::rt
 
-/// A rank's view of the run (Program.h): its plan, its arena and what it is
-/// doing in the current step. Only the rank's own thread touches it during a
-/// step; the main thread reads it at the step barrier.
+/// A worker's view of the run (Program.h): its plan, its arena and what it
+/// is doing in the current step. A worker is one pipeline rank of one
+/// data-parallel replica (just the rank without data parallelism). Only the
+/// worker's own thread touches it during a step; the main thread reads it
+/// at the step barrier.
 struct gpipe_rt_rank {
   gpipe::rt::RunState *run = nullptr;
+  /// The worker: replica * K + rank (the process of an MPI run).
   int64_t index = 0;
+  /// Its pipeline rank and replica.
+  int64_t rank = 0, replica = 0;
   const gpipe::rt::RankPlan *plan = nullptr;
   /// The arena on the device (what the program gets).
   uint8_t *arena = nullptr;
@@ -100,6 +105,9 @@ struct gpipe_rt_rank {
   /// Per stage the rank holds (plan order): optimizer steps taken, and the
   /// step the optimizer last ran in.
   std::vector<int64_t> optimizerSteps, lastStepped;
+  /// Per stage the rank holds: a gradient reduction was started this step
+  /// and its step has not waited for it yet.
+  std::vector<char> reducing;
   /// The current step's losses by micro-batch.
   std::vector<double> losses;
   std::vector<char> lossReported;
@@ -158,9 +166,14 @@ public:
   std::vector<std::unique_ptr<RankDevice>> rankDevices;
   std::vector<gpipe_rt_rank> ranks;
 
-  bool isLocal(int64_t rank) const { return !mpi || rank == me; }
+  bool isLocal(int64_t worker) const { return !mpi || worker == me; }
+  /// Pipeline ranks K, replicas D and workers K x D (ranks, arenas, views
+  /// and the per-worker tables are indexed by worker; replica 0's workers
+  /// are 0..K-1, the ones process 0 gathers).
   int64_t numRanks() const { return meta.numRanks(); }
-  int64_t numLocal() const { return mpi ? 1 : numRanks(); }
+  int64_t numReplicas() const { return meta.dataParallel; }
+  int64_t numWorkers() const { return meta.numWorkers(); }
+  int64_t numLocal() const { return mpi ? 1 : numWorkers(); }
 
   Status chooseDevice(RunResult &result);
   Status prepareData(RunResult &result);
@@ -207,8 +220,11 @@ public:
   /// The run's first error, "step S: ..." when it names a step.
   Status firstError() const;
 
-  /// "rank 1 (stage 1, micro-batch 3, recv forward from rank 0)".
+  /// "rank 1 (stage 1, micro-batch 3, recv forward from rank 0)"; with
+  /// data parallelism "replica 1 rank 1 (...)".
   std::string where(const gpipe_rt_rank *rank, int64_t action) const;
+  /// "rank 1", or "replica 1 rank 1" with data parallelism.
+  std::string workerName(int64_t worker) const;
   std::string where(int64_t rank, int64_t action) const override {
     return where(&ranks[size_t(rank)], action);
   }
@@ -230,6 +246,8 @@ public:
   int32_t reportLoss(gpipe_rt_rank *rank, int64_t mb, const float *loss);
   int32_t optimizerStep(gpipe_rt_rank *rank, int64_t stage, float *params,
                         const float *grads, float *state, int64_t count);
+  int32_t reduceGradients(gpipe_rt_rank *rank, int64_t action, float *grads,
+                          float *scratch, int64_t count);
   int32_t kernelError(gpipe_rt_rank *rank, int64_t site, int32_t status);
 
   /// A non-finite value found at `rank`: stops the run at once (returns 1)

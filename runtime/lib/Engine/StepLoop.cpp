@@ -20,14 +20,21 @@
 namespace gpipe::rt {
 namespace {
 
-std::string unfinishedRanks(const std::vector<char> &finished) {
+std::string unfinishedRanks(const std::vector<char> &finished,
+                            int64_t numRanks) {
   std::string list;
   int count = 0;
-  for (size_t r = 0; r < finished.size(); ++r)
-    if (!finished[r]) {
-      list += (list.empty() ? "" : ", ") + std::to_string(r);
+  bool replicas = int64_t(finished.size()) > numRanks;
+  for (size_t w = 0; w < finished.size(); ++w)
+    if (!finished[w]) {
+      list += list.empty() ? "" : ", ";
+      if (replicas)
+        list += "replica " + std::to_string(int64_t(w) / numRanks) + " rank ";
+      list += std::to_string(int64_t(w) % numRanks);
       ++count;
     }
+  if (replicas)
+    return list;
   return (count == 1 ? "rank " : "ranks ") + list;
 }
 
@@ -39,9 +46,9 @@ std::string unfinishedRanks(const std::vector<char> &finished) {
 
 void RunState::startRankThreads() {
   gpipe_rt_cpu_set_blas_threads(1);
-  for (int64_t r = 0; r < numRanks(); ++r)
-    if (isLocal(r))
-      threads.emplace_back([this, r] { rankMain(&ranks[size_t(r)]); });
+  for (int64_t w = 0; w < numWorkers(); ++w)
+    if (isLocal(w))
+      threads.emplace_back([this, w] { rankMain(&ranks[size_t(w)]); });
 }
 
 void RunState::joinRankThreads() {
@@ -53,10 +60,10 @@ void RunState::joinRankThreads() {
 void RunState::rankMain(gpipe_rt_rank *rank) {
   if (Status s = rank->device->bind(); !s.ok()) {
     fail(startStep + 1,
-         "rank " + std::to_string(rank->index) + ": " + s.message());
+         workerName(rank->index) + ": " + s.message());
     return;
   }
-  gpipe_model_rank_fn fn = model.rankFunction(rank->index);
+  gpipe_model_rank_fn fn = model.rankFunction(rank->rank);
   std::condition_variable &cv = *rankCvs[size_t(rank->index)];
   size_t numActions = rank->plan->actions.size();
   for (int64_t step = startStep; step < options.steps; ++step) {
@@ -71,6 +78,7 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     rank->current = rank->lastBegun = -1;
     rank->busyNs = 0;
     rank->pending.clear();
+    std::fill(rank->reducing.begin(), rank->reducing.end(), 0);
     rank->deferred.clear();
     std::fill(rank->lossReported.begin(), rank->lossReported.end(), 0);
     gpipe_rt_clear_error();
@@ -79,7 +87,7 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     rank->device->clearKernelError();
     rank->stepStartNs = nowNs();
     if (Status s = rank->device->beginStep(); !s.ok()) {
-      fail(rank, "rank " + std::to_string(rank->index) + ": " + s.message());
+      fail(rank, workerName(rank->index) + ": " + s.message());
       return;
     }
 
@@ -104,7 +112,7 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
       return;
     }
     if (rank->current >= 0 || rank->nextAction != int64_t(numActions)) {
-      fail(rank, "rank " + std::to_string(rank->index) + ": " +
+      fail(rank, workerName(rank->index) + ": " +
                      rank->plan->symbol + " returned after beginning " +
                      std::to_string(rank->nextAction) + " of its " +
                      std::to_string(numActions) + " actions" +
@@ -133,11 +141,11 @@ bool RunState::finishStep(gpipe_rt_rank *rank) {
   if (abortFlag)
     return false;
   if (!s.ok()) {
-    fail(rank, "rank " + std::to_string(rank->index) + ": " + s.message());
+    fail(rank, workerName(rank->index) + ": " + s.message());
     return false;
   }
   if (inspections.size() != rank->deferred.size()) {
-    fail(rank, "rank " + std::to_string(rank->index) +
+    fail(rank, workerName(rank->index) +
                    ": the device answered " +
                    std::to_string(inspections.size()) + " of " +
                    std::to_string(rank->deferred.size()) + " inspections");
@@ -171,13 +179,13 @@ bool RunState::finishStep(gpipe_rt_rank *rank) {
 //===----------------------------------------------------------------------===//
 
 bool RunState::runStep(int64_t step, RunResult &result) {
-  const int64_t numRanks = this->numRanks(), numLocal = this->numLocal();
+  const int64_t numWorkers = this->numWorkers(), numLocal = this->numLocal();
   Status s = Status::success();
   int64_t stepStart;
   {
     std::unique_lock<std::mutex> lock(mu);
-    for (int64_t r = 0; r < numRanks; ++r)
-      finished[size_t(r)] = !isLocal(r);
+    for (int64_t w = 0; w < numWorkers; ++w)
+      finished[size_t(w)] = !isLocal(w);
     finishedCount = 0;
     stepStart = nowNs();
     released = step;
@@ -195,7 +203,7 @@ bool RunState::runStep(int64_t step, RunResult &result) {
       int64_t deadline = anyFinished ? lastFinishNs + timeoutNs
                                      : lastProgressNs.load() + 2 * timeoutNs;
       if (now >= deadline) {
-        std::string late = unfinishedRanks(finished);
+        std::string late = unfinishedRanks(finished, numRanks());
         std::string stepName = "step " + std::to_string(step + 1);
         failLocked(0, anyFinished
                           ? late + " did not finish " + stepName + " within " +
@@ -228,16 +236,16 @@ bool RunState::runStep(int64_t step, RunResult &result) {
   metrics.step = step + 1;
   metrics.seconds = double(wall) * 1e-9;
   metrics.samplesPerSecond = double(meta.batchSize()) / metrics.seconds;
-  for (int64_t r = 0; r < numRanks; ++r) {
-    const gpipe_rt_rank &rank = ranks[size_t(r)];
+  for (int64_t w = 0; w < numWorkers; ++w) {
+    const gpipe_rt_rank &rank = ranks[size_t(w)];
     metrics.busyFraction.push_back(double(rank.busyNs) / double(wall));
     if (countsForBubble(step))
-      busyTotal[size_t(r)] += rank.busyNs;
-    if (!isLocal(r))
+      busyTotal[size_t(w)] += rank.busyNs;
+    if (!isLocal(w))
       continue;
-    s = arenas[size_t(r)]->toHost(rank.plan->arenaBytes, kGuardBytes);
+    s = arenas[size_t(w)]->toHost(rank.plan->arenaBytes, kGuardBytes);
     if (s.ok())
-      s = checkGuard(*rank.plan, views[size_t(r)]);
+      s = checkGuard(*rank.plan, views[size_t(w)]);
     if (!s.ok()) {
       fail(step + 1, s.message());
       break;
@@ -248,24 +256,33 @@ bool RunState::runStep(int64_t step, RunResult &result) {
   if (countsForBubble(step))
     wallTotal += wall;
 
-  // The loss: micro-batch losses in order, summed in double, over M.
+  // The loss: micro-batch losses in order (replica by replica), summed in
+  // double, over M x D.
   double sum = 0.0;
   int64_t reported = 0, missing = -1;
-  for (int64_t mb = 0; mb < meta.microbatches; ++mb) {
-    int64_t reporters = 0;
-    for (const gpipe_rt_rank &rank : ranks)
-      if (rank.lossReported[size_t(mb)]) {
-        ++reporters;
-        sum += rank.losses[size_t(mb)];
+  const int64_t K = numRanks();
+  for (int64_t d = 0; d < numReplicas() && !abortFlag; ++d) {
+    // A process other than 0 knows only its own replica's losses.
+    if (mpi && !root && me / K != d)
+      continue;
+    for (int64_t mb = 0; mb < meta.microbatches; ++mb) {
+      int64_t reporters = 0;
+      for (int64_t r = 0; r < K; ++r) {
+        const gpipe_rt_rank &rank = ranks[size_t(d * K + r)];
+        if (rank.lossReported[size_t(mb)]) {
+          ++reporters;
+          sum += rank.losses[size_t(mb)];
+        }
       }
-    if (reporters > 1) {
-      fail(step + 1, "micro-batch " + std::to_string(mb) +
-                         "'s loss was reported by more than one rank");
-      break;
+      if (reporters > 1) {
+        fail(step + 1, "micro-batch " + std::to_string(mb) +
+                           "'s loss was reported by more than one rank");
+        break;
+      }
+      reported += reporters;
+      if (!reporters && missing < 0)
+        missing = mb;
     }
-    reported += reporters;
-    if (!reporters && missing < 0)
-      missing = mb;
   }
   if (abortFlag)
     return false;
@@ -274,7 +291,7 @@ bool RunState::runStep(int64_t step, RunResult &result) {
                        " was never reported");
     return false;
   }
-  metrics.loss = reported ? sum / double(meta.microbatches)
+  metrics.loss = reported ? sum / double(meta.microbatches * numReplicas())
                           : std::numeric_limits<double>::quiet_NaN();
   if (step == startStep) {
     if (!gatherBlocks(step + 1))

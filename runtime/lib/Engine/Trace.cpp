@@ -27,16 +27,21 @@ Status writeChromeTrace(const std::string &path, const ModelMetadata &metadata,
                     {"pid", 0},
                     {"tid", 0},
                     {"args", {{"name", "gpipe " + metadata.source}}}});
-  for (const RankPlan &rank : metadata.ranks)
-    events.push_back(
-        {{"name", "thread_name"},
-         {"ph", "M"},
-         {"pid", 0},
-         {"tid", rank.rank},
-         {"args", {{"name", "rank " + std::to_string(rank.rank)}}}});
+  // One thread per worker (replica d's rank r is worker d*K + r).
+  const int64_t K = metadata.numRanks();
+  for (int64_t w = 0; w < metadata.numWorkers(); ++w) {
+    std::string name = "rank " + std::to_string(w % K);
+    if (metadata.dataParallel > 1)
+      name = "replica " + std::to_string(w / K) + " " + name;
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", w},
+                      {"args", {{"name", name}}}});
+  }
   for (const TraceEvent &e : result.trace) {
     const ActionSpec &a =
-        metadata.ranks[size_t(e.rank)].actions[size_t(e.action)];
+        metadata.ranks[size_t(e.rank % K)].actions[size_t(e.action)];
     std::string mb = std::to_string(a.mb), stage = std::to_string(a.stage);
     std::string name;
     switch (a.kind) {

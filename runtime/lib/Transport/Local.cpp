@@ -8,6 +8,11 @@
 // is exactly the rendezvous the schedule verifier proved the schedule
 // deadlock-free under.
 //
+// Data parallelism: the D replicas' workers of one rank meet per stage. Each
+// copies the other replicas' pieces of its share into its Reduce buffer and
+// sums the share (sumShare, replica order); once all have summed, each
+// copies the other shares from their owners. Two waits, no extra memory.
+//
 // Every wait has the run's timeout and watches the run's abort flag. A
 // failure is recorded with the run before the peer is woken, so the peer
 // never sees a failed transfer without the run knowing why; it is recorded
@@ -17,10 +22,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Runtime/Device.h"
+#include "gpipe/Runtime/Engine.h"
 #include "gpipe/Runtime/Transport.h"
 
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -53,7 +61,13 @@ public:
 
   const char *name() const override { return "local"; }
   bool distributed() const override { return false; }
-  Status start(const ModelMetadata &, Device &) override {
+  Status start(const ModelMetadata &meta, Device &) override {
+    replicas = meta.dataParallel;
+    if (replicas > 1 && !device.hostMemory())
+      return Status::error(
+          "data parallelism on rank threads (--transport local) needs the "
+          "arenas in host memory; run a " +
+          meta.target + " model with --transport nccl under mpirun");
     return Status::success();
   }
   bool transfer(const Transfer &t) override;
@@ -63,9 +77,30 @@ public:
     { std::lock_guard<std::mutex> lock(mu); }
     for (auto &cv : rankCvs)
       cv->notify_all();
+    reduceCv.notify_all();
   }
+  bool startReduction(const Reduction &r) override;
+  bool finishReduction(int64_t worker, int64_t stage) override;
 
 private:
+  /// One stage's reduction of the current step over a rank's replicas.
+  struct Group {
+    std::vector<Reduction> parts;
+    std::vector<char> present;
+    int64_t started = 0, summed = 0, done = 0;
+  };
+  /// Waits on reduceCv until `ready`, the deadline or an abort; on a
+  /// timeout records `r`'s failure, naming `waitingFor()`.
+  bool waitReduction(std::unique_lock<std::mutex> &lock, const Reduction &r,
+                     const std::function<bool()> &ready,
+                     const std::function<std::string()> &waitingFor);
+
+  int64_t replicas = 1;
+  /// By (rank, stage); and the started reductions by (worker, stage).
+  std::map<std::pair<int64_t, int64_t>, Group> groups;
+  std::map<std::pair<int64_t, int64_t>, Reduction> started;
+  std::condition_variable reduceCv;
+
   RunControl &run;
   Device &device;
   double timeoutSeconds;
@@ -161,6 +196,126 @@ bool LocalTransport::transfer(const Transfer &t) {
       cv.wait(lock);
     }
   }
+}
+
+bool LocalTransport::waitReduction(
+    std::unique_lock<std::mutex> &lock, const Reduction &r,
+    const std::function<bool()> &ready,
+    const std::function<std::string()> &waitingFor) {
+  const std::atomic<bool> &aborted = run.aborted();
+  Clock::time_point deadline = Clock::now() + timeout;
+  while (!ready()) {
+    if (aborted)
+      return false;
+    if (Clock::now() >= deadline) {
+      std::string message = run.where(r.worker, r.action) +
+                            ": the gradient all-reduce waited " +
+                            formatSeconds(timeoutSeconds) + " s for " +
+                            waitingFor() + "; it may have died or stalled";
+      lock.unlock();
+      run.failRank(r.worker, message);
+      lock.lock();
+      return false;
+    }
+    reduceCv.wait_until(lock, deadline);
+  }
+  return true;
+}
+
+bool LocalTransport::startReduction(const Reduction &r) {
+  std::unique_lock<std::mutex> lock(mu);
+  if (run.aborted())
+    return false;
+  Group &g = groups[{r.rank, r.stage}];
+  if (g.parts.empty()) {
+    g.parts.resize(size_t(replicas));
+    g.present.assign(size_t(replicas), 0);
+  }
+  if (g.present[size_t(r.replica)] ||
+      !started.emplace(std::make_pair(r.worker, r.stage), r).second) {
+    std::string message = run.where(r.worker, r.action) +
+                          ": the stage's gradients are already being reduced "
+                          "this step";
+    lock.unlock();
+    run.failRank(r.worker, message);
+    return false;
+  }
+  g.parts[size_t(r.replica)] = r;
+  g.present[size_t(r.replica)] = 1;
+  ++g.started;
+  reduceCv.notify_all();
+  return true;
+}
+
+bool LocalTransport::finishReduction(int64_t worker, int64_t stage) {
+  std::unique_lock<std::mutex> lock(mu);
+  auto it = started.find({worker, stage});
+  if (it == started.end())
+    return false;
+  const Reduction r = it->second;
+  started.erase(it);
+  Group &g = groups[{r.rank, r.stage}];
+  const size_t D = size_t(replicas);
+  // Every replica has begun: their gradients are final.
+  if (!waitReduction(
+          lock, r, [&] { return g.started == replicas; },
+          [&] {
+            std::string list;
+            for (size_t j = 0; j < D; ++j)
+              if (!g.present[j])
+                list += (list.empty() ? "replica " : ", ") + std::to_string(j);
+            return list;
+          }))
+    return false;
+  for (const Reduction &p : g.parts)
+    if (p.count != r.count) {
+      std::string message = run.where(r.worker, r.action) + ": " +
+                            std::to_string(r.count) +
+                            " gradients to reduce, another replica has " +
+                            std::to_string(p.count);
+      lock.unlock();
+      run.failRank(r.worker, message);
+      return false;
+    }
+  std::vector<Reduction> parts = g.parts;
+  lock.unlock();
+
+  // This replica's share: the others' pieces into the Reduce buffer (its
+  // whole span written, the tail of a short last share zeroed), summed.
+  const int64_t share = getReduceShare(r.count, replicas);
+  auto range = [&](int64_t d) {
+    int64_t lo = std::min(r.count, d * share);
+    return std::make_pair(lo, std::min(r.count, lo + share));
+  };
+  auto [lo, hi] = range(r.replica);
+  for (size_t j = 0, slot = 0; j < D; ++j) {
+    if (int64_t(j) == r.replica)
+      continue;
+    float *piece = r.scratch + int64_t(slot++) * share;
+    std::memcpy(piece, parts[j].grads + lo, size_t(hi - lo) * 4);
+    std::memset(piece + (hi - lo), 0, size_t(share - (hi - lo)) * 4);
+  }
+  sumShare(r.grads, r.scratch, replicas, r.replica, r.count);
+
+  lock.lock();
+  ++g.summed;
+  reduceCv.notify_all();
+  if (!waitReduction(
+          lock, r, [&] { return g.summed == replicas; },
+          [] { return std::string("the other replicas' sums"); }))
+    return false;
+  lock.unlock();
+  // The other shares from the replicas that summed them.
+  for (size_t c = 0; c < D; ++c) {
+    if (int64_t(c) == r.replica)
+      continue;
+    auto [clo, chi] = range(int64_t(c));
+    std::memcpy(r.grads + clo, parts[c].grads + clo, size_t(chi - clo) * 4);
+  }
+  lock.lock();
+  if (++g.done == replicas)
+    groups.erase({r.rank, r.stage});
+  return true;
 }
 
 } // namespace

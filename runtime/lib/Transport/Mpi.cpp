@@ -7,6 +7,8 @@
 
 #include "Mpi.h"
 
+#include "gpipe/Runtime/Transport.h"
+
 // The C API only: the C++ bindings need a library of their own.
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
@@ -16,6 +18,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 namespace gpipe::rt::mpi {
@@ -241,6 +244,163 @@ Wait broadcast(std::vector<uint8_t> &data, Clock::time_point deadline,
     return Wait::Done;
   return recv(data.data(), int64_t(bytes), 0, broadcastTag(), deadline,
               abortMessage);
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient all-reduce among replicas
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The communicator of this process's replica group (MPI_COMM_NULL before
+/// makeReplicaGroup).
+MPI_Comm replicaComm = MPI_COMM_NULL;
+} // namespace
+
+Status makeReplicaGroup(int rank, int replica) {
+  if (replicaComm != MPI_COMM_NULL)
+    return Status::success();
+  if (MPI_Comm_split(MPI_COMM_WORLD, rank, replica, &replicaComm) !=
+      MPI_SUCCESS)
+    return Status::error("MPI_Comm_split of the replica groups failed");
+  return Status::success();
+}
+
+struct Reduce::State {
+  float *grads = nullptr, *scratch = nullptr;
+  int64_t count = 0, share = 0, stage = 0;
+  int replicas = 1, replica = 0;
+  /// 1: pieces of the share coming in, 2: shares going out, 3: done.
+  int phase = 1;
+  std::vector<MPI_Request> requests;
+  /// The replica each request talks to.
+  std::vector<int> peers;
+
+  std::pair<int64_t, int64_t> range(int d) const {
+    int64_t lo = std::min(count, int64_t(d) * share);
+    return {lo, std::min(count, lo + share)};
+  }
+  int tag(int phaseOf) const { return int(2 * stage + phaseOf - 1); }
+  void post(bool send, float *data, int64_t n, int peer, int phaseOf) {
+    MPI_Request request;
+    if (send)
+      MPI_Isend(data, int(n), MPI_FLOAT, peer, tag(phaseOf), replicaComm,
+                &request);
+    else
+      MPI_Irecv(data, int(n), MPI_FLOAT, peer, tag(phaseOf), replicaComm,
+                &request);
+    requests.push_back(request);
+    peers.push_back(peer);
+  }
+  bool allDone() {
+    int done = 0;
+    MPI_Testall(int(requests.size()), requests.data(), &done,
+                MPI_STATUSES_IGNORE);
+    return done;
+  }
+  void cancel() {
+    for (MPI_Request &request : requests)
+      if (request != MPI_REQUEST_NULL) {
+        MPI_Cancel(&request);
+        MPI_Request_free(&request);
+      }
+    requests.clear();
+    peers.clear();
+  }
+};
+
+Status Reduce::start(float *grads, float *scratch, int64_t count, int replicas,
+                     int replica, int64_t stage, std::unique_ptr<Reduce> &out) {
+  if (replicaComm == MPI_COMM_NULL)
+    return Status::error("no replica group (makeReplicaGroup)");
+  auto s = std::make_unique<State>();
+  s->grads = grads;
+  s->scratch = scratch;
+  s->count = count;
+  s->share = getReduceShare(count, replicas);
+  s->stage = stage;
+  s->replicas = replicas;
+  s->replica = replica;
+  if (s->share > std::numeric_limits<int>::max() ||
+      2 * stage + 1 > int64_t(maxTransferTag()))
+    return Status::error("a share of " + std::to_string(s->share) +
+                         " gradients (or stage " + std::to_string(stage) +
+                         ") is beyond what one MPI message carries");
+  // This replica's share comes in from every other replica (the tail of a
+  // short last share zeroed: the Reduce buffer is written whole), and its
+  // pieces of their shares go out.
+  auto [lo, hi] = s->range(replica);
+  for (int j = 0, slot = 0; j < replicas; ++j) {
+    if (j == replica)
+      continue;
+    float *piece = scratch + int64_t(slot++) * s->share;
+    std::fill(piece + (hi - lo), piece + s->share, 0.0f);
+    s->post(false, piece, hi - lo, j, 1);
+    auto [jlo, jhi] = s->range(j);
+    s->post(true, grads + jlo, jhi - jlo, j, 1);
+  }
+  out.reset(new Reduce());
+  out->state = std::move(s);
+  return Status::success();
+}
+
+Reduce::~Reduce() {
+  if (state)
+    state->cancel();
+}
+
+bool Reduce::test() {
+  State &s = *state;
+  if (s.phase == 1 && s.allDone()) {
+    s.requests.clear();
+    s.peers.clear();
+    sumShare(s.grads, s.scratch, s.replicas, s.replica, s.count);
+    auto [lo, hi] = s.range(s.replica);
+    for (int j = 0; j < s.replicas; ++j) {
+      if (j == s.replica)
+        continue;
+      s.post(true, s.grads + lo, hi - lo, j, 2);
+      auto [jlo, jhi] = s.range(j);
+      s.post(false, s.grads + jlo, jhi - jlo, j, 2);
+    }
+    s.phase = 2;
+  }
+  if (s.phase == 2 && s.allDone()) {
+    s.requests.clear();
+    s.peers.clear();
+    s.phase = 3;
+  }
+  return s.phase == 3;
+}
+
+Wait Reduce::wait(Clock::time_point deadline, std::string &abortMessage,
+                  std::string &missing) {
+  for (int spin = 0;; ++spin) {
+    if (test())
+      return Wait::Done;
+    if (pollFailure(abortMessage)) {
+      state->cancel();
+      return Wait::Aborted;
+    }
+    if (Clock::now() >= deadline) {
+      // The replicas whose messages are still outstanding.
+      std::vector<int> late;
+      for (size_t i = 0; i < state->requests.size(); ++i) {
+        int done = 0;
+        MPI_Test(&state->requests[i], &done, MPI_STATUS_IGNORE);
+        if (!done && std::find(late.begin(), late.end(), state->peers[i]) ==
+                         late.end())
+          late.push_back(state->peers[i]);
+      }
+      std::sort(late.begin(), late.end());
+      missing.clear();
+      for (int j : late)
+        missing += (missing.empty() ? "replica " : ", ") + std::to_string(j);
+      state->cancel();
+      return Wait::Timeout;
+    }
+    if (spin > 64)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
 }
 
 } // namespace gpipe::rt::mpi

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,38 @@ Wait gather(const std::vector<uint8_t> &mine,
 /// Process 0's `data` (resized) to everyone, by the deadline.
 Wait broadcast(std::vector<uint8_t> &data, Clock::time_point deadline,
                std::string &abortMessage);
+
+/// Data parallelism: makes the communicator of this process's replica group
+/// (the processes of pipeline rank `rank`, ordered by `replica`). Once,
+/// collectively, before any reduction.
+Status makeReplicaGroup(int rank, int replica);
+
+/// One stage's gradient all-reduce among the replica group (Transport.h's
+/// Reduction): the other replicas' pieces of this replica's share are
+/// received into `scratch` while its pieces of theirs are sent, the share
+/// is summed (sumShare), then the shares are exchanged. Nonblocking:
+/// test() advances it; wait() until complete.
+class Reduce {
+public:
+  /// Starts the exchange of `count` gradients at `grads` (host memory);
+  /// fails when a share exceeds MPI's int count.
+  static Status start(float *grads, float *scratch, int64_t count,
+                      int replicas, int replica, int64_t stage,
+                      std::unique_ptr<Reduce> &out);
+  ~Reduce();
+  /// Advances without waiting; true once complete.
+  bool test();
+  /// Until complete, the deadline, or another process's failure
+  /// (`abortMessage`). On a timeout `missing` lists the replicas whose
+  /// pieces did not come.
+  Wait wait(Clock::time_point deadline, std::string &abortMessage,
+            std::string &missing);
+
+private:
+  Reduce() = default;
+  struct State;
+  std::unique_ptr<State> state;
+};
 
 } // namespace gpipe::rt::mpi
 

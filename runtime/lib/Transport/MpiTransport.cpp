@@ -21,19 +21,24 @@
 #include "Transport/Mpi.h"
 
 #include <chrono>
+#include <map>
 
 namespace gpipe::rt {
 
 Status checkMpiProcesses(const ModelMetadata &meta) {
-  int64_t numRanks = meta.numRanks();
+  int64_t numRanks = meta.numRanks(), numWorkers = meta.numWorkers();
   if (!mpi::isActive())
     return Status::error("the mpi transport needs MPI initialized "
                          "(gpipe-run --transport mpi under mpirun)");
-  if (mpi::size() != numRanks)
-    return Status::error("mpirun started " + std::to_string(mpi::size()) +
-                         " processes but the model has " +
-                         std::to_string(numRanks) + " ranks; run mpirun -np " +
-                         std::to_string(numRanks));
+  if (mpi::size() != numWorkers)
+    return Status::error(
+        "mpirun started " + std::to_string(mpi::size()) +
+        " processes but the model has " + std::to_string(numRanks) +
+        " ranks" +
+        (meta.dataParallel > 1
+             ? " x " + std::to_string(meta.dataParallel) + " replicas"
+             : std::string()) +
+        "; run mpirun -np " + std::to_string(numWorkers));
   for (const RankPlan &plan : meta.ranks)
     for (const ActionSpec &a : plan.actions)
       if (a.tag > mpi::maxTransferTag())
@@ -56,11 +61,35 @@ public:
   bool distributed() const override { return true; }
   int processRank() const override { return mpi::rank(); }
   Status start(const ModelMetadata &meta, Device &) override {
-    return checkMpiProcesses(meta);
+    if (Status s = checkMpiProcesses(meta); !s.ok())
+      return s;
+    replicas = meta.dataParallel;
+    if (replicas > 1 && !device.hostMemory())
+      return Status::error("data parallelism over --transport mpi needs the "
+                           "arenas in host memory; run a " +
+                           meta.target + " model with --transport nccl");
+    if (replicas > 1)
+      return mpi::makeReplicaGroup(int(mpi::rank() % meta.numRanks()),
+                                   int(mpi::rank() / meta.numRanks()));
+    return Status::success();
   }
   bool transfer(const Transfer &t) override;
+  bool startReduction(const Reduction &r) override;
+  void progressReductions(int64_t) override {
+    for (auto &[stage, pending] : reductions)
+      pending.op->test();
+  }
+  bool finishReduction(int64_t worker, int64_t stage) override;
 
 private:
+  struct Pending {
+    Reduction request;
+    std::unique_ptr<mpi::Reduce> op;
+  };
+  int64_t replicas = 1;
+  /// This process's started reductions, by stage.
+  std::map<int64_t, Pending> reductions;
+
   RunControl &run;
   Device &device;
   double timeoutSeconds;
@@ -105,6 +134,46 @@ bool MpiTransport::transfer(const Transfer &t) {
                                  (t.send ? "no receiver" : "no message") +
                                  " after " + formatSeconds(timeoutSeconds) +
                                  " s; the peer may have died or stalled");
+  return false;
+}
+
+bool MpiTransport::startReduction(const Reduction &r) {
+  std::unique_ptr<mpi::Reduce> op;
+  Status s = reductions.count(r.stage)
+                 ? Status::error("the stage's gradients are already being "
+                                 "reduced this step")
+                 : mpi::Reduce::start(r.grads, r.scratch, r.count,
+                                      int(replicas), int(r.replica), r.stage,
+                                      op);
+  if (!s.ok()) {
+    run.failRank(r.worker, run.where(r.worker, r.action) + ": " + s.message());
+    return false;
+  }
+  reductions[r.stage] = Pending{r, std::move(op)};
+  return true;
+}
+
+bool MpiTransport::finishReduction(int64_t, int64_t stage) {
+  auto it = reductions.find(stage);
+  if (it == reductions.end())
+    return false;
+  Pending pending = std::move(it->second);
+  reductions.erase(it);
+  const Reduction &r = pending.request;
+  std::string abortMessage, missing;
+  mpi::Wait w = pending.op->wait(
+      mpi::Clock::now() +
+          std::chrono::nanoseconds(int64_t(timeoutSeconds * 1e9)),
+      abortMessage, missing);
+  if (w == mpi::Wait::Done)
+    return true;
+  run.failRank(r.worker,
+               w == mpi::Wait::Aborted
+                   ? remoteFailure(abortMessage)
+                   : run.where(r.worker, r.action) +
+                         ": the gradient all-reduce got nothing from " +
+                         missing + " after " + formatSeconds(timeoutSeconds) +
+                         " s; its process may have died or stalled");
   return false;
 }
 

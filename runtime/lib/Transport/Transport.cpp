@@ -7,6 +7,7 @@
 
 #include "gpipe/Runtime/Transport.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +34,43 @@ std::string remoteFailure(const std::string &message) {
 
 bool isRemoteFailure(const std::string &message) {
   return message.find(kRemoteFailure) != std::string::npos;
+}
+
+bool Transport::startReduction(const Reduction &) { return false; }
+
+bool Transport::finishReduction(int64_t, int64_t) { return false; }
+
+int64_t getReduceShare(int64_t count, int64_t replicas) {
+  return replicas > 0 ? (count + replicas - 1) / replicas : count;
+}
+
+void sumShare(float *mine, const float *others, int64_t replicas,
+              int64_t replica, int64_t count) {
+  const int64_t share = getReduceShare(count, replicas);
+  const int64_t lo = std::min(count, replica * share);
+  const int64_t hi = std::min(count, lo + share);
+  // Blocks of the share, each summed over the replicas in replica order
+  // (the first replica's value, plus the second's, ...): the same order for
+  // every element, whoever sums it.
+  constexpr int64_t kBlock = 512;
+  float acc[kBlock];
+  for (int64_t at = lo; at < hi; at += kBlock) {
+    const int64_t n = std::min(kBlock, hi - at);
+    for (int64_t j = 0; j < replicas; ++j) {
+      const float *x = j == replica
+                           ? mine + at
+                           : others + (j < replica ? j : j - 1) * share +
+                                 (at - lo);
+      if (j == 0)
+        for (int64_t i = 0; i < n; ++i)
+          acc[i] = x[i];
+      else
+        for (int64_t i = 0; i < n; ++i)
+          acc[i] += x[i];
+    }
+    for (int64_t i = 0; i < n; ++i)
+      mine[at + i] = acc[i];
+  }
 }
 
 } // namespace gpipe::rt

@@ -73,8 +73,9 @@ const char *const kUsage =
     "  --on-nonfinite stop|skip a NaN or infinity in a loss, activation or\n"
     "                           gradient stops the run (default) or skips\n"
     "                           the step's updates\n"
-    "  --inject-fault rank=R[,step=S][,action=A]\n"
-    "                           rank R stops at action A of step S (tests)\n"
+    "  --inject-fault rank=R[,replica=D][,step=S][,action=A][,mode=M]\n"
+    "                           rank R (of replica D) stops, stalls or is\n"
+    "                           killed at action A of step S (tests)\n"
     "  --inject-nan rank=R,step=S[,mb=M]\n"
     "                           the activation rank R receives for\n"
     "                           micro-batch M gets a NaN (tests)\n"
@@ -371,6 +372,15 @@ Args parseArgs(int argc, char **argv) {
   return args;
 }
 
+/// "rank 1", or "replica 1 rank 1" with data parallelism.
+std::string workerLabel(const ModelMetadata &meta, int64_t worker) {
+  int64_t k = meta.numRanks();
+  std::string rank = "rank " + std::to_string(worker % k);
+  return meta.dataParallel > 1
+             ? "replica " + std::to_string(worker / k) + " " + rank
+             : rank;
+}
+
 void printHeader(const ModelImage &image) {
   const ModelMetadata &m = image.metadata();
   std::printf("model: %s%s%s\n",
@@ -384,6 +394,12 @@ void printHeader(const ModelImage &image) {
               m.schedule.empty() ? "?" : m.schedule.c_str(),
               m.remat.empty() ? "" : ", remat ", m.remat.c_str(),
               m.precision == "bf16" ? ", bf16 GEMMs" : "");
+  if (m.dataParallel > 1)
+    std::printf("data parallel: D=%lld replicas of the pipeline (%lld "
+                "workers), %lld samples each per step; gradients summed "
+                "over the replicas before every update\n",
+                (long long)m.dataParallel, (long long)m.numWorkers(),
+                (long long)m.replicaBatchSize());
   for (const RankPlan &rank : m.ranks) {
     std::string stages;
     for (const StagePlan &s : rank.stages)
@@ -607,8 +623,8 @@ int main(int argc, char **argv) {
       return;
     std::printf("%6lld %12.6f %12.1f ", (long long)m.step, m.loss,
                 m.samplesPerSecond);
-    for (int64_t r = 0; r < numRanks; ++r)
-      std::printf(" %.2f", m.busyFraction[size_t(r)]);
+    for (double busy : m.busyFraction)
+      std::printf(" %.2f", busy);
     std::printf("\n");
     std::fflush(stdout);
   };
@@ -672,15 +688,15 @@ int main(int argc, char **argv) {
                 mean / double(result.steps.size()), meta.predictedStepSeconds);
   }
   for (const ArenaReport &a : result.arenas)
-    std::printf("arena rank %lld: measured %s, planned %s: %s\n",
-                (long long)a.rank, bytesString(a.measuredBytes).c_str(),
+    std::printf("arena %s: measured %s, planned %s: %s\n",
+                workerLabel(meta, a.rank).c_str(), bytesString(a.measuredBytes).c_str(),
                 bytesString(a.plannedBytes).c_str(),
                 a.measuredBytes == a.plannedBytes ? "equal" : "DIFFERENT");
   // The plan is exact: a rank that touched more or fewer bytes than it
   // reserved means the compiler and the runtime disagree about the layout.
   for (const ArenaReport &a : result.arenas)
     if (a.measuredBytes != a.plannedBytes)
-      fatal("rank " + std::to_string(a.rank) + " touched " +
+      fatal(workerLabel(meta, a.rank) + " touched " +
             std::to_string(a.measuredBytes) + " bytes of its arena but the "
             "memory plan reserved " + std::to_string(a.plannedBytes) +
             " (a compiler bug: please report it with the model)");

@@ -346,6 +346,9 @@ LogicalResult PipelineOp::verify() {
   if (v < 1 || getNumStages() % v != 0)
     return emitOpError("expected virtual_stages to divide the ")
            << getNumStages() << " stages, got " << v;
+  if (getNumReplicas() < 1)
+    return emitOpError("expected data_parallel to be at least 1, got ")
+           << getNumReplicas();
   return success();
 }
 
@@ -378,6 +381,17 @@ LogicalResult PipelineOp::verifyRegions() {
                << program.getRankIndex() << ", but rank " << it->second
                << " runs it too; a stage runs on one rank";
     }
+  }
+  // Replicas sum every stage's gradients once per step.
+  if (getNumReplicas() > 1 && !stageToRank.empty()) {
+    llvm::DenseMap<Attribute, int64_t> reductions;
+    walk([&](ReduceGradOp op) { ++reductions[op.getStageAttr()]; });
+    for (Attribute stage : getStages())
+      if (reductions.lookup(stage) != 1)
+        return emitOpError("has data_parallel ")
+               << getNumReplicas() << " but stage " << stage << " has "
+               << reductions.lookup(stage)
+               << " gpipe.reduce_grad actions; expected exactly one";
   }
   return success();
 }

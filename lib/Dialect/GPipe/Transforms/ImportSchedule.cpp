@@ -157,6 +157,26 @@ LogicalResult mlir::gpipe::importSchedule(PipelineOp pipeline, StringRef text,
   } else if (locationsMatch) {
     locations = std::move(cellLocations);
   }
+  // Replicas reduce each stage's gradients after its last backward; the
+  // reductions are the compiler's, located at the pipeline.
+  if (pipeline.getNumReplicas() > 1) {
+    Schedule reduced = insertGradientReductions(schedule);
+    if (!locations.empty()) {
+      std::vector<SmallVector<Location>> placed(locations.size());
+      for (size_t r = 0; r < reduced.ranks.size() && r < locations.size();
+           ++r) {
+        size_t next = 0;
+        for (const Action &a : reduced.ranks[r]) {
+          bool fromFile = a.kind != ActionKind::ReduceGrad &&
+                          next < locations[r].size();
+          placed[r].push_back(fromFile ? locations[r][next++]
+                                       : pipeline.getLoc());
+        }
+      }
+      locations = std::move(placed);
+    }
+    schedule = std::move(reduced);
+  }
   if (failed(
           populateProgramsFromSchedule(pipeline, schedule, *stages, locations)))
     return failure();

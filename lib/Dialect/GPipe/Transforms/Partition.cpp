@@ -284,6 +284,13 @@ void GPipePartitionPass::runOnOperation() {
         << microbatches;
     return fail();
   }
+  const int64_t replicas = dataParallel;
+  if (replicas < 1) {
+    mlir::emitError(func.getLoc(),
+                    "expected at least 1 data-parallel replica, got ")
+        << replicas;
+    return fail();
+  }
   // `custom`: the programs will be imported (gpipe-import-schedule); any
   // placement and split backwards may come, so every backward is split and
   // no family's shape applies.
@@ -421,8 +428,11 @@ void GPipePartitionPass::runOnOperation() {
     func::FuncOp fwd = buildStageForward(builder, *net, first[s], first[s + 1],
                                          last, base + "_fwd");
     nn::BackwardOptions options;
+    // Each micro-batch's mean loss over M x D: summed over the micro-batches
+    // and then over the replicas, the gradient of the mini-batch mean.
     if (last)
-      options.lossScale = 1.0 / static_cast<double>(microbatches);
+      options.lossScale =
+          1.0 / (static_cast<double>(microbatches) * static_cast<double>(replicas));
     // remat=none: the forward also returns what the backward reads.
     options.saveActivations = *rematKind == Remat::None;
     SmallVector<Operation *> recomputed;
@@ -483,6 +493,15 @@ void GPipePartitionPass::runOnOperation() {
       inputTime = builder.getF64FloatAttr(backwardTime * share);
       weightTime = builder.getF64FloatAttr(backwardTime * (1 - share));
     }
+    // The replicas' all-reduce of the stage's gradients.
+    FloatAttr reduceTime;
+    if (replicas > 1) {
+      int64_t gradBytes = 0;
+      for (int l = first[s]; l < first[s + 1]; ++l)
+        gradBytes += paramBytesOf(net->layers[l], module);
+      reduceTime = builder.getF64FloatAttr(
+          allReduceTime(gradBytes, replicas, *device));
+    }
     FunctionType type = fwd.getFunctionType();
     auto stage = StageOp::create(
         builder, fwd.getLoc(), builder.getStringAttr(base),
@@ -490,7 +509,8 @@ void GPipePartitionPass::runOnOperation() {
         TypeAttr::get(type.getResult(0)), FlatSymbolRefAttr::get(fwd),
         FlatSymbolRefAttr::get(*bwd), inputRef, weightRef,
         builder.getF64FloatAttr(forwardTime),
-        builder.getF64FloatAttr(backwardTime), inputTime, weightTime);
+        builder.getF64FloatAttr(backwardTime), inputTime, weightTime,
+        reduceTime);
     stageRefs.push_back(FlatSymbolRefAttr::get(stage));
     stageForwards.push_back(fwd);
   }
@@ -500,7 +520,9 @@ void GPipePartitionPass::runOnOperation() {
       ScheduleKindAttr::get(module.getContext(), *scheduleKind),
       virtualStages > 1 ? builder.getI64IntegerAttr(virtualStages)
                         : IntegerAttr(),
-      RematAttr::get(module.getContext(), *rematKind), MemoryPlanAttr())
+      RematAttr::get(module.getContext(), *rematKind),
+      replicas > 1 ? builder.getI64IntegerAttr(replicas) : IntegerAttr(),
+      MemoryPlanAttr())
       .getBody()
       .emplaceBlock();
 

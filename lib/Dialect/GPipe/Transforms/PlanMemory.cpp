@@ -220,6 +220,8 @@ SlotKind mlir::gpipe::getSlotKind(BufferKind kind) {
     return SlotKind::InputGrad;
   case BufferKind::Scratch:
     return SlotKind::Scratch;
+  case BufferKind::Reduce:
+    return SlotKind::Reduce;
   }
   return SlotKind::Scratch;
 }
@@ -294,6 +296,7 @@ mlir::gpipe::planPipelineMemory(PipelineOp op, OptimizerKind optimizer,
   MemoryPlanInput &input = result.input;
   input.verified = true; // verifyPipelineSchedule above
   input.optimizer = optimizer;
+  input.replicas = op.getNumReplicas();
   input.alignment = alignment;
   input.remat =
       op.getRemat() == Remat::None ? RematPolicy::None : RematPolicy::Stage;

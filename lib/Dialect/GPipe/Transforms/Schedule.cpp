@@ -128,7 +128,9 @@ mlir::gpipe::generateSchedule(PipelineOp pipeline, ScheduleKind kind,
            << " schedule for " << numStages << " stages on " << numRanks
            << " ranks and " << numMicrobatches
            << " micro-batches: " << built.error;
-  const Schedule &schedule = built.schedule;
+  Schedule schedule = built.schedule;
+  if (pipeline.getNumReplicas() > 1)
+    schedule = insertGradientReductions(schedule);
   if (failed(populateProgramsFromSchedule(pipeline, schedule, *stages)))
     return failure();
   pipeline.setSchedule(kind);

@@ -501,6 +501,8 @@ ActionDurations mlir::gpipe::getStageDurations(ArrayRef<StageOp> stages) {
       durations.set(ActionKind::BackwardWeight, index,
                     weight ? weight.getValueAsDouble() : seconds / 2);
     }
+    if (FloatAttr reduce = stage.getReduceTimeAttr())
+      durations.set(ActionKind::ReduceGrad, index, reduce.getValueAsDouble());
   }
   return durations;
 }

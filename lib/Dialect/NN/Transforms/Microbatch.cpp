@@ -32,6 +32,9 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <limits>
+#include <string>
+
 namespace mlir::gpipe::nn {
 #define GEN_PASS_DEF_NNMICROBATCHPASS
 #include "gpipe/Dialect/NN/Transforms/Passes.h.inc"
@@ -657,10 +660,25 @@ void Microbatcher::rewrite() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult mlir::gpipe::nn::microbatchFunction(func::FuncOp func,
-                                                  int64_t m) {
+                                                  int64_t m,
+                                                  int64_t replicas) {
   if (m < 1)
     return func.emitError("expected a positive number of micro-batches, got ")
            << m;
+  if (replicas < 1)
+    return func.emitError(
+               "expected a positive number of data-parallel replicas, got ")
+           << replicas;
+  // What the batch is divided into, in the user's terms.
+  std::string parts = std::to_string(m) + " micro-batches";
+  if (replicas > 1) {
+    if (m > std::numeric_limits<int64_t>::max() / replicas)
+      return func.emitError("cannot micro-batch: ")
+             << m << " micro-batches x " << replicas
+             << " replicas is too many";
+    parts += " x " + std::to_string(replicas) + " replicas";
+    m *= replicas;
+  }
   if (m == 1)
     return success();
   if (func.isExternal() || !func.getBody().hasOneBlock() ||
@@ -690,7 +708,7 @@ LogicalResult mlir::gpipe::nn::microbatchFunction(func::FuncOp func,
       if (b % m != 0)
         return emitError(arg.getLoc(), "batch ")
                << b << " of argument " << arg.getArgNumber()
-               << " is not divisible by " << m << " micro-batches";
+               << " is not divisible by " << parts;
       batch = b;
     } else if (b != *batch) {
       return emitError(arg.getLoc(), "argument ")
@@ -721,7 +739,7 @@ struct NNMicrobatchPass
           << funcName << "' in the module";
       return signalPassFailure();
     }
-    if (failed(microbatchFunction(func, microbatches)))
+    if (failed(microbatchFunction(func, microbatches, replicas)))
       signalPassFailure();
   }
 };

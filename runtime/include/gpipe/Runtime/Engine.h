@@ -156,6 +156,8 @@ struct ModelMetadata {
   std::string precision = "fp32";
   int64_t abiVersion = 0;
   int64_t stages = 0, microbatches = 0, alignment = 1;
+  /// Data-parallel replicas D of the K-rank pipeline (K x D workers).
+  int64_t dataParallel = 1;
   /// The optimizer whose state the arenas hold.
   OptimizerKind optimizer = OptimizerKind::SGD;
   TensorSpec input;
@@ -181,9 +183,18 @@ struct ModelMetadata {
   static Status parse(std::string_view json, ModelMetadata &out,
                       std::optional<size_t> dataSize = std::nullopt);
 
+  /// The whole mini-batch B, over every replica.
   int64_t batchSize() const { return input.shape.empty() ? 0 : input.shape[0]; }
-  int64_t microBatchSize() const { return batchSize() / microbatches; }
+  /// One replica's share of it, B/D.
+  int64_t replicaBatchSize() const { return batchSize() / dataParallel; }
+  int64_t microBatchSize() const {
+    return batchSize() / (microbatches * dataParallel);
+  }
+  /// Pipeline ranks K (of one replica).
   int64_t numRanks() const { return int64_t(ranks.size()); }
+  /// Workers K x D: worker w is rank w mod K of replica w / K (the process
+  /// of an MPI run).
+  int64_t numWorkers() const { return numRanks() * dataParallel; }
   /// Optimizer-state blocks (each the size of the parameters) the arenas
   /// reserve: 0 for sgd, 1 for momentum, 2 for adam.
   int64_t stateMultiple() const;
@@ -332,6 +343,8 @@ int64_t textCharId(char c);
 /// `action` of step `step` (counted from 1): its peers then time out.
 struct FaultInjection {
   int64_t rank = 0;
+  /// The data-parallel replica the rank belongs to.
+  int64_t replica = 0;
   int64_t step = 1;
   int64_t action = 0;
   /// What happens at that action.
@@ -342,7 +355,7 @@ struct FaultInjection {
   } mode = Mode::Stop;
 };
 
-/// Parses "rank=R[,step=S][,action=A][,mode=stop|stall|kill]".
+/// Parses "rank=R[,replica=D][,step=S][,action=A][,mode=stop|stall|kill]".
 Status parseFaultInjection(std::string_view spec, FaultInjection &fault);
 
 /// Metrics of one training step.
@@ -353,7 +366,7 @@ struct StepMetrics {
   double loss = 0.0;
   double seconds = 0.0;
   double samplesPerSecond = 0.0;
-  /// Per rank: compute time over the step's wall time.
+  /// Per worker (rank): compute time over the step's wall time.
   std::vector<double> busyFraction;
 };
 
@@ -425,6 +438,7 @@ struct RunOptions {
 
 /// One rank's arena: what the plan said, what the program touched.
 struct ArenaReport {
+  /// The worker (the rank, without data parallelism).
   int64_t rank = 0;
   int64_t plannedBytes = 0, peakBytes = 0;
   /// (Offset of the highest byte that lost its canary + 1) rounded up to
@@ -434,6 +448,7 @@ struct ArenaReport {
 
 /// One action as it ran (microseconds since the run started).
 struct TraceEvent {
+  /// `rank` is the worker (ModelMetadata::numWorkers).
   int64_t rank = 0, step = 0, action = 0;
   double beginUs = 0.0, endUs = 0.0;
 };

@@ -31,6 +31,9 @@
 |*   gpipe_rt_cuda_* on device memory), precision ("fp32", or "bf16": the   *|
 |*   GEMMs call the _bf16 kernels), stages K, microbatches M,               *|
 |*   schedule, remat, loss, alignment                                        *|
+|*   data_parallel  replicas D of the pipeline (optional, default 1): K x D  *|
+|*                  workers, replica d taking samples [d B/D, (d+1) B/D) of *|
+|*                  each mini-batch in M micro-batches of B/(M D)           *|
 |*   optimizer      the optimizer whose state the arenas hold: "sgd" (none), *|
 |*                  "momentum" (1x parameters), "adam" (2x)                  *|
 |*   input          {shape, dtype}: the whole mini-batch (dim 0 = B)         *|
@@ -126,6 +129,17 @@ int32_t gpipe_rt_report_loss(gpipe_rt_rank *rank, int64_t microbatch,
 int32_t gpipe_rt_optimizer_step(gpipe_rt_rank *rank, int64_t stage,
                                 float *params, const float *grads,
                                 float *state, int64_t count);
+
+/// `gpipe.reduce_grad` of action `action`'s stage (data parallelism):
+/// starts summing the stage's `count` gradients at `grads` over the
+/// replicas, in place, in replica order (0 + 1 + ... + D-1, the same for
+/// every element, so the result does not depend on how the gradients are
+/// cut into stages). `scratch` is the plan's Reduce buffer ((D-1) x
+/// ceil(count/D) floats; null with one replica). The stage's
+/// gpipe_rt_optimizer_step waits for the sum. Added without changing the
+/// ABI version: libraries without data parallelism never call it.
+int32_t gpipe_rt_reduce_grad(gpipe_rt_rank *rank, int64_t action, float *grads,
+                             float *scratch, int64_t count);
 
 /// Kernel call site `site` returned `status`; the runtime records
 /// gpipe_rt_last_error() with the site's op and location. Returns `status`.

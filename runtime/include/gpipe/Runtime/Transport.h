@@ -16,6 +16,15 @@
 //          rank's communication stream (the CUDA device's, Device.h), its
 //          communicator bootstrapped over MPI.
 //
+// With data parallelism (D replicas of the K-rank pipeline, K x D workers;
+// worker w is rank w mod K of replica w / K) a transport also sums each
+// stage's gradients over the replicas that hold it: a Reduction, started
+// by the stage's gpipe.reduce_grad and finished before its step. Every
+// element is summed in replica order, g0 + g1 + ... + g(D-1), so the sum is
+// bitwise the same run to run and whatever the stages' cut: each replica
+// sums its 1/D share of the gradients (the others' pieces of it collected
+// in the plan's Reduce buffer), then the shares go to every replica.
+//
 // Every transfer gives up at the run's timeout and when the run aborts. A
 // transport reports a failure through its RunControl before the transfer
 // returns false, so the first error a run records is the real one.
@@ -69,6 +78,31 @@ struct Transfer {
   RankDevice *device = nullptr;
 };
 
+/// One stage's gradient all-reduce over the data-parallel replicas, as a
+/// worker's gpipe.reduce_grad asked for it.
+struct Reduction {
+  /// The worker that asked and the action it is in.
+  int64_t worker = 0, action = 0;
+  /// The stage, and the worker's pipeline rank and replica.
+  int64_t stage = 0, rank = 0, replica = 0;
+  /// `count` gradients (device memory, summed in place) and the plan's
+  /// Reduce buffer: (D-1) x getReduceShare(count, D) floats.
+  float *grads = nullptr, *scratch = nullptr;
+  int64_t count = 0;
+  RankDevice *device = nullptr;
+};
+
+/// The floats of each replica's share of `count` gradients: ceil(count/D).
+/// Replica d sums elements [d x share, min(count, (d+1) x share)).
+int64_t getReduceShare(int64_t count, int64_t replicas);
+
+/// Replica `replica`'s sum of its share, in replica order: `mine` is its
+/// own gradients (the share is summed into them), `others` the D-1 other
+/// replicas' pieces of the share, `share` floats apart, in replica order
+/// without this one. The one summation order every transport uses.
+void sumShare(float *mine, const float *others, int64_t replicas,
+              int64_t replica, int64_t count);
+
 class Transport {
 public:
   virtual ~Transport();
@@ -92,6 +126,17 @@ public:
 
   /// Wakes every transfer waiting in the transport (the run aborted).
   virtual void wake() {}
+
+  /// Data parallelism: starts `r` and returns (the reduction proceeds while
+  /// the worker goes on with its program); false when it failed, after
+  /// recording why. Transports without data parallelism fail it.
+  virtual bool startReduction(const Reduction &r);
+  /// Lets the worker's started reductions advance (at every action
+  /// boundary).
+  virtual void progressReductions(int64_t worker) { (void)worker; }
+  /// Waits, with the run's timeout, until the worker's reduction of
+  /// `stage` is complete: its gradients are the sum over the replicas.
+  virtual bool finishReduction(int64_t worker, int64_t stage);
 };
 
 /// Rank threads of one process. `timeoutSeconds` bounds every wait.

@@ -63,7 +63,9 @@ def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
     model's estimates; `gpipe-export-trace` simulates with them. With a
     split backward, `backward_input_time` and `backward_weight_time` say how
     the backward's time divides between its halves (without them: evenly);
-    the zero-bubble schedules are ordered with them.
+    the zero-bubble schedules are ordered with them. With data parallelism,
+    `reduce_time` is the all-reduce of the stage's gradients across the
+    replicas (`gpipe.reduce_grad`).
 
     ```mlir
     func.func private @s0_fwd(tensor<8x16xf32>) -> tensor<8x32xf32>
@@ -82,7 +84,8 @@ def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
                        OptionalAttr<F64Attr>:$forward_time,
                        OptionalAttr<F64Attr>:$backward_time,
                        OptionalAttr<F64Attr>:$backward_input_time,
-                       OptionalAttr<F64Attr>:$backward_weight_time);
+                       OptionalAttr<F64Attr>:$backward_weight_time,
+                       OptionalAttr<F64Attr>:$reduce_time);
   let assemblyFormat = [{
     $sym_name `index` $index `:` $input_type `->` $output_type
     `forward` $forward `backward` $backward
@@ -159,7 +162,11 @@ def GPipe_PipelineOp : GPipe_Op<"pipeline", [Symbol,
     policy. `virtual_stages` V (default 1) says how many stages each rank
     holds in the generated schedule: the stages are cut for K·V of them and
     placed on K ranks (round-robin for interleaved 1F1B, V-shaped for zbv
-    and dualpipev).
+    and dualpipev). `data_parallel` D (default 1) says how many replicas of
+    the pipeline train together: each runs the programs on its own share of
+    the mini-batch (B/D samples, M micro-batches of B/(M·D)), and every
+    stage's gradients are summed over the replicas by a `gpipe.reduce_grad`
+    between its last backward and its step.
 
     The body is empty until a schedule is generated (`gpipe-schedule`) or
     imported (`gpipe-import-schedule`); then it holds one `gpipe.program` per
@@ -190,12 +197,13 @@ def GPipe_PipelineOp : GPipe_Op<"pipeline", [Symbol,
                        GPipe_ScheduleKindAttr:$schedule,
                        OptionalAttr<I64Attr>:$virtual_stages,
                        GPipe_RematAttr:$remat,
+                       OptionalAttr<I64Attr>:$data_parallel,
                        OptionalAttr<GPipe_MemoryPlanAttr>:$memory_plan);
   let regions = (region AnyRegion:$body);
   let assemblyFormat = [{
     $sym_name `stages` $stages `microbatches` $microbatches
     `schedule` `` $schedule (`virtual_stages` $virtual_stages^)?
-    `remat` `` $remat
+    `remat` `` $remat (`data_parallel` $data_parallel^)?
     (`memory_plan` $memory_plan^)? attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
@@ -207,6 +215,10 @@ def GPipe_PipelineOp : GPipe_Op<"pipeline", [Symbol,
     /// without `virtual_stages`).
     int64_t getNumVirtualStages() {
       return getVirtualStagesAttr() ? getVirtualStagesAttr().getInt() : 1;
+    }
+    /// D, the data-parallel replicas (1 without `data_parallel`).
+    int64_t getNumReplicas() {
+      return getDataParallelAttr() ? getDataParallelAttr().getInt() : 1;
     }
     /// The programs of the body, rank 0 first.
     ::llvm::SmallVector<ProgramOp, 8> getPrograms();
@@ -491,8 +503,10 @@ def GPipe_ReduceGradOp : GPipe_StageActionOp<"reduce_grad", "ReduceGrad"> {
   let description = [{
     Sums the accumulated parameter gradients of the stage over its
     data-parallel replicas (REDUCE_GRAD), after the stage's last backward and
-    before its step. A no-op without data parallelism; declared for the
-    schedule vocabulary, not generated yet.
+    before its step. Generated for every stage of a pipeline with
+    `data_parallel` D > 1 (and a no-op with one replica): the reduction
+    starts when the action runs and the stage's step waits for it, so it
+    overlaps the rest of the rank's program.
 
     ```mlir
     gpipe.reduce_grad @s0

@@ -278,6 +278,11 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
            "Stages per rank V: the network is cut into stages x V stages "
            "(0: the schedule's own, 2 for interleaved-1f1b, zbv and "
            "dualpipev, else 1)">,
+    Option<"dataParallel", "data-parallel", "int64_t", /*default=*/"1",
+           "Replicas D of the pipeline (data parallelism): the network "
+           "holds one replica's micro-batch (nn-microbatch by M x D), each "
+           "micro-batch's loss is scaled by 1/(M x D) and the stages' "
+           "gradients are summed over the replicas">,
     Option<"splitBackward", "split-backward", "bool", /*default=*/"false",
            "Also build each stage's backward in two halves (input gradient, "
            "weight gradient); implied by the zero-bubble schedules">,

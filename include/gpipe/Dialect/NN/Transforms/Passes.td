@@ -266,6 +266,9 @@ def NNMicrobatchPass : Pass<"nn-microbatch", "::mlir::ModuleOp"> {
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Number of micro-batches M; must be positive and divide the "
            "batch (dim 0 of every argument)">,
+    Option<"replicas", "replicas", "int64_t", /*default=*/"1",
+           "Data-parallel replicas D: the batch is split into M x D "
+           "micro-batches, one replica's share being M of them">,
     Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
            "Name of the network function">,
   ];

@@ -185,7 +185,10 @@ FailureOr<SplitBackward> splitBackwardFunction(func::FuncOp backward,
 /// located error, before changing anything, when m < 1, m does not divide B,
 /// the arguments disagree on B, or an op mixes samples; m = 1 is the
 /// identity.
-LogicalResult microbatchFunction(func::FuncOp func, int64_t m);
+/// With `replicas` D > 1 the batch is split into m x D micro-batches (one
+/// data-parallel replica's share is m of them).
+LogicalResult microbatchFunction(func::FuncOp func, int64_t m,
+                                 int64_t replicas = 1);
 
 } // namespace mlir::gpipe::nn
 
