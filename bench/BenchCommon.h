@@ -1,7 +1,8 @@
 //===- BenchCommon.h - What the compiled-model benchmarks share -*- C++ -*-===//
 //
 // The command line every benchmark that compiles models takes
-// (`[--steps N] [--quick]`) and the scratch folder its models go to.
+// (`[--steps N] [--quick]`), the scratch folder its models go to, running
+// the gpipe-compile next to the build (GPIPE_COMPILE) and medians.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,11 +10,13 @@
 #define GPIPE_BENCH_BENCHCOMMON_H
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace gpipe::bench {
 
@@ -52,6 +55,38 @@ inline std::string makeTempDir(const std::string &prefix) {
   std::string pattern = "/tmp/" + prefix + "-XXXXXX";
   const char *dir = mkdtemp(pattern.data());
   return dir ? std::string(dir) : std::string("/tmp");
+}
+
+#ifdef GPIPE_COMPILE
+/// Runs gpipe-compile with `args` (quiet, output to `output`, its messages
+/// to `log`); "" on success, else its last output line.
+inline std::string compile(const std::string &args, const std::string &output,
+                           const std::string &log) {
+  std::string command = std::string(GPIPE_COMPILE) + " " + args +
+                        " --quiet -o " + output + " > " + log + " 2>&1";
+  if (std::system(command.c_str()) == 0)
+    return "";
+  std::string last;
+  if (FILE *f = std::fopen(log.c_str(), "r")) {
+    char line[1024];
+    while (std::fgets(line, sizeof line, f))
+      if (line[0] != '\n')
+        last = line;
+    std::fclose(f);
+  }
+  while (!last.empty() && (last.back() == '\n' || last.back() == '\r'))
+    last.pop_back();
+  return last.empty() ? "gpipe-compile failed" : last;
+}
+#endif
+
+/// The median (NaN for none).
+inline double median(std::vector<double> values) {
+  if (values.empty())
+    return std::nan("");
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 } // namespace gpipe::bench

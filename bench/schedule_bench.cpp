@@ -43,34 +43,6 @@ using namespace gpipe::rt;
 
 namespace {
 
-/// Runs gpipe-compile with `args`; "" on success, else its last output line.
-std::string compile(const std::string &args, const std::string &output,
-                    const std::string &log) {
-  std::string command = std::string(GPIPE_COMPILE) + " " + args +
-                        " --quiet -o " + output + " > " + log + " 2>&1";
-  if (std::system(command.c_str()) == 0)
-    return "";
-  std::string last;
-  if (FILE *f = std::fopen(log.c_str(), "r")) {
-    char line[1024];
-    while (std::fgets(line, sizeof line, f))
-      if (line[0] != '\n')
-        last = line;
-    std::fclose(f);
-  }
-  while (!last.empty() && (last.back() == '\n' || last.back() == '\r'))
-    last.pop_back();
-  return last.empty() ? "gpipe-compile failed" : last;
-}
-
-double median(std::vector<double> values) {
-  if (values.empty())
-    return std::nan("");
-  std::sort(values.begin(), values.end());
-  size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 struct Row {
   std::string schedule;
   int K = 0, M = 0;
@@ -119,8 +91,8 @@ Row measure(const std::string &path, bool train, int steps) {
     bubbles.push_back(1.0 - busy / double(step.busyFraction.size()));
     rates.push_back(step.samplesPerSecond);
   }
-  row.measured = median(bubbles);
-  row.samplesPerSecond = median(rates);
+  row.measured = gpipe::bench::median(bubbles);
+  row.samplesPerSecond = gpipe::bench::median(rates);
   return row;
 }
 
@@ -170,7 +142,7 @@ void runModel(const std::string &title, const std::string &model,
                          " --microbatches " + std::to_string(shape.M) +
                          " --schedule " + schedule;
       Row row;
-      std::string error = compile(args, path, log);
+      std::string error = gpipe::bench::compile(args, path, log);
       if (error.empty())
         row = measure(path, !shape.simulated, opts.steps);
       else

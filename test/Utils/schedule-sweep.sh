@@ -43,8 +43,9 @@ for s in $schedules; do
         failed=$((failed + 1))
         continue
       fi
-      if ! grep -q "arena rank $((k - 1)): .*: equal" "$dir/run.log" ||
-         grep -q "arena rank .*: DIFFERENT" "$dir/run.log"; then
+      if ! grep -qE "arena (replica [0-9]+ )?rank $((k - 1)): .*: equal" \
+             "$dir/run.log" ||
+         grep -q "arena .*: DIFFERENT" "$dir/run.log"; then
         echo "$name: measured arena differs from the plan"
         failed=$((failed + 1))
         continue

@@ -195,10 +195,12 @@ public:
     // The job is over: abort releases the communicator without waiting for
     // peers, which may already have exited (or died: then destroying it
     // could wait forever).
-    if (comm) {
+    if (comm || group)
       cudaSetDevice(gpu);
+    if (group)
+      ncclCommAbort(group);
+    if (comm)
       ncclCommAbort(comm);
-    }
   }
 
   Status open() {
@@ -471,9 +473,57 @@ public:
     return Status::success();
   }
 
+  Status ncclReplicaGroup(int color, int key,
+                          Clock::time_point deadline) override {
+    if (!comm)
+      return Status::error("the NCCL communicator is not open");
+    if (group)
+      return Status::success();
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t result = ncclCommSplit(comm, color, key, &group, &config);
+    if (result != ncclSuccess && result != ncclInProgress) {
+      group = nullptr;
+      return ncclError("ncclCommSplit", result);
+    }
+    std::swap(comm, group);
+    Status s = settle("splitting the NCCL communicator into replica groups",
+                      deadline, nullptr);
+    std::swap(comm, group);
+    return s;
+  }
+
+  Status ncclAllReduce(RankDevice &rankBase, float *grads, int64_t count,
+                       Clock::time_point deadline,
+                       const std::atomic<bool> &aborted) override {
+    auto &r = static_cast<CudaRank &>(rankBase);
+    if (!group)
+      return Status::error("the NCCL replica group is not open");
+    GPIPE_CUDA_TRY("ordering the all-reduce after the compute stream",
+                   cudaEventRecord(r.ready, r.compute));
+    GPIPE_CUDA_TRY("ordering the all-reduce after the compute stream",
+                   cudaStreamWaitEvent(r.comm, r.ready, 0));
+    ncclResult_t result = ::ncclAllReduce(grads, grads, size_t(count),
+                                          ncclFloat, ncclSum, group, r.comm);
+    if (result != ncclSuccess && result != ncclInProgress)
+      return ncclError("ncclAllReduce", result);
+    std::swap(comm, group);
+    Status s = settle("ncclAllReduce", deadline, &aborted);
+    std::swap(comm, group);
+    if (!s.ok())
+      return s;
+    GPIPE_CUDA_TRY("ordering the compute stream after the all-reduce",
+                   cudaEventRecord(r.done, r.comm));
+    GPIPE_CUDA_TRY("ordering the compute stream after the all-reduce",
+                   cudaStreamWaitEvent(r.compute, r.done, 0));
+    return Status::success();
+  }
+
   const int gpu;
   std::string name;
   ncclComm_t comm = nullptr;
+  /// The replica group's communicator (data parallelism).
+  ncclComm_t group = nullptr;
 };
 
 //===----------------------------------------------------------------------===//

@@ -35,7 +35,15 @@ Status RunState::restoreCheckpoint() {
     return Status::error("the checkpoint holds optimizer state for " +
                          options.resume->optimizer + ", this run uses " +
                          stateKindName(optimizer));
-  return restoreState(meta, *options.resume, views);
+  // Into every replica's arenas (each holds the same parameters).
+  const int64_t K = numRanks();
+  for (int64_t d = 0; d < numReplicas(); ++d) {
+    std::vector<uint8_t *> replica(views.begin() + d * K,
+                                   views.begin() + (d + 1) * K);
+    if (Status s = restoreState(meta, *options.resume, replica); !s.ok())
+      return s;
+  }
+  return Status::success();
 }
 
 bool RunState::checkpointIfDue(int64_t step) {

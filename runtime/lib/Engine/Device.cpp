@@ -44,6 +44,15 @@ Status Device::ncclTransfer(RankDevice &, bool, void *, int64_t, int,
                             const std::atomic<bool> &) {
   return noNccl(*this);
 }
+Status Device::ncclReplicaGroup(int, int,
+                                std::chrono::steady_clock::time_point) {
+  return noNccl(*this);
+}
+Status Device::ncclAllReduce(RankDevice &, float *, int64_t,
+                             std::chrono::steady_clock::time_point,
+                             const std::atomic<bool> &) {
+  return noNccl(*this);
+}
 
 namespace {
 

@@ -42,6 +42,19 @@ public:
     return false;
   }
 
+  // Data parallelism: the sum is enqueued on the rank's communication
+  // stream when the stage's reduce_grad runs; its step's kernels are
+  // ordered after it on the device, so there is nothing to wait for here.
+  bool startReduction(const Reduction &r) override {
+    Status s = device.ncclAllReduce(*r.device, r.grads, r.count,
+                                    mpi::Clock::now() + timeout, run.aborted());
+    if (s.ok())
+      return true;
+    run.failRank(r.worker, run.where(r.worker, r.action) + ": " + s.message());
+    return false;
+  }
+  bool finishReduction(int64_t, int64_t) override { return true; }
+
 private:
   RunControl &run;
   Device &device;
@@ -81,7 +94,10 @@ Status NcclTransport::start(const ModelMetadata &meta, Device &) {
                          (id.empty() ? std::string("no reply")
                                      : std::string(id.begin() + 1, id.end())));
   id.erase(id.begin());
-  Status s = device.ncclInit(id, me, int(meta.numRanks()), deadline);
+  Status s = device.ncclInit(id, me, int(meta.numWorkers()), deadline);
+  if (s.ok() && meta.dataParallel > 1)
+    s = device.ncclReplicaGroup(int(me % meta.numRanks()),
+                                int(me / meta.numRanks()), deadline);
   if (!s.ok())
     return Status::error("process " + std::to_string(me) + ": " + s.message());
   return Status::success();

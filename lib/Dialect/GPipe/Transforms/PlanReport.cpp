@@ -184,7 +184,27 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module) {
   os << ", " << numMicrobatches
      << (numMicrobatches == 1 ? " micro-batch" : " micro-batches")
      << ", schedule " << scheduleName << ", remat "
-     << stringifyRemat(op.getRemat()) << "\n";
+     << stringifyRemat(op.getRemat());
+  const int64_t replicas = op.getNumReplicas();
+  if (replicas > 1)
+    os << ", " << replicas << " data-parallel replicas";
+  os << "\n";
+  // Data parallelism: what each stage's all-reduce moves, and its predicted
+  // time (the cost model's bandwidth-optimal all-reduce).
+  if (replicas > 1) {
+    os << "data parallel: " << replicas << " replicas";
+    if (converted)
+      os << " x " << converted->schedule.getNumRanks() << " ranks = "
+         << replicas * converted->schedule.getNumRanks() << " processes";
+    os << "; each stage's gradients summed over the replicas:";
+    for (auto [s, stage] : llvm::enumerate(*stages)) {
+      os << (s ? ", " : " ") << "stage " << s << " "
+         << formatBytes(infos[s].paramBytes);
+      if (FloatAttr t = stage.getReduceTimeAttr())
+        os << " in " << formatSeconds(t.getValueAsDouble());
+    }
+    os << "\n";
+  }
 
   // The stage table.
   SmallVector<SmallVector<std::string>> rows;

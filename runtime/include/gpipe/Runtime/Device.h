@@ -174,6 +174,20 @@ public:
                               int64_t bytes, int peer,
                               std::chrono::steady_clock::time_point deadline,
                               const std::atomic<bool> &aborted);
+  /// Data parallelism: splits the communicator into replica groups (the
+  /// processes with the same `color`, the pipeline rank, ordered by `key`,
+  /// the replica); once, after ncclInit.
+  virtual Status ncclReplicaGroup(int color, int key,
+                                  std::chrono::steady_clock::time_point
+                                      deadline);
+  /// Sums `count` floats at `grads` over the replica group in place
+  /// (ncclAllReduce on the rank's communication stream, after its compute
+  /// so far; its later compute waits for the sum). NCCL chooses the
+  /// reduction order: bitwise repeatable on one machine, not fixed across
+  /// cuts as the CPU transports' is.
+  virtual Status ncclAllReduce(RankDevice &rank, float *grads, int64_t count,
+                               std::chrono::steady_clock::time_point deadline,
+                               const std::atomic<bool> &aborted);
 };
 
 /// The CPU device (host memory, gpipe_rt_cpu_* kernels).

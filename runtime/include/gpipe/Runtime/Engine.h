@@ -343,8 +343,6 @@ int64_t textCharId(char c);
 /// `action` of step `step` (counted from 1): its peers then time out.
 struct FaultInjection {
   int64_t rank = 0;
-  /// The data-parallel replica the rank belongs to.
-  int64_t replica = 0;
   int64_t step = 1;
   int64_t action = 0;
   /// What happens at that action.
@@ -353,6 +351,8 @@ struct FaultInjection {
     Stall, ///< the rank hangs (until the run is aborted)
     Kill,  ///< the process dies (SIGKILL): for the MPI transport
   } mode = Mode::Stop;
+  /// The data-parallel replica the rank belongs to.
+  int64_t replica = 0;
 };
 
 /// Parses "rank=R[,replica=D][,step=S][,action=A][,mode=stop|stall|kill]".
