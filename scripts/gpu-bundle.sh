@@ -106,6 +106,9 @@ c() { local name="$1"; shift; "$compile" "$@" --target cuda -o "$out/models/$nam
 c small-k1 $small --stages 1
 c small-k4 $small --stages 4
 c small-k3-1f1b $small --stages 3 --schedule 1f1b --remat none
+# Data parallelism over NCCL: 2 replicas of K=1 with the same global batch
+# (one GPU per process: run where the machine has two).
+c small-d2 $small --stages 1 --microbatches 2 --data-parallel 2
 c small-bf16-k1 $small --stages 1 --precision bf16
 c small-bf16-k4 $small --stages 4 --precision bf16
 c mlp-adam $mlp

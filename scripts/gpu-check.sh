@@ -262,6 +262,22 @@ if [ $have_gpu = 1 ]; then
       --save-grads "$t/g.mpi.st" --quiet > "$t/mpi.log" 2>&1 || fail "MPI staging"
     cmpf "$t/g.k1.st" "$t/g.mpi.st" "MPI staging vs local"
     mpi_line="NCCL one process and MPI staging (4 processes) bitwise equal to local: $([ -s "$t/g.mpi.st" ] && cmp -s "$t/g.k1.st" "$t/g.mpi.st" && cmp -s "$t/g.k1.st" "$t/g.nccl.st" && echo yes || echo no)"
+    # Data parallelism: threads refuse device memory; over NCCL it needs one
+    # GPU per process, so a 1-GPU machine runs D=1 only.
+    run "$m/small-d2.so" --steps 1 > "$t/d2-local.log" 2>&1 \
+      && fail "data parallelism on rank threads ran with GPU arenas"
+    grep -q 'needs the arenas in host memory' "$t/d2-local.log" \
+      || fail "data parallelism on threads: $(tail -1 "$t/d2-local.log")"
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+    if [ "${gpus:-0}" -ge 2 ]; then
+      # shellcheck disable=SC2086
+      timeout 300 "${mpirun_cmd[@]}" -x "${withlibs[1]}" -np 2 "$bin/gpipe-run" "$m/small-d2.so" $TRAIN --transport nccl \
+        --save-grads "$t/g.d2.st" --quiet > "$t/d2.log" 2>&1 || fail "NCCL data parallel (2 GPUs)"
+      closef "$t/g.k1.st" "$t/g.d2.st" 1e-5 "NCCL data parallel vs one replica"
+      mpi_line="$mpi_line; data parallel D=2 over NCCL (2 GPUs) within 1e-5 of D=1: $([ -s "$t/g.d2.st" ] && echo checked || echo no)"
+    else
+      mpi_line="$mpi_line; data parallel over NCCL not run: it needs one GPU per process and this machine has ${gpus:-0} (D=1 only); threads refuse GPU arenas clearly"
+    fi
   else
     mpi_line="not run: no mpirun on this machine (the bundle carries Open MPI's libraries, not its launcher)"
   fi

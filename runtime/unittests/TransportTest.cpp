@@ -11,10 +11,15 @@
 
 #include "gpipe/Runtime/Transport.h"
 #include "gpipe/Runtime/Device.h"
+#include "gpipe/Runtime/Engine.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <functional>
+#include <random>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -140,6 +145,125 @@ TEST(LocalTransport, ReceiveWithoutSenderTimesOut) {
   ASSERT_EQ(run.errors.size(), 1u);
   EXPECT_EQ(run.errors[0], "rank 1: r1a0: no message after 0.1 s; the peer "
                            "may have died or stalled");
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient all-reduce among replicas
+//===----------------------------------------------------------------------===//
+
+/// D replicas' gradients whose sum depends on the order of the additions
+/// (magnitudes from 1e-4 to 1e4).
+std::vector<std::vector<float>> gradients(int64_t replicas, int64_t count) {
+  std::mt19937 rng(unsigned(replicas * 1000 + count));
+  std::uniform_real_distribution<float> exponent(-4.0f, 4.0f), sign(-1, 1);
+  std::vector<std::vector<float>> g(static_cast<size_t>(replicas));
+  for (auto &v : g)
+    for (int64_t i = 0; i < count; ++i)
+      v.push_back(std::pow(10.0f, exponent(rng)) * (sign(rng) < 0 ? -1 : 1));
+  return g;
+}
+
+/// g0 + g1 + ... + g(D-1), left to right.
+std::vector<float> inOrder(const std::vector<std::vector<float>> &g) {
+  std::vector<float> sum = g[0];
+  for (size_t j = 1; j < g.size(); ++j)
+    for (size_t i = 0; i < sum.size(); ++i)
+      sum[i] += g[j][i];
+  return sum;
+}
+
+TEST(ReduceShare, EveryElementSummedInReplicaOrder) {
+  for (int64_t replicas : {1, 2, 3, 4, 5})
+    for (int64_t count : {int64_t(1), replicas - 1, int64_t(7), int64_t(1037)}) {
+      if (count < 1)
+        continue;
+      std::vector<std::vector<float>> g = gradients(replicas, count);
+      std::vector<float> expected = inOrder(g);
+      const int64_t share = getReduceShare(count, replicas);
+      EXPECT_EQ(share, (count + replicas - 1) / replicas);
+      // Each replica sums its share from the others' pieces; the shares
+      // then make the whole.
+      std::vector<float> whole(static_cast<size_t>(count));
+      for (int64_t d = 0; d < replicas; ++d) {
+        int64_t lo = std::min(count, d * share), hi = std::min(count, lo + share);
+        std::vector<float> mine = g[size_t(d)];
+        std::vector<float> others(
+            static_cast<size_t>(std::max<int64_t>(replicas - 1, 1) * share));
+        for (int64_t j = 0, slot = 0; j < replicas; ++j)
+          if (j != d)
+            std::memcpy(others.data() + slot++ * share, g[size_t(j)].data() + lo,
+                        size_t(hi - lo) * 4);
+        sumShare(mine.data(), others.data(), replicas, d, count);
+        std::copy(mine.begin() + lo, mine.begin() + hi, whole.begin() + lo);
+      }
+      EXPECT_EQ(std::memcmp(whole.data(), expected.data(), size_t(count) * 4), 0)
+          << replicas << " replicas, " << count << " gradients";
+    }
+}
+
+TEST(LocalTransport, ReducesOverReplicaThreadsBitwise) {
+  const int64_t replicas = 3, count = 1001;
+  std::shared_ptr<Device> device = makeCpuDevice();
+  FakeRun run;
+  std::unique_ptr<Transport> transport =
+      makeLocalTransport(run, *device, replicas, 5.0);
+  run.transport = transport.get();
+  ModelMetadata meta;
+  meta.dataParallel = replicas;
+  ASSERT_TRUE(transport->start(meta, *device).ok());
+  std::vector<std::vector<float>> g = gradients(replicas, count);
+  std::vector<float> expected = inOrder(g);
+  const int64_t share = getReduceShare(count, replicas);
+  std::vector<std::vector<float>> scratch(
+      size_t(replicas), std::vector<float>(size_t((replicas - 1) * share), -1));
+  std::vector<std::thread> threads;
+  std::vector<char> ok(size_t(replicas), 0);
+  for (int64_t d = 0; d < replicas; ++d)
+    threads.emplace_back([&, d] {
+      Reduction r;
+      r.worker = d;
+      r.replica = d;
+      r.stage = 0;
+      r.grads = g[size_t(d)].data();
+      r.scratch = scratch[size_t(d)].data();
+      r.count = count;
+      ok[size_t(d)] = transport->startReduction(r) &&
+                      transport->finishReduction(d, 0);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_TRUE(run.errors.empty());
+  for (int64_t d = 0; d < replicas; ++d) {
+    EXPECT_TRUE(ok[size_t(d)]);
+    EXPECT_EQ(std::memcmp(g[size_t(d)].data(), expected.data(), count * 4), 0)
+        << "replica " << d;
+    // The Reduce buffer is written whole (the plan measures it).
+    for (float v : scratch[size_t(d)])
+      EXPECT_NE(v, -1.0f);
+  }
+}
+
+TEST(LocalTransport, MissingReplicaTimesOutNamingIt) {
+  std::shared_ptr<Device> device = makeCpuDevice();
+  FakeRun run;
+  std::unique_ptr<Transport> transport =
+      makeLocalTransport(run, *device, 2, 0.1);
+  run.transport = transport.get();
+  ModelMetadata meta;
+  meta.dataParallel = 2;
+  ASSERT_TRUE(transport->start(meta, *device).ok());
+  std::vector<float> grads(10, 1.0f), scratch(5);
+  Reduction r;
+  r.worker = 0;
+  r.action = 3;
+  r.grads = grads.data();
+  r.scratch = scratch.data();
+  r.count = 10;
+  ASSERT_TRUE(transport->startReduction(r));
+  EXPECT_FALSE(transport->finishReduction(0, 0));
+  ASSERT_EQ(run.errors.size(), 1u);
+  EXPECT_EQ(run.errors[0], "rank 0: r0a3: the gradient all-reduce waited 0.1 "
+                           "s for replica 1; it may have died or stalled");
 }
 
 } // namespace
