@@ -17,6 +17,7 @@
 #include <set>
 #include <cstdio>
 #include <map>
+#include <queue>
 #include <numeric>
 #include <tuple>
 
@@ -237,13 +238,20 @@ int64_t placeByTime(const std::vector<PlannedBuffer> &buffers,
                     const std::vector<size_t> &order,
                     std::vector<int64_t> &offsets) {
   int64_t arena = 0;
-  // (offset, end, lastAction) of the buffers live now, sorted by offset.
-  std::multiset<std::tuple<int64_t, int64_t, int>> live;
+  // (offset, end, lastAction) of the buffers live now, sorted by offset,
+  // and the same entries by last action, so that expiring them costs
+  // O(log live) each rather than a scan of the live set per buffer.
+  using Live = std::tuple<int64_t, int64_t, int>;
+  std::multiset<Live> live;
+  using Expiry = std::pair<int, std::multiset<Live>::iterator>;
+  auto later = [](const Expiry &a, const Expiry &b) { return a.first > b.first; };
+  std::priority_queue<Expiry, std::vector<Expiry>, decltype(later)> expiries(
+      later);
   for (size_t p : persistent) {
     arena = std::max(arena, offsets[p] + sizes[p]);
     if (sizes[p] > 0)
       live.insert({offsets[p], offsets[p] + sizes[p],
-                    std::numeric_limits<int>::max()});
+                   std::numeric_limits<int>::max()});
   }
   for (size_t idx : order) {
     const PlannedBuffer &buffer = buffers[idx];
@@ -252,9 +260,10 @@ int64_t placeByTime(const std::vector<PlannedBuffer> &buffers,
       offsets[idx] = 0;
       continue;
     }
-    for (auto it = live.begin(); it != live.end();)
-      it = std::get<2>(*it) < buffer.firstAction ? live.erase(it)
-                                                 : std::next(it);
+    while (!expiries.empty() && expiries.top().first < buffer.firstAction) {
+      live.erase(expiries.top().second);
+      expiries.pop();
+    }
     int64_t cursor = 0, found = -1;
     for (const auto &[begin, end, last] : live) {
       if (begin > cursor && begin - cursor >= size) {
@@ -265,7 +274,8 @@ int64_t placeByTime(const std::vector<PlannedBuffer> &buffers,
     }
     offsets[idx] = found >= 0 ? found : cursor;
     arena = std::max(arena, offsets[idx] + size);
-    live.insert({offsets[idx], offsets[idx] + size, buffer.lastAction});
+    auto it = live.insert({offsets[idx], offsets[idx] + size, buffer.lastAction});
+    expiries.push({buffer.lastAction, it});
   }
   return arena;
 }
