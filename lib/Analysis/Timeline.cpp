@@ -143,10 +143,26 @@ Timeline mlir::gpipe::simulate(const Schedule &schedule,
   std::vector<double> clock(numRanks, 0.0);
   for (int r = 0; r < numRanks; ++r)
     timeline.ranks[r].resize(schedule.ranks[r].size());
+  // A REDUCE_GRAD runs on the rank's communication lane (one all-reduce at
+  // a time): the rank goes on with its program, and the stage's STEP waits
+  // for the sum.
+  std::vector<double> commClock(numRanks, 0.0);
+  std::vector<double> reduced(numStages, 0.0);
   RendezvousObserver observer;
   observer.onAction = [&](int r, int i) {
     const Action &a = schedule.ranks[r][i];
-    double end = clock[r] + durations.get(a.kind, a.stage);
+    double seconds = durations.get(a.kind, a.stage);
+    if (a.kind == ActionKind::ReduceGrad) {
+      double start = std::max(clock[r], commClock[r]);
+      commClock[r] = start + seconds;
+      timeline.ranks[r][i] = {i, start, commClock[r]};
+      if (a.stage >= 0 && a.stage < numStages)
+        reduced[a.stage] = commClock[r];
+      return;
+    }
+    if (a.kind == ActionKind::Step && a.stage >= 0 && a.stage < numStages)
+      clock[r] = std::max(clock[r], reduced[a.stage]);
+    double end = clock[r] + seconds;
     timeline.ranks[r][i] = {i, clock[r], end};
     clock[r] = end;
   };
@@ -508,6 +524,15 @@ std::string mlir::gpipe::toSVG(const Schedule &schedule,
       std::string tip =
           escapeXML(describe(a) + " [" + shortNum(t.start / unit) + ", " +
                     shortNum(t.end / unit) + "] " + unitName);
+      if (a.kind == ActionKind::ReduceGrad) {
+        // The all-reduce runs beside the rank's work: a band along the
+        // bottom of the row.
+        svg += "<rect x=\"" + num(x) + "\" y=\"" +
+               num(boxY + boxHeight - 6) + "\" width=\"" +
+               num(std::max(w, 1.5)) + "\" height=\"6\" fill=\"" + style.fill +
+               "\"><title>" + tip + "</title></rect>\n";
+        continue;
+      }
       if (isTransferKind(a.kind)) {
         // A thin mark at the top (send) or bottom (receive) of the row; it
         // spans the rendezvous wait plus the transfer.

@@ -99,6 +99,36 @@ TEST(TimelineTest, PerStageDurations) {
   EXPECT_DOUBLE_EQ(t.makespan, 2 + 36 + 4);
 }
 
+TEST(TimelineTest, GradientReductionOverlapsTheRestOfTheRank) {
+  // 1F1B, K=2, M=2 with a REDUCE_GRAD after each stage's last backward:
+  // F=1, B=2, reduce 5, step 0.5. The reduction does not hold up the rank
+  // (the last stage's second gradient still leaves at once); each step
+  // waits for its stage's sum.
+  Schedule s = insertGradientReductions(build1F1BSchedule(2, 2, 64));
+  ActionDurations d = ActionDurations::uniform(2, 1, 2);
+  for (int stage : {0, 1}) {
+    d.set(ActionKind::ReduceGrad, stage, 5);
+    d.set(ActionKind::Step, stage, 0.5);
+  }
+  Timeline t = simulate(s, d);
+  ASSERT_TRUE(t.ok()) << t.error;
+  std::map<std::pair<int, int>, TimedAction> at;
+  for (int r = 0; r < 2; ++r)
+    for (size_t i = 0; i < s.ranks[r].size(); ++i)
+      at[{r, static_cast<int>(s.ranks[r][i].kind)}] = t.ranks[r][i];
+  TimedAction reduce1 = at[{1, static_cast<int>(ActionKind::ReduceGrad)}];
+  TimedAction step1 = at[{1, static_cast<int>(ActionKind::Step)}];
+  TimedAction reduce0 = at[{0, static_cast<int>(ActionKind::ReduceGrad)}];
+  TimedAction step0 = at[{0, static_cast<int>(ActionKind::Step)}];
+  EXPECT_DOUBLE_EQ(reduce1.end - reduce1.start, 5);
+  EXPECT_DOUBLE_EQ(step1.start, reduce1.end);
+  EXPECT_DOUBLE_EQ(step0.start, reduce0.end);
+  // Without reductions the pipeline ends at (M+K-1)(F+B) = 9 plus the
+  // step; rank 0's last backward ends at 9 whatever rank 1's reduction.
+  EXPECT_DOUBLE_EQ(reduce0.start, 9);
+  EXPECT_DOUBLE_EQ(t.makespan, 9 + 5 + 0.5);
+}
+
 TEST(TimelineTest, Errors) {
   Schedule s = buildGPipeSchedule(2, 2, 8);
   Schedule broken = s;

@@ -73,7 +73,10 @@ struct Timeline {
 double getIdealBubbleFraction(int numStages, int numMicrobatches);
 
 /// Simulates `schedule` (which must pass `verifySchedule`, else the error says
-/// why) with `durations` (negative or non-finite values are errors).
+/// why) with `durations` (negative or non-finite values are errors). Each
+/// rank runs its actions one after the other, except REDUCE_GRAD: the
+/// all-reduce runs on the rank's communication lane (one at a time) while
+/// the rank goes on, and the stage's STEP starts once it is done.
 Timeline simulate(const Schedule &schedule, const ActionDurations &durations);
 
 /// Chrome trace event format (loads in chrome://tracing and Perfetto): one

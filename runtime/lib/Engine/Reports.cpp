@@ -55,7 +55,14 @@ bool RunState::exchangeStepRecords(int64_t step) {
   }
   std::vector<std::vector<uint8_t>> all;
   std::string abortMessage;
-  Clock::time_point deadline = this->deadline();
+  // Process 0 comes to the exchange once its own ranks finished the step,
+  // which its barrier allows twice the timeout without progress: the others
+  // wait that long for it (and a second more), so the process that names a
+  // stalled rank is the one that waited on it, not one waiting here.
+  Clock::time_point deadline =
+      root ? this->deadline()
+           : Clock::now() + std::chrono::nanoseconds(2 * timeoutNs) +
+                 std::chrono::seconds(1);
   mpi::Wait w = mpi::gather(record, all, deadline, abortMessage);
   if (w == mpi::Wait::Done && root) {
     for (int64_t w = 1; w < numWorkers(); ++w) {
