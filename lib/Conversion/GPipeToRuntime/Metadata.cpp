@@ -164,7 +164,15 @@ LogicalResult Emitter::emitMetadata() {
       {"schedule_closed_form_bubble",
        ownClosedForm ? llvm::json::Value(*ownClosedForm)
                      : llvm::json::Value(nullptr)},
-      {"step_seconds", timeline.makespan}};
+      {"step_seconds", timeline.makespan},
+      {"busy_seconds", [&] {
+         // Per rank: the compute time of one step (F, B, I, W, R, step).
+         llvm::json::Array busy;
+         if (timeline.error.empty())
+           for (double seconds : timeline.busy)
+             busy.push_back(seconds);
+         return busy;
+       }()}};
 
   // Parameters and their initial data.
   std::string data;

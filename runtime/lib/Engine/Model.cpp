@@ -794,10 +794,29 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
         return false;
       m.predictedScheduleClosedFormBubble = own;
     }
+    // Added within schema version 2: per rank, the predicted compute time
+    // of a step.
+    if (const Json *busy =
+            r.array(*predicted, "predicted", "busy_seconds", /*optional=*/true)) {
+      for (const Json &v : *busy) {
+        if (!v.is_number() || !std::isfinite(v.get<double>()) ||
+            v.get<double>() < 0)
+          return r.fail("predicted.busy_seconds",
+                        "holds " + v.dump() +
+                            ", expected non-negative seconds");
+        m.predictedBusySeconds.push_back(v.get<double>());
+      }
+    }
   }
 
   if (!parseParameters(r, root, m, dataSize) || !parseRanks(r, root, m))
     return false;
+  if (!m.predictedBusySeconds.empty() &&
+      int64_t(m.predictedBusySeconds.size()) != m.numRanks())
+    return r.fail("predicted.busy_seconds",
+                  "has " + std::to_string(m.predictedBusySeconds.size()) +
+                      " entries for " + std::to_string(m.numRanks()) +
+                      " ranks");
 
   if (const Json *info = r.array(root, "", "stage_info", true)) {
     for (size_t i = 0; i < info->size(); ++i) {

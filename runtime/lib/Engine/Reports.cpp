@@ -143,6 +143,9 @@ Status RunState::report(RunResult &result) {
     busyMean +=
         double(busyTotal[size_t(w)]) / double(std::max<int64_t>(wallTotal, 1));
   result.measuredBubble = 1.0 - busyMean / double(numWorkers);
+  for (int64_t w = 0; w < numWorkers; ++w)
+    result.busySeconds.push_back(double(busyTotal[size_t(w)]) * 1e-9 /
+                                 double(std::max<int64_t>(countedSteps, 1)));
 
   // Each process measures its own arenas and keeps its own trace; MPI
   // process 0 gathers both.

@@ -284,7 +284,7 @@ public:
   /// Per rank: compute time, and the wall time, over the steps the bubble
   /// counts (all but the first when there are several).
   std::vector<int64_t> busyTotal;
-  int64_t wallTotal = 0;
+  int64_t wallTotal = 0, countedSteps = 0;
 
   void startRankThreads();
   void joinRankThreads();

@@ -253,8 +253,10 @@ bool RunState::runStep(int64_t step, RunResult &result) {
   }
   if (abortFlag)
     return false;
-  if (countsForBubble(step))
+  if (countsForBubble(step)) {
     wallTotal += wall;
+    ++countedSteps;
+  }
 
   // The loss: micro-batch losses in order (replica by replica), summed in
   // double, over M x D.

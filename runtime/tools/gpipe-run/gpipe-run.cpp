@@ -687,6 +687,19 @@ int main(int argc, char **argv) {
     std::printf("step time: measured %.6f s (mean), predicted %.6f s\n",
                 mean / double(result.steps.size()), meta.predictedStepSeconds);
   }
+  // Per rank, the compute time of a step: what the cost model predicted
+  // next to what ran (the same steps as the measured bubble).
+  if (!meta.predictedBusySeconds.empty()) {
+    std::printf("busy per step (ms): ");
+    for (size_t w = 0; w < result.busySeconds.size(); ++w) {
+      size_t r = w % meta.predictedBusySeconds.size();
+      std::printf("%s%s measured %.3f, predicted %.3f", w ? "; " : "",
+                  workerLabel(meta, int64_t(w)).c_str(),
+                  result.busySeconds[w] * 1e3,
+                  meta.predictedBusySeconds[r] * 1e3);
+    }
+    std::printf("\n");
+  }
   for (const ArenaReport &a : result.arenas)
     std::printf("arena %s: measured %s, planned %s: %s\n",
                 workerLabel(meta, a.rank).c_str(), bytesString(a.measuredBytes).c_str(),

@@ -173,6 +173,9 @@ struct ModelMetadata {
   /// the schedule has none, unset when the metadata predates the key.
   std::optional<double> predictedScheduleClosedFormBubble;
   double predictedStepSeconds = std::numeric_limits<double>::quiet_NaN();
+  /// Per rank, the predicted compute time of one step (empty when the
+  /// metadata does not say).
+  std::vector<double> predictedBusySeconds;
   std::vector<ParameterSpec> parameters;
   std::vector<StageInfo> stageInfo;
   std::vector<RankPlan> ranks;
@@ -462,6 +465,9 @@ struct RunResult {
   /// 1 - mean over ranks of compute time over wall time, over all steps
   /// but the first when there is more than one.
   double measuredBubble = 0.0;
+  /// Per worker (rank), its compute seconds per step, averaged over the
+  /// same steps as the bubble.
+  std::vector<double> busySeconds;
   double totalSeconds = 0.0;
   /// The first step's gradients and the parameters after the last step,
   /// by parameter name.

@@ -42,7 +42,8 @@
 |*   data_hint      "text-char", "classification" or "": what built-in data  *|
 |*                  fits when the user gives none                            *|
 |*   predicted      {bubble, closed_form_bubble, step_seconds,               *|
-|*                  schedule_closed_form_bubble}: closed_form_bubble is      *|
+|*                  schedule_closed_form_bubble, busy_seconds (per rank,    *|
+|*                  optional)}: closed_form_bubble is                        *|
 |*                  GPipe's (K-1)/(M+K-1) whatever the schedule;             *|
 |*                  schedule_closed_form_bubble the schedule's own, null     *|
 |*                  where it has none (optional: older models lack it)       *|
