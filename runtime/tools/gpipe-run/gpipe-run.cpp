@@ -538,6 +538,12 @@ int main(int argc, char **argv) {
         std::printf("resume: using the checkpoint's seed %llu\n",
                     (unsigned long long)resumed.seed);
       run.seed = resumed.seed;
+      if (resumed.unverifiedManifest && root)
+        std::fprintf(stderr,
+                     "gpipe-run: warning: %s/MANIFEST.json has no checksum "
+                     "of its own (written by an older gpipe-run); its step, "
+                     "seed and optimizer step count are taken unverified\n",
+                     path.c_str());
       if (root)
         std::printf("resume: %s (step %lld)\n", path.c_str(),
                     (long long)resumed.step);
@@ -564,10 +570,14 @@ int main(int argc, char **argv) {
     run.checkpointEvery = args.checkpointEvery;
     run.checkpoint = [&](const TrainingState &state) -> Status {
       std::string path;
+      std::vector<std::string> warnings;
       Status w = writeCheckpoint(args.checkpointDir, state, meta,
-                                 int(args.keepCheckpoints), &path);
+                                 int(args.keepCheckpoints), &path, &warnings);
       if (w.ok() && !args.quiet)
         std::printf("checkpoint: %s\n", path.c_str());
+      std::fflush(stdout);
+      for (const std::string &warning : warnings)
+        std::fprintf(stderr, "gpipe-run: warning: %s\n", warning.c_str());
       return w;
     };
   }
