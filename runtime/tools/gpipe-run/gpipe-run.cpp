@@ -17,9 +17,6 @@
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Checkpoint.h"
 #include "gpipe/Runtime/Engine.h"
-#ifdef GPIPE_HAVE_CUDA
-#include "gpipe/Runtime/CUDADevice.h"
-#endif
 
 #include <cerrno>
 #include <cmath>
@@ -404,9 +401,6 @@ int main(int argc, char **argv) {
   // path (temporaries removed) instead of the signal killing the run.
   std::signal(SIGXFSZ, SIG_IGN);
   Args args = parseArgs(argc, argv);
-#ifdef GPIPE_HAVE_CUDA
-  registerCudaDevice();
-#endif
   if (args.run.transport != TransportKind::Local) {
     Status init = initializeMpi(&argc, &argv);
     if (!init.ok())
