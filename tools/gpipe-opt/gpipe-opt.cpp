@@ -11,6 +11,8 @@
 #include "gpipe/InitAllPasses.h"
 #include "gpipe/Support/NestingLimit.h"
 
+#include "../common/SingleThreadedBlas.h"
+
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -19,6 +21,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 
 int main(int argc, char **argv) {
+  gpipe_tools::ensureSingleThreadedBlas(argv);
   llvm::InitLLVM initLLVM(argc, argv);
   mlir::gpipe::registerAllPasses();
   mlir::DialectRegistry registry;

@@ -617,6 +617,20 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
   };
 
+  // A rank thread that cannot be joined (stuck in a library call) ends the
+  // process: no exit handlers, which could wait for it too.
+  run.onStuck = [](const std::string &message) {
+    std::fflush(stdout);
+    if (gMpi)
+      std::fprintf(stderr, "gpipe-run: error: process %d: %s\n", mpiRank(),
+                   message.c_str());
+    else
+      std::fprintf(stderr, "gpipe-run: error: %s\n", message.c_str());
+    std::fflush(stderr);
+    if (gMpi)
+      abortMpiJob(message, /*announce=*/true);
+    std::_Exit(1);
+  };
   Engine engine(image);
   RunResult result;
   gDoing = "allocating the arenas and training";
