@@ -23,7 +23,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <csignal>
+#include <cstring>
 #include <dirent.h>
+#include <fcntl.h>
 #include <new>
 #include <string>
 #include <sys/stat.h>
@@ -187,16 +189,67 @@ int64_t parseInteger(const std::string &flag, const std::string &text,
   return v;
 }
 
-/// Fails early when `path`'s directory does not exist, so a long run does
-/// not end in an unwritable output.
+/// Whether a new file can be created in directory `dir`: probed by
+/// creating and removing one (permissions, read-only file systems and
+/// full quotas all show). Empty when it can, else why not.
+std::string probeWritable(const std::string &dir) {
+  std::string probe =
+      dir + "/.gpipe-run-probe-" + std::to_string(::getpid());
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0)
+    return std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+}
+
+std::string parentOf(const std::string &path) {
+  size_t slash = path.find_last_not_of('/');
+  slash = slash == std::string::npos ? std::string::npos
+                                     : path.rfind('/', slash);
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// Fails early when `path` could not be written (its directory missing,
+/// not a directory or not writable, or the path a directory), so a long
+/// run does not end in an unwritable output.
 void checkOutputPath(const std::string &flag, const std::string &path) {
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  if (dir.empty())
-    dir = "/";
+  std::string dir = parentOf(path);
   struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+  if (::stat(dir.c_str(), &st) != 0)
     fatal(flag + " " + path + ": directory '" + dir + "' does not exist");
+  if (!S_ISDIR(st.st_mode))
+    fatal(flag + " " + path + ": '" + dir + "' is not a directory");
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    fatal(flag + " " + path + ": is a directory; give a file name");
+  if (std::string why = probeWritable(dir); !why.empty())
+    fatal(flag + " " + path + ": cannot create files in '" + dir +
+          "': " + why);
+}
+
+/// The same for the checkpoint directory, created when the first
+/// checkpoint is written: its nearest existing ancestor must be a
+/// directory that takes new entries.
+void checkCheckpointDir(const std::string &dir) {
+  std::string existing = dir;
+  struct stat st;
+  while (::stat(existing.c_str(), &st) != 0) {
+    if (errno != ENOENT && errno != ENOTDIR)
+      fatal("--checkpoint-dir " + dir + ": cannot use '" + existing +
+            "': " + std::strerror(errno));
+    std::string parent = parentOf(existing);
+    if (parent == existing)
+      break;
+    existing = parent;
+  }
+  if (!S_ISDIR(st.st_mode))
+    fatal("--checkpoint-dir " + dir + ": '" + existing +
+          "' is not a directory");
+  if (std::string why = probeWritable(existing); !why.empty())
+    fatal("--checkpoint-dir " + dir + ": cannot create entries in '" +
+          existing + "': " + why);
 }
 
 std::string numberOrNA(double v, const char *format = "%.3f") {
@@ -415,6 +468,8 @@ int main(int argc, char **argv) {
         {"--trace", args.trace}})
     if (!path.empty())
       checkOutputPath(flag, path);
+  if (!args.checkpointDir.empty() && root)
+    checkCheckpointDir(args.checkpointDir);
 
   ModelImage image;
   gDoing = "loading the model library";
