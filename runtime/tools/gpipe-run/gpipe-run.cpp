@@ -18,6 +18,7 @@
 #include "gpipe/Runtime/Checkpoint.h"
 #include "gpipe/Runtime/Engine.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -28,6 +29,7 @@
 #include <fcntl.h>
 #include <new>
 #include <string>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -749,6 +751,33 @@ int main(int argc, char **argv) {
                 (long long)a.rank, bytesString(a.measuredBytes).c_str(),
                 bytesString(a.plannedBytes).c_str(),
                 a.measuredBytes == a.plannedBytes ? "equal" : "DIFFERENT");
+  // What the process held at its peak next to what the plan covers: the
+  // arenas are the training state; the rest does not grow with the plan.
+  {
+    struct rusage usage;
+    int64_t planned = 0;
+    // Under MPI this process holds only its own rank's arena.
+    for (const ArenaReport &a : result.arenas)
+      if (!gMpi || a.rank == mpiRank())
+        planned += a.plannedBytes;
+    if (::getrusage(RUSAGE_SELF, &usage) == 0) {
+      int64_t peak = int64_t(usage.ru_maxrss) * 1024; // KiB on Linux
+      bool onHost = meta.target == "cpu";
+      std::printf("memory: peak resident %s (getrusage ru_maxrss%s), the "
+                  "plan's arenas %s%s\n",
+                  bytesString(peak).c_str(), gMpi ? ", process 0" : "",
+                  bytesString(planned).c_str(), onHost ? "" : " on the GPU");
+      std::printf("  %s%s: code and libraries (OpenBLAS, Open MPI%s), the "
+                  "model library, the training data, host copies of the "
+                  "parameters and optimizer state (outputs, checkpoints), "
+                  "thread stacks, the allocator's free memory\n",
+                  onHost ? "fixed overhead, the other " : "all host memory, ",
+                  onHost ? bytesString(std::max<int64_t>(0, peak - planned))
+                               .c_str()
+                         : bytesString(peak).c_str(),
+                  onHost ? "" : ", CUDA");
+    }
+  }
   // The plan is exact: a rank that touched more or fewer bytes than it
   // reserved means the compiler and the runtime disagree about the layout.
   for (const ArenaReport &a : result.arenas)
