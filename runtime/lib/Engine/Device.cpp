@@ -328,6 +328,14 @@ std::string backendFileName(const std::string &target) {
   return "libgpipe-" + target + "-backend.so";
 }
 
+/// Whether `target` can name a backend module file (letters and digits).
+bool plainTargetName(const std::string &target) {
+  return !target.empty() &&
+         std::all_of(target.begin(), target.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c));
+         });
+}
+
 std::string missingBackendMessage(const std::string &target) {
   return "the model was compiled for --target " + target +
          " but this program was built without that backend" +
@@ -337,7 +345,9 @@ std::string missingBackendMessage(const std::string &target) {
                                          "recompile the model with --target "
                                          "cpu)")
                            : std::string()) +
-         "; no " + backendFileName(target) + " beside it";
+         (plainTargetName(target)
+              ? "; no " + backendFileName(target) + " beside it"
+              : std::string());
 }
 } // namespace
 
@@ -358,9 +368,8 @@ Status loadDeviceBackend(const std::string &target) {
     return Status::success();
   // Target names come from model metadata: only plain names form a file
   // name.
-  for (char c : target)
-    if (!std::isalnum(static_cast<unsigned char>(c)))
-      return Status::error(missingBackendMessage(target));
+  if (!plainTargetName(target))
+    return Status::error(missingBackendMessage(target));
   std::string path = deviceBackendPath(target);
   if (path.empty())
     return Status::error(missingBackendMessage(target));
