@@ -8,7 +8,9 @@
 # build-gpu/gpu-bundle/, from which scripts/gpu-check.sh --bundle runs with
 # nothing else:
 #
-#   bin/       gpipe-run, GPipeRuntimeCUDATests, cuda_gemm_bench (stripped)
+#   bin/       gpipe-run, libgpipe-cuda-backend.so (the CUDA backend module
+#              gpipe-run loads from its own folder for --target cuda
+#              models), GPipeRuntimeCUDATests, cuda_gemm_bench (stripped)
 #   lib.tar.xz every shared library those need that is neither the C/C++
 #              base system (libc, libm, libstdc++, libgcc_s, ...) nor CUDA
 #              (cudart, cuBLAS, NCCL: the machine's own), found with ldd;
@@ -68,7 +70,8 @@ if [ "$do_build" = 1 ]; then
     --target gpipe-compile gpipe-run GPipeRuntimeCUDATests cuda_gemm_bench
 fi
 
-bins=("$build/bin/gpipe-run" "$build/runtime/GPipeRuntimeCUDATests"
+bins=("$build/bin/gpipe-run" "$build/bin/libgpipe-cuda-backend.so"
+      "$build/runtime/GPipeRuntimeCUDATests"
       "$build/bench/cuda_gemm_bench")
 for b in "${bins[@]}" "$build/bin/gpipe-compile"; do
   [ -x "$b" ] || { echo "gpu-bundle: $b missing (a build with -DGPIPE_ENABLE_CUDA=ON?)" >&2; exit 1; }
@@ -79,7 +82,8 @@ run="$build/bin/gpipe-run"
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/models" "$out/ref" "$out/tools"
 for b in "${bins[@]}"; do
-  # strip keeps the dynamic symbol table gpipe-run exports to the models.
+  # strip keeps the dynamic symbol tables gpipe-run and the backend module
+  # export to the models.
   strip -o "$out/bin/$(basename "$b")" "$b"
 done
 

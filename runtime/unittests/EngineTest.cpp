@@ -545,7 +545,12 @@ TEST(Devices, UnknownTargetsAreNamed) {
   std::shared_ptr<Device> device;
   Status s = makeDevice("tpu", 0, device);
   EXPECT_EQ(s.message(), "the model was compiled for --target tpu but this "
-                         "program was built without that backend");
+                         "program was built without that backend; no "
+                         "libgpipe-tpu-backend.so beside it");
+  // Target names come from model metadata: no path reaches the file system.
+  EXPECT_EQ(makeDevice("../x", 0, device).message(),
+            "the model was compiled for --target ../x but this program was "
+            "built without that backend");
   ASSERT_TRUE(makeDevice("cpu", 0, device).ok());
   EXPECT_STREQ(device->target(), "cpu");
   EXPECT_TRUE(device->hostMemory());

@@ -15,6 +15,8 @@
 #include "gpipe/Frontend/ONNXImporter.h"
 #include "gpipe/Frontend/Presets.h"
 
+#include "gpipe/Support/NestingLimit.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -167,7 +169,17 @@ inline OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
       emitError(UnknownLoc::get(&context)) << error;
       return nullptr;
     }
+    llvm::StringRef text = file->getBuffer();
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    // MLIR's parser recurses per level: refuse what would exhaust the stack.
+    if (path.ends_with(".mlir"))
+      if (std::optional<size_t> deep = mlir::gpipe::findTooDeepNesting(text)) {
+        auto [line, column] = sourceMgr.getLineAndColumn(
+            llvm::SMLoc::getFromPointer(text.data() + *deep));
+        emitError(FileLineColLoc::get(&context, path, line, column))
+            << mlir::gpipe::tooDeepNestingMessage();
+        return nullptr;
+      }
     return parseSourceFile<ModuleOp>(sourceMgr, &context);
   }
   mlir::gpipe::ONNXImportOptions options;

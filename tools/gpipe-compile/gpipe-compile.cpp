@@ -27,6 +27,7 @@
 #include "llvm/Support/SourceMgr.h"
 
 #include "../common/ModelOptions.h"
+#include "../common/SingleThreadedBlas.h"
 
 #include <chrono>
 #include <csignal>
@@ -67,6 +68,7 @@ static const char *volatile doing = "starting";
 }
 
 int main(int argc, char **argv) {
+  gpipe_tools::ensureSingleThreadedBlas(argv);
   llvm::InitLLVM init(argc, argv);
   // After InitLLVM, which installs LLVM's aborting handler.
   std::set_new_handler([] { outOfMemory(); });

@@ -2,19 +2,65 @@
 //
 // `mlir-opt` for gpipe: parses IR of every gpipe dialect, runs any registered
 // pass or pipeline, and prints the result. This is what lit tests drive.
+// Textual input nested deeper than NestingLimit.h's limit is refused with a
+// located error before MLIR's recursive parser sees it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/InitAllDialects.h"
 #include "gpipe/InitAllPasses.h"
+#include "gpipe/Support/NestingLimit.h"
+
+#include "../common/SingleThreadedBlas.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
 
 int main(int argc, char **argv) {
+  gpipe_tools::ensureSingleThreadedBlas(argv);
+  llvm::InitLLVM initLLVM(argc, argv);
   mlir::gpipe::registerAllPasses();
   mlir::DialectRegistry registry;
   mlir::gpipe::registerAllDialects(registry);
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "gpipe optimizer driver\n", registry));
+  auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
+      argc, argv, "gpipe optimizer driver\n", registry);
+  mlir::MlirOptMainConfig config =
+      mlir::MlirOptMainConfig::createFromCLOptions();
+  // Listing dialects or passes reads no input.
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return mlir::asMainReturnCode(mlir::MlirOptMain(
+        argc, argv, inputFilename, outputFilename, registry));
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      mlir::openInputFile(inputFilename, &error);
+  if (!input) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
+  if (std::optional<size_t> deep =
+          mlir::gpipe::findTooDeepNesting(input->getBuffer())) {
+    llvm::SourceMgr sourceMgr;
+    const char *start = input->getBufferStart();
+    sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+    sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(start + *deep),
+                           llvm::SourceMgr::DK_Error,
+                           mlir::gpipe::tooDeepNestingMessage());
+    return 1;
+  }
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      mlir::openOutputFile(outputFilename, &error);
+  if (!output) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
+  if (mlir::failed(
+          mlir::MlirOptMain(output->os(), std::move(input), registry, config)))
+    return 1;
+  output->keep();
+  return 0;
 }

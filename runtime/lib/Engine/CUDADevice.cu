@@ -757,3 +757,9 @@ Status makeCudaDevice(int index, std::shared_ptr<Device> &out) {
 void registerCudaDevice() { registerDevice("cuda", makeCudaDevice); }
 
 } // namespace gpipe::rt
+
+/// The backend module's entry point (Device.h's loadDeviceBackend).
+extern "C" __attribute__((visibility("default"))) void
+gpipe_rt_register_backend() {
+  gpipe::rt::registerCudaDevice();
+}

@@ -13,6 +13,7 @@
 #include "gpipe/Runtime/Engine.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -20,6 +21,10 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <climits>
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace gpipe::rt {
 
@@ -300,12 +305,112 @@ bool haveDevice(const std::string &target) {
   return target == "cpu" || registry().count(target);
 }
 
+namespace {
+/// The folders a backend module is looked for in: the running program's,
+/// then that of the object holding this code (the same when the runtime is
+/// linked statically).
+std::vector<std::string> backendFolders() {
+  std::vector<std::string> folders;
+  auto add = [&](const std::string &file) {
+    size_t slash = file.rfind('/');
+    if (slash == std::string::npos)
+      return;
+    std::string folder = file.substr(0, slash);
+    if (std::find(folders.begin(), folders.end(), folder) == folders.end())
+      folders.push_back(folder);
+  };
+  char exe[4096];
+  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0)
+    add(std::string(exe, size_t(n)));
+  Dl_info info;
+  if (::dladdr(reinterpret_cast<void *>(&loadDeviceBackend), &info) &&
+      info.dli_fname) {
+    char resolved[PATH_MAX];
+    if (::realpath(info.dli_fname, resolved))
+      add(resolved);
+  }
+  return folders;
+}
+
+std::string backendFileName(const std::string &target) {
+  return "libgpipe-" + target + "-backend.so";
+}
+
+/// Whether `target` can name a backend module file (letters and digits).
+bool plainTargetName(const std::string &target) {
+  return !target.empty() &&
+         std::all_of(target.begin(), target.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c));
+         });
+}
+
+std::string missingBackendMessage(const std::string &target) {
+  return "the model was compiled for --target " + target +
+         " but this program was built without that backend" +
+         (target == "cuda" ? std::string(" (configure with "
+                                         "-DGPIPE_ENABLE_CUDA=ON on a machine "
+                                         "with the CUDA toolkit and NCCL, or "
+                                         "recompile the model with --target "
+                                         "cpu)")
+                           : std::string()) +
+         (plainTargetName(target)
+              ? "; no " + backendFileName(target) + " beside it"
+              : std::string());
+}
+} // namespace
+
+std::string deviceBackendPath(const std::string &target) {
+  for (const std::string &folder : backendFolders()) {
+    std::string path = folder + "/" + backendFileName(target);
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      return path;
+  }
+  return "";
+}
+
+Status loadDeviceBackend(const std::string &target) {
+  static std::mutex loading;
+  std::lock_guard<std::mutex> once(loading);
+  if (haveDevice(target))
+    return Status::success();
+  // Target names come from model metadata: only plain names form a file
+  // name.
+  if (!plainTargetName(target))
+    return Status::error(missingBackendMessage(target));
+  std::string path = deviceBackendPath(target);
+  if (path.empty())
+    return Status::error(missingBackendMessage(target));
+  dlerror();
+  void *module = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!module) {
+    const char *why = dlerror();
+    return Status::error("cannot load the " + target + " backend " + path +
+                         ": " + (why ? why : "unknown error") +
+                         " (its libraries must be on the library path)");
+  }
+  auto registerBackend = reinterpret_cast<void (*)(void)>(
+      ::dlsym(module, "gpipe_rt_register_backend"));
+  if (!registerBackend)
+    return Status::error(path + " is not a gpipe backend module: it lacks "
+                                "gpipe_rt_register_backend");
+  // The module stays loaded: the device and the models use its code.
+  registerBackend();
+  if (!haveDevice(target))
+    return Status::error(path + " did not register a device for --target " +
+                         target);
+  return Status::success();
+}
+
 Status makeDevice(const std::string &target, int index,
                   std::shared_ptr<Device> &out) {
   if (target == "cpu") {
     out = makeCpuDevice();
     return Status::success();
   }
+  if (Status s = loadDeviceBackend(target); !s.ok())
+    return s;
   DeviceFactory factory;
   {
     std::lock_guard<std::mutex> lock(registryMutex);
@@ -314,15 +419,7 @@ Status makeDevice(const std::string &target, int index,
       factory = it->second;
   }
   if (!factory)
-    return Status::error(
-        "the model was compiled for --target " + target +
-        " but this program was built without that backend" +
-        (target == "cuda" ? std::string(" (configure with "
-                                        "-DGPIPE_ENABLE_CUDA=ON on a machine "
-                                        "with the CUDA toolkit and NCCL, or "
-                                        "recompile the model with --target "
-                                        "cpu)")
-                          : std::string()));
+    return Status::error(missingBackendMessage(target));
   return factory(index, out);
 }
 

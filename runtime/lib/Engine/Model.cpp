@@ -1071,13 +1071,22 @@ Status ModelImage::load(const std::string &path, ModelImage &image) {
           target = json["target"].get<std::string>();
       }
       dlclose(lazy);
+      // The kernels of a target other than cpu come from its backend
+      // module, loaded only now that a model needs it.
       if (!target.empty() && !haveDevice(target)) {
-        std::shared_ptr<Device> none;
-        return Status::error(path + ": " +
-                             makeDevice(target, 0, none).message());
+        if (Status s = loadDeviceBackend(target); !s.ok())
+          return Status::error(path + ": " + s.message());
+        dlerror();
+        handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (!handle) {
+          why = dlerror();
+          reason = why ? why : "unknown error";
+        }
       }
     }
-    return Status::error("cannot load model library " + path + ": " + reason);
+    if (!handle)
+      return Status::error("cannot load model library " + path + ": " +
+                           reason);
   }
   std::shared_ptr<void> owner(handle, [](void *h) { dlclose(h); });
   auto symbol = [&](const char *name) { return dlsym(handle, name); };

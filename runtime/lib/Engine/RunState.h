@@ -281,12 +281,19 @@ public:
   /// When any rank last began or ended an action.
   std::atomic<int64_t> lastProgressNs{0};
   std::vector<std::thread> threads;
+  /// Rank threads that have returned, and which ranks' (under `mu`;
+  /// mainCv is notified).
+  size_t exitedThreads = 0;
+  std::vector<char> threadExited;
   /// Per rank: compute time, and the wall time, over the steps the bubble
   /// counts (all but the first when there are several).
   std::vector<int64_t> busyTotal;
   int64_t wallTotal = 0, countedSteps = 0;
 
   void startRankThreads();
+  /// Joins the rank threads; when the run failed and some do not end
+  /// within the timeout, hands RunOptions::onStuck the reason (never
+  /// returns then).
   void joinRankThreads();
   /// A rank thread: its program once per released step.
   void rankMain(gpipe_rt_rank *rank);

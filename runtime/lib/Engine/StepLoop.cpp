@@ -15,6 +15,10 @@
 #include "gpipe/Runtime/CPUKernels.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <system_error>
 #include <limits>
 
 namespace gpipe::rt {
@@ -46,12 +50,70 @@ std::string unfinishedRanks(const std::vector<char> &finished,
 
 void RunState::startRankThreads() {
   gpipe_rt_cpu_set_blas_threads(1);
-  for (int64_t w = 0; w < numWorkers(); ++w)
-    if (isLocal(w))
-      threads.emplace_back([this, w] { rankMain(&ranks[size_t(w)]); });
+  threadExited.assign(size_t(numWorkers()), 0);
+  for (int64_t w = 0; w < numWorkers(); ++w) {
+    if (!isLocal(w))
+      continue;
+    // Creating a thread fails when its stack cannot be mapped (a memory
+    // limit): the run fails; the threads already running see the abort.
+    try {
+      threads.emplace_back([this, w] {
+        rankMain(&ranks[size_t(w)]);
+        std::lock_guard<std::mutex> lock(mu);
+        ++exitedThreads;
+        threadExited[size_t(w)] = 1;
+        mainCv.notify_all();
+      });
+    } catch (const std::system_error &e) {
+      fail(startStep + 1, "cannot start the thread of " + workerName(w) +
+                              ": " + e.what() +
+                              " (out of memory or threads; a memory limit "
+                              "such as ulimit -v too low?)");
+      break;
+    }
+  }
 }
 
 void RunState::joinRankThreads() {
+  {
+    // Once the run failed, every rank thread gets the timeout (at most 2 s:
+    // a thread that is not stuck sees the abort within 0.1 s) to return.
+    // One that does not is stuck where nothing can reach it: the process
+    // cannot join it nor free the arenas it uses, only end.
+    std::unique_lock<std::mutex> lock(mu);
+    std::optional<Clock::time_point> deadline;
+    while (exitedThreads < threads.size()) {
+      if (abortFlag && !deadline)
+        deadline = Clock::now() + std::chrono::nanoseconds(std::min<int64_t>(
+                                       timeoutNs, 2'000'000'000));
+      if (deadline && Clock::now() >= *deadline)
+        break;
+      mainCv.wait_for(lock, std::chrono::milliseconds(100));
+    }
+    if (exitedThreads < threads.size()) {
+      std::string stuck;
+      for (const gpipe_rt_rank &rank : ranks)
+        if (isLocal(rank.index) && !threadExited[size_t(rank.index)])
+          stuck += "\n  " + where(&rank, currentAction(&rank));
+      std::string message =
+          firstError().message() + "\nthe run stopped, but " +
+          std::to_string(threads.size() - exitedThreads) + " of " +
+          std::to_string(threads.size()) +
+          " rank threads did not end within " +
+          formatSeconds(std::min(options.timeoutSeconds, 2.0)) +
+          " s after it (stuck inside a kernel or library call, such as "
+          "OpenBLAS failing to map its buffers under a memory limit); "
+          "ending the process. Where the stuck ranks are:" +
+          stuck;
+      lock.unlock();
+      if (options.onStuck)
+        options.onStuck(message);
+      std::fflush(stdout);
+      std::fprintf(stderr, "error: %s\n", message.c_str());
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+  }
   for (std::thread &t : threads)
     t.join();
   threads.clear();

@@ -38,13 +38,47 @@ constexpr const char *kTempPrefix = ".tmp-step-";
 
 std::string errnoText() { return std::strerror(errno); }
 
-std::string hexHash(const std::vector<uint8_t> &bytes) {
+std::string hexHash(const char *data, size_t size) {
   char text[17];
   std::snprintf(text, sizeof text, "%016llx",
-                (unsigned long long)gpipe_rt_hash_name(
-                    reinterpret_cast<const char *>(bytes.data()),
-                    bytes.size()));
+                (unsigned long long)gpipe_rt_hash_name(data, size));
   return text;
+}
+
+std::string hexHash(const std::vector<uint8_t> &bytes) {
+  return hexHash(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+}
+
+/// The manifest's own checksum: FNV-1a over its canonical text, the compact
+/// dump of every field but this one (nlohmann::json keeps object keys
+/// sorted, so the text does not depend on the file's layout).
+constexpr const char *kManifestChecksum = "manifest_fnv1a64";
+
+std::string manifestChecksum(nlohmann::json manifest) {
+  manifest.erase(kManifestChecksum);
+  std::string canonical = manifest.dump();
+  return hexHash(canonical.data(), canonical.size());
+}
+
+/// The step a checkpoint directory's name says (step-00000012: 12), or -1
+/// when the name is not one writeCheckpoint gives.
+int64_t stepOfDirectoryName(const std::string &path) {
+  std::string base = path;
+  while (base.size() > 1 && base.back() == '/')
+    base.pop_back();
+  if (size_t slash = base.rfind('/'); slash != std::string::npos)
+    base = base.substr(slash + 1);
+  std::string prefix = kPrefix;
+  if (base.compare(0, prefix.size(), prefix) != 0 ||
+      base.size() == prefix.size() || base.size() > prefix.size() + 18)
+    return -1;
+  int64_t step = 0;
+  for (size_t i = prefix.size(); i < base.size(); ++i) {
+    if (base[i] < '0' || base[i] > '9')
+      return -1;
+    step = step * 10 + (base[i] - '0');
+  }
+  return step;
 }
 
 Status readFile(const std::string &path, std::vector<uint8_t> &bytes) {
@@ -63,16 +97,22 @@ Status readFile(const std::string &path, std::vector<uint8_t> &bytes) {
   return Status::success();
 }
 
-void removeTree(const std::string &dir) {
+/// Removes `dir` and the files in it; on failure returns why (the first
+/// entry that would not go, or the directory itself), else "".
+std::string removeTree(const std::string &dir) {
+  std::string why;
   if (DIR *d = ::opendir(dir.c_str())) {
     while (dirent *e = ::readdir(d)) {
       std::string name = e->d_name;
-      if (name != "." && name != "..")
-        ::unlink((dir + "/" + name).c_str());
+      if (name != "." && name != ".." &&
+          ::unlink((dir + "/" + name).c_str()) != 0 && why.empty())
+        why = "cannot remove " + dir + "/" + name + ": " + errnoText();
     }
     ::closedir(d);
   }
-  ::rmdir(dir.c_str());
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT && why.empty())
+    why = "cannot remove " + dir + ": " + errnoText();
+  return why;
 }
 
 /// The entries of `dir` starting with `prefix`, sorted.
@@ -178,7 +218,8 @@ std::string checkpointName(int64_t step) {
 
 Status writeCheckpoint(const std::string &dir, const TrainingState &state,
                        const ModelMetadata &meta, int keep,
-                       std::string *path) {
+                       std::string *path,
+                       std::vector<std::string> *warnings) {
   Status s = makeDirectories(dir);
   if (!s.ok())
     return s;
@@ -203,7 +244,7 @@ Status writeCheckpoint(const std::string &dir, const TrainingState &state,
     return Status::error("cannot create " + temp + ": " + errnoText());
   nlohmann::json manifest = {
       {"format", "gpipe-checkpoint"},
-      {"version", 1},
+      {"version", 2},
       {"step", state.step},
       {"seed", std::to_string(state.seed)},
       {"optimizer", state.optimizer},
@@ -222,6 +263,7 @@ Status writeCheckpoint(const std::string &dir, const TrainingState &state,
     manifest["files"][file] = {{"bytes", bytes.size()},
                                {"fnv1a64", hexHash(bytes)}};
   }
+  manifest[kManifestChecksum] = manifestChecksum(manifest);
   std::string text = manifest.dump(2) + "\n";
   s = writeFileDurably(temp + "/" + kManifest,
                    std::vector<uint8_t>(text.begin(), text.end()));
@@ -263,9 +305,16 @@ Status writeCheckpoint(const std::string &dir, const TrainingState &state,
   for (const std::string &n : listEntries(dir, kPrefix))
     if (n <= name)
       names.push_back(n);
+  // A checkpoint that will not go is left (the run goes on) with a
+  // warning: the directory keeps more than asked.
   for (size_t i = 0; i + size_t(std::max(keep, 1)) < names.size(); ++i)
     if (names[i] != name)
-      removeTree(dir + "/" + names[i]);
+      if (std::string why = removeTree(dir + "/" + names[i]);
+          !why.empty() && warnings)
+        warnings->push_back("could not remove the old checkpoint " + dir +
+                            "/" + names[i] + " (" + why +
+                            "); it stays beside the newest " +
+                            std::to_string(std::max(keep, 1)));
   for (const std::string &t : listEntries(dir, kTempPrefix)) {
     size_t dash = t.rfind('-');
     int pid = dash == std::string::npos ? 0 : std::atoi(t.c_str() + dash + 1);
@@ -291,8 +340,26 @@ Status readCheckpointUnguarded(const std::string &path,
       manifest.value("format", "") != "gpipe-checkpoint")
     return Status::error(path + "/" + kManifest +
                          " is not a gpipe checkpoint manifest");
-  if (manifest.value("version", 0) != 1)
-    return Status::error(path + "/" + kManifest + ": unsupported version");
+  int version = manifest.value("version", 0);
+  if (version != 1 && version != 2)
+    return Status::error(path + "/" + kManifest + ": unsupported version " +
+                         std::to_string(version));
+  // Version 2 manifests carry their own checksum; an edited step, seed or
+  // optimizer step count would silently change the training. Version 1
+  // (older runs) had none and is read with a warning.
+  if (version == 2) {
+    std::string stored = manifest.value(kManifestChecksum, std::string());
+    std::string actual = manifestChecksum(manifest);
+    if (stored != actual)
+      return Status::error(
+          path + "/" + kManifest + ": its checksum " +
+          (stored.empty() ? std::string("is missing")
+                          : "(" + stored + ") does not match its content (" +
+                                actual + ")") +
+          "; the manifest was edited or corrupted");
+  } else {
+    state.unverifiedManifest = true;
+  }
   try {
     state.step = manifest.at("step").get<int64_t>();
     state.seed = std::stoull(manifest.at("seed").get<std::string>());
@@ -304,6 +371,17 @@ Status readCheckpointUnguarded(const std::string &path,
   }
   if (state.step < 0 || state.optimizerSteps < 0)
     return Status::error(path + "/" + kManifest + ": negative step count");
+  if (int64_t named = stepOfDirectoryName(path);
+      named >= 0 && named != state.step)
+    return Status::error(path + "/" + kManifest + ": step " +
+                         std::to_string(state.step) +
+                         " does not match the directory's name (step " +
+                         std::to_string(named) + ")");
+  if (state.optimizerSteps > state.step)
+    return Status::error(path + "/" + kManifest + ": optimizer_steps " +
+                         std::to_string(state.optimizerSteps) +
+                         " exceeds the step " + std::to_string(state.step) +
+                         " (at most one update per step)");
   if (state.optimizer != optimizer &&
       optimizerStateSlots(state.optimizer) != optimizerStateSlots(optimizer))
     return Status::error("it holds optimizer state for " + state.optimizer +

@@ -17,18 +17,19 @@
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Checkpoint.h"
 #include "gpipe/Runtime/Engine.h"
-#ifdef GPIPE_HAVE_CUDA
-#include "gpipe/Runtime/CUDADevice.h"
-#endif
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <csignal>
+#include <cstring>
 #include <dirent.h>
+#include <fcntl.h>
 #include <new>
 #include <string>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -191,16 +192,67 @@ int64_t parseInteger(const std::string &flag, const std::string &text,
   return v;
 }
 
-/// Fails early when `path`'s directory does not exist, so a long run does
-/// not end in an unwritable output.
+/// Whether a new file can be created in directory `dir`: probed by
+/// creating and removing one (permissions, read-only file systems and
+/// full quotas all show). Empty when it can, else why not.
+std::string probeWritable(const std::string &dir) {
+  std::string probe =
+      dir + "/.gpipe-run-probe-" + std::to_string(::getpid());
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0)
+    return std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+}
+
+std::string parentOf(const std::string &path) {
+  size_t slash = path.find_last_not_of('/');
+  slash = slash == std::string::npos ? std::string::npos
+                                     : path.rfind('/', slash);
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// Fails early when `path` could not be written (its directory missing,
+/// not a directory or not writable, or the path a directory), so a long
+/// run does not end in an unwritable output.
 void checkOutputPath(const std::string &flag, const std::string &path) {
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  if (dir.empty())
-    dir = "/";
+  std::string dir = parentOf(path);
   struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+  if (::stat(dir.c_str(), &st) != 0)
     fatal(flag + " " + path + ": directory '" + dir + "' does not exist");
+  if (!S_ISDIR(st.st_mode))
+    fatal(flag + " " + path + ": '" + dir + "' is not a directory");
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    fatal(flag + " " + path + ": is a directory; give a file name");
+  if (std::string why = probeWritable(dir); !why.empty())
+    fatal(flag + " " + path + ": cannot create files in '" + dir +
+          "': " + why);
+}
+
+/// The same for the checkpoint directory, created when the first
+/// checkpoint is written: its nearest existing ancestor must be a
+/// directory that takes new entries.
+void checkCheckpointDir(const std::string &dir) {
+  std::string existing = dir;
+  struct stat st;
+  while (::stat(existing.c_str(), &st) != 0) {
+    if (errno != ENOENT && errno != ENOTDIR)
+      fatal("--checkpoint-dir " + dir + ": cannot use '" + existing +
+            "': " + std::strerror(errno));
+    std::string parent = parentOf(existing);
+    if (parent == existing)
+      break;
+    existing = parent;
+  }
+  if (!S_ISDIR(st.st_mode))
+    fatal("--checkpoint-dir " + dir + ": '" + existing +
+          "' is not a directory");
+  if (std::string why = probeWritable(existing); !why.empty())
+    fatal("--checkpoint-dir " + dir + ": cannot create entries in '" +
+          existing + "': " + why);
 }
 
 std::string numberOrNA(double v, const char *format = "%.3f") {
@@ -420,9 +472,6 @@ int main(int argc, char **argv) {
   // path (temporaries removed) instead of the signal killing the run.
   std::signal(SIGXFSZ, SIG_IGN);
   Args args = parseArgs(argc, argv);
-#ifdef GPIPE_HAVE_CUDA
-  registerCudaDevice();
-#endif
   if (args.run.transport != TransportKind::Local) {
     Status init = initializeMpi(&argc, &argv);
     if (!init.ok())
@@ -437,6 +486,8 @@ int main(int argc, char **argv) {
         {"--trace", args.trace}})
     if (!path.empty())
       checkOutputPath(flag, path);
+  if (!args.checkpointDir.empty() && root)
+    checkCheckpointDir(args.checkpointDir);
 
   ModelImage image;
   gDoing = "loading the model library";
@@ -554,6 +605,12 @@ int main(int argc, char **argv) {
         std::printf("resume: using the checkpoint's seed %llu\n",
                     (unsigned long long)resumed.seed);
       run.seed = resumed.seed;
+      if (resumed.unverifiedManifest && root)
+        std::fprintf(stderr,
+                     "gpipe-run: warning: %s/MANIFEST.json has no checksum "
+                     "of its own (written by an older gpipe-run); its step, "
+                     "seed and optimizer step count are taken unverified\n",
+                     path.c_str());
       if (root)
         std::printf("resume: %s (step %lld)\n", path.c_str(),
                     (long long)resumed.step);
@@ -580,10 +637,14 @@ int main(int argc, char **argv) {
     run.checkpointEvery = args.checkpointEvery;
     run.checkpoint = [&](const TrainingState &state) -> Status {
       std::string path;
+      std::vector<std::string> warnings;
       Status w = writeCheckpoint(args.checkpointDir, state, meta,
-                                 int(args.keepCheckpoints), &path);
+                                 int(args.keepCheckpoints), &path, &warnings);
       if (w.ok() && !args.quiet)
         std::printf("checkpoint: %s\n", path.c_str());
+      std::fflush(stdout);
+      for (const std::string &warning : warnings)
+        std::fprintf(stderr, "gpipe-run: warning: %s\n", warning.c_str());
       return w;
     };
   }
@@ -629,6 +690,20 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
   };
 
+  // A rank thread that cannot be joined (stuck in a library call) ends the
+  // process: no exit handlers, which could wait for it too.
+  run.onStuck = [](const std::string &message) {
+    std::fflush(stdout);
+    if (gMpi)
+      std::fprintf(stderr, "gpipe-run: error: process %d: %s\n", mpiRank(),
+                   message.c_str());
+    else
+      std::fprintf(stderr, "gpipe-run: error: %s\n", message.c_str());
+    std::fflush(stderr);
+    if (gMpi)
+      abortMpiJob(message, /*announce=*/true);
+    std::_Exit(1);
+  };
   Engine engine(image);
   RunResult result;
   gDoing = "allocating the arenas and training";
@@ -705,6 +780,33 @@ int main(int argc, char **argv) {
                 workerLabel(meta, a.rank).c_str(), bytesString(a.measuredBytes).c_str(),
                 bytesString(a.plannedBytes).c_str(),
                 a.measuredBytes == a.plannedBytes ? "equal" : "DIFFERENT");
+  // What the process held at its peak next to what the plan covers: the
+  // arenas are the training state; the rest does not grow with the plan.
+  {
+    struct rusage usage;
+    int64_t planned = 0;
+    // Under MPI this process holds only its own rank's arena.
+    for (const ArenaReport &a : result.arenas)
+      if (!gMpi || a.rank == mpiRank())
+        planned += a.plannedBytes;
+    if (::getrusage(RUSAGE_SELF, &usage) == 0) {
+      int64_t peak = int64_t(usage.ru_maxrss) * 1024; // KiB on Linux
+      bool onHost = meta.target == "cpu";
+      std::printf("memory: peak resident %s (getrusage ru_maxrss%s), the "
+                  "plan's arenas %s%s\n",
+                  bytesString(peak).c_str(), gMpi ? ", process 0" : "",
+                  bytesString(planned).c_str(), onHost ? "" : " on the GPU");
+      std::printf("  %s%s: code and libraries (OpenBLAS, Open MPI%s), the "
+                  "model library, the training data, host copies of the "
+                  "parameters and optimizer state (outputs, checkpoints), "
+                  "thread stacks, the allocator's free memory\n",
+                  onHost ? "fixed overhead, the other " : "all host memory, ",
+                  onHost ? bytesString(std::max<int64_t>(0, peak - planned))
+                               .c_str()
+                         : bytesString(peak).c_str(),
+                  onHost ? "" : ", CUDA");
+    }
+  }
   // The plan is exact: a rank that touched more or fewer bytes than it
   // reserved means the compiler and the runtime disagree about the layout.
   for (const ArenaReport &a : result.arenas)

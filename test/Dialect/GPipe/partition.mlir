@@ -61,9 +61,17 @@ func.func @forward(%x: tensor<4x16xf32>, %labels: tensor<4xi64>) -> tensor<f32> 
 
 // -----
 
-// expected-error @+1 {{the network has no layers to cut into stages: no op computes its output from its input (gpipe-opt: run nn-form-layers first)}}
+// expected-error @+1 {{the network has no layers to cut into stages: no op computes its output from its input}}
 func.func @forward(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
   return %x : tensor<4x16xf32>
+}
+
+// -----
+
+// expected-error @+1 {{the network has no layers to cut into stages: its ops are not grouped into nn.layer ops (run nn-form-layers first)}}
+func.func @forward(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %y = nn.relu %x : tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
 }
 
 // -----

@@ -53,15 +53,25 @@ static FailureOr<Network> analyzeNetwork(func::FuncOp func) {
     return mlir::emitError(func.getLoc(), "network function has no body"),
            failure();
   Block &body = func.getBody().front();
-  // Said in the model's terms first: gpipe-compile forms the layers itself,
-  // so no layers means a network that computes nothing from its input.
+  // Said in the model's terms: gpipe-compile forms the layers itself, so no
+  // layers there means a network that computes nothing from its input. Only
+  // ops left ungrouped (this pass run on its own) call for nn-form-layers.
   if (llvm::none_of(body.without_terminator(),
-                    [](Operation &op) { return isa<nn::LayerOp>(op); }))
+                    [](Operation &op) { return isa<nn::LayerOp>(op); })) {
+    bool ungrouped = llvm::any_of(body.without_terminator(), [](Operation &op) {
+      return !isa<nn::CrossEntropyOp, nn::MSEOp>(op);
+    });
+    if (ungrouped)
+      return mlir::emitError(func.getLoc(),
+                             "the network has no layers to cut into stages: "
+                             "its ops are not grouped into nn.layer ops (run "
+                             "nn-form-layers first)"),
+             failure();
     return mlir::emitError(func.getLoc(),
                            "the network has no layers to cut into stages: no "
-                           "op computes its output from its input (gpipe-opt: "
-                           "run nn-form-layers first)"),
+                           "op computes its output from its input"),
            failure();
+  }
   for (Operation &op : body.without_terminator()) {
     if (auto layer = dyn_cast<nn::LayerOp>(op)) {
       if (!net.tail.empty())
@@ -76,8 +86,7 @@ static FailureOr<Network> analyzeNetwork(func::FuncOp func) {
       return mlir::emitError(
                  op.getLoc(),
                  "this op comes before the network's first layer and belongs "
-                 "to none; every op before the loss must be in a layer "
-                 "(gpipe-opt: run nn-form-layers first)"),
+                 "to none; every op before the loss must be in an nn.layer"),
              failure();
     net.tail.push_back(&op);
   }

@@ -772,7 +772,13 @@ LogicalResult LayerOp::verify() {
 
 OpCost LayerOp::getCost() {
   OpCost cost;
-  getBodyBlock().walk([&](CostOpInterface op) { cost += op.getCost(); });
+  // The walk reaches every op inside, nested layers' too: count those ops
+  // once each, not nested layers' own totals as well (which would count
+  // them again at every level, exponential in the nesting depth).
+  getBodyBlock().walk([&](CostOpInterface op) {
+    if (!isa<LayerOp>(op.getOperation()))
+      cost += op.getCost();
+  });
   return cost;
 }
 

@@ -3,13 +3,18 @@
 // Implements `attachLoss` and the `nn-attach-loss` pass: the network function
 // (inputs -> prediction) gets a trailing `labels` argument and returns the
 // scalar loss, `nn.cross_entropy` of the prediction as logits or `nn.mse`
-// against a target of the prediction's type.
+// against a target of the prediction's type. The pass first refuses tensor
+// sizes the pipeline cannot compile (a dimension of 0, a byte size past
+// 1 PiB), in the network's own terms.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "gpipe/Dialect/NN/Transforms/Passes.h"
 #include "gpipe/Dialect/NN/Transforms/Transforms.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace mlir::gpipe::nn {
 #define GEN_PASS_DEF_NNATTACHLOSSPASS
@@ -81,6 +86,58 @@ LogicalResult mlir::gpipe::nn::attachLoss(func::FuncOp func, LossKind kind) {
   return success();
 }
 
+/// The largest tensor the network may hold, in bytes: 1 PiB. Memory plans
+/// add up many tensors in 64-bit byte counts; far below 2^63, their sums
+/// cannot overflow.
+static constexpr int64_t kMaxTensorBytes = int64_t(1) << 50;
+
+/// Refuses, before any rewrite shows them in other ops' terms, tensor sizes
+/// the pipeline cannot compile: a dimension of size 0 (a layer of width 0
+/// would surface later as an `nn.gemm` shape mismatch) and tensors whose
+/// byte size overflows or exceeds kMaxTensorBytes (it would wrap around
+/// into a tiny memory plan).
+static LogicalResult checkTensorSizes(func::FuncOp func) {
+  auto check = [&](Value value, Location loc,
+                   StringRef what) -> LogicalResult {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type || !type.hasStaticShape())
+      return success();
+    for (int64_t dim : type.getShape())
+      if (dim == 0)
+        return emitError(loc) << what << " of type " << type
+                              << " has a dimension of size 0 (a layer of "
+                                 "width 0?); every dimension must be at "
+                                 "least 1";
+    int64_t bytes = std::max<int64_t>(
+        1, (int64_t(type.getElementTypeBitWidth()) + 7) / 8);
+    bool overflow = false;
+    for (int64_t dim : type.getShape())
+      overflow |= llvm::MulOverflow(bytes, dim, bytes) ||
+                  bytes > kMaxTensorBytes;
+    if (!overflow)
+      return success();
+    InFlightDiagnostic diag = emitError(loc);
+    diag << what << " of type " << type << " holds ";
+    llvm::interleave(
+        type.getShape(), [&](int64_t d) { diag << d; },
+        [&] { diag << " x "; });
+    return diag << " elements, more than the 1 PiB a tensor may take; use a "
+                   "smaller batch or smaller layers";
+  };
+  for (BlockArgument arg : func.getArguments())
+    if (failed(check(arg, arg.getLoc(),
+                     "input " + std::to_string(arg.getArgNumber()))))
+      return failure();
+  WalkResult result = func.walk([&](Operation *op) {
+    for (Value v : op->getResults())
+      if (failed(check(v, op->getLoc(),
+                       "'" + op->getName().getStringRef().str() + "' result")))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 namespace {
 struct NNAttachLossPass
     : public mlir::gpipe::nn::impl::NNAttachLossPassBase<NNAttachLossPass> {
@@ -93,7 +150,7 @@ struct NNAttachLossPass
           << funcName << "' to attach the loss to";
       return signalPassFailure();
     }
-    if (failed(attachLoss(func, loss)))
+    if (failed(checkTensorSizes(func)) || failed(attachLoss(func, loss)))
       signalPassFailure();
   }
 };

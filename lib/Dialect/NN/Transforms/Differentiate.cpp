@@ -60,6 +60,11 @@ static void inlineLayers(Block &block) {
       Block &body = layer.getBodyBlock();
       auto yield = cast<YieldOp>(body.getTerminator());
       SmallVector<Value> yielded(yield.getValues());
+      // A layer that yields one of its own arguments yields its input:
+      // the argument dies with the layer.
+      for (Value &v : yielded)
+        if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == &body)
+          v = layer.getInputs()[arg.getArgNumber()];
       yield.erase();
       for (auto [arg, input] :
            llvm::zip(body.getArguments(), layer.getInputs()))

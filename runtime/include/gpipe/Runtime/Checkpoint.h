@@ -13,7 +13,14 @@
 //   D/step-00000012/params.safetensors
 //   D/step-00000012/optimizer.safetensors
 //   D/step-00000012/MANIFEST.json        written last: step, seed, optimizer,
-//                                        and each file's size and FNV-1a hash
+//                                        each file's size and FNV-1a hash,
+//                                        and the FNV-1a hash of the
+//                                        manifest's own canonical text
+//
+// A manifest is checked against its checksum and its directory's name
+// (step-00000012 holds step 12), so an edited step, seed or optimizer step
+// count is refused rather than silently changing the training. Version 1
+// manifests (without the checksum) are read, flagged unverifiedManifest.
 //
 // Writing is atomic: the files go to D/.tmp-step-00000012-<pid>/, each
 // flushed to disk, the manifest last, the directory flushed, then renamed
@@ -51,6 +58,9 @@ struct TrainingState {
   int64_t optimizerSteps = 0;
   /// Where the model came from (informational).
   std::string source;
+  /// Read from a version 1 manifest, which has no checksum of its own: its
+  /// step, seed and optimizer step count could not be verified.
+  bool unverifiedManifest = false;
   /// By parameter name, in the parameter's row-major layout.
   std::map<std::string, std::vector<float>> parameters;
   /// By "<slot>.<parameter name>".
@@ -67,13 +77,16 @@ std::string checkpointName(int64_t step);
 /// Writes `state` as a checkpoint under `dir` (created if missing),
 /// atomically; `path` receives the final directory. Then removes all but
 /// the newest `keep` complete checkpoints (keep >= 1) and stale temporary
-/// directories.
+/// directories; an old checkpoint that cannot be removed is left in place
+/// and said in `warnings` (the write itself succeeded).
 Status writeCheckpoint(const std::string &dir, const TrainingState &state,
                        const ModelMetadata &meta, int keep,
-                       std::string *path = nullptr);
+                       std::string *path = nullptr,
+                       std::vector<std::string> *warnings = nullptr);
 
 /// Reads and verifies the checkpoint directory `path` (a step-* directory):
-/// manifest, file sizes and hashes, and that it holds exactly the model's
+/// manifest (its checksum, and its step against the directory's name),
+/// file sizes and hashes, and that it holds exactly the model's
 /// parameters in their shapes and the state tensors `optimizer` needs.
 Status readCheckpoint(const std::string &path, const ModelMetadata &meta,
                       const std::string &optimizer, TrainingState &state);

@@ -198,14 +198,27 @@ std::shared_ptr<Device> makeCpuDevice();
 /// Runs --target cpu models through every path a GPU run takes (tests).
 std::shared_ptr<Device> makeEmulatedDevice();
 
-/// Makes the device for models of a target. The engine knows "cpu"; a
-/// program built with another backend registers it (gpipe-run does for
-/// "cuda" when built with it). `index` picks among several GPUs.
+/// Makes the device for models of a target. The engine knows "cpu"; other
+/// targets come from a backend module registering theirs (the CUDA one:
+/// libgpipe-cuda-backend.so, loaded by loadDeviceBackend).
+/// `index` picks among several GPUs.
 using DeviceFactory =
     std::function<Status(int index, std::shared_ptr<Device> &out)>;
 void registerDevice(const std::string &target, DeviceFactory factory);
 /// Whether a device for `target` can be made by this program.
 bool haveDevice(const std::string &target);
+
+/// Makes the device of `target` available: nothing for "cpu" or a target
+/// already registered; otherwise loads the backend module
+/// libgpipe-<target>-backend.so from the folder of the program (or of the
+/// library holding the runtime), globally so that the kernels it exports
+/// bind in the model libraries loaded after it, and calls its
+/// gpipe_rt_register_backend(). A CPU run thus never maps the GPU
+/// libraries the module needs. Fails naming the module and why.
+Status loadDeviceBackend(const std::string &target);
+/// The module loadDeviceBackend would load for `target`, or "" when there
+/// is none beside the program.
+std::string deviceBackendPath(const std::string &target);
 /// Makes it; fails with a message naming what is missing.
 Status makeDevice(const std::string &target, int index,
                   std::shared_ptr<Device> &out);

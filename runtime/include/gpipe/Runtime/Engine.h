@@ -437,6 +437,13 @@ struct RunOptions {
   std::function<void(const StepMetrics &)> onStep;
   /// Called once before the first step, when data and optimizer are known.
   std::function<void(const OptimizerConfig &, const Dataset &)> onStart;
+  /// Called on the calling thread when, after the run failed, rank threads
+  /// have not ended within the timeout (a thread stuck inside a library
+  /// call, such as OpenBLAS looping on a buffer it cannot map under a
+  /// memory limit, can be neither stopped nor joined): `message` names the
+  /// run's error and where each stuck rank is. It must end the process;
+  /// null: the message goes to stderr and the process exits with status 1.
+  std::function<void(const std::string &message)> onStuck;
 };
 
 /// One rank's arena: what the plan said, what the program touched.
