@@ -10,17 +10,25 @@
 #include "FuzzContext.h"
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <cstdint>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   gpipe::fuzz::FuzzContext fuzzContext;
   mlir::ParserConfig config(fuzzContext.get(), /*verifyAfterParse=*/true);
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // The lexer relies on the NUL after the buffer that every file read
+  // through MemoryBuffer has (as gpipe-opt reads its input): a copy adds it.
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(
+          llvm::StringRef(reinterpret_cast<const char *>(data), size),
+          "fuzz.mlir"),
+      llvm::SMLoc());
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(text, config, "fuzz.mlir");
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, config);
   (void)module;
   return 0;
 }

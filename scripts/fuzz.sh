@@ -11,7 +11,8 @@
 # in build-san/fuzz/work/<target>/, crashes to build-san/fuzz/findings/.
 # Prints, per target, the executions run and the findings, and exits
 # non-zero when any target found something. BUILD_DIR and JOBS override the
-# build folder and the build's parallelism; FUZZ_ARGS adds libFuzzer flags.
+# build folder and the build's parallelism; FUZZ_MAX_LEN the largest input
+# (4096 bytes by default); FUZZ_ARGS adds libFuzzer flags.
 #
 #===-----------------------------------------------------------------------===#
 set -uo pipefail
@@ -73,7 +74,7 @@ for t in "${targets[@]}"; do
   # only for one input, so 2 GB flags a real leak or blow-up.
   # shellcheck disable=SC2086
   "$build/fuzz/gpipe-fuzz-$t" -max_total_time="$seconds" -print_final_stats=1 \
-    -timeout=25 -rss_limit_mb=2048 -max_len=65536 \
+    -timeout=25 -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-4096}" \
     -artifact_prefix="$findings/" ${FUZZ_ARGS:-} \
     "$work" "$root/fuzz/corpus/$t" >"$log" 2>&1
   rc=$?
