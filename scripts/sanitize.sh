@@ -94,9 +94,12 @@ if [ "$mode" = asan ]; then
   # pass on a sanitizer's exit status.
   reports="$build/sanitizer-reports"
   rm -rf "$reports" && mkdir -p "$reports"
-  export ASAN_OPTIONS="allow_user_poisoning=0:detect_leaks=1:abort_on_error=1:halt_on_error=1:log_path=$reports/asan"
+  export ASAN_OPTIONS="allow_user_poisoning=0:detect_leaks=1:abort_on_error=1:halt_on_error=1:log_path=$reports/report"
   export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
-  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/report"
+  # Open MPI keeps its plugins loaded, so that its leaks are named and
+  # suppressed (lsan.supp).
+  export OMPI_MCA_mca_base_component_disable_dlclose=1
 
   echo "== asan: lit =="
   "$lit" -sv "$build/test" | tee "$log"
@@ -142,7 +145,7 @@ cmake --build "$build" -j "$jobs" || { echo "sanitize: build failed"; exit 1; }
 
 reports="$build/sanitizer-reports"
 rm -rf "$reports" && mkdir -p "$reports"
-export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp:log_path=$reports/tsan"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp:log_path=$reports/report"
 
 echo "== tsan: runtime unit tests =="
 ctest --test-dir "$build" --output-on-failure | tee "$log"
