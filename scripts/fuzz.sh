@@ -80,8 +80,7 @@ for t in "${targets[@]}"; do
   rc=$?
   execs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$log" | tail -1)
   # A crash, leak, timeout or out-of-memory leaves an artifact.
-  found=$(grep -cE '^artifact_prefix=|Test unit written to' "$log" || true)
-  found=${found:-0}
+  found=$(grep -oE 'Test unit written to [^ ]+' "$log" | sort -u | wc -l)
   if [ "$rc" -ne 0 ] && [ "$found" -eq 0 ]; then found=1; fi
   if [ "$found" -gt 0 ]; then
     grep -E 'ERROR: |runtime error:|Test unit written to|SUMMARY' "$log" | head -5
