@@ -97,10 +97,11 @@ if [ "$mode" = asan ]; then
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/report"
   export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 
-  # Leak detection is off for lit: every gpipe-run initializes Open MPI,
-  # which keeps allocations until exit from plugins it has unloaded by then
-  # (their frames are unnamed, so no suppression can match them). The unit
-  # tests and the fuzz targets, which do not, run with leak detection on.
+  # Leak detection is off for lit: its `gpipe-run --transport mpi` runs
+  # initialize Open MPI, which keeps allocations until exit from plugins it
+  # has unloaded by then (their frames are unnamed, so no suppression can
+  # match them). The unit tests and the fuzz targets, which do not use MPI,
+  # run with leak detection on.
   echo "== asan: lit =="
   ASAN_OPTIONS="$asan:detect_leaks=0" "$lit" -sv "$build/test" | tee "$log"
   lit_status=${PIPESTATUS[0]}
