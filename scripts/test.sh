@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 #===- test.sh - Set up, build and run every gpipe test --------------------===#
 #
-# Builds (scripts/build.sh), runs the lit suite (check-gpipe) and the
-# GoogleTest suite (ctest), and ends with one summary line over both.
+# Builds (scripts/build.sh), runs the lit suite (check-gpipe), the
+# GoogleTest suite (ctest) and each fuzz target briefly (scripts/fuzz.sh;
+# FUZZ_SECONDS per target, 30 by default, 0 to skip), and ends with one
+# summary line over all three.
 #
 #===-----------------------------------------------------------------------===#
 set -uo pipefail
@@ -39,11 +41,28 @@ if [ "$ctest_skip" -gt 0 ] && [ -x "$build/runtime/GPipeRuntimeCUDATests" ]; the
   echo "skipped: $ctest_skip GPU tests (${reason:-see ctest -V})"
 fi
 
-passed=$((lit_pass + ctest_total - ctest_fail - ctest_skip))
-failed=$((lit_fail + ctest_fail))
+# Each fuzz target for FUZZ_SECONDS (30 by default; 0 skips them) in the
+# clang build scripts/fuzz.sh makes (build-san/); a target passes when it
+# found nothing.
+fuzz_seconds="${FUZZ_SECONDS:-30}"
+fuzz_pass=0
+fuzz_fail=0
+if [ "$fuzz_seconds" -gt 0 ]; then
+  echo "== fuzz (scripts/fuzz.sh $fuzz_seconds) =="
+  "$root/scripts/fuzz.sh" "$fuzz_seconds" | tee "$log"
+  fuzz_status=${PIPESTATUS[0]}
+  fuzz_pass=$(sed -nE 's/^fuzz: ([0-9]+) passed, ([0-9]+) failed$/\1/p' "$log")
+  fuzz_fail=$(sed -nE 's/^fuzz: ([0-9]+) passed, ([0-9]+) failed$/\2/p' "$log")
+  fuzz_pass=${fuzz_pass:-0}
+  fuzz_fail=${fuzz_fail:-0}
+  if [ "$fuzz_status" -ne 0 ] && [ "$fuzz_fail" -eq 0 ]; then fuzz_fail=1; fi
+fi
+
+passed=$((lit_pass + ctest_total - ctest_fail - ctest_skip + fuzz_pass))
+failed=$((lit_fail + ctest_fail + fuzz_fail))
 if [ "$lit_status" -ne 0 ] && [ "$lit_fail" -eq 0 ]; then failed=$((failed + 1)); fi
 if [ "$ctest_status" -ne 0 ] && [ "$ctest_fail" -eq 0 ]; then failed=$((failed + 1)); fi
 echo
-echo "lit: $lit_pass passed, $lit_fail failed; gtest: $((ctest_total - ctest_fail - ctest_skip)) passed, $ctest_fail failed, $ctest_skip skipped"
+echo "lit: $lit_pass passed, $lit_fail failed; gtest: $((ctest_total - ctest_fail - ctest_skip)) passed, $ctest_fail failed, $ctest_skip skipped; fuzz: $fuzz_pass passed, $fuzz_fail failed"
 echo "total: $passed passed, $failed failed, $((lit_skip + ctest_skip)) skipped"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -72,6 +72,12 @@ import shutil
 if shutil.which("mpirun"):
     config.available_features.add("mpi")
 
+# asan: the tools are built with AddressSanitizer (GPIPE_ENABLE_FUZZERS,
+# scripts/sanitize.sh asan), whose shadow memory needs terabytes of address
+# space: tests under `ulimit -v` cannot start them.
+if getattr(config, "gpipe_asan", False):
+    config.available_features.add("asan")
+
 # cuda-backend: gpipe-run was built with the CUDA device. cuda-device: this
 # machine also has an NVIDIA GPU (tests that train on it).
 if getattr(config, "gpipe_cuda_backend", False):

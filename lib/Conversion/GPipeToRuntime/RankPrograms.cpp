@@ -81,9 +81,12 @@ LogicalResult Emitter::lowerRank(ProgramOp program) {
     // Action j of trip t has the expanded index next + t * period + j.
     Value trip = LLVM::SubOp::create(at, l, iv,
                                      constI64(at, l, loop.getLowerBound()));
-    Value first = LLVM::AddOp::create(
-        at, l, constI64(at, l, next),
-        LLVM::MulOp::create(at, l, trip, constI64(at, l, period)));
+    // Each operand named first: the order of a call's arguments is
+    // unspecified, and the IR must not depend on the compiler.
+    Value tripOffset =
+        LLVM::MulOp::create(at, l, trip, constI64(at, l, period));
+    Value nextIndex = constI64(at, l, next);
+    Value first = LLVM::AddOp::create(at, l, nextIndex, tripOffset);
     for (auto [j, inner] : llvm::enumerate(bodyOps)) {
       auto action = cast<ActionOpInterface>(inner);
       Value mb = action.getMicrobatchBase()
@@ -145,9 +148,10 @@ LogicalResult Emitter::lowerAction(OpBuilder &at, ProgramOp program,
       return ptrAt(slot.getOffsetOf(mb.constant.value_or(0)));
     Value copy = LLVM::URemOp::create(at, loc, mb.value,
                                       constI64(at, loc, slot.getCount()));
-    Value offset = LLVM::AddOp::create(
-        at, loc, constI64(at, loc, slot.getOffset()),
-        LLVM::MulOp::create(at, loc, copy, constI64(at, loc, slot.getStride())));
+    Value scaled = LLVM::MulOp::create(at, loc, copy,
+                                       constI64(at, loc, slot.getStride()));
+    Value base = constI64(at, loc, slot.getOffset());
+    Value offset = LLVM::AddOp::create(at, loc, base, scaled);
     return LLVM::GEPOp::create(at, loc, ptrTy, i8Ty, arena,
                                ArrayRef<LLVM::GEPArg>{offset})
         .getResult();

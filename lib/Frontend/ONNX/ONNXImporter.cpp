@@ -30,6 +30,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SwapByteOrder.h"
 
@@ -1250,7 +1251,10 @@ LogicalResult Importer::importReshape(NodeCtx &n) {
              failure();
     }
     out.push_back(d);
-    known *= d;
+    if (llvm::MulOverflow(known, d, known))
+      return n.error() << "has a shape " << nn::formatShape(spec)
+                       << " with more elements than an int64 counts",
+             failure();
   }
   if (inferred >= 0) {
     int64_t total = nn::numElements(in);

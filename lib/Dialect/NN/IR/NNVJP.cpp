@@ -322,8 +322,9 @@ LogicalResult TanhOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
     return success();
   Location loc = getLoc();
   Value y = getResult();
-  Value slope = SubOp::create(b, loc, scalar(b, loc, dy, 1.0),
-                              MulOp::create(b, loc, y, y));
+  Value ySquared = MulOp::create(b, loc, y, y);
+  Value one = scalar(b, loc, dy, 1.0);
+  Value slope = SubOp::create(b, loc, one, ySquared);
   operandGrads[0] = MulOp::create(b, loc, dy, slope);
   return success();
 }
@@ -400,9 +401,12 @@ LogicalResult MatMulOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
     operandGrads[0] = LinearOp::create(b, loc, l.getType(), dy, r, Value(),
                                        /*transpose_weight=*/true);
     // dr = flat(l)^T @ flat(dy).
-    operandGrads[1] = gemm(b, loc, r.getType(), flattenToMatrix(b, loc, l),
-                           flattenToMatrix(b, loc, dy), 1.0f, /*transA=*/true,
-                           /*transB=*/false);
+    // Named first: the order of a call's arguments is unspecified, and the
+    // IR must not depend on the compiler.
+    Value flatDy = flattenToMatrix(b, loc, dy);
+    Value flatL = flattenToMatrix(b, loc, l);
+    operandGrads[1] = gemm(b, loc, r.getType(), flatL, flatDy, 1.0f,
+                           /*transA=*/true, /*transB=*/false);
     return success();
   }
   Value dl = MatMulOp::create(b, loc, dy, transposeLastTwo(b, loc, r));

@@ -1,0 +1,5 @@
+func.func @layer_norm_grad_input_grad_type(%x: tensor<2x16x32xf32>, %g: tensor<32xf32>, %dy: tensor<2x16x32xf32>) -> tensor<2x16x32xf16> {
+  // expected-error @+1 {{'nn.layer_norm_grad' op expected input gradient of type 'tensor<2x16x32xf32>', got 'tensor<2x16x32xf16>'}}
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy {axis = 2} : (tensor<2x16x32xf32>, tensor<32xf32>, tensor<2x16x32xf32>) -> (tensor<2x16x32xf16>, tensor<32xf32>, tensor<32xf32>)
+  return %dx : tensor<2x16x32xf16>
+}

@@ -1,0 +1,8 @@
+gpipe.pipeline @one_f_one_b_sixty_four stages [@s0, @s1] microbatches 64 schedule "1f1b" remat stage {
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>

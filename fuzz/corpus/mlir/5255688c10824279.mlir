@@ -1,0 +1,12 @@
+// Near miss: 0.6 instead of 0.5.
+func.func @negative_gelu_wrong_half(%x: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  %sqrt2 = nn.constant dense<1.41421354> : tensor<f32>
+  %one = nn.constant dense<1.0> : tensor<f32>
+  %c = nn.constant dense<0.6> : tensor<f32>
+  %d = nn.div %x, %sqrt2 : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  %e = nn.erf %d : tensor<8x32xf32>
+  %a = nn.add %e, %one : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  %m = nn.mul %x, %a : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  %g = nn.mul %m, %c : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  return %g : tensor<8x32xf32>
+}

@@ -1,0 +1,14 @@
+gpipe.pipeline @backward_payload_mismatch stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+  }
+  gpipe.program rank 1 {
+    // expected-error @+1 {{'gpipe.send' op expected payload 'tensor<4x8xf32>' (the input type of stage @s1), got 'tensor<f32>'}}
+    gpipe.send @s1 mb 0 backward to 0 : tensor<f32>
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>

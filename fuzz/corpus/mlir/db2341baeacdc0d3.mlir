@@ -1,0 +1,16 @@
+//===----------------------------------------------------------------------===//
+// Actions
+//===----------------------------------------------------------------------===//
+
+gpipe.pipeline @foreign_stage stages [@s0] microbatches 2 schedule gpipe remat stage {
+  gpipe.program rank 0 {
+    // expected-error @+1 {{'gpipe.forward' op stage @s1 is not a stage of pipeline @foreign_stage}}
+    gpipe.forward @s1 mb 0
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
