@@ -49,6 +49,15 @@ inline std::optional<Options> parseOptions(int argc, char **argv,
   return opts;
 }
 
+/// The benchmark's command line as typed, for the first line of its output
+/// ("$ build/bench/... --steps 8").
+inline std::string commandLine(int argc, char **argv) {
+  std::string line;
+  for (int i = 0; i < argc; ++i)
+    line += (i ? " " : "") + std::string(argv[i]);
+  return line;
+}
+
 /// A fresh folder under /tmp named after `prefix` (/tmp if none can be
 /// made).
 inline std::string makeTempDir(const std::string &prefix) {

@@ -84,10 +84,7 @@ int main(int argc, char **argv) {
   if (!parsed)
     return 2;
   const gpipe::bench::Options &opts = *parsed;
-  std::string commandLine;
-  for (int i = 0; i < argc; ++i)
-    commandLine += (i ? " " : "") + std::string(argv[i]);
-  std::printf("$ %s\n", commandLine.c_str());
+  std::printf("$ %s\n", gpipe::bench::commandLine(argc, argv).c_str());
   std::string dir = gpipe::bench::makeTempDir("gpipe-dp-bench");
   auto start = std::chrono::steady_clock::now();
 

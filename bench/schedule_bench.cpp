@@ -192,11 +192,8 @@ int main(int argc, char **argv) {
   if (!parsed)
     return 2;
   const gpipe::bench::Options &opts = *parsed;
-  std::string commandLine;
-  for (int i = 0; i < argc; ++i)
-    commandLine += (i ? " " : "") + std::string(argv[i]);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  std::printf("$ %s\n", commandLine.c_str());
+  std::printf("$ %s\n", gpipe::bench::commandLine(argc, argv).c_str());
   std::printf("gpipe schedule benchmark (CPU backend, %ld cores; one thread "
               "per rank, one BLAS thread each)\n",
               cores);
