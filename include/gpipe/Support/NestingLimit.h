@@ -30,6 +30,10 @@ constexpr unsigned kMaxIRNesting = 1000;
 /// `maxDepth + 1`, or nullopt when the text nests no deeper than maxDepth.
 inline std::optional<size_t>
 findTooDeepNesting(llvm::StringRef text, unsigned maxDepth = kMaxIRNesting) {
+  // MLIR bytecode (its magic number "ML\xefR") is binary, not text: its
+  // reader does not recurse on brackets, and its bytes are not brackets.
+  if (text.starts_with("ML\xefR"))
+    return std::nullopt;
   unsigned depth = 0;
   for (size_t i = 0, e = text.size(); i < e; ++i) {
     char c = text[i];
