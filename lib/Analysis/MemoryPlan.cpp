@@ -238,20 +238,57 @@ int64_t placeByTime(const std::vector<PlannedBuffer> &buffers,
                     const std::vector<size_t> &order,
                     std::vector<int64_t> &offsets) {
   int64_t arena = 0;
-  // (offset, end, lastAction) of the buffers live now, sorted by offset,
+  // (offset, end, lastAction) of the buffers live now, sorted by offset
+  // (they never overlap: each was placed clear of the others live then),
   // and the same entries by last action, so that expiring them costs
   // O(log live) each rather than a scan of the live set per buffer.
   using Live = std::tuple<int64_t, int64_t, int>;
-  std::multiset<Live> live;
-  using Expiry = std::pair<int, std::multiset<Live>::iterator>;
+  using LiveSet = std::multiset<Live>;
+  LiveSet live;
+  using Expiry = std::pair<int, LiveSet::iterator>;
   auto later = [](const Expiry &a, const Expiry &b) { return a.first > b.first; };
   std::priority_queue<Expiry, std::vector<Expiry>, decltype(later)> expiries(
       later);
+  // The lengths of the free gaps between live buffers (below the top): a
+  // buffer longer than every gap goes on top without a scan.
+  std::multiset<int64_t> gaps;
+  auto endBefore = [&](LiveSet::iterator it) {
+    return it == live.begin() ? int64_t(0) : std::get<1>(*std::prev(it));
+  };
+  auto addGap = [&](int64_t length) {
+    if (length > 0)
+      gaps.insert(length);
+  };
+  auto removeGap = [&](int64_t length) {
+    if (length > 0)
+      gaps.erase(gaps.find(length));
+  };
+  auto insertLive = [&](const Live &entry) {
+    auto it = live.insert(entry);
+    auto next = std::next(it);
+    int64_t before = endBefore(it);
+    if (next != live.end()) {
+      removeGap(std::get<0>(*next) - before);
+      addGap(std::get<0>(*next) - std::get<1>(*it));
+    }
+    addGap(std::get<0>(*it) - before);
+    return it;
+  };
+  auto eraseLive = [&](LiveSet::iterator it) {
+    auto next = std::next(it);
+    int64_t before = endBefore(it);
+    removeGap(std::get<0>(*it) - before);
+    if (next != live.end()) {
+      removeGap(std::get<0>(*next) - std::get<1>(*it));
+      addGap(std::get<0>(*next) - before);
+    }
+    live.erase(it);
+  };
   for (size_t p : persistent) {
     arena = std::max(arena, offsets[p] + sizes[p]);
     if (sizes[p] > 0)
-      live.insert({offsets[p], offsets[p] + sizes[p],
-                   std::numeric_limits<int>::max()});
+      insertLive({offsets[p], offsets[p] + sizes[p],
+                  std::numeric_limits<int>::max()});
   }
   for (size_t idx : order) {
     const PlannedBuffer &buffer = buffers[idx];
@@ -261,20 +298,25 @@ int64_t placeByTime(const std::vector<PlannedBuffer> &buffers,
       continue;
     }
     while (!expiries.empty() && expiries.top().first < buffer.firstAction) {
-      live.erase(expiries.top().second);
+      eraseLive(expiries.top().second);
       expiries.pop();
     }
-    int64_t cursor = 0, found = -1;
-    for (const auto &[begin, end, last] : live) {
-      if (begin > cursor && begin - cursor >= size) {
-        found = cursor;
-        break;
+    // The lowest gap that holds it, else the top.
+    int64_t top = live.empty() ? 0 : std::get<1>(*live.rbegin());
+    int64_t found = -1;
+    if (!gaps.empty() && *gaps.rbegin() >= size) {
+      int64_t cursor = 0;
+      for (const auto &[begin, end, last] : live) {
+        if (begin - cursor >= size) {
+          found = cursor;
+          break;
+        }
+        cursor = end;
       }
-      cursor = std::max(cursor, end);
     }
-    offsets[idx] = found >= 0 ? found : cursor;
+    offsets[idx] = found >= 0 ? found : top;
     arena = std::max(arena, offsets[idx] + size);
-    auto it = live.insert({offsets[idx], offsets[idx] + size, buffer.lastAction});
+    auto it = insertLive({offsets[idx], offsets[idx] + size, buffer.lastAction});
     expiries.push({buffer.lastAction, it});
   }
   return arena;
