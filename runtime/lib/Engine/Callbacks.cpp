@@ -346,15 +346,14 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
     return 1;
   std::string at =
       where(rank, currentAction(rank)) + ": gpipe_rt_optimizer_step";
-  const std::vector<StagePlan> &stages = rank->plan->stages;
-  size_t local = 0;
-  while (local < stages.size() && stages[local].stage != stage)
-    ++local;
-  if (local == stages.size()) {
+  const StagePlan *held = rank->plan->findStage(stage);
+  if (!held) {
     fail(rank, at + ": the rank does not hold stage " + std::to_string(stage));
     return 1;
   }
-  const StagePlan &plan = stages[local];
+  const StagePlan &plan = *held;
+  // Per-stage state (steps taken, reductions) is kept in plan order.
+  const size_t local = size_t(held - rank->plan->stages.data());
   if (count != plan.paramBytes / 4) {
     fail(rank, at + ": " + std::to_string(count) + " parameters, stage " +
                    std::to_string(stage) + " has " +
@@ -388,7 +387,7 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
   rank->lastStepped[local] = rank->step;
   // Data parallelism: the update waits for the replicas' sum.
   if (numReplicas() > 1 && count > 0) {
-    if (rank->reducing.size() <= local || !rank->reducing[local]) {
+    if (!rank->reducing[local]) {
       fail(rank, at + ": stage " + std::to_string(stage) +
                      "'s gradients were not reduced over the replicas "
                      "before its step (no gpipe.reduce_grad)");
@@ -446,13 +445,10 @@ int32_t RunState::reduceGradients(gpipe_rt_rank *rank, int64_t action,
     return 1;
   }
   const int64_t stage = rank->plan->actions[size_t(action)].stage;
-  const std::vector<StagePlan> &stages = rank->plan->stages;
-  size_t local = 0;
-  while (local < stages.size() && stages[local].stage != stage)
-    ++local;
-  if (local == stages.size() || count != stages[local].paramBytes / 4 ||
+  const StagePlan *held = rank->plan->findStage(stage);
+  if (!held || count != held->paramBytes / 4 ||
       (count > 0 && reinterpret_cast<uint8_t *>(grads) !=
-                        rank->arena + stages[local].gradsOffset)) {
+                        rank->arena + held->gradsOffset)) {
     fail(rank, at + ": " + std::to_string(count) +
                    " gradients that are not stage " + std::to_string(stage) +
                    "'s planned gradient block");
@@ -478,8 +474,7 @@ int32_t RunState::reduceGradients(gpipe_rt_rank *rank, int64_t action,
   r.device = rank->device;
   if (!transport->startReduction(r))
     return 1;
-  rank->reducing.resize(stages.size(), 0);
-  rank->reducing[local] = 1;
+  rank->reducing[size_t(held - rank->plan->stages.data())] = 1;
   return 0;
 }
 

@@ -166,6 +166,7 @@ Status RunState::prepareRanks() {
                                options.resume ? options.resume->optimizerSteps
                                               : 0);
     rank.lastStepped.assign(rank.plan->stages.size(), -1);
+    rank.reducing.assign(rank.plan->stages.size(), 0);
     rank.losses.assign(size_t(meta.microbatches), 0.0);
     rank.lossReported.assign(size_t(meta.microbatches), 0);
     if (options.recordTrace)

@@ -284,8 +284,7 @@ bool LocalTransport::finishReduction(int64_t worker, int64_t stage) {
   // whole span written, the tail of a short last share zeroed), summed.
   const int64_t share = getReduceShare(r.count, replicas);
   auto range = [&](int64_t d) {
-    int64_t lo = std::min(r.count, d * share);
-    return std::make_pair(lo, std::min(r.count, lo + share));
+    return getReduceShareRange(r.count, replicas, d);
   };
   auto [lo, hi] = range(r.replica);
   for (size_t j = 0, slot = 0; j < D; ++j) {

@@ -276,8 +276,7 @@ struct Reduce::State {
   std::vector<int> peers;
 
   std::pair<int64_t, int64_t> range(int d) const {
-    int64_t lo = std::min(count, int64_t(d) * share);
-    return {lo, std::min(count, lo + share)};
+    return getReduceShareRange(count, replicas, d);
   }
   int tag(int phaseOf) const { return int(2 * stage + phaseOf - 1); }
   void post(bool send, float *data, int64_t n, int peer, int phaseOf) {

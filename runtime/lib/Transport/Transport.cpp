@@ -44,11 +44,18 @@ int64_t getReduceShare(int64_t count, int64_t replicas) {
   return replicas > 0 ? (count + replicas - 1) / replicas : count;
 }
 
+std::pair<int64_t, int64_t> getReduceShareRange(int64_t count,
+                                                int64_t replicas,
+                                                int64_t replica) {
+  const int64_t share = getReduceShare(count, replicas);
+  const int64_t begin = std::min(count, replica * share);
+  return {begin, std::min(count, begin + share)};
+}
+
 void sumShare(float *mine, const float *others, int64_t replicas,
               int64_t replica, int64_t count) {
   const int64_t share = getReduceShare(count, replicas);
-  const int64_t lo = std::min(count, replica * share);
-  const int64_t hi = std::min(count, lo + share);
+  const auto [lo, hi] = getReduceShareRange(count, replicas, replica);
   // Blocks of the share, each summed over the replicas in replica order
   // (the first replica's value, plus the second's, ...): the same order for
   // every element, whoever sums it.

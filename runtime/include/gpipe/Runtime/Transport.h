@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace gpipe::rt {
 
@@ -95,6 +96,10 @@ struct Reduction {
 /// The floats of each replica's share of `count` gradients: ceil(count/D).
 /// Replica d sums elements [d x share, min(count, (d+1) x share)).
 int64_t getReduceShare(int64_t count, int64_t replicas);
+/// Replica `replica`'s share of `count` gradients: [begin, end).
+std::pair<int64_t, int64_t> getReduceShareRange(int64_t count,
+                                                int64_t replicas,
+                                                int64_t replica);
 
 /// Replica `replica`'s sum of its share, in replica order: `mine` is its
 /// own gradients (the share is summed into them), `others` the D-1 other
