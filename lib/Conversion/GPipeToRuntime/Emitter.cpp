@@ -6,6 +6,8 @@
 
 #include "Emitter.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 using namespace mlir;
 using namespace mlir::gpipe;
 using namespace mlir::gpipe::lowering;
@@ -97,23 +99,56 @@ LogicalResult Emitter::collectParams() {
     auto forward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
         stage, stage.getForwardAttr());
     StageParams sp;
-    WalkResult walk = forward.walk([&](nn::ParamOp param) {
-      if (sp.params.count(param.getName()))
-        return WalkResult::advance();
-      // The read's type is the declaration's (verified).
-      auto type = dyn_cast<RankedTensorType>(param.getType());
-      if (!type || !type.getElementType().isF32()) {
-        mlir::emitError(param.getLoc())
-            << "parameter @" << param.getName()
-            << " must be a declared f32 tensor for the CPU code generator";
+    // Running statistics go after the trainable parameters.
+    llvm::DenseSet<StringRef> statistics;
+    WalkResult walk = forward.walk([&](nn::BatchNormOp bn) {
+      auto mean = bn.getRunningMean().getDefiningOp<nn::ParamOp>();
+      auto var = bn.getRunningVar().getDefiningOp<nn::ParamOp>();
+      if (!mean || !var || mean.getName() == var.getName()) {
+        bn.emitOpError("needs two distinct parameters as running statistics");
         return WalkResult::interrupt();
       }
-      int64_t count = type.getNumElements();
-      sp.params[param.getName()] = {sp.bytes, count};
-      sp.bytes += count * 4;
+      for (nn::ParamOp p : {mean, var})
+        if (!statistics.insert(p.getName()).second) {
+          bn.emitOpError("shares the running statistic @")
+              << p.getName() << " with another batch norm";
+          return WalkResult::interrupt();
+        }
+      ArrayRef<int64_t> shape = cast<ShapedType>(bn.getType()).getShape();
+      RunningStats stats;
+      stats.mean = mean.getName();
+      stats.var = var.getName();
+      stats.channels = shape[1];
+      stats.countPerMicrobatch = nn::numElements(shape) / shape[1];
+      stats.momentum = bn.getMomentum().convertToDouble();
+      sp.runningStats.push_back(stats);
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
+      return failure();
+    auto place = [&](bool wantStatistics) {
+      return forward.walk([&](nn::ParamOp param) {
+        if (sp.params.count(param.getName()) ||
+            statistics.contains(param.getName()) != wantStatistics)
+          return WalkResult::advance();
+        // The read's type is the declaration's (verified).
+        auto type = dyn_cast<RankedTensorType>(param.getType());
+        if (!type || !type.getElementType().isF32()) {
+          mlir::emitError(param.getLoc())
+              << "parameter @" << param.getName()
+              << " must be a declared f32 tensor for the CPU code generator";
+          return WalkResult::interrupt();
+        }
+        int64_t count = type.getNumElements();
+        sp.params[param.getName()] = {sp.bytes, count};
+        sp.bytes += count * 4;
+        return WalkResult::advance();
+      });
+    };
+    if (place(false).wasInterrupted())
+      return failure();
+    sp.trainableBytes = sp.bytes;
+    if (place(true).wasInterrupted())
       return failure();
     stageParams.push_back(std::move(sp));
   }

@@ -97,11 +97,25 @@ inline std::string locationString(Location loc) {
   return text;
 }
 
+/// A batch norm's running statistics, which the step updates from the
+/// accumulated batch sums instead of the optimizer (nn.batch_norm).
+struct RunningStats {
+  StringRef mean, var;
+  int64_t channels = 0;
+  /// Values per channel in one micro-batch (N * H * W).
+  int64_t countPerMicrobatch = 0;
+  double momentum = 0.0;
+};
+
 /// Where a stage's parameters live inside its parameter buffer.
 struct StageParams {
-  /// name -> (byte offset, element count), in the forward's read order.
+  /// name -> (byte offset, element count): the trainable parameters in the
+  /// forward's read order, then the running statistics (from
+  /// `trainableBytes` on, which the optimizer does not touch).
   llvm::MapVector<StringRef, std::pair<int64_t, int64_t>> params;
   int64_t bytes = 0;
+  int64_t trainableBytes = 0;
+  SmallVector<RunningStats> runningStats;
 };
 
 /// A lowered stage function.

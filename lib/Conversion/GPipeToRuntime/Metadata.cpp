@@ -235,8 +235,20 @@ LogicalResult Emitter::emitMetadata() {
         params.push_back(llvm::json::Object{{"name", name.str()},
                                             {"offset", placement.first},
                                             {"elements", placement.second}});
+      // The step updates the running statistics from the sums of the whole
+      // mini-batch: M micro-batches on each of the D replicas.
+      llvm::json::Array runningStats;
+      for (const RunningStats &stats : stageParams[s].runningStats)
+        runningStats.push_back(llvm::json::Object{
+            {"mean", stageParams[s].params.lookup(stats.mean).first},
+            {"var", stageParams[s].params.lookup(stats.var).first},
+            {"channels", stats.channels},
+            {"count", stats.countPerMicrobatch * M * D},
+            {"momentum", stats.momentum}});
       rankStages.push_back(llvm::json::Object{
           {"stage", s},
+          {"trainable_bytes", stageParams[s].trainableBytes},
+          {"running_stats", std::move(runningStats)},
           {"params_offset", offsetOf(SlotKind::Parameters)},
           {"grads_offset", offsetOf(SlotKind::Gradients)},
           {"state_offset", offsetOf(SlotKind::OptimizerState)},

@@ -561,6 +561,131 @@ mlir::gpipe::getKernelCall(Operation *operation,
                 .buffer(op.getResult())
                 .done();
           })
+      .Case<nn::Conv2DOp>([&](nn::Conv2DOp op) -> FailureOr<KernelCall> {
+        if (failed(b.f32Only()))
+          return failure();
+        return b.kernel(KernelId::k_conv2d_f32)
+            .buffer(op.getInput())
+            .shape(op.getInput())
+            .buffer(op.getWeight())
+            .shape(op.getWeight())
+            .optBuffer(op.getBias())
+            .ints(op.getStrides())
+            .ints(op.getPads())
+            .ints(op.getDilations())
+            .integer(op.getGroups())
+            .buffer(op.getResult())
+            .shape(op.getResult())
+            .done();
+      })
+      .Case<nn::Conv2DGradOp>(
+          [&](nn::Conv2DGradOp op) -> FailureOr<KernelCall> {
+            if (failed(b.f32Only()))
+              return failure();
+            return b.kernel(KernelId::k_conv2d_grad_f32)
+                .buffer(op.getInput())
+                .shape(op.getInput())
+                .buffer(op.getWeight())
+                .shape(op.getWeight())
+                .buffer(op.getGrad())
+                .shape(op.getGrad())
+                .ints(op.getStrides())
+                .ints(op.getPads())
+                .ints(op.getDilations())
+                .integer(op.getGroups())
+                .buffer(op.getInputGrad())
+                .buffer(op.getWeightGrad())
+                .buffer(op.getBiasGrad())
+                .done();
+          })
+      .Case<nn::MaxPool2DOp>([&](nn::MaxPool2DOp op) -> FailureOr<KernelCall> {
+        if (failed(b.f32Only()))
+          return failure();
+        return b.kernel(KernelId::k_max_pool2d_f32)
+            .buffer(op.getInput())
+            .shape(op.getInput())
+            .ints(op.getKernel())
+            .ints(op.getStrides())
+            .ints(op.getPads())
+            .ints(op.getDilations())
+            .buffer(op.getResult())
+            .shape(op.getResult())
+            .done();
+      })
+      .Case<nn::MaxPool2DGradOp>(
+          [&](nn::MaxPool2DGradOp op) -> FailureOr<KernelCall> {
+            if (failed(b.f32Only()))
+              return failure();
+            return b.kernel(KernelId::k_max_pool2d_grad_f32)
+                .buffer(op.getInput())
+                .shape(op.getInput())
+                .buffer(op.getGrad())
+                .shape(op.getGrad())
+                .ints(op.getKernel())
+                .ints(op.getStrides())
+                .ints(op.getPads())
+                .ints(op.getDilations())
+                .buffer(op.getResult())
+                .done();
+          })
+      .Case<nn::AvgPool2DOp>([&](nn::AvgPool2DOp op) -> FailureOr<KernelCall> {
+        if (failed(b.f32Only()))
+          return failure();
+        return b.kernel(KernelId::k_avg_pool2d_f32)
+            .buffer(op.getInput())
+            .shape(op.getInput())
+            .ints(op.getKernel())
+            .ints(op.getStrides())
+            .ints(op.getPads())
+            .integer(op.getCountIncludePad())
+            .buffer(op.getResult())
+            .shape(op.getResult())
+            .done();
+      })
+      .Case<nn::AvgPool2DGradOp>(
+          [&](nn::AvgPool2DGradOp op) -> FailureOr<KernelCall> {
+            if (failed(b.f32Only()))
+              return failure();
+            return b.kernel(KernelId::k_avg_pool2d_grad_f32)
+                .buffer(op.getGrad())
+                .shape(op.getGrad())
+                .ints(op.getKernel())
+                .ints(op.getStrides())
+                .ints(op.getPads())
+                .integer(op.getCountIncludePad())
+                .buffer(op.getResult())
+                .shape(op.getResult())
+                .done();
+          })
+      .Case<nn::BatchNormOp>([&](nn::BatchNormOp op) -> FailureOr<KernelCall> {
+        if (failed(b.f32Only()))
+          return failure();
+        // The running statistics are not read: see nn.batch_norm.
+        return b.kernel(KernelId::k_batch_norm_f32)
+            .tensor(op.getInput())
+            .buffer(op.getScale())
+            .buffer(op.getBias())
+            .real(op.getEpsilon().convertToFloat())
+            .buffer(op.getResult())
+            .done();
+      })
+      .Case<nn::BatchNormGradOp>(
+          [&](nn::BatchNormGradOp op) -> FailureOr<KernelCall> {
+            if (failed(b.f32Only()))
+              return failure();
+            return b.kernel(KernelId::k_batch_norm_grad_f32)
+                .tensor(op.getInput())
+                .buffer(op.getScale())
+                .buffer(op.getGrad())
+                .real(op.getEpsilon().convertToFloat())
+                .buffer(op.getRunningMean())
+                .buffer(op.getInputGrad())
+                .buffer(op.getScaleGrad())
+                .buffer(op.getBiasGrad())
+                .buffer(op.getMeanStat())
+                .buffer(op.getVarStat())
+                .done();
+          })
       .Case<nn::LayerNormGradOp>(
           [&](nn::LayerNormGradOp op) -> FailureOr<KernelCall> {
             if (failed(b.f32Only()))

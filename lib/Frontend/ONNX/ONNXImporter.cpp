@@ -322,6 +322,12 @@ struct NodeCtx {
   int input(int i) const { return i < numInputs() ? inputs[i] : -1; }
 };
 
+/// A 2-D window's attributes as an ONNX node spells them.
+struct WindowAttrs {
+  SmallVector<int64_t> kernel, strides, pads, dilations;
+  bool ceilMode = false;
+};
+
 class Importer {
 public:
   Importer(MLIRContext *ctx, StringRef fileName,
@@ -407,6 +413,12 @@ private:
   LogicalResult importMatMul(NodeCtx &n);
   LogicalResult importSoftmax(NodeCtx &n);
   LogicalResult importLayerNorm(NodeCtx &n);
+  LogicalResult getWindow(NodeCtx &n, int x,
+                          std::optional<ArrayRef<int64_t>> weightKernel,
+                          WindowAttrs &w);
+  LogicalResult importConv(NodeCtx &n);
+  LogicalResult importPool(NodeCtx &n);
+  LogicalResult importBatchNorm(NodeCtx &n);
   LogicalResult importGather(NodeCtx &n);
   LogicalResult importReshape(NodeCtx &n);
   LogicalResult importFlatten(NodeCtx &n);
@@ -1146,6 +1158,238 @@ LogicalResult Importer::importLayerNorm(NodeCtx &n) {
 }
 
 //===----------------------------------------------------------------------===//
+// Convolution, pooling and batch normalization
+//===----------------------------------------------------------------------===//
+
+/// The window attributes of Conv, MaxPool and AveragePool over a 4-D NCHW
+/// input: kernel_shape (or the weight's), strides, dilations, pads or
+/// auto_pad (the padding SAME_UPPER/SAME_LOWER imply, by the ONNX
+/// operators' definition), ceil_mode.
+LogicalResult Importer::getWindow(NodeCtx &n, int x,
+                                  std::optional<ArrayRef<int64_t>> weightKernel,
+                                  WindowAttrs &w) {
+  ArrayRef<int64_t> in = shapeOf(x);
+  if (in.size() != 4)
+    return n.error() << "has a rank-" << in.size() << " input " << typeOf(x)
+                     << "; gpipe supports 2-D images [N, C, H, W]",
+           failure();
+  std::optional<SmallVector<int64_t>> kernel, strides, dilations, pads;
+  int64_t ceilMode = 0;
+  if (failed(getIntsAttr(n, "kernel_shape", kernel)) ||
+      failed(getIntsAttr(n, "strides", strides)) ||
+      failed(getIntsAttr(n, "dilations", dilations)) ||
+      failed(getIntsAttr(n, "pads", pads)) ||
+      failed(getIntAttr(n, "ceil_mode", ceilMode)))
+    return failure();
+  if (!kernel && weightKernel)
+    kernel.emplace(weightKernel->begin(), weightKernel->end());
+  if (!kernel)
+    return n.error() << "has no kernel_shape", failure();
+  if (weightKernel && ArrayRef<int64_t>(*kernel) != *weightKernel)
+    return n.error() << "has kernel_shape " << nn::formatShape(*kernel)
+                     << " but its weight's kernel is "
+                     << nn::formatShape(*weightKernel),
+           failure();
+  auto expect = [&](std::optional<SmallVector<int64_t>> &v, StringRef name,
+                    size_t size, int64_t fill) -> LogicalResult {
+    if (!v)
+      v.emplace(size, fill);
+    if (v->size() != size)
+      return n.error() << "has " << v->size() << " " << name
+                       << "; a 2-D window needs " << size,
+             failure();
+    return success();
+  };
+  if (failed(expect(kernel, "kernel sizes", 2, 1)) ||
+      failed(expect(strides, "strides", 2, 1)) ||
+      failed(expect(dilations, "dilations", 2, 1)))
+    return failure();
+  std::string autoPad = "NOTSET";
+  if (const onnx::AttributeProto *attr = findAttr(n.proto, "auto_pad"))
+    autoPad = attr->s();
+  if (autoPad == "NOTSET") {
+    if (failed(expect(pads, "pads", 4, 0)))
+      return failure();
+  } else if (autoPad == "VALID") {
+    pads.emplace(4, 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    // Output ceil(in / stride); the total padding split evenly, the odd one
+    // at the end (UPPER) or the beginning (LOWER).
+    pads.emplace(4, 0);
+    for (int d = 0; d < 2; ++d) {
+      int64_t size = in[2 + d], stride = (*strides)[d];
+      int64_t out = (size + stride - 1) / stride;
+      int64_t extent = (*dilations)[d] * ((*kernel)[d] - 1) + 1;
+      int64_t total =
+          std::max<int64_t>(0, (out - 1) * stride + extent - size);
+      int64_t small = total / 2, large = total - small;
+      (*pads)[d] = autoPad == "SAME_UPPER" ? small : large;
+      (*pads)[d + 2] = autoPad == "SAME_UPPER" ? large : small;
+    }
+  } else {
+    return n.error() << "has auto_pad '" << autoPad
+                     << "' (expected NOTSET, VALID, SAME_UPPER or SAME_LOWER)",
+           failure();
+  }
+  w.kernel = std::move(*kernel);
+  w.strides = std::move(*strides);
+  w.dilations = std::move(*dilations);
+  w.pads = std::move(*pads);
+  w.ceilMode = ceilMode != 0;
+  return success();
+}
+
+LogicalResult Importer::importConv(NodeCtx &n) {
+  if (failed(expectInputs(n, 2, 3)) || failed(requireFloat(n, 0, "input")) ||
+      failed(requireSameElementType(n, n.inputs)))
+    return failure();
+  int x = n.inputs[0], weight = n.inputs[1], bias = n.input(2);
+  int64_t groups = 1;
+  if (failed(getIntAttr(n, "group", groups)))
+    return failure();
+  ArrayRef<int64_t> wShape = shapeOf(weight);
+  if (wShape.size() != 4)
+    return n.error() << "has a weight of type " << typeOf(weight)
+                     << "; gpipe supports 2-D convolutions [O, C/group, kh, "
+                        "kw]",
+           failure();
+  WindowAttrs w;
+  if (failed(getWindow(n, x, wShape.drop_front(2), w)))
+    return failure();
+  if (w.ceilMode)
+    return n.error() << "has ceil_mode, which Conv does not define",
+           failure();
+  std::optional<ArrayRef<int64_t>> biasShape;
+  if (bias >= 0)
+    biasShape = shapeOf(bias);
+  FailureOr<nn::Shape> shape = nn::inferConv2DShape(
+      shapeOf(x), wShape, biasShape, w.strides, w.pads, w.dilations, groups,
+      [&] { return n.shapeError(); });
+  if (failed(shape))
+    return failure();
+  FailureOr<Value> vx = getValue(x, n.loc), vw = getValue(weight, n.loc);
+  if (failed(vx) || failed(vw))
+    return failure();
+  Value vb;
+  if (bias >= 0) {
+    FailureOr<Value> v = getValue(bias, n.loc);
+    if (failed(v))
+      return failure();
+    vb = *v;
+  }
+  auto type = RankedTensorType::get(*shape, elementTypeOf(x));
+  return defineValue(n, 0,
+                     nn::Conv2DOp::create(builder, n.loc, type, *vx, *vw, vb,
+                                          w.strides, w.pads, w.dilations,
+                                          groups));
+}
+
+LogicalResult Importer::importPool(NodeCtx &n) {
+  bool global = n.opType.starts_with("Global");
+  bool max = n.opType.ends_with("MaxPool");
+  if (failed(expectInputs(n, 1, 1)) || failed(requireFloat(n, 0, "input")) ||
+      failed(checkUnusedOutput(n, 1, "Indices")))
+    return failure();
+  int x = n.inputs[0];
+  WindowAttrs w;
+  if (global) {
+    ArrayRef<int64_t> in = shapeOf(x);
+    if (in.size() != 4)
+      return n.error() << "has a rank-" << in.size() << " input " << typeOf(x)
+                       << "; gpipe supports 2-D images [N, C, H, W]",
+             failure();
+    w.kernel = {in[2], in[3]};
+    w.strides = {1, 1};
+    w.dilations = {1, 1};
+    w.pads = {0, 0, 0, 0};
+  } else if (failed(getWindow(n, x, std::nullopt, w))) {
+    return failure();
+  }
+  int64_t countIncludePad = 0;
+  if (!max && failed(getIntAttr(n, "count_include_pad", countIncludePad)))
+    return failure();
+  if (!max && llvm::any_of(w.dilations, [](int64_t d) { return d != 1; }))
+    return n.error() << "has dilations " << nn::formatShape(w.dilations)
+                     << "; gpipe's average pooling has none",
+           failure();
+  nn::Window2D window{w.kernel, w.strides, w.pads, w.dilations, w.ceilMode};
+  FailureOr<nn::Shape> shape = nn::inferPool2DShape(
+      shapeOf(x), window, [&] { return n.shapeError(); });
+  if (failed(shape))
+    return failure();
+  FailureOr<Value> vx = getValue(x, n.loc);
+  if (failed(vx))
+    return failure();
+  auto type = RankedTensorType::get(*shape, elementTypeOf(x));
+  Value result =
+      max ? Value(nn::MaxPool2DOp::create(builder, n.loc, type, *vx, w.kernel,
+                                          w.strides, w.pads, w.dilations,
+                                          w.ceilMode))
+          : Value(nn::AvgPool2DOp::create(builder, n.loc, type, *vx, w.kernel,
+                                          w.strides, w.pads,
+                                          countIncludePad != 0, w.ceilMode));
+  return defineValue(n, 0, result);
+}
+
+LogicalResult Importer::importBatchNorm(NodeCtx &n) {
+  if (failed(expectInputs(n, 5, 5)) || failed(requireFloat(n, 0, "input")) ||
+      failed(requireSameElementType(n, n.inputs)))
+    return failure();
+  float epsilon = 1e-5f, momentum = 0.9f;
+  int64_t trainingMode = 0;
+  if (failed(getFloatAttr(n, "epsilon", epsilon)) ||
+      failed(getFloatAttr(n, "momentum", momentum)) ||
+      failed(getIntAttr(n, "training_mode", trainingMode)))
+    return failure();
+  // Before opset 14 training mode shows as the extra outputs (the updated
+  // running statistics and the saved batch statistics).
+  if (opset < 14)
+    trainingMode = n.proto.output_size() > 1;
+  if (!trainingMode)
+    return n.error() << "normalizes with fixed running statistics (inference "
+                        "mode); gpipe trains batch norms with batch "
+                        "statistics: export the model in training mode "
+                        "(torch.onnx.export(..., training=torch.onnx."
+                        "TrainingMode.TRAINING))",
+           failure();
+  for (int r = 1; r < n.proto.output_size(); ++r)
+    if (failed(checkUnusedOutput(n, r, r < 3 ? "running statistics"
+                                             : "saved statistics")))
+      return failure();
+  if (!(momentum >= 0.0f && momentum <= 1.0f))
+    return n.error() << "has momentum " << momentum << " outside [0, 1]",
+           failure();
+  SmallVector<ArrayRef<int64_t>> perChannel;
+  for (int i = 1; i < 5; ++i)
+    perChannel.push_back(shapeOf(n.inputs[i]));
+  if (failed(nn::verifyBatchNormShapes(shapeOf(n.inputs[0]), perChannel,
+                                       [&] { return n.shapeError(); })))
+    return failure();
+  SmallVector<Value> operands;
+  for (int i = 0; i < 5; ++i) {
+    FailureOr<Value> v = getValue(n.inputs[i], n.loc);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  // The running statistics must be parameters: the step updates them.
+  for (int i = 3; i < 5; ++i)
+    if (!operands[i].getDefiningOp<nn::ParamOp>())
+      return n.error() << "has a computed "
+                       << (i == 3 ? "running mean" : "running variance")
+                       << " input; gpipe needs initializers it can update",
+             failure();
+  // ONNX weighs the old running statistic with `momentum`; nn.batch_norm,
+  // like PyTorch, the new one.
+  return defineValue(n, 0,
+                     nn::BatchNormOp::create(
+                         builder, n.loc, typeOf(n.inputs[0]), operands[0],
+                         operands[1], operands[2], operands[3], operands[4],
+                         llvm::APFloat(epsilon),
+                         llvm::APFloat(float(1.0 - double(momentum)))));
+}
+
+//===----------------------------------------------------------------------===//
 // Indexing and shape manipulation
 //===----------------------------------------------------------------------===//
 
@@ -1761,6 +2005,11 @@ Importer::Handler Importer::lookupHandler(StringRef opType) {
       .Case("MatMul", &Importer::importMatMul)
       .Case("Softmax", &Importer::importSoftmax)
       .Case("LayerNormalization", &Importer::importLayerNorm)
+      .Case("Conv", &Importer::importConv)
+      .Case("MaxPool", &Importer::importPool)
+      .Case("AveragePool", &Importer::importPool)
+      .Case("GlobalAveragePool", &Importer::importPool)
+      .Case("BatchNormalization", &Importer::importBatchNorm)
       .Case("Gather", &Importer::importGather)
       .Case("Reshape", &Importer::importReshape)
       .Case("Flatten", &Importer::importFlatten)

@@ -143,6 +143,10 @@ public:
   Status optimizerStep(const OptimizerConfig &config, int64_t step,
                        float *params, const float *grads, float *state,
                        int64_t count) override;
+  Status runningStatsUpdate(float *runningMean, float *runningVar,
+                            const float *meanStat, const float *varStat,
+                            int64_t channels, int64_t count,
+                            double momentum) override;
   std::string kernelError() override {
     const char *m = gpipe_rt_cuda_last_error();
     return m ? m : "";
@@ -334,6 +338,38 @@ public:
     if (!failure.empty())
       return Status::error("optimizer: " + failure);
     return s;
+  }
+
+  Status runningStatsUpdate(float *runningMean, float *runningVar,
+                            const float *meanStat, const float *varStat,
+                            int64_t channels, int64_t count,
+                            double momentum) override {
+    GPIPE_CUDA_TRY("cudaSetDevice", cudaSetDevice(gpu));
+    void *previous = gpipe_rt_cuda_get_stream();
+    gpipe_rt_cuda_set_stream(nullptr);
+    Status s = updateRunningStats(runningMean, runningVar, meanStat, varStat,
+                                  channels, count, momentum);
+    bool checked = s.ok() && gpipe_rt_cuda_check() == GPIPE_RT_SUCCESS;
+    std::string failure = checked || !s.ok() ? std::string()
+                                             : gpipe_rt_cuda_last_error();
+    gpipe_rt_cuda_set_stream(previous);
+    if (!failure.empty())
+      return Status::error("running statistics: " + failure);
+    return s;
+  }
+
+  /// Enqueues the running-statistics update on the thread's current stream.
+  static Status updateRunningStats(float *runningMean, float *runningVar,
+                                   const float *meanStat,
+                                   const float *varStat, int64_t channels,
+                                   int64_t count, double momentum) {
+    if (gpipe_rt_cuda_running_stats_update_f32(runningMean, runningVar,
+                                               meanStat, varStat, channels,
+                                               count, momentum) !=
+        GPIPE_RT_SUCCESS)
+      return Status::error(std::string("running statistics: ") +
+                           gpipe_rt_cuda_last_error());
+    return Status::success();
   }
 
   /// Enqueues the update on the thread's current stream: the CUDA
@@ -660,6 +696,14 @@ Status CudaRank::optimizerStep(const OptimizerConfig &config, int64_t step,
                                float *params, const float *grads, float *state,
                                int64_t count) {
   return CudaDevice::update(config, step, params, grads, state, count);
+}
+
+Status CudaRank::runningStatsUpdate(float *runningMean, float *runningVar,
+                                    const float *meanStat,
+                                    const float *varStat, int64_t channels,
+                                    int64_t count, double momentum) {
+  return CudaDevice::updateRunningStats(runningMean, runningVar, meanStat,
+                                        varStat, channels, count, momentum);
 }
 
 void CudaRank::abandonStep(Clock::time_point deadline) {

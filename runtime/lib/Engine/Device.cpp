@@ -109,6 +109,18 @@ public:
                        int64_t count) override {
     return applyOptimizer(config, step, params, grads, state, count);
   }
+  Status runningStatsUpdate(float *runningMean, float *runningVar,
+                            const float *meanStat, const float *varStat,
+                            int64_t channels, int64_t count,
+                            double momentum) override {
+    if (gpipe_rt_cpu_running_stats_update_f32(runningMean, runningVar,
+                                              meanStat, varStat, channels,
+                                              count, momentum) !=
+        GPIPE_RT_SUCCESS)
+      return Status::error(std::string("running statistics: ") +
+                           gpipe_rt_last_error());
+    return Status::success();
+  }
   std::string kernelError() override { return std::string(); }
   void clearKernelError() override {}
   Status finishStep(std::chrono::steady_clock::time_point,
@@ -157,6 +169,18 @@ public:
                        float *params, const float *grads, float *state,
                        int64_t count) override {
     return applyOptimizer(config, step, params, grads, state, count);
+  }
+  Status runningStatsUpdate(float *runningMean, float *runningVar,
+                            const float *meanStat, const float *varStat,
+                            int64_t channels, int64_t count,
+                            double momentum) override {
+    if (gpipe_rt_cpu_running_stats_update_f32(runningMean, runningVar,
+                                              meanStat, varStat, channels,
+                                              count, momentum) !=
+        GPIPE_RT_SUCCESS)
+      return Status::error(std::string("running statistics: ") +
+                           gpipe_rt_last_error());
+    return Status::success();
   }
 };
 
@@ -213,6 +237,13 @@ public:
                        float *params, const float *grads, float *state,
                        int64_t count) override {
     return cpu.optimizerStep(config, step, params, grads, state, count);
+  }
+  Status runningStatsUpdate(float *runningMean, float *runningVar,
+                            const float *meanStat, const float *varStat,
+                            int64_t channels, int64_t count,
+                            double momentum) override {
+    return cpu.runningStatsUpdate(runningMean, runningVar, meanStat, varStat,
+                                  channels, count, momentum);
   }
   std::string kernelError() override { return std::string(); }
   void clearKernelError() override {}
@@ -273,6 +304,13 @@ public:
                        float *params, const float *grads, float *state,
                        int64_t count) override {
     return cpu.optimizerStep(config, step, params, grads, state, count);
+  }
+  Status runningStatsUpdate(float *runningMean, float *runningVar,
+                            const float *meanStat, const float *varStat,
+                            int64_t channels, int64_t count,
+                            double momentum) override {
+    return cpu.runningStatsUpdate(runningMean, runningVar, meanStat, varStat,
+                                  channels, count, momentum);
   }
 
 private:

@@ -412,6 +412,56 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
     if (ranges[i].first < ranges[i - 1].second)
       return r.fail(where + ".params", "parameters overlap at byte " +
                                            std::to_string(ranges[i].first));
+
+  // Running statistics: after the trainable bytes, one pair per batch norm.
+  if (!r.integer(s, where, "trainable_bytes", plan.trainableBytes,
+                 plan.paramBytes))
+    return false;
+  if (plan.trainableBytes < 0 || plan.trainableBytes % 4 ||
+      plan.trainableBytes > plan.paramBytes)
+    return r.fail(where + ".trainable_bytes",
+                  std::to_string(plan.trainableBytes) +
+                      " is not a multiple of 4 in [0, param_bytes " +
+                      std::to_string(plan.paramBytes) + "]");
+  if (s.contains("running_stats")) {
+    const Json *stats = r.array(s, where, "running_stats");
+    if (!stats)
+      return false;
+    std::vector<std::pair<int64_t, int64_t>> used;
+    for (size_t i = 0; i < stats->size(); ++i) {
+      const Json &e = (*stats)[i];
+      std::string at = where + ".running_stats[" + std::to_string(i) + "]";
+      RunningStatsSlot slot;
+      if (!r.integer(e, at, "mean", slot.meanOffset) ||
+          !r.integer(e, at, "var", slot.varOffset) ||
+          !r.integer(e, at, "channels", slot.channels) ||
+          !r.integer(e, at, "count", slot.count) ||
+          !r.number(e, at, "momentum", slot.momentum))
+        return false;
+      if (slot.channels < 1 || slot.count < 2 ||
+          !(slot.momentum >= 0.0 && slot.momentum <= 1.0))
+        return r.fail(at, "needs channels >= 1, count >= 2 and momentum in "
+                          "[0, 1]");
+      for (int64_t offset : {slot.meanOffset, slot.varOffset}) {
+        if (offset % 4 || offset < plan.trainableBytes ||
+            offset > plan.paramBytes ||
+            slot.channels * 4 > plan.paramBytes - offset)
+          return r.fail(at, "statistics at byte " + std::to_string(offset) +
+                                " do not lie after the trainable bytes " +
+                                std::to_string(plan.trainableBytes) +
+                                " within param_bytes " +
+                                std::to_string(plan.paramBytes));
+        used.push_back({offset, offset + slot.channels * 4});
+      }
+      plan.runningStats.push_back(slot);
+    }
+    std::sort(used.begin(), used.end());
+    for (size_t i = 1; i < used.size(); ++i)
+      if (used[i].first < used[i - 1].second)
+        return r.fail(where + ".running_stats",
+                      "statistics overlap at byte " +
+                          std::to_string(used[i].first));
+  }
   rank.stages.push_back(std::move(plan));
   return true;
 }

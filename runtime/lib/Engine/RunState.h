@@ -128,6 +128,26 @@ struct gpipe_rt_rank {
 
 namespace gpipe::rt {
 
+/// One stage's step on `device` (a RankDevice, or the Device for deferred
+/// updates): the optimizer over the trainable parameters, then each batch
+/// norm's running statistics from their accumulated sums.
+template <typename AnyDevice>
+Status stepStage(AnyDevice &device, const OptimizerConfig &config,
+                 int64_t step, const StagePlan &plan, float *params,
+                 const float *grads, float *state) {
+  Status s = device.optimizerStep(config, step, params, grads, state,
+                                  plan.trainableBytes / 4);
+  for (const RunningStatsSlot &stats : plan.runningStats) {
+    if (!s.ok())
+      break;
+    s = device.runningStatsUpdate(
+        params + stats.meanOffset / 4, params + stats.varOffset / 4,
+        grads + stats.meanOffset / 4, grads + stats.varOffset / 4,
+        stats.channels, stats.count, stats.momentum);
+  }
+  return s;
+}
+
 /// Everything one Engine::run shares between its threads.
 class RunState final : public RunControl {
 public:

@@ -375,9 +375,9 @@ bool RunState::runStep(int64_t step, RunResult &result) {
       for (gpipe_rt_rank &rank : ranks)
         for (const auto &u : rank.pending) {
           int64_t t = ++rank.optimizerSteps[u.local];
-          s = device->optimizerStep(
-              optimizer, t, u.params, u.grads,
-              optimizer.stateMultiple() ? u.state : nullptr, u.count);
+          s = stepStage(*device, optimizer, t, rank.plan->stages[u.local],
+                        u.params, u.grads,
+                        optimizer.stateMultiple() ? u.state : nullptr);
           if (!s.ok())
             break;
         }

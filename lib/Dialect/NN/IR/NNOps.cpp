@@ -14,11 +14,12 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/OpImplementation.h"
-
-#include <cmath>
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::gpipe::nn;
@@ -466,6 +467,194 @@ LogicalResult LayerNormOp::verify() {
 }
 // mean, variance, normalize, scale, shift.
 OpCost LayerNormOp::getCost() { return detail::elementwiseCost(*this, 8); }
+
+//===----------------------------------------------------------------------===//
+// Convolution, pooling and batch normalization
+//===----------------------------------------------------------------------===//
+
+/// The result element type and the float operands agree.
+static LogicalResult checkFloatOperands(Operation *op) {
+  Type element = cast<ShapedType>(op->getResult(0).getType()).getElementType();
+  for (Value v : op->getOperands())
+    if (cast<ShapedType>(v.getType()).getElementType() != element)
+      return op->emitOpError("expected operands of element type ")
+             << element << ", got " << v.getType();
+  return success();
+}
+
+/// 2 * N * O * OH * OW * (C / groups) * kh * kw multiply-adds.
+static int64_t convFlops(ArrayRef<int64_t> out, ArrayRef<int64_t> weight) {
+  return 2 * numElements(out) * weight[1] * weight[2] * weight[3];
+}
+
+LogicalResult Conv2DOp::verify() {
+  if (failed(checkFloatOperands(*this)))
+    return failure();
+  return checkResultShape(
+      *this, inferConv2DShape(shapeOf(getInput()), shapeOf(getWeight()),
+                              optionalShape(getBias()), getStrides(),
+                              getPads(), getDilations(), getGroups(), NN_EMIT));
+}
+
+OpCost Conv2DOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  cost.flops = convFlops(shapeOf(getResult()), shapeOf(getWeight()));
+  return cost;
+}
+
+LogicalResult Conv2DGradOp::verify() {
+  if (failed(checkFloatOperands(*this)))
+    return failure();
+  FailureOr<Shape> out = inferConv2DShape(
+      shapeOf(getInput()), shapeOf(getWeight()), std::nullopt, getStrides(),
+      getPads(), getDilations(), getGroups(), NN_EMIT);
+  if (failed(out))
+    return failure();
+  if (shapeOf(getGrad()) != ArrayRef<int64_t>(*out))
+    return emitOpError("expected a result gradient of shape ")
+           << formatShape(*out) << ", got " << formatShape(shapeOf(getGrad()));
+  if (getInputGrad().getType() != getInput().getType() ||
+      getWeightGrad().getType() != getWeight().getType())
+    return emitOpError("expected input and weight gradients of types ")
+           << getInput().getType() << " and " << getWeight().getType();
+  if (shapeOf(getBiasGrad()) != ArrayRef<int64_t>{shapeOf(getWeight())[0]})
+    return emitOpError("expected a bias gradient of shape [")
+           << shapeOf(getWeight())[0] << "]";
+  return success();
+}
+
+// The input gradient and the weight gradient: two convolutions' work.
+OpCost Conv2DGradOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  cost.flops = 2 * convFlops(shapeOf(getGrad()), shapeOf(getWeight())) +
+               numElements(shapeOf(getGrad()));
+  return cost;
+}
+
+/// The window attributes of a pooling op or its gradient.
+template <typename Op>
+static Window2D poolWindow(Op op) {
+  static const int64_t ones[] = {1, 1};
+  Window2D window{op.getKernel(), op.getStrides(), op.getPads(),
+                  ArrayRef<int64_t>(ones), op.getCeilMode()};
+  if constexpr (std::is_same_v<Op, MaxPool2DOp> ||
+                std::is_same_v<Op, MaxPool2DGradOp>)
+    window.dilations = op.getDilations();
+  return window;
+}
+
+LogicalResult MaxPool2DOp::verify() {
+  return checkResultShape(
+      *this, inferPool2DShape(shapeOf(getInput()), poolWindow(*this), NN_EMIT));
+}
+
+OpCost MaxPool2DOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  cost.flops = numElements(shapeOf(getResult())) * getKernel()[0] *
+               getKernel()[1];
+  return cost;
+}
+
+LogicalResult MaxPool2DGradOp::verify() {
+  FailureOr<Shape> out =
+      inferPool2DShape(shapeOf(getInput()), poolWindow(*this), NN_EMIT);
+  if (failed(out))
+    return failure();
+  if (shapeOf(getGrad()) != ArrayRef<int64_t>(*out))
+    return emitOpError("expected a result gradient of shape ")
+           << formatShape(*out) << ", got " << formatShape(shapeOf(getGrad()));
+  if (getInput().getType() != getType())
+    return emitOpError("expected result type ") << getInput().getType();
+  return success();
+}
+
+OpCost MaxPool2DGradOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  cost.flops = numElements(shapeOf(getGrad())) * getKernel()[0] *
+               getKernel()[1];
+  return cost;
+}
+
+LogicalResult AvgPool2DOp::verify() {
+  return checkResultShape(
+      *this, inferPool2DShape(shapeOf(getInput()), poolWindow(*this), NN_EMIT));
+}
+
+OpCost AvgPool2DOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  cost.flops = numElements(shapeOf(getResult())) * getKernel()[0] *
+               getKernel()[1];
+  return cost;
+}
+
+LogicalResult AvgPool2DGradOp::verify() {
+  FailureOr<Shape> out =
+      inferPool2DShape(shapeOf(getResult()), poolWindow(*this), NN_EMIT);
+  if (failed(out))
+    return failure();
+  if (shapeOf(getGrad()) != ArrayRef<int64_t>(*out))
+    return emitOpError("expected a result gradient of shape ")
+           << formatShape(*out) << ", got " << formatShape(shapeOf(getGrad()));
+  return success();
+}
+
+OpCost AvgPool2DGradOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  cost.flops = numElements(shapeOf(getGrad())) * getKernel()[0] *
+               getKernel()[1];
+  return cost;
+}
+
+LogicalResult BatchNormOp::verify() {
+  if (failed(checkFloatOperands(*this)) ||
+      failed(verifyBatchNormShapes(
+          shapeOf(getInput()),
+          {shapeOf(getScale()), shapeOf(getBias()), shapeOf(getRunningMean()),
+           shapeOf(getRunningVar())},
+          NN_EMIT)))
+    return failure();
+  float momentum = getMomentum().convertToFloat();
+  if (!(momentum >= 0.0f && momentum <= 1.0f))
+    return emitOpError("expected a momentum in [0, 1], got ") << momentum;
+  if (!(getEpsilon().convertToFloat() >= 0.0f))
+    return emitOpError("expected a non-negative epsilon");
+  if (getInput().getType() != getType())
+    return emitOpError("expected result type ")
+           << getInput().getType() << ", got " << getType();
+  return success();
+}
+
+// Mean, variance, normalize, scale, shift.
+OpCost BatchNormOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  cost.flops = 8 * numElements(shapeOf(getInput()));
+  return cost;
+}
+
+LogicalResult BatchNormGradOp::verify() {
+  if (failed(checkFloatOperands(*this)) ||
+      failed(verifyBatchNormShapes(
+          shapeOf(getInput()), {shapeOf(getScale()), shapeOf(getRunningMean())},
+          NN_EMIT)))
+    return failure();
+  if (getGrad().getType() != getInput().getType() ||
+      getInputGrad().getType() != getInput().getType())
+    return emitOpError("expected the gradients of the input of type ")
+           << getInput().getType();
+  for (Value v : {getScaleGrad(), getBiasGrad(), getMeanStat(), getVarStat()})
+    if (v.getType() != getScale().getType())
+      return emitOpError("expected per-channel results of type ")
+             << getScale().getType() << ", got " << v.getType();
+  return success();
+}
+
+// Recomputed statistics, two channel sums, the input gradient and the
+// running-statistics sums.
+OpCost BatchNormGradOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  cost.flops = 20 * numElements(shapeOf(getInput()));
+  return cost;
+}
 
 //===----------------------------------------------------------------------===//
 // Indexing and shapes

@@ -153,6 +153,109 @@ FailureOr<Shape> mlir::gpipe::nn::inferLinearShape(
   return result;
 }
 
+FailureOr<Shape> mlir::gpipe::nn::inferWindowShape(ArrayRef<int64_t> image,
+                                                   const Window2D &window,
+                                                   EmitErrorFn emitError) {
+  auto pair = [&](ArrayRef<int64_t> v, StringRef name, size_t size,
+                  int64_t least) -> LogicalResult {
+    if (v.size() != size)
+      return emitError() << "expected " << size << " " << name << ", got "
+                         << v.size();
+    for (int64_t x : v)
+      if (x < least)
+        return emitError() << "expected " << name << " >= " << least
+                           << ", got " << formatShape(v);
+    return success();
+  };
+  if (image.size() != 2 || failed(pair(window.kernel, "kernel sizes", 2, 1)) ||
+      failed(pair(window.strides, "strides", 2, 1)) ||
+      failed(pair(window.pads, "pads", 4, 0)) ||
+      failed(pair(window.dilations, "dilations", 2, 1)))
+    return failure();
+  Shape out;
+  for (int d = 0; d < 2; ++d) {
+    int64_t begin = window.pads[d], end = window.pads[d + 2];
+    int64_t extent = window.dilations[d] * (window.kernel[d] - 1) + 1;
+    int64_t span = image[d] + begin + end - extent;
+    if (span < 0)
+      return emitError() << "a window of " << extent << " does not fit a "
+                         << (d ? "width" : "height") << " of " << image[d]
+                         << " padded by " << begin << " and " << end;
+    int64_t stride = window.strides[d];
+    int64_t size = span / stride + 1;
+    if (window.ceilMode && span % stride != 0) {
+      ++size;
+      // The last window must start inside the image or its leading padding.
+      if ((size - 1) * stride >= image[d] + begin)
+        --size;
+    }
+    out.push_back(size);
+  }
+  return out;
+}
+
+FailureOr<Shape> mlir::gpipe::nn::inferConv2DShape(
+    ArrayRef<int64_t> input, ArrayRef<int64_t> weight,
+    std::optional<ArrayRef<int64_t>> bias, ArrayRef<int64_t> strides,
+    ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations, int64_t groups,
+    EmitErrorFn emitError) {
+  if (input.size() != 4)
+    return emitError() << "expected an NCHW input of rank 4, got "
+                       << formatShape(input);
+  if (weight.size() != 4)
+    return emitError() << "expected a weight [O, C/groups, kh, kw], got "
+                       << formatShape(weight);
+  if (groups < 1 || input[1] % groups != 0 || weight[0] % groups != 0)
+    return emitError() << "groups " << groups << " must divide the "
+                       << input[1] << " input and " << weight[0]
+                       << " output channels";
+  if (weight[1] * groups != input[1])
+    return emitError() << "weight " << formatShape(weight) << " with groups "
+                       << groups << " expects " << weight[1] * groups
+                       << " input channels, got " << input[1];
+  if (bias && *bias != ArrayRef<int64_t>{weight[0]})
+    return emitError() << "expected bias of shape [" << weight[0] << "], got "
+                       << formatShape(*bias);
+  Window2D window{weight.drop_front(2), strides, pads, dilations, false};
+  FailureOr<Shape> image = inferWindowShape(input.drop_front(2), window,
+                                            emitError);
+  if (failed(image))
+    return failure();
+  return Shape{input[0], weight[0], (*image)[0], (*image)[1]};
+}
+
+FailureOr<Shape> mlir::gpipe::nn::inferPool2DShape(ArrayRef<int64_t> input,
+                                                   const Window2D &window,
+                                                   EmitErrorFn emitError) {
+  if (input.size() != 4)
+    return emitError() << "expected an NCHW input of rank 4, got "
+                       << formatShape(input);
+  FailureOr<Shape> image =
+      inferWindowShape(input.drop_front(2), window, emitError);
+  if (failed(image))
+    return failure();
+  for (int d = 0; d < 2; ++d)
+    if (window.pads[d] >= window.kernel[d] ||
+        window.pads[d + 2] >= window.kernel[d])
+      return emitError() << "pads " << formatShape(window.pads)
+                         << " must be smaller than the kernel "
+                         << formatShape(window.kernel);
+  return Shape{input[0], input[1], (*image)[0], (*image)[1]};
+}
+
+LogicalResult mlir::gpipe::nn::verifyBatchNormShapes(
+    ArrayRef<int64_t> input, ArrayRef<ArrayRef<int64_t>> perChannel,
+    EmitErrorFn emitError) {
+  if (input.size() < 2)
+    return emitError() << "expected an input [N, C, ...] of rank >= 2, got "
+                       << formatShape(input);
+  for (ArrayRef<int64_t> shape : perChannel)
+    if (shape != ArrayRef<int64_t>{input[1]})
+      return emitError() << "expected per-channel operands of shape ["
+                         << input[1] << "], got " << formatShape(shape);
+  return success();
+}
+
 LogicalResult mlir::gpipe::nn::verifyAxis(ArrayRef<int64_t> shape, int64_t axis,
                                           EmitErrorFn emitError) {
   if (axis < 0 || axis >= static_cast<int64_t>(shape.size()))

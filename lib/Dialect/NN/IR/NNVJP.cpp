@@ -500,6 +500,70 @@ LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
 }
 
 //===----------------------------------------------------------------------===//
+// Convolution, pooling and batch normalization
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2DOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  Value dy = beginVJP(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  Type weightType = getWeight().getType();
+  auto biasType = RankedTensorType::get(
+      {tensorTypeOf(getWeight()).getShape()[0]},
+      tensorTypeOf(getWeight()).getElementType());
+  auto grad = Conv2DGradOp::create(
+      b, getLoc(), TypeRange{getInput().getType(), weightType, biasType},
+      getInput(), getWeight(), dy, getStrides(), getPads(), getDilations(),
+      getGroups());
+  operandGrads[0] = grad.getInputGrad();
+  operandGrads[1] = grad.getWeightGrad();
+  if (getBias())
+    operandGrads[2] = grad.getBiasGrad();
+  return success();
+}
+
+LogicalResult MaxPool2DOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  Value dy = beginVJP(*this, resultGrads, operandGrads);
+  if (dy)
+    operandGrads[0] = MaxPool2DGradOp::create(
+        b, getLoc(), getInput().getType(), getInput(), dy, getKernel(),
+        getStrides(), getPads(), getDilations(), getCeilMode());
+  return success();
+}
+
+LogicalResult AvgPool2DOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  Value dy = beginVJP(*this, resultGrads, operandGrads);
+  if (dy)
+    operandGrads[0] = AvgPool2DGradOp::create(
+        b, getLoc(), getInput().getType(), dy, getKernel(), getStrides(),
+        getPads(), getCountIncludePad(), getCeilMode());
+  return success();
+}
+
+// The running statistics get the batch's sums around the running mean in
+// place of a gradient: the step turns the accumulated sums into the new
+// running statistics (see nn.batch_norm).
+LogicalResult BatchNormOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  Value dy = beginVJP(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  Type c = getScale().getType();
+  auto grad = BatchNormGradOp::create(
+      b, getLoc(), TypeRange{getInput().getType(), c, c, c, c}, getInput(),
+      getScale(), getRunningMean(), dy, getEpsilon());
+  operandGrads[0] = grad.getInputGrad();
+  operandGrads[1] = grad.getScaleGrad();
+  operandGrads[2] = grad.getBiasGrad();
+  operandGrads[3] = grad.getMeanStat();
+  operandGrads[4] = grad.getVarStat();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Indexing and shapes
 //===----------------------------------------------------------------------===//
 

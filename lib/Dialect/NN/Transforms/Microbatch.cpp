@@ -487,6 +487,27 @@ LogicalResult Microbatcher::visit(Operation *op) {
             return mixes(op, i, *pb), failure();
         return passThrough(op.getInput(), op.getResult());
       })
+      // Images are independent along dim 0, the batch; weights, biases and
+      // statistics must not carry it.
+      .Case<Conv2DOp, MaxPool2DOp, AvgPool2DOp, BatchNormOp>(
+          [&](Operation *op) -> LogicalResult {
+            std::optional<BatchDim> b = lookup(op->getOperand(0));
+            for (unsigned i = 1; i < op->getNumOperands(); ++i)
+              if (std::optional<BatchDim> pb = lookup(op->getOperand(i)))
+                return mixes(op, i, *pb), failure();
+            if (!b)
+              return success();
+            if (b->dim != 0)
+              return mixes(op, 0, *b), failure();
+            // nn.batch_norm normalizes each micro-batch with its own
+            // statistics: GPipe's semantics, chosen on purpose.
+            if (isa<BatchNormOp>(op) && b->outer != 1)
+              return unsupported(op, 0, *b,
+                                 "normalizes over samples interleaved with "
+                                 "other data"),
+                     failure();
+            return passThrough(op->getOperand(0), op->getResult(0));
+          })
       .Case<GatherOp>([&](GatherOp op) { return visitGather(op); })
       .Case<ReshapeOp>([&](ReshapeOp op) { return visitReshape(op); })
       .Case<TransposeOp>([&](TransposeOp op) {

@@ -90,6 +90,13 @@ public:
                                float *params, const float *grads, float *state,
                                int64_t count) = 0;
 
+  /// A batch norm's running statistics after a step, from the step's sums
+  /// (Kernels.def, running_stats_update_f32), on device memory.
+  virtual Status runningStatsUpdate(float *runningMean, float *runningVar,
+                                    const float *meanStat,
+                                    const float *varStat, int64_t channels,
+                                    int64_t count, double momentum) = 0;
+
   /// The message of the kernel call that just failed on this thread ("" if
   /// the device keeps none; the engine then reads gpipe_rt_last_error()).
   virtual std::string kernelError() = 0;
@@ -160,6 +167,14 @@ public:
   virtual Status optimizerStep(const OptimizerConfig &config, int64_t step,
                                float *params, const float *grads, float *state,
                                int64_t count) = 0;
+
+  /// A batch norm's running statistics after a step, from the step's sums
+  /// (Kernels.def, running_stats_update_f32), on device memory, finished
+  /// when it returns.
+  virtual Status runningStatsUpdate(float *runningMean, float *runningVar,
+                                    const float *meanStat,
+                                    const float *varStat, int64_t channels,
+                                    int64_t count, double momentum) = 0;
 
   /// Whether the device speaks the nccl transport, and the calls it needs:
   /// an id process 0 makes and every process receives (over MPI), then the

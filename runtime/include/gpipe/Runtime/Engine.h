@@ -93,13 +93,29 @@ struct ParamSlot {
   size_t parameter = 0;
 };
 
+/// A batch norm's running statistics inside a stage's parameter block. Their
+/// gradient slots hold the step's sums of x - mean and (x - mean)^2 (over
+/// `count` values per channel); the step turns them into the new statistics
+/// (gpipe_rt_cpu_running_stats_update_f32) instead of the optimizer.
+struct RunningStatsSlot {
+  /// Bytes from the stage's params_offset (and grads_offset).
+  int64_t meanOffset = 0, varOffset = 0;
+  int64_t channels = 0;
+  int64_t count = 0;
+  double momentum = 0.0;
+};
+
 /// One stage a rank holds: its parameter, gradient and optimizer-state
 /// blocks in the rank's arena.
 struct StagePlan {
   int64_t stage = 0;
   int64_t paramsOffset = 0, gradsOffset = 0, stateOffset = -1;
   int64_t paramBytes = 0;
+  /// The optimizer updates bytes [0, trainableBytes) of the block; the
+  /// running statistics lie after them.
+  int64_t trainableBytes = 0;
   std::vector<ParamSlot> params;
+  std::vector<RunningStatsSlot> runningStats;
 };
 
 /// One action of a rank's program. A transfer's kind carries its direction

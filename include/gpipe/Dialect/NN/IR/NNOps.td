@@ -369,6 +369,108 @@ def NN_LayerNormOp : NN_PureOp<"layer_norm", [NN_LayerAnchor, NN_VJP]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Convolution, pooling and batch normalization (NCHW images)
+//===----------------------------------------------------------------------===//
+
+def NN_Conv2DOp : NN_PureOp<"conv2d", [NN_LayerAnchor, NN_VJP]> {
+  let summary = "2-D convolution (ONNX Conv over NCHW images)";
+  let description = [{
+    `input` is `[N, C, H, W]`, `weight` `[O, C / groups, kh, kw]` and the
+    optional `bias` `[O]`; the result is `[N, O, OH, OW]`. `strides` and
+    `dilations` are `[h, w]`, `pads` ONNX's `[top, left, bottom, right]`
+    (zero padding). Output channel `o` reads the input channels of its group
+    `o / (O / groups)`.
+
+    ```mlir
+    %y = nn.conv2d %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1} : (tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<8x16x32x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$weight,
+                       Optional<NN_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_MaxPool2DOp : NN_PureOp<"max_pool2d", [NN_LayerAnchor, NN_VJP]> {
+  let summary = "2-D max pooling (ONNX MaxPool over NCHW images)";
+  let description = [{
+    The largest input in each window of `kernel` `[kh, kw]` moved by
+    `strides`, with `pads` (`[top, left, bottom, right]`, never chosen) and
+    `dilations`. The result type gives the output size: ONNX's floor
+    formula, or its ceiling when `ceil_mode` is set.
+
+    ```mlir
+    %y = nn.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : tensor<8x16x32x32xf32> -> tensor<8x16x16x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def NN_AvgPool2DOp : NN_PureOp<"avg_pool2d", [NN_LayerAnchor, NN_VJP]> {
+  let summary = "2-D average pooling (ONNX AveragePool, GlobalAveragePool)";
+  let description = [{
+    The mean of each window of `kernel` moved by `strides` with `pads`
+    (`[top, left, bottom, right]`): divided by the number of its positions
+    inside the image, or by `kh * kw` with `count_include_pad` (positions past
+    the padded image never count). `ceil_mode` as for `nn.max_pool2d`.
+    GlobalAveragePool is a window of the whole image.
+
+    ```mlir
+    %y = nn.avg_pool2d %x {kernel = array<i64: 8, 8>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>} : tensor<8x64x8x8xf32> -> tensor<8x64x1x1xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<BoolAttr, "false">:$count_include_pad,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def NN_BatchNormOp : NN_PureOp<"batch_norm", [NN_LayerAnchor, NN_VJP]> {
+  let summary = "Batch normalization in training mode (GPipe's per-micro-batch statistics)";
+  let description = [{
+    Normalizes `input` `[N, C, ...]` per channel with the mean and biased
+    variance of this batch (`epsilon` inside the square root), then applies
+    `scale` and `bias` (`[C]`). In a pipeline the batch is the micro-batch:
+    each micro-batch is normalized with its own statistics, as GPipe does.
+
+    `running_mean` and `running_var` (`[C]`) are the parameters that track
+    the statistics for inference; this op does not read their values to
+    compute its result. Its gradient op gives each of them the batch's
+    contribution (sums of `x - running_mean` and of its square), which are
+    accumulated over the micro-batches (and replicas) like gradients; the
+    step then updates them from the whole mini-batch with `momentum` (the
+    weight of the new statistic, PyTorch's convention) instead of the
+    optimizer, so that after a step they equal what the unpipelined model
+    computes on the full batch.
+
+    ```mlir
+    %y = nn.batch_norm %x, %g, %b, %mean, %var {epsilon = 1.0e-05 : f32, momentum = 1.0e-01 : f32} : (tensor<8x16x32x32xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<8x16x32x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$scale,
+                       NN_FloatTensor:$bias, NN_FloatTensor:$running_mean,
+                       NN_FloatTensor:$running_var,
+                       DefaultValuedAttr<F32Attr, "1.0e-5f">:$epsilon,
+                       DefaultValuedAttr<F32Attr, "0.1f">:$momentum);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $running_mean `,` $running_var attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Indexing and shape manipulation
 //===----------------------------------------------------------------------===//
 
@@ -648,6 +750,97 @@ def NN_LayerNormGradOp : NN_PureOp<"layer_norm_grad"> {
                       NN_FloatTensor:$bias_grad);
   let assemblyFormat = [{
     $input `,` $scale `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_Conv2DGradOp : NN_PureOp<"conv2d_grad"> {
+  let summary = "Gradient of nn.conv2d";
+  let description = [{
+    From the convolution's `input`, `weight` and the gradient `grad` of its
+    result, with the convolution's attributes: the gradients of the input,
+    of the weight (summed over the images) and of a bias (`[O]`, `grad`
+    summed over images and positions; unused when the convolution has
+    none).
+
+    ```mlir
+    %dx, %dw, %db = nn.conv2d_grad %x, %w, %dy {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1} : (tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<8x16x32x32xf32>) -> (tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$weight,
+                       NN_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs NN_FloatTensor:$input_grad, NN_FloatTensor:$weight_grad,
+                      NN_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_MaxPool2DGradOp : NN_PureOp<"max_pool2d_grad"> {
+  let summary = "Gradient of nn.max_pool2d";
+  let description = [{
+    Each output position's gradient goes to the first largest input of its
+    window (row-major), the one the forward picked; the window's attributes
+    are the pooling's.
+
+    ```mlir
+    %dx = nn.max_pool2d_grad %x, %dy {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<8x16x32x32xf32>, tensor<8x16x16x16xf32>) -> tensor<8x16x32x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_AvgPool2DGradOp : NN_PureOp<"avg_pool2d_grad"> {
+  let summary = "Gradient of nn.avg_pool2d";
+  let description = [{
+    Each output position's gradient, divided by its window's divisor, is
+    added to every input position of the window. The result type is the
+    pooling's input type.
+
+    ```mlir
+    %dx = nn.avg_pool2d_grad %dy {kernel = array<i64: 8, 8>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>} : tensor<8x64x1x1xf32> -> tensor<8x64x8x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$grad, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<BoolAttr, "false">:$count_include_pad,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
+}
+
+def NN_BatchNormGradOp : NN_PureOp<"batch_norm_grad"> {
+  let summary = "Gradient of nn.batch_norm, and the batch's running-statistics contribution";
+  let description = [{
+    From the batch norm's `input`, `scale`, `running_mean` and the gradient
+    `grad` of its result: the gradients of the input, scale and bias, and
+    the batch's contribution to the running statistics around the running
+    mean `r` (which stays fixed during a step): `mean_stat = sum(x - r)` and
+    `var_stat = sum((x - r)^2)` per channel. Accumulated over the step's
+    micro-batches like gradients, they give the whole batch's mean and
+    variance at the step (`nn.batch_norm`).
+
+    ```mlir
+    %dx, %dg, %db, %sm, %sv = nn.batch_norm_grad %x, %g, %mean, %dy {epsilon = 1.0e-05 : f32} : (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>, tensor<8x16x4x4xf32>) -> (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$scale,
+                       NN_FloatTensor:$running_mean, NN_FloatTensor:$grad,
+                       DefaultValuedAttr<F32Attr, "1.0e-5f">:$epsilon);
+  let results = (outs NN_FloatTensor:$input_grad, NN_FloatTensor:$scale_grad,
+                      NN_FloatTensor:$bias_grad, NN_FloatTensor:$mean_stat,
+                      NN_FloatTensor:$var_stat);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $running_mean `,` $grad attr-dict `:` functional-type(operands, results)
   }];
 }
 

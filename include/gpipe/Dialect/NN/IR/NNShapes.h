@@ -52,6 +52,39 @@ LogicalResult verifyLayerNormShapes(llvm::ArrayRef<int64_t> input,
                                     llvm::ArrayRef<int64_t> scale,
                                     std::optional<llvm::ArrayRef<int64_t>> bias,
                                     int64_t axis, EmitErrorFn emitError);
+/// The sliding-window geometry of a 2-D convolution or pooling over NCHW
+/// images: `kernel` [kh, kw], `strides` [h, w], `pads` ONNX's [top, left,
+/// bottom, right], `dilations` [h, w].
+struct Window2D {
+  llvm::ArrayRef<int64_t> kernel, strides, pads, dilations;
+  bool ceilMode = false;
+};
+/// The output [OH, OW] of sliding `window` over an [H, W] image (ONNX's
+/// formula: floor or ceil of (H + top + bottom - dilation * (kh - 1) - 1) /
+/// stride + 1; in ceil mode a window that would start in the bottom or right
+/// padding is dropped, as PyTorch does).
+FailureOr<Shape> inferWindowShape(llvm::ArrayRef<int64_t> image,
+                                  const Window2D &window,
+                                  EmitErrorFn emitError);
+/// nn.conv2d: input [N, C, H, W], weight [O, C / groups, kh, kw], optional
+/// bias [O]; the result [N, O, OH, OW].
+FailureOr<Shape> inferConv2DShape(llvm::ArrayRef<int64_t> input,
+                                  llvm::ArrayRef<int64_t> weight,
+                                  std::optional<llvm::ArrayRef<int64_t>> bias,
+                                  llvm::ArrayRef<int64_t> strides,
+                                  llvm::ArrayRef<int64_t> pads,
+                                  llvm::ArrayRef<int64_t> dilations,
+                                  int64_t groups, EmitErrorFn emitError);
+/// nn.max_pool2d and nn.avg_pool2d: input [N, C, H, W]; the result
+/// [N, C, OH, OW].
+FailureOr<Shape> inferPool2DShape(llvm::ArrayRef<int64_t> input,
+                                  const Window2D &window,
+                                  EmitErrorFn emitError);
+/// nn.batch_norm: input [N, C, ...] (rank >= 2); scale, bias and the running
+/// statistics [C].
+LogicalResult verifyBatchNormShapes(
+    llvm::ArrayRef<int64_t> input,
+    llvm::ArrayRef<llvm::ArrayRef<int64_t>> perChannel, EmitErrorFn emitError);
 LogicalResult verifyAxis(llvm::ArrayRef<int64_t> shape, int64_t axis,
                          EmitErrorFn emitError);
 FailureOr<Shape> inferGatherShape(llvm::ArrayRef<int64_t> data,
