@@ -19,6 +19,7 @@
 
 #include "gpipe/Runtime/CPUKernels.h"
 
+#include "CPU/CPUInternal.h"
 #include "Common/KernelArgs.h"
 
 #include <cblas.h>
@@ -419,6 +420,20 @@ uint64_t splitMix64(uint64_t x) {
 }
 
 } // namespace
+
+namespace cpu {
+
+Kernel kernelNamed(const char *name) { return cpuKernel(name); }
+
+gpipe_rt_status sgemm(const Kernel &kernel, bool transA, bool transB,
+                      int64_t m, int64_t n, int64_t k, float alpha,
+                      const float *a, int64_t lda, const float *b, int64_t ldb,
+                      float beta, float *c, int64_t ldc) {
+  return checkedSgemm(kernel, transA, transB, m, n, k, alpha, a, lda, b, ldb,
+                      beta, c, ldc);
+}
+
+} // namespace cpu
 } // namespace gpipe::rt
 
 using namespace gpipe::rt;

@@ -943,6 +943,355 @@ gpipe_rt_status checkGeluGrad(const Kernel &kernel, const float *in,
                       {{"input", in}, {"grad", grad}, {"result", out}});
 }
 
+//===----------------------------------------------------------------------===//
+// Convolution, pooling and batch normalization
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Attributes beyond this are refused, so no product of them overflows.
+constexpr int64_t kMaxWindowAttr = std::numeric_limits<int32_t>::max();
+
+/// Reads an NCHW shape (rank 4, implied by the kernel's ABI).
+gpipe_rt_status readImages(const Kernel &kernel, const char *what,
+                           const int64_t *dims, Shape &shape) {
+  if (!dims)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << what << " is null";
+  return readShape(kernel, what, dims, 4, shape);
+}
+
+/// One [h, w] pair of window attributes: each in [min, kMaxWindowAttr].
+gpipe_rt_status readPair(const Kernel &kernel, const char *what,
+                         const int64_t *values, int64_t min,
+                         const char *must, int64_t (&pair)[2]) {
+  if (!values)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << what << " is null";
+  for (int i = 0; i < 2; ++i) {
+    if (values[i] < min || values[i] > kMaxWindowAttr)
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << what << " [" << values[0] << ", " << values[1] << "] must be "
+             << must << " (and at most " << kMaxWindowAttr << ")";
+    pair[i] = values[i];
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+/// The window [kh, kw] (positive), strides (positive), pads [top, left,
+/// bottom, right] (non-negative) and dilations (positive; all 1 when null).
+gpipe_rt_status readWindow(const Kernel &kernel, const int64_t *kernelDims,
+                           const int64_t *strides, const int64_t *pads,
+                           const int64_t *dilations, Window2d &a) {
+  int64_t k[2] = {}, s[2] = {}, d[2] = {1, 1}, p0[2] = {}, p1[2] = {};
+  GPIPE_RT_TRY(readPair(kernel, "kernel", kernelDims, 1, "positive", k));
+  GPIPE_RT_TRY(readPair(kernel, "strides", strides, 1, "positive", s));
+  if (!pads)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "pads is null";
+  for (int i = 0; i < 4; ++i)
+    if (pads[i] < 0 || pads[i] > kMaxWindowAttr)
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << "pads [" << pads[0] << ", " << pads[1] << ", " << pads[2]
+             << ", " << pads[3] << "] (top, left, bottom, right) must be "
+             << "non-negative (and at most " << kMaxWindowAttr << ")";
+  p0[0] = pads[0];
+  p0[1] = pads[1];
+  p1[0] = pads[2];
+  p1[1] = pads[3];
+  if (dilations)
+    GPIPE_RT_TRY(readPair(kernel, "dilations", dilations, 1, "positive", d));
+  a.kh = k[0];
+  a.kw = k[1];
+  a.strideH = s[0];
+  a.strideW = s[1];
+  a.padTop = p0[0];
+  a.padLeft = p0[1];
+  a.padBottom = p1[0];
+  a.padRight = p1[1];
+  a.dilationH = d[0];
+  a.dilationW = d[1];
+  return GPIPE_RT_SUCCESS;
+}
+
+/// Checks the result's size along one spatial dim against the ONNX
+/// Conv/MaxPool/AveragePool formula: floor((size + before + after -
+/// ((k - 1) * d + 1)) / s) + 1, or ceil instead of floor (ceil_mode), where
+/// a last window starting past the input and its leading padding is dropped
+/// (as PyTorch does). Either is accepted.
+gpipe_rt_status checkOutputDim(const Kernel &kernel, const char *dim,
+                               int64_t size, int64_t before, int64_t after,
+                               int64_t k, int64_t s, int64_t d, int64_t out) {
+  int64_t extent = (k - 1) * d + 1;
+  int64_t span = size + before + after - extent;
+  if (span < 0)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "the window spans " << extent << " along the " << dim
+           << ", more than the padded input's " << size + before + after;
+  int64_t floorOut = span / s + 1;
+  int64_t ceilOut = (span + s - 1) / s + 1;
+  if ((ceilOut - 1) * s >= size + before)
+    --ceilOut;
+  if (out != floorOut && out != ceilOut)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "result " << dim << " " << out << " is neither the floor ("
+           << floorOut << ") nor the ceil (" << ceilOut
+           << ") of the window count for input " << dim << " " << size;
+  return GPIPE_RT_SUCCESS;
+}
+
+/// Both spatial dims of the result `out` ([n, outC, oh, ow]) against the
+/// images `in` and the window; fills the sizes of `a`.
+gpipe_rt_status checkSpatial(const Kernel &kernel, const Shape &in,
+                             const Shape &out, Window2d &a) {
+  GPIPE_RT_TRY(checkOutputDim(kernel, "height", in.dims[2], a.padTop,
+                              a.padBottom, a.kh, a.strideH, a.dilationH,
+                              out.dims[2]));
+  GPIPE_RT_TRY(checkOutputDim(kernel, "width", in.dims[3], a.padLeft,
+                              a.padRight, a.kw, a.strideW, a.dilationW,
+                              out.dims[3]));
+  a.n = in.dims[0];
+  a.c = in.dims[1];
+  a.h = in.dims[2];
+  a.w = in.dims[3];
+  a.outC = out.dims[1];
+  a.oh = out.dims[2];
+  a.ow = out.dims[3];
+  a.inCount = in.numElements;
+  a.outCount = out.numElements;
+  return GPIPE_RT_SUCCESS;
+}
+
+/// The shapes of a convolution: images, weight [O, C / groups, kh, kw] and
+/// result (or its gradient) [N, O, OH, OW].
+gpipe_rt_status checkConvShapes(const Kernel &kernel, const int64_t *inShape,
+                                const int64_t *weightShape,
+                                const char *outWhat, const int64_t *outShape,
+                                const int64_t *strides, const int64_t *pads,
+                                const int64_t *dilations, int64_t groups,
+                                Window2d &a) {
+  Shape in, weight, out;
+  GPIPE_RT_TRY(readImages(kernel, "input shape", inShape, in));
+  GPIPE_RT_TRY(readImages(kernel, "weight shape", weightShape, weight));
+  GPIPE_RT_TRY(readImages(kernel, outWhat, outShape, out));
+  if (groups < 1)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "groups must be positive, got " << groups;
+  if (weight.dims[0] % groups != 0)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "the weight's " << weight.dims[0]
+           << " output channels are not divisible by groups " << groups;
+  if (weight.dims[1] > std::numeric_limits<int64_t>::max() / groups ||
+      weight.dims[1] * groups != in.dims[1])
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "input " << in << " has " << in.dims[1]
+           << " channels, but weight " << weight << " with groups " << groups
+           << " takes " << weight.dims[1] << " x " << groups;
+  if (out.dims[0] != in.dims[0] || out.dims[1] != weight.dims[0])
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << outWhat << " " << out << " does not match input " << in
+           << " and weight " << weight << " (expected [" << in.dims[0] << ", "
+           << weight.dims[0] << ", OH, OW])";
+  GPIPE_RT_TRY(
+      readWindow(kernel, weight.dims + 2, strides, pads, dilations, a));
+  GPIPE_RT_TRY(checkSpatial(kernel, in, out, a));
+  a.groups = groups;
+  a.groupIn = weight.dims[1];
+  a.groupOut = weight.dims[0] / groups;
+  a.weightCount = weight.numElements;
+  return GPIPE_RT_SUCCESS;
+}
+
+/// The shapes of a pool: images and result [N, C, OH, OW].
+gpipe_rt_status checkPoolShapes(const Kernel &kernel, const int64_t *inShape,
+                                const char *outWhat, const int64_t *outShape,
+                                const int64_t *kernelDims,
+                                const int64_t *strides, const int64_t *pads,
+                                const int64_t *dilations, Window2d &a) {
+  Shape in, out;
+  GPIPE_RT_TRY(readImages(kernel, "input shape", inShape, in));
+  GPIPE_RT_TRY(readImages(kernel, outWhat, outShape, out));
+  if (out.dims[0] != in.dims[0] || out.dims[1] != in.dims[1])
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << outWhat << " " << out << " does not match input " << in
+           << " (expected [" << in.dims[0] << ", " << in.dims[1]
+           << ", OH, OW])";
+  GPIPE_RT_TRY(readWindow(kernel, kernelDims, strides, pads, dilations, a));
+  return checkSpatial(kernel, in, out, a);
+}
+
+/// [N, C, ...] as images, channels and positions.
+gpipe_rt_status splitChannels(const Kernel &kernel, const int64_t *shape,
+                              int32_t rank, float epsilon, ChannelSplit &split) {
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  if (rank < 2)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "input " << s << " must have rank >= 2 ([N, C, ...])";
+  if (!(epsilon >= 0.0f))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "epsilon must be non-negative, got " << epsilon;
+  split.n = s.dims[0];
+  split.c = s.dims[1];
+  split.inner = 1;
+  for (int32_t d = 2; d < rank; ++d)
+    split.inner *= s.dims[d];
+  split.count = s.numElements;
+  return GPIPE_RT_SUCCESS;
+}
+
+} // namespace
+
+gpipe_rt_status checkConv2d(const Kernel &kernel, const float *in,
+                            const int64_t *inShape, const float *weight,
+                            const int64_t *weightShape, const float *bias,
+                            const int64_t *strides, const int64_t *pads,
+                            const int64_t *dilations, int64_t groups,
+                            const float *out, const int64_t *outShape,
+                            Window2d &args) {
+  GPIPE_RT_TRY(checkConvShapes(kernel, inShape, weightShape, "result shape",
+                               outShape, strides, pads, dilations, groups,
+                               args));
+  if (args.outCount == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, args.inCount));
+  GPIPE_RT_TRY(checkPointer(kernel, "weight", weight, args.weightCount));
+  return checkPointer(kernel, "result", out, args.outCount);
+}
+
+gpipe_rt_status
+checkConv2dGrad(const Kernel &kernel, const float *in, const int64_t *inShape,
+                const float *weight, const int64_t *weightShape,
+                const float *grad, const int64_t *gradShape,
+                const int64_t *strides, const int64_t *pads,
+                const int64_t *dilations, int64_t groups,
+                const float *inputGrad, const float *weightGrad,
+                const float *biasGrad, Window2d &args) {
+  GPIPE_RT_TRY(checkConvShapes(kernel, inShape, weightShape, "grad shape",
+                               gradShape, strides, pads, dilations, groups,
+                               args));
+  if (weightGrad)
+    GPIPE_RT_TRY(checkPointer(kernel, "input", in, args.inCount));
+  if (inputGrad)
+    GPIPE_RT_TRY(checkPointer(kernel, "weight", weight, args.weightCount));
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, args.outCount));
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkMaxPool2d(const Kernel &kernel, const float *in,
+                               const int64_t *inShape,
+                               const int64_t *kernelDims,
+                               const int64_t *strides, const int64_t *pads,
+                               const int64_t *dilations, const float *out,
+                               const int64_t *outShape, Window2d &args) {
+  GPIPE_RT_TRY(checkPoolShapes(kernel, inShape, "result shape", outShape,
+                               kernelDims, strides, pads, dilations, args));
+  if (args.outCount == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, args.inCount));
+  return checkPointer(kernel, "result", out, args.outCount);
+}
+
+gpipe_rt_status
+checkMaxPool2dGrad(const Kernel &kernel, const float *in,
+                   const int64_t *inShape, const float *grad,
+                   const int64_t *gradShape, const int64_t *kernelDims,
+                   const int64_t *strides, const int64_t *pads,
+                   const int64_t *dilations, const float *inputGrad,
+                   Window2d &args) {
+  GPIPE_RT_TRY(checkPoolShapes(kernel, inShape, "grad shape", gradShape,
+                               kernelDims, strides, pads, dilations, args));
+  if (args.inCount == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, args.inCount));
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, args.outCount));
+  return checkPointer(kernel, "input grad", inputGrad, args.inCount);
+}
+
+gpipe_rt_status checkAvgPool2d(const Kernel &kernel, const float *in,
+                               const int64_t *inShape,
+                               const int64_t *kernelDims,
+                               const int64_t *strides, const int64_t *pads,
+                               const float *out, const int64_t *outShape,
+                               Window2d &args) {
+  GPIPE_RT_TRY(checkPoolShapes(kernel, inShape, "result shape", outShape,
+                               kernelDims, strides, pads, nullptr, args));
+  if (args.outCount == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, args.inCount));
+  return checkPointer(kernel, "result", out, args.outCount);
+}
+
+gpipe_rt_status checkAvgPool2dGrad(const Kernel &kernel, const float *grad,
+                                   const int64_t *gradShape,
+                                   const int64_t *kernelDims,
+                                   const int64_t *strides, const int64_t *pads,
+                                   const float *inputGrad,
+                                   const int64_t *inShape, Window2d &args) {
+  GPIPE_RT_TRY(checkPoolShapes(kernel, inShape, "grad shape", gradShape,
+                               kernelDims, strides, pads, nullptr, args));
+  if (args.inCount == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, args.outCount));
+  return checkPointer(kernel, "input grad", inputGrad, args.inCount);
+}
+
+gpipe_rt_status checkBatchNorm(const Kernel &kernel, const float *in,
+                               const int64_t *shape, int32_t rank,
+                               const float *scale, const float *bias,
+                               float epsilon, const float *out,
+                               ChannelSplit &args) {
+  GPIPE_RT_TRY(splitChannels(kernel, shape, rank, epsilon, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, args.count));
+  GPIPE_RT_TRY(checkPointer(kernel, "scale", scale, args.c));
+  GPIPE_RT_TRY(checkPointer(kernel, "bias", bias, args.c));
+  return checkPointer(kernel, "result", out, args.count);
+}
+
+gpipe_rt_status checkBatchNormGrad(const Kernel &kernel, const float *in,
+                                   const int64_t *shape, int32_t rank,
+                                   const float *scale, const float *grad,
+                                   float epsilon, const float *shift,
+                                   const float *inputGrad,
+                                   const float *scaleGrad,
+                                   const float *biasGrad,
+                                   const float *meanStat,
+                                   const float *varStat, ChannelSplit &args) {
+  GPIPE_RT_TRY(splitChannels(kernel, shape, rank, epsilon, args));
+  if (args.c == 0)
+    return GPIPE_RT_SUCCESS;
+  if (inputGrad)
+    GPIPE_RT_TRY(checkPointer(kernel, "scale", scale, args.c));
+  if (meanStat || varStat)
+    GPIPE_RT_TRY(checkPointer(kernel, "shift", shift, args.c));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, args.count));
+  if (inputGrad || scaleGrad || biasGrad)
+    GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, args.count));
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkRunningStatsUpdate(const Kernel &kernel,
+                                        const float *runningMean,
+                                        const float *runningVar,
+                                        const float *meanStat,
+                                        const float *varStat, int64_t channels,
+                                        int64_t count, double momentum) {
+  GPIPE_RT_TRY(checkBuffers(kernel, channels,
+                            {{"running mean", runningMean},
+                             {"running var", runningVar},
+                             {"mean stat", meanStat},
+                             {"var stat", varStat}}));
+  if (count < 2)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "count must be at least 2 (the unbiased variance divides by "
+           << "count - 1), got " << count;
+  if (!std::isfinite(momentum))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "momentum must be finite, got " << momentum;
+  return GPIPE_RT_SUCCESS;
+}
+
 gpipe_rt_status checkSgdUpdate(const Kernel &kernel, const float *param,
                                const float *grad, int64_t count) {
   return checkBuffers(kernel, count, {{"param", param}, {"grad", grad}});

@@ -711,6 +711,135 @@ gpipe_rt_status checkGeluGrad(const Kernel &kernel, const float *in,
                               int64_t count);
 
 //===----------------------------------------------------------------------===//
+// Convolution, pooling and batch normalization
+//===----------------------------------------------------------------------===//
+
+/// The geometry of a 2-D window sliding over NCHW images: the images
+/// [n, c, h, w], the result [n, outC, oh, ow], the window [kh, kw] with its
+/// strides, pads and dilations, and for a convolution its groups. A plain
+/// aggregate, so the CUDA kernels take it by value.
+struct Window2d {
+  int64_t n = 0, c = 0, h = 0, w = 0;
+  int64_t outC = 0, oh = 0, ow = 0;
+  int64_t kh = 1, kw = 1;
+  int64_t strideH = 1, strideW = 1;
+  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+  int64_t dilationH = 1, dilationW = 1;
+  /// Convolution only: the groups, the input and output channels of one
+  /// group, and the weight's elements.
+  int64_t groups = 1, groupIn = 0, groupOut = 0, weightCount = 0;
+  /// Elements of the images and of the result.
+  int64_t inCount = 0, outCount = 0;
+};
+
+/// gpipe_rt_*_conv2d_f32 (the bias is optional); with an empty result
+/// there is nothing to compute and the pointers are not checked.
+gpipe_rt_status checkConv2d(const Kernel &kernel, const float *in,
+                            const int64_t *inShape, const float *weight,
+                            const int64_t *weightShape, const float *bias,
+                            const int64_t *strides, const int64_t *pads,
+                            const int64_t *dilations, int64_t groups,
+                            const float *out, const int64_t *outShape,
+                            Window2d &args);
+
+/// gpipe_rt_*_conv2d_grad_f32 (the three results are optional; only the
+/// operands a requested result needs are checked).
+gpipe_rt_status
+checkConv2dGrad(const Kernel &kernel, const float *in, const int64_t *inShape,
+                const float *weight, const int64_t *weightShape,
+                const float *grad, const int64_t *gradShape,
+                const int64_t *strides, const int64_t *pads,
+                const int64_t *dilations, int64_t groups,
+                const float *inputGrad, const float *weightGrad,
+                const float *biasGrad, Window2d &args);
+
+/// gpipe_rt_*_max_pool2d_f32.
+gpipe_rt_status checkMaxPool2d(const Kernel &kernel, const float *in,
+                               const int64_t *inShape,
+                               const int64_t *kernelDims,
+                               const int64_t *strides, const int64_t *pads,
+                               const int64_t *dilations, const float *out,
+                               const int64_t *outShape, Window2d &args);
+
+/// gpipe_rt_*_max_pool2d_grad_f32.
+gpipe_rt_status
+checkMaxPool2dGrad(const Kernel &kernel, const float *in,
+                   const int64_t *inShape, const float *grad,
+                   const int64_t *gradShape, const int64_t *kernelDims,
+                   const int64_t *strides, const int64_t *pads,
+                   const int64_t *dilations, const float *inputGrad,
+                   Window2d &args);
+
+/// gpipe_rt_*_avg_pool2d_f32.
+gpipe_rt_status checkAvgPool2d(const Kernel &kernel, const float *in,
+                               const int64_t *inShape,
+                               const int64_t *kernelDims,
+                               const int64_t *strides, const int64_t *pads,
+                               const float *out, const int64_t *outShape,
+                               Window2d &args);
+
+/// gpipe_rt_*_avg_pool2d_grad_f32.
+gpipe_rt_status checkAvgPool2dGrad(const Kernel &kernel, const float *grad,
+                                   const int64_t *gradShape,
+                                   const int64_t *kernelDims,
+                                   const int64_t *strides, const int64_t *pads,
+                                   const float *inputGrad,
+                                   const int64_t *inShape, Window2d &args);
+
+/// The divisor of the average-pool window at output (oh, ow): the number of
+/// its positions inside the image, or with `countIncludePad` inside the
+/// padded image (ONNX AveragePool, PyTorch avg_pool2d).
+inline int64_t avgPoolDivisor(const Window2d &a, int64_t oh, int64_t ow,
+                              bool countIncludePad) {
+  int64_t h0 = oh * a.strideH - a.padTop, w0 = ow * a.strideW - a.padLeft;
+  int64_t h1 = h0 + a.kh, w1 = w0 + a.kw;
+  if (countIncludePad) {
+    h1 = std::min(h1, a.h + a.padBottom);
+    w1 = std::min(w1, a.w + a.padRight);
+  } else {
+    h0 = std::max<int64_t>(h0, 0);
+    w0 = std::max<int64_t>(w0, 0);
+    h1 = std::min(h1, a.h);
+    w1 = std::min(w1, a.w);
+  }
+  return std::max<int64_t>(h1 - h0, 0) * std::max<int64_t>(w1 - w0, 0);
+}
+
+/// A batch-norm shape [N, C, ...] as `n` images of `c` channels of `inner`
+/// positions.
+struct ChannelSplit {
+  int64_t n = 0, c = 0, inner = 1;
+  /// Elements of the tensor.
+  int64_t count = 0;
+};
+
+/// gpipe_rt_*_batch_norm_f32.
+gpipe_rt_status checkBatchNorm(const Kernel &kernel, const float *in,
+                               const int64_t *shape, int32_t rank,
+                               const float *scale, const float *bias,
+                               float epsilon, const float *out,
+                               ChannelSplit &args);
+
+/// gpipe_rt_*_batch_norm_grad_f32 (the five results are optional).
+gpipe_rt_status checkBatchNormGrad(const Kernel &kernel, const float *in,
+                                   const int64_t *shape, int32_t rank,
+                                   const float *scale, const float *grad,
+                                   float epsilon, const float *shift,
+                                   const float *inputGrad,
+                                   const float *scaleGrad,
+                                   const float *biasGrad,
+                                   const float *meanStat,
+                                   const float *varStat, ChannelSplit &args);
+
+/// gpipe_rt_*_running_stats_update_f32.
+gpipe_rt_status checkRunningStatsUpdate(const Kernel &kernel,
+                                        const float *runningMean,
+                                        const float *runningVar,
+                                        const float *meanStat,
+                                        const float *varStat, int64_t channels,
+                                        int64_t count, double momentum);
+
+//===----------------------------------------------------------------------===//
 // Optimizer updates and initialization
 //===----------------------------------------------------------------------===//
 
