@@ -1665,4 +1665,335 @@ TEST(CUDAKernels, RunsOnTheThreadsStream) {
   cudaStreamDestroy(stream);
 }
 
+//===----------------------------------------------------------------------===//
+// Convolution, pooling and batch normalization
+//===----------------------------------------------------------------------===//
+
+TEST(CUDAValidation, ConvPoolAndBatchNorm) {
+  Shape in{1, 4, 6, 6}, w{4, 2, 3, 3}, out{1, 4, 4, 4}, badOut{1, 4, 5, 4};
+  int64_t s[2] = {1, 1}, zero[2] = {0, 1}, p[4] = {0, 0, 0, 0},
+          negPad[4] = {0, 0, -1, 0}, d[2] = {1, 1}, k[2] = {3, 3};
+  expectSameFailure(
+      gpipe_rt_cpu_conv2d_f32(nullptr, in.data(), nullptr, w.data(), nullptr,
+                              zero, p, d, 2, nullptr, out.data()),
+      gpipe_rt_cuda_conv2d_f32(nullptr, in.data(), nullptr, w.data(), nullptr,
+                               zero, p, d, 2, nullptr, out.data()));
+  expectSameFailure(
+      gpipe_rt_cpu_conv2d_f32(nullptr, in.data(), nullptr, w.data(), nullptr, s,
+                              p, d, 3, nullptr, out.data()),
+      gpipe_rt_cuda_conv2d_f32(nullptr, in.data(), nullptr, w.data(), nullptr,
+                               s, p, d, 3, nullptr, out.data()));
+  expectSameFailure(gpipe_rt_cpu_conv2d_grad_f32(
+                        nullptr, in.data(), nullptr, w.data(), nullptr,
+                        badOut.data(), s, p, d, 2, nullptr, nullptr, nullptr),
+                    gpipe_rt_cuda_conv2d_grad_f32(
+                        nullptr, in.data(), nullptr, w.data(), nullptr,
+                        badOut.data(), s, p, d, 2, nullptr, nullptr, nullptr));
+  expectSameFailure(gpipe_rt_cpu_max_pool2d_f32(nullptr, in.data(), k, s,
+                                                negPad, d, nullptr, out.data()),
+                    gpipe_rt_cuda_max_pool2d_f32(nullptr, in.data(), k, s,
+                                                 negPad, d, nullptr,
+                                                 out.data()));
+  expectSameFailure(
+      gpipe_rt_cpu_max_pool2d_grad_f32(nullptr, in.data(), nullptr, out.data(),
+                                       k, s, p, d, nullptr),
+      gpipe_rt_cuda_max_pool2d_grad_f32(nullptr, in.data(), nullptr, out.data(),
+                                        k, s, p, d, nullptr));
+  expectSameFailure(gpipe_rt_cpu_avg_pool2d_f32(nullptr, in.data(), k, s, p, 0,
+                                                nullptr, badOut.data()),
+                    gpipe_rt_cuda_avg_pool2d_f32(nullptr, in.data(), k, s, p, 0,
+                                                 nullptr, badOut.data()));
+  expectSameFailure(
+      gpipe_rt_cpu_avg_pool2d_grad_f32(nullptr, out.data(), zero, s, p, 1,
+                                       nullptr, in.data()),
+      gpipe_rt_cuda_avg_pool2d_grad_f32(nullptr, out.data(), zero, s, p, 1,
+                                        nullptr, in.data()));
+  Shape vec{4};
+  expectSameFailure(gpipe_rt_cpu_batch_norm_f32(nullptr, vec.data(), 1, nullptr,
+                                                nullptr, 1e-5f, nullptr),
+                    gpipe_rt_cuda_batch_norm_f32(nullptr, vec.data(), 1,
+                                                 nullptr, nullptr, 1e-5f,
+                                                 nullptr));
+  expectSameFailure(gpipe_rt_cpu_batch_norm_grad_f32(
+                        nullptr, in.data(), 4, nullptr, nullptr, 1e-5f, nullptr,
+                        nullptr, nullptr, nullptr, nullptr, nullptr),
+                    gpipe_rt_cuda_batch_norm_grad_f32(
+                        nullptr, in.data(), 4, nullptr, nullptr, 1e-5f, nullptr,
+                        nullptr, nullptr, nullptr, nullptr, nullptr));
+  expectSameFailure(gpipe_rt_cpu_running_stats_update_f32(
+                        nullptr, nullptr, nullptr, nullptr, 0, 1, 0.1),
+                    gpipe_rt_cuda_running_stats_update_f32(
+                        nullptr, nullptr, nullptr, nullptr, 0, 1, 0.1));
+}
+
+/// A convolution: input, output channels, kernel, strides, pads [top, left,
+/// bottom, right], dilations, groups, and whether a bias is added.
+struct ConvConfig {
+  Shape in;
+  int64_t outC;
+  int64_t k[2], s[2], p[4], d[2];
+  int64_t groups;
+  bool bias;
+
+  /// Floor-mode output sizes, or ceil mode.
+  Shape outShape(bool ceilMode = false) const {
+    Shape out{in[0], outC, 0, 0};
+    for (int a = 0; a < 2; ++a) {
+      int64_t span = in[2 + a] + p[a] + p[a + 2] - ((k[a] - 1) * d[a] + 1);
+      int64_t o = (ceilMode ? (span + s[a] - 1) / s[a] : span / s[a]) + 1;
+      if (ceilMode && (o - 1) * s[a] >= in[2 + a] + p[a])
+        --o;
+      out[size_t(2 + a)] = o;
+    }
+    return out;
+  }
+};
+
+const std::vector<ConvConfig> kConvConfigs = {
+    {{2, 3, 9, 7}, 4, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+    {{2, 4, 8, 6}, 6, {3, 3}, {2, 2}, {0, 1, 2, 1}, {1, 1}, 2, false},
+    {{1, 3, 9, 10}, 3, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 3, true},
+    {{2, 5, 5, 4}, 3, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+    {{1, 2, 11, 13}, 4, {7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, true},
+    {{3, 16, 12, 12}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+};
+
+TEST(CUDAKernels, Conv2dAndGrad) {
+  REQUIRE_CUDA();
+  uint32_t seed = 400;
+  for (const ConvConfig &c : kConvConfigs) {
+    Shape w{c.outC, c.in[1] / c.groups, c.k[0], c.k[1]};
+    Shape out = c.outShape();
+    std::vector<float> x = randomFloats(numel(c.in), seed++);
+    std::vector<float> wv = randomFloats(numel(w), seed++);
+    std::vector<float> b = randomFloats(c.outC, seed++);
+    std::vector<float> dy = randomFloats(numel(out), seed++);
+    const float *bias = c.bias ? b.data() : nullptr;
+    std::vector<float> want(size_t(numel(out))), wantDx(x.size()),
+        wantDw(wv.size()), wantDb(size_t(c.outC));
+    ASSERT_EQ(gpipe_rt_cpu_conv2d_f32(x.data(), c.in.data(), wv.data(),
+                                      w.data(), bias, c.s, c.p, c.d, c.groups,
+                                      want.data(), out.data()),
+              GPIPE_RT_SUCCESS)
+        << gpipe_rt_last_error();
+    ASSERT_EQ(gpipe_rt_cpu_conv2d_grad_f32(x.data(), c.in.data(), wv.data(),
+                                           w.data(), dy.data(), out.data(), c.s,
+                                           c.p, c.d, c.groups, wantDx.data(),
+                                           wantDw.data(), wantDb.data()),
+              GPIPE_RT_SUCCESS)
+        << gpipe_rt_last_error();
+    DeviceBuffer dX = DeviceBuffer::of(x), dW = DeviceBuffer::of(wv),
+                 dB = DeviceBuffer::of(b), dDy = DeviceBuffer::of(dy);
+    std::vector<float> got = runTwice<float>(want.size(), [&](float *o) {
+      return gpipe_rt_cuda_conv2d_f32(dX.get<float>(), c.in.data(),
+                                      dW.get<float>(), w.data(),
+                                      c.bias ? dB.get<float>() : nullptr, c.s,
+                                      c.p, c.d, c.groups, o, out.data());
+    });
+    expectCloseToScale(got, want, "conv2d");
+    DeviceBuffer gotDw(wv.size() * 4), gotDb(b.size() * 4);
+    std::vector<float> gotDx = runTwice<float>(x.size(), [&](float *o) {
+      return gpipe_rt_cuda_conv2d_grad_f32(
+          dX.get<float>(), c.in.data(), dW.get<float>(), w.data(),
+          dDy.get<float>(), out.data(), c.s, c.p, c.d, c.groups, o,
+          gotDw.get<float>(), gotDb.get<float>());
+    });
+    expectCloseToScale(gotDx, wantDx, "conv2d input grad");
+    expectCloseToScale(gotDw.read<float>(), wantDw, "conv2d weight grad");
+    expectCloseToScale(gotDb.read<float>(), wantDb, "conv2d bias grad");
+  }
+}
+
+/// An image's results on the GPU are the same bits alone and in a batch.
+TEST(CUDAKernels, Conv2dImageIndependentOfBatch) {
+  REQUIRE_CUDA();
+  ConvConfig c = kConvConfigs[1];
+  Shape w{c.outC, c.in[1] / c.groups, c.k[0], c.k[1]};
+  ConvConfig one = c, four = c;
+  one.in[0] = 1;
+  four.in[0] = 4;
+  Shape outOne = one.outShape(), outFour = four.outShape();
+  std::vector<float> x4 = randomFloats(numel(four.in), 410);
+  std::vector<float> wv = randomFloats(numel(w), 411);
+  int64_t img = numel(one.in), imgOut = numel(outOne);
+  std::vector<float> x1(x4.begin() + 3 * img, x4.begin() + 4 * img);
+  DeviceBuffer dX1 = DeviceBuffer::of(x1), dX4 = DeviceBuffer::of(x4),
+               dW = DeviceBuffer::of(wv);
+  std::vector<float> y1 = runTwice<float>(size_t(imgOut), [&](float *o) {
+    return gpipe_rt_cuda_conv2d_f32(dX1.get<float>(), one.in.data(),
+                                    dW.get<float>(), w.data(), nullptr, c.s,
+                                    c.p, c.d, c.groups, o, outOne.data());
+  });
+  std::vector<float> y4 =
+      runTwice<float>(size_t(numel(outFour)), [&](float *o) {
+        return gpipe_rt_cuda_conv2d_f32(dX4.get<float>(), four.in.data(),
+                                        dW.get<float>(), w.data(), nullptr, c.s,
+                                        c.p, c.d, c.groups, o, outFour.data());
+      });
+  expectSame(y1, std::vector<float>(y4.begin() + 3 * imgOut, y4.end()),
+             "image 3 of 4");
+}
+
+TEST(CUDAKernels, Pool2dAndGrad) {
+  REQUIRE_CUDA();
+  struct PoolConfig {
+    Shape in;
+    int64_t k[2], s[2], p[4], d[2];
+    bool ceilMode;
+  };
+  const std::vector<PoolConfig> configs = {
+      {{2, 3, 6, 8}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, false},
+      {{2, 2, 7, 9}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false},
+      {{1, 2, 8, 7}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, true},
+      {{2, 1, 5, 6}, {2, 3}, {2, 2}, {1, 0, 0, 2}, {1, 1}, true},
+      {{1, 2, 9, 8}, {3, 2}, {1, 2}, {1, 0, 1, 1}, {2, 2}, true},
+  };
+  uint32_t seed = 420;
+  for (const PoolConfig &pc : configs) {
+    ConvConfig geometry{pc.in,
+                        pc.in[1],
+                        {pc.k[0], pc.k[1]},
+                        {pc.s[0], pc.s[1]},
+                        {pc.p[0], pc.p[1], pc.p[2], pc.p[3]},
+                        {pc.d[0], pc.d[1]},
+                        1,
+                        false};
+    Shape out = geometry.outShape(pc.ceilMode);
+    std::vector<float> x = randomFloats(numel(pc.in), seed++);
+    // Ties: a few repeated values.
+    for (size_t i = 0; i < x.size(); i += 5)
+      x[i] = 0.5f;
+    std::vector<float> dy = randomFloats(numel(out), seed++);
+    DeviceBuffer dX = DeviceBuffer::of(x), dDy = DeviceBuffer::of(dy);
+    std::vector<float> want(size_t(numel(out))), wantDx(x.size());
+    ASSERT_EQ(gpipe_rt_cpu_max_pool2d_f32(x.data(), pc.in.data(), pc.k, pc.s,
+                                          pc.p, pc.d, want.data(), out.data()),
+              GPIPE_RT_SUCCESS)
+        << gpipe_rt_last_error();
+    ASSERT_EQ(gpipe_rt_cpu_max_pool2d_grad_f32(x.data(), pc.in.data(),
+                                               dy.data(), out.data(), pc.k,
+                                               pc.s, pc.p, pc.d, wantDx.data()),
+              GPIPE_RT_SUCCESS)
+        << gpipe_rt_last_error();
+    expectSame(runTwice<float>(want.size(),
+                               [&](float *o) {
+                                 return gpipe_rt_cuda_max_pool2d_f32(
+                                     dX.get<float>(), pc.in.data(), pc.k, pc.s,
+                                     pc.p, pc.d, o, out.data());
+                               }),
+               want, "max_pool2d");
+    expectSame(runTwice<float>(x.size(),
+                               [&](float *o) {
+                                 return gpipe_rt_cuda_max_pool2d_grad_f32(
+                                     dX.get<float>(), pc.in.data(),
+                                     dDy.get<float>(), out.data(), pc.k, pc.s,
+                                     pc.p, pc.d, o);
+                               }),
+               wantDx, "max_pool2d_grad");
+    if (pc.d[0] != 1 || pc.d[1] != 1)
+      continue; // average pooling has no dilations
+    for (int32_t includePad : {0, 1}) {
+      ASSERT_EQ(gpipe_rt_cpu_avg_pool2d_f32(x.data(), pc.in.data(), pc.k, pc.s,
+                                            pc.p, includePad, want.data(),
+                                            out.data()),
+                GPIPE_RT_SUCCESS)
+          << gpipe_rt_last_error();
+      ASSERT_EQ(gpipe_rt_cpu_avg_pool2d_grad_f32(dy.data(), out.data(), pc.k,
+                                                 pc.s, pc.p, includePad,
+                                                 wantDx.data(), pc.in.data()),
+                GPIPE_RT_SUCCESS)
+          << gpipe_rt_last_error();
+      expectSame(runTwice<float>(want.size(),
+                                 [&](float *o) {
+                                   return gpipe_rt_cuda_avg_pool2d_f32(
+                                       dX.get<float>(), pc.in.data(), pc.k,
+                                       pc.s, pc.p, includePad, o, out.data());
+                                 }),
+                 want, "avg_pool2d");
+      expectSame(runTwice<float>(x.size(),
+                                 [&](float *o) {
+                                   return gpipe_rt_cuda_avg_pool2d_grad_f32(
+                                       dDy.get<float>(), out.data(), pc.k, pc.s,
+                                       pc.p, includePad, o, pc.in.data());
+                                 }),
+                 wantDx, "avg_pool2d_grad");
+    }
+  }
+}
+
+TEST(CUDAKernels, BatchNormAndGrad) {
+  REQUIRE_CUDA();
+  uint32_t seed = 440;
+  for (const Shape &s :
+       {Shape{4, 3, 5, 6}, Shape{2, 5}, Shape{8, 16, 20, 20}, Shape{0, 3, 2}}) {
+    int64_t c = s[1];
+    std::vector<float> x = randomFloats(numel(s), seed++, -3.0f, 5.0f);
+    std::vector<float> dy = randomFloats(numel(s), seed++);
+    std::vector<float> scale = randomFloats(c, seed++, 0.5f, 1.5f);
+    std::vector<float> bias = randomFloats(c, seed++);
+    std::vector<float> shift = randomFloats(c, seed++);
+    size_t nc = static_cast<size_t>(c);
+    std::vector<float> want(x.size()), wantDx(x.size()), wantDs(nc), wantDb(nc),
+        wantMean(nc), wantVar(nc);
+    ASSERT_EQ(gpipe_rt_cpu_batch_norm_f32(x.data(), s.data(), rankOf(s),
+                                          scale.data(), bias.data(), 1e-5f,
+                                          want.data()),
+              GPIPE_RT_SUCCESS)
+        << gpipe_rt_last_error();
+    ASSERT_EQ(gpipe_rt_cpu_batch_norm_grad_f32(
+                  x.data(), s.data(), rankOf(s), scale.data(), dy.data(), 1e-5f,
+                  shift.data(), wantDx.data(), wantDs.data(), wantDb.data(),
+                  wantMean.data(), wantVar.data()),
+              GPIPE_RT_SUCCESS)
+        << gpipe_rt_last_error();
+    DeviceBuffer dX = DeviceBuffer::of(x), dDy = DeviceBuffer::of(dy),
+                 dS = DeviceBuffer::of(scale), dB = DeviceBuffer::of(bias),
+                 dShift = DeviceBuffer::of(shift);
+    std::vector<float> got = runTwice<float>(x.size(), [&](float *o) {
+      return gpipe_rt_cuda_batch_norm_f32(dX.get<float>(), s.data(), rankOf(s),
+                                          dS.get<float>(), dB.get<float>(),
+                                          1e-5f, o);
+    });
+    expectClose(got, want, 1e-5, 1e-5, "batch_norm");
+    DeviceBuffer ds(nc * 4), db(nc * 4), mean(nc * 4), var(nc * 4);
+    std::vector<float> gotDx = runTwice<float>(x.size(), [&](float *o) {
+      return gpipe_rt_cuda_batch_norm_grad_f32(
+          dX.get<float>(), s.data(), rankOf(s), dS.get<float>(),
+          dDy.get<float>(), 1e-5f, dShift.get<float>(), o, ds.get<float>(),
+          db.get<float>(), mean.get<float>(), var.get<float>());
+    });
+    expectCloseToScale(gotDx, wantDx, "batch_norm_grad input");
+    expectCloseToScale(ds.read<float>(), wantDs, "batch_norm_grad scale");
+    expectCloseToScale(db.read<float>(), wantDb, "batch_norm_grad bias");
+    expectCloseToScale(mean.read<float>(), wantMean, "mean stat");
+    expectCloseToScale(var.read<float>(), wantVar, "var stat");
+  }
+}
+
+TEST(CUDAKernels, RunningStatsUpdate) {
+  REQUIRE_CUDA();
+  const int64_t channels = 300;
+  std::vector<float> mean = randomFloats(channels, 450);
+  std::vector<float> var = randomFloats(channels, 451, 0.5f, 2.0f);
+  std::vector<float> meanStat = randomFloats(channels, 452, -5.0f, 5.0f);
+  std::vector<float> varStat = randomFloats(channels, 453, 30.0f, 60.0f);
+  std::vector<float> wantMean = mean, wantVar = var;
+  ASSERT_EQ(gpipe_rt_cpu_running_stats_update_f32(
+                wantMean.data(), wantVar.data(), meanStat.data(),
+                varStat.data(), channels, 24, 0.1),
+            GPIPE_RT_SUCCESS)
+      << gpipe_rt_last_error();
+  DeviceBuffer dMean = DeviceBuffer::of(mean), dVar = DeviceBuffer::of(var),
+               dMs = DeviceBuffer::of(meanStat),
+               dVs = DeviceBuffer::of(varStat);
+  ASSERT_EQ(gpipe_rt_cuda_running_stats_update_f32(
+                dMean.get<float>(), dVar.get<float>(), dMs.get<float>(),
+                dVs.get<float>(), channels, 24, 0.1),
+            GPIPE_RT_SUCCESS)
+      << gpipe_rt_cuda_last_error();
+  // The same double formula, rounded once: the CPU's bits.
+  expectSame(dMean.read<float>(), wantMean, "running mean");
+  expectSame(dVar.read<float>(), wantVar, "running var");
+}
+
 } // namespace

@@ -61,19 +61,17 @@ int64_t outDim(int64_t size, int64_t before, int64_t after, int64_t k,
 
 struct ConvCase {
   const char *name;
-  Shape in;      // [N, C, H, W]
-  int64_t outC;  // O
-  int64_t k[2];  // [kh, kw]
-  int64_t s[2];  // strides
-  int64_t p[4];  // [top, left, bottom, right]
-  int64_t d[2];  // dilations
+  Shape in;     // [N, C, H, W]
+  int64_t outC; // O
+  int64_t k[2]; // [kh, kw]
+  int64_t s[2]; // strides
+  int64_t p[4]; // [top, left, bottom, right]
+  int64_t d[2]; // dilations
   int64_t groups;
   bool bias;
   bool ceilMode = false;
 
-  Shape weightShape() const {
-    return {outC, in[1] / groups, k[0], k[1]};
-  }
+  Shape weightShape() const { return {outC, in[1] / groups, k[0], k[1]}; }
   Shape outShape() const {
     return {in[0], outC, outDim(in[2], p[0], p[2], k[0], s[0], d[0], ceilMode),
             outDim(in[3], p[1], p[3], k[1], s[1], d[1], ceilMode)};
@@ -81,6 +79,7 @@ struct ConvCase {
 };
 
 std::vector<ConvCase> convCases() {
+  // clang-format off
   return {
       {"3x3 pad 1", {2, 3, 7, 9}, 4, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1,
        true},
@@ -99,6 +98,7 @@ std::vector<ConvCase> convCases() {
       {"ceil mode", {2, 2, 8, 7}, 3, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1,
        true, /*ceilMode=*/true},
   };
+  // clang-format on
 }
 
 /// The input element convolution tap (i, j) at output (oh, ow) reads, or
@@ -152,12 +152,11 @@ TEST(Conv2d, MatchesDirectConvolution) {
         bound[yi] += std::abs(bv);
       }
     std::vector<float> got(want.size(), NAN);
-    ASSERT_EQ(gpipe_rt_cpu_conv2d_f32(x.data(), cc.in.data(), w.data(),
-                                      wShape.data(),
-                                      cc.bias ? b.data() : nullptr, cc.s, cc.p,
-                                      cc.d, cc.groups, got.data(),
-                                      oShape.data()),
-              GPIPE_RT_SUCCESS)
+    ASSERT_EQ(
+        gpipe_rt_cpu_conv2d_f32(x.data(), cc.in.data(), w.data(), wShape.data(),
+                                cc.bias ? b.data() : nullptr, cc.s, cc.p, cc.d,
+                                cc.groups, got.data(), oShape.data()),
+        GPIPE_RT_SUCCESS)
         << lastError();
     expectWithin(got, want, bound);
   }
@@ -245,10 +244,9 @@ TEST(Conv2d, ImageResultsDoNotDependOnTheBatch) {
 
     std::vector<float> y1(static_cast<size_t>(imgOut)),
         y4(static_cast<size_t>(numel(fourOut)));
-    ASSERT_EQ(gpipe_rt_cpu_conv2d_f32(x1.data(), one.in.data(), w.data(),
-                                      wShape.data(), b.data(), one.s, one.p,
-                                      one.d, one.groups, y1.data(),
-                                      oneOut.data()),
+    ASSERT_EQ(gpipe_rt_cpu_conv2d_f32(
+                  x1.data(), one.in.data(), w.data(), wShape.data(), b.data(),
+                  one.s, one.p, one.d, one.groups, y1.data(), oneOut.data()),
               GPIPE_RT_SUCCESS)
         << lastError();
     ASSERT_EQ(gpipe_rt_cpu_conv2d_f32(x4.data(), four.in.data(), w.data(),
@@ -261,9 +259,9 @@ TEST(Conv2d, ImageResultsDoNotDependOnTheBatch) {
 
     std::vector<float> dx1(x1.size()), dx4(x4.size());
     ASSERT_EQ(gpipe_rt_cpu_conv2d_grad_f32(
-                  x1.data(), one.in.data(), w.data(), wShape.data(),
-                  dy1.data(), oneOut.data(), one.s, one.p, one.d, one.groups,
-                  dx1.data(), nullptr, nullptr),
+                  x1.data(), one.in.data(), w.data(), wShape.data(), dy1.data(),
+                  oneOut.data(), one.s, one.p, one.d, one.groups, dx1.data(),
+                  nullptr, nullptr),
               GPIPE_RT_SUCCESS)
         << lastError();
     ASSERT_EQ(gpipe_rt_cpu_conv2d_grad_f32(
@@ -355,10 +353,9 @@ TEST(Conv2d, BadArgumentsNameTheProblem) {
   EXPECT_NE(lastError().find("strides is null"), std::string::npos)
       << lastError();
   std::vector<float> dx(x.size());
-  EXPECT_EQ(gpipe_rt_cpu_conv2d_grad_f32(x.data(), in.data(), wv.data(),
-                                         w.data(), y.data(), out.data(),
-                                         zeroStride, p, d, 2, dx.data(),
-                                         nullptr, nullptr),
+  EXPECT_EQ(gpipe_rt_cpu_conv2d_grad_f32(
+                x.data(), in.data(), wv.data(), w.data(), y.data(), out.data(),
+                zeroStride, p, d, 2, dx.data(), nullptr, nullptr),
             GPIPE_RT_INVALID_ARGUMENT);
   EXPECT_NE(lastError().find("conv2d_grad: strides"), std::string::npos)
       << lastError();
@@ -375,13 +372,13 @@ struct PoolCase {
   bool ceilMode;
 
   Shape outShape() const {
-    return {in[0], in[1],
-            outDim(in[2], p[0], p[2], k[0], s[0], d[0], ceilMode),
+    return {in[0], in[1], outDim(in[2], p[0], p[2], k[0], s[0], d[0], ceilMode),
             outDim(in[3], p[1], p[3], k[1], s[1], d[1], ceilMode)};
   }
 };
 
 std::vector<PoolCase> poolCases(bool dilated) {
+  // clang-format off
   std::vector<PoolCase> cases = {
       {"2x2 stride 2", {2, 3, 6, 8}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1},
        false},
@@ -394,9 +391,15 @@ std::vector<PoolCase> poolCases(bool dilated) {
       {"3x3 stride 1 pad 1", {1, 2, 5, 5}, {3, 3}, {1, 1}, {1, 1, 1, 1},
        {1, 1}, false},
   };
+  // clang-format on
   if (dilated)
-    cases.push_back({"3x2 dilation 2", {1, 2, 9, 8}, {3, 2}, {1, 2},
-                     {1, 0, 1, 1}, {2, 2}, true});
+    cases.push_back({"3x2 dilation 2",
+                     {1, 2, 9, 8},
+                     {3, 2},
+                     {1, 2},
+                     {1, 0, 1, 1},
+                     {2, 2},
+                     true});
   return cases;
 }
 
@@ -484,9 +487,9 @@ TEST(MaxPool2d, MatchesWindowMaxima) {
               GPIPE_RT_SUCCESS)
         << lastError();
     EXPECT_TRUE(bitwiseEqual(got.data(), want.data(), want.size()));
-    ASSERT_EQ(gpipe_rt_cpu_max_pool2d_grad_f32(
-                  x.data(), pc.in.data(), dy.data(), out.data(), pc.k, pc.s,
-                  pc.p, pc.d, gotDx.data()),
+    ASSERT_EQ(gpipe_rt_cpu_max_pool2d_grad_f32(x.data(), pc.in.data(),
+                                               dy.data(), out.data(), pc.k,
+                                               pc.s, pc.p, pc.d, gotDx.data()),
               GPIPE_RT_SUCCESS)
         << lastError();
     // Same additions in the same order: the same bits.
@@ -496,13 +499,13 @@ TEST(MaxPool2d, MatchesWindowMaxima) {
 
 TEST(MaxPool2d, TiesPickTheFirstAndNaNWins) {
   // A constant image: every window's gradient goes to its first position.
-  PoolCase pc{"ties", {1, 1, 4, 4}, {2, 2}, {1, 1}, {0, 0, 0, 0}, {1, 1},
-              false};
+  PoolCase pc{"ties",       {1, 1, 4, 4}, {2, 2}, {1, 1},
+              {0, 0, 0, 0}, {1, 1},       false};
   Shape out = pc.outShape();
   std::vector<float> x(16, 1.5f), dy(size_t(numel(out)), 1.0f), dx(16, NAN);
   ASSERT_EQ(gpipe_rt_cpu_max_pool2d_grad_f32(x.data(), pc.in.data(), dy.data(),
-                                             out.data(), pc.k, pc.s, pc.p,
-                                             pc.d, dx.data()),
+                                             out.data(), pc.k, pc.s, pc.p, pc.d,
+                                             dx.data()),
             GPIPE_RT_SUCCESS)
       << lastError();
   for (int64_t r = 0; r < 4; ++r)
@@ -526,8 +529,8 @@ TEST(AvgPool2d, MatchesWindowMeansBothPaddingModes) {
   uint32_t seed = 400;
   for (const PoolCase &pc : poolCases(false)) {
     for (int32_t includePad : {0, 1}) {
-      SCOPED_TRACE(::testing::Message() << pc.name << " countIncludePad "
-                                        << includePad);
+      SCOPED_TRACE(::testing::Message()
+                   << pc.name << " countIncludePad " << includePad);
       Shape out = pc.outShape();
       std::vector<float> x = randomFloats(numel(pc.in), seed++);
       std::vector<float> dy = randomFloats(numel(out), seed++);
@@ -554,9 +557,9 @@ TEST(AvgPool2d, MatchesWindowMeansBothPaddingModes) {
         bound[size_t(o)] = mag / divisor;
       });
       std::vector<float> got(want.size(), NAN), gotDx(x.size(), NAN);
-      ASSERT_EQ(gpipe_rt_cpu_avg_pool2d_f32(x.data(), pc.in.data(), pc.k,
-                                            pc.s, pc.p, includePad,
-                                            got.data(), out.data()),
+      ASSERT_EQ(gpipe_rt_cpu_avg_pool2d_f32(x.data(), pc.in.data(), pc.k, pc.s,
+                                            pc.p, includePad, got.data(),
+                                            out.data()),
                 GPIPE_RT_SUCCESS)
           << lastError();
       expectWithin(got, want, bound, 1e-6);
@@ -601,8 +604,8 @@ TEST(Pool2d, BadArgumentsNameTheProblem) {
             std::string::npos)
       << lastError();
   int64_t negStride[2] = {2, -1};
-  EXPECT_EQ(gpipe_rt_cpu_avg_pool2d_f32(x.data(), in.data(), k, negStride, p,
-                                        0, y.data(), out.data()),
+  EXPECT_EQ(gpipe_rt_cpu_avg_pool2d_f32(x.data(), in.data(), k, negStride, p, 0,
+                                        y.data(), out.data()),
             GPIPE_RT_INVALID_ARGUMENT);
   EXPECT_NE(lastError().find("avg_pool2d: strides [2, -1] must be positive"),
             std::string::npos)
@@ -661,9 +664,8 @@ TEST(BatchNorm, MatchesReference) {
     std::vector<float> x = randomFloats(numel(s), seed++, -3.0f, 5.0f);
     std::vector<float> scale = randomFloats(s[1], seed++);
     std::vector<float> bias = randomFloats(s[1], seed++);
-    std::vector<double> want =
-        refBatchNorm(std::vector<double>(x.begin(), x.end()), s, scale, bias,
-                     1e-5);
+    std::vector<double> want = refBatchNorm(
+        std::vector<double>(x.begin(), x.end()), s, scale, bias, 1e-5);
     std::vector<double> bound(want.size());
     for (size_t i = 0; i < want.size(); ++i)
       bound[i] = std::abs(want[i]) + 1.0;
@@ -724,8 +726,8 @@ TEST(BatchNormGrad, MatchesFiniteDifferencesAndSums) {
         refBatchNorm(xd, s, std::vector<float>(size_t(c), 1.0f),
                      std::vector<float>(size_t(c), 0.0f), eps);
     size_t nc = static_cast<size_t>(c);
-    std::vector<double> wantScale(nc), wantBias(nc), wantMean(nc),
-        wantVar(nc), bScale(nc), bBias(nc), bMean(nc), bVar(nc);
+    std::vector<double> wantScale(nc), wantBias(nc), wantMean(nc), wantVar(nc),
+        bScale(nc), bBias(nc), bMean(nc), bVar(nc);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t ch = 0; ch < c; ++ch)
         for (int64_t p = 0; p < inner; ++p) {
@@ -770,8 +772,7 @@ TEST(BatchNorm, BadArgumentsNameTheProblem) {
   EXPECT_EQ(gpipe_rt_cpu_batch_norm_f32(x.data(), s2.data(), 2, scale.data(),
                                         bias.data(), -1.0f, y.data()),
             GPIPE_RT_INVALID_ARGUMENT);
-  EXPECT_NE(lastError().find("epsilon must be non-negative"),
-            std::string::npos)
+  EXPECT_NE(lastError().find("epsilon must be non-negative"), std::string::npos)
       << lastError();
   EXPECT_EQ(gpipe_rt_cpu_batch_norm_grad_f32(
                 x.data(), s2.data(), 2, scale.data(), y.data(), 1e-5f, nullptr,
@@ -797,8 +798,8 @@ TEST(RunningStatsUpdate, MatchesDoubleReference) {
     double v = double(varStat[c]) / n - d * d;
     wantMean[c] = float((1.0 - momentum) * double(mean[c]) +
                         momentum * (double(mean[c]) + d));
-    wantVar[c] = float((1.0 - momentum) * double(var[c]) +
-                       momentum * v * n / (n - 1.0));
+    wantVar[c] =
+        float((1.0 - momentum) * double(var[c]) + momentum * v * n / (n - 1.0));
   }
   ASSERT_EQ(gpipe_rt_cpu_running_stats_update_f32(
                 mean.data(), var.data(), meanStat.data(), varStat.data(),
@@ -815,9 +816,9 @@ TEST(RunningStatsUpdate, MatchesDoubleReference) {
   EXPECT_NE(lastError().find("running_stats_update: count must be at least 2"),
             std::string::npos)
       << lastError();
-  EXPECT_EQ(gpipe_rt_cpu_running_stats_update_f32(
-                mean.data(), var.data(), nullptr, varStat.data(), channels,
-                count, momentum),
+  EXPECT_EQ(gpipe_rt_cpu_running_stats_update_f32(mean.data(), var.data(),
+                                                  nullptr, varStat.data(),
+                                                  channels, count, momentum),
             GPIPE_RT_INVALID_ARGUMENT);
   EXPECT_NE(lastError().find("mean stat is null"), std::string::npos)
       << lastError();

@@ -1,4 +1,4 @@
-//===- ConvKernels.cpp - CPU convolution, pooling and batch norm -*- C++ -*-===//
+//===- ConvKernels.cpp - CPU convolution, pooling, batch norm --*- C++ -*-===//
 //
 // The CPU backend's kernels over NCHW images: conv2d and its gradient
 // (im2col per image and group, then one sgemm), max and average pooling and
@@ -60,8 +60,7 @@ bool isPointwise(const Window2d &a) {
 /// a.h x a.w each) as a [channels * kh * kw, oh * ow] matrix: row (c, i, j),
 /// column (y, x) holds the input at row y * strideH - padTop + i * dilationH
 /// and column x * strideW - padLeft + j * dilationW, 0 in the padding.
-void im2col(const Window2d &a, const float *img, int64_t channels,
-            float *col) {
+void im2col(const Window2d &a, const float *img, int64_t channels, float *col) {
   int64_t positions = a.oh * a.ow;
   for (int64_t c = 0; c < channels; ++c) {
     const float *plane = img + c * a.h * a.w;
@@ -177,8 +176,8 @@ gpipe_rt_cpu_conv2d_f32(const float *in, const int64_t *inShape,
         cols = col;
       }
       float *o = out + (n * a.outC + g * a.groupOut) * positions;
-      GPIPE_RT_TRY(cpu::sgemm(kernel, false, false, a.groupOut, positions,
-                              rows, 1.0f, weight + g * a.groupOut * rows,
+      GPIPE_RT_TRY(cpu::sgemm(kernel, false, false, a.groupOut, positions, rows,
+                              1.0f, weight + g * a.groupOut * rows,
                               leadingDim(rows), cols, leadingDim(positions),
                               0.0f, o, leadingDim(positions)));
       if (bias) {
@@ -239,21 +238,19 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_conv2d_grad_f32(
           im2col(a, in + imgOffset, a.groupIn, col);
           cols = col;
         }
-        GPIPE_RT_TRY(cpu::sgemm(kernel, false, true, a.groupOut, rows,
-                                positions, 1.0f, dy, leadingDim(positions),
-                                cols, leadingDim(positions),
-                                n == 0 ? 0.0f : 1.0f,
-                                weightGrad + g * a.groupOut * rows,
-                                leadingDim(rows)));
+        GPIPE_RT_TRY(
+            cpu::sgemm(kernel, false, true, a.groupOut, rows, positions, 1.0f,
+                       dy, leadingDim(positions), cols, leadingDim(positions),
+                       n == 0 ? 0.0f : 1.0f, weightGrad + g * a.groupOut * rows,
+                       leadingDim(rows)));
       }
       // inputGrad[image, group] = col2im(weight[group]^T x dy).
       if (inputGrad && a.inCount > 0) {
         float *target = pointwise ? inputGrad + imgOffset : colGrad;
-        GPIPE_RT_TRY(cpu::sgemm(kernel, true, false, rows, positions,
-                                a.groupOut, 1.0f,
-                                weight + g * a.groupOut * rows,
-                                leadingDim(rows), dy, leadingDim(positions),
-                                0.0f, target, leadingDim(positions)));
+        GPIPE_RT_TRY(cpu::sgemm(
+            kernel, true, false, rows, positions, a.groupOut, 1.0f,
+            weight + g * a.groupOut * rows, leadingDim(rows), dy,
+            leadingDim(positions), 0.0f, target, leadingDim(positions)));
         if (!pointwise)
           col2imAdd(a, colGrad, a.groupIn, inputGrad + imgOffset);
       }
@@ -292,13 +289,12 @@ gpipe_rt_cpu_max_pool2d_f32(const float *in, const int64_t *inShape,
 
 extern "C" gpipe_rt_status gpipe_rt_cpu_max_pool2d_grad_f32(
     const float *in, const int64_t *inShape, const float *grad,
-    const int64_t *gradShape, const int64_t *kernelDims,
-    const int64_t *strides, const int64_t *pads, const int64_t *dilations,
-    float *inputGrad) {
+    const int64_t *gradShape, const int64_t *kernelDims, const int64_t *strides,
+    const int64_t *pads, const int64_t *dilations, float *inputGrad) {
   Window2d a;
   GPIPE_RT_TRY(checkMaxPool2dGrad(cpu::kernelNamed("max_pool2d_grad"), in,
-                                  inShape, grad, gradShape, kernelDims,
-                                  strides, pads, dilations, inputGrad, a));
+                                  inShape, grad, gradShape, kernelDims, strides,
+                                  pads, dilations, inputGrad, a));
   if (a.inCount == 0)
     return GPIPE_RT_SUCCESS;
   std::fill(inputGrad, inputGrad + a.inCount, 0.0f);
@@ -418,9 +414,9 @@ void channelMoments(const ChannelSplit &s, const float *x, int64_t c,
 } // namespace
 
 extern "C" gpipe_rt_status
-gpipe_rt_cpu_batch_norm_f32(const float *in, const int64_t *shape,
-                            int32_t rank, const float *scale,
-                            const float *bias, float epsilon, float *out) {
+gpipe_rt_cpu_batch_norm_f32(const float *in, const int64_t *shape, int32_t rank,
+                            const float *scale, const float *bias,
+                            float epsilon, float *out) {
   ChannelSplit s;
   GPIPE_RT_TRY(checkBatchNorm(cpu::kernelNamed("batch_norm"), in, shape, rank,
                               scale, bias, epsilon, out, s));
@@ -446,10 +442,9 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_batch_norm_grad_f32(
     const float *grad, float epsilon, const float *shift, float *inputGrad,
     float *scaleGrad, float *biasGrad, float *meanStat, float *varStat) {
   ChannelSplit s;
-  GPIPE_RT_TRY(checkBatchNormGrad(cpu::kernelNamed("batch_norm_grad"), in,
-                                  shape, rank, scale, grad, epsilon, shift,
-                                  inputGrad, scaleGrad, biasGrad, meanStat,
-                                  varStat, s));
+  GPIPE_RT_TRY(checkBatchNormGrad(
+      cpu::kernelNamed("batch_norm_grad"), in, shape, rank, scale, grad,
+      epsilon, shift, inputGrad, scaleGrad, biasGrad, meanStat, varStat, s));
   double m = double(s.n * s.inner);
   for (int64_t c = 0; c < s.c; ++c) {
     if (s.count == 0) {
@@ -517,9 +512,9 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_batch_norm_grad_f32(
 extern "C" gpipe_rt_status gpipe_rt_cpu_running_stats_update_f32(
     float *runningMean, float *runningVar, const float *meanStat,
     const float *varStat, int64_t channels, int64_t count, double momentum) {
-  GPIPE_RT_TRY(checkRunningStatsUpdate(
-      cpu::kernelNamed("running_stats_update"), runningMean, runningVar,
-      meanStat, varStat, channels, count, momentum));
+  GPIPE_RT_TRY(checkRunningStatsUpdate(cpu::kernelNamed("running_stats_update"),
+                                       runningMean, runningVar, meanStat,
+                                       varStat, channels, count, momentum));
   double n = double(count);
   for (int64_t c = 0; c < channels; ++c) {
     double d = double(meanStat[c]) / n;

@@ -2034,3 +2034,578 @@ gpipe_rt_cuda_fill_init_f32(gpipe_rt_init init, float *out, int64_t count,
       out, count, init == GPIPE_RT_INIT_UNIFORM, key, scale);
   return launched(kernel);
 }
+
+//===----------------------------------------------------------------------===//
+// Convolution, pooling and batch normalization
+//
+// The same arithmetic as the CPU kernels (lib/Kernels/CPU/ConvKernels.cpp)
+// in the same orders wherever a thread owns a whole sum: pooling, col2im,
+// the running statistics and the float rounding of every double result give
+// the CPU's bits. The convolution's products are cuBLAS's (within float
+// rounding of OpenBLAS's) and the per-channel sums of the bias gradient and
+// of batch norm run one block per channel with a fixed tree (within double
+// rounding of the CPU's sequential sums). No atomics: every result element
+// is written by one thread.
+//===----------------------------------------------------------------------===//
+
+namespace gpipe::rt::cuda {
+namespace {
+
+/// im2col of one image's `channels` channels (Window2d as on the CPU): one
+/// thread per entry of the [channels * kh * kw, oh * ow] column matrix.
+__global__ void im2colKernel(const float *img, Window2d a, int64_t channels,
+                             float *col) {
+  int64_t positions = a.oh * a.ow;
+  int64_t total = channels * a.kh * a.kw * positions;
+  GPIPE_RT_GRID_LOOP(e, total) {
+    int64_t p = e % positions, row = e / positions;
+    int64_t y = p / a.ow, x = p % a.ow;
+    int64_t j = row % a.kw, i = (row / a.kw) % a.kh, c = row / (a.kw * a.kh);
+    int64_t r = y * a.strideH - a.padTop + i * a.dilationH;
+    int64_t q = x * a.strideW - a.padLeft + j * a.dilationW;
+    col[e] = r >= 0 && r < a.h && q >= 0 && q < a.w
+                 ? img[(c * a.h + r) * a.w + q]
+                 : 0.0f;
+  }
+}
+
+/// The adjoint of im2col: one thread per image element, summing (from 0,
+/// in float) the column entries read from it in the order of the window
+/// taps (i, then j), as the CPU's col2im adds them.
+__global__ void col2imKernel(const float *col, Window2d a, int64_t channels,
+                             float *img) {
+  int64_t positions = a.oh * a.ow;
+  int64_t total = channels * a.h * a.w;
+  GPIPE_RT_GRID_LOOP(e, total) {
+    int64_t q = e % a.w, r = (e / a.w) % a.h, c = e / (a.w * a.h);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < a.kh; ++i) {
+      int64_t ty = r + a.padTop - i * a.dilationH;
+      if (ty < 0 || ty % a.strideH != 0 || ty / a.strideH >= a.oh)
+        continue;
+      int64_t y = ty / a.strideH;
+      for (int64_t j = 0; j < a.kw; ++j) {
+        int64_t tx = q + a.padLeft - j * a.dilationW;
+        if (tx < 0 || tx % a.strideW != 0 || tx / a.strideW >= a.ow)
+          continue;
+        int64_t x = tx / a.strideW;
+        sum = __fadd_rn(
+            sum, col[((c * a.kh + i) * a.kw + j) * positions + y * a.ow + x]);
+      }
+    }
+    img[e] = sum;
+  }
+}
+
+/// out[n, o, p] += bias[o] over `count` elements of `channels` x
+/// `positions` per image.
+__global__ void addChannelBiasKernel(float *out, const float *bias,
+                                     int64_t channels, int64_t positions,
+                                     int64_t count) {
+  GPIPE_RT_GRID_LOOP(e, count) {
+    out[e] = __fadd_rn(out[e], bias[(e / positions) % channels]);
+  }
+}
+
+/// The m = n * inner values of channel `c` of an [n, channels, inner]
+/// tensor: value k is image k / inner, position k % inner.
+__device__ __forceinline__ int64_t channelAt(int64_t k, int64_t c,
+                                             int64_t channels, int64_t inner) {
+  return ((k / inner) * channels + c) * inner + k % inner;
+}
+
+/// biasGrad[o] = the sum in double of grad over images and positions: one
+/// block per channel, a fixed tree.
+__global__ void channelSumKernel(const float *grad, int64_t n, int64_t channels,
+                                 int64_t inner, float *out) {
+  __shared__ double shared[kThreads];
+  int64_t c = blockIdx.x;
+  int64_t m = n * inner;
+  double acc = 0.0;
+  for (int64_t k = threadIdx.x; k < m; k += kThreads)
+    acc += double(grad[channelAt(k, c, channels, inner)]);
+  double total = blockSum<kThreads>(acc, shared);
+  if (threadIdx.x == 0)
+    out[c] = float(total);
+}
+
+/// Max pooling's pick for output (y, x) of `plane`: the first largest input
+/// of the window in row-major order, NaN over any number; -1 when the
+/// window holds no input position (the CPU's maxPoolArgmax).
+__device__ int64_t maxPoolArgmax(const Window2d &a, const float *plane,
+                                 int64_t y, int64_t x) {
+  int64_t best = -1;
+  float bestValue = 0.0f;
+  for (int64_t i = 0; i < a.kh; ++i) {
+    int64_t r = y * a.strideH - a.padTop + i * a.dilationH;
+    if (r < 0 || r >= a.h)
+      continue;
+    for (int64_t j = 0; j < a.kw; ++j) {
+      int64_t q = x * a.strideW - a.padLeft + j * a.dilationW;
+      if (q < 0 || q >= a.w)
+        continue;
+      float v = plane[r * a.w + q];
+      if (best < 0 || v > bestValue || (isnan(v) && !isnan(bestValue))) {
+        best = r * a.w + q;
+        bestValue = v;
+      }
+    }
+  }
+  return best;
+}
+
+/// Calls fn(y, x) for every output position whose window covers input
+/// (r, q), in row-major order of the outputs (dilation `dh`, `dw`).
+template <typename Fn>
+__device__ __forceinline__ void
+forEachCoveringOutput(const Window2d &a, int64_t dh, int64_t dw, int64_t r,
+                      int64_t q, Fn &&fn) {
+  // Later taps belong to earlier outputs: walk the taps backwards.
+  for (int64_t i = a.kh - 1; i >= 0; --i) {
+    int64_t ty = r + a.padTop - i * dh;
+    if (ty < 0 || ty % a.strideH != 0 || ty / a.strideH >= a.oh)
+      continue;
+    for (int64_t j = a.kw - 1; j >= 0; --j) {
+      int64_t tx = q + a.padLeft - j * dw;
+      if (tx < 0 || tx % a.strideW != 0 || tx / a.strideW >= a.ow)
+        continue;
+      fn(ty / a.strideH, tx / a.strideW);
+    }
+  }
+}
+
+__global__ void maxPoolKernel(const float *in, Window2d a, float *out) {
+  GPIPE_RT_GRID_LOOP(e, a.outCount) {
+    int64_t x = e % a.ow, y = (e / a.ow) % a.oh, plane = e / (a.ow * a.oh);
+    const float *img = in + plane * a.h * a.w;
+    int64_t at = maxPoolArgmax(a, img, y, x);
+    out[e] = at < 0 ? -INFINITY : img[at];
+  }
+}
+
+/// One thread per input element: the gradients of the outputs that picked
+/// it, added in row-major order of the outputs, as the CPU adds them.
+__global__ void maxPoolGradKernel(const float *in, const float *grad,
+                                  Window2d a, float *inputGrad) {
+  GPIPE_RT_GRID_LOOP(e, a.inCount) {
+    int64_t q = e % a.w, r = (e / a.w) % a.h, plane = e / (a.w * a.h);
+    const float *img = in + plane * a.h * a.w;
+    const float *dy = grad + plane * a.oh * a.ow;
+    int64_t self = r * a.w + q;
+    float sum = 0.0f;
+    forEachCoveringOutput(a, a.dilationH, a.dilationW, r, q,
+                          [&](int64_t y, int64_t x) {
+                            if (maxPoolArgmax(a, img, y, x) == self)
+                              sum = __fadd_rn(sum, dy[y * a.ow + x]);
+                          });
+    inputGrad[e] = sum;
+  }
+}
+
+/// avgPoolDivisor of KernelArgs.h, on the device.
+__device__ __forceinline__ int64_t deviceAvgPoolDivisor(const Window2d &a,
+                                                        int64_t y, int64_t x,
+                                                        bool countIncludePad) {
+  int64_t h0 = y * a.strideH - a.padTop, w0 = x * a.strideW - a.padLeft;
+  int64_t h1 = h0 + a.kh, w1 = w0 + a.kw;
+  if (countIncludePad) {
+    h1 = min(h1, a.h + a.padBottom);
+    w1 = min(w1, a.w + a.padRight);
+  } else {
+    h0 = max(h0, int64_t(0));
+    w0 = max(w0, int64_t(0));
+    h1 = min(h1, a.h);
+    w1 = min(w1, a.w);
+  }
+  return max(h1 - h0, int64_t(0)) * max(w1 - w0, int64_t(0));
+}
+
+__global__ void avgPoolKernel(const float *in, Window2d a, bool countIncludePad,
+                              float *out) {
+  GPIPE_RT_GRID_LOOP(e, a.outCount) {
+    int64_t x = e % a.ow, y = (e / a.ow) % a.oh, plane = e / (a.ow * a.oh);
+    const float *img = in + plane * a.h * a.w;
+    double sum = 0.0;
+    for (int64_t i = 0; i < a.kh; ++i) {
+      int64_t r = y * a.strideH - a.padTop + i;
+      if (r < 0 || r >= a.h)
+        continue;
+      for (int64_t j = 0; j < a.kw; ++j) {
+        int64_t q = x * a.strideW - a.padLeft + j;
+        if (q >= 0 && q < a.w)
+          sum += double(img[r * a.w + q]);
+      }
+    }
+    int64_t divisor = deviceAvgPoolDivisor(a, y, x, countIncludePad);
+    out[e] = float(sum / double(divisor));
+  }
+}
+
+/// One thread per input element: each covering output's gradient over its
+/// divisor, added in row-major order of the outputs.
+__global__ void avgPoolGradKernel(const float *grad, Window2d a,
+                                  bool countIncludePad, float *inputGrad) {
+  GPIPE_RT_GRID_LOOP(e, a.inCount) {
+    int64_t q = e % a.w, r = (e / a.w) % a.h, plane = e / (a.w * a.h);
+    const float *dy = grad + plane * a.oh * a.ow;
+    float sum = 0.0f;
+    forEachCoveringOutput(a, 1, 1, r, q, [&](int64_t y, int64_t x) {
+      int64_t divisor = deviceAvgPoolDivisor(a, y, x, countIncludePad);
+      if (divisor > 0)
+        sum = __fadd_rn(sum, __fdiv_rn(dy[y * a.ow + x], float(divisor)));
+    });
+    inputGrad[e] = sum;
+  }
+}
+
+/// The mean and biased variance of channel `c` (two passes in double, a
+/// fixed tree over the block); every thread gets both.
+__device__ void channelMoments(const float *x, int64_t n, int64_t channels,
+                               int64_t inner, int64_t c, double *shared,
+                               double &mean, double &var) {
+  int64_t m = n * inner;
+  double acc = 0.0;
+  for (int64_t k = threadIdx.x; k < m; k += kThreads)
+    acc += double(x[channelAt(k, c, channels, inner)]);
+  mean = blockSum<kThreads>(acc, shared) / double(m);
+  acc = 0.0;
+  for (int64_t k = threadIdx.x; k < m; k += kThreads) {
+    double d = double(x[channelAt(k, c, channels, inner)]) - mean;
+    acc += d * d;
+  }
+  var = blockSum<kThreads>(acc, shared) / double(m);
+}
+
+/// batch_norm: one block per channel.
+__global__ void batchNormKernel(const float *in, ChannelSplit s,
+                                const float *scale, const float *bias,
+                                float epsilon, float *out) {
+  __shared__ double shared[kThreads];
+  int64_t c = blockIdx.x, m = s.n * s.inner;
+  double mean, var;
+  channelMoments(in, s.n, s.c, s.inner, c, shared, mean, var);
+  double rstd = 1.0 / sqrt(var + double(epsilon));
+  double k = double(scale[c]), b = double(bias[c]);
+  for (int64_t i = threadIdx.x; i < m; i += kThreads) {
+    int64_t at = channelAt(i, c, s.c, s.inner);
+    out[at] = float((double(in[at]) - mean) * rstd * k + b);
+  }
+}
+
+/// batch_norm_grad: one block per channel.
+__global__ void batchNormGradKernel(const float *in, ChannelSplit s,
+                                    const float *scale, const float *grad,
+                                    float epsilon, const float *shift,
+                                    float *inputGrad, float *scaleGrad,
+                                    float *biasGrad, float *meanStat,
+                                    float *varStat) {
+  __shared__ double shared[kThreads];
+  int64_t c = blockIdx.x, m = s.n * s.inner;
+  if (inputGrad || scaleGrad || biasGrad) {
+    double mean, var;
+    channelMoments(in, s.n, s.c, s.inner, c, shared, mean, var);
+    double rstd = 1.0 / sqrt(var + double(epsilon));
+    double accDy = 0.0, accDyXhat = 0.0;
+    for (int64_t i = threadIdx.x; i < m; i += kThreads) {
+      int64_t at = channelAt(i, c, s.c, s.inner);
+      accDy += double(grad[at]);
+      accDyXhat += double(grad[at]) * ((double(in[at]) - mean) * rstd);
+    }
+    double sumDy = blockSum<kThreads>(accDy, shared);
+    double sumDyXhat = blockSum<kThreads>(accDyXhat, shared);
+    if (inputGrad) {
+      double k = double(scale[c]) * rstd;
+      double meanDy = sumDy / double(m), meanDyXhat = sumDyXhat / double(m);
+      for (int64_t i = threadIdx.x; i < m; i += kThreads) {
+        int64_t at = channelAt(i, c, s.c, s.inner);
+        double xhat = (double(in[at]) - mean) * rstd;
+        inputGrad[at] =
+            float(k * (double(grad[at]) - meanDy - xhat * meanDyXhat));
+      }
+    }
+    if (threadIdx.x == 0) {
+      if (scaleGrad)
+        scaleGrad[c] = float(sumDyXhat);
+      if (biasGrad)
+        biasGrad[c] = float(sumDy);
+    }
+  }
+  if (meanStat || varStat) {
+    double center = double(shift[c]);
+    double accSum = 0.0, accSquares = 0.0;
+    for (int64_t i = threadIdx.x; i < m; i += kThreads) {
+      double d = double(in[channelAt(i, c, s.c, s.inner)]) - center;
+      accSum += d;
+      accSquares += d * d;
+    }
+    double sum = blockSum<kThreads>(accSum, shared);
+    double squares = blockSum<kThreads>(accSquares, shared);
+    if (threadIdx.x == 0) {
+      if (meanStat)
+        meanStat[c] = float(sum);
+      if (varStat)
+        varStat[c] = float(squares);
+    }
+  }
+}
+
+/// running_stats_update: one thread per channel, the CPU's double formula.
+__global__ void runningStatsKernel(float *runningMean, float *runningVar,
+                                   const float *meanStat, const float *varStat,
+                                   int64_t channels, int64_t count,
+                                   double momentum) {
+  GPIPE_RT_GRID_LOOP(c, channels) {
+    double n = double(count);
+    double d = double(meanStat[c]) / n;
+    double var = double(varStat[c]) / n - d * d;
+    double mean = double(runningMean[c]);
+    runningMean[c] = float((1.0 - momentum) * mean + momentum * (mean + d));
+    runningVar[c] = float((1.0 - momentum) * double(runningVar[c]) +
+                          momentum * var * n / (n - 1.0));
+  }
+}
+
+/// A 1x1 window with unit strides and no padding reads the image itself.
+bool isPointwise(const Window2d &a) {
+  return a.kh == 1 && a.kw == 1 && a.strideH == 1 && a.strideW == 1 &&
+         a.padTop == 0 && a.padLeft == 0 && a.padBottom == 0 &&
+         a.padRight == 0 && a.oh == a.h && a.ow == a.w;
+}
+
+} // namespace
+} // namespace gpipe::rt::cuda
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_conv2d_f32(const float *in, const int64_t *inShape,
+                         const float *weight, const int64_t *weightShape,
+                         const float *bias, const int64_t *strides,
+                         const int64_t *pads, const int64_t *dilations,
+                         int64_t groups, float *out, const int64_t *outShape) {
+  Kernel kernel = cudaKernel("conv2d");
+  Window2d a;
+  GPIPE_RT_TRY(checkConv2d(kernel, in, inShape, weight, weightShape, bias,
+                           strides, pads, dilations, groups, out, outShape, a));
+  if (a.outCount == 0)
+    return GPIPE_RT_SUCCESS;
+  cudaStream_t stream = currentStream();
+  int64_t rows = a.groupIn * a.kh * a.kw, positions = a.oh * a.ow;
+  bool pointwise = isPointwise(a);
+  Scratch col;
+  if (!pointwise)
+    GPIPE_RT_TRY(col.allocate(kernel, size_t(a.groups * rows * positions) *
+                                          sizeof(float)));
+  // Per image: im2col of all its channels, then one product per group
+  // (strided-batched over the groups).
+  for (int64_t n = 0; n < a.n; ++n) {
+    const float *img = in + n * a.c * a.h * a.w;
+    const float *cols = img;
+    if (!pointwise) {
+      im2colKernel<<<blocksFor(a.groups * rows * positions), kThreads, 0,
+                     stream>>>(img, a, a.c, col.as<float>());
+      GPIPE_RT_TRY(launched(kernel));
+      cols = col.as<float>();
+    }
+    GPIPE_RT_TRY(deviceSgemm(
+        kernel, false, false, a.groupOut, positions, rows, 1.0f, weight,
+        leadingDim(rows), cols, leadingDim(positions), 0.0f,
+        out + n * a.outC * positions, leadingDim(positions), a.groups,
+        a.groupOut * rows, rows * positions, a.groupOut * positions));
+  }
+  if (bias) {
+    addChannelBiasKernel<<<blocksFor(a.outCount), kThreads, 0, stream>>>(
+        out, bias, a.outC, positions, a.outCount);
+    GPIPE_RT_TRY(launched(kernel));
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_conv2d_grad_f32(
+    const float *in, const int64_t *inShape, const float *weight,
+    const int64_t *weightShape, const float *grad, const int64_t *gradShape,
+    const int64_t *strides, const int64_t *pads, const int64_t *dilations,
+    int64_t groups, float *inputGrad, float *weightGrad, float *biasGrad) {
+  Kernel kernel = cudaKernel("conv2d_grad");
+  Window2d a;
+  GPIPE_RT_TRY(checkConv2dGrad(kernel, in, inShape, weight, weightShape, grad,
+                               gradShape, strides, pads, dilations, groups,
+                               inputGrad, weightGrad, biasGrad, a));
+  cudaStream_t stream = currentStream();
+  int64_t rows = a.groupIn * a.kh * a.kw, positions = a.oh * a.ow;
+  if (biasGrad && a.outC > 0) {
+    channelSumKernel<<<unsigned(a.outC), kThreads, 0, stream>>>(
+        grad, a.n, a.outC, positions, biasGrad);
+    GPIPE_RT_TRY(launched(kernel));
+  }
+  bool empty = a.n == 0 || positions == 0;
+  if (weightGrad && a.weightCount > 0 && empty) {
+    fillConstantKernel<<<blocksFor(a.weightCount), kThreads, 0, stream>>>(
+        weightGrad, a.weightCount, 0.0f);
+    GPIPE_RT_TRY(launched(kernel));
+  }
+  if (inputGrad && a.inCount > 0 && empty) {
+    fillConstantKernel<<<blocksFor(a.inCount), kThreads, 0, stream>>>(
+        inputGrad, a.inCount, 0.0f);
+    GPIPE_RT_TRY(launched(kernel));
+  }
+  bool wantWeight = weightGrad && a.weightCount > 0;
+  bool wantInput = inputGrad && a.inCount > 0;
+  if (empty || (!wantWeight && !wantInput))
+    return GPIPE_RT_SUCCESS;
+  bool pointwise = isPointwise(a);
+  size_t colBytes = size_t(a.groups * rows * positions) * sizeof(float);
+  Scratch col, colGrad;
+  if (!pointwise && wantWeight)
+    GPIPE_RT_TRY(col.allocate(kernel, colBytes));
+  if (!pointwise && wantInput)
+    GPIPE_RT_TRY(colGrad.allocate(kernel, colBytes));
+  for (int64_t n = 0; n < a.n; ++n) {
+    int64_t imgOffset = n * a.c * a.h * a.w;
+    const float *dy = grad + n * a.outC * positions;
+    if (wantWeight) {
+      // weightGrad[group] (+)= dy[group] x cols[group]^T, images in order.
+      const float *cols = in + imgOffset;
+      if (!pointwise) {
+        im2colKernel<<<blocksFor(a.groups * rows * positions), kThreads, 0,
+                       stream>>>(in + imgOffset, a, a.c, col.as<float>());
+        GPIPE_RT_TRY(launched(kernel));
+        cols = col.as<float>();
+      }
+      GPIPE_RT_TRY(deviceSgemm(
+          kernel, false, true, a.groupOut, rows, positions, 1.0f, dy,
+          leadingDim(positions), cols, leadingDim(positions),
+          n == 0 ? 0.0f : 1.0f, weightGrad, leadingDim(rows), a.groups,
+          a.groupOut * positions, rows * positions, a.groupOut * rows));
+    }
+    if (wantInput) {
+      // inputGrad[image] = col2im(weight[group]^T x dy[group]).
+      float *target = pointwise ? inputGrad + imgOffset : colGrad.as<float>();
+      GPIPE_RT_TRY(deviceSgemm(
+          kernel, true, false, rows, positions, a.groupOut, 1.0f, weight,
+          leadingDim(rows), dy, leadingDim(positions), 0.0f, target,
+          leadingDim(positions), a.groups, a.groupOut * rows,
+          a.groupOut * positions, rows * positions));
+      if (!pointwise) {
+        col2imKernel<<<blocksFor(a.c * a.h * a.w), kThreads, 0, stream>>>(
+            colGrad.as<float>(), a, a.c, inputGrad + imgOffset);
+        GPIPE_RT_TRY(launched(kernel));
+      }
+    }
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_max_pool2d_f32(const float *in, const int64_t *inShape,
+                             const int64_t *kernelDims, const int64_t *strides,
+                             const int64_t *pads, const int64_t *dilations,
+                             float *out, const int64_t *outShape) {
+  Kernel kernel = cudaKernel("max_pool2d");
+  Window2d a;
+  GPIPE_RT_TRY(checkMaxPool2d(kernel, in, inShape, kernelDims, strides, pads,
+                              dilations, out, outShape, a));
+  if (a.outCount == 0)
+    return GPIPE_RT_SUCCESS;
+  maxPoolKernel<<<blocksFor(a.outCount), kThreads, 0, currentStream()>>>(in, a,
+                                                                         out);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_max_pool2d_grad_f32(
+    const float *in, const int64_t *inShape, const float *grad,
+    const int64_t *gradShape, const int64_t *kernelDims, const int64_t *strides,
+    const int64_t *pads, const int64_t *dilations, float *inputGrad) {
+  Kernel kernel = cudaKernel("max_pool2d_grad");
+  Window2d a;
+  GPIPE_RT_TRY(checkMaxPool2dGrad(kernel, in, inShape, grad, gradShape,
+                                  kernelDims, strides, pads, dilations,
+                                  inputGrad, a));
+  if (a.inCount == 0)
+    return GPIPE_RT_SUCCESS;
+  maxPoolGradKernel<<<blocksFor(a.inCount), kThreads, 0, currentStream()>>>(
+      in, grad, a, inputGrad);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_avg_pool2d_f32(const float *in, const int64_t *inShape,
+                             const int64_t *kernelDims, const int64_t *strides,
+                             const int64_t *pads, int32_t countIncludePad,
+                             float *out, const int64_t *outShape) {
+  Kernel kernel = cudaKernel("avg_pool2d");
+  Window2d a;
+  GPIPE_RT_TRY(checkAvgPool2d(kernel, in, inShape, kernelDims, strides, pads,
+                              out, outShape, a));
+  if (a.outCount == 0)
+    return GPIPE_RT_SUCCESS;
+  avgPoolKernel<<<blocksFor(a.outCount), kThreads, 0, currentStream()>>>(
+      in, a, countIncludePad != 0, out);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_avg_pool2d_grad_f32(
+    const float *grad, const int64_t *gradShape, const int64_t *kernelDims,
+    const int64_t *strides, const int64_t *pads, int32_t countIncludePad,
+    float *inputGrad, const int64_t *inShape) {
+  Kernel kernel = cudaKernel("avg_pool2d_grad");
+  Window2d a;
+  GPIPE_RT_TRY(checkAvgPool2dGrad(kernel, grad, gradShape, kernelDims, strides,
+                                  pads, inputGrad, inShape, a));
+  if (a.inCount == 0)
+    return GPIPE_RT_SUCCESS;
+  avgPoolGradKernel<<<blocksFor(a.inCount), kThreads, 0, currentStream()>>>(
+      grad, a, countIncludePad != 0, inputGrad);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_batch_norm_f32(const float *in, const int64_t *shape,
+                             int32_t rank, const float *scale,
+                             const float *bias, float epsilon, float *out) {
+  Kernel kernel = cudaKernel("batch_norm");
+  ChannelSplit s;
+  GPIPE_RT_TRY(
+      checkBatchNorm(kernel, in, shape, rank, scale, bias, epsilon, out, s));
+  if (s.count == 0)
+    return GPIPE_RT_SUCCESS;
+  if (s.c > int64_t(std::numeric_limits<int32_t>::max()))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "more channels (" << s.c << ") than a grid holds blocks";
+  batchNormKernel<<<unsigned(s.c), kThreads, 0, currentStream()>>>(
+      in, s, scale, bias, epsilon, out);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_batch_norm_grad_f32(
+    const float *in, const int64_t *shape, int32_t rank, const float *scale,
+    const float *grad, float epsilon, const float *shift, float *inputGrad,
+    float *scaleGrad, float *biasGrad, float *meanStat, float *varStat) {
+  Kernel kernel = cudaKernel("batch_norm_grad");
+  ChannelSplit s;
+  GPIPE_RT_TRY(checkBatchNormGrad(kernel, in, shape, rank, scale, grad, epsilon,
+                                  shift, inputGrad, scaleGrad, biasGrad,
+                                  meanStat, varStat, s));
+  if (s.c == 0)
+    return GPIPE_RT_SUCCESS;
+  if (s.c > int64_t(std::numeric_limits<int32_t>::max()))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "more channels (" << s.c << ") than a grid holds blocks";
+  // With no values (count 0) the sums are zeros and no input is read.
+  batchNormGradKernel<<<unsigned(s.c), kThreads, 0, currentStream()>>>(
+      in, s, scale, grad, epsilon, shift, s.count ? inputGrad : nullptr,
+      scaleGrad, biasGrad, meanStat, varStat);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_running_stats_update_f32(
+    float *runningMean, float *runningVar, const float *meanStat,
+    const float *varStat, int64_t channels, int64_t count, double momentum) {
+  Kernel kernel = cudaKernel("running_stats_update");
+  GPIPE_RT_TRY(checkRunningStatsUpdate(kernel, runningMean, runningVar,
+                                       meanStat, varStat, channels, count,
+                                       momentum));
+  if (channels == 0)
+    return GPIPE_RT_SUCCESS;
+  runningStatsKernel<<<blocksFor(channels), kThreads, 0, currentStream()>>>(
+      runningMean, runningVar, meanStat, varStat, channels, count, momentum);
+  return launched(kernel);
+}

@@ -962,8 +962,8 @@ gpipe_rt_status readImages(const Kernel &kernel, const char *what,
 
 /// One [h, w] pair of window attributes: each in [min, kMaxWindowAttr].
 gpipe_rt_status readPair(const Kernel &kernel, const char *what,
-                         const int64_t *values, int64_t min,
-                         const char *must, int64_t (&pair)[2]) {
+                         const int64_t *values, int64_t min, const char *must,
+                         int64_t (&pair)[2]) {
   if (!values)
     return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << what << " is null";
   for (int i = 0; i < 2; ++i) {
@@ -1062,11 +1062,10 @@ gpipe_rt_status checkSpatial(const Kernel &kernel, const Shape &in,
 /// The shapes of a convolution: images, weight [O, C / groups, kh, kw] and
 /// result (or its gradient) [N, O, OH, OW].
 gpipe_rt_status checkConvShapes(const Kernel &kernel, const int64_t *inShape,
-                                const int64_t *weightShape,
-                                const char *outWhat, const int64_t *outShape,
-                                const int64_t *strides, const int64_t *pads,
-                                const int64_t *dilations, int64_t groups,
-                                Window2d &a) {
+                                const int64_t *weightShape, const char *outWhat,
+                                const int64_t *outShape, const int64_t *strides,
+                                const int64_t *pads, const int64_t *dilations,
+                                int64_t groups, Window2d &a) {
   Shape in, weight, out;
   GPIPE_RT_TRY(readImages(kernel, "input shape", inShape, in));
   GPIPE_RT_TRY(readImages(kernel, "weight shape", weightShape, weight));
@@ -1119,7 +1118,8 @@ gpipe_rt_status checkPoolShapes(const Kernel &kernel, const int64_t *inShape,
 
 /// [N, C, ...] as images, channels and positions.
 gpipe_rt_status splitChannels(const Kernel &kernel, const int64_t *shape,
-                              int32_t rank, float epsilon, ChannelSplit &split) {
+                              int32_t rank, float epsilon,
+                              ChannelSplit &split) {
   Shape s;
   GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
   if (rank < 2)
@@ -1156,14 +1156,14 @@ gpipe_rt_status checkConv2d(const Kernel &kernel, const float *in,
   return checkPointer(kernel, "result", out, args.outCount);
 }
 
-gpipe_rt_status
-checkConv2dGrad(const Kernel &kernel, const float *in, const int64_t *inShape,
-                const float *weight, const int64_t *weightShape,
-                const float *grad, const int64_t *gradShape,
-                const int64_t *strides, const int64_t *pads,
-                const int64_t *dilations, int64_t groups,
-                const float *inputGrad, const float *weightGrad,
-                const float *biasGrad, Window2d &args) {
+gpipe_rt_status checkConv2dGrad(const Kernel &kernel, const float *in,
+                                const int64_t *inShape, const float *weight,
+                                const int64_t *weightShape, const float *grad,
+                                const int64_t *gradShape,
+                                const int64_t *strides, const int64_t *pads,
+                                const int64_t *dilations, int64_t groups,
+                                const float *inputGrad, const float *weightGrad,
+                                const float *biasGrad, Window2d &args) {
   GPIPE_RT_TRY(checkConvShapes(kernel, inShape, weightShape, "grad shape",
                                gradShape, strides, pads, dilations, groups,
                                args));
@@ -1189,13 +1189,13 @@ gpipe_rt_status checkMaxPool2d(const Kernel &kernel, const float *in,
   return checkPointer(kernel, "result", out, args.outCount);
 }
 
-gpipe_rt_status
-checkMaxPool2dGrad(const Kernel &kernel, const float *in,
-                   const int64_t *inShape, const float *grad,
-                   const int64_t *gradShape, const int64_t *kernelDims,
-                   const int64_t *strides, const int64_t *pads,
-                   const int64_t *dilations, const float *inputGrad,
-                   Window2d &args) {
+gpipe_rt_status checkMaxPool2dGrad(const Kernel &kernel, const float *in,
+                                   const int64_t *inShape, const float *grad,
+                                   const int64_t *gradShape,
+                                   const int64_t *kernelDims,
+                                   const int64_t *strides, const int64_t *pads,
+                                   const int64_t *dilations,
+                                   const float *inputGrad, Window2d &args) {
   GPIPE_RT_TRY(checkPoolShapes(kernel, inShape, "grad shape", gradShape,
                                kernelDims, strides, pads, dilations, args));
   if (args.inCount == 0)
@@ -1247,15 +1247,11 @@ gpipe_rt_status checkBatchNorm(const Kernel &kernel, const float *in,
   return checkPointer(kernel, "result", out, args.count);
 }
 
-gpipe_rt_status checkBatchNormGrad(const Kernel &kernel, const float *in,
-                                   const int64_t *shape, int32_t rank,
-                                   const float *scale, const float *grad,
-                                   float epsilon, const float *shift,
-                                   const float *inputGrad,
-                                   const float *scaleGrad,
-                                   const float *biasGrad,
-                                   const float *meanStat,
-                                   const float *varStat, ChannelSplit &args) {
+gpipe_rt_status checkBatchNormGrad(
+    const Kernel &kernel, const float *in, const int64_t *shape, int32_t rank,
+    const float *scale, const float *grad, float epsilon, const float *shift,
+    const float *inputGrad, const float *scaleGrad, const float *biasGrad,
+    const float *meanStat, const float *varStat, ChannelSplit &args) {
   GPIPE_RT_TRY(splitChannels(kernel, shape, rank, epsilon, args));
   if (args.c == 0)
     return GPIPE_RT_SUCCESS;

@@ -744,14 +744,14 @@ gpipe_rt_status checkConv2d(const Kernel &kernel, const float *in,
 
 /// gpipe_rt_*_conv2d_grad_f32 (the three results are optional; only the
 /// operands a requested result needs are checked).
-gpipe_rt_status
-checkConv2dGrad(const Kernel &kernel, const float *in, const int64_t *inShape,
-                const float *weight, const int64_t *weightShape,
-                const float *grad, const int64_t *gradShape,
-                const int64_t *strides, const int64_t *pads,
-                const int64_t *dilations, int64_t groups,
-                const float *inputGrad, const float *weightGrad,
-                const float *biasGrad, Window2d &args);
+gpipe_rt_status checkConv2dGrad(const Kernel &kernel, const float *in,
+                                const int64_t *inShape, const float *weight,
+                                const int64_t *weightShape, const float *grad,
+                                const int64_t *gradShape,
+                                const int64_t *strides, const int64_t *pads,
+                                const int64_t *dilations, int64_t groups,
+                                const float *inputGrad, const float *weightGrad,
+                                const float *biasGrad, Window2d &args);
 
 /// gpipe_rt_*_max_pool2d_f32.
 gpipe_rt_status checkMaxPool2d(const Kernel &kernel, const float *in,
@@ -762,13 +762,13 @@ gpipe_rt_status checkMaxPool2d(const Kernel &kernel, const float *in,
                                const int64_t *outShape, Window2d &args);
 
 /// gpipe_rt_*_max_pool2d_grad_f32.
-gpipe_rt_status
-checkMaxPool2dGrad(const Kernel &kernel, const float *in,
-                   const int64_t *inShape, const float *grad,
-                   const int64_t *gradShape, const int64_t *kernelDims,
-                   const int64_t *strides, const int64_t *pads,
-                   const int64_t *dilations, const float *inputGrad,
-                   Window2d &args);
+gpipe_rt_status checkMaxPool2dGrad(const Kernel &kernel, const float *in,
+                                   const int64_t *inShape, const float *grad,
+                                   const int64_t *gradShape,
+                                   const int64_t *kernelDims,
+                                   const int64_t *strides, const int64_t *pads,
+                                   const int64_t *dilations,
+                                   const float *inputGrad, Window2d &args);
 
 /// gpipe_rt_*_avg_pool2d_f32.
 gpipe_rt_status checkAvgPool2d(const Kernel &kernel, const float *in,
@@ -821,15 +821,11 @@ gpipe_rt_status checkBatchNorm(const Kernel &kernel, const float *in,
                                ChannelSplit &args);
 
 /// gpipe_rt_*_batch_norm_grad_f32 (the five results are optional).
-gpipe_rt_status checkBatchNormGrad(const Kernel &kernel, const float *in,
-                                   const int64_t *shape, int32_t rank,
-                                   const float *scale, const float *grad,
-                                   float epsilon, const float *shift,
-                                   const float *inputGrad,
-                                   const float *scaleGrad,
-                                   const float *biasGrad,
-                                   const float *meanStat,
-                                   const float *varStat, ChannelSplit &args);
+gpipe_rt_status checkBatchNormGrad(
+    const Kernel &kernel, const float *in, const int64_t *shape, int32_t rank,
+    const float *scale, const float *grad, float epsilon, const float *shift,
+    const float *inputGrad, const float *scaleGrad, const float *biasGrad,
+    const float *meanStat, const float *varStat, ChannelSplit &args);
 
 /// gpipe_rt_*_running_stats_update_f32.
 gpipe_rt_status checkRunningStatsUpdate(const Kernel &kernel,
