@@ -419,6 +419,7 @@ private:
   LogicalResult importConv(NodeCtx &n);
   LogicalResult importPool(NodeCtx &n);
   LogicalResult importBatchNorm(NodeCtx &n);
+  LogicalResult importPad(NodeCtx &n);
   LogicalResult importGather(NodeCtx &n);
   LogicalResult importReshape(NodeCtx &n);
   LogicalResult importFlatten(NodeCtx &n);
@@ -997,6 +998,31 @@ LogicalResult Importer::importShape(NodeCtx &n) {
 LogicalResult Importer::importIdentity(NodeCtx &n) {
   if (failed(expectInputs(n, 1, 1)))
     return failure();
+  return defineAlias(n, 0, n.inputs[0]);
+}
+
+/// Pad. PyTorch's AvgPool2d export pads by zero before the pooling; only
+/// that (every pad 0, any mode) is supported: it is the identity.
+LogicalResult Importer::importPad(NodeCtx &n) {
+  if (failed(expectInputs(n, 1, 4)))
+    return failure();
+  std::optional<SmallVector<int64_t>> pads;
+  if (opset < 11) {
+    if (failed(getIntsAttr(n, "pads", pads)))
+      return failure();
+  } else {
+    FailureOr<SmallVector<int64_t>> v = constInts(n, 1, "pads");
+    if (failed(v))
+      return failure();
+    pads = std::move(*v);
+  }
+  if (!pads || llvm::any_of(*pads, [](int64_t p) { return p != 0; }))
+    return n.error() << "pads by "
+                     << (pads ? nn::formatShape(*pads) : std::string("[]"))
+                     << "; gpipe supports only Pad nodes that pad nothing "
+                        "(give the padding to the Conv or pooling node "
+                        "instead)",
+           failure();
   return defineAlias(n, 0, n.inputs[0]);
 }
 
@@ -2010,6 +2036,7 @@ Importer::Handler Importer::lookupHandler(StringRef opType) {
       .Case("AveragePool", &Importer::importPool)
       .Case("GlobalAveragePool", &Importer::importPool)
       .Case("BatchNormalization", &Importer::importBatchNorm)
+      .Case("Pad", &Importer::importPad)
       .Case("Gather", &Importer::importGather)
       .Case("Reshape", &Importer::importReshape)
       .Case("Flatten", &Importer::importFlatten)

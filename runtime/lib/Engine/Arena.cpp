@@ -104,6 +104,10 @@ void collectTensors(const ModelMetadata &meta,
   for (const RankPlan &rank : meta.ranks)
     for (const StagePlan &stage : rank.stages)
       for (const ParamSlot &slot : stage.params) {
+        // Running statistics have sums in their gradient slots, not
+        // gradients.
+        if (gradients && slot.offset >= stage.trainableBytes)
+          continue;
         const uint8_t *src =
             arenas[size_t(rank.rank)] +
             (gradients ? stage.gradsOffset : stage.paramsOffset) + slot.offset;

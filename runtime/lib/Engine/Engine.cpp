@@ -242,6 +242,9 @@ writeParameterTensors(const std::string &path, const ModelMetadata &metadata,
   std::vector<SafeTensorRef> refs;
   for (const ParameterSpec &p : metadata.parameters) {
     auto it = tensors.find(p.name);
+    // Gradient files have no running statistics.
+    if (it == tensors.end() && p.runningStatistic)
+      continue;
     if (it == tensors.end() || int64_t(it->second.size()) != p.elements)
       return Status::error(path + ": no values for parameter '" + p.name + "'");
     refs.push_back({p.name, SafeTensorsDType::F32, p.shape, it->second.data(),

@@ -462,6 +462,18 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
                       "statistics overlap at byte " +
                           std::to_string(used[i].first));
   }
+  for (const ParamSlot &slot : plan.params)
+    if (slot.offset >= plan.trainableBytes && slot.elements > 0) {
+      bool listed = false;
+      for (const RunningStatsSlot &stats : plan.runningStats)
+        listed |= slot.offset == stats.meanOffset ||
+                  slot.offset == stats.varOffset;
+      if (!listed)
+        return r.fail(where, "parameter '" + slot.name +
+                                 "' lies after the trainable bytes but is no "
+                                 "batch norm's running statistic");
+      m.parameters[slot.parameter].runningStatistic = true;
+    }
   rank.stages.push_back(std::move(plan));
   return true;
 }

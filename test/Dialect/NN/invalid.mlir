@@ -1141,3 +1141,59 @@ func.func private @typo() attributes {nn.sved_count = 1 : i64}
 
 // expected-error @+1 {{'nn.parameter' op init rule 'ones' takes no scale}}
 nn.parameter @ones_with_scale : tensor<2xf32> init ones(0.5)
+
+// -----
+
+func.func @conv_channels(%x: tensor<2x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<2x4x6x6xf32> {
+  // expected-error @+1 {{'nn.conv2d' op weight [4, 2, 3, 3] with groups 1 expects 2 input channels, got 3}}
+  %y = nn.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<2x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<2x4x6x6xf32>
+  return %y : tensor<2x4x6x6xf32>
+}
+
+// -----
+
+func.func @conv_result(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32> {
+  // expected-error @+1 {{'nn.conv2d' op expected result shape [2, 4, 6, 6] but the result type has shape [2, 4, 8, 8]}}
+  %y = nn.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
+  return %y : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+func.func @conv_stride(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x4x6x6xf32> {
+  // expected-error @+1 {{'nn.conv2d' op expected strides >= 1, got [0, 1]}}
+  %y = nn.conv2d %x, %w {strides = array<i64: 0, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x6x6xf32>
+  return %y : tensor<2x4x6x6xf32>
+}
+
+// -----
+
+func.func @pool_window(%x: tensor<2x3x2x2xf32>) -> tensor<2x3x1x1xf32> {
+  // expected-error @+1 {{'nn.max_pool2d' op a window of 3 does not fit a height of 2 padded by 0 and 0}}
+  %y = nn.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : tensor<2x3x2x2xf32> -> tensor<2x3x1x1xf32>
+  return %y : tensor<2x3x1x1xf32>
+}
+
+// -----
+
+func.func @pool_pads(%x: tensor<2x3x8x8xf32>) -> tensor<2x3x5x5xf32> {
+  // expected-error @+1 {{'nn.avg_pool2d' op pads [2, 2, 2, 2] must be smaller than the kernel [2, 2]}}
+  %y = nn.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 2, 2, 2, 2>} : tensor<2x3x8x8xf32> -> tensor<2x3x5x5xf32>
+  return %y : tensor<2x3x5x5xf32>
+}
+
+// -----
+
+func.func @batch_norm_channels(%x: tensor<2x3x4x4xf32>, %c: tensor<3xf32>, %m: tensor<4xf32>) -> tensor<2x3x4x4xf32> {
+  // expected-error @+1 {{'nn.batch_norm' op expected per-channel operands of shape [3], got [4]}}
+  %y = nn.batch_norm %x, %c, %c, %m, %c : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<4xf32>, tensor<3xf32>) -> tensor<2x3x4x4xf32>
+  return %y : tensor<2x3x4x4xf32>
+}
+
+// -----
+
+func.func @batch_norm_momentum(%x: tensor<2x3x4x4xf32>, %c: tensor<3xf32>) -> tensor<2x3x4x4xf32> {
+  // expected-error @+1 {{'nn.batch_norm' op expected a momentum in [0, 1], got 1.5}}
+  %y = nn.batch_norm %x, %c, %c, %c, %c {momentum = 1.5 : f32} : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4x4xf32>
+  return %y : tensor<2x3x4x4xf32>
+}

@@ -81,6 +81,9 @@ struct ParameterSpec {
   int64_t dataOffset = 0;
   /// Init::Normal (standard deviation) and Init::Uniform (half-width).
   double scale = 0.0;
+  /// A batch norm's running statistic: updated at the step from batch sums,
+  /// not by the optimizer, and without a gradient of its own.
+  bool runningStatistic = false;
 };
 
 /// Where one parameter lives inside a stage's parameter block.

@@ -6,9 +6,14 @@ Writes, into the folder this script lives in:
   gpt_mha.golden.safetensors            -- PyTorch input, labels, logits,
                                            loss and first-step gradients
                                            for each good model
+  cnn.onnx, cnn.golden.safetensors      -- a residual CNN with batch norm
+                                           exported in training mode, and
+                                           PyTorch's training of it (see
+                                           make_cnn)
   truncated.onnx, not_onnx.onnx, unsupported_op.onnx, unsupported_ops.onnx,
   one_class.onnx, dynamic_dim.onnx,
-  shape_mismatch.onnx, bad_initializer.onnx
+  shape_mismatch.onnx, bad_initializer.onnx,
+  bn_inference.onnx, pad_nonzero.onnx, conv1d.onnx, conv_groups.onnx
                                         -- deliberately bad inputs
 
 Needs Debian's python3-torch (1.13) and python3-onnx:
@@ -18,6 +23,7 @@ Needs Debian's python3-torch (1.13) and python3-onnx:
 CI never runs this script; the files it writes are committed.
 """
 
+import copy
 import json
 import math
 import os
@@ -512,12 +518,224 @@ def make_bad_inputs():
         "bad_initializer.onnx")
 
 
+def make_bad_cnn_inputs():
+    rng = np.random.default_rng(1)
+
+    def init(name, *shape):
+        return numpy_helper.from_array(
+            rng.standard_normal(shape).astype(np.float32), name)
+
+    # A batch norm exported for inference (running statistics fixed).
+    bn = [init("g", 4), init("b", 4), init("m", 4),
+          numpy_helper.from_array(np.ones(4, np.float32), "v")]
+    save_graph(
+        [helper.make_node("BatchNormalization", ["input", "g", "b", "m", "v"],
+                          ["output"], name="/bn/BatchNormalization",
+                          training_mode=0)],
+        "bn_inference", [float_input("input", [2, 4, 6, 6])],
+        [float_input("output", [2, 4, 6, 6])], bn, "bn_inference.onnx")
+
+    # Real padding in a Pad node.
+    pads = numpy_helper.from_array(
+        np.array([0, 0, 1, 1, 0, 0, 1, 1], dtype=np.int64), "pads")
+    save_graph(
+        [helper.make_node("Pad", ["input", "pads"], ["output"],
+                          name="/pad/Pad")],
+        "pad_nonzero", [float_input("input", [2, 4, 6, 6])],
+        [float_input("output", [2, 4, 8, 8])], [pads], "pad_nonzero.onnx")
+
+    # A 1-D convolution.
+    save_graph(
+        [helper.make_node("Conv", ["input", "w"], ["output"],
+                          name="/conv/Conv", kernel_shape=[3])],
+        "conv1d", [float_input("input", [2, 4, 10])],
+        [float_input("output", [2, 8, 8])], [init("w", 8, 4, 3)],
+        "conv1d.onnx")
+
+    # Groups that do not divide the channels.
+    save_graph(
+        [helper.make_node("Conv", ["input", "w"], ["output"],
+                          name="/conv/Conv", kernel_shape=[3, 3], group=3)],
+        "conv_groups", [float_input("input", [2, 4, 6, 6])],
+        [float_input("output", [2, 6, 4, 4])], [init("w", 6, 2, 3, 3)],
+        "conv_groups.onnx")
+
+
+# ---------------------------------------------------------------- CNN
+#
+# A small residual CNN with BatchNorm (the paper's image workload in
+# miniature), exported in training mode. Its golden file holds, for one
+# batch of CNN_BATCH images trained CNN_STEPS SGD steps at CNN_LR:
+#   grad.<p>            first-step gradients, whole batch (M = 1)
+#   param.<p>           parameters and running statistics after the steps
+#   grad_m4.<p>, param_m4.<p>
+#                       the same with the batch cut into 4 micro-batches:
+#                       each chunk normalized with its own statistics and
+#                       the loss the mean over the chunks of their mean
+#                       cross-entropy (GPipe's semantics); each batch norm's
+#                       running statistics follow everything it saw in the
+#                       step (torchgpipe's deferred batch norm)
+#   stats.<s>           running statistics after the first step (M = 1:
+#                       PyTorch's own, on the full batch)
+
+CNN_BATCH = 8
+CNN_STEPS = 3
+CNN_LR = 0.1
+
+
+class CnnBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            # A projection with a bias and no batch norm (a bias before a
+            # batch norm has a zero gradient, useless for a relative check).
+            self.down = nn.Conv2d(cin, cout, 1, stride)
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return torch.relu(y + (x if self.down is None else self.down(x)))
+
+
+class Cnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 1, 1, bias=False),
+                                  nn.BatchNorm2d(8), nn.ReLU(),
+                                  nn.MaxPool2d(3, 2, 1))
+        self.block1 = CnnBlock(8, 8, 1)
+        self.block2 = CnnBlock(8, 16, 2)
+        self.pool = nn.AvgPool2d(2)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.pool(self.block2(self.block1(self.stem(x))))
+        x = torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1)
+        return self.head(x)
+
+
+def cnn_loss(model, inputs, labels, chunks):
+    """Mean over `chunks` equal chunks of each chunk's mean cross-entropy."""
+    loss = 0.0
+    for x, y in zip(inputs.chunk(chunks), labels.chunk(chunks)):
+        loss = loss + nn.functional.cross_entropy(model(x), y) / chunks
+    return loss
+
+
+def cnn_train(model, inputs, labels, chunks):
+    """CNN_STEPS SGD steps on one batch; returns (first gradients, running
+    statistics after the first step, state after the last step).
+
+    With one chunk the running statistics are PyTorch's own. With several,
+    each batch norm's are updated once per step from every input it saw in
+    the step's chunks (torchgpipe's deferred batch norm): the mean and the
+    unbiased variance over all of them, with PyTorch's momentum."""
+    bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
+    seen = {bn: [] for bn in bns}
+    hooks = [bn.register_forward_pre_hook(
+        lambda mod, args: seen[mod].append(args[0].detach().clone()))
+        for bn in bns]
+    first, stats = None, None
+    for step in range(CNN_STEPS):
+        before = {bn: (bn.running_mean.clone(), bn.running_var.clone())
+                  for bn in bns}
+        for bn in bns:
+            seen[bn].clear()
+        model.zero_grad()
+        loss = cnn_loss(model, inputs, labels, chunks)
+        loss.backward()
+        with torch.no_grad():
+            if first is None:
+                first = {n: p.grad.detach().clone()
+                         for n, p in model.named_parameters()}
+                first["loss"] = loss.detach().clone()
+            for p in model.parameters():
+                p -= CNN_LR * p.grad
+            if chunks > 1:
+                for bn in bns:
+                    x = torch.cat(seen[bn])
+                    mean = x.mean(dim=(0, 2, 3))
+                    var = x.var(dim=(0, 2, 3), unbiased=True)
+                    m = bn.momentum
+                    bn.running_mean.copy_((1 - m) * before[bn][0] + m * mean)
+                    bn.running_var.copy_((1 - m) * before[bn][1] + m * var)
+        if stats is None:
+            stats = {n: b.detach().clone() for n, b in model.named_buffers()
+                     if "running" in n}
+    for h in hooks:
+        h.remove()
+    state = {n: t.detach().clone() for n, t in model.state_dict().items()
+             if t.dtype == torch.float32}
+    return first, stats, state
+
+
+def make_cnn():
+    # Its own seed: the file does not depend on the models made before it.
+    torch.manual_seed(GOLDEN_SEED + 30)
+    model = Cnn()
+    jitter(model)
+    with torch.no_grad():
+        for name, b in model.named_buffers():
+            if "running_mean" in name:
+                b.add_(0.1 * torch.randn_like(b))
+            elif "running_var" in name:
+                b.mul_(1.0 + 0.2 * torch.rand_like(b))
+    initial = copy.deepcopy(model.state_dict())
+    example = torch.randn(CNN_BATCH, 3, 16, 16)
+    torch.onnx.export(
+        model, (example,), out_path("cnn.onnx"), input_names=["input"],
+        output_names=["logits"], opset_version=OPSET,
+        training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    onnx.checker.check_model(onnx.load(out_path("cnn.onnx")))
+    # Exporting ran the model: start every run from the exported values.
+    inits = {i.name: numpy_helper.to_array(i)
+             for i in onnx.load(out_path("cnn.onnx")).graph.initializer}
+    for name, t in initial.items():
+        if t.dtype == torch.float32:
+            if name not in inits:
+                raise RuntimeError(f"cnn.onnx lacks initializer {name}")
+            t.copy_(torch.from_numpy(inits[name]))
+    gen = torch.Generator().manual_seed(GOLDEN_SEED + 3)
+    inputs = torch.randn(CNN_BATCH, 3, 16, 16, generator=gen)
+    labels = torch.randint(0, 10, (CNN_BATCH,), generator=gen)
+
+    tensors = {"input": inputs.numpy(), "labels": labels.numpy()}
+    for chunks, suffix in ((1, ""), (4, "_m4")):
+        m = Cnn()
+        m.load_state_dict(initial)
+        m.train()
+        first, stats, state = cnn_train(m, inputs, labels, chunks)
+        if chunks == 1:
+            tensors["loss"] = first["loss"].numpy()
+            for n, t in stats.items():
+                tensors["stats." + n] = t.numpy()
+        for n, t in first.items():
+            if n != "loss":
+                tensors[f"grad{suffix}." + n] = t.numpy()
+        for n, t in state.items():
+            tensors[f"param{suffix}." + n] = t.numpy()
+    path = out_path("cnn.golden.safetensors")
+    write_safetensors(path, tensors, {"producer": "make_models.py",
+                                      "torch": torch.__version__,
+                                      "lr": str(CNN_LR),
+                                      "steps": str(CNN_STEPS)})
+    print(f"cnn.golden.safetensors: loss {tensors['loss']:.6f}, "
+          f"{os.path.getsize(path)} bytes")
+
+
 def main():
     torch.manual_seed(0)
     make_mlp()
     make_gpt()
     make_gpt_mha()
     make_bad_inputs()
+    make_cnn()
+    make_bad_cnn_inputs()
 
 
 if __name__ == "__main__":
