@@ -43,7 +43,8 @@ static cl::opt<std::string> inputFile(cl::Positional,
                                       cl::init(""),
                                       cl::cat(getModelCategory()));
 static cl::opt<std::string>
-    preset("preset", cl::desc("Build a built-in model instead (mlp, gpt)"),
+    preset("preset",
+           cl::desc("Build a built-in model instead (mlp, gpt, resnet)"),
            cl::init(""), cl::cat(getModelCategory()));
 static cl::list<std::string>
     dims("dim", cl::desc("Size of a symbolic ONNX input dim, NAME=SIZE"),
@@ -58,14 +59,19 @@ static mlir::gpipe::PresetOptions presetDefaults;
   static cl::opt<int64_t> VAR(FLAG, cl::desc(DESC),                            \
                               cl::init(presetDefaults.VAR),                    \
                               cl::cat(getPresetCategory()));
-PRESET_OPT(depth, "depth", "Hidden layers (mlp) or transformer blocks (gpt)")
-PRESET_OPT(width, "width", "Hidden features (mlp) or model dim (gpt)")
+PRESET_OPT(depth, "depth",
+           "Hidden layers (mlp), transformer blocks (gpt) or residual blocks "
+           "(resnet, default 3)")
+PRESET_OPT(width, "width",
+           "Hidden features (mlp), model dim (gpt) or first-stage channels "
+           "(resnet, default 16)")
 PRESET_OPT(heads, "heads", "Attention heads (gpt)")
 PRESET_OPT(seqLen, "seq-len", "Tokens per sample (gpt)")
-PRESET_OPT(batch, "batch", "Samples per mini-batch")
+PRESET_OPT(batch, "batch", "Samples per mini-batch (resnet: default 32)")
 PRESET_OPT(vocab, "vocab", "Vocabulary size (gpt)")
 PRESET_OPT(inFeatures, "in-features", "Input features (mlp)")
-PRESET_OPT(classes, "classes", "Output classes (mlp)")
+PRESET_OPT(classes, "classes", "Output classes (mlp, resnet)")
+PRESET_OPT(imageSize, "image-size", "Image height and width (resnet)")
 #undef PRESET_OPT
 
 /// Makes diagnostics without a source location (command-line errors) read
@@ -92,21 +98,27 @@ reportUnlocatedAs(MLIRContext &context, std::string tool) {
 inline LogicalResult checkUnusedModelFlags(MLIRContext &context) {
   struct SizeFlag {
     const cl::opt<int64_t> &option;
-    bool mlp, gpt;
+    bool mlp, gpt, resnet;
   };
   const SizeFlag flags[] = {
-      {depth, true, true},       {width, true, true},
-      {heads, false, true},      {seqLen, false, true},
-      {batch, true, true},       {vocab, false, true},
-      {inFeatures, true, false}, {classes, true, false}};
+      {depth, true, true, true},       {width, true, true, true},
+      {heads, false, true, false},     {seqLen, false, true, false},
+      {batch, true, true, true},       {vocab, false, true, false},
+      {inFeatures, true, false, false}, {classes, true, false, true},
+      {imageSize, false, false, true}};
   auto usedBy = [](const SizeFlag &flag) -> std::string {
-    if (flag.mlp && flag.gpt)
-      return "--preset mlp|gpt";
-    return flag.mlp ? "--preset mlp" : "--preset gpt";
+    std::string names;
+    for (auto [used, name] : {std::pair{flag.mlp, "mlp"},
+                              std::pair{flag.gpt, "gpt"},
+                              std::pair{flag.resnet, "resnet"}})
+      if (used)
+        names += (names.empty() ? "" : "|") + std::string(name);
+    return "--preset " + names;
   };
   if (preset.empty() && inputFile.empty())
     return success(); // loadModel says there is no model
-  bool isMLP = preset == "mlp", isGPT = preset == "gpt";
+  bool isMLP = preset == "mlp", isGPT = preset == "gpt",
+       isResNet = preset == "resnet";
   for (const SizeFlag &flag : flags) {
     if (flag.option.getNumOccurrences() == 0)
       continue;
@@ -117,7 +129,8 @@ inline LogicalResult checkUnusedModelFlags(MLIRContext &context) {
              << (StringRef(inputFile).ends_with(".onnx")
                      ? " (--dim NAME=SIZE sets a symbolic ONNX dim)"
                      : "");
-    if ((isMLP && !flag.mlp) || (isGPT && !flag.gpt))
+    if ((isMLP && !flag.mlp) || (isGPT && !flag.gpt) ||
+        (isResNet && !flag.resnet))
       return emitError(UnknownLoc::get(&context))
              << "--" << flag.option.ArgStr << " applies to " << usedBy(flag)
              << " only, not to --preset " << preset;
@@ -145,20 +158,27 @@ inline OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
           << "give either a model file or --preset, not both";
       return nullptr;
     }
-    mlir::gpipe::PresetOptions options;
-    options.depth = depth;
-    options.width = width;
-    options.heads = heads;
-    options.seqLen = seqLen;
-    options.batch = batch;
-    options.vocab = vocab;
-    options.inFeatures = inFeatures;
-    options.classes = classes;
+    // The preset's own defaults where a flag is not given.
+    mlir::gpipe::PresetOptions options =
+        mlir::gpipe::getPresetDefaults(preset);
+    auto take = [](const cl::opt<int64_t> &flag, int64_t &value) {
+      if (flag.getNumOccurrences())
+        value = flag;
+    };
+    take(depth, options.depth);
+    take(width, options.width);
+    take(heads, options.heads);
+    take(seqLen, options.seqLen);
+    take(batch, options.batch);
+    take(vocab, options.vocab);
+    take(inFeatures, options.inFeatures);
+    take(classes, options.classes);
+    take(imageSize, options.imageSize);
     return mlir::gpipe::buildPreset(&context, preset, options);
   }
   if (inputFile.empty()) {
     emitError(UnknownLoc::get(&context))
-        << "no model: give an .onnx or .mlir file or --preset mlp|gpt";
+        << "no model: give an .onnx or .mlir file or --preset mlp|gpt|resnet";
     return nullptr;
   }
   StringRef path = inputFile;

@@ -1,7 +1,8 @@
 //===- Presets.h - Built-in models ------------------------------*- C++ -*-===//
 //
-// Built-in networks written directly in the `nn` dialect: an MLP and a
-// decoder-only GPT with a char-level vocabulary. Their parameters carry
+// Built-in networks written directly in the `nn` dialect: an MLP, a
+// decoder-only GPT with a char-level vocabulary and a CIFAR-sized residual
+// CNN with batch norm. Their parameters carry
 // PyTorch-style dotted names and layouts (`blocks.0.attn.qkv.weight`,
 // `[out, in]`) and seeded init rules instead of values; op locations carry
 // ONNX-style name scopes (`/blocks.0/ln1/LayerNorm`) so layer formation names
@@ -23,18 +24,26 @@
 namespace mlir::gpipe {
 
 struct PresetOptions {
-  int64_t depth = 4;      ///< hidden layers (MLP) or transformer blocks (GPT)
-  int64_t width = 64;     ///< hidden features (MLP) or model dim (GPT)
-  int64_t heads = 4;      ///< attention heads (GPT)
-  int64_t seqLen = 32;    ///< tokens per sample (GPT)
-  int64_t batch = 16;     ///< samples per mini-batch
-  int64_t vocab = 65;     ///< vocabulary size (GPT, char-level)
+  int64_t depth = 4;       ///< hidden layers (MLP), transformer blocks (GPT)
+                           ///< or residual blocks (ResNet)
+  int64_t width = 64;      ///< hidden features (MLP), model dim (GPT) or
+                           ///< the first stage's channels (ResNet)
+  int64_t heads = 4;       ///< attention heads (GPT)
+  int64_t seqLen = 32;     ///< tokens per sample (GPT)
+  int64_t batch = 16;      ///< samples per mini-batch
+  int64_t vocab = 65;      ///< vocabulary size (GPT, char-level)
   int64_t inFeatures = 32; ///< input features (MLP)
-  int64_t classes = 10;   ///< output classes (MLP)
+  int64_t classes = 10;    ///< output classes (MLP, ResNet)
+  int64_t imageSize = 32;  ///< image height and width (ResNet, 3 channels)
 };
 
-/// Names of the built-in presets ("mlp", "gpt").
+/// Names of the built-in presets ("mlp", "gpt", "resnet").
 std::vector<std::string> presetNames();
+
+/// The sizes preset `name` uses when their flags are not given (the
+/// struct's defaults, except for the ResNet: ResNet-8 with 16 channels,
+/// batch 32).
+PresetOptions getPresetDefaults(llvm::StringRef name);
 
 /// Builds preset `name`: its `nn.parameter`s (init rules, no values), then
 /// `func.func @forward` in fused `nn` ops with ONNX-style name-scope

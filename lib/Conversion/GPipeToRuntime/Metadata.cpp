@@ -149,6 +149,9 @@ LogicalResult Emitter::emitMetadata() {
   else if (!tokens && loss == "cross-entropy" &&
            cast<ShapedType>(inputType).getRank() == 2)
     hint = "classification";
+  else if (!tokens && loss == "cross-entropy" &&
+           cast<ShapedType>(inputType).getRank() == 4)
+    hint = "images";
   root["data_hint"] = hint;
 
   // Predicted timeline. closed_form_bubble keeps its meaning, GPipe's

@@ -104,6 +104,8 @@ OwningOpRef<ModuleOp> buildMLP(MLIRContext *context,
                                const PresetOptions &options);
 OwningOpRef<ModuleOp> buildGPT(MLIRContext *context,
                                const PresetOptions &options);
+OwningOpRef<ModuleOp> buildResNet(MLIRContext *context,
+                                  const PresetOptions &options);
 
 } // namespace mlir::gpipe::presets
 

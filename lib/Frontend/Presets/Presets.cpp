@@ -3,7 +3,8 @@
 // Implements `buildPreset`: checks the options a preset uses (every size
 // positive and small enough that no tensor type overflows, the width a
 // multiple of the heads, a known preset name), reporting the offending option
-// and value at an unknown location, then hands off to the MLP or GPT builder.
+// and value at an unknown location, then hands off to the MLP, GPT or ResNet
+// builder.
 // Also implements `PresetBuilder`, the helper those builders share for
 // parameters, locations and the final verification.
 //
@@ -226,11 +227,42 @@ static LogicalResult checkGPTOptions(Location loc, const PresetOptions &o) {
                            {o.batch, o.seqLen, o.vocab}});
 }
 
+static LogicalResult checkResNetOptions(Location loc, const PresetOptions &o) {
+  if (failed(checkSizes(loc, {{"depth", o.depth, kMaxDepth},
+                              {"width", o.width, kMaxSize >> 2},
+                              {"batch", o.batch, kMaxSize},
+                              {"classes", o.classes, kMaxSize},
+                              {"image-size", o.imageSize, kMaxSize}})))
+    return failure();
+  // The second and third stages halve the image.
+  if (o.imageSize < 4)
+    return emitError(loc) << "--image-size must be at least 4, got "
+                          << o.imageSize;
+  return checkTensorSizes(
+      loc, "resnet",
+      {{o.batch, o.width, o.imageSize, o.imageSize},
+       {4 * o.width, 4 * o.width, 3, 3},
+       {o.classes, 4 * o.width},
+       {o.batch, 3, o.imageSize, o.imageSize}});
+}
+
 //===----------------------------------------------------------------------===//
 // Entry points
 //===----------------------------------------------------------------------===//
 
-std::vector<std::string> mlir::gpipe::presetNames() { return {"mlp", "gpt"}; }
+std::vector<std::string> mlir::gpipe::presetNames() {
+  return {"mlp", "gpt", "resnet"};
+}
+
+PresetOptions mlir::gpipe::getPresetDefaults(StringRef name) {
+  PresetOptions options;
+  if (name == "resnet") {
+    options.depth = 3;
+    options.width = 16;
+    options.batch = 32;
+  }
+  return options;
+}
 
 OwningOpRef<ModuleOp> mlir::gpipe::buildPreset(MLIRContext *context,
                                                StringRef name,
@@ -245,6 +277,11 @@ OwningOpRef<ModuleOp> mlir::gpipe::buildPreset(MLIRContext *context,
     if (failed(checkGPTOptions(loc, options)))
       return nullptr;
     return buildGPT(context, options);
+  }
+  if (name == "resnet") {
+    if (failed(checkResNetOptions(loc, options)))
+      return nullptr;
+    return buildResNet(context, options);
   }
   InFlightDiagnostic diag = emitError(loc) << "unknown preset '" << name
                                            << "' (known presets: ";
