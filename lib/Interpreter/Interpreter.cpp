@@ -369,7 +369,8 @@ RankedTensorType tensorTypeOf(Value v) {
 
 class Interpreter {
 public:
-  explicit Interpreter(const ParameterStore &params) : params(params) {}
+  Interpreter(const ParameterStore &params, uint64_t rngKey)
+      : params(params), rngKey(rngKey) {}
 
   /// Runs `block` with `args` bound to its arguments and returns the
   /// operands of its terminator.
@@ -392,6 +393,8 @@ private:
   LogicalResult runLayer(nn::LayerOp layer, unsigned depth);
 
   const ParameterStore &params;
+  /// The random key dropout masks are drawn with.
+  uint64_t rngKey;
   DenseMap<Value, HostTensor> env;
 };
 
@@ -482,6 +485,9 @@ LogicalResult Interpreter::runKernel(Operation *op, const KernelCall &call) {
     case KernelArg::Int:
       slot.integer = arg.integer;
       break;
+    case KernelArg::RngKey:
+      slot.integer = int64_t(rngKey);
+      break;
     case KernelArg::Real:
       slot.real = arg.real;
       break;
@@ -568,7 +574,7 @@ LogicalResult Interpreter::run(Operation *op, unsigned depth) {
 
 FailureOr<std::vector<HostTensor>>
 mlir::gpipe::interpretFunction(func::FuncOp func, ArrayRef<HostTensor> args,
-                               const ParameterStore &params) {
+                               const ParameterStore &params, uint64_t rngKey) {
   // Function-level errors go to the function's location without the op
   // attached: printing a whole network under a one-line message helps no one.
   auto fail = [&]() {
@@ -591,7 +597,7 @@ mlir::gpipe::interpretFunction(func::FuncOp func, ArrayRef<HostTensor> args,
                     << arg.getType(func.getContext())
                     << " but the function takes " << type.getInput(i);
   }
-  Interpreter interpreter(params);
+  Interpreter interpreter(params, rngKey);
   std::vector<HostTensor> results;
   if (failed(interpreter.runBlock(func.getBody().front(), args, results, 0)))
     return failure();

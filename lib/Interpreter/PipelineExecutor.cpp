@@ -15,6 +15,7 @@
 #include "gpipe/Dialect/GPipe/Utils/ScheduleConversion.h"
 #include "gpipe/Dialect/NN/Transforms/Transforms.h"
 #include "gpipe/Runtime/CPUKernels.h"
+#include "gpipe/Runtime/Vocabulary.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -129,6 +130,11 @@ private:
 
   /// An error at `op` naming the action: "rank R action I (text): ...".
   InFlightDiagnostic actionError(Operation *op);
+
+  /// The random key of micro-batch `mb` (one replica: its index is `mb`).
+  uint64_t rngKey(int64_t mb) const {
+    return ::gpipe::abi::getRngKey(options.seed, options.step, mb);
+  }
 
   ModuleOp module;
   ParameterStore &params;
@@ -450,7 +456,8 @@ Outcome Executor::runForward(Operation *op, Stage &stage, int64_t mb) {
     return Outcome::Failed;
   }
   FailureOr<std::vector<HostTensor>> results =
-      interpretFunction(stage.forward, forwardArgs(stage, mb), params);
+      interpretFunction(stage.forward, forwardArgs(stage, mb), params,
+                        rngKey(mb));
   if (failed(results)) {
     actionError(op) << "the stage's forward @" << stage.forward.getSymName()
                     << " failed";
@@ -596,7 +603,7 @@ Outcome Executor::runBackward(Operation *op, Stage &stage, int64_t mb,
     args.append(slot.deferred.begin(), slot.deferred.end());
   }
   FailureOr<std::vector<HostTensor>> results =
-      interpretFunction(func, args, params);
+      interpretFunction(func, args, params, rngKey(mb));
   if (failed(results)) {
     actionError(op) << "the stage's backward @" << func.getSymName()
                     << " failed";

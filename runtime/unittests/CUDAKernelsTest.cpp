@@ -1622,6 +1622,23 @@ TEST(CUDAKernels, FillInit) {
   }
 }
 
+TEST(CUDAKernels, Dropout) {
+  REQUIRE_CUDA();
+  std::vector<float> in = randomFloats(5000, 12, -3.0f, 3.0f);
+  DeviceBuffer din = DeviceBuffer::of(in);
+  for (float ratio : {0.0f, 0.1f, 0.5f, 0.9f}) {
+    std::vector<float> want(in.size());
+    ASSERT_EQ(gpipe_rt_cpu_dropout_f32(in.data(), want.data(),
+                                       int64_t(in.size()), ratio, 77, 5),
+              GPIPE_RT_SUCCESS);
+    std::vector<float> got = runTwice<float>(in.size(), [&](float *out) {
+      return gpipe_rt_cuda_dropout_f32(din.get<float>(), out,
+                                       int64_t(in.size()), ratio, 77, 5);
+    });
+    expectSame(got, want, "dropout " + std::to_string(ratio));
+  }
+}
+
 TEST(CUDAKernels, Fill) {
   REQUIRE_CUDA();
   for (int64_t n : {0, 1, 4097}) {

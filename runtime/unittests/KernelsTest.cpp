@@ -1071,6 +1071,49 @@ TEST(MSE, MatchesReference) {
 // Init, reproducibility, BLAS threads
 //===----------------------------------------------------------------------===//
 
+TEST(Dropout, CounterBasedMaskScaledAndChecked) {
+  const int64_t n = 40000;
+  std::vector<float> in(size_t(n), 2.0f), out(size_t(n)), prefix(64),
+      again(size_t(n)), other(size_t(n));
+  const float ratio = 0.25f;
+  ASSERT_EQ(gpipe_rt_cpu_dropout_f32(in.data(), out.data(), n, ratio, 11, 3),
+            GPIPE_RT_SUCCESS);
+  // Kept elements are scaled by 1 / (1 - ratio) in float, dropped ones are
+  // zero, and about `ratio` of them are dropped.
+  int64_t dropped = 0;
+  for (float v : out) {
+    if (v == 0.0f)
+      ++dropped;
+    else
+      EXPECT_EQ(v, 2.0f * float(1.0 / 0.75));
+  }
+  EXPECT_NEAR(double(dropped) / double(n), 0.25, 0.01);
+  // The mask depends on (key, stream, index) only: a prefix, a repeat and
+  // the output in place give the same bits; another key another mask.
+  ASSERT_EQ(gpipe_rt_cpu_dropout_f32(in.data(), prefix.data(), 64, ratio, 11,
+                                     3),
+            GPIPE_RT_SUCCESS);
+  EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), out.begin()));
+  again = in;
+  ASSERT_EQ(gpipe_rt_cpu_dropout_f32(again.data(), again.data(), n, ratio, 11,
+                                     3),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(again, out);
+  ASSERT_EQ(gpipe_rt_cpu_dropout_f32(in.data(), other.data(), n, ratio, 12, 3),
+            GPIPE_RT_SUCCESS);
+  EXPECT_NE(other, out);
+  // Ratio 0 keeps everything as is.
+  ASSERT_EQ(gpipe_rt_cpu_dropout_f32(in.data(), other.data(), n, 0.0f, 11, 3),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(other, in);
+  for (float bad : {1.0f, -0.1f, NAN}) {
+    EXPECT_EQ(gpipe_rt_cpu_dropout_f32(in.data(), out.data(), n, bad, 1, 1),
+              GPIPE_RT_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(gpipe_rt_last_error()).find("ratio must lie in"),
+              std::string::npos);
+  }
+}
+
 TEST(FillInit, CounterBasedAndWellDistributed) {
   const int64_t n = 20000;
   std::vector<float> a(static_cast<size_t>(n)), prefix(100);

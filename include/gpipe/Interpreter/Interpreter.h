@@ -121,10 +121,11 @@ private:
 /// and returns its results. Arguments must match the function's argument
 /// types exactly. An op the interpreter does not support, an element type a
 /// kernel lacks, or a data-dependent error (an index or label out of range)
-/// is reported at the op's location.
+/// is reported at the op's location. Dropout masks are drawn with `rngKey`
+/// (gpipe::abi::getRngKey of the step and micro-batch).
 FailureOr<std::vector<HostTensor>>
 interpretFunction(func::FuncOp func, llvm::ArrayRef<HostTensor> args,
-                  const ParameterStore &params);
+                  const ParameterStore &params, uint64_t rngKey = 0);
 
 } // namespace mlir::gpipe
 

@@ -40,6 +40,10 @@ struct PipelineExecutorOptions {
   /// `p = p - lr * g` in f32 (gpipe_rt_cpu_sgd_update_f32). Unset: steps
   /// change nothing.
   std::optional<float> sgdLearningRate;
+  /// The run's seed and the step (from 0) dropout masks are drawn for, as
+  /// gpipe-run's --seed and step count.
+  uint64_t seed = 0;
+  int64_t step = 0;
 };
 
 /// What one training step produced.

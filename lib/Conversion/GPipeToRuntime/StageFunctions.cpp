@@ -126,6 +126,13 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
         args.push_back(LLVM::ConstantOp::create(
             at, opLoc, type, at.getFloatAttr(type, a.real)));
         break;
+      case KernelArg::RngKey: {
+        auto key = declare("gpipe_rt_rng_key", i64Ty, {ptrTy, i64Ty});
+        args.push_back(
+            LLVM::CallOp::create(at, opLoc, key, ValueRange{rank, mb})
+                .getResult());
+        break;
+      }
       case KernelArg::Ints:
         args.push_back(intsGlobal(at, opLoc, a.ints));
         break;

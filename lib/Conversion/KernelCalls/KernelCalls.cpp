@@ -102,6 +102,12 @@ public:
     call.args.push_back(std::move(a));
     return *this;
   }
+  CallBuilder &rngKey() {
+    KernelArg a;
+    a.kind = KernelArg::RngKey;
+    call.args.push_back(std::move(a));
+    return *this;
+  }
   CallBuilder &real(double v) {
     KernelArg a;
     a.kind = KernelArg::Real;
@@ -561,6 +567,18 @@ mlir::gpipe::getKernelCall(Operation *operation,
                 .buffer(op.getResult())
                 .done();
           })
+      .Case<nn::DropoutOp>([&](nn::DropoutOp op) -> FailureOr<KernelCall> {
+        if (failed(b.f32Only()))
+          return failure();
+        return b.kernel(KernelId::k_dropout_f32)
+            .buffer(op.getInput())
+            .buffer(op.getResult())
+            .integer(countOf(op.getInput()))
+            .real(op.getRatio().convertToFloat())
+            .rngKey()
+            .integer(op.getStream())
+            .done();
+      })
       .Case<nn::Conv2DOp>([&](nn::Conv2DOp op) -> FailureOr<KernelCall> {
         if (failed(b.f32Only()))
           return failure();
@@ -781,6 +799,10 @@ LogicalResult mlir::gpipe::verifyKernelCall(Operation *op,
       break;
     case KernelArg::Int:
       fits = ::gpipe::abi::isInteger(role);
+      break;
+    case KernelArg::RngKey:
+      fits = role == ArgRole::INT &&
+             param.type == ::gpipe::abi::ArgType::I64;
       break;
     case KernelArg::Real:
       fits = role == ArgRole::REAL;

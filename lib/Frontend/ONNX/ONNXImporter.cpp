@@ -33,6 +33,7 @@
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SwapByteOrder.h"
+#include "llvm/Support/xxhash.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -1026,11 +1027,45 @@ LogicalResult Importer::importPad(NodeCtx &n) {
   return defineAlias(n, 0, n.inputs[0]);
 }
 
-/// Inference-mode dropout is the identity; the ratio is ignored.
+/// Dropout. From opset 12 the `training_mode` input says whether it drops:
+/// a constant true makes an nn.dropout with the `ratio` input (default 0.5)
+/// and a mask stream from the node's name; absent or false, and before
+/// opset 12 (which has no such flag), it is the identity of inference.
 LogicalResult Importer::importDropout(NodeCtx &n) {
   if (failed(expectInputs(n, 1, 3)) || failed(checkUnusedOutput(n, 1, "mask")))
     return failure();
-  return defineAlias(n, 0, n.inputs[0]);
+  bool training = false;
+  double ratio = 0.5;
+  if (opset >= 12 && n.input(2) >= 0) {
+    FailureOr<HostTensor> mode = constScalar(n, 2, "training_mode");
+    if (failed(mode))
+      return failure();
+    training = mode->getDouble(0) != 0.0;
+  }
+  if (!training)
+    return defineAlias(n, 0, n.inputs[0]);
+  if (n.input(1) >= 0) {
+    FailureOr<HostTensor> r = constScalar(n, 1, "ratio");
+    if (failed(r))
+      return failure();
+    ratio = r->getDouble(0);
+  }
+  if (!(ratio >= 0.0 && ratio < 1.0))
+    return n.error() << "has ratio " << ratio << " outside [0, 1)", failure();
+  if (failed(requireFloat(n, 0, "input")))
+    return failure();
+  FailureOr<Value> x = getValue(n, 0);
+  if (failed(x))
+    return failure();
+  // The mask stream: the node's name (else its output's), stable across
+  // imports and partitions.
+  StringRef key = n.proto.name().empty() ? StringRef(n.proto.output(0))
+                                         : StringRef(n.proto.name());
+  int64_t stream = int64_t(llvm::xxh3_64bits(key));
+  return defineValue(n, 0,
+                     nn::DropoutOp::create(builder, n.loc, x->getType(), *x,
+                                           builder.getF32FloatAttr(ratio),
+                                           builder.getI64IntegerAttr(stream)));
 }
 
 //===----------------------------------------------------------------------===//

@@ -558,6 +558,14 @@ extern "C" int32_t gpipe_rt_reduce_grad(gpipe_rt_rank *rank, int64_t action,
   return rank->run->reduceGradients(rank, action, grads, scratch, count);
 }
 
+extern "C" uint64_t gpipe_rt_rng_key(gpipe_rt_rank *rank,
+                                     int64_t microbatch) {
+  const gpipe::rt::ModelMetadata &meta = rank->run->meta;
+  return ::gpipe::abi::getRngKey(
+      rank->run->options.seed, rank->step,
+      rank->replica * meta.microbatches + microbatch);
+}
+
 extern "C" int32_t gpipe_rt_kernel_error(gpipe_rt_rank *rank, int64_t site,
                                          int32_t status) {
   return rank->run->kernelError(rank, site, status);

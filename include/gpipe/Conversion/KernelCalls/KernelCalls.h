@@ -39,6 +39,8 @@ struct KernelArg {
     Ints,     ///< a read-only int64 array
     Buffers,  ///< an array of the data pointers of `values`
     IntsList, ///< an array of read-only int64 arrays
+    RngKey,   ///< the random key of the step and micro-batch the call runs
+              ///< for (an INT; compiled code asks gpipe_rt_rng_key)
   };
   Kind kind = Null;
   Value value;

@@ -352,6 +352,15 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 }
 OpCost CastOp::getCost() { return detail::elementwiseCost(*this, 0); }
 
+LogicalResult DropoutOp::verify() {
+  float ratio = getRatio().convertToFloat();
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return emitOpError("expected a ratio in [0, 1), got ") << ratio;
+  return success();
+}
+// A hash and a compare per element, then a multiply.
+OpCost DropoutOp::getCost() { return detail::elementwiseCost(*this, 8); }
+
 //===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//

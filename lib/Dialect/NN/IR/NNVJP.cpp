@@ -368,6 +368,16 @@ LogicalResult GeluOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+// The same mask (same key and stream), the same scale.
+LogicalResult DropoutOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  Value dy = beginVJP(*this, resultGrads, operandGrads);
+  if (dy)
+    operandGrads[0] = DropoutOp::create(b, getLoc(), dy.getType(), dy,
+                                        getRatioAttr(), getStreamAttr());
+  return success();
+}
+
 // Float to float: the gradient is cast back. From an integer or boolean
 // there is nothing to differentiate; to one, no gradient arrives.
 LogicalResult CastOp::buildVJP(OpBuilder &b, ValueRange resultGrads,

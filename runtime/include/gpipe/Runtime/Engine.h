@@ -345,8 +345,8 @@ Status loadDataset(const std::string &path, const ModelMetadata &metadata,
 Status datasetFromSafeTensors(const SafeTensorsFile &file,
                               const ModelMetadata &metadata,
                               std::unique_ptr<Dataset> &dataset);
-/// The built-in data the metadata's data_hint names ("text-char" or
-/// "classification"), generated from `seed`.
+/// The built-in data the metadata's data_hint names ("text-char",
+/// "classification" or "images"), generated from `seed`.
 Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
                           std::unique_ptr<Dataset> &dataset);
 

@@ -142,6 +142,13 @@ int32_t gpipe_rt_optimizer_step(gpipe_rt_rank *rank, int64_t stage,
 int32_t gpipe_rt_reduce_grad(gpipe_rt_rank *rank, int64_t action, float *grads,
                              float *scratch, int64_t count);
 
+/// The random key of micro-batch `microbatch` of the current step
+/// (gpipe::abi::getRngKey of the run's seed, the step and the micro-batch's
+/// index in the whole mini-batch): what dropout kernels draw their masks
+/// with. Cannot fail. Added without changing the ABI version: libraries
+/// without dropout never call it.
+uint64_t gpipe_rt_rng_key(gpipe_rt_rank *rank, int64_t microbatch);
+
 /// Kernel call site `site` returned `status`; the runtime records
 /// gpipe_rt_last_error() with the site's op and location. Returns `status`.
 int32_t gpipe_rt_kernel_error(gpipe_rt_rank *rank, int64_t site,

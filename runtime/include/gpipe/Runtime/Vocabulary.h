@@ -161,6 +161,24 @@ constexpr int64_t getTransferTag(int64_t boundary, int64_t mb,
   return (boundary * microbatches + mb) * 2 +
          (dir == Direction::Forward ? 0 : 1);
 }
+/// SplitMix64's output function (Steele, Lea and Flood, "Fast Splittable
+/// Pseudorandom Number Generators", OOPSLA 2014).
+constexpr uint64_t splitMix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+/// The random key of one micro-batch of one step (dropout masks): the run's
+/// seed, the step (from 0, counted across resumes) and the micro-batch's
+/// index in the whole mini-batch (replica * M + m). Every rank, the
+/// interpreter and every K, schedule and remat policy derive the same key,
+/// so masks do not depend on how the model is split or recomputed.
+constexpr uint64_t getRngKey(uint64_t seed, int64_t step,
+                             int64_t microbatch) {
+  return splitMix64(seed ^ splitMix64(uint64_t(step) ^
+                                      splitMix64(uint64_t(microbatch))));
+}
 /// The boundary a transfer of `stage` crosses: a forward send leaves stage
 /// s over boundary s, a forward receive enters it over s - 1, and the other
 /// way round for gradients.

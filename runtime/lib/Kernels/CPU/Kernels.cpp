@@ -1313,6 +1313,25 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_accumulate_f32(float *acc,
 }
 
 //===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+extern "C" gpipe_rt_status gpipe_rt_cpu_dropout_f32(const float *in,
+                                                    float *out, int64_t count,
+                                                    float ratio, uint64_t key,
+                                                    uint64_t stream) {
+  GPIPE_RT_TRY(checkDropout(cpuKernel("dropout"), in, out, count, ratio));
+  const float scale = float(1.0 / (1.0 - double(ratio)));
+  const uint64_t k = splitMix64(key ^ splitMix64(stream));
+  for (int64_t i = 0; i < count; ++i) {
+    uint64_t bits = splitMix64(k + uint64_t(i) * kGoldenGamma);
+    float u = float(bits >> 40) * 0x1.0p-24f; // [0, 1), 24 bits, exact.
+    out[i] = u >= ratio ? in[i] * scale : 0.0f;
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
 // Parameter initialization
 //===----------------------------------------------------------------------===//
 

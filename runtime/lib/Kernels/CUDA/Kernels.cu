@@ -2036,6 +2036,40 @@ gpipe_rt_cuda_fill_init_f32(gpipe_rt_init init, float *out, int64_t count,
 }
 
 //===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+namespace gpipe::rt::cuda {
+namespace {
+
+__global__ void dropoutKernel(const float *in, float *out, int64_t n,
+                              float ratio, float scale, uint64_t key) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    uint64_t bits = mix64(key + uint64_t(i) * kGoldenGamma);
+    float u = float(bits >> 40) * 0x1.0p-24f;
+    out[i] = u >= ratio ? __fmul_rn(in[i], scale) : 0.0f;
+  }
+}
+
+} // namespace
+} // namespace gpipe::rt::cuda
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_dropout_f32(const float *in,
+                                                     float *out, int64_t count,
+                                                     float ratio, uint64_t key,
+                                                     uint64_t stream) {
+  using namespace gpipe::rt::cuda;
+  Kernel kernel = cudaKernel("dropout");
+  GPIPE_RT_TRY(checkDropout(kernel, in, out, count, ratio));
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
+  const float scale = float(1.0 / (1.0 - double(ratio)));
+  dropoutKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(
+      in, out, count, ratio, scale, mix64(key ^ mix64(stream)));
+  return launched(kernel);
+}
+
+//===----------------------------------------------------------------------===//
 // Convolution, pooling and batch normalization
 //
 // The same arithmetic as the CPU kernels (lib/Kernels/CPU/ConvKernels.cpp)

@@ -1298,6 +1298,15 @@ gpipe_rt_status checkAccumulate(const Kernel &kernel, const float *acc,
   return checkBuffers(kernel, count, {{"acc", acc}, {"grad", grad}});
 }
 
+gpipe_rt_status checkDropout(const Kernel &kernel, const float *in,
+                             const float *out, int64_t count, float ratio) {
+  GPIPE_RT_TRY(checkBuffers(kernel, count, {{"input", in}, {"result", out}}));
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "ratio must lie in [0, 1), got " << ratio;
+  return GPIPE_RT_SUCCESS;
+}
+
 gpipe_rt_status checkFillInit(const Kernel &kernel, gpipe_rt_init init,
                               const float *out, int64_t count, double scale) {
   GPIPE_RT_TRY(checkBuffers(kernel, count, {{"result", out}}));

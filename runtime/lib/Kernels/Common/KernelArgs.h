@@ -847,6 +847,10 @@ gpipe_rt_status checkSgdUpdate(const Kernel &kernel, const float *param,
 gpipe_rt_status checkAccumulate(const Kernel &kernel, const float *acc,
                                 const float *grad, int64_t count);
 
+/// gpipe_rt_*_dropout_f32: ratio in [0, 1).
+gpipe_rt_status checkDropout(const Kernel &kernel, const float *in,
+                             const float *out, int64_t count, float ratio);
+
 /// gpipe_rt_*_fill_init_f32 (the scale only matters to the random inits).
 gpipe_rt_status checkFillInit(const Kernel &kernel, gpipe_rt_init init,
                               const float *out, int64_t count, double scale);

@@ -6,6 +6,9 @@ Writes, into the folder this script lives in:
   gpt_mha.golden.safetensors            -- PyTorch input, labels, logits,
                                            loss and first-step gradients
                                            for each good model
+  mlp_dropout.onnx, mlp_dropout.data.safetensors
+                                        -- an MLP with dropout exported in
+                                           training mode, and a batch
   cnn.onnx, cnn.golden.safetensors      -- a residual CNN with batch norm
                                            exported in training mode, and
                                            PyTorch's training of it (see
@@ -728,6 +731,36 @@ def make_cnn():
           f"{os.path.getsize(path)} bytes")
 
 
+# ---------------------------------------------------------------- dropout
+#
+# An MLP with two dropouts exported in training mode (Dropout nodes with a
+# constant training_mode true) and a batch to train it on. PyTorch's masks
+# come from its own generator, so there is no golden gradient: the tests
+# check gpipe's own guarantees (bitwise across K, schedules and remat; the
+# seed changes the masks).
+
+
+def make_mlp_dropout():
+    torch.manual_seed(GOLDEN_SEED + 40)
+    model = nn.Sequential(
+        nn.Linear(16, 32), nn.ReLU(), nn.Dropout(0.25),
+        nn.Linear(32, 32), nn.GELU(), nn.Dropout(0.1),
+        nn.Linear(32, 10))
+    jitter(model)
+    model.train()
+    torch.onnx.export(
+        model, (torch.randn(8, 16),), out_path("mlp_dropout.onnx"),
+        input_names=["input"], output_names=["logits"], opset_version=OPSET,
+        training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    onnx.checker.check_model(onnx.load(out_path("mlp_dropout.onnx")))
+    gen = torch.Generator().manual_seed(GOLDEN_SEED + 41)
+    write_safetensors(out_path("mlp_dropout.data.safetensors"),
+                      {"input": torch.randn(8, 16, generator=gen).numpy(),
+                       "labels": torch.randint(0, 10, (8,),
+                                               generator=gen).numpy()},
+                      {"producer": "make_models.py"})
+
+
 def main():
     torch.manual_seed(0)
     make_mlp()
@@ -736,6 +769,7 @@ def main():
     make_bad_inputs()
     make_cnn()
     make_bad_cnn_inputs()
+    make_mlp_dropout()
 
 
 if __name__ == "__main__":

@@ -243,6 +243,26 @@ def NN_GeluOp : NN_UnaryOp<"gelu", NN_FloatTensor> {
 }
 def NN_NotOp : NN_UnaryOp<"not", NN_BoolTensor> { let summary = "Logical not"; }
 
+def NN_DropoutOp : NN_PureOp<"dropout", [NN_VJP, SameOperandsAndResultType]> {
+  let summary = "Dropout in training mode, with a counter-based mask";
+  let description = [{
+    Zeroes each element with probability `ratio` and scales the others by
+    `1 / (1 - ratio)`. The mask is drawn from a counter-based generator keyed
+    by the run's seed, the step, the micro-batch's index in the mini-batch
+    and the op's `stream` (fixed at import, from the op's name), element by
+    element (Kernels.def, dropout_f32): it is the same whatever K, the
+    schedule or remat, and a recompute draws the same mask. The gradient is
+    the same dropout of the result's gradient.
+
+    ```mlir
+    %y = nn.dropout %x {ratio = 1.000000e-01 : f32, stream = 42 : i64} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, F32Attr:$ratio, I64Attr:$stream);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 def NN_CastOp : NN_PureOp<"cast", [NN_VJP]> {
   let summary = "Element type conversion";
   let description = [{
