@@ -1073,8 +1073,9 @@ TEST(MSE, MatchesReference) {
 
 TEST(Dropout, CounterBasedMaskScaledAndChecked) {
   const int64_t n = 40000;
-  std::vector<float> in(size_t(n), 2.0f), out(size_t(n)), prefix(64),
-      again(size_t(n)), other(size_t(n));
+  const size_t size = static_cast<size_t>(n);
+  std::vector<float> in(size, 2.0f), out(size), prefix(64), again(size),
+      other(size);
   const float ratio = 0.25f;
   ASSERT_EQ(gpipe_rt_cpu_dropout_f32(in.data(), out.data(), n, ratio, 11, 3),
             GPIPE_RT_SUCCESS);
