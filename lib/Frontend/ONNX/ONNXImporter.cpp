@@ -1240,10 +1240,11 @@ LogicalResult Importer::importLeakyRelu(NodeCtx &n) {
   slope.floats.push_back(roundToFloatType(slope.elementType, alpha));
   Value vslope = materialize(slope, n.loc, n.name + "/alpha");
   Value pos = nn::ReluOp::create(builder, n.loc, type, *v);
-  Value neg = nn::ReluOp::create(
-      builder, n.loc, type, nn::NegOp::create(builder, n.loc, type, *v));
+  Value neg = nn::ReluOp::create(builder, n.loc, type,
+                                 nn::NegOp::create(builder, n.loc, type, *v));
   Value scaled = nn::MulOp::create(builder, n.loc, type, neg, vslope);
-  return defineValue(n, 0, nn::SubOp::create(builder, n.loc, type, pos, scaled));
+  return defineValue(n, 0,
+                     nn::SubOp::create(builder, n.loc, type, pos, scaled));
 }
 
 /// Gelu (opset 20): the exact erf form; the tanh approximation is refused.
@@ -1327,9 +1328,8 @@ LogicalResult Importer::importReduce(NodeCtx &n) {
   divisor.floats.push_back(
       roundToFloatType(divisor.elementType, static_cast<double>(count)));
   Value vcount = materialize(divisor, n.loc, n.name + "/count");
-  return defineValue(n, 0,
-                     nn::DivOp::create(builder, n.loc, sum.getType(), sum,
-                                       vcount));
+  return defineValue(
+      n, 0, nn::DivOp::create(builder, n.loc, sum.getType(), sum, vcount));
 }
 
 LogicalResult Importer::importLayerNorm(NodeCtx &n) {
@@ -2403,8 +2403,10 @@ static std::string functionKey(StringRef domain, StringRef name) {
   return (domain + "\x1f" + name).str();
 }
 
-/// How deep calls of local functions may nest.
+/// How deep calls of local functions may nest, and how many nodes the
+/// graph may have once they are inlined (calls of calls multiply).
 static constexpr int kMaxInlineDepth = 64;
+static constexpr size_t kMaxInlinedNodes = size_t(1) << 20;
 
 /// Replaces every call of one of the model's local functions (its
 /// FunctionProtos, matched by domain and name) by the function's
@@ -2442,9 +2444,13 @@ LogicalResult Importer::inlineFunctions(const onnx::ModelProto &model,
 
 LogicalResult Importer::expandCall(const onnx::NodeProto &call, int depth,
                                    std::vector<onnx::NodeProto> &out) {
-  auto it = functions.find(
-      functionKey(call.domain(), call.op_type()));
+  auto it = functions.find(functionKey(call.domain(), call.op_type()));
   if (it == functions.end()) {
+    if (out.size() >= kMaxInlinedNodes)
+      return emitError(graphLoc(call.name()))
+                 << "the graph has more than " << kMaxInlinedNodes
+                 << " nodes once its local functions are inlined",
+             failure();
     out.push_back(call);
     return success();
   }
@@ -2575,9 +2581,9 @@ Importer::matchLoss(const onnx::GraphProto &graph,
     else if (target->type().tensor_type().elem_type() !=
              onnx::TensorProto::INT64)
       why = "its target '" + target->name() + "' is not int64";
-    else if (nll && (producer < 0 || nodes[producer].op_type() != "LogSoftmax" ||
-                     !isDefault(nodes[producer]) ||
-                     nodes[producer].input_size() != 1))
+    else if (nll &&
+             (producer < 0 || nodes[producer].op_type() != "LogSoftmax" ||
+              !isDefault(nodes[producer]) || nodes[producer].input_size() != 1))
       why = "its input is not the result of a LogSoftmax";
     else if (nll && uses[node.input(0)] != 1)
       why = "its LogSoftmax input has other uses";
@@ -2613,8 +2619,8 @@ LogicalResult Importer::checkLossScores(const onnx::NodeProto &lossNode,
     axis = attr->i();
   if (axis != 1 && axis != -1)
     return emitError(loc) << lossNode.op_type() << " node '" << lossNode.name()
-                          << "' takes a LogSoftmax over axis " << axis
-                          << " of " << scores << "; gpipe needs the class axis 1",
+                          << "' takes a LogSoftmax over axis " << axis << " of "
+                          << scores << "; gpipe needs the class axis 1",
            failure();
   return success();
 }
@@ -2748,8 +2754,8 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
     StringRef name = loss.nll >= 0 ? StringRef(loss.logits) : output.name();
     auto it = names.find(name);
     if (it == names.end())
-      return emitError(loc) << "graph output '" << name
-                            << "' is not produced by any node",
+      return emitError(loc)
+                 << "graph output '" << name << "' is not produced by any node",
              nullptr;
     FailureOr<Value> v = getValue(it->second, loc);
     if (failed(v))

@@ -676,6 +676,25 @@ def make_op_inputs():
                           name="/loop")],
         "recursive", [float_input("input", [2])], [float_input("output", [2])],
         [], "recursive_function.onnx", 17, [loop])
+    # Each function calls the one below it twice: 2^21 Relu nodes once
+    # inlined, past the importer's limit.
+    funcs = [helper.make_function(
+        "local", "F0", ["x"], ["y"],
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [helper.make_opsetid("", 17)])]
+    for k in range(1, 22):
+        funcs.append(helper.make_function(
+            "local", f"F{k}", ["x"], ["y"],
+            [helper.make_node(f"F{k - 1}", ["x"], ["t"], domain="local",
+                              name="a"),
+             helper.make_node(f"F{k - 1}", ["t"], ["y"], domain="local",
+                              name="b")],
+            [helper.make_opsetid("", 17)]))
+    save_model(
+        [helper.make_node("F21", ["input"], ["output"], domain="local",
+                          name="/top")],
+        "blowup", [float_input("input", [2])], [float_input("output", [2])],
+        [], "function_blowup.onnx", 17, funcs)
     # NegativeLogLikelihoodLoss with a sum reduction: not gpipe's loss.
     w = numpy_helper.from_array(
         ((np.arange(40) % 7 - 3) / 10).astype(np.float32).reshape(8, 5), "w")
