@@ -3,6 +3,7 @@
 #
 # Usage: compare-safetensors.py A B [--rtol X] [--bitwise] [--prefix-a P]
 #                                [--prefix-b P] [--names n1,n2,...]
+#                                [--map FILE]
 #
 # Compares every tensor of B (or those named) with the tensor of A of the
 # same name (after prefixes: A's "grad.<name>" against B's "<name>" with
@@ -56,7 +57,15 @@ def main():
     parser.add_argument("--prefix-b", default="")
     parser.add_argument("--names", default="")
     parser.add_argument("--loss", action="store_true")
+    parser.add_argument("--map", default="")
     args = parser.parse_args()
+    renames = {}
+    if args.map:
+        with open(args.map) as f:
+            for line in f:
+                words = line.split()
+                if len(words) == 2 and not line.startswith("#"):
+                    renames[words[0]] = words[1]
     a = read(args.a)
     meta_b = {}
     b = read(args.b, meta_b)
@@ -77,7 +86,7 @@ def main():
             passed += ok
             failed += not ok
     for name in names:
-        ka, kb = args.prefix_a + name, args.prefix_b + name
+        ka, kb = args.prefix_a + renames.get(name, name), args.prefix_b + name
         if ka not in a or kb not in b:
             print("FAIL %s: missing in %s" % (name, args.a if ka not in a else args.b))
             failed += 1

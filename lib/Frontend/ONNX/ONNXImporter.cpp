@@ -352,6 +352,22 @@ private:
                                 RankedTensorType actual, Location loc);
   LogicalResult importNode(const onnx::NodeProto &node, int64_t index);
   static Handler lookupHandler(StringRef opType);
+  LogicalResult inlineFunctions(const onnx::ModelProto &model,
+                                std::vector<onnx::NodeProto> &nodes);
+  LogicalResult expandCall(const onnx::NodeProto &call, int depth,
+                           std::vector<onnx::NodeProto> &out);
+  struct LossMatch {
+    /// Indices of the loss node and of the LogSoftmax under a
+    /// NegativeLogLikelihoodLoss (-1 for SoftmaxCrossEntropyLoss).
+    int64_t nll = -1, logSoftmax = -1;
+    std::string logits, target;
+  };
+  LossMatch matchLoss(const onnx::GraphProto &graph,
+                      ArrayRef<onnx::NodeProto> nodes,
+                      const llvm::StringSet<> &initializerNames);
+  LogicalResult checkLossScores(const onnx::NodeProto &lossNode,
+                                const onnx::NodeProto *logSoftmax,
+                                RankedTensorType scores);
 
   // Slots.
   Slot &slot(int i) { return slots[i]; }
@@ -412,7 +428,13 @@ private:
   LogicalResult importDropout(NodeCtx &n);
   LogicalResult importGemm(NodeCtx &n);
   LogicalResult importMatMul(NodeCtx &n);
+  LogicalResult getSoftmaxAxis(NodeCtx &n, int x, int64_t &axis);
   LogicalResult importSoftmax(NodeCtx &n);
+  LogicalResult importLogSoftmax(NodeCtx &n);
+  LogicalResult importLossNode(NodeCtx &n);
+  LogicalResult importLeakyRelu(NodeCtx &n);
+  LogicalResult importGelu(NodeCtx &n);
+  LogicalResult importReduce(NodeCtx &n);
   LogicalResult importLayerNorm(NodeCtx &n);
   LogicalResult getWindow(NodeCtx &n, int x,
                           std::optional<ArrayRef<int64_t>> weightKernel,
@@ -445,6 +467,13 @@ private:
   /// Names read by some node or listed as graph outputs.
   llvm::StringSet<> consumed;
   llvm::StringSet<> resourceKeys;
+  /// Why each NegativeLogLikelihoodLoss node is not the graph's loss (see
+  /// matchLoss), by node name.
+  llvm::StringMap<std::string> lossMismatch;
+  /// The model's local functions by domain and name.
+  std::map<std::string, const onnx::FunctionProto *> functions;
+  /// Value-name prefixes given to inlined calls so far.
+  llvm::StringSet<> inlinePrefixes;
 };
 
 } // namespace
@@ -1159,14 +1188,12 @@ LogicalResult Importer::importMatMul(NodeCtx &n) {
   return defineValue(n, 0, result);
 }
 
-LogicalResult Importer::importSoftmax(NodeCtx &n) {
-  if (failed(expectInputs(n, 1, 1)) || failed(requireFloat(n, 0, "input")))
-    return failure();
-  int x = n.inputs[0];
+/// The normalized axis of Softmax and LogSoftmax. Opset 13 made them
+/// per-axis ops with axis -1 by default; before, they flattened to 2-D at
+/// `axis` (default 1), the same only for the last axis.
+LogicalResult Importer::getSoftmaxAxis(NodeCtx &n, int x, int64_t &axis) {
   int64_t rank = shapeOf(x).size();
-  // Opset 13 made Softmax a per-axis op with axis -1 by default; before, it
-  // flattened to 2-D at `axis` (default 1), the same only for the last axis.
-  int64_t axis = opset >= 13 ? -1 : 1;
+  axis = opset >= 13 ? -1 : 1;
   if (failed(getIntAttr(n, "axis", axis)) ||
       failed(normalizeAxis(n, axis, rank)))
     return failure();
@@ -1175,12 +1202,169 @@ LogicalResult Importer::importSoftmax(NodeCtx &n) {
                      << " with pre-opset-13 semantics; gpipe supports only "
                         "the last axis",
            failure();
+  return success();
+}
+
+LogicalResult Importer::importSoftmax(NodeCtx &n) {
+  if (failed(expectInputs(n, 1, 1)) || failed(requireFloat(n, 0, "input")))
+    return failure();
+  int x = n.inputs[0];
+  int64_t axis;
+  if (failed(getSoftmaxAxis(n, x, axis)))
+    return failure();
   FailureOr<Value> v = getValue(x, n.loc);
   if (failed(v))
     return failure();
   return defineValue(n, 0,
                      nn::SoftmaxOp::create(builder, n.loc, typeOf(x), *v,
                                            static_cast<uint64_t>(axis)));
+}
+
+/// LogSoftmax as `nn.log(nn.softmax(x))`. The softmax is the stable one
+/// (it subtracts the maximum), so this is exact to rounding unless a
+/// probability underflows, i.e. a log-probability below about -87 in f32.
+/// A LogSoftmax that feeds the graph's NegativeLogLikelihoodLoss is not
+/// imported at all: that pair is the cross-entropy loss (see matchLoss).
+LogicalResult Importer::importLogSoftmax(NodeCtx &n) {
+  if (failed(expectInputs(n, 1, 1)) || failed(requireFloat(n, 0, "input")))
+    return failure();
+  int x = n.inputs[0];
+  int64_t axis;
+  if (failed(getSoftmaxAxis(n, x, axis)))
+    return failure();
+  FailureOr<Value> v = getValue(x, n.loc);
+  if (failed(v))
+    return failure();
+  Value softmax = nn::SoftmaxOp::create(builder, n.loc, typeOf(x), *v,
+                                        static_cast<uint64_t>(axis));
+  return defineValue(n, 0,
+                     nn::LogOp::create(builder, n.loc, typeOf(x), softmax));
+}
+
+/// Reached only for a NegativeLogLikelihoodLoss or SoftmaxCrossEntropyLoss
+/// that is not the graph's loss (see matchLoss): gpipe attaches the loss
+/// itself and takes these nodes only in that role.
+LogicalResult Importer::importLossNode(NodeCtx &n) {
+  auto it = lossMismatch.find(n.name);
+  return n.error() << "is not a loss gpipe can train with: "
+                   << (it == lossMismatch.end() ? std::string("unknown")
+                                                : it->second)
+                   << "; gpipe takes it only as the graph's single output, "
+                      "with mean reduction, no weight, no ignore_index of 0 "
+                      "or more, a graph input as target and [N, C] scores "
+                      "(through a LogSoftmax over C for "
+                      "NegativeLogLikelihoodLoss)",
+         failure();
+}
+
+/// LeakyRelu as `relu(x) - alpha * relu(-x)`: bit for bit `x` or
+/// `alpha * x`, and reverse mode gives `g` or `alpha * g` (0 at x = 0).
+LogicalResult Importer::importLeakyRelu(NodeCtx &n) {
+  if (failed(expectInputs(n, 1, 1)) || failed(requireFloat(n, 0, "input")))
+    return failure();
+  float alpha = 0.01f;
+  if (failed(getFloatAttr(n, "alpha", alpha)))
+    return failure();
+  int x = n.inputs[0];
+  FailureOr<Value> v = getValue(x, n.loc);
+  if (failed(v))
+    return failure();
+  RankedTensorType type = typeOf(x);
+  HostTensor slope;
+  slope.elementType = type.getElementType();
+  slope.floats.push_back(roundToFloatType(slope.elementType, alpha));
+  Value vslope = materialize(slope, n.loc, n.name + "/alpha");
+  Value pos = nn::ReluOp::create(builder, n.loc, type, *v);
+  Value neg = nn::ReluOp::create(builder, n.loc, type,
+                                 nn::NegOp::create(builder, n.loc, type, *v));
+  Value scaled = nn::MulOp::create(builder, n.loc, type, neg, vslope);
+  return defineValue(n, 0,
+                     nn::SubOp::create(builder, n.loc, type, pos, scaled));
+}
+
+/// Gelu (opset 20): the exact erf form; the tanh approximation is refused.
+LogicalResult Importer::importGelu(NodeCtx &n) {
+  if (failed(expectInputs(n, 1, 1)) || failed(requireFloat(n, 0, "input")))
+    return failure();
+  if (const onnx::AttributeProto *attr = findAttr(n.proto, "approximate"))
+    if (attr->s() != "none")
+      return n.error() << "has approximate '" << attr->s()
+                       << "'; gpipe supports only the exact GELU "
+                          "(approximate 'none')",
+             failure();
+  return importFloatUnary<nn::GeluOp>(n);
+}
+
+/// ReduceSum and ReduceMean over float tensors, as `nn.reduce_sum` (and a
+/// division by the element count for the mean). The axes are an attribute
+/// before opset 13 (ReduceSum) or 18 (ReduceMean) and a constant input
+/// from then on; no axes reduce every axis, unless noop_with_empty_axes.
+LogicalResult Importer::importReduce(NodeCtx &n) {
+  bool mean = n.opType == "ReduceMean";
+  int64_t axesInputFrom = mean ? 18 : 13;
+  bool axesInput = opset >= axesInputFrom;
+  if (failed(expectInputs(n, 1, axesInput ? 2 : 1)) ||
+      failed(requireFloat(n, 0, "input")))
+    return failure();
+  int x = n.inputs[0];
+  ArrayRef<int64_t> in = shapeOf(x);
+  int64_t rank = in.size(), keepDims = 1, noop = 0;
+  if (failed(getIntAttr(n, "keepdims", keepDims)))
+    return failure();
+  SmallVector<int64_t> axes;
+  if (axesInput) {
+    if (findAttr(n.proto, "axes"))
+      return n.error() << "has an 'axes' attribute; from opset "
+                       << axesInputFrom << " the axes are its second input",
+             failure();
+    if (failed(getIntAttr(n, "noop_with_empty_axes", noop)))
+      return failure();
+    if (n.input(1) >= 0) {
+      FailureOr<SmallVector<int64_t>> a = constInts(n, 1, "axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+  } else {
+    std::optional<SmallVector<int64_t>> a;
+    if (failed(getIntsAttr(n, "axes", a)))
+      return failure();
+    if (a)
+      axes = *a;
+  }
+  if (axes.empty()) {
+    if (noop)
+      return defineAlias(n, 0, x);
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  }
+  for (int64_t &axis : axes)
+    if (failed(normalizeAxis(n, axis, rank)))
+      return failure();
+  llvm::sort(axes);
+  for (size_t i = 1; i < axes.size(); ++i)
+    if (axes[i] == axes[i - 1])
+      return n.error() << "reduces axis " << axes[i] << " twice", failure();
+  FailureOr<nn::Shape> shape = nn::inferReduceShape(
+      in, axes, keepDims != 0, [&] { return n.shapeError(); });
+  if (failed(shape))
+    return failure();
+  FailureOr<Value> v = getValue(x, n.loc);
+  if (failed(v))
+    return failure();
+  Value sum = nn::ReduceSumOp::create(builder, n.loc, *v, axes, keepDims != 0);
+  if (!mean)
+    return defineValue(n, 0, sum);
+  int64_t count = 1;
+  for (int64_t axis : axes)
+    count *= in[axis];
+  HostTensor divisor;
+  divisor.elementType = elementTypeOf(x);
+  divisor.floats.push_back(
+      roundToFloatType(divisor.elementType, static_cast<double>(count)));
+  Value vcount = materialize(divisor, n.loc, n.name + "/count");
+  return defineValue(
+      n, 0, nn::DivOp::create(builder, n.loc, sum.getType(), sum, vcount));
 }
 
 LogicalResult Importer::importLayerNorm(NodeCtx &n) {
@@ -2065,6 +2249,13 @@ Importer::Handler Importer::lookupHandler(StringRef opType) {
       .Case("Gemm", &Importer::importGemm)
       .Case("MatMul", &Importer::importMatMul)
       .Case("Softmax", &Importer::importSoftmax)
+      .Case("LogSoftmax", &Importer::importLogSoftmax)
+      .Case("NegativeLogLikelihoodLoss", &Importer::importLossNode)
+      .Case("SoftmaxCrossEntropyLoss", &Importer::importLossNode)
+      .Case("LeakyRelu", &Importer::importLeakyRelu)
+      .Case("Gelu", &Importer::importGelu)
+      .Case("ReduceSum", &Importer::importReduce)
+      .Case("ReduceMean", &Importer::importReduce)
       .Case("LayerNormalization", &Importer::importLayerNorm)
       .Case("Conv", &Importer::importConv)
       .Case("MaxPool", &Importer::importPool)
@@ -2089,11 +2280,14 @@ Importer::Handler Importer::lookupHandler(StringRef opType) {
 }
 
 /// Initializers that are trained become `nn.parameter`s: every float
-/// initializer whose values are all finite. The rest are constants of the
-/// network, not weights, and become `nn.constant`s where used: integer and
-/// boolean initializers (shape vectors, index tables, boolean masks) and
-/// float initializers holding an infinity or NaN (the additive -inf causal
-/// mask that torch.onnx folds an attention mask buffer into).
+/// initializer of rank >= 1 whose values are all finite. The rest are
+/// constants of the network, not weights, and become `nn.constant`s where
+/// used: integer and boolean initializers (shape vectors, index tables,
+/// boolean masks), float initializers holding an infinity or NaN (the
+/// additive -inf causal mask that torch.onnx folds an attention mask buffer
+/// into) and float scalars (rank 0: the Python numbers such as an attention
+/// scale or GELU's 0.5 that the torch.export-based exporter stores as
+/// initializers).
 LogicalResult Importer::importInitializer(const onnx::TensorProto &proto) {
   StringRef name = proto.name();
   Location loc = graphLoc(name);
@@ -2105,7 +2299,8 @@ LogicalResult Importer::importInitializer(const onnx::TensorProto &proto) {
   if (failed(raw))
     return failure();
   RankedTensorType type = raw->getType();
-  if (isa<FloatType>(raw->elementType) && allFinite(*raw)) {
+  if (isa<FloatType>(raw->elementType) && allFinite(*raw) &&
+      !raw->shape.empty()) {
     if (name == options.funcName)
       return emitError(loc) << "initializer '" << name
                             << "' has the name of the network function",
@@ -2235,6 +2430,236 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
   return (this->*handler)(n);
 }
 
+//===----------------------------------------------------------------------===//
+// Local functions and the graph's own loss
+//===----------------------------------------------------------------------===//
+
+static std::string functionKey(StringRef domain, StringRef name) {
+  return (domain + "\x1f" + name).str();
+}
+
+/// How deep calls of local functions may nest, and how many nodes the
+/// graph may have once they are inlined (calls of calls multiply).
+static constexpr int kMaxInlineDepth = 64;
+static constexpr size_t kMaxInlinedNodes = size_t(1) << 20;
+
+/// Replaces every call of one of the model's local functions (its
+/// FunctionProtos, matched by domain and name) by the function's
+/// body, recursively. Values inside a body get the prefix
+/// "<call node name>/" (made unique), except the function's inputs and
+/// outputs, which become the call's; body nodes are named
+/// "<call node name>/<node name>" so they keep the caller's name scope.
+/// An attribute reference takes the call's attribute of that name; without
+/// one the attribute is omitted (the ONNX version gpipe builds against has
+/// no attribute defaults in FunctionProto).
+LogicalResult Importer::inlineFunctions(const onnx::ModelProto &model,
+                                        std::vector<onnx::NodeProto> &nodes) {
+  for (const onnx::FunctionProto &f : model.functions()) {
+    std::string key = functionKey(f.domain(), f.name());
+    if (!functions.emplace(key, &f).second)
+      return emitError(graphLoc(f.name()))
+                 << "model defines function '" << f.domain() << "." << f.name()
+                 << "' twice",
+             failure();
+    for (const onnx::OperatorSetIdProto &set : f.opset_import())
+      if ((set.domain().empty() || set.domain() == "ai.onnx") &&
+          set.version() != opset)
+        return emitError(graphLoc(f.name()))
+                   << "function '" << f.domain() << "." << f.name()
+                   << "' imports ONNX opset " << set.version()
+                   << " but the model imports opset " << opset
+                   << "; gpipe needs one default-domain opset",
+               failure();
+  }
+  for (const onnx::NodeProto &node : model.graph().node())
+    if (failed(expandCall(node, 0, nodes)))
+      return failure();
+  return success();
+}
+
+LogicalResult Importer::expandCall(const onnx::NodeProto &call, int depth,
+                                   std::vector<onnx::NodeProto> &out) {
+  auto it = functions.find(functionKey(call.domain(), call.op_type()));
+  if (it == functions.end()) {
+    if (out.size() >= kMaxInlinedNodes)
+      return emitError(graphLoc(call.name()))
+                 << "the graph has more than " << kMaxInlinedNodes
+                 << " nodes once its local functions are inlined",
+             failure();
+    out.push_back(call);
+    return success();
+  }
+  const onnx::FunctionProto &f = *it->second;
+  std::string callName = call.name().empty() ? call.op_type() : call.name();
+  Location loc = graphLoc(callName);
+  if (depth >= kMaxInlineDepth)
+    return emitError(loc) << "calls of local functions nest deeper than "
+                          << kMaxInlineDepth << " where function '"
+                          << f.domain() << "." << f.name()
+                          << "' is called (a recursive function?)",
+           failure();
+  if (call.input_size() > f.input_size() ||
+      call.output_size() > f.output_size())
+    return emitError(loc) << "node '" << callName << "' calls function '"
+                          << f.name() << "' with " << call.input_size()
+                          << " inputs and " << call.output_size()
+                          << " outputs; it has " << f.input_size() << " and "
+                          << f.output_size(),
+           failure();
+
+  std::string prefix = callName + "/";
+  for (int k = 1; !inlinePrefixes.insert(prefix).second; ++k)
+    prefix = callName + "#" + std::to_string(k) + "/";
+  llvm::StringMap<std::string> rename;
+  for (int i = 0; i < f.input_size(); ++i)
+    rename[f.input(i)] = i < call.input_size() ? call.input(i) : "";
+  for (int i = 0; i < f.output_size(); ++i)
+    if (i < call.output_size() && !call.output(i).empty())
+      rename[f.output(i)] = call.output(i);
+  auto mapName = [&](const std::string &name) -> std::string {
+    if (name.empty())
+      return name;
+    auto r = rename.find(name);
+    return r != rename.end() ? r->second : prefix + name;
+  };
+
+  for (auto [j, inner] : llvm::enumerate(f.node())) {
+    onnx::NodeProto node = inner;
+    node.set_name(callName + "/" +
+                  (inner.name().empty()
+                       ? inner.op_type() + "_" + std::to_string(j)
+                       : inner.name()));
+    for (std::string &name : *node.mutable_input())
+      name = mapName(name);
+    for (std::string &name : *node.mutable_output())
+      name = mapName(name);
+    node.clear_attribute();
+    for (const onnx::AttributeProto &attr : inner.attribute()) {
+      if (attr.ref_attr_name().empty()) {
+        *node.add_attribute() = attr;
+        continue;
+      }
+      const onnx::AttributeProto *value = findAttr(call, attr.ref_attr_name());
+      if (!value)
+        continue; // Not given by the call: the attribute is omitted.
+      onnx::AttributeProto *copy = node.add_attribute();
+      *copy = *value;
+      copy->set_name(attr.name());
+      copy->clear_ref_attr_name();
+    }
+    if (failed(expandCall(node, depth + 1, out)))
+      return failure();
+  }
+  return success();
+}
+
+/// Finds the graph's own loss: a SoftmaxCrossEntropyLoss of scores, or a
+/// NegativeLogLikelihoodLoss of a LogSoftmax of scores used by nothing else,
+/// that computes the single graph output with mean reduction, no weight and
+/// a target that is a graph input. That is the cross-entropy of the scores,
+/// exactly the loss gpipe attaches: the loss node (and the LogSoftmax) are
+/// left out, the network returns the scores and the target becomes the
+/// labels argument. An ignore_index below 0 (PyTorch writes -100) is
+/// accepted: no class id equals it. Any other loss node gets the reason in
+/// lossMismatch.
+Importer::LossMatch
+Importer::matchLoss(const onnx::GraphProto &graph,
+                    ArrayRef<onnx::NodeProto> nodes,
+                    const llvm::StringSet<> &initializerNames) {
+  LossMatch match;
+  llvm::StringMap<int> uses;
+  for (const onnx::NodeProto &node : nodes)
+    for (const std::string &input : node.input())
+      ++uses[input];
+  for (const onnx::ValueInfoProto &output : graph.output())
+    ++uses[output.name()];
+  auto isDefault = [](const onnx::NodeProto &node) {
+    return node.domain().empty() || node.domain() == "ai.onnx";
+  };
+  for (auto [i, node] : llvm::enumerate(nodes)) {
+    bool nll = node.op_type() == "NegativeLogLikelihoodLoss";
+    if (!isDefault(node) ||
+        (!nll && node.op_type() != "SoftmaxCrossEntropyLoss"))
+      continue;
+    std::string name = node.name().empty()
+                           ? node.op_type() + "_" + std::to_string(i)
+                           : node.name();
+    std::string why;
+    const onnx::AttributeProto *reduction = findAttr(node, "reduction");
+    const onnx::AttributeProto *ignore = findAttr(node, "ignore_index");
+    const onnx::ValueInfoProto *target = nullptr;
+    for (const onnx::ValueInfoProto &input : graph.input())
+      if (node.input_size() > 1 && input.name() == node.input(1) &&
+          !initializerNames.contains(input.name()))
+        target = &input;
+    int64_t producer = -1;
+    for (auto [j, other] : llvm::enumerate(nodes))
+      if (node.input_size() > 0 && other.output_size() > 0 &&
+          other.output(0) == node.input(0))
+        producer = j;
+    if (graph.output_size() != 1 || node.output_size() < 1 ||
+        graph.output(0).name() != node.output(0))
+      why = "its output is not the graph's single output";
+    else if (node.output_size() > 1 && !node.output(1).empty() &&
+             uses[node.output(1)] != 0)
+      why = "its log_prob output is used";
+    else if (reduction && reduction->s() != "mean")
+      why = "it has reduction '" + reduction->s() + "'";
+    else if (node.input_size() > 2 && !node.input(2).empty())
+      why = "it has a weight input";
+    else if (ignore && ignore->i() >= 0)
+      why = "it ignores class " + std::to_string(ignore->i());
+    else if (!target)
+      why = "its target is not a graph input";
+    else if (uses[target->name()] != 1)
+      why = "its target '" + target->name() + "' has other uses";
+    else if (target->type().tensor_type().elem_type() !=
+             onnx::TensorProto::INT64)
+      why = "its target '" + target->name() + "' is not int64";
+    else if (nll &&
+             (producer < 0 || nodes[producer].op_type() != "LogSoftmax" ||
+              !isDefault(nodes[producer]) || nodes[producer].input_size() != 1))
+      why = "its input is not the result of a LogSoftmax";
+    else if (nll && uses[node.input(0)] != 1)
+      why = "its LogSoftmax input has other uses";
+    if (!why.empty()) {
+      lossMismatch[name] = why;
+      continue;
+    }
+    match.nll = i;
+    match.logSoftmax = nll ? producer : -1;
+    match.logits = nll ? nodes[producer].input(0) : node.input(0);
+    match.target = target->name();
+  }
+  return match;
+}
+
+/// The scores under the graph's own loss must be [N, C] (with the
+/// LogSoftmax over C): gpipe's cross-entropy takes the classes last, and
+/// the labels it attaches are [N].
+LogicalResult Importer::checkLossScores(const onnx::NodeProto &lossNode,
+                                        const onnx::NodeProto *logSoftmax,
+                                        RankedTensorType scores) {
+  Location loc = graphLoc(lossNode.name());
+  if (scores.getRank() != 2)
+    return emitError(loc) << lossNode.op_type() << " node '" << lossNode.name()
+                          << "' takes scores of type " << scores
+                          << "; gpipe takes the graph's loss only over [N, C] "
+                             "scores (reshape them to 2-D)",
+           failure();
+  if (!logSoftmax)
+    return success();
+  int64_t axis = opset >= 13 ? -1 : 1;
+  if (const onnx::AttributeProto *attr = findAttr(*logSoftmax, "axis"))
+    axis = attr->i();
+  if (axis != 1 && axis != -1)
+    return emitError(loc) << lossNode.op_type() << " node '" << lossNode.name()
+                          << "' takes a LogSoftmax over axis " << axis << " of "
+                          << scores << "; gpipe needs the class axis 1",
+           failure();
+  return success();
+}
+
 OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
   Location fileLoc = FileLineColLoc::get(ctx, fileName, 0, 0);
   bool hasDefault = false;
@@ -2248,16 +2673,20 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
     return emitError(fileLoc) << "model '" << fileName
                               << "' imports no default-domain ONNX opset",
            nullptr;
-  if (opset < 7 || opset > 18)
+  if (opset < 7 || opset > 20)
     return emitError(fileLoc) << "unsupported ONNX opset version " << opset
-                              << " (gpipe supports opsets 7 to 18)",
+                              << " (gpipe supports opsets 7 to 20)",
            nullptr;
 
   const onnx::GraphProto &graph = model.graph();
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   builder.setInsertionPointToEnd(module->getBody());
 
-  for (const onnx::NodeProto &node : graph.node())
+  std::vector<onnx::NodeProto> nodes;
+  if (failed(inlineFunctions(model, nodes)))
+    return nullptr;
+
+  for (const onnx::NodeProto &node : nodes)
     for (const std::string &input : node.input())
       consumed.insert(input);
   for (const onnx::ValueInfoProto &output : graph.output())
@@ -2269,6 +2698,7 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
       return nullptr;
     initializerNames.insert(init.name());
   }
+  LossMatch loss = matchLoss(graph, nodes, initializerNames);
 
   // Graph inputs that are also initializers (IR version < 4) are weights,
   // not arguments.
@@ -2276,7 +2706,8 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
   SmallVector<Location> argLocs;
   SmallVector<StringRef> argNames;
   for (const onnx::ValueInfoProto &input : graph.input()) {
-    if (initializerNames.contains(input.name()))
+    if (initializerNames.contains(input.name()) ||
+        (loss.nll >= 0 && input.name() == loss.target))
       continue;
     Location loc = graphLoc(input.name());
     FailureOr<RankedTensorType> type = inputType(input, loc);
@@ -2308,7 +2739,7 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
                   std::map<std::string, unsigned>>
       unsupported;
   Location firstUnsupported = fileLoc;
-  for (auto [i, node] : llvm::enumerate(graph.node())) {
+  for (auto [i, node] : llvm::enumerate(nodes)) {
     bool foreign = !node.domain().empty() && node.domain() != "ai.onnx";
     if (!foreign && lookupHandler(node.op_type()))
       continue;
@@ -2345,25 +2776,34 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
     return nullptr;
   }
 
-  for (auto [i, node] : llvm::enumerate(graph.node()))
-    if (failed(importNode(node, i)))
+  for (auto [i, node] : llvm::enumerate(nodes))
+    if (static_cast<int64_t>(i) != loss.nll &&
+        static_cast<int64_t>(i) != loss.logSoftmax &&
+        failed(importNode(node, i)))
       return nullptr;
 
   SmallVector<Value> results;
   SmallVector<Type> resultTypes;
   for (const onnx::ValueInfoProto &output : graph.output()) {
     Location loc = graphLoc(output.name());
-    auto it = names.find(output.name());
+    StringRef name = loss.nll >= 0 ? StringRef(loss.logits) : output.name();
+    auto it = names.find(name);
     if (it == names.end())
-      return emitError(loc) << "graph output '" << output.name()
-                            << "' is not produced by any node",
+      return emitError(loc)
+                 << "graph output '" << name << "' is not produced by any node",
              nullptr;
     FailureOr<Value> v = getValue(it->second, loc);
     if (failed(v))
       return nullptr;
     auto type = cast<RankedTensorType>(v->getType());
-    if (failed(checkOutputType(output, type, loc)))
+    if (loss.nll >= 0) {
+      if (failed(checkLossScores(
+              nodes[loss.nll],
+              loss.logSoftmax >= 0 ? &nodes[loss.logSoftmax] : nullptr, type)))
+        return nullptr;
+    } else if (failed(checkOutputType(output, type, loc))) {
       return nullptr;
+    }
     results.push_back(*v);
     resultTypes.push_back(type);
   }

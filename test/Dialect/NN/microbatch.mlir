@@ -588,3 +588,29 @@ module @scalar_argument {
     return %x : tensor<8x4xf32>
   }
 }
+
+// -----
+
+// A sum over other dims keeps samples apart: the batch moves down past the
+// dims dropped before it (transposed here to dim 1, then dim 0 dropped).
+// CHECK-LABEL: module @reduce_sum_other_dims
+// CHECK:         nn.reduce_sum %{{.*}} {axes = array<i64: 2>, keep_dims = true} : tensor<4x2x3xf32> -> tensor<4x2x1xf32>
+// CHECK:         nn.reduce_sum %{{.*}} {axes = array<i64: 0, 2>} : tensor<4x2x1xf32> -> tensor<2xf32>
+module @reduce_sum_other_dims {
+  func.func @forward(%x: tensor<8x4x3xf32>) -> tensor<8xf32> {
+    %t = nn.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<8x4x3xf32> -> tensor<4x8x3xf32>
+    %k = nn.reduce_sum %t {axes = array<i64: 2>, keep_dims = true} : tensor<4x8x3xf32> -> tensor<4x8x1xf32>
+    %s = nn.reduce_sum %k {axes = array<i64: 0, 2>} : tensor<4x8x1xf32> -> tensor<8xf32>
+    return %s : tensor<8xf32>
+  }
+}
+
+// -----
+
+module @reduce_sum_over_batch {
+  func.func @forward(%x: tensor<8x10xf32>) -> tensor<10xf32> {
+    // expected-error @+1 {{cannot micro-batch: 'nn.reduce_sum' mixes samples along the batch dimension (dim 0 of operand #0 of type 'tensor<8x10xf32>')}}
+    %s = nn.reduce_sum %x {axes = array<i64: 0>} : tensor<8x10xf32> -> tensor<10xf32>
+    return %s : tensor<10xf32>
+  }
+}

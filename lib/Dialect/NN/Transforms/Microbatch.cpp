@@ -478,6 +478,21 @@ LogicalResult Microbatcher::visit(Operation *op) {
           return mixes(op, 0, *b), failure();
         return passThrough(op.getInput(), op.getResult());
       })
+      // A sum over other dims keeps samples apart; the batch dim moves down
+      // past the dropped dims before it.
+      .Case<ReduceSumOp>([&](ReduceSumOp op) -> LogicalResult {
+        std::optional<BatchDim> b = lookup(op.getInput());
+        if (!b)
+          return success();
+        ArrayRef<int64_t> axes = op.getAxes();
+        if (llvm::is_contained(axes, b->dim))
+          return mixes(op, 0, *b), failure();
+        BatchDim r = *b;
+        if (!op.getKeepDims())
+          r.dim -= llvm::count_if(axes, [&](int64_t a) { return a < b->dim; });
+        set(op.getResult(), r);
+        return success();
+      })
       .Case<LayerNormOp>([&](LayerNormOp op) -> LogicalResult {
         std::optional<BatchDim> b = lookup(op.getInput());
         if (b && b->dim >= static_cast<int64_t>(op.getAxis()))

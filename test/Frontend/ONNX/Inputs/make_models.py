@@ -412,6 +412,321 @@ def make_gpt_mha():
     raise RuntimeError("could not export gpt_mha.onnx")
 
 
+# ---------------------------------------------------------------- GPT, other opsets
+#
+# The GPT of gpt.onnx exported again, at other opsets and by other
+# exporters (make_pip_exports.py), with the very weights stored in gpt.onnx:
+# a gradient test compares gpipe's training of each export with its training
+# of gpt.onnx. Each export gets <stem>.names, the lines
+# "<initializer> <gpt.onnx initializer>" for every trainable initializer,
+# as the exporters name the transposed Linear weights differently
+# (compare-safetensors.py --map).
+
+GPT_OPSETS = (14, 16)
+
+
+def gpt_from_onnx(onnx_file=None):
+    """The GPT of make_gpt with the weights stored in gpt.onnx.
+
+    Initializers named like a parameter hold it as is; the others are the
+    transposed weights of Linear layers, found through the MatMul node that
+    reads them ("/blocks.0/attn/qkv/MatMul" reads blocks.0.attn.qkv.weight.T).
+    Leaves the global RNG as it was.
+    """
+    onnx_file = onnx_file or out_path("gpt.onnx")
+    with torch.random.fork_rng():
+        model = GPT(lambda: CausalSelfAttention(D_MODEL, N_HEAD, SEQ),
+                    n_layer=4)
+    graph = onnx.load(onnx_file).graph
+    readers = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    params = dict(model.named_parameters())
+    loaded = set()
+    with torch.no_grad():
+        for init in graph.initializer:
+            arr = numpy_helper.to_array(init)
+            if arr.dtype.kind != "f" or not np.isfinite(arr).all():
+                continue
+            if init.name in params:
+                pname, value = init.name, arr
+            else:
+                users = [n for n in readers.get(init.name, [])
+                         if n.op_type == "MatMul" and n.input[1] == init.name]
+                if len(users) != 1:
+                    raise RuntimeError(f"{onnx_file}: cannot place "
+                                       f"initializer {init.name}")
+                scope = users[0].name.strip("/").split("/")[:-1]
+                pname, value = ".".join(scope) + ".weight", arr.T
+            params[pname].copy_(torch.from_numpy(np.ascontiguousarray(value)))
+            loaded.add(pname)
+    if loaded != set(params):
+        raise RuntimeError(f"{onnx_file}: no value for "
+                           f"{sorted(set(params) - loaded)}")
+    model.eval()
+    return model
+
+
+def write_gpt_names(file_name):
+    """Writes <stem>.names: each trainable initializer of file_name and the
+    initializer of gpt.onnx holding the same value."""
+    def trainable(path):
+        out = []
+        for init in onnx.load(path).graph.initializer:
+            arr = numpy_helper.to_array(init)
+            if arr.dtype.kind == "f" and arr.ndim > 0 and \
+                    np.isfinite(arr).all():
+                out.append((init.name, arr))
+        return out
+    ref = trainable(out_path("gpt.onnx"))
+    lines = []
+    for name, arr in trainable(out_path(file_name)):
+        hits = [r for r, ra in ref
+                if ra.shape == arr.shape and np.array_equal(ra, arr)]
+        if len(hits) != 1:
+            raise RuntimeError(f"{file_name}: initializer {name} matches "
+                               f"{len(hits)} initializers of gpt.onnx")
+        lines.append(f"{name} {hits[0]}\n")
+    if len(lines) != len(ref):
+        raise RuntimeError(f"{file_name}: {len(lines)} trainable "
+                           f"initializers, gpt.onnx has {len(ref)}")
+    stem = file_name[:-len(".onnx")]
+    with open(out_path(stem + ".names"), "w") as f:
+        f.write(f"# {file_name} initializer -> gpt.onnx initializer\n")
+        f.writelines(lines)
+
+
+def make_gpt_opsets():
+    """gpt_opset14.onnx, gpt_opset16.onnx: before opset 17 the exporter
+    decomposes LayerNorm into ReduceMean, Sub, Pow, Sqrt, Div."""
+    model = gpt_from_onnx()
+    for opset in GPT_OPSETS:
+        name = f"gpt_opset{opset}.onnx"
+        torch.onnx.export(model, (example_tokens_fixed(),), out_path(name),
+                          input_names=["input"], output_names=["logits"],
+                          opset_version=opset, do_constant_folding=True)
+        onnx.checker.check_model(onnx.load(out_path(name)))
+        write_gpt_names(name)
+        print(f"{name}: {os.path.getsize(out_path(name))} bytes")
+
+
+def example_tokens_fixed():
+    """An export example that does not touch the global RNG."""
+    return torch.arange(BATCH * SEQ, dtype=torch.int64).reshape(
+        BATCH, SEQ) % VOCAB
+
+
+# ---------------------------------------------------------------- LogSoftmax, NLL
+#
+# An MLP with LeakyReLUs whose scores end in LogSoftmax, three ways:
+#   mlp_logsoftmax.onnx -- the LogSoftmax is the output: gpipe trains it as
+#                          logits with its cross-entropy (the same loss:
+#                          cross-entropy of log-probabilities is the NLL);
+#   mlp_sce.onnx        -- exported with nll_loss: the exporter fuses
+#                          LogSoftmax + NLL into SoftmaxCrossEntropyLoss
+#                          (ignore_index -100), with the labels as a second
+#                          graph input: the graph's own loss;
+#   mlp_nll.onnx        -- mlp_logsoftmax.onnx with a
+#                          NegativeLogLikelihoodLoss of its output and a
+#                          labels input added by hand (what exporters that
+#                          do not fuse write).
+# Golden data: PyTorch's cross-entropy of the LogSoftmax output, which
+# equals nll_loss(log_softmax(scores)); mlp_nll.onnx shares the initializer
+# names, and so the golden file, of mlp_logsoftmax.onnx.
+
+
+class NLLWrapper(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x, labels):
+        return nn.functional.nll_loss(self.net(x), labels)
+
+
+def make_mlp_nll():
+    torch.manual_seed(GOLDEN_SEED + 40)
+    net = nn.Sequential(
+        nn.Linear(16, 32),
+        nn.LeakyReLU(0.1),
+        nn.Linear(32, 32),
+        nn.LeakyReLU(),
+        nn.Linear(32, 10),
+        nn.LogSoftmax(dim=-1),
+    )
+    jitter(net)
+    net.eval()
+    example = torch.randn(8, 16)
+    gen = torch.Generator().manual_seed(GOLDEN_SEED + 4)
+    inputs = torch.randn(8, 16, generator=gen)
+    labels = torch.randint(0, 10, (8,), generator=gen)
+    torch.onnx.export(net, (example,), out_path("mlp_logsoftmax.onnx"),
+                      input_names=["input"], output_names=["logits"],
+                      opset_version=14, do_constant_folding=True)
+    onnx.checker.check_model(onnx.load(out_path("mlp_logsoftmax.onnx")))
+    write_golden(net, "mlp_logsoftmax.onnx", inputs, labels)
+    torch.onnx.export(NLLWrapper(net), (example, labels),
+                      out_path("mlp_sce.onnx"),
+                      input_names=["input", "labels"], output_names=["loss"],
+                      opset_version=14, do_constant_folding=True)
+    onnx.checker.check_model(onnx.load(out_path("mlp_sce.onnx")))
+    write_golden(net, "mlp_sce.onnx", inputs, labels)
+
+    model = onnx.load(out_path("mlp_logsoftmax.onnx"))
+    graph = model.graph
+    graph.node.append(helper.make_node(
+        "NegativeLogLikelihoodLoss", ["logits", "labels"], ["loss"],
+        name="/loss/NegativeLogLikelihoodLoss"))
+    graph.input.append(helper.make_tensor_value_info(
+        "labels", TensorProto.INT64, [8]))
+    del graph.output[:]
+    graph.output.append(helper.make_tensor_value_info(
+        "loss", TensorProto.FLOAT, []))
+    onnx.checker.check_model(model)
+    onnx.save(model, out_path("mlp_nll.onnx"))
+
+
+# ---------------------------------------------------------------- new ops, by hand
+
+
+def save_model(nodes, name, inputs, outputs, initializers, file_name, opset,
+               functions=()):
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializers)
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset),
+                              helper.make_opsetid("local", 1)],
+        producer_name="make_models.py", functions=list(functions))
+    onnx.save(model, out_path(file_name))
+
+
+def make_op_inputs():
+    """Small graphs for the import tests of the reductions, LeakyRelu,
+    LogSoftmax, Gelu, local functions and the NLL loss's refusals."""
+    # Opset 13: ReduceMean's axes an attribute, ReduceSum's an input.
+    axes = numpy_helper.from_array(np.array([-1], dtype=np.int64), "axes")
+    save_model(
+        [helper.make_node("ReduceMean", ["input"], ["m"], name="/mean",
+                          axes=[-1]),
+         helper.make_node("ReduceSum", ["input", "axes"], ["s"], name="/sum",
+                          keepdims=0),
+         helper.make_node("ReduceSum", ["input"], ["all"], name="/sumall"),
+         helper.make_node("Sub", ["input", "m"], ["c"], name="/center"),
+         helper.make_node("LeakyRelu", ["c"], ["l"], name="/leaky",
+                          alpha=0.2),
+         helper.make_node("LogSoftmax", ["l"], ["output"], name="/logsm")],
+        "reduce13", [float_input("input", [4, 6])],
+        [float_input("output", [4, 6]), float_input("s", [4]),
+         float_input("all", [1, 1])],
+        [axes], "reduce_opset13.onnx", 13)
+    # Opset 18: ReduceMean's axes an input; noop_with_empty_axes.
+    axes = numpy_helper.from_array(np.array([0, 2], dtype=np.int64), "axes")
+    save_model(
+        [helper.make_node("ReduceMean", ["input", "axes"], ["m"],
+                          name="/mean", keepdims=0),
+         helper.make_node("ReduceMean", ["input"], ["same"], name="/noop",
+                          noop_with_empty_axes=1),
+         helper.make_node("Add", ["same", "input"], ["output"], name="/add")],
+        "reduce18", [float_input("input", [2, 3, 4])],
+        [float_input("m", [3]), float_input("output", [2, 3, 4])],
+        [axes], "reduce_opset18.onnx", 18)
+    # The axes attribute where opset 18 wants an input.
+    save_model(
+        [helper.make_node("ReduceMean", ["input"], ["output"], name="/mean",
+                          axes=[1])],
+        "reduce18_attr", [float_input("input", [2, 3])],
+        [float_input("output", [2, 1])], [], "reduce_axes_attr.onnx", 18)
+    # Opset 20's Gelu, exact and tanh.
+    save_model(
+        [helper.make_node("Gelu", ["input"], ["g"], name="/gelu"),
+         helper.make_node("Gelu", ["g"], ["output"], name="/gelu_tanh",
+                          approximate="tanh")],
+        "gelu20", [float_input("input", [2, 3])],
+        [float_input("output", [2, 3])], [], "gelu_tanh.onnx", 20)
+    # A local function (LeakyRelu's alpha by reference) called twice, one
+    # call nested in another function.
+    leaky_node = helper.make_node("LeakyRelu", ["h"], ["y"], name="LeakyRelu")
+    leaky_node.attribute.add(name="alpha", ref_attr_name="alpha",
+                             type=onnx.AttributeProto.FLOAT)
+    leaky = helper.make_function(
+        "local", "ScaledLeaky", ["x", "w"], ["y"],
+        [helper.make_node("MatMul", ["x", "w"], ["h"], name="MatMul"),
+         leaky_node],
+        [helper.make_opsetid("", 17)], ["alpha"])
+    outer = helper.make_function(
+        "local", "Block", ["x", "w"], ["y"],
+        [helper.make_node("ScaledLeaky", ["x", "w"], ["t"], domain="local",
+                          name="inner", alpha=0.3),
+         helper.make_node("Add", ["t", "x"], ["y"], name="Add")],
+        [helper.make_opsetid("", 17)])
+    w = numpy_helper.from_array(
+        ((np.arange(64) % 5 - 2) / 10).astype(np.float32).reshape(8, 8), "w")
+    save_model(
+        [helper.make_node("ScaledLeaky", ["input", "w"], ["a"],
+                          domain="local", name="/l0", alpha=0.1),
+         helper.make_node("Block", ["a", "w"], ["output"], domain="local",
+                          name="/b1")],
+        "functions", [float_input("input", [4, 8])],
+        [float_input("output", [4, 8])], [w], "functions.onnx", 17,
+        [leaky, outer])
+    # A function that calls itself.
+    loop = helper.make_function(
+        "local", "Loop", ["x"], ["y"],
+        [helper.make_node("Loop", ["x"], ["y"], domain="local", name="again")],
+        [helper.make_opsetid("", 17)])
+    save_model(
+        [helper.make_node("Loop", ["input"], ["output"], domain="local",
+                          name="/loop")],
+        "recursive", [float_input("input", [2])], [float_input("output", [2])],
+        [], "recursive_function.onnx", 17, [loop])
+    # Each function calls the one below it twice: 2^21 Relu nodes once
+    # inlined, past the importer's limit.
+    funcs = [helper.make_function(
+        "local", "F0", ["x"], ["y"],
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [helper.make_opsetid("", 17)])]
+    for k in range(1, 22):
+        funcs.append(helper.make_function(
+            "local", f"F{k}", ["x"], ["y"],
+            [helper.make_node(f"F{k - 1}", ["x"], ["t"], domain="local",
+                              name="a"),
+             helper.make_node(f"F{k - 1}", ["t"], ["y"], domain="local",
+                              name="b")],
+            [helper.make_opsetid("", 17)]))
+    save_model(
+        [helper.make_node("F21", ["input"], ["output"], domain="local",
+                          name="/top")],
+        "blowup", [float_input("input", [2])], [float_input("output", [2])],
+        [], "function_blowup.onnx", 17, funcs)
+    # NegativeLogLikelihoodLoss with a sum reduction: not gpipe's loss.
+    w = numpy_helper.from_array(
+        ((np.arange(40) % 7 - 3) / 10).astype(np.float32).reshape(8, 5), "w")
+    labels = helper.make_tensor_value_info("labels", TensorProto.INT64, [4])
+    loss = helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])
+    save_model(
+        [helper.make_node("MatMul", ["input", "w"], ["h"], name="/fc/MatMul"),
+         helper.make_node("LogSoftmax", ["h"], ["lp"], name="/LogSoftmax",
+                          axis=1),
+         helper.make_node("NegativeLogLikelihoodLoss", ["lp", "labels"],
+                          ["loss"], name="/nll", reduction="sum")],
+        "nll_sum", [float_input("input", [4, 8]), labels], [loss], [w],
+        "nll_sum.onnx", 14)
+    # NLL over [N, C, T] scores: gpipe's classes are the last axis.
+    shape = numpy_helper.from_array(np.array([4, 5, 1], dtype=np.int64),
+                                    "shape")
+    save_model(
+        [helper.make_node("MatMul", ["input", "w"], ["h"], name="/fc/MatMul"),
+         helper.make_node("Reshape", ["h", "shape"], ["h3"], name="/reshape"),
+         helper.make_node("LogSoftmax", ["h3"], ["lp"], name="/LogSoftmax",
+                          axis=1),
+         helper.make_node("NegativeLogLikelihoodLoss", ["lp", "labels"],
+                          ["loss"], name="/nll")],
+        "nll_3d", [float_input("input", [4, 8]),
+                   helper.make_tensor_value_info("labels", TensorProto.INT64,
+                                                 [4, 1])],
+        [loss], [w, shape], "nll_3d.onnx", 14)
+
+
 # ---------------------------------------------------------------- bad inputs
 
 
@@ -770,6 +1085,11 @@ def main():
     make_cnn()
     make_bad_cnn_inputs()
     make_mlp_dropout()
+    # Added later, each with its own seed or none: the files above do not
+    # depend on them.
+    make_gpt_opsets()
+    make_mlp_nll()
+    make_op_inputs()
 
 
 if __name__ == "__main__":
