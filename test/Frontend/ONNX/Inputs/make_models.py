@@ -6,6 +6,8 @@ Writes, into the folder this script lives in:
   gpt_mha.golden.safetensors            -- PyTorch input, labels, logits,
                                            loss and first-step gradients
                                            for each good model
+  mlp.mse.golden.safetensors            -- the MLP as a regressor (MSE) in
+                                           PyTorch
   mlp_dropout.onnx, mlp_dropout.data.safetensors
                                         -- an MLP with dropout exported in
                                            training mode, and a batch
@@ -1076,6 +1078,38 @@ def make_mlp_dropout():
                       {"producer": "make_models.py"})
 
 
+# ---------------------------------------------------------------- MSE
+#
+# The shipped MLP trained as a regressor: float targets of the logits' shape
+# and PyTorch's MSELoss (mean over every element). The golden file holds the
+# input, the targets (as labels), the loss and the first-step gradients.
+
+
+def make_mlp_mse():
+    model = nn.Sequential(
+        nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.Tanh(),
+        nn.Linear(32, 32), nn.Sigmoid(), nn.Linear(32, 32), nn.GELU(),
+        nn.Linear(32, 10))
+    inits = {i.name: numpy_helper.to_array(i)
+             for i in onnx.load(out_path("mlp.onnx")).graph.initializer}
+    model.load_state_dict({n: torch.from_numpy(inits[n].copy())
+                           for n in model.state_dict()})
+    gen = torch.Generator().manual_seed(GOLDEN_SEED + 50)
+    inputs = torch.randn(8, 16, generator=gen)
+    targets = torch.randn(8, 10, generator=gen)
+    loss = nn.functional.mse_loss(model(inputs), targets)
+    names = [n for n, _ in model.named_parameters()]
+    grads = torch.autograd.grad(loss, [p for _, p in model.named_parameters()])
+    tensors = {"input": inputs.numpy(), "labels": targets.numpy(),
+               "loss": loss.detach().numpy()}
+    for n, g in zip(names, grads):
+        tensors["grad." + n] = g.numpy()
+    write_safetensors(out_path("mlp.mse.golden.safetensors"), tensors,
+                      {"producer": "make_models.py",
+                       "torch": torch.__version__})
+    print(f"mlp.mse.golden.safetensors: loss {loss.item():.6f}")
+
+
 def main():
     torch.manual_seed(0)
     make_mlp()
@@ -1090,6 +1124,7 @@ def main():
     make_gpt_opsets()
     make_mlp_nll()
     make_op_inputs()
+    make_mlp_mse()
 
 
 if __name__ == "__main__":
