@@ -102,11 +102,53 @@ int32_t RunState::maybeInjectNan(gpipe_rt_rank *rank, int64_t mb, void *data,
 }
 
 int32_t RunState::inspect(gpipe_rt_rank *rank, const float *src, int64_t count,
-                          std::function<int32_t(const Inspection &)> handle) {
-  Inspection result;
-  if (rank->device->inspect(src, count, result))
-    return handle(result);
-  rank->deferred.push_back(std::move(handle));
+                          const InspectionSite &site) {
+  Inspection answer;
+  if (rank->device->inspect(src, count, answer))
+    return handleInspection(rank, site, answer);
+  rank->deferred.push_back(site);
+  return 0;
+}
+
+int32_t RunState::handleInspection(gpipe_rt_rank *rank,
+                                   const InspectionSite &site,
+                                   const Inspection &r) {
+  switch (site.kind) {
+  case InspectionSite::Payload:
+    if (r.badIndex < 0)
+      return 0;
+    return nonFinite(
+        rank,
+        site.forward ? NonFiniteSite::forward(site.stage, site.mb)
+                     : NonFiniteSite::backward(site.stage, site.mb),
+        where(rank, site.action) + ": non-finite " +
+            (site.forward ? "activation" : "gradient") + " (" +
+            floatText(r.badValue) + " at element " +
+            std::to_string(r.badIndex) + ") leaving stage " +
+            std::to_string(site.stage) + " for micro-batch " +
+            std::to_string(site.mb));
+  case InspectionSite::Loss:
+    rank->losses[size_t(site.mb)] = double(r.first);
+    if (r.badIndex < 0)
+      return 0;
+    return nonFinite(rank, NonFiniteSite::forward(site.stage, site.mb),
+                     where(rank, site.action) + ": non-finite loss (" +
+                         floatText(r.first) + ") of micro-batch " +
+                         std::to_string(site.mb));
+  case InspectionSite::Gradients: {
+    if (r.badIndex < 0)
+      return 0;
+    std::string name = "?";
+    for (const ParamSlot &slot : site.plan->params)
+      if (r.badIndex * 4 >= slot.offset &&
+          r.badIndex * 4 < slot.offset + slot.elements * 4)
+        name = slot.name;
+    return nonFinite(rank, NonFiniteSite::gradients(site.stage),
+                     where(rank, site.action) + ": non-finite gradient (" +
+                         floatText(r.badValue) + ") of parameter '" + name +
+                         "' on stage " + std::to_string(site.stage));
+  }
+  }
   return 0;
 }
 
@@ -144,9 +186,8 @@ int32_t RunState::actionBegin(gpipe_rt_rank *rank, int64_t action) {
   rank->actionBeginNs = nowNs();
   rank->recorder.begin(rank->step, action, rank->actionBeginNs);
   if (mpi)
-    publishFlightRecorder(
-        rank->recorder.render(workerName(rank->index), *rank->plan,
-                              nowNs()));
+    publishFlightRecorder(rank->recorder, rank->name.c_str(), *rank->plan,
+                          nowNs());
   lastProgressNs.store(rank->actionBeginNs, std::memory_order_relaxed);
   if (numReplicas() > 1)
     transport->progressReductions(rank->index);
@@ -181,9 +222,8 @@ void RunState::actionEnd(gpipe_rt_rank *rank, int64_t action) {
   rank->recorder.end(end);
   rank->current = -1;
   if (mpi)
-    publishFlightRecorder(
-        rank->recorder.render(workerName(rank->index), *rank->plan,
-                              nowNs()));
+    publishFlightRecorder(rank->recorder, rank->name.c_str(), *rank->plan,
+                          nowNs());
 }
 
 int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
@@ -214,22 +254,13 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
   const bool f32 = a.payload == GPIPE_RT_F32;
   const bool forward = a.direction() == Direction::Forward;
   if (isSend && f32 && bytes > 0) {
-    std::string at = where(rank, action);
-    if (inspect(rank, static_cast<const float *>(sendData), bytes / 4,
-                [this, rank, at, &a, forward](const Inspection &r) -> int32_t {
-                  if (r.badIndex < 0)
-                    return 0;
-                  return nonFinite(
-                      rank,
-                      forward ? NonFiniteSite::forward(a.stage, a.mb)
-                              : NonFiniteSite::backward(a.stage, a.mb),
-                      at + ": non-finite " +
-                          (forward ? "activation" : "gradient") + " (" +
-                          floatText(r.badValue) + " at element " +
-                          std::to_string(r.badIndex) + ") leaving stage " +
-                          std::to_string(a.stage) + " for micro-batch " +
-                          std::to_string(a.mb));
-                }))
+    InspectionSite site;
+    site.kind = InspectionSite::Payload;
+    site.action = action;
+    site.stage = a.stage;
+    site.mb = a.mb;
+    site.forward = forward;
+    if (inspect(rank, static_cast<const float *>(sendData), bytes / 4, site))
       return 1;
   }
   Transfer t;
@@ -255,21 +286,23 @@ int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *out,
     return 1;
   const char *callback =
       labels ? "gpipe_rt_load_labels" : "gpipe_rt_load_input";
-  std::string at = where(rank, currentAction(rank)) + ": " + callback;
+  // Messages are made only on failure: a step allocates nothing.
+  auto at = [&] { return where(rank, currentAction(rank)) + ": " + callback; };
   if (labels && !meta.labels) {
-    fail(rank, at + ": the model has no labels");
+    fail(rank, at() + ": the model has no labels");
     return 1;
   }
   const TensorSpec &spec = labels ? *meta.labels : meta.input;
   if (mb < 0 || mb >= meta.microbatches) {
-    fail(rank, at + ": micro-batch " + std::to_string(mb) + " is outside [0, " +
-                   std::to_string(meta.microbatches) + ")");
+    fail(rank, at() + ": micro-batch " + std::to_string(mb) +
+                   " is outside [0, " + std::to_string(meta.microbatches) +
+                   ")");
     return 1;
   }
   int64_t rows = meta.microBatchSize();
   int64_t sampleBytes = spec.sampleBytes();
   if (bytes != rows * sampleBytes || (bytes > 0 && !out)) {
-    fail(rank, at + ": asked for " + std::to_string(bytes) +
+    fail(rank, at() + ": asked for " + std::to_string(bytes) +
                    " bytes, one micro-batch is " +
                    std::to_string(rows * sampleBytes) + " bytes (" +
                    std::to_string(rows) + " samples of " +
@@ -287,7 +320,8 @@ int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *out,
       nanDue(options.injectNan, rank->rank, rank->step, mb, bytes);
   // One staging slot per (input or labels, micro-batch) and step.
   int64_t slot = (labels ? meta.microbatches : 0) + mb;
-  Status s = rank->device->upload(out, bytes, slot, [&](uint8_t *dst) {
+  // One reference captured: std::function keeps it without allocating.
+  auto fill = [&](uint8_t *dst) {
     for (int64_t j = 0; j < rows; ++j) {
       int64_t sample = int64_t((first + uint64_t(j)) % n);
       if (labels)
@@ -298,9 +332,11 @@ int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *out,
     if (poison)
       reinterpret_cast<float *>(dst)[0] =
           std::numeric_limits<float>::quiet_NaN();
-  });
+  };
+  Status s = rank->device->upload(out, bytes, slot,
+                                  [&fill](uint8_t *dst) { fill(dst); });
   if (!s.ok()) {
-    fail(rank, at + ": " + s.message());
+    fail(rank, at() + ": " + s.message());
     return 1;
   }
   return 0;
@@ -310,33 +346,30 @@ int32_t RunState::reportLoss(gpipe_rt_rank *rank, int64_t mb,
                              const float *loss) {
   if (isAborted())
     return 1;
-  std::string at = where(rank, currentAction(rank)) + ": gpipe_rt_report_loss";
+  auto at = [&] {
+    return where(rank, currentAction(rank)) + ": gpipe_rt_report_loss";
+  };
   if (mb < 0 || mb >= meta.microbatches || !loss) {
-    fail(rank, at + (loss ? ": micro-batch " + std::to_string(mb) +
+    fail(rank, at() + (loss ? ": micro-batch " + std::to_string(mb) +
                                 " is outside [0, " +
                                 std::to_string(meta.microbatches) + ")"
                           : std::string(": null loss")));
     return 1;
   }
   if (rank->lossReported[size_t(mb)]) {
-    fail(rank, at + ": micro-batch " + std::to_string(mb) +
+    fail(rank, at() + ": micro-batch " + std::to_string(mb) +
                    "'s loss was already reported this step");
     return 1;
   }
   rank->lossReported[size_t(mb)] = 1;
   int64_t action = currentAction(rank);
-  std::string where = this->where(rank, action);
   int64_t stage = action >= 0 ? rank->plan->actions[size_t(action)].stage : 0;
-  return inspect(
-      rank, loss, 1,
-      [this, rank, mb, where, stage](const Inspection &r) -> int32_t {
-        rank->losses[size_t(mb)] = double(r.first);
-        if (r.badIndex < 0)
-          return 0;
-        return nonFinite(rank, NonFiniteSite::forward(stage, mb),
-                         where + ": non-finite loss (" + floatText(r.first) +
-                             ") of micro-batch " + std::to_string(mb));
-      });
+  InspectionSite site;
+  site.kind = InspectionSite::Loss;
+  site.action = action;
+  site.stage = stage;
+  site.mb = mb;
+  return inspect(rank, loss, 1, site);
 }
 
 int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
@@ -344,18 +377,19 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
                                 int64_t count) {
   if (isAborted())
     return 1;
-  std::string at =
-      where(rank, currentAction(rank)) + ": gpipe_rt_optimizer_step";
+  auto at = [&] {
+    return where(rank, currentAction(rank)) + ": gpipe_rt_optimizer_step";
+  };
   const StagePlan *held = rank->plan->findStage(stage);
   if (!held) {
-    fail(rank, at + ": the rank does not hold stage " + std::to_string(stage));
+    fail(rank, at() + ": the rank does not hold stage " + std::to_string(stage));
     return 1;
   }
   const StagePlan &plan = *held;
   // Per-stage state (steps taken, reductions) is kept in plan order.
   const size_t local = size_t(held - rank->plan->stages.data());
   if (count != plan.paramBytes / 4) {
-    fail(rank, at + ": " + std::to_string(count) + " parameters, stage " +
+    fail(rank, at() + ": " + std::to_string(count) + " parameters, stage " +
                    std::to_string(stage) + " has " +
                    std::to_string(plan.paramBytes / 4));
     return 1;
@@ -364,7 +398,7 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
       (reinterpret_cast<uint8_t *>(params) != rank->arena + plan.paramsOffset ||
        reinterpret_cast<const uint8_t *>(grads) !=
            rank->arena + plan.gradsOffset)) {
-    fail(rank, at +
+    fail(rank, at() +
                    ": parameters or gradients are not at the planned "
                    "params_offset " +
                    std::to_string(plan.paramsOffset) + " / grads_offset " +
@@ -373,14 +407,14 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
   }
   if (count > 0 && optimizer.stateMultiple() > 0 &&
       reinterpret_cast<uint8_t *>(state) != rank->arena + plan.stateOffset) {
-    fail(rank, at +
+    fail(rank, at() +
                    ": the optimizer state is not at the planned "
                    "state_offset " +
                    std::to_string(plan.stateOffset));
     return 1;
   }
   if (rank->lastStepped[local] == rank->step) {
-    fail(rank, at + ": stage " + std::to_string(stage) +
+    fail(rank, at() + ": stage " + std::to_string(stage) +
                    " already stepped this step");
     return 1;
   }
@@ -388,7 +422,7 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
   // Data parallelism: the update waits for the replicas' sum.
   if (numReplicas() > 1 && count > 0) {
     if (!rank->reducing[local]) {
-      fail(rank, at + ": stage " + std::to_string(stage) +
+      fail(rank, at() + ": stage " + std::to_string(stage) +
                      "'s gradients were not reduced over the replicas "
                      "before its step (no gpipe.reduce_grad)");
       return 1;
@@ -397,22 +431,12 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
     if (!transport->finishReduction(rank->index, stage))
       return 1;
   }
-  std::string where = this->where(rank, currentAction(rank));
-  if (inspect(
-          rank, grads, count,
-          [this, rank, &plan, where, stage](const Inspection &r) -> int32_t {
-            if (r.badIndex < 0)
-              return 0;
-            std::string name = "?";
-            for (const ParamSlot &slot : plan.params)
-              if (r.badIndex * 4 >= slot.offset &&
-                  r.badIndex * 4 < slot.offset + slot.elements * 4)
-                name = slot.name;
-            return nonFinite(rank, NonFiniteSite::gradients(stage),
-                             where + ": non-finite gradient (" +
-                                 floatText(r.badValue) + ") of parameter '" +
-                                 name + "' on stage " + std::to_string(stage));
-          }))
+  InspectionSite site;
+  site.kind = InspectionSite::Gradients;
+  site.action = currentAction(rank);
+  site.stage = stage;
+  site.plan = &plan;
+  if (inspect(rank, grads, count, site))
     return 1;
   if (options.onNonFinite == NonFinitePolicy::Skip) {
     // Applied after the step, if every rank finished it cleanly.
@@ -423,7 +447,7 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
   Status s = stepStage(*rank->device, optimizer, t, plan, params, grads,
                        optimizer.stateMultiple() ? state : nullptr);
   if (!s.ok()) {
-    fail(rank, at + ": " + s.message());
+    fail(rank, at() + ": " + s.message());
     return 1;
   }
   return 0;
@@ -434,12 +458,13 @@ int32_t RunState::reduceGradients(gpipe_rt_rank *rank, int64_t action,
                                   int64_t count) {
   if (isAborted())
     return 1;
-  std::string at =
-      where(rank, currentAction(rank)) + ": gpipe_rt_reduce_grad";
+  auto at = [&] {
+    return where(rank, currentAction(rank)) + ": gpipe_rt_reduce_grad";
+  };
   int64_t numActions = int64_t(rank->plan->actions.size());
   if (action < 0 || action >= numActions ||
       rank->plan->actions[size_t(action)].kind != ActionKind::ReduceGrad) {
-    fail(rank, at + " for action " + std::to_string(action) +
+    fail(rank, at() + " for action " + std::to_string(action) +
                    ", which is not a reduce_grad action");
     return 1;
   }
@@ -448,7 +473,7 @@ int32_t RunState::reduceGradients(gpipe_rt_rank *rank, int64_t action,
   if (!held || count != held->paramBytes / 4 ||
       (count > 0 && reinterpret_cast<uint8_t *>(grads) !=
                         rank->arena + held->gradsOffset)) {
-    fail(rank, at + ": " + std::to_string(count) +
+    fail(rank, at() + ": " + std::to_string(count) +
                    " gradients that are not stage " + std::to_string(stage) +
                    "'s planned gradient block");
     return 1;
@@ -457,7 +482,7 @@ int32_t RunState::reduceGradients(gpipe_rt_rank *rank, int64_t action,
   if (numReplicas() == 1 || count == 0)
     return 0;
   if (!scratch) {
-    fail(rank, at + ": the plan reserved no Reduce buffer for stage " +
+    fail(rank, at() + ": the plan reserved no Reduce buffer for stage " +
                    std::to_string(stage));
     return 1;
   }

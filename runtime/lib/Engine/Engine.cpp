@@ -159,6 +159,7 @@ Status RunState::prepareRanks() {
     rank.index = w;
     rank.rank = w % numRanks();
     rank.replica = w / numRanks();
+    rank.name = workerName(w);
     rank.plan = &meta.ranks[size_t(rank.rank)];
     rank.arena = arenas[size_t(w)] ? arenas[size_t(w)]->deviceMemory : nullptr;
     rank.device = rankDevices[size_t(w)].get();

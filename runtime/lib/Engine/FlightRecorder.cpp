@@ -37,17 +37,29 @@ extern "C" void onTerminate(int) {
   ::_exit(1);
 }
 
-/// "12 us", "3.4 ms", "1.25 s".
-std::string formatDuration(int64_t ns) {
-  char buf[32];
+/// "12 us", "3.4 ms", "1.25 s" into `buf`.
+void formatDuration(char *buf, size_t size, int64_t ns) {
   if (ns < 1'000'000)
-    std::snprintf(buf, sizeof buf, "%.0f us", double(ns) * 1e-3);
+    std::snprintf(buf, size, "%.0f us", double(ns) * 1e-3);
   else if (ns < 1'000'000'000)
-    std::snprintf(buf, sizeof buf, "%.1f ms", double(ns) * 1e-6);
+    std::snprintf(buf, size, "%.1f ms", double(ns) * 1e-6);
   else
-    std::snprintf(buf, sizeof buf, "%.2f s", double(ns) * 1e-9);
-  return buf;
+    std::snprintf(buf, size, "%.2f s", double(ns) * 1e-9);
 }
+
+/// Appends printf-style to a fixed buffer, cutting at its end.
+struct Appender {
+  char *out;
+  size_t capacity, length = 0;
+  template <typename... Args>
+  void operator()(const char *format, Args... args) {
+    if (length + 1 >= capacity)
+      return;
+    int n = std::snprintf(out + length, capacity - length, format, args...);
+    if (n > 0)
+      length = std::min(capacity - 1, length + size_t(n));
+  }
+};
 
 } // namespace
 
@@ -69,31 +81,48 @@ void FlightRecorder::end(int64_t endNs) {
   recent[newest].endNs = endNs;
 }
 
-std::string FlightRecorder::render(const std::string &who,
-                                   const RankPlan &plan, int64_t nowNs) const {
-  std::string line = who + " last actions:";
-  if (recent.empty())
-    return line + " none";
+size_t FlightRecorder::renderInto(char *out, size_t capacity, const char *who,
+                                  const RankPlan &plan, int64_t nowNs) const {
+  if (capacity == 0)
+    return 0;
+  out[0] = '\0';
+  Appender append{out, capacity};
+  append("%s last actions:", who);
+  if (recent.empty()) {
+    append(" none");
+    return append.length;
+  }
   size_t n = recent.size();
   size_t first = n < kSize ? 0 : next;
   for (size_t i = 0; i < n; ++i) {
     const RecordedAction &e = recent[(first + i) % n];
     const ActionSpec &a = plan.actions[size_t(e.action)];
-    line += i ? "; " : " ";
-    line += "step " + std::to_string(e.step + 1) + " #" +
-            std::to_string(e.action) + " " + actionKindName(a.kind);
+    append("%sstep %lld #%lld %s", i ? "; " : " ",
+           static_cast<long long>(e.step + 1),
+           static_cast<long long>(e.action), actionKindName(a.kind));
     if (a.isTransfer())
-      line += std::string(" ") + abi::getDirectionName(a.direction()) +
-              (a.isSend() ? " to " : " from ") + "rank " +
-              std::to_string(a.peer);
-    line += " (stage " + std::to_string(a.stage);
+      append(" %s %s rank %lld", abi::getDirectionName(a.direction()),
+             a.isSend() ? "to" : "from", static_cast<long long>(a.peer));
+    append(" (stage %lld", static_cast<long long>(a.stage));
     if (a.mb >= 0)
-      line += ", mb " + std::to_string(a.mb);
-    line += e.endNs >= 0 ? ", " + formatDuration(e.endNs - e.beginNs) + ")"
-                         : ", unfinished after " +
-                               formatDuration(nowNs - e.beginNs) + ")";
+      append(", mb %lld", static_cast<long long>(a.mb));
+    char duration[32];
+    if (e.endNs >= 0) {
+      formatDuration(duration, sizeof duration, e.endNs - e.beginNs);
+      append(", %s)", duration);
+    } else {
+      formatDuration(duration, sizeof duration, nowNs - e.beginNs);
+      append(", unfinished after %s)", duration);
+    }
   }
-  return line;
+  return append.length;
+}
+
+std::string FlightRecorder::render(const std::string &who,
+                                   const RankPlan &plan, int64_t nowNs) const {
+  char text[4096];
+  size_t n = renderInto(text, sizeof text, who.c_str(), plan, nowNs);
+  return std::string(text, n);
 }
 
 void installTerminationHandler() {
@@ -102,10 +131,11 @@ void installTerminationHandler() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-void publishFlightRecorder(const std::string &text) {
+void publishFlightRecorder(const FlightRecorder &recorder, const char *who,
+                           const RankPlan &plan, int64_t nowNs) {
   int next = flightCurrent.load() == 0 ? 1 : 0;
-  size_t n = std::min(text.size(), sizeof flightText[0]);
-  std::memcpy(flightText[next], text.data(), n);
+  size_t n = recorder.renderInto(flightText[next], sizeof flightText[next],
+                                 who, plan, nowNs);
   flightLength[next].store(n);
   flightCurrent.store(next);
 }

@@ -41,6 +41,10 @@ public:
   /// `who` names the rank ("rank 1", "replica 1 rank 1").
   std::string render(const std::string &who, const RankPlan &plan,
                      int64_t nowNs) const;
+  /// The same into `out` (at most `capacity` - 1 characters and a NUL,
+  /// cut short if longer); returns the length written. Allocates nothing.
+  size_t renderInto(char *out, size_t capacity, const char *who,
+                    const RankPlan &plan, int64_t nowNs) const;
 
 private:
   /// Oldest first once full, from `next`.
@@ -51,7 +55,10 @@ private:
 /// From now on SIGTERM prints the last published recorder and exits 1.
 void installTerminationHandler();
 /// Makes `text` what SIGTERM prints (async-signal-safe to read).
-void publishFlightRecorder(const std::string &text);
+/// Renders `recorder` for the termination handler (after every action of
+/// an MPI run; allocates nothing).
+void publishFlightRecorder(const FlightRecorder &recorder, const char *who,
+                           const RankPlan &plan, int64_t nowNs);
 
 } // namespace gpipe::rt
 

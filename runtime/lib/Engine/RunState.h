@@ -73,20 +73,38 @@ struct NonFiniteSite {
 /// data-parallel replica (just the rank without data parallelism). Only the
 /// worker's own thread touches it during a step; the main thread reads it
 /// at the step barrier.
+namespace gpipe::rt {
+/// What an inspection looked at, to handle its answer now or at the end of
+/// the step (plain data: recording one allocates nothing once the vector
+/// has grown).
+struct InspectionSite {
+  enum Kind : uint8_t { Payload, Loss, Gradients } kind = Payload;
+  /// The action that asked (payloads: the send).
+  int64_t action = -1;
+  int64_t stage = 0, mb = 0;
+  /// Payloads: whether activations (forward) or gradients.
+  bool forward = true;
+  /// Gradients: the stage's plan (parameter names).
+  const StagePlan *plan = nullptr;
+};
+} // namespace gpipe::rt
+
 struct gpipe_rt_rank {
   gpipe::rt::RunState *run = nullptr;
   /// The worker: replica * K + rank (the process of an MPI run).
   int64_t index = 0;
-  /// Its pipeline rank and replica.
+  /// Its pipeline rank and replica, and its name in messages
+  /// (RunState::workerName).
   int64_t rank = 0, replica = 0;
+  std::string name;
   const gpipe::rt::RankPlan *plan = nullptr;
   /// The arena on the device (what the program gets).
   uint8_t *arena = nullptr;
   /// The device side of the rank (null for other processes' ranks).
   gpipe::rt::RankDevice *device = nullptr;
   /// Inspections the device answers when the step ends, in the order they
-  /// were asked: what to do with each answer.
-  std::vector<std::function<int32_t(const gpipe::rt::Inspection &)>> deferred;
+  /// were asked: what each one looked at.
+  std::vector<gpipe::rt::InspectionSite> deferred;
   /// When the current step started (the engine's clock).
   int64_t stepStartNs = 0;
   /// Set while the device's deferred answers are handled (finishStep).
@@ -100,6 +118,13 @@ struct gpipe_rt_rank {
   int64_t actionBeginNs = 0;
   /// Compute time of the current step.
   int64_t busyNs = 0;
+  /// Operator-new allocations the rank's thread made in the current step
+  /// (HeapCount.h).
+  int64_t heapAllocations = 0;
+  /// The device's answers at the end of a step (kept: no allocation per
+  /// step).
+  std::vector<gpipe::rt::Inspection> inspections;
+  std::vector<gpipe::rt::ActionTiming> timings;
   /// Stopped by fault injection.
   bool dead = false;
   /// Per stage the rank holds (plan order): optimizer steps taken, and the
@@ -277,11 +302,14 @@ public:
   /// the run at the step barrier, naming the earliest site.
   int32_t nonFinite(gpipe_rt_rank *rank, NonFiniteSite site,
                     std::string message);
-  /// Asks the rank's device about `count` floats at `src`; `handle` gets
-  /// the answer now or when the step ends. Returns what `handle` returned
-  /// (0 when deferred).
+  /// Asks the rank's device about `count` floats at `src` (what `site`
+  /// names); the answer is handled now (handleInspection) or when the step
+  /// ends. Returns what handleInspection returned (0 when deferred).
   int32_t inspect(gpipe_rt_rank *rank, const float *src, int64_t count,
-                  std::function<int32_t(const Inspection &)> handle);
+                  const InspectionSite &site);
+  /// A non-finite value, a loss: what an inspection's answer means.
+  int32_t handleInspection(gpipe_rt_rank *rank, const InspectionSite &site,
+                           const Inspection &answer);
   /// NaN injection into a payload at device address `data` when due.
   int32_t maybeInjectNan(gpipe_rt_rank *rank, int64_t mb, void *data,
                          int64_t bytes);

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HeapCount.h"
 #include "RunState.h"
 
 #include "gpipe/Runtime/CPUKernels.h"
@@ -135,6 +136,7 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
       if (abortFlag)
         return;
     }
+    const int64_t heapBefore = heapAllocationsOnThisThread();
     rank->step = step;
     rank->nextAction = 0;
     rank->current = rank->lastBegun = -1;
@@ -187,6 +189,7 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     if (!finishStep(rank))
       return;
     abandon.armed = false;
+    rank->heapAllocations = heapAllocationsOnThisThread() - heapBefore;
     std::lock_guard<std::mutex> lock(mu);
     finished[size_t(rank->index)] = 1;
     ++finishedCount;
@@ -196,8 +199,10 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
 }
 
 bool RunState::finishStep(gpipe_rt_rank *rank) {
-  std::vector<Inspection> inspections;
-  std::vector<ActionTiming> timings;
+  std::vector<Inspection> &inspections = rank->inspections;
+  std::vector<ActionTiming> &timings = rank->timings;
+  inspections.clear();
+  timings.clear();
   Status s =
       rank->device->finishStep(deadline(), abortFlag, inspections, timings);
   if (abortFlag)
@@ -215,7 +220,7 @@ bool RunState::finishStep(gpipe_rt_rank *rank) {
   }
   rank->finishing = true;
   for (size_t i = 0; i < inspections.size(); ++i)
-    if (rank->deferred[i](inspections[i]) != 0) {
+    if (handleInspection(rank, rank->deferred[i], inspections[i]) != 0) {
       rank->finishing = false;
       return false;
     }
@@ -292,6 +297,13 @@ bool RunState::runStep(int64_t step, RunResult &result) {
       !nonFiniteMessage.empty()) {
     fail(step + 1, root ? nonFiniteMessage : remoteFailure(nonFiniteMessage));
     return false;
+  }
+  // Steady state: every step after the first two (warm-up grows buffers).
+  if (step >= startStep + 2) {
+    ++result.steadySteps;
+    for (const gpipe_rt_rank &rank : ranks)
+      if (isLocal(rank.index))
+        result.steadyHeapAllocations += rank.heapAllocations;
   }
   int64_t wall = std::max<int64_t>(lastFinishNs - stepStart, 1);
   StepMetrics metrics;

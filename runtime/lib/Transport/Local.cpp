@@ -96,9 +96,16 @@ private:
                      const std::function<std::string()> &waitingFor);
 
   int64_t replicas = 1;
-  /// By (rank, stage); and the started reductions by (worker, stage).
+  /// A worker's reduction of a stage, between its start and its finish.
+  struct Started {
+    Reduction reduction;
+    bool active = false;
+  };
+  /// By (rank, stage); and the started reductions by (worker, stage). The
+  /// entries are reset, not erased, between steps: after the first step a
+  /// reduction allocates nothing.
   std::map<std::pair<int64_t, int64_t>, Group> groups;
-  std::map<std::pair<int64_t, int64_t>, Reduction> started;
+  std::map<std::pair<int64_t, int64_t>, Started> started;
   std::condition_variable reduceCv;
 
   RunControl &run;
@@ -117,6 +124,8 @@ bool LocalTransport::transfer(const Transfer &t) {
   std::unique_lock<std::mutex> lock(mu);
   if (aborted)
     return false;
+  // Slots are reset, not erased, when a transfer completes: tags repeat
+  // every step, so after the first step a transfer allocates nothing.
   Slot &slot = slots[key];
   bool peerWaiting = t.send ? slot.recvPosted : slot.sendPosted;
   if (peerWaiting) {
@@ -172,16 +181,16 @@ bool LocalTransport::transfer(const Transfer &t) {
   for (;;) {
     if (slot.done) {
       bool failed = slot.failed;
-      slots.erase(key);
+      slot = Slot();
       return !failed;
     }
     if (!slot.copying) {
       if (aborted) {
-        slots.erase(key);
+        slot = Slot();
         return false;
       }
       if (Clock::now() >= deadline) {
-        slots.erase(key);
+        slot = Slot();
         lock.unlock();
         run.failRank(t.rank, run.where(t.rank, t.action) + ": " +
                                  (t.send ? "no receiver" : "no message") +
@@ -231,8 +240,8 @@ bool LocalTransport::startReduction(const Reduction &r) {
     g.parts.resize(size_t(replicas));
     g.present.assign(size_t(replicas), 0);
   }
-  if (g.present[size_t(r.replica)] ||
-      !started.emplace(std::make_pair(r.worker, r.stage), r).second) {
+  Started &mine = started[{r.worker, r.stage}];
+  if (g.present[size_t(r.replica)] || mine.active) {
     std::string message = run.where(r.worker, r.action) +
                           ": the stage's gradients are already being reduced "
                           "this step";
@@ -240,6 +249,8 @@ bool LocalTransport::startReduction(const Reduction &r) {
     run.failRank(r.worker, message);
     return false;
   }
+  mine.reduction = r;
+  mine.active = true;
   g.parts[size_t(r.replica)] = r;
   g.present[size_t(r.replica)] = 1;
   ++g.started;
@@ -250,10 +261,10 @@ bool LocalTransport::startReduction(const Reduction &r) {
 bool LocalTransport::finishReduction(int64_t worker, int64_t stage) {
   std::unique_lock<std::mutex> lock(mu);
   auto it = started.find({worker, stage});
-  if (it == started.end())
+  if (it == started.end() || !it->second.active)
     return false;
-  const Reduction r = it->second;
-  started.erase(it);
+  const Reduction r = it->second.reduction;
+  it->second.active = false;
   Group &g = groups[{r.rank, r.stage}];
   const size_t D = size_t(replicas);
   // Every replica has begun: their gradients are final.
@@ -277,7 +288,8 @@ bool LocalTransport::finishReduction(int64_t worker, int64_t stage) {
       run.failRank(r.worker, message);
       return false;
     }
-  std::vector<Reduction> parts = g.parts;
+  // Nobody writes the parts until every replica is done with them.
+  const std::vector<Reduction> &parts = g.parts;
   lock.unlock();
 
   // This replica's share: the others' pieces into the Reduce buffer (its
@@ -312,8 +324,10 @@ bool LocalTransport::finishReduction(int64_t worker, int64_t stage) {
     std::memcpy(r.grads + clo, parts[c].grads + clo, size_t(chi - clo) * 4);
   }
   lock.lock();
-  if (++g.done == replicas)
-    groups.erase({r.rank, r.stage});
+  if (++g.done == replicas) {
+    g.started = g.summed = g.done = 0;
+    std::fill(g.present.begin(), g.present.end(), 0);
+  }
   return true;
 }
 

@@ -311,19 +311,29 @@ Status Reduce::start(float *grads, float *scratch, int64_t count, int replicas,
                      int replica, int64_t stage, std::unique_ptr<Reduce> &out) {
   if (replicaComm == MPI_COMM_NULL)
     return Status::error("no replica group (makeReplicaGroup)");
-  auto s = std::make_unique<State>();
+  const int64_t share = getReduceShare(count, replicas);
+  if (share > std::numeric_limits<int>::max() ||
+      2 * stage + 1 > int64_t(maxTransferTag()))
+    return Status::error("a share of " + std::to_string(share) +
+                         " gradients (or stage " + std::to_string(stage) +
+                         ") is beyond what one MPI message carries");
+  // A finished exchange is restarted in place: its request lists keep
+  // their capacity, so a step allocates nothing.
+  if (!out)
+    out.reset(new Reduce());
+  if (!out->state)
+    out->state = std::make_unique<State>();
+  State *s = out->state.get();
+  if (!s->requests.empty())
+    return Status::error("the stage's gradients are already being reduced");
   s->grads = grads;
   s->scratch = scratch;
   s->count = count;
-  s->share = getReduceShare(count, replicas);
+  s->share = share;
   s->stage = stage;
   s->replicas = replicas;
   s->replica = replica;
-  if (s->share > std::numeric_limits<int>::max() ||
-      2 * stage + 1 > int64_t(maxTransferTag()))
-    return Status::error("a share of " + std::to_string(s->share) +
-                         " gradients (or stage " + std::to_string(stage) +
-                         ") is beyond what one MPI message carries");
+  s->phase = 1;
   // This replica's share comes in from every other replica (the tail of a
   // short last share zeroed: the Reduce buffer is written whole), and its
   // pieces of their shares go out.
@@ -337,8 +347,6 @@ Status Reduce::start(float *grads, float *scratch, int64_t count, int replicas,
     auto [jlo, jhi] = s->range(j);
     s->post(true, grads + jlo, jhi - jlo, j, 1);
   }
-  out.reset(new Reduce());
-  out->state = std::move(s);
   return Status::success();
 }
 

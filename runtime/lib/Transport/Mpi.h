@@ -82,8 +82,9 @@ Status makeReplicaGroup(int rank, int replica);
 /// test() advances it; wait() until complete.
 class Reduce {
 public:
-  /// Starts the exchange of `count` gradients at `grads` (host memory);
-  /// fails when a share exceeds MPI's int count.
+  /// Starts the exchange of `count` gradients at `grads` (host memory) in
+  /// `out` (made when null, else restarted: it must be complete); fails
+  /// when a share exceeds MPI's int count.
   static Status start(float *grads, float *scratch, int64_t count,
                       int replicas, int replica, int64_t stage,
                       std::unique_ptr<Reduce> &out);

@@ -77,7 +77,8 @@ public:
   bool startReduction(const Reduction &r) override;
   void progressReductions(int64_t) override {
     for (auto &[stage, pending] : reductions)
-      pending.op->test();
+      if (pending.active)
+        pending.op->test();
   }
   bool finishReduction(int64_t worker, int64_t stage) override;
 
@@ -85,9 +86,11 @@ private:
   struct Pending {
     Reduction request;
     std::unique_ptr<mpi::Reduce> op;
+    bool active = false;
   };
   int64_t replicas = 1;
-  /// This process's started reductions, by stage.
+  /// This process's reductions, by stage; kept between steps (restarted in
+  /// place: a step allocates nothing).
   std::map<int64_t, Pending> reductions;
 
   RunControl &run;
@@ -138,27 +141,28 @@ bool MpiTransport::transfer(const Transfer &t) {
 }
 
 bool MpiTransport::startReduction(const Reduction &r) {
-  std::unique_ptr<mpi::Reduce> op;
-  Status s = reductions.count(r.stage)
+  Pending &pending = reductions[r.stage];
+  Status s = pending.active
                  ? Status::error("the stage's gradients are already being "
                                  "reduced this step")
                  : mpi::Reduce::start(r.grads, r.scratch, r.count,
                                       int(replicas), int(r.replica), r.stage,
-                                      op);
+                                      pending.op);
   if (!s.ok()) {
     run.failRank(r.worker, run.where(r.worker, r.action) + ": " + s.message());
     return false;
   }
-  reductions[r.stage] = Pending{r, std::move(op)};
+  pending.request = r;
+  pending.active = true;
   return true;
 }
 
 bool MpiTransport::finishReduction(int64_t, int64_t stage) {
   auto it = reductions.find(stage);
-  if (it == reductions.end())
+  if (it == reductions.end() || !it->second.active)
     return false;
-  Pending pending = std::move(it->second);
-  reductions.erase(it);
+  Pending &pending = it->second;
+  pending.active = false;
   const Reduction &r = pending.request;
   std::string abortMessage, missing;
   mpi::Wait w = pending.op->wait(

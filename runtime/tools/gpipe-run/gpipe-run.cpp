@@ -807,6 +807,11 @@ int main(int argc, char **argv) {
                   onHost ? "" : ", CUDA");
     }
   }
+  if (result.steadySteps > 0)
+    std::printf("heap allocations on rank threads in steady-state steps "
+                "(after the first 2): %lld in %lld steps\n",
+                static_cast<long long>(result.steadyHeapAllocations),
+                static_cast<long long>(result.steadySteps));
   // The plan is exact: a rank that touched more or fewer bytes than it
   // reserved means the compiler and the runtime disagree about the layout.
   for (const ArenaReport &a : result.arenas)

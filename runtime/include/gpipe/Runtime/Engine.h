@@ -506,6 +506,11 @@ struct RunResult {
   /// When the run failed: per rank, its last few actions and what it was
   /// doing (the flight recorder).
   std::vector<std::string> flightRecorder;
+  /// Steady state (every step after the first two of this run): how many
+  /// steps, and the operator-new allocations the rank threads of this
+  /// process made in them (kernels, callbacks, transports, devices).
+  int64_t steadySteps = 0;
+  int64_t steadyHeapAllocations = 0;
 };
 
 /// Trains a model.

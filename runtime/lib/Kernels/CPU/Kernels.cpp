@@ -55,6 +55,21 @@ thread_local std::string lastError;
 Kernel cpuKernel(const char *name) { return Kernel{name, &lastError}; }
 
 //===----------------------------------------------------------------------===//
+// Scratch
+//===----------------------------------------------------------------------===//
+
+/// `n` elements of per-thread scratch that only grows: each rank runs its
+/// kernels on its own thread, so after the first steps the kernels allocate
+/// nothing. `Slot` tells apart the buffers one kernel holds at once.
+template <typename T, int Slot = 0>
+T *threadScratch(size_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n)
+    buffer.resize(n);
+  return buffer.data();
+}
+
+//===----------------------------------------------------------------------===//
 // Strided iteration
 //===----------------------------------------------------------------------===//
 
@@ -791,16 +806,13 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_softmax_f32(const float *in,
 
   // Strided axis: keep `inner` running maxima and sums, walk the axis with
   // contiguous vectors.
-  std::vector<float> maxima(static_cast<size_t>(inner));
-  std::vector<double> sums(static_cast<size_t>(inner));
+  float *mx = threadScratch<float>(size_t(inner));
+  double *sm = threadScratch<double>(size_t(inner));
   for (int64_t o = 0; o < outer; ++o) {
     const float *x = in + o * n * inner;
     float *y = out + o * n * inner;
-    std::fill(maxima.begin(), maxima.end(),
-              -std::numeric_limits<float>::infinity());
-    std::fill(sums.begin(), sums.end(), 0.0);
-    float *mx = maxima.data();
-    double *sm = sums.data();
+    std::fill(mx, mx + inner, -std::numeric_limits<float>::infinity());
+    std::fill(sm, sm + inner, 0.0);
     for (int64_t j = 0; j < n; ++j)
       for (int64_t i = 0; i < inner; ++i)
         mx[i] = x[j * inner + i] > mx[i] ? x[j * inner + i] : mx[i];
@@ -932,7 +944,8 @@ extern "C" gpipe_rt_status
 gpipe_rt_cpu_split(gpipe_rt_dtype dtype, const void *in, const int64_t *shape,
                    int32_t rank, int64_t axis, const int64_t *sizes,
                    int32_t numOutputs, void *const *outs) {
-  PartsArgs args;
+  // Reused: a step allocates nothing.
+  thread_local PartsArgs args;
   GPIPE_RT_TRY(checkSplit(cpuKernel("split"), dtype, in, shape, rank, axis,
                           sizes, numOutputs, outs, args));
   const char *src = static_cast<const char *>(in);
@@ -948,7 +961,8 @@ extern "C" gpipe_rt_status
 gpipe_rt_cpu_concat(gpipe_rt_dtype dtype, int32_t numInputs,
                     const void *const *inputs, const int64_t *const *shapes,
                     int32_t rank, int64_t axis, void *out) {
-  PartsArgs args;
+  // Reused: a step allocates nothing.
+  thread_local PartsArgs args;
   GPIPE_RT_TRY(checkConcat(cpuKernel("concat"), dtype, numInputs, inputs,
                            shapes, rank, axis, out, args));
   char *dst = static_cast<char *>(out);
@@ -1051,9 +1065,9 @@ gpipe_rt_cpu_reduce_sum_f32(const float *in, const int64_t *shape, int32_t rank,
   contiguousStrides(s, strides[1]);
   // Row-major order over the input visits, for every result element, its
   // inputs in increasing index order of the reduced dims.
-  std::vector<double> acc(static_cast<size_t>(outputs), 0.0);
+  double *a = threadScratch<double>(size_t(outputs));
+  std::fill(a, a + outputs, 0.0);
   StridedPlan<2> plan = collapse(s, strides);
-  double *a = acc.data();
   forEachRun(plan, [&](int64_t n, const int64_t *off, const int64_t *st) {
     double *o = a + off[0];
     const float *x = in + off[1];
@@ -1112,19 +1126,20 @@ gpipe_rt_cpu_gather_grad_f32(gpipe_rt_dtype indexType, const void *indices,
   GPIPE_RT_TRY(checkGatherGradResult(kernel, grad, out, args));
   if (os.numElements == 0)
     return GPIPE_RT_SUCCESS;
-  std::vector<double> acc(static_cast<size_t>(os.numElements), 0.0);
+  double *acc = threadScratch<double>(size_t(os.numElements));
+  std::fill(acc, acc + os.numElements, 0.0);
   int64_t count = is.numElements;
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < count; ++i) {
       int64_t idx = readIndex(indexType, indices, i);
-      double *dst = acc.data() + (o * axisDim + idx) * inner;
+      double *dst = acc + (o * axisDim + idx) * inner;
       const float *src = grad + (o * count + i) * inner;
       for (int64_t k = 0; k < inner; ++k)
         dst[k] += double(src[k]);
     }
   }
   for (int64_t i = 0; i < os.numElements; ++i)
-    out[i] = float(acc[size_t(i)]);
+    out[i] = float(acc[i]);
   return GPIPE_RT_SUCCESS;
 }
 
@@ -1138,13 +1153,12 @@ gpipe_rt_cpu_softmax_grad_f32(const float *output, const float *grad,
   if (args.count == 0)
     return GPIPE_RT_SUCCESS;
   int64_t outer = args.outer, n = args.n, inner = args.inner;
-  std::vector<double> sums(static_cast<size_t>(inner));
+  double *sm = threadScratch<double>(size_t(inner));
   for (int64_t o = 0; o < outer; ++o) {
     const float *y = output + o * n * inner;
     const float *dy = grad + o * n * inner;
     float *dx = out + o * n * inner;
-    std::fill(sums.begin(), sums.end(), 0.0);
-    double *sm = sums.data();
+    std::fill(sm, sm + inner, 0.0);
     for (int64_t j = 0; j < n; ++j)
       for (int64_t i = 0; i < inner; ++i)
         sm[i] += double(dy[j * inner + i]) * double(y[j * inner + i]);
@@ -1172,9 +1186,11 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_layer_norm_grad_f32(
     std::fill(biasGrad, biasGrad + n, 0.0f);
   if (args.count == 0)
     return GPIPE_RT_SUCCESS;
-  std::vector<double> xhat(static_cast<size_t>(n));
-  std::vector<double> scaleAcc(scaleGrad ? size_t(n) : 0, 0.0);
-  std::vector<double> biasAcc(biasGrad ? size_t(n) : 0, 0.0);
+  double *xhat = threadScratch<double, 0>(size_t(n));
+  double *scaleAcc = threadScratch<double, 1>(size_t(n));
+  double *biasAcc = threadScratch<double, 2>(size_t(n));
+  std::fill(scaleAcc, scaleAcc + n, 0.0);
+  std::fill(biasAcc, biasAcc + n, 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     const float *x = in + r * n;
     const float *dy = grad + r * n;
@@ -1190,7 +1206,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_layer_norm_grad_f32(
     for (int64_t j = 0; j < n; ++j) {
       double xh = (double(x[j]) - mu) * rs;
       double g = double(dy[j]) * double(scale[j]);
-      xhat[size_t(j)] = xh;
+      xhat[j] = xh;
       sumG += g;
       sumGX += g * xh;
     }
@@ -1199,22 +1215,22 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_layer_norm_grad_f32(
       float *dx = inputGrad + r * n;
       for (int64_t j = 0; j < n; ++j) {
         double g = double(dy[j]) * double(scale[j]);
-        dx[j] = float(rs * (g - meanG - xhat[size_t(j)] * meanGX));
+        dx[j] = float(rs * (g - meanG - xhat[j] * meanGX));
       }
     }
     if (scaleGrad)
       for (int64_t j = 0; j < n; ++j)
-        scaleAcc[size_t(j)] += double(dy[j]) * xhat[size_t(j)];
+        scaleAcc[j] += double(dy[j]) * xhat[j];
     if (biasGrad)
       for (int64_t j = 0; j < n; ++j)
-        biasAcc[size_t(j)] += double(dy[j]);
+        biasAcc[j] += double(dy[j]);
   }
   if (scaleGrad)
     for (int64_t j = 0; j < n; ++j)
-      scaleGrad[j] = float(scaleAcc[size_t(j)]);
+      scaleGrad[j] = float(scaleAcc[j]);
   if (biasGrad)
     for (int64_t j = 0; j < n; ++j)
-      biasGrad[j] = float(biasAcc[size_t(j)]);
+      biasGrad[j] = float(biasAcc[j]);
   return GPIPE_RT_SUCCESS;
 }
 
