@@ -16,11 +16,23 @@ namespace {
 
 thread_local int64_t allocations = 0;
 
+/// On failure the new-handler runs and the allocation is retried, as the
+/// standard operator new does ([new.delete.single]); without one,
+/// std::bad_alloc.
+void outOfMemory() {
+  std::new_handler handler = std::get_new_handler();
+  if (!handler)
+    throw std::bad_alloc();
+  handler();
+}
+
 void *allocate(std::size_t size) {
   ++allocations;
-  if (void *p = std::malloc(size ? size : 1))
-    return p;
-  throw std::bad_alloc();
+  for (;;) {
+    if (void *p = std::malloc(size ? size : 1))
+      return p;
+    outOfMemory();
+  }
 }
 
 void *allocateAligned(std::size_t size, std::align_val_t alignment) {
@@ -30,9 +42,11 @@ void *allocateAligned(std::size_t size, std::align_val_t alignment) {
     align = sizeof(void *);
   // aligned_alloc wants a size that is a multiple of the alignment.
   std::size_t rounded = ((size ? size : 1) + align - 1) / align * align;
-  if (void *p = std::aligned_alloc(align, rounded))
-    return p;
-  throw std::bad_alloc();
+  for (;;) {
+    if (void *p = std::aligned_alloc(align, rounded))
+      return p;
+    outOfMemory();
+  }
 }
 
 } // namespace
