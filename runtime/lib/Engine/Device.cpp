@@ -61,6 +61,19 @@ Status Device::ncclAllReduce(RankDevice &, float *, int64_t,
 
 namespace {
 
+/// The CPU kernel behind both CPU devices' runningStatsUpdate.
+Status cpuRunningStatsUpdate(float *runningMean, float *runningVar,
+                             const float *meanStat, const float *varStat,
+                             int64_t channels, int64_t count,
+                             double momentum) {
+  if (gpipe_rt_cpu_running_stats_update_f32(runningMean, runningVar, meanStat,
+                                            varStat, channels, count,
+                                            momentum) != GPIPE_RT_SUCCESS)
+    return Status::error(std::string("running statistics: ") +
+                         gpipe_rt_last_error());
+  return Status::success();
+}
+
 class CpuRank final : public RankDevice {
 public:
   Status bind() override {
@@ -113,13 +126,8 @@ public:
                             const float *meanStat, const float *varStat,
                             int64_t channels, int64_t count,
                             double momentum) override {
-    if (gpipe_rt_cpu_running_stats_update_f32(runningMean, runningVar,
-                                              meanStat, varStat, channels,
-                                              count, momentum) !=
-        GPIPE_RT_SUCCESS)
-      return Status::error(std::string("running statistics: ") +
-                           gpipe_rt_last_error());
-    return Status::success();
+    return cpuRunningStatsUpdate(runningMean, runningVar, meanStat, varStat,
+                                 channels, count, momentum);
   }
   std::string kernelError() override { return std::string(); }
   void clearKernelError() override {}
@@ -174,13 +182,8 @@ public:
                             const float *meanStat, const float *varStat,
                             int64_t channels, int64_t count,
                             double momentum) override {
-    if (gpipe_rt_cpu_running_stats_update_f32(runningMean, runningVar,
-                                              meanStat, varStat, channels,
-                                              count, momentum) !=
-        GPIPE_RT_SUCCESS)
-      return Status::error(std::string("running statistics: ") +
-                           gpipe_rt_last_error());
-    return Status::success();
+    return cpuRunningStatsUpdate(runningMean, runningVar, meanStat, varStat,
+                                 channels, count, momentum);
   }
 };
 

@@ -309,6 +309,15 @@ public:
   }
 };
 
+/// Samples drawn up front for built-in data: enough distinct samples for
+/// several mini-batches, at most ~64 MiB of features.
+int64_t generatedPoolSize(const ModelMetadata &metadata, int64_t features) {
+  int64_t batch = std::max<int64_t>(1, metadata.batchSize());
+  int64_t cap = std::max<int64_t>(
+      batch, (int64_t(64) << 20) / (4 * std::max<int64_t>(1, features)));
+  return std::min(std::max<int64_t>(4 * batch, 256), cap);
+}
+
 } // namespace
 
 Dataset::~Dataset() = default;
@@ -426,12 +435,7 @@ Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
         GPIPE_RT_INIT_NORMAL, data->teacher.data(),
         int64_t(data->teacher.size()), scale, seed,
         gpipe_rt_hash_name(teacherName, sizeof(teacherName) - 1));
-    // Enough distinct samples for several mini-batches, at most ~64 MiB.
-    int64_t batch = std::max<int64_t>(1, metadata.batchSize());
-    int64_t cap = std::max<int64_t>(
-        batch,
-        (int64_t(64) << 20) / (4 * std::max<int64_t>(1, data->features)));
-    data->pool = std::min(std::max<int64_t>(4 * batch, 256), cap);
+    data->pool = generatedPoolSize(metadata, data->features);
     data->generate();
     dataset = std::move(data);
     return Status::success();
@@ -447,11 +451,7 @@ Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
     data->features = in.sampleElements();
     data->channels = in.shape[1];
     data->classes = metadata.labels->classes;
-    int64_t batch = std::max<int64_t>(1, metadata.batchSize());
-    int64_t cap = std::max<int64_t>(
-        batch,
-        (int64_t(64) << 20) / (4 * std::max<int64_t>(1, data->features)));
-    data->pool = std::min(std::max<int64_t>(4 * batch, 256), cap);
+    data->pool = generatedPoolSize(metadata, data->features);
     data->generate();
     dataset = std::move(data);
     return Status::success();
