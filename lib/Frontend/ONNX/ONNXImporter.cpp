@@ -380,6 +380,15 @@ private:
     return llvm::all_of(n.inputs, [&](int i) { return i < 0 || isHost(i); });
   }
   FailureOr<Value> getValue(int i, Location useLoc);
+  /// An optional input (slot -1 when omitted): null when omitted.
+  FailureOr<Value> getOptionalValue(int i, Location useLoc) {
+    return i < 0 ? FailureOr<Value>(Value()) : getValue(i, useLoc);
+  }
+  std::optional<ArrayRef<int64_t>> optionalShapeOf(int i) {
+    if (i < 0)
+      return std::nullopt;
+    return shapeOf(i);
+  }
   FailureOr<Value> getValue(NodeCtx &n, int operand) {
     return getValue(n.input(operand), n.loc);
   }
@@ -1115,9 +1124,8 @@ LogicalResult Importer::importGemm(NodeCtx &n) {
   if (failed(requireFloat(n, 0, "operand A")) ||
       failed(requireSameElementType(n, {a, b, c})))
     return failure();
-  std::optional<ArrayRef<int64_t>> cShape;
-  if (c >= 0)
-    cShape = shapeOf(c);
+  std::optional<ArrayRef<int64_t>> cShape =
+      optionalShapeOf(c);
   FailureOr<nn::Shape> shape =
       nn::inferGemmShape(shapeOf(a), shapeOf(b), cShape, transA != 0,
                          transB != 0, [&] { return n.shapeError(); });
@@ -1126,13 +1134,10 @@ LogicalResult Importer::importGemm(NodeCtx &n) {
   FailureOr<Value> va = getValue(a, n.loc), vb = getValue(b, n.loc);
   if (failed(va) || failed(vb))
     return failure();
-  Value vc;
-  if (c >= 0) {
-    FailureOr<Value> v = getValue(c, n.loc);
-    if (failed(v))
-      return failure();
-    vc = *v;
-  }
+  FailureOr<Value> vcOrNull = getOptionalValue(c, n.loc);
+  if (failed(vcOrNull))
+    return failure();
+  Value vc = *vcOrNull;
   auto type = RankedTensorType::get(*shape, elementTypeOf(a));
   return defineValue(n, 0,
                      nn::GemmOp::create(builder, n.loc, type, *va, *vb, vc,
@@ -1380,22 +1385,18 @@ LogicalResult Importer::importLayerNorm(NodeCtx &n) {
       failed(getFloatAttr(n, "epsilon", epsilon)) ||
       failed(normalizeAxis(n, axis, shapeOf(x).size())))
     return failure();
-  std::optional<ArrayRef<int64_t>> biasShape;
-  if (bias >= 0)
-    biasShape = shapeOf(bias);
+  std::optional<ArrayRef<int64_t>> biasShape =
+      optionalShapeOf(bias);
   if (failed(nn::verifyLayerNormShapes(shapeOf(x), shapeOf(scale), biasShape,
                                        axis, [&] { return n.shapeError(); })))
     return failure();
   FailureOr<Value> vx = getValue(x, n.loc), vs = getValue(scale, n.loc);
   if (failed(vx) || failed(vs))
     return failure();
-  Value vb;
-  if (bias >= 0) {
-    FailureOr<Value> v = getValue(bias, n.loc);
-    if (failed(v))
-      return failure();
-    vb = *v;
-  }
+  FailureOr<Value> vbOrNull = getOptionalValue(bias, n.loc);
+  if (failed(vbOrNull))
+    return failure();
+  Value vb = *vbOrNull;
   return defineValue(n, 0,
                      nn::LayerNormOp::create(
                          builder, n.loc, typeOf(x), *vx, *vs, vb,
@@ -1504,9 +1505,8 @@ LogicalResult Importer::importConv(NodeCtx &n) {
   if (w.ceilMode)
     return n.error() << "has ceil_mode, which Conv does not define",
            failure();
-  std::optional<ArrayRef<int64_t>> biasShape;
-  if (bias >= 0)
-    biasShape = shapeOf(bias);
+  std::optional<ArrayRef<int64_t>> biasShape =
+      optionalShapeOf(bias);
   FailureOr<nn::Shape> shape = nn::inferConv2DShape(
       shapeOf(x), wShape, biasShape, w.strides, w.pads, w.dilations, groups,
       [&] { return n.shapeError(); });
@@ -1515,13 +1515,10 @@ LogicalResult Importer::importConv(NodeCtx &n) {
   FailureOr<Value> vx = getValue(x, n.loc), vw = getValue(weight, n.loc);
   if (failed(vx) || failed(vw))
     return failure();
-  Value vb;
-  if (bias >= 0) {
-    FailureOr<Value> v = getValue(bias, n.loc);
-    if (failed(v))
-      return failure();
-    vb = *v;
-  }
+  FailureOr<Value> vbOrNull = getOptionalValue(bias, n.loc);
+  if (failed(vbOrNull))
+    return failure();
+  Value vb = *vbOrNull;
   auto type = RankedTensorType::get(*shape, elementTypeOf(x));
   return defineValue(n, 0,
                      nn::Conv2DOp::create(builder, n.loc, type, *vx, *vw, vb,

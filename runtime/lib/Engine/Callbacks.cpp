@@ -440,7 +440,7 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
     return 1;
   if (options.onNonFinite == NonFinitePolicy::Skip) {
     // Applied after the step, if every rank finished it cleanly.
-    rank->pending.push_back({local, params, grads, state, count});
+    rank->pending.push_back({local, params, grads, state});
     return 0;
   }
   int64_t t = ++rank->optimizerSteps[local];

@@ -146,7 +146,6 @@ struct gpipe_rt_rank {
     float *params;
     const float *grads;
     float *state;
-    int64_t count;
   };
   std::vector<PendingUpdate> pending;
 };
