@@ -11,7 +11,10 @@
 //   2. The step's non-GEMM overhead at K = 1, M = 1: step time over the
 //      time spent inside sgemm (gpipe_rt_cpu_set_gemm_timing).
 //   3. Compile time (gpipe-compile to a shared library, wall clock) for
-//      100-, 1,000- and 10,000-layer MLPs.
+//      100-, 1,000- and 10,000-layer MLPs, and for GPT presets of 1,000,
+//      2,000, 4,000 and 10,000 blocks (quick: 250, 500, 1,000) with the
+//      time per block and the compiler's peak resident memory: linear in
+//      depth is the target, 10,000 blocks in under 5 minutes.
 //   4. Size against M: the GPT preset at K = 4 with M = 8 and M = 1024
 //      (two samples per micro-batch): bytes of the scheduled, planned IR
 //      (`--emit scheduled`), bytes of the shared library, and compile time
@@ -31,7 +34,9 @@
 #include "gpipe/Runtime/Engine.h"
 
 #include <chrono>
+#include <fcntl.h>
 #include <cstdio>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <cstdlib>
 #include <string>
@@ -43,19 +48,46 @@ using namespace gpipe::rt;
 
 namespace {
 
-/// Runs gpipe-compile with `args`; returns wall seconds, or -1 on failure.
-double compile(const std::string &args, const std::string &output) {
-  std::string command = std::string(GPIPE_COMPILE) + " " + args +
-                        " --quiet -o " + output + " > /dev/null";
+/// Runs gpipe-compile with `args` (words separated by spaces) and its
+/// output on /dev/null; returns wall seconds, or -1 on failure. `peakBytes`,
+/// when given, gets the compiler's peak resident memory.
+double compile(const std::string &args, const std::string &output,
+               double *peakBytes = nullptr) {
+  std::vector<std::string> words = {GPIPE_COMPILE};
+  std::string line = args + " --quiet -o " + output;
+  for (size_t at = 0; at < line.size();) {
+    size_t end = line.find(' ', at);
+    if (end == std::string::npos)
+      end = line.size();
+    if (end > at)
+      words.push_back(line.substr(at, end - at));
+    at = end + 1;
+  }
+  std::vector<char *> argv;
+  for (std::string &word : words)
+    argv.push_back(word.data());
+  argv.push_back(nullptr);
   auto start = std::chrono::steady_clock::now();
-  int rc = std::system(command.c_str());
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0)
+      dup2(null, STDOUT_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage usage;
+  bool waited = pid > 0 && wait4(pid, &status, 0, &usage) == pid;
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
-  if (rc != 0) {
-    std::fprintf(stderr, "pipeline_bench: failed: %s\n", command.c_str());
+  if (!waited || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "pipeline_bench: failed: %s\n", line.c_str());
     return -1;
   }
+  if (peakBytes)
+    *peakBytes = double(usage.ru_maxrss) * 1024.0;
   return seconds;
 }
 
@@ -186,6 +218,35 @@ int main(int argc, char **argv) {
       return 1;
     std::printf("  %6d  %7.2f\n", depth, seconds);
   }
+
+  std::printf("\ncompile time against depth (GPT preset, width 16, K=4, "
+              "M=4):\n");
+  std::printf("  blocks  seconds  ms/block  peak RSS (MiB)\n");
+  std::vector<int> blocks = opts.quick ? std::vector<int>{250, 500, 1000}
+                                       : std::vector<int>{1000, 2000, 4000,
+                                                          10000};
+  double firstPerBlock = 0, lastPerBlock = 0, lastSeconds = 0;
+  for (int depth : blocks) {
+    std::string args = "--preset gpt --depth " + std::to_string(depth) +
+                       " --width 16 --stages 4 --microbatches 4";
+    double peak = 0;
+    double seconds = compile(args, dir + "/deep-gpt.so", &peak);
+    if (seconds < 0)
+      return 1;
+    double perBlock = 1e3 * seconds / depth;
+    if (firstPerBlock == 0)
+      firstPerBlock = perBlock;
+    lastPerBlock = perBlock;
+    lastSeconds = seconds;
+    std::printf("  %6d  %7.1f  %8.2f  %14.0f\n", depth, seconds, perBlock,
+                peak / (1024.0 * 1024.0));
+  }
+  std::printf("  per block, deepest / shallowest: %.2fx (linear: about 1x)",
+              lastPerBlock / firstPerBlock);
+  if (!opts.quick)
+    std::printf("; 10,000 blocks in %.0f s (target < 300 s: %s)",
+                lastSeconds, lastSeconds < 300 ? "met" : "NOT met");
+  std::printf("\n");
 
   std::printf("\nsize against M (GPT preset, K=4, 2 samples per "
               "micro-batch, GPipe):\n");

@@ -249,38 +249,45 @@ int64_t placeByTime(const std::vector<PlannedBuffer> &buffers,
   auto later = [](const Expiry &a, const Expiry &b) { return a.first > b.first; };
   std::priority_queue<Expiry, std::vector<Expiry>, decltype(later)> expiries(
       later);
-  // The lengths of the free gaps between live buffers (below the top): a
-  // buffer longer than every gap goes on top without a scan.
-  std::multiset<int64_t> gaps;
+  // The free gaps between live buffers (below the top), by start and by
+  // length: a buffer longer than every gap goes on top without a scan, and
+  // a fitting one scans the gaps, not the live buffers (far fewer: live
+  // buffers mostly sit back to back).
+  std::map<int64_t, int64_t> gapsByStart;
+  std::multiset<int64_t> gapLengths;
   auto endBefore = [&](LiveSet::iterator it) {
     return it == live.begin() ? int64_t(0) : std::get<1>(*std::prev(it));
   };
-  auto addGap = [&](int64_t length) {
-    if (length > 0)
-      gaps.insert(length);
+  auto addGap = [&](int64_t start, int64_t end) {
+    if (end > start) {
+      gapsByStart.emplace(start, end - start);
+      gapLengths.insert(end - start);
+    }
   };
-  auto removeGap = [&](int64_t length) {
-    if (length > 0)
-      gaps.erase(gaps.find(length));
+  auto removeGap = [&](int64_t start, int64_t end) {
+    if (end > start) {
+      gapsByStart.erase(start);
+      gapLengths.erase(gapLengths.find(end - start));
+    }
   };
   auto insertLive = [&](const Live &entry) {
     auto it = live.insert(entry);
     auto next = std::next(it);
     int64_t before = endBefore(it);
     if (next != live.end()) {
-      removeGap(std::get<0>(*next) - before);
-      addGap(std::get<0>(*next) - std::get<1>(*it));
+      removeGap(before, std::get<0>(*next));
+      addGap(std::get<1>(*it), std::get<0>(*next));
     }
-    addGap(std::get<0>(*it) - before);
+    addGap(before, std::get<0>(*it));
     return it;
   };
   auto eraseLive = [&](LiveSet::iterator it) {
     auto next = std::next(it);
     int64_t before = endBefore(it);
-    removeGap(std::get<0>(*it) - before);
+    removeGap(before, std::get<0>(*it));
     if (next != live.end()) {
-      removeGap(std::get<0>(*next) - std::get<1>(*it));
-      addGap(std::get<0>(*next) - before);
+      removeGap(std::get<1>(*it), std::get<0>(*next));
+      addGap(before, std::get<0>(*next));
     }
     live.erase(it);
   };
@@ -304,15 +311,12 @@ int64_t placeByTime(const std::vector<PlannedBuffer> &buffers,
     // The lowest gap that holds it, else the top.
     int64_t top = live.empty() ? 0 : std::get<1>(*live.rbegin());
     int64_t found = -1;
-    if (!gaps.empty() && *gaps.rbegin() >= size) {
-      int64_t cursor = 0;
-      for (const auto &[begin, end, last] : live) {
-        if (begin - cursor >= size) {
-          found = cursor;
+    if (!gapLengths.empty() && *gapLengths.rbegin() >= size) {
+      for (const auto &[start, length] : gapsByStart)
+        if (length >= size) {
+          found = start;
           break;
         }
-        cursor = end;
-      }
     }
     offsets[idx] = found >= 0 ? found : top;
     arena = std::max(arena, offsets[idx] + size);

@@ -139,9 +139,10 @@ void mlir::gpipe::buildGPipeCompilePipeline(
 
 LogicalResult mlir::gpipe::writeCompileOutput(ModuleOp module,
                                               CompileStage stage,
-                                              StringRef outputFile) {
+                                              StringRef outputFile,
+                                              TimingScope &timing) {
   if (stage == CompileStage::Library)
-    return emitSharedLibrary(module, outputFile);
+    return emitSharedLibrary(module, outputFile, timing);
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> output =
       openOutputFile(outputFile, &error);
@@ -159,7 +160,7 @@ LogicalResult mlir::gpipe::writeCompileOutput(ModuleOp module,
       return failure();
     break;
   case CompileStage::Object:
-    if (failed(emitObject(module, output->os())))
+    if (failed(emitObject(module, output->os(), timing)))
       return failure();
     break;
   case CompileStage::Library:

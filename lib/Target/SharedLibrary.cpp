@@ -130,7 +130,8 @@ LogicalResult mlir::gpipe::emitLLVMIR(ModuleOp module, llvm::raw_ostream &os) {
 }
 
 LogicalResult mlir::gpipe::emitObject(ModuleOp module,
-                                      llvm::raw_pwrite_stream &os) {
+                                      llvm::raw_pwrite_stream &os,
+                                      TimingScope &timing) {
   std::string error;
   std::unique_ptr<llvm::TargetMachine> machine = createHostTargetMachine(error);
   if (!machine)
@@ -138,10 +139,13 @@ LogicalResult mlir::gpipe::emitObject(ModuleOp module,
                << error,
            failure();
   llvm::LLVMContext context;
+  TimingScope translating = timing.nest("translate to LLVM IR");
   std::unique_ptr<llvm::Module> llvmModule =
       translate(module, context, machine.get());
+  translating.stop();
   if (!llvmModule)
     return failure();
+  TimingScope generating = timing.nest("generate machine code");
   llvm::legacy::PassManager passes;
   if (machine->addPassesToEmitFile(passes, os, nullptr,
                                    llvm::CodeGenFileType::ObjectFile))
@@ -178,7 +182,8 @@ static uint64_t elfExtent(llvm::StringRef bytes) {
 }
 
 LogicalResult mlir::gpipe::emitSharedLibrary(ModuleOp module,
-                                             llvm::StringRef outputPath) {
+                                             llvm::StringRef outputPath,
+                                             TimingScope &timing) {
   // The object goes to a temporary file next to nothing the user owns.
   llvm::SmallString<128> objectPath;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
@@ -195,7 +200,7 @@ LogicalResult mlir::gpipe::emitSharedLibrary(ModuleOp module,
       return emitError(module.getLoc(), "cannot write ")
                  << objectPath.str().str() << ": " << ec.message(),
              failure();
-    if (failed(emitObject(module, os)))
+    if (failed(emitObject(module, os, timing)))
       return failure();
     // A failed write (a full disk, a file-size limit) must not reach the
     // stream's destructor, which would end the process and leave the object
@@ -230,6 +235,7 @@ LogicalResult mlir::gpipe::emitSharedLibrary(ModuleOp module,
   // output untouched.
   std::string temporary = (outputPath + ".tmp").str();
   std::string message;
+  TimingScope linking = timing.nest("link");
   llvm::SmallVector<llvm::StringRef> args = {
       driver, "-shared", "-o", temporary, objectPath, "-Wl,-z,noexecstack"};
   int rc = llvm::sys::ExecuteAndWait(driver, args, std::nullopt, {}, 0, 0,

@@ -17,6 +17,7 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/Support/CommandLine.h"
@@ -81,6 +82,7 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
   mlir::gpipe::GPipeCompileOptions options;
   options.registerAsCommandLineFlags(category);
   cl::HideUnrelatedOptions({&category, &gpipe_tools::getModelCategory(),
@@ -119,8 +121,14 @@ int main(int argc, char **argv) {
     return fail("a shared library cannot be written to standard output");
 
   auto started = std::chrono::steady_clock::now();
+  // --mlir-timing: the load, every pass and the back end's phases.
+  DefaultTimingManager timingManager;
+  applyDefaultTimingManagerCLOptions(timingManager);
+  TimingScope timing = timingManager.getRootScope();
   doing = "loading the model";
+  TimingScope loading = timing.nest("load the model");
   OwningOpRef<ModuleOp> module = gpipe_tools::loadModel(context, sourceMgr);
+  loading.stop();
   if (!module)
     return 1;
   options.source = describeSource();
@@ -128,12 +136,14 @@ int main(int argc, char **argv) {
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
+  pm.enableTiming(timing);
   mlir::gpipe::buildGPipeCompilePipeline(pm, options);
   doing = "compiling the pipeline";
   if (failed(pm.run(*module)))
     return 1;
   doing = "writing the output";
-  if (failed(mlir::gpipe::writeCompileOutput(*module, stop, outputFile)))
+  if (failed(mlir::gpipe::writeCompileOutput(*module, stop, outputFile,
+                                              timing)))
     return 1;
 
   if (!options.quiet && outputFile != "-" &&

@@ -28,6 +28,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
+#include "mlir/Support/Timing.h"
 
 #include <string>
 
@@ -182,9 +183,11 @@ void buildGPipeCompilePipeline(OpPassManager &pm,
 /// Writes `module`, compiled by `buildGPipeCompilePipeline` to `stage`, to
 /// `outputFile` ("-": standard output, text stages only): the IR as text up
 /// to `llvm`, then LLVM IR, an object file or the shared library. Errors
-/// are reported at the module.
+/// are reported at the module. The back end's phases are timed under
+/// `timing` (gpipe-compile --mlir-timing).
 LogicalResult writeCompileOutput(ModuleOp module, CompileStage stage,
-                                 llvm::StringRef outputFile);
+                                 llvm::StringRef outputFile,
+                                 TimingScope &timing);
 
 /// Registers `gpipe-pipeline` with the pass registry.
 void registerGPipePipelines();

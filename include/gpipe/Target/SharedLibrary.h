@@ -12,6 +12,7 @@
 #define GPIPE_TARGET_SHAREDLIBRARY_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -23,13 +24,17 @@ namespace mlir::gpipe {
 LogicalResult emitLLVMIR(ModuleOp module, llvm::raw_ostream &os);
 
 /// Translates `module` to a relocatable, position-independent object file
-/// for the host and writes it to `os`.
-LogicalResult emitObject(ModuleOp module, llvm::raw_pwrite_stream &os);
+/// for the host and writes it to `os`; `timing` gets the translation and the
+/// code generation as nested timers (a default scope times nothing).
+LogicalResult emitObject(ModuleOp module, llvm::raw_pwrite_stream &os,
+                         TimingScope &timing);
 
 /// Emits the object and links it into the shared library `outputPath` with
 /// the C compiler driver (`$CC`, else cc, gcc or clang on PATH). Errors are
-/// reported at the module's location.
-LogicalResult emitSharedLibrary(ModuleOp module, llvm::StringRef outputPath);
+/// reported at the module's location. `timing` as for `emitObject`, plus the
+/// link.
+LogicalResult emitSharedLibrary(ModuleOp module, llvm::StringRef outputPath,
+                                TimingScope &timing);
 
 } // namespace mlir::gpipe
 
