@@ -87,7 +87,10 @@ int main(int argc, char **argv) {
                             &gpipe_tools::getPresetCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
-      "gpipe-compile: model -> K-stage GPipe pipeline -> shared library\n");
+      "gpipe-compile: model -> K-stage GPipe pipeline -> shared library\n\n"
+      "  Trains by default; --inference builds the forward-only pipeline\n"
+      "  (no loss, no backward; batch norm with its running statistics,\n"
+      "  dropout the identity) that `gpipe-run --predict` runs.\n");
 
   DialectRegistry registry;
   mlir::gpipe::registerAllDialects(registry);
@@ -107,6 +110,9 @@ int main(int argc, char **argv) {
   if (options.memoryBudget.empty() &&
       options.memoryBudget.getNumOccurrences() > 0)
     return fail(mlir::gpipe::kEmptyMemoryBudget);
+  if (std::string error = mlir::gpipe::getInferenceOptionError(options);
+      !error.empty())
+    return fail(error);
 
   mlir::gpipe::CompileStage stop = options.emit;
   if (outputFile.empty()) {
@@ -120,7 +126,7 @@ int main(int argc, char **argv) {
 
   auto started = std::chrono::steady_clock::now();
   doing = "loading the model";
-  OwningOpRef<ModuleOp> module = gpipe_tools::loadModel(context, sourceMgr);
+  OwningOpRef<ModuleOp> module = gpipe_tools::loadModel(context, sourceMgr, options.inference);
   if (!module)
     return 1;
   options.source = describeSource();
