@@ -177,7 +177,9 @@ bool Verifier::checkTopLevel() {
   int64_t numActions = 0;
   for (const std::vector<Action> &program : schedule.ranks)
     numActions += static_cast<int64_t>(program.size());
-  int64_t needed = 2 * static_cast<int64_t>(numStages) * numMicrobatches;
+  // A forward-only schedule needs the forwards alone.
+  int64_t needed = (schedule.forwardOnly ? 1 : 2) *
+                   static_cast<int64_t>(numStages) * numMicrobatches;
   if (numActions < needed) {
     report(VerifyProblemKind::Coverage,
            std::to_string(numStages) + " stages x " +
@@ -185,7 +187,9 @@ bool Verifier::checkTopLevel() {
                " micro-batches need at "
                "least " +
                std::to_string(needed) +
-               " forward and backward actions, the schedule has " +
+               (schedule.forwardOnly ? " forward actions"
+                                     : " forward and backward actions") +
+               ", the schedule has " +
                std::to_string(numActions) + " actions in all");
     ok = false;
   }

@@ -686,7 +686,7 @@ int main(int argc, char **argv) {
           "continue from them, or choose another --checkpoint-dir");
 
   TrainingState resumed;
-  if (args.resume) {
+  if (args.resume && !args.predict) {
     OptimizerConfig config;
     s = resolveOptimizer(meta, run.optimizer, config);
     if (!s.ok())
