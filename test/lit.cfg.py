@@ -43,6 +43,9 @@ config.substitutions.append(
     ("%set-tensor", "python3 " + os.path.join(config.test_source_root, "Utils",
                                               "set-tensor.py")))
 config.substitutions.append(
+    ("%add-tensor", "python3 " + os.path.join(config.test_source_root, "Utils",
+                                              "add-tensor.py")))
+config.substitutions.append(
     ("%take-samples", "python3 " + os.path.join(config.test_source_root,
                                                 "Utils", "take-samples.py")))
 config.substitutions.append(

@@ -431,12 +431,15 @@ std::vector<PlannedBuffer> collectBuffers(const Schedule &schedule,
   int numStages = schedule.numStages;
   int last = std::max(static_cast<int>(program.size()) - 1, 0);
   std::vector<PlannedBuffer> buffers;
-  int64_t optimizerFactor = getOptimizerStateFactor(input.optimizer);
+  // Inference trains nothing: parameters only.
+  const bool forwardOnly = schedule.forwardOnly;
+  int64_t optimizerFactor =
+      forwardOnly ? 0 : getOptimizerStateFactor(input.optimizer);
   for (int s : schedule.getStagesOfRank(r)) {
     int64_t params = input.stages[s].paramBytes;
     for (auto [kind, bytes] :
          {std::pair{BufferKind::Parameters, params},
-          std::pair{BufferKind::Gradients, params},
+          std::pair{BufferKind::Gradients, forwardOnly ? 0 : params},
           std::pair{BufferKind::OptimizerState, optimizerFactor * params}})
       if (bytes > 0)
         buffers.push_back({kind, s, -1, bytes, 0, 0, last, 0});
@@ -495,8 +498,14 @@ std::vector<PlannedBuffer> collectBuffers(const Schedule &schedule,
       if (s == 0)
         create(BufferKind::Input, s, m, sm.inputBytes, i);
       if (auto it = open.find({static_cast<int>(BufferKind::Input), s, m});
-          it != open.end())
-        buffers[it->second].keptFromAction = i;
+          it != open.end()) {
+        // Inference: the input dies with its forward, never kept.
+        buffers[it->second].keptFromAction = forwardOnly ? i + 1 : i;
+        if (forwardOnly) {
+          buffers[it->second].lastAction = i;
+          open.erase(it);
+        }
+      }
       create(BufferKind::ExtraInput, s, m, sm.extraInputBytes, i);
       if (keepSaved)
         create(BufferKind::Saved, s, m, sm.savedBytes, i);

@@ -122,7 +122,8 @@ std::vector<int> Schedule::getStagesOfRank(int rank) const {
 bool Schedule::operator==(const Schedule &other) const {
   return numStages == other.numStages &&
          numMicrobatches == other.numMicrobatches &&
-         stageToRank == other.stageToRank && ranks == other.ranks;
+         stageToRank == other.stageToRank && ranks == other.ranks &&
+         forwardOnly == other.forwardOnly;
 }
 
 BoundaryTraffic BoundaryTraffic::uniform(int numStages, int64_t bytes,
@@ -701,6 +702,19 @@ Schedule mlir::gpipe::buildGPipeSchedule(int numStages, int numMicrobatches,
                                          const ScheduleOptions &options) {
   return finish(makeGPipeOrder(numStages, numMicrobatches, options), traffic,
                 options);
+}
+
+Schedule mlir::gpipe::buildForwardSchedule(int numStages,
+                                           int numMicrobatches,
+                                           const BoundaryTraffic &traffic,
+                                           const ScheduleOptions &options) {
+  Schedule order = makeComputeSkeleton(numStages, numMicrobatches);
+  for (int k = 0, e = order.getNumRanks(); k < e; ++k)
+    for (int mb = 0; mb < numMicrobatches; ++mb)
+      order.ranks[k].push_back(Action::compute(ActionKind::Forward, k, mb));
+  Schedule schedule = finish(std::move(order), traffic, options);
+  schedule.forwardOnly = true;
+  return schedule;
 }
 
 Schedule mlir::gpipe::buildGPipeSchedule(int numStages, int numMicrobatches,

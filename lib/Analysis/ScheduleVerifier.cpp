@@ -177,7 +177,9 @@ bool Verifier::checkTopLevel() {
   int64_t numActions = 0;
   for (const std::vector<Action> &program : schedule.ranks)
     numActions += static_cast<int64_t>(program.size());
-  int64_t needed = 2 * static_cast<int64_t>(numStages) * numMicrobatches;
+  // A forward-only schedule needs the forwards alone.
+  int64_t needed = (schedule.forwardOnly ? 1 : 2) *
+                   static_cast<int64_t>(numStages) * numMicrobatches;
   if (numActions < needed) {
     report(VerifyProblemKind::Coverage,
            std::to_string(numStages) + " stages x " +
@@ -185,7 +187,9 @@ bool Verifier::checkTopLevel() {
                " micro-batches need at "
                "least " +
                std::to_string(needed) +
-               " forward and backward actions, the schedule has " +
+               (schedule.forwardOnly ? " forward actions"
+                                     : " forward and backward actions") +
+               ", the schedule has " +
                std::to_string(numActions) + " actions in all");
     ok = false;
   }
@@ -391,7 +395,14 @@ void Verifier::checkCoverage() {
                    onRank() + " actions " + listIndices(f) + ")");
       bool full = b.size() == 1 && in.empty() && w.empty();
       bool split = b.empty() && in.size() == 1 && w.size() == 1;
-      if (!full && !split) {
+      if (schedule.forwardOnly) {
+        // Inference: the forward is all there is.
+        Pos other = firstOf({&b, &in, &w, &re});
+        if (other.rank >= 0)
+          report(VerifyProblemKind::Coverage,
+                 at(other) + " has no place in a forward-only schedule (" +
+                     name() + ")");
+      } else if (!full && !split) {
         if (b.empty() && in.empty() && w.empty()) {
           Pos forward = firstOf({&f});
           report(VerifyProblemKind::Coverage,
@@ -414,12 +425,21 @@ void Verifier::checkCoverage() {
                      backwardWork() + ")");
         }
       }
-      if (re.size() > 1)
+      if (re.size() > 1 && !schedule.forwardOnly)
         report(VerifyProblemKind::Coverage,
                name() + " has " + std::to_string(re.size()) + " recomputes (" +
                    onRank() + " actions " + listIndices(re) + ")");
     }
     std::string stageName = "stage " + std::to_string(s);
+    if (schedule.forwardOnly) {
+      for (const std::vector<Pos> *list : {&steps[s], &reduceGrads[s]})
+        if (!list->empty())
+          report(VerifyProblemKind::Coverage,
+                 at(list->front()) +
+                     " has no place in a forward-only schedule (" +
+                     stageName + " updates no parameters)");
+      continue;
+    }
     if (steps[s].empty()) {
       // Name the stage's last action, after which its step belongs.
       Pos last;
@@ -548,6 +568,16 @@ void Verifier::checkPairing() {
       continue;
     for (int mb = 0; mb < numMicrobatches; ++mb) {
       for (bool forward : {true, false}) {
+        // Inference: no gradient crosses a boundary.
+        if (!forward && schedule.forwardOnly) {
+          for (const std::vector<Pos> *list :
+               {&slot(sendB, b + 1, mb), &slot(recvB, b, mb)})
+            for (Pos pos : *list)
+              report(VerifyProblemKind::Unmatched,
+                     at(pos) + " has no place in a forward-only schedule "
+                               "(no gradient crosses a boundary)");
+          continue;
+        }
         const std::vector<Pos> &sends =
             forward ? slot(sendF, b, mb) : slot(sendB, b + 1, mb);
         const std::vector<Pos> &recvs =

@@ -233,6 +233,13 @@ LogicalResult Executor::findPipeline() {
               "equivalent is the same pipeline with "
            << pipeline.getNumMicrobatches() * pipeline.getNumReplicas()
            << " micro-batches)";
+  // The executor checks a training step (gradients and updates); an
+  // inference pipeline's forwards are the network function's on each
+  // micro-batch, which the nn interpreter runs.
+  if (pipeline.isForwardOnly())
+    return emitPipelineError(pipeline)
+           << "is forward_only; the reference executor runs training steps "
+              "(interpret the network function for its outputs)";
   numMicrobatches = pipeline.getNumMicrobatches();
   if (numMicrobatches < 1)
     return emitPipelineError(pipeline)

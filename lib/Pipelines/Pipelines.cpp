@@ -49,9 +49,13 @@ static void buildPipeline(OpPassManager &pm,
   layers.granularity = options.granularity;
   pm.addNestedPass<func::FuncOp>(nn::createNNFormLayersPass(layers));
 
-  nn::NNAttachLossPassOptions loss;
-  loss.loss = options.loss;
-  pm.addPass(nn::createNNAttachLossPass(loss));
+  if (options.inference) {
+    pm.addPass(nn::createNNInferencePass());
+  } else {
+    nn::NNAttachLossPassOptions loss;
+    loss.loss = options.loss;
+    pm.addPass(nn::createNNAttachLossPass(loss));
+  }
 
   nn::NNMicrobatchPassOptions microbatch;
   microbatch.microbatches = options.microbatches;
@@ -71,6 +75,11 @@ static void buildPipeline(OpPassManager &pm,
   partition.balance.assign(options.balance.begin(), options.balance.end());
   partition.memoryBudget = options.memoryBudget;
   partition.profile = profile;
+  if (options.inference) {
+    partition.forwardOnly = true;
+    partition.pipelineName = "infer";
+    partition.remat = Remat::None;
+  }
   pm.addPass(withMemoryBudget(createGPipePartitionPass(partition), options));
   if (partitionOnly)
     return;
@@ -94,6 +103,41 @@ void mlir::gpipe::buildGPipePipeline(OpPassManager &pm,
                                      const GPipePipelineOptions &options,
                                      bool partitionOnly) {
   buildPipeline(pm, options, options.profile, partitionOnly);
+}
+
+std::string
+mlir::gpipe::getInferenceOptionError(const GPipePipelineOptions &options) {
+  if (!options.inference)
+    return "";
+  auto given = [](const llvm::cl::Option &option) {
+    return option.getNumOccurrences() > 0;
+  };
+  const char *why = "a forward-only pipeline is GPipe's forward half";
+  if (given(options.schedule) && options.schedule != ScheduleKind::GPipe)
+    return "--schedule " + stringifyScheduleKind(options.schedule).str() +
+           " has no meaning with --inference: " + why +
+           " (every schedule's forwards run in the same order); leave "
+           "--schedule out";
+  if (!options.scheduleFile.empty())
+    return std::string("--schedule-file has no meaning with --inference: ") +
+           why + ", with no backward to place";
+  if (given(options.virtualStages) && options.virtualStages != 1)
+    return "--virtual-stages " + std::to_string(options.virtualStages) +
+           " is not supported with --inference: " + why +
+           ", one stage per rank";
+  if (given(options.remat))
+    return "--remat has no meaning with --inference: nothing is kept for "
+           "a backward (there is none)";
+  if (given(options.loss))
+    return "--loss has no meaning with --inference: no loss is computed "
+           "(the output is the last stage's logits)";
+  if (given(options.optimizer))
+    return "--optimizer has no meaning with --inference: nothing is "
+           "trained, the memory plan holds no gradients or optimizer state";
+  if (options.dataParallel != 1)
+    return "--data-parallel " + std::to_string(options.dataParallel) +
+           " is not supported with --inference yet: compile one replica";
+  return "";
 }
 
 ProfileKind GPipeCompileOptions::getEffectiveProfile() const {

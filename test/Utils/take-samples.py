@@ -4,8 +4,9 @@
 # Usage: take-samples.py IN OUT N
 #
 # Writes safetensors file OUT with the first N samples (rows of dim 0) of
-# IN's 'input' and 'labels' tensors, nothing else; for making short data
-# files in tests. Standard library only.
+# IN's 'input', 'labels' and 'output' tensors (those it has), nothing else;
+# for making short data files in tests and comparing the first outputs of
+# a prediction. Standard library only.
 #
 #===----------------------------------------------------------------------===#
 import json
@@ -19,7 +20,7 @@ def main():
     (size,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8:8 + size])
     out_header, payload = {}, b""
-    for name in ("input", "labels"):
+    for name in ("input", "labels", "output"):
         if name not in header:
             continue
         info = header[name]

@@ -146,10 +146,12 @@ inline LogicalResult checkUnusedModelFlags(MLIRContext &context) {
 }
 
 /// Loads the model the options name: a preset, an ONNX file, or nn IR
-/// (`.mlir`, `.mlirbc`) parsed with `sourceMgr`. Null after reporting an
-/// error.
+/// (`.mlir`, `.mlirbc`) parsed with `sourceMgr`; `inference` imports ONNX
+/// for an inference pipeline (ONNXImportOptions::inference). Null after
+/// reporting an error.
 inline OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
-                                       llvm::SourceMgr &sourceMgr) {
+                                       llvm::SourceMgr &sourceMgr,
+                                       bool inference = false) {
   if (failed(checkUnusedModelFlags(context)))
     return nullptr;
   if (!preset.empty()) {
@@ -203,6 +205,7 @@ inline OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
     return parseSourceFile<ModuleOp>(sourceMgr, &context);
   }
   mlir::gpipe::ONNXImportOptions options;
+  options.inference = inference;
   for (const std::string &d : dims) {
     auto [name, size] = StringRef(d).split('=');
     int64_t value;

@@ -89,7 +89,10 @@ int main(int argc, char **argv) {
                             &gpipe_tools::getPresetCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
-      "gpipe-compile: model -> K-stage GPipe pipeline -> shared library\n");
+      "gpipe-compile: model -> K-stage GPipe pipeline -> shared library\n\n"
+      "  Trains by default; --inference builds the forward-only pipeline\n"
+      "  (no loss, no backward; batch norm with its running statistics,\n"
+      "  dropout the identity) that `gpipe-run --predict` runs.\n");
 
   DialectRegistry registry;
   mlir::gpipe::registerAllDialects(registry);
@@ -109,6 +112,9 @@ int main(int argc, char **argv) {
   if (options.memoryBudget.empty() &&
       options.memoryBudget.getNumOccurrences() > 0)
     return fail(mlir::gpipe::kEmptyMemoryBudget);
+  if (std::string error = mlir::gpipe::getInferenceOptionError(options);
+      !error.empty())
+    return fail(error);
 
   mlir::gpipe::CompileStage stop = options.emit;
   if (outputFile.empty()) {
@@ -127,7 +133,8 @@ int main(int argc, char **argv) {
   TimingScope timing = timingManager.getRootScope();
   doing = "loading the model";
   TimingScope loading = timing.nest("load the model");
-  OwningOpRef<ModuleOp> module = gpipe_tools::loadModel(context, sourceMgr);
+  OwningOpRef<ModuleOp> module =
+      gpipe_tools::loadModel(context, sourceMgr, options.inference);
   loading.stop();
   if (!module)
     return 1;

@@ -47,6 +47,11 @@ static cl::opt<bool> emitBytecode("emit-bytecode",
                                   cl::desc("Write MLIR bytecode (compact "
                                            "parameter values)"),
                                   cl::cat(category));
+static cl::opt<bool> inference(
+    "inference",
+    cl::desc("Import for an inference pipeline: accept batch norms exported "
+             "in inference mode (gpipe-compile --inference)"),
+    cl::cat(category));
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerAsmPrinterCLOptions();
@@ -65,7 +70,7 @@ int main(int argc, char **argv) {
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   auto toolHandler = gpipe_tools::reportUnlocatedAs(context, "gpipe-import");
 
-  OwningOpRef<ModuleOp> module = gpipe_tools::loadModel(context, sourceMgr);
+  OwningOpRef<ModuleOp> module = gpipe_tools::loadModel(context, sourceMgr, inference);
   if (!module)
     return 1;
 

@@ -753,3 +753,58 @@ TEST(MemoryPlanTest, Description) {
 }
 
 } // namespace
+
+// Inference: GPipe's forward half. The verifier takes the forwards alone and
+// refuses anything else; the plan holds parameters and receive buffers, no
+// gradients, optimizer state or kept activations.
+TEST(MemoryPlanTest, ForwardOnlySchedule) {
+  Schedule schedule =
+      buildForwardSchedule(2, 3, BoundaryTraffic::uniform(2, 256));
+  ASSERT_TRUE(schedule.forwardOnly);
+  EXPECT_EQ(cells(schedule.ranks[0]),
+            "0F0,0SEND_F0,0F1,0SEND_F1,0F2,0SEND_F2");
+  EXPECT_EQ(cells(schedule.ranks[1]),
+            "1RECV_F0,1F0,1RECV_F1,1F1,1RECV_F2,1F2");
+  VerifyResult verified = verifySchedule(schedule);
+  EXPECT_TRUE(verified.ok()) << verified.getMessage();
+
+  MemoryPlanInput input;
+  input.optimizer = OptimizerKind::Adam;
+  input.alignment = 1;
+  for (int s = 0; s < 2; ++s) {
+    StageMemory m;
+    m.paramBytes = 1000;
+    m.inputBytes = 256;
+    m.outputBytes = s == 0 ? 256 : 0;
+    m.forwardScratch = 100;
+    m.backwardScratch = 5000; // no backward runs
+    input.stages.push_back(m);
+  }
+  MemoryPlan plan = planMemory(schedule, input);
+  ASSERT_TRUE(plan.ok()) << plan.error;
+  for (const RankMemoryPlan &rank : plan.ranks) {
+    for (const PlannedBuffer &b : rank.buffers) {
+      EXPECT_NE(b.kind, BufferKind::Gradients);
+      EXPECT_NE(b.kind, BufferKind::OptimizerState);
+      EXPECT_FALSE(b.isKeptAt(b.firstAction) || b.isKeptAt(b.lastAction));
+    }
+    EXPECT_EQ(rank.atPeak.keptActivations, 0);
+    EXPECT_EQ(rank.atPeak.gradients + rank.atPeak.optimizerState, 0);
+  }
+  // Rank 0 at its forward: parameters, the data micro-batch, the output
+  // waiting for its send and the working set.
+  EXPECT_EQ(plan.ranks[0].peakBytes, 1000 + 256 + 256 + 100);
+  // Rank 1: parameters, the received input and the working set.
+  EXPECT_EQ(plan.ranks[1].peakBytes, 1000 + 256 + 100);
+
+  // A backward in a forward-only schedule is refused.
+  Schedule withBackward = schedule;
+  withBackward.ranks[1].push_back(
+      Action::compute(ActionKind::Backward, 1, 0));
+  VerifyResult refused = verifySchedule(withBackward);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.getMessage().find(
+                "has no place in a forward-only schedule"),
+            std::string::npos)
+      << refused.getMessage();
+}

@@ -51,6 +51,10 @@
 //                    REDUCE_GRAD to STEP. Counted with the boundary buffers
 //                    (communication).
 //
+// A forward-only (inference) schedule has Parameters as its only persistent
+// buffers, and each Input lives from its arrival to its forward only: a
+// receive buffer, never kept (no ExtraInput, Saved, Deferred or gradients).
+//
 // Kept activations = Input (from its forward on) + ExtraInput + Saved +
 // Deferred;
 // boundary (send/receive) buffers = Input (before its forward) + Output +

@@ -99,6 +99,10 @@ struct Schedule {
   std::vector<int> stageToRank;
   /// One program per rank; ranks.size() is the number of ranks.
   std::vector<std::vector<Action>> ranks;
+  /// An inference schedule: every (stage, micro-batch) runs one forward and
+  /// nothing else (no backward, recompute, gradient reduction or step), and
+  /// only activations cross the boundaries.
+  bool forwardOnly = false;
 
   int getNumRanks() const { return static_cast<int>(ranks.size()); }
   /// The rank of `stage`, or -1 when out of range.
@@ -191,6 +195,14 @@ Schedule buildGPipeSchedule(int numStages, int numMicrobatches,
                             const ScheduleOptions &options = {});
 Schedule buildGPipeSchedule(int numStages, int numMicrobatches,
                             int64_t boundaryBytes);
+
+/// GPipe's forward half, for inference: stage k on rank k runs the M
+/// forwards in micro-batch order, with the sends and receives
+/// `insertCommunication` places; `forwardOnly` is set. K < 1 or M < 1 gives
+/// a schedule with no ranks, which `verifySchedule` rejects.
+Schedule buildForwardSchedule(int numStages, int numMicrobatches,
+                              const BoundaryTraffic &traffic,
+                              const ScheduleOptions &options = {});
 
 /// Non-interleaved 1F1B (PipeDream-flush): stage k runs min(K-k-1, M) warm-up
 /// forwards, then alternates one forward and one backward, then drains the

@@ -28,6 +28,11 @@ struct ONNXImportOptions {
   /// Initializers with more elements than this are stored as
   /// `dense_resource` blobs instead of inline `dense` literals.
   int64_t inlineElementLimit = 16;
+  /// Import for inference (gpipe-compile --inference): a BatchNormalization
+  /// exported in inference mode (fixed running statistics) is accepted, as
+  /// the `nn.batch_norm` that nn-inference turns into its running-statistics
+  /// form; for training it is refused.
+  bool inference = false;
 };
 
 /// Reads and imports the ONNX file at `path`. On failure reports located

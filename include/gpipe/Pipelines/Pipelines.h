@@ -89,6 +89,14 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
       *this, "optimizer",
       llvm::cl::desc("Optimizer whose state the memory plan reserves"),
       llvm::cl::init(OptimizerKind::SGD), getOptimizerKindValues()};
+  Option<bool> inference{
+      *this, "inference",
+      llvm::cl::desc("Build a forward-only inference pipeline (GPipe's "
+                     "forward half): no loss, no backward, no gradients or "
+                     "optimizer state; batch norm uses its running "
+                     "statistics, dropout is the identity; the output is "
+                     "the last stage's logits"),
+      llvm::cl::init(false)};
   Option<nn::LayerGranularity> granularity{
       *this, "granularity", llvm::cl::desc("Layer granularity"),
       llvm::cl::init(nn::LayerGranularity::Scope),
@@ -98,7 +106,9 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
 /// nn network (one mini-batch) -> verified, scheduled, memory-planned
 /// gpipe.pipeline: canonicalize, nn-form-layers, nn-attach-loss,
 /// nn-microbatch, gpipe-partition, gpipe-schedule, gpipe-verify-schedule,
-/// gpipe-plan-memory.
+/// gpipe-plan-memory. With `inference`, nn-inference replaces
+/// nn-attach-loss and the partition builds the forward-only pipeline
+/// `@infer`.
 /// With `partitionOnly`, stops after gpipe-partition (an unscheduled
 /// pipeline of stage functions).
 void buildGPipePipeline(OpPassManager &pm, const GPipePipelineOptions &options,
@@ -188,6 +198,14 @@ void buildGPipeCompilePipeline(OpPassManager &pm,
 LogicalResult writeCompileOutput(ModuleOp module, CompileStage stage,
                                  llvm::StringRef outputFile,
                                  TimingScope &timing);
+
+/// The first option `options` sets that an inference pipeline refuses
+/// ("--schedule 1f1b", "--remat stage", ...) with why, or "" when there is
+/// none or `options.inference` is off. A forward-only pipeline is GPipe's
+/// forward half: no other schedule, no virtual stages, no imported
+/// schedule, no remat policy, loss or optimizer (nothing is trained), and
+/// one replica.
+std::string getInferenceOptionError(const GPipePipelineOptions &options);
 
 /// Registers `gpipe-pipeline` with the pass registry.
 void registerGPipePipelines();

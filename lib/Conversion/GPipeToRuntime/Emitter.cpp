@@ -161,8 +161,10 @@ LogicalResult Emitter::run() {
   for (auto [s, stage] : llvm::enumerate(converted.stages)) {
     auto forward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
         stage, stage.getForwardAttr());
-    auto backward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-        stage, stage.getBackwardAttr());
+    func::FuncOp backward;
+    if (stage.hasBackward())
+      backward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          stage, stage.getBackwardAttr());
     unsigned saved = 0;
     if (auto count = forward->getAttrOfType<IntegerAttr>("nn.saved_count"))
       saved = unsigned(count.getInt());
@@ -174,12 +176,17 @@ LogicalResult Emitter::run() {
     if (failed(f))
       return failure();
     FunctionType ft = forward.getFunctionType();
-    FailureOr<LoweredFunction> bw =
-        lowerStageFunction(backward, StageFunctionKind::Backward, int64_t(s));
-    if (failed(bw))
-      return failure();
+    // A forward-only stage (inference) has no backward to lower.
+    LoweredFunction bw;
+    if (backward) {
+      FailureOr<LoweredFunction> lowered = lowerStageFunction(
+          backward, StageFunctionKind::Backward, int64_t(s));
+      if (failed(lowered))
+        return failure();
+      bw = *lowered;
+    }
     forwards.push_back(*f);
-    backwards.push_back(*bw);
+    backwards.push_back(bw);
     // The zero-bubble halves, when the stage declares them.
     std::optional<LoweredFunction> in, w;
     SmallVector<int64_t> deferredOff;

@@ -189,6 +189,15 @@ private:
                             Value rank, Value arena, Block *abort);
   llvm::json::Array describeActions(Block &block);
   LogicalResult emitMetadata();
+  /// The type of the last stage's prediction for one micro-batch: the
+  /// forward-only pipeline's output, or the logits (prediction) its loss
+  /// reads in training; none when the loss reads no tensor.
+  std::optional<Type> getPredictionType(func::FuncOp lastForward);
+  /// Emits gpipe_rt_report_output(rank, mb, value, bytes) of `value` (the
+  /// last stage's prediction) at `at`, returning the callback's status
+  /// from the function when it fails.
+  void emitReportOutput(OpBuilder &at, Location loc, LLVM::LLVMFuncOp func,
+                        Value rank, Value mb, Value value, int64_t bytes);
 
   ModuleOp module;
   PipelineOp pipeline;

@@ -61,6 +61,18 @@ llvm::json::Array Emitter::describeActions(Block &block) {
   return entries;
 }
 
+std::optional<Type> Emitter::getPredictionType(func::FuncOp lastForward) {
+  if (pipeline.isForwardOnly())
+    return lastForward.getFunctionType().getResult(0);
+  std::optional<Type> type;
+  lastForward.walk([&](Operation *op) {
+    if (isa<nn::CrossEntropyOp, nn::MSEOp>(op) && !type &&
+        isa<ShapedType>(op->getOperand(0).getType()))
+      type = op->getOperand(0).getType();
+  });
+  return type;
+}
+
 LogicalResult Emitter::emitMetadata() {
   const Schedule &schedule = converted.schedule;
   int K = schedule.numStages, M = schedule.numMicrobatches;
@@ -117,6 +129,20 @@ LogicalResult Emitter::emitMetadata() {
     }
   });
   root["loss"] = loss;
+  // What a run may save as its outputs (gpipe_rt_report_output): the last
+  // stage's prediction over the mini-batch, the logits the loss reads in
+  // training.
+  root["mode"] = pipeline.isForwardOnly() ? "inference" : "train";
+  if (std::optional<Type> prediction = getPredictionType(lastForward)) {
+    if (failed(getRuntimeDType(cast<ShapedType>(*prediction).getElementType())))
+      return mlir::emitError(loc) << "unsupported output type " << *prediction,
+             failure();
+    root["output"] =
+        llvm::json::Object{{"shape", toJSON(batchShape(*prediction))},
+                           {"dtype", dtypeName(*prediction)}};
+  } else {
+    root["output"] = nullptr;
+  }
   FunctionType lastType = lastForward.getFunctionType();
   if (lastType.getNumInputs() > 1) {
     Type labelType = lastType.getInput(1);

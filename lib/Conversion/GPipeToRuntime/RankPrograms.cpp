@@ -166,7 +166,8 @@ LogicalResult Emitter::lowerAction(OpBuilder &at, ProgramOp program,
   };
   auto gradsPtr = [&]() -> FailureOr<Value> {
     std::optional<Value> g = slotPtr(SlotKind::Gradients, s);
-    if (!g && sp.bytes > 0)
+    // Inference plans no gradients; forwards never touch them.
+    if (!g && sp.bytes > 0 && !pipeline.isForwardOnly())
       return missing("gradient");
     return g ? *g : ptrAt(0);
   };

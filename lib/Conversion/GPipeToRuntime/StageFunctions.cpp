@@ -231,6 +231,15 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
                             ? offsetPtr(at, opLoc, scratch, it->second)
                             : scratch; // empty tensors
     }
+    // Training's last forward hands its prediction (the logits the loss
+    // reads) to the runtime before the loss: what `gpipe-run
+    // --save-outputs` writes.
+    if (kind == StageFunctionKind::Forward && last &&
+        isa<nn::CrossEntropyOp, nn::MSEOp>(op)) {
+      Value prediction = op->getOperand(0);
+      emitReportOutput(at, opLoc, llvmFunc, rank, mb, addressOf(prediction),
+                       getValueBytes(prediction.getType()));
+    }
     FailureOr<KernelCall> call = getKernelCall(
         op, KernelCallOptions{"CPU code generator", precision == "bf16"});
     if (failed(call))
@@ -243,6 +252,12 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
   SmallVector<Value> returned = liveness.getReturned();
   if (kind == StageFunctionKind::Forward) {
     for (auto [i, v] : llvm::enumerate(returned)) {
+      if (i == 0 && last && pipeline.isForwardOnly()) {
+        // The prediction of an inference pipeline: reported, not stored.
+        emitReportOutput(at, loc, llvmFunc, rank, mb, addressOf(v),
+                         getValueBytes(v.getType()));
+        continue;
+      }
       if (i == 0 && last) {
         // The loss: reported, not stored.
         auto report = declare("gpipe_rt_report_loss", i32Ty,
@@ -339,3 +354,22 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
   return lowered;
 }
 
+void Emitter::emitReportOutput(OpBuilder &at, Location loc,
+                               LLVM::LLVMFuncOp func, Value rank, Value mb,
+                               Value value, int64_t bytes) {
+  auto report = declare("gpipe_rt_report_output", i32Ty,
+                        {ptrTy, i64Ty, ptrTy, i64Ty});
+  auto call = LLVM::CallOp::create(
+      at, loc, report, ValueRange{rank, mb, value, constI64(at, loc, bytes)});
+  Value zero = constI32(at, loc, 0);
+  Value bad = LLVM::ICmpOp::create(at, loc, LLVM::ICmpPredicate::ne,
+                                   call.getResult(), zero);
+  Block *next = new Block();
+  func.getBody().push_back(next);
+  Block *abort = new Block();
+  func.getBody().push_back(abort);
+  LLVM::CondBrOp::create(at, loc, bad, abort, next);
+  OpBuilder ab = OpBuilder::atBlockBegin(abort);
+  LLVM::ReturnOp::create(ab, loc, call.getResult());
+  at.setInsertionPointToStart(next);
+}

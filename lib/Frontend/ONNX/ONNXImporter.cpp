@@ -1587,12 +1587,15 @@ LogicalResult Importer::importBatchNorm(NodeCtx &n) {
   // running statistics and the saved batch statistics).
   if (opset < 14)
     trainingMode = n.proto.output_size() > 1;
-  if (!trainingMode)
+  // Inference normalizes every batch norm with its running statistics
+  // (nn-inference), however it was exported.
+  if (!trainingMode && !options.inference)
     return n.error() << "normalizes with fixed running statistics (inference "
                         "mode); gpipe trains batch norms with batch "
                         "statistics: export the model in training mode "
                         "(torch.onnx.export(..., training=torch.onnx."
-                        "TrainingMode.TRAINING))",
+                        "TrainingMode.TRAINING)), or compile it for "
+                        "inference with --inference",
            failure();
   for (int r = 1; r < n.proto.output_size(); ++r)
     if (failed(checkUnusedOutput(n, r, r < 3 ? "running statistics"

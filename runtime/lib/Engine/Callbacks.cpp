@@ -372,6 +372,46 @@ int32_t RunState::reportLoss(gpipe_rt_rank *rank, int64_t mb,
   return inspect(rank, loss, 1, site);
 }
 
+int32_t RunState::reportOutput(gpipe_rt_rank *rank, int64_t mb,
+                               const void *data, int64_t bytes) {
+  if (isAborted())
+    return 1;
+  auto at = [&] {
+    return where(rank, currentAction(rank)) + ": gpipe_rt_report_output";
+  };
+  if (mb < 0 || mb >= meta.microbatches) {
+    fail(rank, at() + ": micro-batch " + std::to_string(mb) +
+                   " is outside [0, " + std::to_string(meta.microbatches) +
+                   ")");
+    return 1;
+  }
+  // A library compiled before the metadata had an output, or a step that
+  // keeps none: nothing to copy.
+  if (!keepsOutputs(rank->step))
+    return 0;
+  const int64_t rows = meta.microBatchSize();
+  if (bytes != rows * outputSampleBytes() || !data) {
+    fail(rank, at() + ": " + std::to_string(bytes) +
+                   " bytes, one micro-batch of the output is " +
+                   std::to_string(rows * outputSampleBytes()));
+    return 1;
+  }
+  if (rank->outputReported[size_t(mb)]) {
+    fail(rank, at() + ": micro-batch " + std::to_string(mb) +
+                   "'s output was already reported this step");
+    return 1;
+  }
+  rank->outputReported[size_t(mb)] = 1;
+  Status s = rank->device->copyOut(
+      rank->outputs.data() + size_t(mb * rows * outputSampleBytes()), data,
+      bytes);
+  if (!s.ok()) {
+    fail(rank, at() + ": " + s.message());
+    return 1;
+  }
+  return 0;
+}
+
 int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
                                 float *params, const float *grads, float *state,
                                 int64_t count) {
@@ -569,6 +609,12 @@ extern "C" int32_t gpipe_rt_load_labels(gpipe_rt_rank *rank, int64_t microbatch,
 extern "C" int32_t gpipe_rt_report_loss(gpipe_rt_rank *rank, int64_t microbatch,
                                         const float *loss) {
   return rank->run->reportLoss(rank, microbatch, loss);
+}
+
+extern "C" int32_t gpipe_rt_report_output(gpipe_rt_rank *rank,
+                                          int64_t microbatch, const void *data,
+                                          int64_t bytes) {
+  return rank->run->reportOutput(rank, microbatch, data, bytes);
 }
 
 extern "C" int32_t gpipe_rt_optimizer_step(gpipe_rt_rank *rank, int64_t stage,

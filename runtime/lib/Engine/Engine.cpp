@@ -28,6 +28,18 @@ namespace gpipe::rt {
 namespace {
 
 Status checkRunOptions(const ModelMetadata &meta, const RunOptions &options) {
+  if (options.predict && !meta.inference)
+    return Status::error("this model was compiled for training; compile it "
+                         "with gpipe-compile --inference to predict");
+  if (!options.predict && meta.inference)
+    return Status::error("this model was compiled with --inference and "
+                         "cannot train; run it with --predict");
+  if ((options.predict || options.keepOutputs) && !meta.output)
+    return Status::error("the model library describes no output (compiled "
+                         "by an older gpipe-compile?); recompile it");
+  if (options.predict && !options.dataset && options.dataPath.empty())
+    return Status::error("prediction needs data: give the samples to run "
+                         "the model on");
   if (options.steps < 1)
     return Status::error("the number of steps must be at least 1");
   if (!(options.timeoutSeconds > 0) || !std::isfinite(options.timeoutSeconds) ||
@@ -170,6 +182,10 @@ Status RunState::prepareRanks() {
     rank.reducing.assign(rank.plan->stages.size(), 0);
     rank.losses.assign(size_t(meta.microbatches), 0.0);
     rank.lossReported.assign(size_t(meta.microbatches), 0);
+    rank.outputReported.assign(size_t(meta.microbatches), 0);
+    if (isLocal(w) && (options.predict || options.keepOutputs))
+      rank.outputs.assign(
+          size_t(meta.replicaBatchSize() * outputSampleBytes()), 0);
     if (options.recordTrace)
       rank.events.reserve(std::min<size_t>(
           size_t(options.steps) * rank.plan->actions.size(), size_t(1) << 20));
@@ -191,7 +207,28 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     return s;
 
   // Set-up: device, optimizer, data, transport, arenas, ranks.
-  RunState state(model, options);
+  // A prediction runs over all of the data: ceil(N / B) steps, the last
+  // mini-batch padded (the loader wraps around to the first samples).
+  RunOptions predictOptions;
+  const RunOptions *effective = &options;
+  if (options.predict) {
+    predictOptions = options;
+    if (!predictOptions.dataset) {
+      std::unique_ptr<Dataset> loaded;
+      if (Status s = loadDataset(options.dataPath, meta, loaded); !s.ok())
+        return s;
+      predictOptions.dataset = std::move(loaded);
+    }
+    int64_t n = predictOptions.dataset->numSamples();
+    if (n < 1)
+      return Status::error("the data holds no samples");
+    predictOptions.steps = (n + meta.batchSize() - 1) / meta.batchSize();
+    predictOptions.checkpoint = nullptr;
+    predictOptions.checkpointEvery = 0;
+    result.outputSamples = n;
+    effective = &predictOptions;
+  }
+  RunState state(model, *effective);
   Status s = state.chooseDevice(result);
   if (s.ok())
     s = resolveOptimizer(meta, options.optimizer, state.optimizer);
@@ -214,7 +251,7 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
 
   // The loop: one step at a time, every local rank on its own thread.
   state.startRankThreads();
-  for (int64_t step = state.startStep; step < options.steps; ++step)
+  for (int64_t step = state.startStep; step < effective->steps; ++step)
     if (!state.runStep(step, result))
       break;
   state.joinRankThreads();
@@ -255,6 +292,68 @@ writeParameterTensors(const std::string &path, const ModelMetadata &metadata,
   if (!metadata.source.empty())
     fileMeta["source"] = metadata.source;
   return writeSafeTensors(path, refs, fileMeta);
+}
+
+Status writeOutputTensor(const std::string &path, const ModelMetadata &metadata,
+                         const RunResult &result,
+                         const std::map<std::string, std::string> &extra) {
+  if (!metadata.output)
+    return Status::error(path + ": the model describes no output");
+  const TensorSpec &spec = *metadata.output;
+  std::vector<int64_t> shape = spec.shape;
+  shape[0] = result.outputSamples;
+  if (int64_t(result.outputs.size()) !=
+      result.outputSamples * spec.sampleBytes())
+    return Status::error(path + ": " + std::to_string(result.outputs.size()) +
+                         " bytes of outputs for " +
+                         std::to_string(result.outputSamples) + " samples");
+  std::vector<SafeTensorRef> refs = {{"output", fromRuntimeDType(spec.dtype),
+                                      shape, result.outputs.data(),
+                                      result.outputs.size()}};
+  std::map<std::string, std::string> fileMeta = extra;
+  if (!metadata.source.empty())
+    fileMeta["source"] = metadata.source;
+  return writeSafeTensors(path, refs, fileMeta);
+}
+
+Status readParameterTensors(const std::string &path,
+                            const ModelMetadata &metadata,
+                            std::map<std::string, std::vector<float>> &out) {
+  SafeTensorsFile file;
+  if (Status s = SafeTensorsFile::read(path, file); !s.ok())
+    return s;
+  out.clear();
+  for (const ParameterSpec &p : metadata.parameters) {
+    const SafeTensorInfo *info = file.find(p.name);
+    if (!info)
+      return Status::error(path + ": no tensor for the model's parameter '" +
+                           p.name + "' (the parameters must come from the "
+                           "same model)");
+    if (info->dtype != SafeTensorsDType::F32)
+      return Status::error(path + ": tensor '" + p.name + "' is " +
+                           safeTensorsDTypeName(info->dtype) +
+                           ", the parameter is F32");
+    if (info->shape != p.shape) {
+      auto text = [](const std::vector<int64_t> &shape) {
+        std::string t = "[";
+        for (size_t i = 0; i < shape.size(); ++i)
+          t += (i ? ", " : "") + std::to_string(shape[i]);
+        return t + "]";
+      };
+      return Status::error(path + ": tensor '" + p.name + "' has shape " +
+                           text(info->shape) + ", the parameter " +
+                           text(p.shape));
+    }
+    std::vector<float> &values = out[p.name];
+    values.resize(size_t(p.elements));
+    if (p.elements)
+      std::memcpy(values.data(), file.data(*info), size_t(p.elements) * 4);
+  }
+  for (const SafeTensorInfo &info : file.tensors())
+    if (!metadata.findParameter(info.name))
+      return Status::error(path + ": tensor '" + info.name +
+                           "' is no parameter of this model");
+  return Status::success();
 }
 
 void ensureSingleThreadedBlas(char **argv) {

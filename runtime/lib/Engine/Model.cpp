@@ -359,8 +359,13 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
     regions.push_back({offset, offset + bytes, name});
     return true;
   };
+  // An inference model plans no gradients (grads_offset -1).
+  if (m.inference && plan.gradsOffset != -1)
+    return r.fail(where + ".grads_offset",
+                  "an inference model has no gradients; expected -1");
   if (!region("parameters", plan.paramsOffset, plan.paramBytes) ||
-      !region("gradients", plan.gradsOffset, plan.paramBytes))
+      (!m.inference &&
+       !region("gradients", plan.gradsOffset, plan.paramBytes)))
     return false;
   int64_t stateBytes = plan.paramBytes * m.stateMultiple();
   if (stateBytes > 0 && plan.stateOffset < 0)
@@ -824,9 +829,30 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
                            ? " x " + std::to_string(m.dataParallel) +
                                  " replicas"
                            : std::string()));
+  std::string mode;
+  if (!r.string(root, "", "mode", mode, std::string("train")))
+    return false;
+  if (mode != "train" && mode != "inference")
+    return r.fail("mode", "is '" + mode + "' (expected train or inference)");
+  m.inference = mode == "inference";
+  if (const Json *output = r.member(root, "", "output", true);
+      output && !output->is_null()) {
+    TensorSpec spec;
+    if (!parseTensorSpec(r, *output, "output", false, spec))
+      return false;
+    if (spec.shape[0] != m.input.shape[0])
+      return r.fail("output.shape", "batch " + std::to_string(spec.shape[0]) +
+                                        " differs from the input's " +
+                                        std::to_string(m.input.shape[0]));
+    m.output = std::move(spec);
+  }
+  if (m.inference && !m.output)
+    return r.fail("output", "an inference model must describe its output");
   const Json *labels = r.member(root, "", "labels");
   if (!labels)
     return false;
+  if (m.inference && !labels->is_null())
+    return r.fail("labels", "an inference model takes no labels");
   if (!labels->is_null()) {
     TensorSpec spec;
     if (!parseTensorSpec(r, *labels, "labels", true, spec))

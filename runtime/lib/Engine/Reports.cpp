@@ -48,6 +48,21 @@ bool RunState::exchangeStepRecords(int64_t step) {
     put(record, uint8_t(mine.lossReported[size_t(mb)]));
     put(record, mine.losses[size_t(mb)]);
   }
+  // The outputs of the step, when it keeps them: the rank that reported
+  // them sends its micro-batches' rows.
+  const bool outputs = keepsOutputs(step);
+  const size_t outputBytes =
+      size_t(meta.microBatchSize() * outputSampleBytes());
+  if (outputs)
+    for (int64_t mb = 0; mb < meta.microbatches; ++mb) {
+      bool reported = mine.outputReported[size_t(mb)];
+      put(record, uint8_t(reported));
+      if (reported)
+        record.insert(record.end(),
+                      mine.outputs.begin() + long(size_t(mb) * outputBytes),
+                      mine.outputs.begin() +
+                          long(size_t(mb + 1) * outputBytes));
+    }
   if (!nonFiniteMessage.empty()) {
     put(record, nonFiniteSite);
     record.insert(record.end(), nonFiniteMessage.begin(),
@@ -73,6 +88,18 @@ bool RunState::exchangeStepRecords(int64_t step) {
       for (int64_t mb = 0; mb < meta.microbatches; ++mb) {
         rank.lossReported[size_t(mb)] = char(take<uint8_t>(in, at));
         rank.losses[size_t(mb)] = take<double>(in, at);
+      }
+      if (outputs) {
+        rank.outputs.resize(size_t(meta.microbatches) * outputBytes);
+        for (int64_t mb = 0; mb < meta.microbatches; ++mb) {
+          bool reported = take<uint8_t>(in, at) != 0;
+          rank.outputReported[size_t(mb)] = reported;
+          if (reported && at + outputBytes <= in.size())
+            std::memcpy(rank.outputs.data() + size_t(mb) * outputBytes,
+                        in.data() + at, outputBytes);
+          if (reported)
+            at += outputBytes;
+        }
       }
       if (at + sizeof(NonFiniteSite) < in.size()) {
         NonFiniteSite site = take<NonFiniteSite>(in, at);

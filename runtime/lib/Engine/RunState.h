@@ -136,6 +136,11 @@ struct gpipe_rt_rank {
   /// The current step's losses by micro-batch.
   std::vector<double> losses;
   std::vector<char> lossReported;
+  /// When the run keeps outputs (RunState::keepsOutputs): the replica's
+  /// share of the step's outputs (M micro-batches, host memory, allocated
+  /// once) and which micro-batches reported theirs.
+  std::vector<uint8_t> outputs;
+  std::vector<char> outputReported;
   /// Every action's times, when the run records a trace.
   std::vector<gpipe::rt::RecordedAction> events;
   gpipe::rt::FlightRecorder recorder;
@@ -288,6 +293,18 @@ public:
   int32_t load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *data,
                int64_t bytes);
   int32_t reportLoss(gpipe_rt_rank *rank, int64_t mb, const float *loss);
+  int32_t reportOutput(gpipe_rt_rank *rank, int64_t mb, const void *data,
+                       int64_t bytes);
+  /// Whether step `step` (from 0) keeps its outputs: every step of a
+  /// prediction, the first of a training run asked to keep them.
+  bool keepsOutputs(int64_t step) const {
+    return meta.output &&
+           (options.predict || (options.keepOutputs && step == startStep));
+  }
+  /// Bytes of one sample of the output (0 without one).
+  int64_t outputSampleBytes() const {
+    return meta.output ? meta.output->sampleBytes() : 0;
+  }
   int32_t optimizerStep(gpipe_rt_rank *rank, int64_t stage, float *params,
                         const float *grads, float *state, int64_t count);
   int32_t reduceGradients(gpipe_rt_rank *rank, int64_t action, float *grads,
@@ -351,6 +368,10 @@ public:
   /// barrier, then metrics, loss, deferred updates and checkpoint. False
   /// when the run failed.
   bool runStep(int64_t step, RunResult &result);
+  /// The step's outputs into `result.outputs`, in sample order (every
+  /// worker's, after the exchange under MPI); a prediction leaves out the
+  /// padding past the data's last sample. False when one is missing.
+  bool collectOutputs(int64_t step, RunResult &result);
   bool countsForBubble(int64_t step) const {
     return options.steps - startStep == 1 || step > startStep;
   }

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <system_error>
 #include <limits>
@@ -145,6 +146,7 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     std::fill(rank->reducing.begin(), rank->reducing.end(), 0);
     rank->deferred.clear();
     std::fill(rank->lossReported.begin(), rank->lossReported.end(), 0);
+    std::fill(rank->outputReported.begin(), rank->outputReported.end(), 0);
     gpipe_rt_clear_error();
     if (model.libraryClearError)
       model.libraryClearError();
@@ -369,12 +371,15 @@ bool RunState::runStep(int64_t step, RunResult &result) {
   }
   metrics.loss = reported ? sum / double(meta.microbatches * numReplicas())
                           : std::numeric_limits<double>::quiet_NaN();
-  if (step == startStep) {
+  // An inference model has no gradients.
+  if (step == startStep && !meta.inference) {
     if (!gatherBlocks(step + 1))
       return false;
     if (root)
       collectTensors(meta, views, /*gradients=*/true, result.firstGradients);
   }
+  if (keepsOutputs(step) && root && !collectOutputs(step, result))
+    return false;
 
   // NonFinitePolicy::Skip: the step's updates, all or none.
   if (options.onNonFinite == NonFinitePolicy::Skip) {
@@ -404,6 +409,41 @@ bool RunState::runStep(int64_t step, RunResult &result) {
     options.onStep(metrics);
 
   return checkpointIfDue(step);
+}
+
+bool RunState::collectOutputs(int64_t step, RunResult &result) {
+  const int64_t K = numRanks(), rows = meta.microBatchSize();
+  const int64_t sampleBytes = outputSampleBytes();
+  const int64_t batch = meta.batchSize();
+  // A prediction keeps every sample of the data (result.outputSamples,
+  // set by Engine::run); training the first step's mini-batch.
+  const int64_t first = options.predict ? 0 : step * batch;
+  if (!options.predict)
+    result.outputSamples = batch;
+  result.outputs.resize(size_t(result.outputSamples * sampleBytes));
+  for (int64_t d = 0; d < numReplicas(); ++d)
+    for (int64_t mb = 0; mb < meta.microbatches; ++mb) {
+      const gpipe_rt_rank *from = nullptr;
+      for (int64_t r = 0; r < K; ++r)
+        if (ranks[size_t(d * K + r)].outputReported[size_t(mb)])
+          from = &ranks[size_t(d * K + r)];
+      if (!from) {
+        fail(step + 1, "the output of micro-batch " + std::to_string(mb) +
+                           " was never reported");
+        return false;
+      }
+      for (int64_t j = 0; j < rows; ++j) {
+        int64_t sample = step * batch + d * meta.replicaBatchSize() +
+                         mb * rows + j - first;
+        // The padding of a partial last mini-batch.
+        if (sample >= result.outputSamples)
+          continue;
+        std::memcpy(result.outputs.data() + sample * sampleBytes,
+                    from->outputs.data() + (mb * rows + j) * sampleBytes,
+                    size_t(sampleBytes));
+      }
+    }
+  return true;
 }
 
 } // namespace gpipe::rt

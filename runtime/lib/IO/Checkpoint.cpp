@@ -382,7 +382,7 @@ Status readCheckpointUnguarded(const std::string &path,
                          std::to_string(state.optimizerSteps) +
                          " exceeds the step " + std::to_string(state.step) +
                          " (at most one update per step)");
-  if (state.optimizer != optimizer &&
+  if (!optimizer.empty() && state.optimizer != optimizer &&
       optimizerStateSlots(state.optimizer) != optimizerStateSlots(optimizer))
     return Status::error("it holds optimizer state for " + state.optimizer +
                          ", this run uses " + optimizer);

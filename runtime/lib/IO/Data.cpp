@@ -337,7 +337,8 @@ Status datasetFromSafeTensors(const SafeTensorsFile &file,
   // Fewer samples than one mini-batch would repeat samples within every
   // batch (the loader wraps around), silently.
   int64_t batch = metadata.batchSize();
-  if (inputSamples < batch)
+  // Inference pads a partial last mini-batch instead (RunOptions::predict).
+  if (inputSamples < batch && !metadata.inference)
     return Status::error(
         file.name() + ": " + std::to_string(inputSamples) + " sample" +
         (inputSamples == 1 ? "" : "s") + ", fewer than one mini-batch of " +

@@ -39,12 +39,36 @@ namespace {
 
 const char *const kUsage =
     "usage: gpipe-run model.so [options]\n"
+    "       gpipe-run model.so --predict --data X.safetensors\n"
+    "                 [--params P.safetensors | --resume CKPT_DIR]\n"
+    "                 [--save-outputs Y.safetensors]\n"
     "\n"
-    "Trains a model compiled by gpipe-compile, one thread per pipeline rank.\n"
+    "Trains a model compiled by gpipe-compile, one thread per pipeline rank;\n"
+    "with --predict, runs a model compiled with gpipe-compile --inference\n"
+    "over data.\n"
     "\n"
     "options:\n"
     "  --data FILE.safetensors  'input' [N, ...] and 'labels' [N, ...]; by\n"
     "                           default the model's built-in data\n"
+    "  --save-outputs FILE      the outputs as one safetensors tensor,\n"
+    "                           'output' [samples, ...]: the first step's\n"
+    "                           logits (the loss's input) when training,\n"
+    "                           every sample's with --predict\n"
+    "\n"
+    "inference (a library compiled with --inference):\n"
+    "  --predict                run the forward over all of --data ('input'\n"
+    "                           [N, ...]), batch by batch; a last batch of\n"
+    "                           fewer than the model's batch is padded with\n"
+    "                           the data's first samples and their outputs\n"
+    "                           dropped, so the outputs are [N, ...]\n"
+    "  --params FILE            the parameters, by name, from a training\n"
+    "                           run's --save-params file (default: the\n"
+    "                           model's initial values)\n"
+    "  --resume CKPT_DIR        the parameters of a checkpoint: a step-*\n"
+    "                           directory, or the newest complete one in\n"
+    "                           a --checkpoint-dir\n"
+    "\n"
+    "training:\n"
     "  --steps N                train up to step N (default 10)\n"
     "  --optimizer NAME         sgd, momentum or adam (default: the one the\n"
     "                           model reserves state for)\n"
@@ -278,10 +302,18 @@ struct Args {
   /// --gpu; -1: 0, or the local rank under mpirun.
   int gpu = -1;
   bool emulateDevice = false;
+  /// Inference: --predict, --params, and --resume's checkpoint directory.
+  bool predict = false;
+  std::string params, resumeDir;
+  std::string saveOutputs;
+  /// The training flags given (refused with --predict), in order.
+  std::vector<std::string> trainingFlags;
 };
 
 Args parseArgs(int argc, char **argv) {
   Args args;
+  for (int i = 1; i < argc; ++i)
+    args.predict |= std::string(argv[i]) == "--predict";
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -304,11 +336,30 @@ Args parseArgs(int argc, char **argv) {
       value = arg.substr(eq + 1);
       inlineValue = true;
     }
-    if (flag == "--quiet" || flag == "--resume" || flag == "--emulate-device") {
+    // With --predict, --resume names the checkpoint directory to read the
+    // parameters from.
+    if (flag == "--resume" && args.predict) {
+      if (!inlineValue) {
+        if (i + 1 >= argc || std::string(argv[i + 1]).rfind("--", 0) == 0)
+          usageError("--resume with --predict needs the checkpoint "
+                     "directory (--resume CKPT_DIR)");
+        value = argv[++i];
+      }
+      if (value.empty())
+        usageError("--resume is empty; give the checkpoint directory");
+      args.resume = true;
+      args.resumeDir = value;
+      continue;
+    }
+    if (flag == "--quiet" || flag == "--resume" ||
+        flag == "--emulate-device" || flag == "--predict") {
       if (inlineValue)
         usageError(flag + " takes no value");
+      if (flag == "--resume")
+        args.trainingFlags.push_back(flag);
       (flag == "--quiet"    ? args.quiet
        : flag == "--resume" ? args.resume
+       : flag == "--predict" ? args.predict
                             : args.emulateDevice) = true;
       continue;
     }
@@ -317,7 +368,8 @@ Args parseArgs(int argc, char **argv) {
         "--momentum",    "--weight-decay", "--seed",      "--save-grads",
         "--save-params", "--trace",        "--timeout",   "--inject-fault",
         "--checkpoint-dir", "--checkpoint-every", "--keep-checkpoints",
-        "--on-nonfinite", "--inject-nan", "--transport", "--gpu"};
+        "--on-nonfinite", "--inject-nan", "--transport", "--gpu",
+        "--params", "--save-outputs"};
     bool known = false;
     for (const char *k : kValued)
       known |= flag == k;
@@ -329,7 +381,18 @@ Args parseArgs(int argc, char **argv) {
       value = argv[++i];
     }
     RunOptions &run = args.run;
-    if (flag == "--data") {
+    for (const char *training :
+         {"--steps", "--optimizer", "--lr", "--momentum", "--weight-decay",
+          "--save-grads", "--save-params", "--checkpoint-dir",
+          "--checkpoint-every", "--keep-checkpoints", "--on-nonfinite",
+          "--inject-nan"})
+      if (flag == training)
+        args.trainingFlags.push_back(flag);
+    if (flag == "--params") {
+      args.params = value;
+    } else if (flag == "--save-outputs") {
+      args.saveOutputs = value;
+    } else if (flag == "--data") {
       run.dataPath = value;
     } else if (flag == "--steps") {
       run.steps = parseInteger(flag, value, 1);
@@ -415,6 +478,19 @@ Args parseArgs(int argc, char **argv) {
   }
   if (args.model.empty())
     usageError("no model library given (gpipe-run model.so [options])");
+  if (args.predict) {
+    if (!args.trainingFlags.empty())
+      usageError(args.trainingFlags.front() +
+                 " is a training option; --predict runs the forward only");
+    if (args.run.dataPath.empty())
+      usageError("--predict needs --data (the samples to run the model on)");
+    if (!args.params.empty() && args.resume)
+      usageError("give the parameters once: --params or --resume, not both");
+    return args;
+  }
+  if (!args.params.empty())
+    usageError("--params needs --predict (training starts from the model's "
+               "initial values, or from a checkpoint with --resume)");
   if (args.resume && args.checkpointDir.empty())
     usageError("--resume needs --checkpoint-dir");
   if (!args.checkpointFlagGiven.empty() && args.checkpointDir.empty())
@@ -483,6 +559,7 @@ int main(int argc, char **argv) {
   for (auto &[flag, path] :
        {std::pair<const char *, std::string &>{"--save-grads", args.saveGrads},
         {"--save-params", args.saveParams},
+        {"--save-outputs", args.saveOutputs},
         {"--trace", args.trace}})
     if (!path.empty())
       checkOutputPath(flag, path);
@@ -495,6 +572,16 @@ int main(int argc, char **argv) {
   if (!s.ok())
     fatal(s.message());
   const ModelMetadata &meta = image.metadata();
+  // Training and inference libraries are different programs.
+  if (args.predict && !meta.inference)
+    fatal(args.model + " was compiled for training; --predict needs a "
+          "library compiled with gpipe-compile --inference");
+  if (!args.predict && meta.inference)
+    fatal(args.model + " was compiled with --inference and cannot train; "
+          "run it with --predict --data X.safetensors");
+  if (!args.saveOutputs.empty() && !meta.output)
+    fatal(args.model + " describes no output (compiled by an older "
+          "gpipe-compile?); recompile it to use --save-outputs");
   checkArenasFit(meta);
   gDoing = "setting up the run";
   RunOptions &run = args.run;
@@ -546,6 +633,46 @@ int main(int argc, char **argv) {
       fatal(s.message());
   }
 
+  // Inference: the parameters of a training run, by name.
+  TrainingState loaded;
+  if (args.predict && (!args.params.empty() || args.resume)) {
+    std::string from = args.params;
+    if (!args.params.empty()) {
+      s = readParameterTensors(args.params, meta, loaded.parameters);
+    } else {
+      struct stat st;
+      std::string manifest = args.resumeDir + "/MANIFEST.json";
+      TrainingState state;
+      if (::stat(manifest.c_str(), &st) == 0) {
+        s = readCheckpoint(args.resumeDir, meta, "", state);
+        from = args.resumeDir;
+        if (!s.ok())
+          s = Status::error("checkpoint " + args.resumeDir + ": " +
+                            s.message());
+      } else {
+        std::vector<std::string> skipped;
+        s = findLatestCheckpoint(args.resumeDir, meta, "", from, state,
+                                 &skipped);
+        for (const std::string &why : skipped)
+          std::fprintf(stderr, "gpipe-run: warning: skipping checkpoint %s\n",
+                       why.c_str());
+      }
+      loaded.parameters = std::move(state.parameters);
+    }
+    if (!s.ok())
+      fatal(s.message());
+    // Parameters only: the step, the optimizer and its state stay behind.
+    loaded.step = 0;
+    loaded.seed = run.seed;
+    loaded.optimizer = "sgd";
+    loaded.source = meta.source;
+    run.resume = &loaded;
+    if (!args.quiet && root)
+      std::printf("parameters: %s\n", from.c_str());
+  }
+  run.predict = args.predict;
+  run.keepOutputs = !args.predict && !args.saveOutputs.empty();
+
   // A directory of checkpoints is continued only on purpose.
   bool haveCheckpoints = false;
   if (!args.checkpointDir.empty())
@@ -559,7 +686,7 @@ int main(int argc, char **argv) {
           "continue from them, or choose another --checkpoint-dir");
 
   TrainingState resumed;
-  if (args.resume) {
+  if (args.resume && !args.predict) {
     OptimizerConfig config;
     s = resolveOptimizer(meta, run.optimizer, config);
     if (!s.ok())
@@ -670,6 +797,19 @@ int main(int argc, char **argv) {
     if (args.quiet)
       return;
     std::printf("data: %s\n", data.describe().c_str());
+    if (args.predict) {
+      int64_t n = data.numSamples(), b = meta.batchSize();
+      int64_t padding = (b - n % b) % b;
+      std::printf("predict: %lld samples in %lld batches of %lld", (long long)n,
+                  (long long)((n + b - 1) / b), (long long)b);
+      if (padding)
+        std::printf(" (the last padded with %lld of the first samples, "
+                    "their outputs dropped)",
+                    (long long)padding);
+      std::printf("\n%6s %12s %12s  busy per rank\n", "batch", "", "samples/s");
+      std::fflush(stdout);
+      return;
+    }
     std::printf("optimizer: %s, lr %g", optimizerKindName(opt.kind), opt.lr);
     if (opt.kind == OptimizerKind::Momentum)
       std::printf(", momentum %g", opt.momentum);
@@ -682,8 +822,12 @@ int main(int argc, char **argv) {
   run.onStep = [&](const StepMetrics &m) {
     if (args.quiet || !root)
       return;
-    std::printf("%6lld %12.6f %12.1f ", (long long)m.step, m.loss,
-                m.samplesPerSecond);
+    if (args.predict)
+      std::printf("%6lld %12s %12.1f ", (long long)m.step, "",
+                  m.samplesPerSecond);
+    else
+      std::printf("%6lld %12.6f %12.1f ", (long long)m.step, m.loss,
+                  m.samplesPerSecond);
     for (double busy : m.busyFraction)
       std::printf(" %.2f", busy);
     std::printf("\n");
@@ -737,8 +881,14 @@ int main(int argc, char **argv) {
           "appears");
 
   const StepMetrics &first = result.steps.front(), &last = result.steps.back();
-  std::printf("loss: %.6f -> %.6f over %lld steps (%.3f s)\n", first.loss,
-              last.loss, (long long)result.steps.size(), result.totalSeconds);
+  if (args.predict)
+    std::printf("predicted %lld samples in %lld batches (%.3f s)\n",
+                (long long)result.outputSamples,
+                (long long)result.steps.size(), result.totalSeconds);
+  else
+    std::printf("loss: %.6f -> %.6f over %lld steps (%.3f s)\n", first.loss,
+                last.loss, (long long)result.steps.size(),
+                result.totalSeconds);
   // The schedule's own closed form; a model without the key is older and
   // has only GPipe's (K-1)/(M+K-1), said as such.
   std::string closedForm;
@@ -842,6 +992,15 @@ int main(int argc, char **argv) {
     if (!s.ok())
       fatal(s.message());
     std::printf("wrote the final parameters to %s\n", args.saveParams.c_str());
+  }
+  if (!args.saveOutputs.empty()) {
+    s = writeOutputTensor(args.saveOutputs, meta, result,
+                          {{"mode", args.predict ? "inference" : "train"}});
+    if (!s.ok())
+      fatal(s.message());
+    std::printf("wrote the %s to %s\n",
+                args.predict ? "outputs" : "first step's outputs (logits)",
+                args.saveOutputs.c_str());
   }
   if (!args.trace.empty()) {
     s = writeChromeTrace(args.trace, meta, result);

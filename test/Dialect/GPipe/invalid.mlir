@@ -733,3 +733,58 @@ func.func @remat_types(%x: tensor<4xf32>) -> tensor<4xf32> {
 // expected-error @+1 {{failed to parse GPipe_MemoryPlanAttr parameter 'optimizer'}}
 gpipe.pipeline @bad_optimizer stages [] microbatches 1 schedule gpipe remat stage memory_plan <optimizer = lamb, alignment = 64, budget = 0, peak = 0, arena = 0, kept = []> {
 }
+
+//===----------------------------------------------------------------------===//
+// Forward-only (inference) pipelines
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+1 {{'gpipe.pipeline' op is forward_only, which runs GPipe's forward half; expected schedule gpipe, got 1f1b}}
+gpipe.pipeline @forward_only_1f1b stages [@s0] microbatches 2 schedule "1f1b" remat none forward_only {
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.pipeline' op is forward_only and keeps nothing for a backward; expected remat none, got stage}}
+gpipe.pipeline @forward_only_remat stages [@s0] microbatches 2 schedule gpipe remat stage forward_only {
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.pipeline' op stage @s0 declares a backward, but the pipeline is forward_only}}
+gpipe.pipeline @forward_only_with_backward stages [@s0] microbatches 2 schedule gpipe remat none forward_only {
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.pipeline' op stage @s0 declares no backward, but the pipeline trains (only a forward_only pipeline has stages without one)}}
+gpipe.pipeline @training_without_backward stages [@s0] microbatches 2 schedule gpipe remat stage {
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+
+// -----
+
+gpipe.pipeline @forward_only_step stages [@s0] microbatches 1 schedule gpipe remat none forward_only {
+  gpipe.program rank 0 {
+    gpipe.forward @s0 mb 0
+    // expected-error @+1 {{'gpipe.step' op has no place in forward-only pipeline @forward_only_step, whose programs run forwards and forward transfers only}}
+    gpipe.step @s0
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.stage' op expected forward function @f0 of a stage without backward to take the stage input and return the stage output only, got '(tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>'}}
+gpipe.stage @labels_without_backward index 0 : tensor<4x16xf32> -> tensor<f32> forward @f0
+func.func private @f0(tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>

@@ -185,3 +185,36 @@ func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
 func.func private @b1(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
 func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
 func.func private @b2(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+
+// -----
+
+// A forward-only (inference) pipeline: stages without backward, forwards
+// and forward transfers only.
+
+// CHECK-LABEL: gpipe.pipeline @forward_only stages [@s0, @s1] microbatches 2 schedule gpipe remat none forward_only {
+// CHECK-NEXT:    gpipe.program rank 0 {
+// CHECK-NEXT:      gpipe.for %[[MB:.*]] = 0 to 2 {
+// CHECK-NEXT:        gpipe.forward @s0 mb %[[MB]]
+// CHECK-NEXT:        gpipe.send @s0 mb %[[MB]] forward to 1 : tensor<4x8xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK:       gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0{{$}}
+// CHECK:       gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<4x10xf32> forward @f1{{$}}
+gpipe.pipeline @forward_only stages [@s0, @s1] microbatches 2 schedule gpipe remat none forward_only {
+  gpipe.program rank 0 {
+    gpipe.for %mb = 0 to 2 {
+      gpipe.forward @s0 mb %mb
+      gpipe.send @s0 mb %mb forward to 1 : tensor<4x8xf32>
+    }
+  }
+  gpipe.program rank 1 {
+    gpipe.for %mb = 0 to 2 {
+      gpipe.recv @s1 mb %mb forward from 0 : tensor<4x8xf32>
+      gpipe.forward @s1 mb %mb
+    }
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<4x10xf32> forward @f1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<4x10xf32>

@@ -126,6 +126,8 @@ LogicalResult StageOp::verify() {
   if (getStageIndex() < 0)
     return emitOpError("expected a non-negative stage index, got ")
            << getStageIndex();
+  if (!hasBackward() && getBackwardInputAttr())
+    return emitOpError("declares a split backward but no backward");
   if (static_cast<bool>(getBackwardInputAttr()) !=
       static_cast<bool>(getBackwardWeightAttr()))
     return emitOpError("expected backward_input and backward_weight together, "
@@ -268,6 +270,18 @@ LogicalResult StageOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
            << getForwardAttr() << " to return the stage output and the "
            << numSaved << " values it saves (nn.saved_count), got " << type;
 
+  // A forward-only stage (inference) has its forward alone, which takes the
+  // stage input only (no labels) and returns its output only.
+  if (!hasBackward()) {
+    if (type.getNumInputs() != 1 || type.getNumResults() != 1)
+      return emitOpError("expected forward function ")
+             << getForwardAttr()
+             << " of a stage without backward to take the stage input and "
+                "return the stage output only, got "
+             << type;
+    return success();
+  }
+
   // Stage 0's input is the data: its gradient is not needed.
   bool needsInputGrad = getStageIndex() > 0;
   if (failed(verifyBackwardLike(*this, type, numSaved, getBackwardAttr(),
@@ -349,6 +363,21 @@ LogicalResult PipelineOp::verify() {
   if (getNumReplicas() < 1)
     return emitOpError("expected data_parallel to be at least 1, got ")
            << getNumReplicas();
+  if (isForwardOnly()) {
+    // GPipe's forward half: one stage per rank, one replica, nothing kept.
+    if (getSchedule() != ScheduleKind::GPipe)
+      return emitOpError("is forward_only, which runs GPipe's forward half; "
+                         "expected schedule gpipe, got ")
+             << stringifyScheduleKind(getSchedule());
+    if (v != 1 || getNumReplicas() != 1)
+      return emitOpError("is forward_only; expected one stage per rank and "
+                         "one replica, got virtual_stages ")
+             << v << " and data_parallel " << getNumReplicas();
+    if (getRemat() != Remat::None)
+      return emitOpError("is forward_only and keeps nothing for a backward; "
+                         "expected remat none, got ")
+             << stringifyRemat(getRemat());
+  }
   return success();
 }
 
@@ -408,6 +437,15 @@ LogicalResult PipelineOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       return emitOpError("expected stage ")
              << ref << " at position " << position << " to have index "
              << position << ", got " << stage.getStageIndex();
+    if (stage.hasBackward() == isForwardOnly())
+      return emitOpError("stage ")
+             << ref
+             << (isForwardOnly()
+                     ? " declares a backward, but the pipeline is "
+                       "forward_only"
+                     : " declares no backward, but the pipeline trains "
+                       "(only a forward_only pipeline has stages without "
+                       "one)");
     if (previous && previous.getOutputType() != stage.getInputType())
       return emitOpError("stage ")
              << previousRef << " produces " << previous.getOutputType()
@@ -578,6 +616,11 @@ LogicalResult mlir::gpipe::detail::verifyActionOp(Operation *op) {
            << stage << " is not a stage of pipeline @" << pipeline.getSymName();
 
   ActionKind kind = action.getActionKind();
+  if (pipeline.isForwardOnly() && kind != ActionKind::Forward &&
+      kind != ActionKind::SendF && kind != ActionKind::RecvF)
+    return op->emitOpError("has no place in forward-only pipeline @")
+           << pipeline.getSymName()
+           << ", whose programs run forwards and forward transfers only";
   if (hasMicrobatch(kind)) {
     int64_t first = action.getMicrobatchOffset(), last = first;
     if (Value base = action.getMicrobatchBase()) {

@@ -300,6 +300,28 @@ void GPipePartitionPass::runOnOperation() {
         << replicas;
     return fail();
   }
+  // Inference: GPipe's forward half, nothing trained.
+  if (forwardOnly) {
+    if (ScheduleKind(schedule) != ScheduleKind::GPipe ||
+        (this->virtualStages != 0 && this->virtualStages != 1) ||
+        dataParallel != 1 || splitBackward) {
+      mlir::emitError(func.getLoc(),
+                      "a forward-only pipeline runs GPipe's forward half: "
+                      "expected schedule gpipe with one stage per rank, one "
+                      "replica and no split backward");
+      return fail();
+    }
+    bool hasLoss = false;
+    func.walk([&](Operation *op) {
+      hasLoss |= isa<nn::CrossEntropyOp, nn::MSEOp>(op);
+    });
+    if (hasLoss) {
+      mlir::emitError(func.getLoc(),
+                      "a forward-only pipeline computes no loss, but the "
+                      "network has one attached");
+      return fail();
+    }
+  }
   // `custom`: the programs will be imported (gpipe-import-schedule); any
   // placement and split backwards may come, so every backward is split and
   // no family's shape applies.
@@ -329,7 +351,8 @@ void GPipePartitionPass::runOnOperation() {
   const int64_t ranks = stages;
   const int64_t numStages = ranks * virtualStages;
   bool split = splitBackward || custom || usesSplitBackward(family);
-  std::optional<Remat> rematKind = Remat(remat);
+  // Inference keeps nothing for a backward.
+  std::optional<Remat> rematKind = forwardOnly ? Remat::None : Remat(remat);
   std::optional<DeviceProfile> device = getProfile(profile);
   FailureOr<Network> net = analyzeNetwork(func);
   if (failed(net))
@@ -347,7 +370,7 @@ void GPipePartitionPass::runOnOperation() {
 
   // Cost model: one micro-batch per layer.
   CostModelInput costInput;
-  costInput.rematerialize = *rematKind == Remat::Stage;
+  costInput.rematerialize = !forwardOnly && *rematKind == Remat::Stage;
   PartitionProblem problem;
   problem.numStages = static_cast<int>(numStages);
   for (nn::LayerOp layer : net->layers) {
@@ -362,14 +385,16 @@ void GPipePartitionPass::runOnOperation() {
       for (Value r : op->getResults())
         scratch += nn::tensorBytes(r.getType());
     });
-    problem.layerMemory.push_back(2 * paramBytesOf(layer, module) + scratch);
+    problem.layerMemory.push_back((forwardOnly ? 1 : 2) *
+                                      paramBytesOf(layer, module) +
+                                  scratch);
   }
   LayerCosts costs = computeLayerCosts(costInput, *device);
   if (!costs.ok()) {
     mlir::emitError(func.getLoc(), "cost model: ") << costs.error;
     return fail();
   }
-  problem.layerTime = costs.total;
+  problem.layerTime = forwardOnly ? costs.forward : costs.total;
   problem.boundaryTime = costs.boundary;
   if (memoryBudget.empty() && memoryBudget.getNumOccurrences() > 0) {
     mlir::emitError(func.getLoc(), kEmptyMemoryBudget);
@@ -436,6 +461,24 @@ void GPipePartitionPass::runOnOperation() {
     }
     func::FuncOp fwd = buildStageForward(builder, *net, first[s], first[s + 1],
                                          last, base + "_fwd");
+    if (forwardOnly) {
+      double forwardTime = 0;
+      for (int l = first[s]; l < first[s + 1]; ++l)
+        forwardTime += costs.forward[l];
+      FunctionType type = fwd.getFunctionType();
+      builder.setInsertionPointAfter(fwd);
+      auto stage = StageOp::create(
+          builder, fwd.getLoc(), builder.getStringAttr(base),
+          builder.getI64IntegerAttr(s), TypeAttr::get(type.getInput(0)),
+          TypeAttr::get(type.getResult(0)), FlatSymbolRefAttr::get(fwd),
+          FlatSymbolRefAttr(), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
+          builder.getF64FloatAttr(forwardTime), FloatAttr(), FloatAttr(),
+          FloatAttr(), FloatAttr());
+      builder.setInsertionPointAfter(stage);
+      stageRefs.push_back(FlatSymbolRefAttr::get(stage));
+      stageForwards.push_back(fwd);
+      continue;
+    }
     nn::BackwardOptions options;
     // Each micro-batch's mean loss over M x D: summed over the micro-batches
     // and then over the replicas, the gradient of the mini-batch mean.
@@ -531,7 +574,7 @@ void GPipePartitionPass::runOnOperation() {
                         : IntegerAttr(),
       RematAttr::get(module.getContext(), *rematKind),
       replicas > 1 ? builder.getI64IntegerAttr(replicas) : IntegerAttr(),
-      MemoryPlanAttr())
+      forwardOnly ? builder.getUnitAttr() : UnitAttr(), MemoryPlanAttr())
       .getBody()
       .emplaceBlock();
 

@@ -98,12 +98,24 @@ static FailureOr<StageSizes> getStageSizes(StageOp stage, int64_t index,
   };
   func::FuncOp forward = lookup(stage.getForwardAttr());
   func::FuncOp backward = lookup(stage.getBackwardAttr());
-  if (!forward || !backward)
+  if (!forward || (!backward && stage.hasBackward()))
     return stage.emitError("stage @")
                << stage.getSymName()
                << " does not name its forward and backward functions",
            failure();
   bool last = index + 1 == numStages;
+  // Inference: the forward's parameters, input, output and working set.
+  if (!backward) {
+    m.inputBytes = getPayloadBytes(stage.getInputType());
+    m.outputBytes = last ? 0 : getPayloadBytes(stage.getOutputType());
+    m.paramBytes = getParameterBytes(forward);
+    m.forwardScratch =
+        planFrame(forward, StageFunctionKind::Forward, index, numStages,
+                  /*numForwardArgs=*/0, alignment, sizes.frames);
+    if (forward.isExternal())
+      sizes.declarations.push_back(forward.getSymName());
+    return sizes;
+  }
   m.inputBytes = getPayloadBytes(stage.getInputType());
   m.outputBytes = last ? 0 : getPayloadBytes(stage.getOutputType());
   FunctionType forwardType = forward.getFunctionType();

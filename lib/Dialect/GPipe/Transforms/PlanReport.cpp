@@ -183,8 +183,11 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module) {
        << (converted->schedule.getNumRanks() == 1 ? " rank" : " ranks");
   os << ", " << numMicrobatches
      << (numMicrobatches == 1 ? " micro-batch" : " micro-batches")
-     << ", schedule " << scheduleName << ", remat "
-     << stringifyRemat(op.getRemat());
+     << ", schedule " << scheduleName;
+  if (op.isForwardOnly())
+    os << " (forward only: inference)";
+  else
+    os << ", remat " << stringifyRemat(op.getRemat());
   const int64_t replicas = op.getNumReplicas();
   if (replicas > 1)
     os << ", " << replicas << " data-parallel replicas";
@@ -290,9 +293,13 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module) {
   if (!planned || !memory) {
     os << "memory: not planned (run gpipe-plan-memory)\n";
   } else {
-    os << "memory per rank (optimizer "
-       << ::gpipe::abi::getOptimizerName(memory.getOptimizer()) << ", "
-       << memory.getAlignment() << "-byte aligned buffers";
+    os << "memory per rank (";
+    if (op.isForwardOnly())
+      os << "inference: parameters, no gradients or optimizer state";
+    else
+      os << "optimizer "
+         << ::gpipe::abi::getOptimizerName(memory.getOptimizer());
+    os << ", " << memory.getAlignment() << "-byte aligned buffers";
     if (memory.getBudget() > 0)
       os << ", budget " << formatBytes(memory.getBudget());
     os << "):\n";

@@ -38,6 +38,13 @@ mlir::gpipe::getScheduleClosedFormBubble(PipelineOp pipeline,
     return std::nullopt;
   ScheduleFamily family = getScheduleFamily(kind);
   bool recompute = pipeline.getRemat() == Remat::Stage;
+  // Inference: the forward half of GPipe's fill and drain, whose idle time
+  // is (K-1)F against M F of work: GPipe's fraction (K-1)/(M+K-1).
+  if (pipeline.isForwardOnly()) {
+    double K = static_cast<double>(numStages);
+    double M = static_cast<double>(pipeline.getNumMicrobatches());
+    return (K - 1) / (M + K - 1);
+  }
   if (recompute && family != ScheduleFamily::GPipe &&
       family != ScheduleFamily::OneFOneB &&
       family != ScheduleFamily::Interleaved1F1B)
@@ -120,8 +127,17 @@ mlir::gpipe::generateSchedule(PipelineOp pipeline, ScheduleKind kind,
       options.stageWeightTicks.push_back(ticks(ActionKind::BackwardWeight, s));
     }
   }
-  ScheduleOrError built = buildSchedule(family, numRanks, virtualStages,
-                                        numMicrobatches, traffic, options);
+  if (pipeline.isForwardOnly() && kind != ScheduleKind::GPipe)
+    return emitPipelineError(pipeline)
+           << "is forward_only, which runs GPipe's forward half; it has no "
+           << stringifyScheduleKind(kind) << " schedule";
+  ScheduleOrError built;
+  if (pipeline.isForwardOnly())
+    built.schedule = buildForwardSchedule(numRanks, numMicrobatches, traffic,
+                                          options);
+  else
+    built = buildSchedule(family, numRanks, virtualStages, numMicrobatches,
+                          traffic, options);
   if (!built.ok())
     return emitPipelineError(pipeline)
            << "cannot generate a " << stringifyScheduleKind(kind)

@@ -100,6 +100,7 @@ mlir::gpipe::toSchedule(PipelineOp pipeline,
   Schedule &schedule = result.schedule;
   schedule.numStages = static_cast<int>(pipeline.getNumStages());
   schedule.numMicrobatches = static_cast<int>(pipeline.getNumMicrobatches());
+  schedule.forwardOnly = pipeline.isForwardOnly();
   schedule.stageToRank.assign(schedule.numStages, -1);
 
   llvm::DenseMap<Attribute, int> stageIndex;

@@ -96,7 +96,7 @@ static constexpr int64_t kMaxTensorBytes = int64_t(1) << 50;
 /// would surface later as an `nn.gemm` shape mismatch) and tensors whose
 /// byte size overflows or exceeds kMaxTensorBytes (it would wrap around
 /// into a tiny memory plan).
-static LogicalResult checkTensorSizes(func::FuncOp func) {
+LogicalResult mlir::gpipe::nn::checkTensorSizes(func::FuncOp func) {
   auto check = [&](Value value, Location loc,
                    StringRef what) -> LogicalResult {
     auto type = dyn_cast<RankedTensorType>(value.getType());

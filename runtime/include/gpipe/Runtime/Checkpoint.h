@@ -87,7 +87,9 @@ Status writeCheckpoint(const std::string &dir, const TrainingState &state,
 /// Reads and verifies the checkpoint directory `path` (a step-* directory):
 /// manifest (its checksum, and its step against the directory's name),
 /// file sizes and hashes, and that it holds exactly the model's
-/// parameters in their shapes and the state tensors `optimizer` needs.
+/// parameters in their shapes and the state tensors `optimizer` needs
+/// (`optimizer` empty: whatever state it holds, for reading parameters
+/// only).
 Status readCheckpoint(const std::string &path, const ModelMetadata &meta,
                       const std::string &optimizer, TrainingState &state);
 

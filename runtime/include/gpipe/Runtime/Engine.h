@@ -179,8 +179,16 @@ struct ModelMetadata {
   int64_t dataParallel = 1;
   /// The optimizer whose state the arenas hold.
   OptimizerKind optimizer = OptimizerKind::SGD;
+  /// A forward-only (inference) model: no labels, loss, backward, step,
+  /// gradients or optimizer state (the metadata's mode "inference").
+  bool inference = false;
   TensorSpec input;
   std::optional<TensorSpec> labels;
+  /// The last stage's prediction over the mini-batch (dim 0 = B): the
+  /// inference output, or the logits the loss reads in training; what
+  /// gpipe_rt_report_output reports per micro-batch. Unset for models
+  /// compiled before it existed.
+  std::optional<TensorSpec> output;
   /// Token-embedding rows when the input is token ids (0 if none).
   int64_t vocab = 0;
   std::string dataHint;
@@ -452,6 +460,15 @@ struct RunOptions {
   std::optional<NanInjection> injectNan;
   /// Keep every action's begin and end for a trace.
   bool recordTrace = false;
+  /// Inference (a model whose metadata says "inference"): run the forward
+  /// over all of the data, mini-batch by mini-batch (`steps` is ignored:
+  /// ceil(N / B) steps for N samples; the last, partial mini-batch is
+  /// padded with the data's first samples and their outputs dropped), and
+  /// keep every output. Needs `dataset` or `dataPath`.
+  bool predict = false;
+  /// Training: keep the first step's outputs (the logits the loss reads,
+  /// RunResult::outputs).
+  bool keepOutputs = false;
   /// Called on the calling thread after each step.
   std::function<void(const StepMetrics &)> onStep;
   /// Called once before the first step, when data and optimizer are known.
@@ -506,6 +523,12 @@ struct RunResult {
   /// When the run failed: per rank, its last few actions and what it was
   /// doing (the flight recorder).
   std::vector<std::string> flightRecorder;
+  /// With RunOptions::predict, the outputs of every sample (`outputSamples`
+  /// rows of ModelMetadata::output's sample, in data order); with
+  /// keepOutputs, the first step's mini-batch. Row-major bytes of the
+  /// output's dtype.
+  std::vector<uint8_t> outputs;
+  int64_t outputSamples = 0;
   /// Steady state (every step after the first two of this run): how many
   /// steps, and the operator-new allocations the rank threads of this
   /// process made in them (kernels, callbacks, transports, devices).
@@ -535,6 +558,21 @@ Status
 writeParameterTensors(const std::string &path, const ModelMetadata &metadata,
                       const std::map<std::string, std::vector<float>> &tensors,
                       const std::map<std::string, std::string> &extra = {});
+
+/// Writes `result.outputs` as a safetensors file holding one tensor,
+/// `output`, of shape [result.outputSamples, ...] (the sample shape of
+/// `metadata.output`); `extra` joins the file's metadata.
+Status writeOutputTensor(const std::string &path, const ModelMetadata &metadata,
+                         const RunResult &result,
+                         const std::map<std::string, std::string> &extra = {});
+
+/// Reads the parameters a training run saved (`gpipe-run --save-params`)
+/// from the safetensors file at `path`, by name: exactly the model's
+/// parameters, each F32 in its shape. A missing, extra, mis-typed or
+/// mis-shaped tensor is an error naming it.
+Status readParameterTensors(const std::string &path,
+                            const ModelMetadata &metadata,
+                            std::map<std::string, std::vector<float>> &out);
 
 /// Writes `result.trace` as Chrome trace JSON (chrome://tracing, Perfetto):
 /// one thread per rank.

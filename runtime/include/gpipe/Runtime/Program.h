@@ -31,6 +31,13 @@
 |*   gpipe_rt_cuda_* on device memory), precision ("fp32", or "bf16": the   *|
 |*   GEMMs call the _bf16 kernels), stages K, microbatches M,               *|
 |*   schedule, remat, loss, alignment                                        *|
+|*   mode           "train" (default when absent) or "inference": a          *|
+|*                  forward-only pipeline (no labels, no loss, no backward,  *|
+|*                  step, gradients or optimizer state; grads_offset and     *|
+|*                  state_offset -1)                                         *|
+|*   output         {shape, dtype} or null: the last stage's prediction over *|
+|*                  the mini-batch (dim 0 = B), what gpipe_rt_report_output  *|
+|*                  reports per micro-batch (training: the loss's logits)    *|
 |*   data_parallel  replicas D of the pipeline (optional, default 1): K x D  *|
 |*                  workers, replica d taking samples [d B/D, (d+1) B/D) of *|
 |*                  each mini-batch in M micro-batches of B/(M D)           *|
@@ -123,6 +130,16 @@ int32_t gpipe_rt_load_labels(gpipe_rt_rank *rank, int64_t microbatch,
 /// The last stage's forward computed micro-batch `microbatch`'s loss.
 int32_t gpipe_rt_report_loss(gpipe_rt_rank *rank, int64_t microbatch,
                              const float *loss);
+
+/// The last stage's forward computed micro-batch `microbatch`'s
+/// prediction: `bytes` at `data` (one micro-batch of the metadata's
+/// `output`, on the model's device). An inference model's forwards report
+/// their output this way; a training model's last forward reports the
+/// logits its loss reads, just before the loss. The runtime copies them
+/// when it keeps outputs (`gpipe-run --predict`, `--save-outputs`). Added
+/// without changing the ABI version: older libraries never call it.
+int32_t gpipe_rt_report_output(gpipe_rt_rank *rank, int64_t microbatch,
+                               const void *data, int64_t bytes);
 
 /// `gpipe.step` of `stage`: apply the run's optimizer to the stage's
 /// `count` parameters with their gradients (summed over the micro-batches)

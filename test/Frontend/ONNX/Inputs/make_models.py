@@ -15,6 +15,11 @@ Writes, into the folder this script lives in:
                                            exported in training mode, and
                                            PyTorch's training of it (see
                                            make_cnn)
+  cnn_eval.onnx, cnn_eval.golden.safetensors
+                                        -- a CNN with batch norm and dropout
+                                           exported in inference mode, and
+                                           PyTorch's eval-mode logits (see
+                                           make_cnn_eval)
   truncated.onnx, not_onnx.onnx, unsupported_op.onnx, unsupported_ops.onnx,
   one_class.onnx, dynamic_dim.onnx,
   shape_mismatch.onnx, bad_initializer.onnx,
@@ -23,7 +28,8 @@ Writes, into the folder this script lives in:
 
 Needs Debian's python3-torch (1.13) and python3-onnx:
   apt-get install python3-torch python3-onnx python3-numpy
-  /usr/bin/python3 make_models.py
+  /usr/bin/python3 make_models.py [maker...]   (e.g. make_cnn_eval: only
+                                                 that maker's files)
 
 CI never runs this script; the files it writes are committed.
 """
@@ -33,6 +39,7 @@ import json
 import math
 import os
 import struct
+import sys
 
 import numpy as np
 import onnx
@@ -1048,6 +1055,75 @@ def make_cnn():
           f"{os.path.getsize(path)} bytes")
 
 
+# ---------------------------------------------------------------- CNN, eval
+#
+# A small CNN with batch norm and dropout exported in inference mode
+# (training=TrainingMode.EVAL: BatchNormalization with training_mode 0 and
+# no extra outputs; the dropout left out), for gpipe-compile --inference.
+# The eval export folds a batch norm that directly follows a convolution
+# into it, so these normalize after a ReLU and after a residual add, where
+# they stay batch norms. Running statistics are set away from their initial
+# 0 and 1. cnn_eval.golden.safetensors holds CNN_EVAL_SAMPLES images,
+# `input`, and PyTorch's eval-mode logits for them, `output` (the export's
+# batch is CNN_EVAL_BATCH: the samples fill two batches and part of a
+# third).
+
+CNN_EVAL_BATCH = 4
+CNN_EVAL_SAMPLES = 10
+
+
+class CnnEval(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, 1, 1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, 1, 1)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.drop = nn.Dropout(0.5)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x):
+        h = self.bn1(torch.relu(self.conv1(x)))
+        h = self.bn2(torch.relu(self.conv2(h)) + h)
+        h = nn.functional.max_pool2d(h, 2)
+        h = torch.flatten(nn.functional.adaptive_avg_pool2d(h, 1), 1)
+        return self.head(self.drop(h))
+
+
+def make_cnn_eval():
+    torch.manual_seed(GOLDEN_SEED + 50)
+    model = CnnEval()
+    jitter(model)
+    with torch.no_grad():
+        for name, b in model.named_buffers():
+            if "running_mean" in name:
+                b.copy_(0.2 * torch.randn_like(b))
+            elif "running_var" in name:
+                b.copy_(0.5 + torch.rand_like(b))
+    model.eval()
+    example = torch.randn(CNN_EVAL_BATCH, 3, 8, 8)
+    torch.onnx.export(
+        model, (example,), out_path("cnn_eval.onnx"), input_names=["input"],
+        output_names=["logits"], opset_version=OPSET,
+        training=torch.onnx.TrainingMode.EVAL, do_constant_folding=False)
+    graph = onnx.load(out_path("cnn_eval.onnx"))
+    onnx.checker.check_model(graph)
+    kinds = [node.op_type for node in graph.graph.node]
+    if kinds.count("BatchNormalization") != 2 or "Dropout" in kinds:
+        raise RuntimeError(f"cnn_eval.onnx has unexpected nodes: {kinds}")
+    gen = torch.Generator().manual_seed(GOLDEN_SEED + 51)
+    inputs = torch.randn(CNN_EVAL_SAMPLES, 3, 8, 8, generator=gen)
+    with torch.no_grad():
+        logits = model(inputs)
+    path = out_path("cnn_eval.golden.safetensors")
+    write_safetensors(path, {"input": inputs.numpy(),
+                             "output": logits.numpy()},
+                      {"producer": "make_models.py",
+                       "torch": torch.__version__})
+    print(f"cnn_eval.golden.safetensors: {CNN_EVAL_SAMPLES} samples, "
+          f"{os.path.getsize(path)} bytes")
+
+
 # ---------------------------------------------------------------- dropout
 #
 # An MLP with two dropouts exported in training mode (Dropout nodes with a
@@ -1125,7 +1201,14 @@ def main():
     make_mlp_nll()
     make_op_inputs()
     make_mlp_mse()
+    make_cnn_eval()
 
 
 if __name__ == "__main__":
-    main()
+    # `make_models.py make_cnn_eval ...` remakes only the files of the
+    # makers named.
+    if len(sys.argv) > 1:
+        for maker in sys.argv[1:]:
+            globals()[maker]()
+    else:
+        main()

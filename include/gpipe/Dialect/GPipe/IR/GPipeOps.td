@@ -34,7 +34,8 @@ def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
     micro-batch, the one that runs its backward, and the activation types at
     its two boundaries (`input_type` comes from the previous stage, or is the
     data on stage 0; `output_type` goes to the next stage, or is the loss on
-    the last stage).
+    the last stage; in a forward-only pipeline, the last stage's output is
+    the network's prediction, the logits a training pipeline's loss reads).
 
     Function contracts, checked by the verifier:
 
@@ -53,7 +54,8 @@ def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
       (listed by `nn.param_grads`). Without saved values it recomputes the
       forward itself (the `stage` remat policy needs nothing else kept).
       Stage 0 may omit `input_grad` (its input is the data); every other
-      stage returns it first, with type `input_type`.
+      stage returns it first, with type `input_type`. Left out exactly in
+      a `forward_only` pipeline, whose forwards take only the stage input.
     - `backward_input` and `backward_weight` (optional, both or neither): the
       zero-bubble split of `backward`, needed by `gpipe.backward_input` and
       `gpipe.backward_weight` actions. Both take the arguments of
@@ -78,7 +80,7 @@ def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
                        TypeAttrOf<AnyStaticShapeTensor>:$input_type,
                        TypeAttrOf<AnyStaticShapeTensor>:$output_type,
                        FlatSymbolRefAttr:$forward,
-                       FlatSymbolRefAttr:$backward,
+                       OptionalAttr<FlatSymbolRefAttr>:$backward,
                        OptionalAttr<FlatSymbolRefAttr>:$backward_input,
                        OptionalAttr<FlatSymbolRefAttr>:$backward_weight,
                        OptionalAttr<F64Attr>:$forward_time,
@@ -88,7 +90,7 @@ def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
                        OptionalAttr<F64Attr>:$reduce_time);
   let assemblyFormat = [{
     $sym_name `index` $index `:` $input_type `->` $output_type
-    `forward` $forward `backward` $backward
+    `forward` $forward (`backward` $backward^)?
     (`backward_input` $backward_input^)?
     (`backward_weight` $backward_weight^)? attr-dict
   }];
@@ -96,6 +98,9 @@ def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
   let extraClassDeclaration = [{
     /// The stage index as a signed value.
     int64_t getStageIndex() { return getIndexAttr().getInt(); }
+    /// Whether the stage declares a backward (not in a forward-only
+    /// pipeline).
+    bool hasBackward() { return static_cast<bool>(getBackwardAttr()); }
     /// Whether the stage declares the zero-bubble split backward.
     bool hasSplitBackward() {
       return getBackwardInputAttr() && getBackwardWeightAttr();
@@ -168,6 +173,31 @@ def GPipe_PipelineOp : GPipe_Op<"pipeline", [Symbol,
     stage's gradients are summed over the replicas by a `gpipe.reduce_grad`
     between its last backward and its step.
 
+    `forward_only` makes it an inference pipeline: GPipe's forward half. Its
+    stages declare no backward, its forwards take only the stage input (no
+    labels: no loss is computed) and the last stage's forward returns the
+    network's prediction (the logits); its programs hold only forwards and
+    forward sends and receives (no backward, recompute, gradient reduction
+    or step); it is scheduled `gpipe`, with one stage per rank, one replica
+    and remat `none` (nothing is kept for a backward).
+
+    ```mlir
+    gpipe.pipeline @infer stages [@infer_s0, @infer_s1] microbatches 2 schedule gpipe remat none forward_only {
+      gpipe.program rank 0 {
+        gpipe.for %mb = 0 to 2 {
+          gpipe.forward @infer_s0 mb %mb
+          gpipe.send @infer_s0 mb %mb forward to 1 : tensor<4x32xf32>
+        }
+      }
+      gpipe.program rank 1 {
+        gpipe.for %mb = 0 to 2 {
+          gpipe.recv @infer_s1 mb %mb forward from 0 : tensor<4x32xf32>
+          gpipe.forward @infer_s1 mb %mb
+        }
+      }
+    }
+    ```
+
     The body is empty until a schedule is generated (`gpipe-schedule`) or
     imported (`gpipe-import-schedule`); then it holds one `gpipe.program` per
     rank, ranks 0, 1, ... in order. Which rank runs a stage follows from the
@@ -198,18 +228,22 @@ def GPipe_PipelineOp : GPipe_Op<"pipeline", [Symbol,
                        OptionalAttr<I64Attr>:$virtual_stages,
                        GPipe_RematAttr:$remat,
                        OptionalAttr<I64Attr>:$data_parallel,
+                       UnitAttr:$forward_only,
                        OptionalAttr<GPipe_MemoryPlanAttr>:$memory_plan);
   let regions = (region AnyRegion:$body);
   let assemblyFormat = [{
     $sym_name `stages` $stages `microbatches` $microbatches
     `schedule` `` $schedule (`virtual_stages` $virtual_stages^)?
     `remat` `` $remat (`data_parallel` $data_parallel^)?
+    (`forward_only` $forward_only^)?
     (`memory_plan` $memory_plan^)? attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     int64_t getNumStages() { return getStages().size(); }
+    /// Whether this is an inference (forward-only) pipeline.
+    bool isForwardOnly() { return getForwardOnly(); }
     int64_t getNumMicrobatches() { return getMicrobatchesAttr().getInt(); }
     /// V, the stages each rank holds when the schedule is generated (1
     /// without `virtual_stages`).

@@ -237,6 +237,11 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
     - `gpipe.stage @<pipeline>_s<k>` declarations with the estimated times;
     - an empty `gpipe.pipeline @<pipeline>` for `gpipe-schedule`.
 
+    With `forward-only` (inference; the network has no loss attached) it
+    builds the forwards alone, the last one returning the network's
+    prediction, stages without `backward` and a `forward_only` pipeline with
+    remat `none`; the partition balances the forward times.
+
     The network function is kept as the sequential reference.
 
     Before (abridged):
@@ -299,6 +304,11 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
            "Name of the network function">,
     Option<"pipelineName", "pipeline", "std::string", /*default=*/"\"train\"",
            "Name of the pipeline to create">,
+    Option<"forwardOnly", "forward-only", "bool", /*default=*/"false",
+           "Build an inference pipeline (GPipe's forward half): stage "
+           "forwards only, no backward, the network's prediction as the "
+           "last stage's output; needs schedule gpipe, one stage per rank "
+           "and one replica, and records remat none">,
   ];
 }
 

@@ -130,6 +130,52 @@ def NNAttachLossPass : Pass<"nn-attach-loss", "::mlir::ModuleOp"> {
   ];
 }
 
+def NNInferencePass : Pass<"nn-inference", "::mlir::ModuleOp"> {
+  let summary = "Put the network in inference mode (no loss)";
+  let description = [{
+    The inference counterpart of `nn-attach-loss`: the network function
+    `func` (inputs -> prediction) stays as it is, without labels or loss,
+    and its ops take their inference meaning:
+
+    - `nn.batch_norm` normalizes with its running statistics instead of the
+      batch's: `y = x * a + (bias - running_mean * a)` with
+      `a = scale * (1 / sqrt(running_var + epsilon))`, per channel (dim 1),
+      as PyTorch's `eval()` mode computes it. The rewrite reads the same
+      four parameters, so a training run's saved parameters (running
+      statistics included) load by name;
+    - `nn.dropout` is the identity.
+
+    Like `nn-attach-loss`, it first refuses tensor sizes the pipeline cannot
+    compile (a dimension of 0, more than 1 PiB), and it is an error when the
+    function has other than one result.
+
+    Before:
+    ```mlir
+    %y = nn.batch_norm %x, %g, %b, %m, %v {epsilon = 1.0e-05 : f32} : (tensor<8x4x2x2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<8x4x2x2xf32>
+    %z = nn.dropout %y {ratio = 1.000000e-01 : f32, stream = 7 : i64} : tensor<8x4x2x2xf32>
+    ```
+    After (`nn-inference`), abridged:
+    ```mlir
+    %e = nn.constant dense<9.99999974E-6> : tensor<f32>
+    %0 = nn.add %v, %e : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    %1 = nn.sqrt %0 : tensor<4xf32>
+    %2 = nn.reciprocal %1 : tensor<4xf32>
+    %a = nn.mul %g, %2 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %3 = nn.mul %m, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %c = nn.sub %b, %3 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %a4 = nn.reshape %a : tensor<4xf32> -> tensor<4x1x1xf32>
+    %c4 = nn.reshape %c : tensor<4xf32> -> tensor<4x1x1xf32>
+    %4 = nn.mul %x, %a4 : (tensor<8x4x2x2xf32>, tensor<4x1x1xf32>) -> tensor<8x4x2x2xf32>
+    %z = nn.add %4, %c4 : (tensor<8x4x2x2xf32>, tensor<4x1x1xf32>) -> tensor<8x4x2x2xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
+  let options = [
+    Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
+           "Name of the network function">,
+  ];
+}
+
 def NNDifferentiatePass : Pass<"nn-differentiate", "::mlir::ModuleOp"> {
   let summary = "Build reverse-mode gradient functions";
   let description = [{

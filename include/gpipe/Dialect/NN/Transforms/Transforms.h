@@ -63,6 +63,20 @@ enum class LossKind {
 /// cannot take.
 LogicalResult attachLoss(func::FuncOp func, LossKind kind);
 
+/// Refuses, at the op or argument that has it, a tensor the pipeline cannot
+/// compile: a dimension of size 0, or more than 1 PiB (a byte size that
+/// overflows included). `nn-attach-loss` (training) and `nn-inference` run
+/// it first.
+LogicalResult checkTensorSizes(func::FuncOp func);
+
+/// Puts the network `func` (inputs -> prediction, no loss) in inference
+/// mode: every `nn.batch_norm` normalizes with its running statistics
+/// (`(x - running_mean) * (scale / sqrt(running_var + epsilon)) + bias`,
+/// per channel, composed of elementwise ops that read the same parameters),
+/// and every `nn.dropout` is the identity. Fails with an error at `func`
+/// when it has no body or not exactly one result.
+LogicalResult prepareForInference(func::FuncOp func);
+
 /// Attribute names of the autodiff contract.
 /// Unit attribute on a forward function: `nn-differentiate` builds its
 /// backward function `<name>_bwd`.
