@@ -62,6 +62,8 @@ const char *mlir::gpipe::getBufferKindName(BufferKind kind) {
     return "scratch";
   case BufferKind::Reduce:
     return "reduce";
+  case BufferKind::Tied:
+    return "tied";
   }
   return "?";
 }
@@ -78,7 +80,8 @@ bool mlir::gpipe::isKeptActivation(BufferKind kind) {
 
 bool mlir::gpipe::isBoundaryBuffer(BufferKind kind) {
   return kind == BufferKind::Output || kind == BufferKind::OutputGrad ||
-         kind == BufferKind::InputGrad || kind == BufferKind::Reduce;
+         kind == BufferKind::InputGrad || kind == BufferKind::Reduce ||
+         kind == BufferKind::Tied;
 }
 
 int64_t mlir::gpipe::getReduceBufferBytes(int64_t paramBytes,
@@ -116,6 +119,7 @@ void MemoryBreakdown::add(const PlannedBuffer &buffer, int action) {
   case BufferKind::OutputGrad:
   case BufferKind::InputGrad:
   case BufferKind::Reduce:
+  case BufferKind::Tied:
     boundary += bytes;
     return;
   case BufferKind::Scratch:
@@ -553,6 +557,10 @@ std::vector<PlannedBuffer> collectBuffers(const Schedule &schedule,
       break;
     case ActionKind::Step:
       close(BufferKind::Reduce, s, -1, i);
+      break;
+    case ActionKind::SumTied:
+      create(BufferKind::Tied, s, -1, sm.tiedBytes, i);
+      close(BufferKind::Tied, s, -1, i);
       break;
     }
   }

@@ -74,6 +74,33 @@ Schedule mlir::gpipe::insertGradientReductions(const Schedule &schedule) {
   return out;
 }
 
+Schedule mlir::gpipe::insertTiedSums(const Schedule &schedule,
+                                     const std::vector<bool> &holdsTied) {
+  Schedule out = schedule;
+  for (std::vector<Action> &program : out.ranks) {
+    std::vector<Action> kept;
+    kept.reserve(program.size() + 1);
+    int named = -1;
+    for (const Action &a : program) {
+      if (a.kind == ActionKind::SumTied)
+        continue;
+      kept.push_back(a);
+      if (a.stage >= 0 && size_t(a.stage) < holdsTied.size() &&
+          holdsTied[size_t(a.stage)] && (named < 0 || a.stage < named))
+        named = a.stage;
+    }
+    if (named >= 0) {
+      auto firstStep = std::find_if(kept.begin(), kept.end(), [](const Action &a) {
+        return a.kind == ActionKind::Step;
+      });
+      kept.insert(firstStep,
+                  Action::compute(ActionKind::SumTied, named, -1));
+    }
+    program = std::move(kept);
+  }
+  return out;
+}
+
 Action Action::reduceGrad(int stage) {
   return compute(ActionKind::ReduceGrad, stage, -1);
 }
@@ -1620,6 +1647,7 @@ bool parseKindName(std::string_view name, ActionKind &kind) {
       {"R", ActionKind::Recompute},     {"SEND_F", ActionKind::SendF},
       {"RECV_F", ActionKind::RecvF},    {"SEND_B", ActionKind::SendB},
       {"RECV_B", ActionKind::RecvB},    {"REDUCE_GRAD", ActionKind::ReduceGrad},
+      {"SUM_TIED", ActionKind::SumTied},
       {"STEP", ActionKind::Step},
   };
   for (const auto &[text, value] : kNames) {

@@ -320,6 +320,9 @@ void Verifier::indexActions() {
       case ActionKind::Step:
         steps[a.stage].push_back(pos);
         break;
+      case ActionKind::SumTied:
+        // Placed per rank: checkOrder.
+        break;
       }
     }
   }
@@ -538,6 +541,43 @@ void Verifier::checkOrder() {
       }
     }
     before(reduce, step, "updates parameters before its gradient reduction at");
+  }
+  // A rank's tied sums wait for every holder, which take them in one order:
+  // at most one SUM_TIED per rank, after all its other work and before its
+  // steps (the steps read the sums).
+  for (int r = 0; r < numRanks; ++r) {
+    const std::vector<Action> &program = schedule.ranks[r];
+    int sum = -1;
+    for (int i = 0, e = static_cast<int>(program.size()); i < e; ++i) {
+      ActionKind kind = program[i].kind;
+      if (kind == ActionKind::SumTied) {
+        if (sum >= 0) {
+          report(VerifyProblemKind::Order,
+                 at(r, i) + " sums tied gradients a second time (first at " +
+                     at(r, sum) + "); one SUM_TIED per rank");
+          break;
+        }
+        sum = i;
+        continue;
+      }
+      if (sum >= 0 && kind != ActionKind::Step) {
+        report(VerifyProblemKind::Order,
+               at(r, i) + " follows the tied gradient sum at " + at(r, sum) +
+                   "; it must come after all of the rank's other work");
+        break;
+      }
+      if (sum < 0 && kind == ActionKind::Step) {
+        for (int j = i + 1; j < e; ++j)
+          if (program[j].kind == ActionKind::SumTied) {
+            report(VerifyProblemKind::Order,
+                   at(r, j) + " sums tied gradients after the parameter "
+                              "update at " +
+                       at(r, i) + "; SUM_TIED comes before the steps");
+            break;
+          }
+        break;
+      }
+    }
   }
   // Steps come last on every rank.
   for (int r = 0; r < numRanks; ++r) {

@@ -260,6 +260,8 @@ const char *getCategory(ActionKind kind) {
     return "reduce";
   case ActionKind::Step:
     return "step";
+  case ActionKind::SumTied:
+    return "tied";
   }
   return "other";
 }
@@ -445,6 +447,8 @@ Style getStyle(ActionKind kind) {
     return {"#9c755f", "#ffffff", "gradient reduce"};
   case ActionKind::Step:
     return {"#79706e", "#ffffff", "optimizer step"};
+  case ActionKind::SumTied:
+    return {"#d37295", "#ffffff", "tied gradient sum"};
   }
   return {"#cccccc", "#000000", "?"};
 }

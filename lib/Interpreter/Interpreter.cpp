@@ -229,6 +229,15 @@ FailureOr<ParameterStore> ParameterStore::fromModule(ModuleOp module,
   for (auto param : module.getOps<nn::ParameterOp>()) {
     RankedTensorType type = param.getTensorType();
     StringRef name = param.getSymName();
+    // A tied copy starts as its first parameter (declared before it).
+    if (FlatSymbolRefAttr first = param.getTiedToAttr()) {
+      const HostTensor *value = store.lookup(first.getValue());
+      if (!value)
+        return param.emitOpError("is tied to @")
+               << first.getValue() << ", which has no value before it";
+      store.set(name, *value);
+      continue;
+    }
     if (std::optional<ElementsAttr> value = param.getInitialValue()) {
       FailureOr<HostTensor> t = hostTensorFromAttr(
           *value, [&] { return param.emitOpError("initial value: "); });

@@ -353,6 +353,15 @@ LogicalResult Executor::readStages() {
   }
   if (stages.empty())
     return emitPipelineError(pipeline) << "has no stages";
+  // Its gradients and updates are per parameter name; a tied parameter's
+  // copies would each get their own.
+  for (auto param : pipeline->getParentOfType<ModuleOp>().getOps<nn::ParameterOp>())
+    if (FlatSymbolRefAttr first = param.getTiedToAttr())
+      return emitPipelineError(pipeline)
+             << "reads @" << param.getSymName() << ", a copy of tied parameter @"
+             << first.getValue()
+             << "; the reference executor does not sum tied copies' "
+                "gradients (compile the model and train it with gpipe-run)";
   // Which rank runs each stage.
   for (ProgramOp program : pipeline.getPrograms()) {
     SmallVector<ActionOpInterface> actions;
@@ -774,7 +783,7 @@ Outcome Executor::step(int64_t rank, int64_t position, Operation *op,
   }
   Stage &stage = stages[size_t(it->second)];
   ActionKind kind = action.getActionKind();
-  bool hasMb = kind != ActionKind::ReduceGrad && kind != ActionKind::Step;
+  bool hasMb = hasMicrobatch(kind);
   if (hasMb && (mb < 0 || mb >= numMicrobatches)) {
     actionError(op) << "micro-batch " << mb << " is out of range";
     return Outcome::Failed;
@@ -804,6 +813,9 @@ Outcome Executor::step(int64_t rank, int64_t position, Operation *op,
     return Outcome::Ran;
   case ActionKind::Step:
     return runStep(op, stage);
+  case ActionKind::SumTied:
+    // Tied pipelines are refused when the executor is built.
+    break;
   }
   actionError(op) << "has an unknown action kind";
   return Outcome::Failed;

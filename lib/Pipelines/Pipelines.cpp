@@ -57,6 +57,10 @@ static void buildPipeline(OpPassManager &pm,
     pm.addPass(nn::createNNAttachLossPass(loss));
   }
 
+  // Before the cut: a weight read by several layers gets a copy per layer
+  // whatever K is, so its gradient is summed in one order for every K.
+  pm.addPass(nn::createNNCopyTiedParametersPass());
+
   nn::NNMicrobatchPassOptions microbatch;
   microbatch.microbatches = options.microbatches;
   microbatch.replicas = options.dataParallel;

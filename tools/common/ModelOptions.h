@@ -73,6 +73,11 @@ PRESET_OPT(inFeatures, "in-features", "Input features (mlp)")
 PRESET_OPT(classes, "classes", "Output classes (mlp, resnet)")
 PRESET_OPT(imageSize, "image-size", "Image height and width (resnet)")
 #undef PRESET_OPT
+static cl::opt<bool> tieEmbeddings(
+    "tie-embeddings",
+    cl::desc("The head reuses the token embedding as its weight (gpt; the "
+             "two layers' copies are kept equal across stages)"),
+    cl::init(false), cl::cat(getPresetCategory()));
 
 /// Makes diagnostics without a source location (command-line errors) read
 /// "<tool>: error: ..." instead of "<unknown>:0: error: ...". Keep the
@@ -135,6 +140,11 @@ inline LogicalResult checkUnusedModelFlags(MLIRContext &context) {
              << "--" << flag.option.ArgStr << " applies to " << usedBy(flag)
              << " only, not to --preset " << preset;
   }
+  if (tieEmbeddings.getNumOccurrences() && !isGPT)
+    return emitError(UnknownLoc::get(&context))
+           << "--tie-embeddings applies to --preset gpt only"
+           << (preset.empty() ? "; a model file ties its own weights"
+                              : ", not to --preset " + preset);
   StringRef path = inputFile;
   if (!dims.empty() &&
       (!preset.empty() || path.ends_with(".mlir") || path.ends_with(".mlirbc")))
@@ -176,6 +186,7 @@ inline OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
     take(inFeatures, options.inFeatures);
     take(classes, options.classes);
     take(imageSize, options.imageSize);
+    options.tieEmbeddings = tieEmbeddings;
     return mlir::gpipe::buildPreset(&context, preset, options);
   }
   if (inputFile.empty()) {

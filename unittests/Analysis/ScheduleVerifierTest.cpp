@@ -46,6 +46,47 @@ TEST(ScheduleVerifierTest, ValidSummary) {
       "schedule is valid: 2 ranks, 2 stages, 2 micro-batches, 18 actions");
 }
 
+/// Tied copies on stages 0 and 2 of three ranks: one SUM_TIED on ranks 0
+/// and 2, right before their steps; the verifier accepts it, and refuses a
+/// sum after a step, a second sum and work after the sum.
+TEST(ScheduleVerifierTest, TiedSumsComeBeforeTheSteps) {
+  Schedule s = insertTiedSums(build1F1BSchedule(3, 4, 64), {true, false, true});
+  ASSERT_TRUE(verifySchedule(s).ok()) << verifySchedule(s).getMessage();
+  for (int r : {0, 2}) {
+    const std::vector<Action> &program = s.ranks[r];
+    ASSERT_GE(program.size(), 2u);
+    EXPECT_EQ(program[program.size() - 2].kind, ActionKind::SumTied);
+    EXPECT_EQ(program[program.size() - 2].stage, r);
+    EXPECT_EQ(program.back().kind, ActionKind::Step);
+  }
+  for (const Action &a : s.ranks[1])
+    EXPECT_NE(a.kind, ActionKind::SumTied);
+  // Inserting again changes nothing.
+  EXPECT_EQ(insertTiedSums(s, {true, false, true}), s);
+
+  Schedule late = s;
+  std::swap(late.ranks[0][late.ranks[0].size() - 2], late.ranks[0].back());
+  VerifyResult lateResult = verifySchedule(late);
+  EXPECT_TRUE(lateResult.has(VerifyProblemKind::Order));
+  EXPECT_NE(lateResult.getMessage().find("SUM_TIED comes before the steps"),
+            std::string::npos)
+      << lateResult.getMessage();
+
+  Schedule twice = s;
+  twice.ranks[2].insert(twice.ranks[2].end() - 1,
+                        Action::compute(ActionKind::SumTied, 2, -1));
+  EXPECT_NE(verifySchedule(twice).getMessage().find("one SUM_TIED per rank"),
+            std::string::npos);
+
+  Schedule early = s;
+  std::vector<Action> &r0 = early.ranks[0];
+  std::rotate(r0.end() - 3, r0.end() - 2, r0.end() - 1);
+  EXPECT_NE(verifySchedule(early).getMessage().find(
+                "must come after all of the rank's other work"),
+            std::string::npos)
+      << verifySchedule(early).getMessage();
+}
+
 /// 1F1B with each receive right before its consumer and each send right
 /// after its producer: in the steady state stage k sends an activation to
 /// k+1 while k+1 sends a gradient to k, and both block.

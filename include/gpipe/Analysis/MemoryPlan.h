@@ -50,6 +50,10 @@
 //                    of, (D-1) x ceil(n/D) floats for n gradient floats:
 //                    REDUCE_GRAD to STEP. Counted with the boundary buffers
 //                    (communication).
+//   Tied(s)          tied parameters only: where the holder of a tied
+//                    parameter's first copy receives another rank's copy's
+//                    gradient (`tiedBytes`), live at SUM_TIED only. Counted
+//                    with the boundary buffers.
 //
 // A forward-only (inference) schedule has Parameters as its only persistent
 // buffers, and each Input lives from its arrival to its forward only: a
@@ -58,7 +62,7 @@
 // Kept activations = Input (from its forward on) + ExtraInput + Saved +
 // Deferred;
 // boundary (send/receive) buffers = Input (before its forward) + Output +
-// OutputGrad + InputGrad + Reduce.
+// OutputGrad + InputGrad + Reduce + Tied.
 //
 // Slots. The buffers of one (kind, stage) are the same size and live in
 // micro-batch order, so they share a slot of c copies, micro-batch m in copy
@@ -123,6 +127,9 @@ struct StageMemory {
   /// A split backward: the bytes its input half hands to its weight half
   /// for one micro-batch, kept from I to W.
   int64_t deferredBytes = 0;
+  /// Tied parameters: the receive buffer of a SUM_TIED named by this stage,
+  /// the largest tied copy another rank sends this rank (0: none).
+  int64_t tiedBytes = 0;
 };
 
 /// What a stage keeps between its forward and its backward.
@@ -176,16 +183,17 @@ enum class BufferKind {
   InputGrad,
   Scratch,
   Reduce,
+  Tied,
 };
 
 /// "params", "grads", "optimizer", "input", "extra", "saved", "deferred",
-/// "output", "output_grad", "input_grad", "scratch", "reduce".
+/// "output", "output_grad", "input_grad", "scratch", "reduce", "tied".
 const char *getBufferKindName(BufferKind kind);
 /// Parameters, Gradients, OptimizerState.
 bool isPersistentBuffer(BufferKind kind);
 /// Input, ExtraInput, Saved, Deferred.
 bool isKeptActivation(BufferKind kind);
-/// Output, OutputGrad, InputGrad, Reduce.
+/// Output, OutputGrad, InputGrad, Reduce, Tied.
 bool isBoundaryBuffer(BufferKind kind);
 
 struct PlannedBuffer {
@@ -247,7 +255,7 @@ struct MemoryBreakdown {
   int64_t keptActivations = 0;
   int64_t scratch = 0;
   /// Input (before its forward) + Output + OutputGrad + InputGrad +
-  /// Reduce
+  /// Reduce + Tied
   int64_t boundary = 0;
 
   int64_t getTotal() const {

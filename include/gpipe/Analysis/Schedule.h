@@ -63,7 +63,7 @@ inline bool isForwardComm(ActionKind kind) {
 struct Action {
   ActionKind kind = ActionKind::Forward;
   int stage = 0;
-  /// The micro-batch; -1 for ReduceGrad and Step.
+  /// The micro-batch; -1 for ReduceGrad, Step and SumTied.
   int microbatch = -1;
   /// For sends and receives the rank at the other end, else -1.
   int peer = -1;
@@ -245,6 +245,14 @@ ScheduleOrError insertCommunication(const Schedule &computeOrder,
 /// stage's STEP (which waits for it) stays last. Existing REDUCE_GRADs are
 /// dropped first, so the result is the same whatever the input had.
 Schedule insertGradientReductions(const Schedule &schedule);
+
+/// Tied parameters: adds one SUM_TIED to each rank that runs a stage `s`
+/// with `holdsTied[s]` (named by the lowest such stage), right before the
+/// rank's first STEP (at the end without one): after everything the sums
+/// need (every backward, every REDUCE_GRAD) and before the updates that
+/// read them. Existing SUM_TIEDs are dropped first.
+Schedule insertTiedSums(const Schedule &schedule,
+                        const std::vector<bool> &holdsTied);
 
 //===----------------------------------------------------------------------===//
 // Generated schedule families

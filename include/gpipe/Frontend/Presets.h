@@ -35,6 +35,7 @@ struct PresetOptions {
   int64_t inFeatures = 32; ///< input features (MLP)
   int64_t classes = 10;    ///< output classes (MLP, ResNet)
   int64_t imageSize = 32;  ///< image height and width (ResNet, 3 channels)
+  bool tieEmbeddings = false; ///< the head reuses the token embedding (GPT)
 };
 
 /// Names of the built-in presets ("mlp", "gpt", "resnet").

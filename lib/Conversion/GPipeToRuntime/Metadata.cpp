@@ -211,7 +211,10 @@ LogicalResult Emitter::emitMetadata() {
     llvm::json::Object entry{{"name", p.getSymName().str()},
                              {"shape", toJSON(type.getShape())},
                              {"dtype", "f32"}};
-    if (std::optional<ElementsAttr> value = p.getInitialValue()) {
+    if (FlatSymbolRefAttr first = p.getTiedToAttr()) {
+      entry["init"] = "tied";
+      entry["tied_to"] = first.getValue().str();
+    } else if (std::optional<ElementsAttr> value = p.getInitialValue()) {
       FailureOr<HostTensor> tensor =
           hostTensorFromAttr(*value, [&] { return p.emitOpError(); });
       if (failed(tensor))

@@ -390,6 +390,16 @@ LogicalResult Emitter::lowerAction(OpBuilder &at, ProgramOp program,
                 abort, -1);
     break;
   }
+  case ActionKind::SumTied: {
+    // The runtime knows the rank's tied copies from the metadata; the Tied
+    // slot receives other ranks' copies' gradients (absent when none come).
+    std::optional<Value> scratch = slotPtr(SlotKind::Tied, s);
+    Value scratchPtr =
+        scratch ? *scratch : LLVM::ZeroOp::create(at, loc, ptrTy).getResult();
+    auto sum = declare("gpipe_rt_sum_tied", i32Ty, {ptrTy, i64Ty, ptrTy});
+    emitChecked(at, loc, sum, ValueRange{rank, index, scratchPtr}, abort, -1);
+    break;
+  }
   case ActionKind::Recompute:
     // The backward recomputes its stage.
     break;

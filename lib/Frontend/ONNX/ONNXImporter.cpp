@@ -475,6 +475,9 @@ private:
   llvm::StringMap<int> names;
   /// Names read by some node or listed as graph outputs.
   llvm::StringSet<> consumed;
+  /// Names some node reads where a gradient flows (not only compared,
+  /// counted or used as a condition).
+  llvm::StringSet<> readDifferentiably;
   llvm::StringSet<> resourceKeys;
   /// Why each NegativeLogLikelihoodLoss node is not the graph's loss (see
   /// matchLoss), by node name.
@@ -2287,7 +2290,9 @@ Importer::Handler Importer::lookupHandler(StringRef opType) {
 /// additive -inf causal mask that torch.onnx folds an attention mask buffer
 /// into) and float scalars (rank 0: the Python numbers such as an attention
 /// scale or GELU's 0.5 that the torch.export-based exporter stores as
-/// initializers).
+/// initializers), and float initializers read only where no gradient flows
+/// (compared, or a Where's condition: an attention mask buffer exported
+/// without constant folding).
 LogicalResult Importer::importInitializer(const onnx::TensorProto &proto) {
   StringRef name = proto.name();
   Location loc = graphLoc(name);
@@ -2299,8 +2304,9 @@ LogicalResult Importer::importInitializer(const onnx::TensorProto &proto) {
   if (failed(raw))
     return failure();
   RankedTensorType type = raw->getType();
+  bool buffer = consumed.contains(name) && !readDifferentiably.contains(name);
   if (isa<FloatType>(raw->elementType) && allFinite(*raw) &&
-      !raw->shape.empty()) {
+      !raw->shape.empty() && !buffer) {
     if (name == options.funcName)
       return emitError(loc) << "initializer '" << name
                             << "' has the name of the network function",
@@ -2311,7 +2317,7 @@ LogicalResult Importer::importInitializer(const onnx::TensorProto &proto) {
     else
       value = makeResource(type, name, raw->bytes, byteWidth(raw->elementType));
     nn::ParameterOp::create(builder, loc, name, type, value, nn::InitKindAttr(),
-                            FloatAttr());
+                            FloatAttr(), /*tied_to=*/FlatSymbolRefAttr());
     return bind(name, Slot{"", type, loc, Value(), std::nullopt, name.str()},
                 loc);
   }
@@ -2686,9 +2692,31 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
   if (failed(inlineFunctions(model, nodes)))
     return nullptr;
 
+  // Inputs no gradient flows through: comparisons, logic, shapes, a
+  // Where's condition. A float initializer read only there is a buffer
+  // (an attention mask exported unfolded), not a weight.
+  auto differentiable = [](StringRef op, int index) {
+    if (llvm::is_contained({"Equal", "Less", "Greater", "LessOrEqual",
+                            "GreaterOrEqual", "Not", "And", "Or", "Xor",
+                            "Shape", "Size", "IsNaN", "IsInf"},
+                           op))
+      return false;
+    return !(op == "Where" && index == 0);
+  };
   for (const onnx::NodeProto &node : nodes)
     for (const std::string &input : node.input())
       consumed.insert(input);
+  // Backwards, so that an Identity (how the exporter shares equal buffers)
+  // passes on whether its output is read differentiably.
+  for (const onnx::NodeProto &node : llvm::reverse(nodes)) {
+    bool passOn = node.op_type() == "Identity" && node.output_size() == 1;
+    for (auto [i, input] : llvm::enumerate(node.input()))
+      if (passOn ? readDifferentiably.contains(node.output(0))
+                 : differentiable(node.op_type(), int(i)))
+        readDifferentiably.insert(input);
+  }
+  for (const onnx::ValueInfoProto &output : graph.output())
+    readDifferentiably.insert(output.name());
   for (const onnx::ValueInfoProto &output : graph.output())
     consumed.insert(output.name());
 

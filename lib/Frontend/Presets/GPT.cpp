@@ -7,7 +7,8 @@
 //   tok_emb (Embedding [vocab, d]), pos_emb ([seq, d]),
 //   blocks.{i}: ln1, attn.qkv ([3d, d]), attn.proj, ln2, mlp.fc ([4d, d]),
 //               mlp.proj ([d, 4d]),
-//   ln_f, head ([vocab, d], no bias)
+//   ln_f, head ([vocab, d], no bias; with tieEmbeddings the head reads
+//   tok_emb.weight itself, as GPT-2 does)
 //
 // Attention is written out in primitive ops (split, per-head reshape and
 // transpose, q.k^T / sqrt(hd), a causal nn.where with -inf, softmax, times v)
@@ -148,6 +149,13 @@ OwningOpRef<ModuleOp> presets::buildGPT(MLIRContext *context,
     x = buildBlock(pb, "blocks." + std::to_string(i), x, d);
 
   x = pb.layerNorm("ln_f", x);
-  Value logits = pb.linear("head", x, d.vocab, weightInit(), std::nullopt);
+  // Tied: the head's [vocab, d] weight is the token embedding (GPT-2).
+  Value logits =
+      options.tieEmbeddings
+          ? Value(nn::LinearOp::create(
+                b, pb.loc("head", "Linear"),
+                Type(f32Tensor(context, {d.batch, d.seq, d.vocab})), x, table,
+                /*bias=*/Value(), /*transpose_weight=*/true))
+          : pb.linear("head", x, d.vocab, weightInit(), std::nullopt);
   return pb.finish(logits);
 }

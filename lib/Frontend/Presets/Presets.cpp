@@ -93,7 +93,7 @@ Value PresetBuilder::parameter(StringRef name, ArrayRef<int64_t> shape,
                             /*initial_value=*/ElementsAttr(),
                             nn::InitKindAttr::get(opBuilder.getContext(),
                                                   init.rule),
-                            scale);
+                            scale, /*tied_to=*/FlatSymbolRefAttr());
   }
   return nn::ParamOp::create(opBuilder, paramLoc, Type(type), name);
 }

@@ -97,7 +97,7 @@ Status checkGuard(const RankPlan &plan, const uint8_t *arena) {
                        std::to_string(changed) + " changed)");
 }
 
-void collectTensors(const ModelMetadata &meta,
+Status collectTensors(const ModelMetadata &meta,
                     const std::vector<uint8_t *> &arenas, bool gradients,
                     std::map<std::string, std::vector<float>> &out) {
   out.clear();
@@ -111,11 +111,23 @@ void collectTensors(const ModelMetadata &meta,
         const uint8_t *src =
             arenas[size_t(rank.rank)] +
             (gradients ? stage.gradsOffset : stage.paramsOffset) + slot.offset;
-        std::vector<float> &v = out[slot.name];
+        auto [it, first] = out.try_emplace(slot.name);
+        std::vector<float> &v = it->second;
+        if (!first) {
+          // Another copy of a tied parameter: the same bits.
+          if (slot.elements &&
+              std::memcmp(v.data(), src, size_t(slot.elements) * 4) != 0)
+            return Status::error(
+                "the copies of tied parameter '" + slot.name + "' differ (" +
+                (gradients ? "gradients" : "values") +
+                "): its copies' gradients were not summed before the step");
+          continue;
+        }
         v.resize(size_t(slot.elements));
         if (slot.elements)
           std::memcpy(v.data(), src, size_t(slot.elements) * 4);
       }
+  return Status::success();
 }
 
 Status restoreState(const ModelMetadata &meta, const TrainingState &state,

@@ -120,8 +120,9 @@ int64_t firstChangedGuardByte(const RankPlan &plan, const uint8_t *arena);
 Status checkGuard(const RankPlan &plan, const uint8_t *arena);
 
 /// Copies every parameter's block (params or grads) out of the host views
-/// `arenas` (by rank), keyed by parameter name.
-void collectTensors(const ModelMetadata &meta,
+/// `arenas` (by rank), keyed by parameter name. A tied parameter's copies
+/// are one tensor: an error says so if they are not bit for bit the same.
+Status collectTensors(const ModelMetadata &meta,
                     const std::vector<uint8_t *> &arenas, bool gradients,
                     std::map<std::string, std::vector<float>> &out);
 

@@ -19,6 +19,7 @@
 #include "gpipe/Runtime/CPUKernels.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace gpipe::rt {
@@ -460,7 +461,7 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
   }
   rank->lastStepped[local] = rank->step;
   // Data parallelism: the update waits for the replicas' sum.
-  if (numReplicas() > 1 && count > 0) {
+  if (numReplicas() > 1 && count > 0 && !rank->reduced[local]) {
     if (!rank->reducing[local]) {
       fail(rank, at() + ": stage " + std::to_string(stage) +
                      "'s gradients were not reduced over the replicas "
@@ -584,6 +585,124 @@ extern "C" int32_t gpipe_rt_action_begin(gpipe_rt_rank *rank, int64_t action) {
 
 extern "C" void gpipe_rt_action_end(gpipe_rt_rank *rank, int64_t action) {
   rank->run->actionEnd(rank, action);
+}
+
+int32_t RunState::sumTied(gpipe_rt_rank *rank, int64_t action,
+                          float *scratch) {
+  if (isAborted())
+    return 1;
+  auto at = [&] { return where(rank, currentAction(rank)) + ": gpipe_rt_sum_tied"; };
+  int64_t numActions = int64_t(rank->plan->actions.size());
+  if (action < 0 || action >= numActions ||
+      rank->plan->actions[size_t(action)].kind != ActionKind::SumTied) {
+    fail(rank, at() + " for action " + std::to_string(action) +
+                   ", which is not a sum_tied action");
+    return 1;
+  }
+  if (meta.target != "cpu") {
+    fail(rank, at() + ": tied parameters are summed on the CPU target only");
+    return 1;
+  }
+  int64_t maxCopies = 0;
+  for (const TiedGroup &g : meta.tiedGroups)
+    maxCopies = std::max<int64_t>(maxCopies, int64_t(g.members.size()));
+  auto gradsOf = [&](const TiedGroup::Member &m) {
+    const StagePlan &stage = meta.ranks[size_t(m.rank)].stages[m.stage];
+    return reinterpret_cast<float *>(rank->arena + stage.gradsOffset +
+                                     stage.params[m.slot].offset);
+  };
+  auto waitReduced = [&](const TiedGroup::Member &m) -> bool {
+    // Data parallelism: a copy's gradient is its replicas' sum first.
+    const StagePlan &stage = meta.ranks[size_t(m.rank)].stages[m.stage];
+    size_t local = m.stage;
+    if (numReplicas() == 1 || !rank->reducing[local])
+      return true;
+    rank->reducing[local] = 0;
+    rank->reduced[local] = 1;
+    return transport->finishReduction(rank->index, stage.stage);
+  };
+  // One message with another holder of the group (same replica).
+  auto exchange = [&](bool send, int64_t peerRank, int64_t tag, float *data,
+                      int64_t count) {
+    Transfer t;
+    t.rank = rank->index;
+    t.action = action;
+    t.peer = rank->replica * numRanks() + peerRank;
+    t.tag = tag;
+    t.send = send;
+    t.data = data;
+    t.bytes = count * 4;
+    t.device = rank->device;
+    return transport->transfer(t);
+  };
+  // Every holder takes the groups in one order, so no two wait on each
+  // other: copy 0's holder gathers the others' gradients and adds them in
+  // copy order, then hands the sum back.
+  for (size_t g = 0; g < meta.tiedGroups.size(); ++g) {
+    const TiedGroup &group = meta.tiedGroups[g];
+    const std::vector<TiedGroup::Member> &members = group.members;
+    if (std::none_of(members.begin(), members.end(), [&](const auto &m) {
+          return m.rank == rank->rank;
+        }))
+      continue;
+    const int64_t count = meta.parameters[group.parameter].elements;
+    auto tag = [&](size_t copy, bool gather) {
+      return ::gpipe::abi::getTiedTransferTag(meta.stages, meta.microbatches,
+                                              maxCopies, int64_t(g),
+                                              int64_t(copy), gather);
+    };
+    const TiedGroup::Member &first = members.front();
+    if (first.rank == rank->rank) {
+      if (!waitReduced(first))
+        return 1;
+      float *sum = gradsOf(first);
+      for (size_t c = 1; c < members.size(); ++c) {
+        const float *add;
+        if (members[c].rank == rank->rank) {
+          if (!waitReduced(members[c]))
+            return 1;
+          add = gradsOf(members[c]);
+        } else {
+          if (!scratch) {
+            fail(rank, at() + ": the plan reserved no Tied buffer for "
+                              "parameter '" +
+                           meta.parameters[group.parameter].name + "'");
+            return 1;
+          }
+          if (!exchange(false, members[c].rank, tag(c, true), scratch, count))
+            return 1;
+          add = scratch;
+        }
+        for (int64_t i = 0; i < count; ++i)
+          sum[i] += add[i];
+      }
+      for (size_t c = 1; c < members.size(); ++c) {
+        if (members[c].rank == rank->rank)
+          std::memcpy(gradsOf(members[c]), sum, size_t(count) * 4);
+        else if (!exchange(true, members[c].rank, tag(c, false), sum, count))
+          return 1;
+      }
+      continue;
+    }
+    for (size_t c = 1; c < members.size(); ++c)
+      if (members[c].rank == rank->rank) {
+        if (!waitReduced(members[c]) ||
+            !exchange(true, first.rank, tag(c, true), gradsOf(members[c]),
+                      count))
+          return 1;
+      }
+    for (size_t c = 1; c < members.size(); ++c)
+      if (members[c].rank == rank->rank &&
+          !exchange(false, first.rank, tag(c, false), gradsOf(members[c]),
+                    count))
+        return 1;
+  }
+  return 0;
+}
+
+extern "C" int32_t gpipe_rt_sum_tied(gpipe_rt_rank *rank, int64_t action,
+                                     float *scratch) {
+  return rank->run->sumTied(rank, action, scratch);
 }
 
 extern "C" int32_t gpipe_rt_send(gpipe_rt_rank *rank, int64_t action,

@@ -66,10 +66,11 @@ bool RunState::checkpointIfDue(int64_t step) {
         if (isLocal(rank.index))
           for (int64_t t : rank.optimizerSteps)
             saved.optimizerSteps = std::max(saved.optimizerSteps, t);
-      collectTensors(meta, views, /*gradients=*/false, saved.parameters);
+      s = collectTensors(meta, views, /*gradients=*/false, saved.parameters);
       collectOptimizerState(meta, views, optimizerStateSlots(saved.optimizer),
                             saved.optimizerState);
-      s = options.checkpoint(saved);
+      if (s.ok())
+        s = options.checkpoint(saved);
       if (!s.ok())
         checkpointError = s.message();
     }

@@ -180,6 +180,7 @@ Status RunState::prepareRanks() {
                                               : 0);
     rank.lastStepped.assign(rank.plan->stages.size(), -1);
     rank.reducing.assign(rank.plan->stages.size(), 0);
+    rank.reduced.assign(rank.plan->stages.size(), 0);
     rank.losses.assign(size_t(meta.microbatches), 0.0);
     rank.lossReported.assign(size_t(meta.microbatches), 0);
     rank.outputReported.assign(size_t(meta.microbatches), 0);

@@ -291,6 +291,27 @@ bool parseParameters(Reader &r, const Json &root, ModelMetadata &m,
     std::string init;
     if (!r.string(p, where, "init", init))
       return false;
+    if (init == "tied") {
+      // A copy of an earlier parameter: the same parameter to everything
+      // but SUM_TIED.
+      std::string first;
+      if (!r.string(p, where, "tied_to", first))
+        return false;
+      const ParameterSpec *root = m.findParameter(first);
+      if (!root)
+        return r.fail(where + ".tied_to",
+                      "'" + first + "' names no earlier parameter");
+      if (root->shape != spec.shape)
+        return r.fail(where + ".shape",
+                      "differs from the shape of '" + first + "'");
+      size_t index = size_t(root - m.parameters.data());
+      int64_t copy = 1;
+      for (const auto &[name, tied] : m.tiedCopies)
+        if (tied.first == index)
+          ++copy;
+      m.tiedCopies[spec.name] = {index, copy};
+      continue;
+    }
     if (init == "data") {
       spec.init = ParamInit::Data;
       if (!r.integer(p, where, "data_offset", spec.dataOffset))
@@ -326,7 +347,7 @@ bool parseParameters(Reader &r, const Json &root, ModelMetadata &m,
 
 bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
                     ModelMetadata &m, RankPlan &rank,
-                    std::vector<int> &parameterHolders,
+                    std::vector<uint64_t> &parameterHolders,
                     std::vector<Region> &regions) {
   StagePlan plan;
   if (!r.integer(s, where, "stage", plan.stage) ||
@@ -388,6 +409,11 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
         !r.integer(p, at, "elements", slot.elements))
       return false;
     const ParameterSpec *spec = m.findParameter(slot.name);
+    if (auto tied = m.tiedCopies.find(slot.name); tied != m.tiedCopies.end()) {
+      spec = &m.parameters[tied->second.first];
+      slot.copy = tied->second.second;
+      slot.name = spec->name;
+    }
     if (!spec)
       return r.fail(at, "parameter '" + slot.name +
                             "' is not in the 'parameters' list");
@@ -405,9 +431,14 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
                             std::to_string(slot.elements * 4) +
                             " bytes) does not fit the stage's param_bytes " +
                             std::to_string(plan.paramBytes));
-    if (parameterHolders[slot.parameter]++)
+    // Each copy of a parameter is held once.
+    if (parameterHolders[slot.parameter] & (uint64_t(1) << (slot.copy & 63)))
       return r.fail(at, "parameter '" + slot.name +
+                            (slot.copy ? " (copy " + std::to_string(slot.copy) +
+                                             ")"
+                                       : std::string()) +
                             "' is held by more than one stage");
+    parameterHolders[slot.parameter] |= uint64_t(1) << (slot.copy & 63);
     if (slot.elements)
       ranges.push_back({slot.offset, slot.offset + slot.elements * 4});
     plan.params.push_back(std::move(slot));
@@ -697,7 +728,8 @@ bool parseRanks(Reader &r, const Json &root, ModelMetadata &m) {
   if (ranks->empty())
     return r.fail("ranks", "is empty");
   int64_t numRanks = int64_t(ranks->size());
-  std::vector<int> parameterHolders(m.parameters.size(), 0);
+  // Per parameter, a bit per copy held (tied parameters have several).
+  std::vector<uint64_t> parameterHolders(m.parameters.size(), 0);
   std::vector<int64_t> stageHolder(size_t(m.stages), -1);
   for (size_t ri = 0; ri < ranks->size(); ++ri) {
     const Json &rj = (*ranks)[ri];
@@ -755,6 +787,31 @@ bool parseRanks(Reader &r, const Json &root, ModelMetadata &m) {
     if (!parameterHolders[i])
       return r.fail("parameters", "parameter '" + m.parameters[i].name +
                                       "' is held by no stage");
+  // Tied parameters: every copy held, gathered in copy order.
+  std::map<size_t, std::vector<std::pair<int64_t, TiedGroup::Member>>> held;
+  for (const RankPlan &rank : m.ranks)
+    for (size_t s = 0; s < rank.stages.size(); ++s)
+      for (size_t k = 0; k < rank.stages[s].params.size(); ++k) {
+        const ParamSlot &slot = rank.stages[s].params[k];
+        held[slot.parameter].push_back({slot.copy, {rank.rank, s, k}});
+      }
+  for (auto &[parameter, members] : held) {
+    if (members.size() < 2)
+      continue;
+    std::sort(members.begin(), members.end(),
+              [](const auto &a, const auto &b) { return a.first < b.first; });
+    TiedGroup group;
+    group.parameter = parameter;
+    for (size_t c = 0; c < members.size(); ++c) {
+      if (members[c].first != int64_t(c))
+        return r.fail("parameters", "copy " + std::to_string(c) +
+                                        " of tied parameter '" +
+                                        m.parameters[parameter].name +
+                                        "' is held by no stage");
+      group.members.push_back(members[c].second);
+    }
+    m.tiedGroups.push_back(std::move(group));
+  }
   return checkTransfers(r, m);
 }
 

@@ -238,7 +238,8 @@ Status RunState::report(RunResult &result) {
     }
   }
   if (root)
-    collectTensors(meta, views, /*gradients=*/false, result.finalParameters);
+    return collectTensors(meta, views, /*gradients=*/false,
+                          result.finalParameters);
   return Status::success();
 }
 

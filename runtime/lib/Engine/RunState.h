@@ -133,6 +133,8 @@ struct gpipe_rt_rank {
   /// Per stage the rank holds: a gradient reduction was started this step
   /// and its step has not waited for it yet.
   std::vector<char> reducing;
+  /// Per held stage: its reduction finished early (SUM_TIED waited for it).
+  std::vector<char> reduced;
   /// The current step's losses by micro-batch.
   std::vector<double> losses;
   std::vector<char> lossReported;
@@ -309,6 +311,7 @@ public:
                         const float *grads, float *state, int64_t count);
   int32_t reduceGradients(gpipe_rt_rank *rank, int64_t action, float *grads,
                           float *scratch, int64_t count);
+  int32_t sumTied(gpipe_rt_rank *rank, int64_t action, float *scratch);
   int32_t kernelError(gpipe_rt_rank *rank, int64_t site, int32_t status);
 
   /// A non-finite value found at `rank`: stops the run at once (returns 1)

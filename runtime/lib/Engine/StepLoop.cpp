@@ -144,6 +144,7 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     rank->busyNs = 0;
     rank->pending.clear();
     std::fill(rank->reducing.begin(), rank->reducing.end(), 0);
+    std::fill(rank->reduced.begin(), rank->reduced.end(), 0);
     rank->deferred.clear();
     std::fill(rank->lossReported.begin(), rank->lossReported.end(), 0);
     std::fill(rank->outputReported.begin(), rank->outputReported.end(), 0);
@@ -375,8 +376,14 @@ bool RunState::runStep(int64_t step, RunResult &result) {
   if (step == startStep && !meta.inference) {
     if (!gatherBlocks(step + 1))
       return false;
-    if (root)
-      collectTensors(meta, views, /*gradients=*/true, result.firstGradients);
+    if (root) {
+      if (Status s = collectTensors(meta, views, /*gradients=*/true,
+                                    result.firstGradients);
+          !s.ok()) {
+        fail(step + 1, s.message());
+        return false;
+      }
+    }
   }
   if (keepsOutputs(step) && root && !collectOutputs(step, result))
     return false;

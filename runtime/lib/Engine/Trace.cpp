@@ -74,6 +74,9 @@ Status writeChromeTrace(const std::string &path, const ModelMetadata &metadata,
     case ActionKind::Step:
       name = "step";
       break;
+    case ActionKind::SumTied:
+      name = "sum tied";
+      break;
     }
     Json args = {{"stage", a.stage},
                  {"mb", a.mb},

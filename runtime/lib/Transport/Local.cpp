@@ -88,6 +88,8 @@ private:
     std::vector<Reduction> parts;
     std::vector<char> present;
     int64_t started = 0, summed = 0, done = 0;
+    /// Counts completed reductions: the last replica done moves it on.
+    uint64_t generation = 0;
   };
   /// Waits on reduceCv until `ready`, the deadline or an abort; on a
   /// timeout records `r`'s failure, naming `waitingFor()`.
@@ -324,11 +326,19 @@ bool LocalTransport::finishReduction(int64_t worker, int64_t stage) {
     std::memcpy(r.grads + clo, parts[c].grads + clo, size_t(chi - clo) * 4);
   }
   lock.lock();
+  // Returns once no replica reads these gradients any more, so that the
+  // caller may change them (the tied copies' sum does, in place).
+  uint64_t generation = g.generation;
   if (++g.done == replicas) {
     g.started = g.summed = g.done = 0;
     std::fill(g.present.begin(), g.present.end(), 0);
+    ++g.generation;
+    reduceCv.notify_all();
+    return true;
   }
-  return true;
+  return waitReduction(
+      lock, r, [&] { return g.generation != generation; },
+      [] { return std::string("the other replicas to take their shares"); });
 }
 
 } // namespace

@@ -107,6 +107,30 @@ nn.parameter @neither : tensor<2xf32>
 
 // -----
 
+nn.parameter @first : tensor<2xf32> init zeros
+// expected-error @+1 {{'nn.parameter' op parameter 'copy' is tied to @first and starts as it does: it takes no initial value or init rule}}
+nn.parameter @copy : tensor<2xf32> tied_to @first init zeros
+
+// -----
+
+// expected-error @+1 {{'nn.parameter' op parameter 'copy' is tied to @nowhere, which is not an nn.parameter}}
+nn.parameter @copy : tensor<2xf32> tied_to @nowhere
+
+// -----
+
+nn.parameter @first : tensor<2xf32> init zeros
+nn.parameter @copy : tensor<2xf32> tied_to @first
+// expected-error @+1 {{'nn.parameter' op parameter 'copy2' is tied to @copy, itself a copy; tie copies to the first parameter}}
+nn.parameter @copy2 : tensor<2xf32> tied_to @copy
+
+// -----
+
+nn.parameter @first : tensor<2xf32> init zeros
+// expected-error @+1 {{'nn.parameter' op parameter 'copy' of type 'tensor<3xf32>' is tied to @first of type 'tensor<2xf32>'}}
+nn.parameter @copy : tensor<3xf32> tied_to @first
+
+// -----
+
 // expected-error @+1 {{unknown init rule 'xavier' (expected zeros, ones, normal or uniform)}}
 nn.parameter @unknown_rule : tensor<2xf32> init xavier
 

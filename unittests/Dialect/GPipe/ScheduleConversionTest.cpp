@@ -505,6 +505,7 @@ std::string runIndependently(const Schedule &s) {
     }
     case ActionKind::ReduceGrad:
     case ActionKind::Step:
+    case ActionKind::SumTied:
       for (int m = 0; m < M; ++m)
         if (count(ActionKind::Backward, st, m) +
                 count(ActionKind::BackwardWeight, st, m) ==

@@ -12,6 +12,7 @@
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
 #include "gpipe/Dialect/GPipe/Utils/ScheduleConversion.h"
+#include "gpipe/Dialect/GPipe/Utils/TiedParameters.h"
 
 #include "mlir/IR/Location.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -157,26 +158,30 @@ LogicalResult mlir::gpipe::importSchedule(PipelineOp pipeline, StringRef text,
   } else if (locationsMatch) {
     locations = std::move(cellLocations);
   }
-  // Replicas reduce each stage's gradients after its last backward; the
-  // reductions are the compiler's, located at the pipeline.
-  if (pipeline.getNumReplicas() > 1) {
-    Schedule reduced = insertGradientReductions(schedule);
+  // Replicas reduce each stage's gradients after its last backward, and
+  // ranks holding tied copies sum them before their steps; these actions
+  // are the compiler's, located at the pipeline.
+  auto addCompilerActions = [&](Schedule next, ActionKind kind) {
     if (!locations.empty()) {
       std::vector<SmallVector<Location>> placed(locations.size());
-      for (size_t r = 0; r < reduced.ranks.size() && r < locations.size();
-           ++r) {
-        size_t next = 0;
-        for (const Action &a : reduced.ranks[r]) {
-          bool fromFile = a.kind != ActionKind::ReduceGrad &&
-                          next < locations[r].size();
-          placed[r].push_back(fromFile ? locations[r][next++]
+      for (size_t r = 0; r < next.ranks.size() && r < locations.size(); ++r) {
+        size_t at = 0;
+        for (const Action &a : next.ranks[r]) {
+          bool fromFile = a.kind != kind && at < locations[r].size();
+          placed[r].push_back(fromFile ? locations[r][at++]
                                        : pipeline.getLoc());
         }
       }
       locations = std::move(placed);
     }
-    schedule = std::move(reduced);
-  }
+    schedule = std::move(next);
+  };
+  if (pipeline.getNumReplicas() > 1)
+    addCompilerActions(insertGradientReductions(schedule),
+                       ActionKind::ReduceGrad);
+  std::vector<bool> tied = getStagesHoldingTiedCopies(*stages);
+  if (!pipeline.getForwardOnly() && llvm::is_contained(tied, true))
+    addCompilerActions(insertTiedSums(schedule, tied), ActionKind::SumTied);
   if (failed(
           populateProgramsFromSchedule(pipeline, schedule, *stages, locations)))
     return failure();

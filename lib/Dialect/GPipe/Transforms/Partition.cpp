@@ -440,7 +440,8 @@ void GPipePartitionPass::runOnOperation() {
         if (!inserted && it->second != s) {
           mlir::emitError(net->layers[l].getLoc(), "parameter '")
               << name << "' is shared by stages " << it->second << " and " << s
-              << "; tied weights across stages are not supported yet";
+              << "; give each layer that reads it a copy of its own first "
+                 "(nn-copy-tied-parameters, which gpipe-compile runs)";
           return fail();
         }
       }

@@ -18,6 +18,7 @@
 #include "gpipe/Dialect/GPipe/Transforms/StageBuffers.h"
 #include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
 #include "gpipe/Dialect/GPipe/Utils/ScheduleConversion.h"
+#include "gpipe/Dialect/GPipe/Utils/TiedParameters.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -234,6 +235,8 @@ SlotKind mlir::gpipe::getSlotKind(BufferKind kind) {
     return SlotKind::Scratch;
   case BufferKind::Reduce:
     return SlotKind::Reduce;
+  case BufferKind::Tied:
+    return SlotKind::Tied;
   }
   return SlotKind::Scratch;
 }
@@ -332,6 +335,10 @@ mlir::gpipe::planPipelineMemory(PipelineOp op, OptimizerKind optimizer,
     for (PlannedFrame &frame : sizes->frames)
       result.frames.push_back(std::move(frame));
   }
+  std::vector<int64_t> tiedBytes =
+      getTiedReceiveBytes(result.schedule.stages, schedule.stageToRank);
+  for (size_t s = 0; s < tiedBytes.size() && s < input.stages.size(); ++s)
+    input.stages[s].tiedBytes = tiedBytes[s];
 
   result.plan = planMemory(schedule, input);
   if (!result.plan.ok())

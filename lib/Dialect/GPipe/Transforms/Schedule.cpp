@@ -12,6 +12,7 @@
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
 #include "gpipe/Dialect/GPipe/Utils/ScheduleConversion.h"
+#include "gpipe/Dialect/GPipe/Utils/TiedParameters.h"
 
 namespace mlir::gpipe {
 #define GEN_PASS_DEF_GPIPESCHEDULEPASS
@@ -147,6 +148,9 @@ mlir::gpipe::generateSchedule(PipelineOp pipeline, ScheduleKind kind,
   Schedule schedule = built.schedule;
   if (pipeline.getNumReplicas() > 1)
     schedule = insertGradientReductions(schedule);
+  std::vector<bool> tied = getStagesHoldingTiedCopies(*stages);
+  if (!pipeline.getForwardOnly() && llvm::is_contained(tied, true))
+    schedule = insertTiedSums(schedule, tied);
   if (failed(populateProgramsFromSchedule(pipeline, schedule, *stages)))
     return failure();
   pipeline.setSchedule(kind);

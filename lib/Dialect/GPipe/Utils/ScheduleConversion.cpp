@@ -305,6 +305,9 @@ LogicalResult mlir::gpipe::populateProgramsFromSchedule(
         case ActionKind::Step:
           StepOp::create(at, loc, stage);
           break;
+        case ActionKind::SumTied:
+          SumTiedOp::create(at, loc, stage);
+          break;
         }
       };
       if (segment.trips == 1) {

@@ -210,7 +210,28 @@ static void printInitRule(OpAsmPrinter &printer, Operation *,
 }
 
 LogicalResult ParameterOp::verify() {
-  if (getInitialValue().has_value() == getInit().has_value())
+  if (FlatSymbolRefAttr first = getTiedToAttr()) {
+    if (getInitialValue() || getInit())
+      return emitOpError("parameter '")
+             << getSymName() << "' is tied to @" << first.getValue()
+             << " and starts as it does: it takes no initial value or init "
+                "rule";
+    auto module = (*this)->getParentOfType<ModuleOp>();
+    auto target = module ? module.lookupSymbol<ParameterOp>(first) : nullptr;
+    if (!target)
+      return emitOpError("parameter '")
+             << getSymName() << "' is tied to @" << first.getValue()
+             << ", which is not an nn.parameter";
+    if (target.getTiedTo())
+      return emitOpError("parameter '")
+             << getSymName() << "' is tied to @" << first.getValue()
+             << ", itself a copy; tie copies to the first parameter";
+    if (target.getType() != getType())
+      return emitOpError("parameter '")
+             << getSymName() << "' of type " << getType()
+             << " is tied to @" << first.getValue() << " of type "
+             << target.getType();
+  } else if (getInitialValue().has_value() == getInit().has_value())
     return emitOpError("parameter '")
            << getSymName()
            << "' needs exactly one of an initial value and an init rule";

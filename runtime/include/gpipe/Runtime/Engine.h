@@ -88,12 +88,32 @@ struct ParameterSpec {
 
 /// Where one parameter lives inside a stage's parameter block.
 struct ParamSlot {
+  /// The parameter's name (a tied copy's is its first parameter's: what
+  /// checkpoints and saved parameters call it).
   std::string name;
   /// Bytes from the stage's params_offset (and grads_offset).
   int64_t offset = 0;
   int64_t elements = 0;
-  /// Index into ModelMetadata::parameters.
+  /// Index into ModelMetadata::parameters (a tied copy: its first
+  /// parameter's).
   size_t parameter = 0;
+  /// Which copy of a tied parameter this is: 0 for the parameter itself,
+  /// k for its k-th `tied_to` copy.
+  int64_t copy = 0;
+};
+
+/// A tied parameter: every slot holding one of its copies, in copy order.
+/// SUM_TIED makes each copy's gradient the sum of all of them in this order.
+struct TiedGroup {
+  size_t parameter = 0;
+  struct Member {
+    int64_t rank = 0;
+    /// Index into the rank's RankPlan::stages.
+    size_t stage = 0;
+    /// Index into that stage's params.
+    size_t slot = 0;
+  };
+  std::vector<Member> members;
 };
 
 /// A batch norm's running statistics inside a stage's parameter block. Their
@@ -204,6 +224,11 @@ struct ModelMetadata {
   /// metadata does not say).
   std::vector<double> predictedBusySeconds;
   std::vector<ParameterSpec> parameters;
+  /// The `tied_to` copies: their names, with their first parameters' index
+  /// and copy number (not in `parameters`: they are the same parameter).
+  std::map<std::string, std::pair<size_t, int64_t>, std::less<>> tiedCopies;
+  /// The tied parameters held by more than one slot, by parameter index.
+  std::vector<TiedGroup> tiedGroups;
   std::vector<StageInfo> stageInfo;
   std::vector<RankPlan> ranks;
   std::vector<KernelSite> sites;

@@ -56,7 +56,8 @@
 |*                  where it has none (optional: older models lack it)       *|
 |*   parameters     [{name, shape, dtype "f32", init: "data" with            *|
 |*                  data_offset into gpipe_model_data(), or "zeros", "ones", *|
-|*                  "normal", "uniform" with scale}]                         *|
+|*                  "normal", "uniform" with scale; or "tied" with tied_to, *|
+|*                  the parameter this copy starts as and is summed with}] *|
 |*   stage_info     [{index, rank, name, layers: [names]}]                   *|
 |*   ranks          [{rank, symbol, arena_bytes, peak_bytes,                 *|
 |*                    peak_kept_bytes (optional: the kept activations of     *|
@@ -68,8 +69,9 @@
 |*                              body: [action...]}}]}]                       *|
 |*                  action: {kind, stage, mb, peer, direction, tag, bytes,   *|
 |*                  dtype}; kind: forward backward backward_input            *|
-|*                  backward_weight recompute send recv reduce_grad step;    *|
-|*                  mb -1 for step and reduce_grad; peer/direction/bytes     *|
+|*                  backward_weight recompute send recv reduce_grad step     *|
+|*                  sum_tied; mb -1 for step, reduce_grad and sum_tied;      *|
+|*                  peer/direction/bytes                                     *|
 |*                  only on transfers. A loop runs its body for mb = lower   *|
 |*                  .. upper-1, each body action's mb added to it (the       *|
 |*                  compiler's micro-batch loops: the metadata does not grow *|
@@ -158,6 +160,14 @@ int32_t gpipe_rt_optimizer_step(gpipe_rt_rank *rank, int64_t stage,
 /// ABI version: libraries without data parallelism never call it.
 int32_t gpipe_rt_reduce_grad(gpipe_rt_rank *rank, int64_t action, float *grads,
                              float *scratch, int64_t count);
+
+/// `gpipe.sum_tied` (action `action`): makes the gradient of every tied
+/// parameter copy the rank holds the sum of all the copies' gradients, in
+/// copy order, exchanging them with the other holders (the metadata's
+/// `tied_to` parameters); `scratch` is the plan's Tied buffer (null when no
+/// other rank sends this one a copy). Added without changing the ABI
+/// version: libraries without tied parameters never call it.
+int32_t gpipe_rt_sum_tied(gpipe_rt_rank *rank, int64_t action, float *scratch);
 
 /// The random key of micro-batch `microbatch` of the current step
 /// (gpipe::abi::getRngKey of the run's seed, the step and the micro-batch's

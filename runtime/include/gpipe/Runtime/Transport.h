@@ -140,7 +140,8 @@ public:
   /// boundary).
   virtual void progressReductions(int64_t worker) { (void)worker; }
   /// Waits, with the run's timeout, until the worker's reduction of
-  /// `stage` is complete: its gradients are the sum over the replicas.
+  /// `stage` is complete: its gradients are the sum over the replicas, and
+  /// no replica reads them any more (the caller may change them).
   virtual bool finishReduction(int64_t worker, int64_t stage);
 };
 

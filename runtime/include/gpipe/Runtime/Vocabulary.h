@@ -32,7 +32,8 @@ inline constexpr int kMetadataSchemaVersion = 2;
 
 /// What one action of a rank's program does. Mirrors the action vocabulary
 /// of PyTorch's pipeline schedule IR (F, B, I, W, SEND_F, RECV_F, SEND_B,
-/// RECV_B, REDUCE_GRAD, STEP) plus R, the recompute.
+/// RECV_B, REDUCE_GRAD, STEP) plus R, the recompute, and SUM_TIED, the sum
+/// of a tied parameter's copies' gradients.
 enum class ActionKind : uint8_t {
   Forward,        ///< F: forward of (stage, micro-batch)
   Backward,       ///< B: full backward of (stage, micro-batch)
@@ -45,9 +46,10 @@ enum class ActionKind : uint8_t {
   RecvB,          ///< RECV_B: gradient from the next stage
   ReduceGrad,     ///< REDUCE_GRAD: data-parallel gradient reduction
   Step,           ///< STEP: optimizer update of a stage
+  SumTied,        ///< SUM_TIED: a rank's tied copies' gradients summed
 };
 
-inline constexpr int kNumActionKinds = 11;
+inline constexpr int kNumActionKinds = 12;
 
 /// Which way a transfer at a stage boundary goes.
 enum class Direction : uint8_t {
@@ -70,9 +72,10 @@ constexpr bool isComputeKind(ActionKind k) {
          k == ActionKind::BackwardInput || k == ActionKind::BackwardWeight ||
          k == ActionKind::Recompute;
 }
-/// Every kind but ReduceGrad and Step names a micro-batch.
+/// Every kind but ReduceGrad, Step and SumTied names a micro-batch.
 constexpr bool hasMicrobatch(ActionKind k) {
-  return k != ActionKind::ReduceGrad && k != ActionKind::Step;
+  return k != ActionKind::ReduceGrad && k != ActionKind::Step &&
+         k != ActionKind::SumTied;
 }
 /// The direction of a transfer kind (Forward for SEND_F and RECV_F).
 constexpr Direction getDirection(ActionKind k) {
@@ -88,7 +91,7 @@ constexpr ActionKind getTransferKind(bool send, Direction dir) {
 }
 
 /// The CSV spelling (PyTorch's schedule IR): F B I W R SEND_F RECV_F SEND_B
-/// RECV_B REDUCE_GRAD STEP.
+/// RECV_B REDUCE_GRAD STEP, and SUM_TIED.
 constexpr const char *getActionKindCSVName(ActionKind k) {
   switch (k) {
   case ActionKind::Forward: return "F";
@@ -102,13 +105,14 @@ constexpr const char *getActionKindCSVName(ActionKind k) {
   case ActionKind::RecvB: return "RECV_B";
   case ActionKind::ReduceGrad: return "REDUCE_GRAD";
   case ActionKind::Step: return "STEP";
+  case ActionKind::SumTied: return "SUM_TIED";
   }
   return "?";
 }
 
 /// The metadata's spelling, which is also the `gpipe` op's name: forward
 /// backward backward_input backward_weight recompute send recv reduce_grad
-/// step (a transfer's direction is a key of its own).
+/// step sum_tied (a transfer's direction is a key of its own).
 constexpr const char *getActionKindMetadataName(ActionKind k) {
   switch (k) {
   case ActionKind::Forward: return "forward";
@@ -122,6 +126,7 @@ constexpr const char *getActionKindMetadataName(ActionKind k) {
   case ActionKind::RecvB: return "recv";
   case ActionKind::ReduceGrad: return "reduce_grad";
   case ActionKind::Step: return "step";
+  case ActionKind::SumTied: return "sum_tied";
   }
   return "?";
 }
@@ -150,6 +155,7 @@ parseActionKindMetadataName(std::string_view s, Direction dir) {
   if (s == "recv") return getTransferKind(false, dir);
   if (s == "reduce_grad") return ActionKind::ReduceGrad;
   if (s == "step") return ActionKind::Step;
+  if (s == "sum_tied") return ActionKind::SumTied;
   return std::nullopt;
 }
 
@@ -160,6 +166,17 @@ constexpr int64_t getTransferTag(int64_t boundary, int64_t mb,
                                  int64_t microbatches, Direction dir) {
   return (boundary * microbatches + mb) * 2 +
          (dir == Direction::Forward ? 0 : 1);
+}
+/// The tag of a SUM_TIED message about copy `copy` of tied group `group`
+/// (`gather`: a copy's gradient going to copy 0's holder; else the sum
+/// coming back): past every stage-boundary tag of a pipeline of
+/// `numStages` stages and `microbatches` micro-batches, `maxCopies` the
+/// most copies of any group.
+constexpr int64_t getTiedTransferTag(int64_t numStages, int64_t microbatches,
+                                     int64_t maxCopies, int64_t group,
+                                     int64_t copy, bool gather) {
+  return numStages * microbatches * 2 + (group * maxCopies + copy) * 2 +
+         (gather ? 0 : 1);
 }
 /// SplitMix64's output function (Steele, Lea and Flood, "Fast Splittable
 /// Pseudorandom Number Generators", OOPSLA 2014).

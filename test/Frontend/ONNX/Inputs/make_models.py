@@ -73,7 +73,7 @@ def jitter(model):
             p.add_(0.02 * torch.randn_like(p))
 
 
-def export(model, example, name):
+def export(model, example, name, fold=True):
     """Jitter, then export model to name; returns the model."""
     model.eval()
     jitter(model)
@@ -84,7 +84,7 @@ def export(model, example, name):
         input_names=["input"],
         output_names=["logits"],
         opset_version=OPSET,
-        do_constant_folding=True,
+        do_constant_folding=fold,
     )
     onnx.checker.check_model(onnx.load(out_path(name)))
     return model
@@ -198,7 +198,7 @@ def map_initializers(model, onnx_file):
         if not hits:
             bufs = [b for b, ba in buffers
                     if ba.shape == arr.shape and np.array_equal(ba, arr)]
-            if len(bufs) == 1:
+            if bufs:  # equal buffers (every block's mask) share one
                 skipped.append((init.name, f"float buffer {bufs[0]}"))
                 continue
             raise RuntimeError(
@@ -403,6 +403,19 @@ def make_gpt():
     model = GPT(lambda: CausalSelfAttention(D_MODEL, N_HEAD, SEQ), n_layer=4)
     export(model, example_tokens(), "gpt.onnx")
     write_golden(model, "gpt.onnx", *golden_tokens(GOLDEN_SEED + 1))
+
+
+def make_gpt_tied():
+    """GPT-2's weight tying: the head's weight is the token embedding, one
+    parameter read by the first layer and the last (gpt_tied.onnx holds it
+    once, read by the Gather and, through a Transpose, the head's MatMul).
+    Exported without constant folding: folding writes the head's transposed
+    weight as an initializer of its own, which unties the two."""
+    torch.manual_seed(GOLDEN_SEED + 40)
+    model = GPT(lambda: CausalSelfAttention(D_MODEL, N_HEAD, SEQ), n_layer=2)
+    model.head.weight = model.tok_emb.weight
+    export(model, example_tokens(), "gpt_tied.onnx", fold=False)
+    write_golden(model, "gpt_tied.onnx", *golden_tokens(GOLDEN_SEED + 41))
 
 
 def make_gpt_mha():
@@ -1202,6 +1215,7 @@ def main():
     make_op_inputs()
     make_mlp_mse()
     make_cnn_eval()
+    make_gpt_tied()
 
 
 if __name__ == "__main__":

@@ -548,6 +548,27 @@ def GPipe_ReduceGradOp : GPipe_StageActionOp<"reduce_grad", "ReduceGrad"> {
   }];
 }
 
+def GPipe_SumTiedOp : GPipe_StageActionOp<"sum_tied", "SumTied"> {
+  let summary = "Sum the gradients of a rank's tied parameter copies";
+  let description = [{
+    A parameter read by several layers has one copy per layer
+    (`nn.parameter ... tied_to`), possibly on several ranks. SUM_TIED makes
+    every copy's gradient the sum of all copies' gradients, in copy order,
+    so that the steps keep the copies equal: for each tied parameter with a
+    copy on this rank, in the order of the parameters, copy 0's holder
+    gathers the others' gradients and adds them one by one in copy order,
+    then hands the sum back to every holder. One per rank holding a copy,
+    named by the rank's first stage that holds one, after every other
+    action and before the steps (after the data-parallel reductions it
+    waits for); as every holder takes the parameters in the same order, the
+    sums cannot wait on each other in a cycle.
+
+    ```mlir
+    gpipe.sum_tied @s0
+    ```
+  }];
+}
+
 def GPipe_StepOp : GPipe_StageActionOp<"step", "Step"> {
   let summary = "Apply the optimizer update of a stage (STEP)";
   let description = [{

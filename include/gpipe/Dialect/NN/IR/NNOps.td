@@ -66,20 +66,30 @@ def NN_ParameterOp : NN_Op<"parameter", [Symbol, NN_Cost,
     (`zeros`, `ones`, `normal` with standard deviation `init_scale`,
     `uniform` on [-init_scale, init_scale]), written `init normal(0.02)`.
 
+    A tied parameter (one weight read by several layers, such as a language
+    model's head reusing the token embedding) has one copy per layer that
+    reads it (nn-copy-tied-parameters): every copy after the first is
+    `tied_to` the first, has no initial value of its own (it starts as the
+    first does) and keeps the first's name in checkpoints; the copies'
+    gradients are summed in copy order before every update, so the copies
+    stay identical wherever the partition puts them.
+
     ```mlir
     nn.parameter @"0.weight" : tensor<32x16xf32> = dense_resource<w0> : tensor<32x16xf32>
     nn.parameter @"ln.weight" : tensor<32xf32> init ones
     nn.parameter @"fc.weight" : tensor<32x32xf32> init normal(2.0e-02)
+    nn.parameter @"emb.weight#1" : tensor<64x32xf32> tied_to @"emb.weight"
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<NN_Tensor>:$type,
                        OptionalAttr<ElementsAttr>:$initial_value,
                        OptionalAttr<NN_InitKind>:$init,
-                       OptionalAttr<F64Attr>:$init_scale);
+                       OptionalAttr<F64Attr>:$init_scale,
+                       OptionalAttr<FlatSymbolRefAttr>:$tied_to);
   let assemblyFormat = [{
-    $sym_name `:` $type (`=` $initial_value^)? custom<InitRule>($init,
-    $init_scale) attr-dict
+    $sym_name `:` $type (`=` $initial_value^)? (`tied_to` $tied_to^)?
+    custom<InitRule>($init, $init_scale) attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

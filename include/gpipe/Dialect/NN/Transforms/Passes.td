@@ -84,6 +84,40 @@ def NNRaiseFusedOpsPass : Pass<"nn-raise-fused-ops"> {
   let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
 }
 
+def NNCopyTiedParametersPass
+    : Pass<"nn-copy-tied-parameters", "::mlir::ModuleOp"> {
+  let summary = "Give every layer that reads a shared parameter its own copy";
+  let description = [{
+    A parameter read by more than one `nn.layer` of a network function (a
+    language model's head reusing the token embedding) is tied: the first
+    layer that reads it keeps it, and each later one reads a new copy
+    `nn.parameter @"name#k" tied_to @name` (k = 1, 2, ... in layer order;
+    the ops after the last layer, the loss, count as one more reader). The
+    copies start equal and, because the runtime sums their gradients in copy
+    order before every update, stay equal. Copying whatever the stage count
+    makes each layer's contribution a gradient of its own, summed in the
+    same order whether the layers share a stage or not, so training gives
+    the same bits for every partition.
+
+    Before:
+    ```mlir
+    nn.parameter @emb : tensor<16x8xf32> init normal(2.0e-02)
+    func.func @forward(...) {
+      %h = nn.layer "embed" (...) { %w = nn.param @emb ... }
+      %y = nn.layer "head" (...) { %w = nn.param @emb ... }
+    ```
+    After:
+    ```mlir
+    nn.parameter @emb : tensor<16x8xf32> init normal(2.0e-02)
+    nn.parameter @"emb#1" : tensor<16x8xf32> tied_to @emb
+    func.func @forward(...) {
+      %h = nn.layer "embed" (...) { %w = nn.param @emb ... }
+      %y = nn.layer "head" (...) { %w = nn.param @"emb#1" ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
+}
+
 def NNAttachLossPass : Pass<"nn-attach-loss", "::mlir::ModuleOp"> {
   let summary = "Append a loss to the network function";
   let description = [{
