@@ -27,6 +27,7 @@
 #include "llvm/Support/SourceMgr.h"
 
 #include "../common/ModelOptions.h"
+#include "../common/OutOfMemory.h"
 #include "../common/SingleThreadedBlas.h"
 
 #include <chrono>
@@ -52,28 +53,10 @@ static std::string describeSource() {
   return llvm::sys::path::filename(inputFile).str();
 }
 
-/// What the compiler is doing, for the out-of-memory message.
-static const char *volatile doing = "starting";
-
-/// Allocation failed (operator new, or LLVM's own allocators): say so and
-/// exit with 1 like every other failure, not LLVM's abort and stack dump.
-/// Only what needs no memory.
-[[noreturn]] static void outOfMemory() {
-  std::fflush(stdout);
-  std::fprintf(stderr, "gpipe-compile: error: out of memory while %s; free "
-                       "memory, or compile a smaller model\n",
-               doing);
-  std::fflush(stderr);
-  std::_Exit(1);
-}
-
 int main(int argc, char **argv) {
   gpipe_tools::ensureSingleThreadedBlas(argv);
   llvm::InitLLVM init(argc, argv);
-  // After InitLLVM, which installs LLVM's aborting handler.
-  std::set_new_handler([] { outOfMemory(); });
-  llvm::install_bad_alloc_error_handler(
-      [](void *, const char *, bool) { outOfMemory(); });
+  gpipe_tools::installOutOfMemoryHandler("gpipe-compile");
   // Past a file-size limit a write fails with EFBIG and takes its error
   // path (temporaries removed) instead of the signal killing the compiler;
   // the linker it runs inherits this.
@@ -119,7 +102,7 @@ int main(int argc, char **argv) {
     return fail("a shared library cannot be written to standard output");
 
   auto started = std::chrono::steady_clock::now();
-  doing = "loading the model";
+  gpipe_tools::outOfMemoryDoing = "loading the model";
   OwningOpRef<ModuleOp> module = gpipe_tools::loadModel(context, sourceMgr);
   if (!module)
     return 1;
@@ -129,10 +112,10 @@ int main(int argc, char **argv) {
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
   mlir::gpipe::buildGPipeCompilePipeline(pm, options);
-  doing = "compiling the pipeline";
+  gpipe_tools::outOfMemoryDoing = "compiling the pipeline";
   if (failed(pm.run(*module)))
     return 1;
-  doing = "writing the output";
+  gpipe_tools::outOfMemoryDoing = "writing the output";
   if (failed(mlir::gpipe::writeCompileOutput(*module, stop, outputFile)))
     return 1;
 
