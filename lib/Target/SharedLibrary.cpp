@@ -24,7 +24,9 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
@@ -191,8 +193,12 @@ LogicalResult mlir::gpipe::emitSharedLibrary(ModuleOp module,
     return emitError(module.getLoc(), "cannot create a temporary file: ")
                << ec.message(),
            failure();
-  auto removeObject = llvm::make_scope_exit(
-      [&] { llvm::sys::fs::remove(objectPath); });
+  // Removed on every way out, a signal (SIGINT, SIGTERM) included.
+  llvm::sys::RemoveFileOnSignal(objectPath);
+  auto removeObject = llvm::make_scope_exit([&] {
+    llvm::sys::fs::remove(objectPath);
+    llvm::sys::DontRemoveFileOnSignal(objectPath);
+  });
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(objectPath, ec, llvm::sys::fs::OF_None);
@@ -232,8 +238,37 @@ LogicalResult mlir::gpipe::emitSharedLibrary(ModuleOp module,
            failure();
 
   // Link to a temporary name, then rename: a failed link leaves any existing
-  // output untouched.
-  std::string temporary = (outputPath + ".tmp").str();
+  // output untouched. What the output names is kept: a symbolic link stays
+  // a link (its target is replaced), and a device or pipe (/dev/null) is
+  // written into, since renaming over it would replace the node itself (as
+  // root, /dev/null became a regular file).
+  llvm::SmallString<256> target(outputPath);
+  if (llvm::sys::fs::is_symlink_file(outputPath)) {
+    llvm::SmallString<256> real;
+    if (!llvm::sys::fs::real_path(outputPath, real))
+      target = real;
+  }
+  llvm::sys::fs::file_status targetStatus;
+  bool special = !llvm::sys::fs::status(target, targetStatus) &&
+                 targetStatus.type() != llvm::sys::fs::file_type::regular_file &&
+                 targetStatus.type() !=
+                     llvm::sys::fs::file_type::directory_file &&
+                 targetStatus.type() != llvm::sys::fs::file_type::file_not_found;
+  std::string temporary =
+      (target + ".tmp." + llvm::Twine(llvm::sys::Process::getProcessId()))
+          .str();
+  if (special) {
+    llvm::SmallString<128> path;
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "gpipe-model", "so", path))
+      return emitError(module.getLoc(), "cannot create a temporary file: ")
+                 << ec.message(),
+             failure();
+    temporary = path.str().str();
+  }
+  llvm::sys::RemoveFileOnSignal(temporary);
+  auto forgetTemporary = llvm::make_scope_exit(
+      [&] { llvm::sys::DontRemoveFileOnSignal(temporary); });
   std::string message;
   TimingScope linking = timing.nest("link");
   llvm::SmallVector<llvm::StringRef> args = {
@@ -267,7 +302,29 @@ LogicalResult mlir::gpipe::emitSharedLibrary(ModuleOp module,
              failure();
     }
   }
-  if (std::error_code ec = llvm::sys::fs::rename(temporary, outputPath)) {
+  if (special) {
+    auto removeTemporary =
+        llvm::make_scope_exit([&] { llvm::sys::fs::remove(temporary); });
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> linked =
+        llvm::MemoryBuffer::getFile(temporary, /*IsText=*/false,
+                                    /*RequiresNullTerminator=*/false);
+    std::error_code ec = linked.getError();
+    if (!ec) {
+      llvm::raw_fd_ostream os(target, ec, llvm::sys::fs::OF_None);
+      if (!ec) {
+        os << (*linked)->getBuffer();
+        os.flush();
+        ec = os.error();
+        os.clear_error();
+      }
+    }
+    if (ec)
+      return emitError(module.getLoc(), "cannot write ")
+                 << outputPath.str() << ": " << ec.message(),
+             failure();
+    return success();
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(temporary, target)) {
     llvm::sys::fs::remove(temporary);
     return emitError(module.getLoc(), "cannot write ")
                << outputPath.str() << ": " << ec.message(),

@@ -28,6 +28,7 @@
 #include "llvm/Support/SourceMgr.h"
 
 #include "../common/ModelOptions.h"
+#include "../common/OutOfMemory.h"
 #include "../common/SingleThreadedBlas.h"
 
 #include <chrono>
@@ -53,28 +54,10 @@ static std::string describeSource() {
   return llvm::sys::path::filename(inputFile).str();
 }
 
-/// What the compiler is doing, for the out-of-memory message.
-static const char *volatile doing = "starting";
-
-/// Allocation failed (operator new, or LLVM's own allocators): say so and
-/// exit with 1 like every other failure, not LLVM's abort and stack dump.
-/// Only what needs no memory.
-[[noreturn]] static void outOfMemory() {
-  std::fflush(stdout);
-  std::fprintf(stderr, "gpipe-compile: error: out of memory while %s; free "
-                       "memory, or compile a smaller model\n",
-               doing);
-  std::fflush(stderr);
-  std::_Exit(1);
-}
-
 int main(int argc, char **argv) {
   gpipe_tools::ensureSingleThreadedBlas(argv);
   llvm::InitLLVM init(argc, argv);
-  // After InitLLVM, which installs LLVM's aborting handler.
-  std::set_new_handler([] { outOfMemory(); });
-  llvm::install_bad_alloc_error_handler(
-      [](void *, const char *, bool) { outOfMemory(); });
+  gpipe_tools::installOutOfMemoryHandler("gpipe-compile");
   // Past a file-size limit a write fails with EFBIG and takes its error
   // path (temporaries removed) instead of the signal killing the compiler;
   // the linker it runs inherits this.
@@ -131,7 +114,7 @@ int main(int argc, char **argv) {
   DefaultTimingManager timingManager;
   applyDefaultTimingManagerCLOptions(timingManager);
   TimingScope timing = timingManager.getRootScope();
-  doing = "loading the model";
+  gpipe_tools::outOfMemoryDoing = "loading the model";
   TimingScope loading = timing.nest("load the model");
   OwningOpRef<ModuleOp> module =
       gpipe_tools::loadModel(context, sourceMgr, options.inference);
@@ -145,10 +128,10 @@ int main(int argc, char **argv) {
     return 1;
   pm.enableTiming(timing);
   mlir::gpipe::buildGPipeCompilePipeline(pm, options);
-  doing = "compiling the pipeline";
+  gpipe_tools::outOfMemoryDoing = "compiling the pipeline";
   if (failed(pm.run(*module)))
     return 1;
-  doing = "writing the output";
+  gpipe_tools::outOfMemoryDoing = "writing the output";
   if (failed(mlir::gpipe::writeCompileOutput(*module, stop, outputFile,
                                               timing)))
     return 1;

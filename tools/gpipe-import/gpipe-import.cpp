@@ -13,6 +13,7 @@
 #include "gpipe/InitAllDialects.h"
 
 #include "../common/ModelOptions.h"
+#include "../common/OutOfMemory.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/AsmState.h"
@@ -24,6 +25,8 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
+
+#include <csignal>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -54,6 +57,10 @@ static cl::opt<bool> inference(
     cl::cat(category));
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  gpipe_tools::installOutOfMemoryHandler("gpipe-import");
+  // Past a file-size limit a write fails with EFBIG and takes its error
+  // path instead of the signal killing the importer.
+  std::signal(SIGXFSZ, SIG_IGN);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
@@ -70,7 +77,9 @@ int main(int argc, char **argv) {
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   auto toolHandler = gpipe_tools::reportUnlocatedAs(context, "gpipe-import");
 
-  OwningOpRef<ModuleOp> module = gpipe_tools::loadModel(context, sourceMgr, inference);
+  gpipe_tools::outOfMemoryDoing = "loading the model";
+  OwningOpRef<ModuleOp> module =
+      gpipe_tools::loadModel(context, sourceMgr, inference);
   if (!module)
     return 1;
 
@@ -93,7 +102,7 @@ int main(int argc, char **argv) {
   std::unique_ptr<llvm::ToolOutputFile> output =
       openOutputFile(outputFile, &error);
   if (!output) {
-    llvm::errs() << "gpipe-import: " << error << "\n";
+    llvm::errs() << "gpipe-import: error: " << error << "\n";
     return 1;
   }
   if (emitBytecode) {
@@ -101,6 +110,15 @@ int main(int argc, char **argv) {
       return 1;
   } else {
     module->print(output->os());
+  }
+  // A failed write (a full disk, a file-size limit) is an error here, not
+  // in the stream's destructor, which would abort; the partial file goes.
+  output->os().flush();
+  if (std::error_code ec = output->os().error()) {
+    output->os().clear_error();
+    llvm::errs() << "gpipe-import: error: cannot write " << outputFile
+                 << ": " << ec.message() << "\n";
+    return 1;
   }
   output->keep();
   return 0;

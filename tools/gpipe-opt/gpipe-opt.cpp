@@ -11,6 +11,7 @@
 #include "gpipe/InitAllPasses.h"
 #include "gpipe/Support/NestingLimit.h"
 
+#include "../common/OutOfMemory.h"
 #include "../common/SingleThreadedBlas.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -20,9 +21,15 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <csignal>
+
 int main(int argc, char **argv) {
   gpipe_tools::ensureSingleThreadedBlas(argv);
   llvm::InitLLVM initLLVM(argc, argv);
+  gpipe_tools::installOutOfMemoryHandler("gpipe-opt");
+  // Past a file-size limit a write fails with EFBIG and takes its error
+  // path instead of the signal killing the tool.
+  std::signal(SIGXFSZ, SIG_IGN);
   mlir::gpipe::registerAllPasses();
   mlir::DialectRegistry registry;
   mlir::gpipe::registerAllDialects(registry);
@@ -39,7 +46,7 @@ int main(int argc, char **argv) {
   std::unique_ptr<llvm::MemoryBuffer> input =
       mlir::openInputFile(inputFilename, &error);
   if (!input) {
-    llvm::errs() << error << "\n";
+    llvm::errs() << "gpipe-opt: error: " << error << "\n";
     return 1;
   }
   if (std::optional<size_t> deep =
@@ -52,15 +59,25 @@ int main(int argc, char **argv) {
                            mlir::gpipe::tooDeepNestingMessage());
     return 1;
   }
+  gpipe_tools::outOfMemoryDoing = "running the passes";
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputFilename, &error);
   if (!output) {
-    llvm::errs() << error << "\n";
+    llvm::errs() << "gpipe-opt: error: " << error << "\n";
     return 1;
   }
   if (mlir::failed(
           mlir::MlirOptMain(output->os(), std::move(input), registry, config)))
     return 1;
+  // A failed write (a full disk, a file-size limit) is an error here, not
+  // in the stream's destructor, which would abort; the partial file goes.
+  output->os().flush();
+  if (std::error_code ec = output->os().error()) {
+    output->os().clear_error();
+    llvm::errs() << "gpipe-opt: error: cannot write " << outputFilename
+                 << ": " << ec.message() << "\n";
+    return 1;
+  }
   output->keep();
   return 0;
 }

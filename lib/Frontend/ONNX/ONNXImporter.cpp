@@ -38,6 +38,7 @@
 #include "onnx/onnx_pb.h"
 
 #include <algorithm>
+#include <cmath>
 #include <climits>
 #include <cstring>
 #include <map>
@@ -180,7 +181,8 @@ static FailureOr<RawTensor> decodeTensor(MLIRContext *ctx,
     return raw;
   }
 
-  raw.bytes.reserve(count * width);
+  // Reserved once the data is known to hold `count` elements: a shape with
+  // no data behind it must not allocate what the shape claims.
   auto put = [&](uint64_t bits) {
     for (unsigned b = 0; b < width; ++b)
       raw.bytes.push_back(static_cast<char>((bits >> (8 * b)) & 0xff));
@@ -189,6 +191,7 @@ static FailureOr<RawTensor> decodeTensor(MLIRContext *ctx,
   case TP::FLOAT:
     if (proto.float_data_size() != count)
       return sizeError(proto.float_data_size());
+    raw.bytes.reserve(size_t(count) * width);
     for (float f : proto.float_data()) {
       uint32_t bits;
       std::memcpy(&bits, &f, sizeof(bits));
@@ -198,6 +201,7 @@ static FailureOr<RawTensor> decodeTensor(MLIRContext *ctx,
   case TP::DOUBLE:
     if (proto.double_data_size() != count)
       return sizeError(proto.double_data_size());
+    raw.bytes.reserve(size_t(count) * width);
     for (double d : proto.double_data()) {
       uint64_t bits;
       std::memcpy(&bits, &d, sizeof(bits));
@@ -207,6 +211,7 @@ static FailureOr<RawTensor> decodeTensor(MLIRContext *ctx,
   case TP::INT64:
     if (proto.int64_data_size() != count)
       return sizeError(proto.int64_data_size());
+    raw.bytes.reserve(size_t(count) * width);
     for (int64_t v : proto.int64_data())
       put(static_cast<uint64_t>(v));
     break;
@@ -214,12 +219,14 @@ static FailureOr<RawTensor> decodeTensor(MLIRContext *ctx,
   case TP::UINT64:
     if (proto.uint64_data_size() != count)
       return sizeError(proto.uint64_data_size());
+    raw.bytes.reserve(size_t(count) * width);
     for (uint64_t v : proto.uint64_data())
       put(v);
     break;
   default: // INT32, INT16, INT8, UINT16, UINT8, BOOL, FLOAT16, BFLOAT16
     if (proto.int32_data_size() != count)
       return sizeError(proto.int32_data_size());
+    raw.bytes.reserve(size_t(count) * width);
     for (int32_t v : proto.int32_data())
       put(static_cast<uint64_t>(static_cast<int64_t>(v)));
     break;
@@ -409,6 +416,15 @@ private:
                               StringRef what = "axis");
   LogicalResult getIntAttr(NodeCtx &n, StringRef name, int64_t &value);
   LogicalResult getFloatAttr(NodeCtx &n, StringRef name, float &value);
+  /// A normalization's epsilon is at least 0 (a negative one takes the
+  /// square root of a negative variance).
+  LogicalResult checkEpsilon(NodeCtx &n, float epsilon) {
+    if (epsilon < 0.0f)
+      return n.error() << "has epsilon " << epsilon
+                       << "; it must be at least 0",
+             failure();
+    return success();
+  }
   LogicalResult getIntsAttr(NodeCtx &n, StringRef name,
                             std::optional<SmallVector<int64_t>> &value);
   FailureOr<SmallVector<int64_t>> constInts(NodeCtx &n, int operand,
@@ -678,6 +694,13 @@ LogicalResult Importer::getFloatAttr(NodeCtx &n, StringRef name, float &value) {
   if (attr->type() != onnx::AttributeProto::FLOAT &&
       !(attr->type() == onnx::AttributeProto::UNDEFINED && attr->has_f()))
     return n.error() << "has attribute '" << name << "' that is not a float",
+           failure();
+  // Every float attribute gpipe reads (alpha, beta, epsilon, momentum) is a
+  // finite number; a NaN or infinity would only show as non-finite values
+  // when training.
+  if (!std::isfinite(attr->f()))
+    return n.error() << "has attribute '" << name << "' = " << attr->f()
+                     << "; it must be a finite number",
            failure();
   value = attr->f();
   return success();
@@ -1386,6 +1409,7 @@ LogicalResult Importer::importLayerNorm(NodeCtx &n) {
   float epsilon = 1e-5f;
   if (failed(getIntAttr(n, "axis", axis)) ||
       failed(getFloatAttr(n, "epsilon", epsilon)) ||
+      failed(checkEpsilon(n, epsilon)) ||
       failed(normalizeAxis(n, axis, shapeOf(x).size())))
     return failure();
   std::optional<ArrayRef<int64_t>> biasShape =
@@ -1583,6 +1607,7 @@ LogicalResult Importer::importBatchNorm(NodeCtx &n) {
   float epsilon = 1e-5f, momentum = 0.9f;
   int64_t trainingMode = 0;
   if (failed(getFloatAttr(n, "epsilon", epsilon)) ||
+      failed(checkEpsilon(n, epsilon)) ||
       failed(getFloatAttr(n, "momentum", momentum)) ||
       failed(getIntAttr(n, "training_mode", trainingMode)))
     return failure();
@@ -2685,6 +2710,12 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
            nullptr;
 
   const onnx::GraphProto &graph = model.graph();
+  // A graph without outputs computes nothing to train.
+  if (graph.output_size() == 0)
+    return emitError(fileLoc) << "the graph '" << graph.name()
+                              << "' has no outputs; gpipe trains the output "
+                                 "a graph computes",
+           nullptr;
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   builder.setInsertionPointToEnd(module->getBody());
 

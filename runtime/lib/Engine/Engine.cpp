@@ -44,7 +44,9 @@ Status checkRunOptions(const ModelMetadata &meta, const RunOptions &options) {
     return Status::error("the number of steps must be at least 1");
   if (!(options.timeoutSeconds > 0) || !std::isfinite(options.timeoutSeconds) ||
       options.timeoutSeconds > 1e6)
-    return Status::error("the timeout must be positive seconds");
+    return Status::error("the timeout must be more than 0 and at most "
+                         "1000000 seconds, got " +
+                         std::to_string(options.timeoutSeconds));
   return checkFaultInjection(meta, options);
 }
 

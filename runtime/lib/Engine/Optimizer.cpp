@@ -18,6 +18,7 @@
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Engine.h"
 
+#include <cstdio>
 #include <cmath>
 
 namespace gpipe::rt {
@@ -53,14 +54,23 @@ Status resolveOptimizer(const ModelMetadata &metadata,
   config.momentum = options.momentum.value_or(
       config.kind == OptimizerKind::Momentum ? 0.9 : 0.0);
   config.weightDecay = options.weightDecay.value_or(adam ? 0.01 : 0.0);
+  auto number = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return std::string(buf);
+  };
   if (!std::isfinite(config.lr) || config.lr < 0)
-    return Status::error("the learning rate must be finite and non-negative");
+    return Status::error("--lr " + number(config.lr) +
+                         ": the learning rate must be finite and "
+                         "non-negative");
   if (!(config.momentum >= 0.0 && config.momentum < 1.0))
-    return Status::error("momentum must lie in [0, 1)");
+    return Status::error("--momentum " + number(config.momentum) +
+                         ": momentum must lie in [0, 1)");
   if (adam && options.momentum)
     return Status::error("--momentum does not apply to adam");
   if (!std::isfinite(config.weightDecay) || config.weightDecay < 0)
-    return Status::error("weight decay must be finite and non-negative");
+    return Status::error("--weight-decay " + number(config.weightDecay) +
+                         ": weight decay must be finite and non-negative");
   // "momentum" with momentum 0 is plain SGD, and "sgd" with a momentum is
   // SGD with momentum: name the optimizer by what it does.
   if (!adam)

@@ -9,6 +9,8 @@
 
 #include "gpipe/Runtime/Engine.h"
 
+#include "../IO/Files.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -98,18 +100,7 @@ Status writeChromeTrace(const std::string &path, const ModelMetadata &metadata,
   Json root = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
   std::string text =
       root.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
-  std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f)
-    return Status::error("cannot write " + path + ": " + std::strerror(errno));
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok &= std::fclose(f) == 0;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    return Status::error("cannot write " + path + ": " + std::strerror(err));
-  }
-  return Status::success();
+  return replaceFile(path, std::vector<uint8_t>(text.begin(), text.end()));
 }
 
 } // namespace gpipe::rt

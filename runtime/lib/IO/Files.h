@@ -24,6 +24,13 @@ namespace gpipe::rt {
 Status writeFileDurably(const std::string &path,
                         const std::vector<uint8_t> &bytes);
 
+/// Writes `bytes` as the file `path` without ever leaving it half
+/// written: to a temporary next to it, flushed, then renamed over it. What
+/// `path` names is kept: a symbolic link stays a link (its target is
+/// replaced), and a device, pipe or socket (`/dev/null`, `/dev/stdout`) is
+/// written into, never replaced by a regular file. A directory is an error.
+Status replaceFile(const std::string &path, const std::vector<uint8_t> &bytes);
+
 /// fsyncs directory `dir` (best effort: a directory that cannot be opened
 /// is skipped).
 void syncDirectory(const std::string &dir);

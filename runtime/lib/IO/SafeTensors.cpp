@@ -637,20 +637,7 @@ Status writeSafeTensors(const std::string &path,
   if (!status.ok())
     return Status::error(path + ": " + status.message());
 
-  std::string temp = path + ".tmp." + std::to_string(::getpid());
-  status = writeFileDurably(temp, bytes);
-  if (!status.ok()) {
-    ::unlink(temp.c_str());
-    return Status::error(path + ": " + status.message());
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    std::string why = std::strerror(errno);
-    ::unlink(temp.c_str());
-    return Status::error(path + ": rename failed: " + why);
-  }
-  // Make the rename itself durable.
-  syncDirectory(parentDirectory(path));
-  return Status::success();
+  return replaceFile(path, bytes);
 }
 
 } // namespace gpipe::rt

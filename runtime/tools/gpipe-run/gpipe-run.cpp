@@ -251,6 +251,13 @@ void checkOutputPath(const std::string &flag, const std::string &path) {
     fatal(flag + " " + path + ": '" + dir + "' is not a directory");
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     fatal(flag + " " + path + ": is a directory; give a file name");
+  // A device or pipe (/dev/null) is written into, not replaced: it must
+  // take writes, its directory need not take new files.
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (::access(path.c_str(), W_OK) != 0)
+      fatal(flag + " " + path + ": cannot write: " + std::strerror(errno));
+    return;
+  }
   if (std::string why = probeWritable(dir); !why.empty())
     fatal(flag + " " + path + ": cannot create files in '" + dir +
           "': " + why);
@@ -393,6 +400,10 @@ Args parseArgs(int argc, char **argv) {
     } else if (flag == "--save-outputs") {
       args.saveOutputs = value;
     } else if (flag == "--data") {
+      // Empty is not "the built-in data".
+      if (value.empty())
+        usageError("--data is empty; give a safetensors file, or leave the "
+                   "option out for the model's built-in data");
       run.dataPath = value;
     } else if (flag == "--steps") {
       run.steps = parseInteger(flag, value, 1);
@@ -420,6 +431,9 @@ Args parseArgs(int argc, char **argv) {
       run.timeoutSeconds = parseNumber(flag, value);
       if (!(run.timeoutSeconds > 0))
         usageError("--timeout must be positive, got '" + value + "'");
+      if (run.timeoutSeconds > 1e6)
+        usageError("--timeout must be at most 1000000 seconds, got '" +
+                   value + "'");
     } else if (flag == "--checkpoint-dir") {
       if (value.empty())
         usageError("--checkpoint-dir is empty; give the directory to write "
@@ -594,6 +608,9 @@ int main(int argc, char **argv) {
       if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
         gpu = std::atoi(local);
   }
+  if (run.transport == TransportKind::Nccl && meta.target == "cpu")
+    fatal("--transport nccl moves GPU buffers, for --target cuda models; "
+          "this one runs on the CPU: use --transport mpi");
   if (args.gpu >= 0 && meta.target == "cpu")
     fatal("--gpu " + std::to_string(args.gpu) + " is for --target cuda "
           "models; this one runs on the CPU");

@@ -421,6 +421,11 @@ OpCost MatMulOp::getCost() {
 }
 
 LogicalResult GemmOp::verify() {
+  if (!std::isfinite(getAlpha().convertToFloat()) ||
+      !std::isfinite(getBeta().convertToFloat()))
+    return emitOpError("expected a finite alpha and beta, got ")
+           << getAlpha().convertToFloat() << " and "
+           << getBeta().convertToFloat();
   if (failed(checkSameElementType(*this, getA(), getB(), "operands")) ||
       (getC() &&
        failed(checkSameElementType(*this, getA(), getC(), "operands"))) ||
@@ -490,6 +495,10 @@ LogicalResult LayerNormOp::verify() {
                                    optionalShape(getBias()), getAxis(),
                                    NN_EMIT)))
     return failure();
+  float epsilon = getEpsilon().convertToFloat();
+  if (!(epsilon >= 0.0f && std::isfinite(epsilon)))
+    return emitOpError("expected a finite, non-negative epsilon, got ")
+           << epsilon;
   if (getInput().getType() != getType())
     return emitOpError("expected result type ")
            << getInput().getType() << ", got " << getType();
@@ -646,8 +655,10 @@ LogicalResult BatchNormOp::verify() {
   float momentum = getMomentum().convertToFloat();
   if (!(momentum >= 0.0f && momentum <= 1.0f))
     return emitOpError("expected a momentum in [0, 1], got ") << momentum;
-  if (!(getEpsilon().convertToFloat() >= 0.0f))
-    return emitOpError("expected a non-negative epsilon");
+  float epsilon = getEpsilon().convertToFloat();
+  if (!(epsilon >= 0.0f && std::isfinite(epsilon)))
+    return emitOpError("expected a finite, non-negative epsilon, got ")
+           << epsilon;
   if (getInput().getType() != getType())
     return emitOpError("expected result type ")
            << getInput().getType() << ", got " << getType();

@@ -1199,6 +1199,38 @@ def make_mlp_mse():
     print(f"mlp.mse.golden.safetensors: loss {loss.item():.6f}")
 
 
+def make_adversarial_inputs():
+    """Inputs scripts/adversarial.py found mishandled, for errors.test."""
+    w = numpy_helper.from_array(
+        np.arange(32, dtype=np.float32).reshape(8, 4) / 32, "w")
+    matmul = helper.make_node("MatMul", ["input", "w"], ["logits"],
+                              name="/fc/MatMul")
+    # An initializer whose shape claims 2^40 elements and holds no data (the
+    # importer reserved the shape's bytes first: LLVM ERROR: out of memory).
+    huge = TensorProto()
+    huge.name, huge.data_type = "w", TensorProto.FLOAT
+    huge.dims.extend([1 << 20, 1 << 20])
+    save_graph([matmul], "adversarial", [float_input("input", [4, 8])],
+               [float_input("logits", [4, 4])], [huge],
+               "huge_initializer.onnx")
+    # A graph without outputs (imported as a network computing nothing).
+    save_graph([matmul], "adversarial", [float_input("input", [4, 8])], [],
+               [w], "no_outputs.onnx")
+    # A Gemm with alpha NaN and a LayerNormalization with a negative
+    # epsilon (both imported as they were).
+    save_graph([helper.make_node("Gemm", ["input", "w"], ["logits"],
+                                 name="/fc/Gemm", alpha=float("nan"))],
+               "adversarial", [float_input("input", [4, 8])],
+               [float_input("logits", [4, 4])], [w], "gemm_alpha_nan.onnx")
+    save_graph([helper.make_node("LayerNormalization", ["input", "g"],
+                                 ["logits"], name="/ln/LayerNormalization",
+                                 epsilon=-1.0)],
+               "adversarial", [float_input("input", [4, 8])],
+               [float_input("logits", [4, 8])],
+               [numpy_helper.from_array(np.ones(8, np.float32), "g")],
+               "layernorm_negative_epsilon.onnx")
+
+
 def main():
     torch.manual_seed(0)
     make_mlp()
@@ -1216,6 +1248,7 @@ def main():
     make_mlp_mse()
     make_cnn_eval()
     make_gpt_tied()
+    make_adversarial_inputs()
 
 
 if __name__ == "__main__":
