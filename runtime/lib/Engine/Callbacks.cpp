@@ -603,9 +603,6 @@ int32_t RunState::sumTied(gpipe_rt_rank *rank, int64_t action,
     fail(rank, at() + ": tied parameters are summed on the CPU target only");
     return 1;
   }
-  int64_t maxCopies = 0;
-  for (const TiedGroup &g : meta.tiedGroups)
-    maxCopies = std::max<int64_t>(maxCopies, int64_t(g.members.size()));
   auto gradsOf = [&](const TiedGroup::Member &m) {
     const StagePlan &stage = meta.ranks[size_t(m.rank)].stages[m.stage];
     return reinterpret_cast<float *>(rank->arena + stage.gradsOffset +
@@ -648,7 +645,7 @@ int32_t RunState::sumTied(gpipe_rt_rank *rank, int64_t action,
     const int64_t count = meta.parameters[group.parameter].elements;
     auto tag = [&](size_t copy, bool gather) {
       return ::gpipe::abi::getTiedTransferTag(meta.stages, meta.microbatches,
-                                              maxCopies, int64_t(g),
+                                              meta.maxTiedCopies, int64_t(g),
                                               int64_t(copy), gather);
     };
     const TiedGroup::Member &first = members.front();

@@ -265,6 +265,8 @@ bool parseParameters(Reader &r, const Json &root, ModelMetadata &m,
   if (!params)
     return false;
   std::set<std::string> names;
+  // Per parameter, the copies tied to it so far.
+  std::map<size_t, int64_t> copiesOf;
   for (size_t i = 0; i < params->size(); ++i) {
     const Json &p = (*params)[i];
     std::string where = "parameters[" + std::to_string(i) + "]";
@@ -305,11 +307,7 @@ bool parseParameters(Reader &r, const Json &root, ModelMetadata &m,
         return r.fail(where + ".shape",
                       "differs from the shape of '" + first + "'");
       size_t index = size_t(root - m.parameters.data());
-      int64_t copy = 1;
-      for (const auto &[name, tied] : m.tiedCopies)
-        if (tied.first == index)
-          ++copy;
-      m.tiedCopies[spec.name] = {index, copy};
+      m.tiedCopies[spec.name] = {index, ++copiesOf[index]};
       continue;
     }
     if (init == "data") {
@@ -810,6 +808,7 @@ bool parseRanks(Reader &r, const Json &root, ModelMetadata &m) {
                                         "' is held by no stage");
       group.members.push_back(members[c].second);
     }
+    m.maxTiedCopies = std::max(m.maxTiedCopies, int64_t(members.size()));
     m.tiedGroups.push_back(std::move(group));
   }
   return checkTransfers(r, m);

@@ -55,13 +55,19 @@ mlir::gpipe::getTiedGroups(ArrayRef<StageOp> stages) {
   return groups;
 }
 
-std::vector<bool>
-mlir::gpipe::getStagesHoldingTiedCopies(ArrayRef<StageOp> stages) {
-  std::vector<bool> holds(stages.size(), false);
-  for (const SmallVector<TiedCopy> &group : getTiedGroups(stages))
+/// Which of `numStages` stages read a copy in `groups`.
+static std::vector<bool>
+holdingStages(size_t numStages, ArrayRef<SmallVector<TiedCopy>> groups) {
+  std::vector<bool> holds(numStages, false);
+  for (const SmallVector<TiedCopy> &group : groups)
     for (const TiedCopy &copy : group)
       holds[size_t(copy.stage)] = true;
   return holds;
+}
+
+std::vector<bool>
+mlir::gpipe::getStagesHoldingTiedCopies(ArrayRef<StageOp> stages) {
+  return holdingStages(stages.size(), getTiedGroups(stages));
 }
 
 std::vector<int64_t>
@@ -73,14 +79,15 @@ mlir::gpipe::getTiedReceiveBytes(ArrayRef<StageOp> stages,
                                                              : -1;
   };
   // The SUM_TIED of a rank is named by its lowest stage holding a copy.
-  std::vector<bool> holds = getStagesHoldingTiedCopies(stages);
+  SmallVector<SmallVector<TiedCopy>> groups = getTiedGroups(stages);
+  std::vector<bool> holds = holdingStages(stages.size(), groups);
   auto namedStage = [&](int rank) {
     for (size_t s = 0; s < stages.size(); ++s)
       if (holds[s] && rankOf(int(s)) == rank)
         return int(s);
     return -1;
   };
-  for (const SmallVector<TiedCopy> &group : getTiedGroups(stages)) {
+  for (const SmallVector<TiedCopy> &group : groups) {
     int gatherer = rankOf(group.front().stage);
     bool remote = llvm::any_of(group, [&](const TiedCopy &copy) {
       return rankOf(copy.stage) != gatherer;

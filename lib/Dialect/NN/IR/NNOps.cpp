@@ -582,67 +582,61 @@ static Window2D poolWindow(Op op) {
   return window;
 }
 
-LogicalResult MaxPool2DOp::verify() {
+/// A pooling op's result has the window's shape of its input.
+template <typename Op>
+static LogicalResult verifyPool(Op op) {
   return checkResultShape(
-      *this, inferPool2DShape(shapeOf(getInput()), poolWindow(*this), NN_EMIT));
+      op, inferPool2DShape(shapeOf(op.getInput()), poolWindow(op),
+                           [&] { return op.emitOpError(); }));
 }
 
-OpCost MaxPool2DOp::getCost() {
-  OpCost cost = detail::elementwiseCost(*this, 0);
-  cost.flops = numElements(shapeOf(getResult())) * getKernel()[0] *
-               getKernel()[1];
+/// A pooling gradient's incoming gradient has the window's shape of the
+/// forward input `input`.
+template <typename Op>
+static LogicalResult verifyPoolGrad(Op op, Value input) {
+  FailureOr<Shape> out = inferPool2DShape(shapeOf(input), poolWindow(op),
+                                          [&] { return op.emitOpError(); });
+  if (failed(out))
+    return failure();
+  if (shapeOf(op.getGrad()) != ArrayRef<int64_t>(*out))
+    return op.emitOpError("expected a result gradient of shape ")
+           << formatShape(*out) << ", got " << formatShape(shapeOf(op.getGrad()));
+  return success();
+}
+
+/// One operation per window element of each element of `windowed` (the
+/// forward's output, the backward's incoming gradient).
+template <typename Op>
+static OpCost poolCost(Op op, Value windowed) {
+  OpCost cost = mlir::gpipe::nn::detail::elementwiseCost(op, 0);
+  cost.flops =
+      numElements(shapeOf(windowed)) * op.getKernel()[0] * op.getKernel()[1];
   return cost;
 }
 
+LogicalResult MaxPool2DOp::verify() { return verifyPool(*this); }
+
+OpCost MaxPool2DOp::getCost() { return poolCost(*this, getResult()); }
+
 LogicalResult MaxPool2DGradOp::verify() {
-  FailureOr<Shape> out =
-      inferPool2DShape(shapeOf(getInput()), poolWindow(*this), NN_EMIT);
-  if (failed(out))
+  if (failed(verifyPoolGrad(*this, getInput())))
     return failure();
-  if (shapeOf(getGrad()) != ArrayRef<int64_t>(*out))
-    return emitOpError("expected a result gradient of shape ")
-           << formatShape(*out) << ", got " << formatShape(shapeOf(getGrad()));
   if (getInput().getType() != getType())
     return emitOpError("expected result type ") << getInput().getType();
   return success();
 }
 
-OpCost MaxPool2DGradOp::getCost() {
-  OpCost cost = detail::elementwiseCost(*this, 0);
-  cost.flops = numElements(shapeOf(getGrad())) * getKernel()[0] *
-               getKernel()[1];
-  return cost;
-}
+OpCost MaxPool2DGradOp::getCost() { return poolCost(*this, getGrad()); }
 
-LogicalResult AvgPool2DOp::verify() {
-  return checkResultShape(
-      *this, inferPool2DShape(shapeOf(getInput()), poolWindow(*this), NN_EMIT));
-}
+LogicalResult AvgPool2DOp::verify() { return verifyPool(*this); }
 
-OpCost AvgPool2DOp::getCost() {
-  OpCost cost = detail::elementwiseCost(*this, 0);
-  cost.flops = numElements(shapeOf(getResult())) * getKernel()[0] *
-               getKernel()[1];
-  return cost;
-}
+OpCost AvgPool2DOp::getCost() { return poolCost(*this, getResult()); }
 
 LogicalResult AvgPool2DGradOp::verify() {
-  FailureOr<Shape> out =
-      inferPool2DShape(shapeOf(getResult()), poolWindow(*this), NN_EMIT);
-  if (failed(out))
-    return failure();
-  if (shapeOf(getGrad()) != ArrayRef<int64_t>(*out))
-    return emitOpError("expected a result gradient of shape ")
-           << formatShape(*out) << ", got " << formatShape(shapeOf(getGrad()));
-  return success();
+  return verifyPoolGrad(*this, getResult());
 }
 
-OpCost AvgPool2DGradOp::getCost() {
-  OpCost cost = detail::elementwiseCost(*this, 0);
-  cost.flops = numElements(shapeOf(getGrad())) * getKernel()[0] *
-               getKernel()[1];
-  return cost;
-}
+OpCost AvgPool2DGradOp::getCost() { return poolCost(*this, getGrad()); }
 
 LogicalResult BatchNormOp::verify() {
   if (failed(checkFloatOperands(*this)) ||

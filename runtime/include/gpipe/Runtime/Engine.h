@@ -227,8 +227,10 @@ struct ModelMetadata {
   /// The `tied_to` copies: their names, with their first parameters' index
   /// and copy number (not in `parameters`: they are the same parameter).
   std::map<std::string, std::pair<size_t, int64_t>, std::less<>> tiedCopies;
-  /// The tied parameters held by more than one slot, by parameter index.
+  /// The tied parameters held by more than one slot, by parameter index,
+  /// and the most copies of any (what SUM_TIED's message tags count in).
   std::vector<TiedGroup> tiedGroups;
+  int64_t maxTiedCopies = 0;
   std::vector<StageInfo> stageInfo;
   std::vector<RankPlan> ranks;
   std::vector<KernelSite> sites;
