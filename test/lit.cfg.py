@@ -55,6 +55,9 @@ config.substitutions.append(
     ("%kill-resume", "python3 " + os.path.join(config.test_source_root, "Utils",
                                                "kill-resume.py")))
 config.substitutions.append(
+    ("%check-profile", "python3 " + os.path.join(config.test_source_root,
+                                                 "Utils", "check-profile.py")))
+config.substitutions.append(
     ("%within", "python3 " + os.path.join(config.test_source_root, "Utils",
                                           "within.py")))
 # Trains one model under many schedules and compares with GPipe at K = 1

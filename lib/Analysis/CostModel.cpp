@@ -199,6 +199,11 @@ LayerCosts computeLayerCosts(const CostModelInput &input,
                          std::string(what) + " time for layer " +
                          std::to_string(i) + ", got " + formatNumber(value));
       }
+      if (m.recompute && (!std::isfinite(*m.recompute) || *m.recompute < 0))
+        return failure("expected a non-negative finite measured recompute "
+                       "time for layer " +
+                       std::to_string(i) + ", got " +
+                       formatNumber(*m.recompute));
       forward = m.forward;
       backward = m.backward;
     } else {
@@ -218,7 +223,10 @@ LayerCosts computeLayerCosts(const CostModelInput &input,
     }
     costs.forward[i] = forward;
     costs.backward[i] = backward;
-    costs.recompute[i] = input.rematerialize ? forward : 0.0;
+    double recompute = forward;
+    if (useMeasured && input.measured[i].recompute)
+      recompute = *input.measured[i].recompute;
+    costs.recompute[i] = input.rematerialize ? recompute : 0.0;
     costs.total[i] = forward + backward + costs.recompute[i];
   }
 

@@ -79,6 +79,7 @@ static void buildPipeline(OpPassManager &pm,
   partition.balance.assign(options.balance.begin(), options.balance.end());
   partition.memoryBudget = options.memoryBudget;
   partition.profile = profile;
+  partition.profileFile = options.profileFile;
   if (options.inference) {
     partition.forwardOnly = true;
     partition.pipelineName = "infer";

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gpipe/Analysis/MeasuredProfile.h"
 #include "gpipe/Analysis/Partition.h"
 #include "gpipe/InitAllDialects.h"
 #include "gpipe/Pipelines/Pipelines.h"
@@ -98,6 +99,22 @@ int main(int argc, char **argv) {
   if (std::string error = mlir::gpipe::getInferenceOptionError(options);
       !error.empty())
     return fail(error);
+
+  // A measured profile is of one target and precision.
+  if (!options.profileFile.empty()) {
+    std::string error;
+    std::optional<mlir::gpipe::MeasuredProfile> profile =
+        mlir::gpipe::MeasuredProfile::read(options.profileFile, error);
+    if (!profile)
+      return fail(error);
+    const char *target = mlir::gpipe::getTargetName(options.target);
+    const char *precision = mlir::gpipe::getPrecisionName(options.precision);
+    if (profile->target != target || profile->precision != precision)
+      return fail("profile '" + options.profileFile + "' was measured on " +
+                  profile->target + " " + profile->precision +
+                  "; this compile is for " + target + " " + precision +
+                  " (measure with a model compiled for it)");
+  }
 
   mlir::gpipe::CompileStage stop = options.emit;
   if (outputFile.empty()) {

@@ -96,6 +96,9 @@ double allReduceTime(int64_t bytes, int64_t replicas,
 struct MeasuredLayerTime {
   double forward = 0;  ///< seconds
   double backward = 0; ///< seconds
+  /// Seconds of recomputing the forward in the backward; absent: the
+  /// forward's.
+  std::optional<double> recompute;
 };
 
 /// Per-layer costs for the partitioner and the timeline simulator. All times

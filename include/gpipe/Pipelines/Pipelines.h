@@ -85,6 +85,12 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
       llvm::cl::desc("Cost model device (h200 means h200-bf16 when "
                      "gpipe-compile's --precision is bf16)"),
       llvm::cl::init(ProfileKind::CPU), getProfileKindValues()};
+  Option<std::string> profileFile{
+      *this, "profile-file",
+      llvm::cl::desc("Cost model from a profile gpipe-run --profile "
+                     "measured (per-layer times, transfers, optimizer) "
+                     "instead of --profile's estimates"),
+      llvm::cl::init("")};
   Option<OptimizerKind> optimizer{
       *this, "optimizer",
       llvm::cl::desc("Optimizer whose state the memory plan reserves"),

@@ -158,6 +158,15 @@ LogicalResult Emitter::collectParams() {
 LogicalResult Emitter::run() {
   if (failed(collectParams()))
     return failure();
+  // The model's layers in stage order: what the metadata's stage_info lists
+  // and the stage functions' layer marks index.
+  for (StageOp stage : converted.stages) {
+    auto forward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        stage, stage.getForwardAttr());
+    if (forward && !forward.isExternal())
+      for (auto layer : forward.getBody().front().getOps<nn::LayerOp>())
+        layerIndex.try_emplace(layer.getNameAttr(), layerIndex.size());
+  }
   for (auto [s, stage] : llvm::enumerate(converted.stages)) {
     auto forward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
         stage, stage.getForwardAttr());

@@ -28,6 +28,7 @@
 #include "gpipe/Dialect/GPipe/Transforms/StageBuffers.h"
 #include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
 #include "gpipe/Dialect/GPipe/Utils/ScheduleConversion.h"
+#include "gpipe/Dialect/NN/IR/NNLayerLoc.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "gpipe/Interpreter/Interpreter.h"
 #include "gpipe/Runtime/CPUKernels.h"
@@ -93,7 +94,7 @@ inline FailureOr<int64_t> dtypeOf(Operation *op, Value v,
 inline std::string locationString(Location loc) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  loc.print(os);
+  nn::stripLayerLoc(loc).print(os);
   return text;
 }
 
@@ -221,6 +222,9 @@ private:
   std::map<std::string, LLVM::GlobalOp> globals;
   int64_t numGlobals = 0;
   llvm::json::Array sites;
+  /// Each top-level layer's index among the model's layers (stage order),
+  /// what the stage functions' gpipe_rt_layer marks name.
+  llvm::DenseMap<StringAttr, int64_t> layerIndex;
 
   SmallVector<StageParams> stageParams;
   SmallVector<LoweredFunction> forwards, backwards;

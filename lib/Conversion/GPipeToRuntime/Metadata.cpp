@@ -198,8 +198,14 @@ LogicalResult Emitter::emitMetadata() {
          // Per rank: the compute time of one step (F, B, I, W, R, step).
          llvm::json::Array busy;
          if (timeline.error.empty())
-           for (double seconds : timeline.busy)
-             busy.push_back(seconds);
+           for (auto [r, seconds] : llvm::enumerate(timeline.busy)) {
+             // The runtime counts the optimizer's steps as compute too.
+             double total = seconds;
+             for (auto [i, t] : llvm::enumerate(timeline.ranks[r]))
+               if (schedule.ranks[r][i].kind == ActionKind::Step)
+                 total += t.end - t.start;
+             busy.push_back(total);
+           }
          return busy;
        }()}};
 
@@ -241,9 +247,10 @@ LogicalResult Emitter::emitMetadata() {
   for (size_t s = 0; s < stages.size(); ++s) {
     StageOp stage = stages[s];
     llvm::json::Array layers;
-    forwards[s].source.walk([&](nn::LayerOp layer) {
-      layers.push_back(layer.getName().str());
-    });
+    if (!forwards[s].source.isExternal())
+      for (auto layer :
+           forwards[s].source.getBody().front().getOps<nn::LayerOp>())
+        layers.push_back(layer.getName().str());
     stageInfo.push_back(llvm::json::Object{
         {"index", int64_t(s)},
         {"rank", schedule.getRankOfStage(int(s))},

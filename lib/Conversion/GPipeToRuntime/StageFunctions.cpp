@@ -158,10 +158,12 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
     LLVM::LLVMFuncOp callee = declare(
         "gpipe_rt_cpu_" + std::string(signature.name), i32Ty, types);
     int64_t site = sites.size();
-    sites.push_back(llvm::json::Object{
-        {"op", op->getName().getStringRef().str()},
-        {"loc", locationString(opLoc)},
-        {"function", func.getSymName().str()}});
+    llvm::json::Object siteInfo{{"op", op->getName().getStringRef().str()},
+                                {"loc", locationString(opLoc)},
+                                {"function", func.getSymName().str()}};
+    if (StringAttr layer = nn::getLayerOf(op))
+      siteInfo["layer"] = layer.str();
+    sites.push_back(std::move(siteInfo));
     emitChecked(at, opLoc, callee, args, fail, site);
   };
 
@@ -183,6 +185,26 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
                            constI64(at, l, dc->second)},
                 fail, site);
     return success();
+  };
+
+  // Per-layer timing marks: gpipe_rt_layer(rank, 2 x layer + recomputing)
+  // wherever the layer (or recomputing) changes, before the op's kernels.
+  // An op of no layer (the loss) belongs to the layer before it.
+  int64_t currentMark = -1;
+  auto markLayer = [&](Operation *op) {
+    StringAttr name = nn::getLayerOf(op);
+    auto it = name ? layerIndex.find(name) : layerIndex.end();
+    if (it == layerIndex.end())
+      return;
+    bool recomputing = op->getParentOfType<RematOp>() != nullptr;
+    int64_t mark = 2 * it->second + (recomputing ? 1 : 0);
+    if (mark == currentMark)
+      return;
+    currentMark = mark;
+    auto layer = declare("gpipe_rt_layer", LLVM::LLVMVoidType::get(ctx),
+                         {ptrTy, i64Ty});
+    LLVM::CallOp::create(at, op->getLoc(), layer,
+                         ValueRange{rank, constI64(at, op->getLoc(), mark)});
   };
 
   const StageParams &sp = stageParams[stage];
@@ -231,6 +253,7 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
                             ? offsetPtr(at, opLoc, scratch, it->second)
                             : scratch; // empty tensors
     }
+    markLayer(op);
     // Training's last forward hands its prediction (the logits the loss
     // reads) to the runtime before the loss: what `gpipe-run
     // --save-outputs` writes.

@@ -213,13 +213,17 @@ void RunState::actionEnd(gpipe_rt_rank *rank, int64_t action) {
   lastProgressNs.store(end, std::memory_order_relaxed);
   const ActionSpec &a = rank->plan->actions[size_t(action)];
   // Devices that time on their own clock report busy time and the trace
-  // when the step ends.
+  // when the step ends (and their layers are not timed: the host only
+  // queues their kernels).
   if (!rank->device->timesOnDevice()) {
     if (isComputeAction(a.kind))
       rank->busyNs += end - rank->actionBeginNs;
     if (options.recordTrace)
       rank->events.push_back({rank->step, action, rank->actionBeginNs, end});
+    if (options.profileLayers && isComputeAction(a.kind))
+      recordLayerTimes(rank, action, end);
   }
+  rank->marks.clear();
   rank->recorder.end(end);
   rank->current = -1;
   if (mpi)
@@ -578,6 +582,25 @@ int32_t RunState::kernelError(gpipe_rt_rank *rank, int64_t site,
 //===----------------------------------------------------------------------===//
 
 using gpipe::rt::RunState;
+
+void RunState::recordLayerTimes(gpipe_rt_rank *rank, int64_t action,
+                                int64_t endNs) {
+  const auto &marks = rank->marks;
+  int64_t outside =
+      (marks.empty() ? endNs : marks.front().second) - rank->actionBeginNs;
+  rank->layerTimes.push_back({rank->step, action, -1, outside});
+  for (size_t i = 0; i < marks.size(); ++i) {
+    int64_t until = i + 1 < marks.size() ? marks[i + 1].second : endNs;
+    rank->layerTimes.push_back(
+        {rank->step, action, marks[i].first, until - marks[i].second});
+  }
+}
+
+extern "C" void gpipe_rt_layer(gpipe_rt_rank *rank, int64_t mark) {
+  if (!rank->run->options.profileLayers || rank->current < 0)
+    return;
+  rank->marks.push_back({mark, rank->run->nowNs()});
+}
 
 extern "C" int32_t gpipe_rt_action_begin(gpipe_rt_rank *rank, int64_t action) {
   return rank->run->actionBegin(rank, action);

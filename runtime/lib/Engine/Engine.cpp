@@ -192,6 +192,18 @@ Status RunState::prepareRanks() {
     if (options.recordTrace)
       rank.events.reserve(std::min<size_t>(
           size_t(options.steps) * rank.plan->actions.size(), size_t(1) << 20));
+    if (options.profileLayers) {
+      // A mark per layer of the rank's stages (and per recomputed layer)
+      // per action, and the time before the first.
+      size_t layers = 0;
+      for (const StageInfo &info : meta.stageInfo)
+        if (info.rank == rank.rank)
+          layers += info.layers.size();
+      rank.marks.reserve(2 * layers + 8);
+      rank.layerTimes.reserve(std::min<size_t>(
+          size_t(options.steps) * rank.plan->actions.size() * (2 * layers + 2),
+          size_t(1) << 22));
+    }
     rankCvs.push_back(std::make_unique<std::condition_variable>());
   }
   finished.assign(size_t(numWorkers()), 0);

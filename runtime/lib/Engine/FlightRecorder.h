@@ -26,6 +26,12 @@ struct RecordedAction {
   int64_t step, action, beginNs, endNs;
 };
 
+/// A stretch of one action spent in one layer (gpipe_rt_layer's `mark`), or
+/// outside every layer (mark -1: from the action's begin to its first mark).
+struct RecordedLayer {
+  int64_t step, action, mark, ns;
+};
+
 class FlightRecorder {
 public:
   /// Actions kept per rank.

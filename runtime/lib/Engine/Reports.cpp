@@ -199,6 +199,7 @@ Status RunState::report(RunResult &result) {
     result.arenas.push_back(report);
     put(record, report.measuredBytes);
     const gpipe_rt_rank &rank = ranks[size_t(w)];
+    put(record, int64_t(options.recordTrace ? rank.events.size() : 0));
     if (options.recordTrace)
       for (const RecordedAction &e : rank.events) {
         result.trace.push_back({rank.index, e.step, e.action,
@@ -206,6 +207,11 @@ Status RunState::report(RunResult &result) {
                                 double(e.endNs) * 1e-3});
         put(record, e);
       }
+    for (const RecordedLayer &l : rank.layerTimes) {
+      result.layerTimes.push_back(
+          {rank.index, l.step, l.action, l.mark, double(l.ns) * 1e-9});
+      put(record, l);
+    }
   }
   if (mpi) {
     std::vector<std::vector<uint8_t>> all;
@@ -226,10 +232,17 @@ Status RunState::report(RunResult &result) {
         report.peakBytes = meta.ranks[size_t(w % K)].peakBytes;
         report.measuredBytes = take<int64_t>(in, at);
         result.arenas.push_back(report);
-        while (at + sizeof(RecordedAction) <= in.size()) {
+        int64_t numEvents = take<int64_t>(in, at);
+        for (int64_t i = 0;
+             i < numEvents && at + sizeof(RecordedAction) <= in.size(); ++i) {
           RecordedAction e = take<RecordedAction>(in, at);
           result.trace.push_back({w, e.step, e.action, double(e.beginNs) * 1e-3,
                                   double(e.endNs) * 1e-3});
+        }
+        while (at + sizeof(RecordedLayer) <= in.size()) {
+          RecordedLayer l = take<RecordedLayer>(in, at);
+          result.layerTimes.push_back(
+              {w, l.step, l.action, l.mark, double(l.ns) * 1e-9});
         }
       }
     if (!gatherBlocks(0)) {

@@ -145,6 +145,10 @@ struct gpipe_rt_rank {
   std::vector<char> outputReported;
   /// Every action's times, when the run records a trace.
   std::vector<gpipe::rt::RecordedAction> events;
+  /// RunOptions::profileLayers: the current action's layer marks (mark,
+  /// time), and every compute action's time per layer.
+  std::vector<std::pair<int64_t, int64_t>> marks;
+  std::vector<gpipe::rt::RecordedLayer> layerTimes;
   gpipe::rt::FlightRecorder recorder;
   /// NonFinitePolicy::Skip: the updates of this step, applied after the
   /// step if every rank finished it cleanly.
@@ -290,6 +294,9 @@ public:
 
   int32_t actionBegin(gpipe_rt_rank *rank, int64_t action);
   void actionEnd(gpipe_rt_rank *rank, int64_t action);
+  /// RunOptions::profileLayers: the finished compute action's time per
+  /// layer, from its marks (the time before the first mark as mark -1).
+  void recordLayerTimes(gpipe_rt_rank *rank, int64_t action, int64_t endNs);
   int32_t transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
                    const void *sendData, void *recvData, int64_t bytes);
   int32_t load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *data,

@@ -79,6 +79,11 @@ const char *const kUsage =
     "  --save-grads FILE        the first step's gradients (safetensors)\n"
     "  --save-params FILE       the parameters after the last step\n"
     "  --trace FILE.json        Chrome trace of every action\n"
+    "  --profile FILE.json      measure each layer's forward, backward and\n"
+    "                           recompute, the transfers and the optimizer\n"
+    "                           (medians over the steps after the first)\n"
+    "                           for gpipe-compile --profile-file; merges\n"
+    "                           into FILE's other micro-batch sizes\n"
     "  --timeout SECONDS        give up on a silent peer (default 60)\n"
     "  --transport local|mpi|nccl\n"
     "                           rank threads in this process (default; on\n"
@@ -297,7 +302,7 @@ std::string numberOrNA(double v, const char *format = "%.3f") {
 struct Args {
   std::string model;
   RunOptions run;
-  std::string saveGrads, saveParams, trace;
+  std::string saveGrads, saveParams, trace, profile;
   std::string checkpointDir;
   int64_t checkpointEvery = 10;
   int64_t keepCheckpoints = 3;
@@ -376,7 +381,7 @@ Args parseArgs(int argc, char **argv) {
         "--save-params", "--trace",        "--timeout",   "--inject-fault",
         "--checkpoint-dir", "--checkpoint-every", "--keep-checkpoints",
         "--on-nonfinite", "--inject-nan", "--transport", "--gpu",
-        "--params", "--save-outputs"};
+        "--params", "--save-outputs", "--profile"};
     bool known = false;
     for (const char *k : kValued)
       known |= flag == k;
@@ -427,6 +432,8 @@ Args parseArgs(int argc, char **argv) {
       args.saveParams = value;
     } else if (flag == "--trace") {
       args.trace = value;
+    } else if (flag == "--profile") {
+      args.profile = value;
     } else if (flag == "--timeout") {
       run.timeoutSeconds = parseNumber(flag, value);
       if (!(run.timeoutSeconds > 0))
@@ -574,7 +581,8 @@ int main(int argc, char **argv) {
        {std::pair<const char *, std::string &>{"--save-grads", args.saveGrads},
         {"--save-params", args.saveParams},
         {"--save-outputs", args.saveOutputs},
-        {"--trace", args.trace}})
+        {"--trace", args.trace},
+        {"--profile", args.profile}})
     if (!path.empty())
       checkOutputPath(flag, path);
   if (!args.checkpointDir.empty() && root)
@@ -629,7 +637,8 @@ int main(int argc, char **argv) {
     std::printf("device: %s\n", run.device->describe().c_str());
   }
 
-  run.recordTrace = !args.trace.empty();
+  run.profileLayers = !args.profile.empty();
+  run.recordTrace = !args.trace.empty() || run.profileLayers;
 
   // Checkpoints: resume from the newest complete one, write new ones.
   // Under MPI every process must run the same model.
@@ -1024,6 +1033,15 @@ int main(int argc, char **argv) {
     if (!s.ok())
       fatal(s.message());
     std::printf("wrote the trace to %s\n", args.trace.c_str());
+  }
+  if (!args.profile.empty() && root) {
+    s = writeProfile(args.profile, meta, result);
+    if (!s.ok())
+      fatal(s.message());
+    std::printf("wrote the measured profile (micro-batches of %lld samples) "
+                "to %s\n",
+                static_cast<long long>(meta.microBatchSize()),
+                args.profile.c_str());
   }
   finalizeMpi();
   return 0;

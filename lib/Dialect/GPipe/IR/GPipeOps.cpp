@@ -137,7 +137,9 @@ LogicalResult StageOp::verify() {
        {std::make_pair("forward_time", getForwardTimeAttr()),
         std::make_pair("backward_time", getBackwardTimeAttr()),
         std::make_pair("backward_input_time", getBackwardInputTimeAttr()),
-        std::make_pair("backward_weight_time", getBackwardWeightTimeAttr())}) {
+        std::make_pair("backward_weight_time", getBackwardWeightTimeAttr()),
+        std::make_pair("reduce_time", getReduceTimeAttr()),
+        std::make_pair("step_time", getStepTimeAttr())}) {
     if (!attr)
       continue;
     double value = attr.getValueAsDouble();

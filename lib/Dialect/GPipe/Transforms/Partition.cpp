@@ -12,6 +12,7 @@
 
 #include "gpipe/Analysis/Partition.h"
 #include "gpipe/Analysis/CostModel.h"
+#include "gpipe/Analysis/MeasuredProfile.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
@@ -389,6 +390,55 @@ void GPipePartitionPass::runOnOperation() {
                                       paramBytesOf(layer, module) +
                                   scratch);
   }
+  // A measured profile: its layers' times (scaled from the nearest
+  // micro-batch size it has), the link it fitted, its overheads and
+  // optimizer.
+  const ProfileMeasurement *measured = nullptr;
+  std::optional<MeasuredProfile> measuredProfile;
+  double measuredScale = 1.0;
+  if (!profileFile.empty()) {
+    std::string error;
+    measuredProfile = MeasuredProfile::read(profileFile, error);
+    if (!measuredProfile) {
+      mlir::emitError(func.getLoc(), error);
+      return fail();
+    }
+    auto inputType = dyn_cast<ShapedType>(func.getArgumentTypes().front());
+    int64_t samples =
+        inputType && inputType.getRank() > 0 ? inputType.getDimSize(0) : 1;
+    measured = measuredProfile->select(samples, measuredScale);
+    for (nn::LayerOp layer : net->layers) {
+      const MeasuredLayer *m = measured->findLayer(layer.getName());
+      if (!m) {
+        mlir::emitError(layer.getLoc(), "profile '")
+            << profileFile << "' has no layer '" << layer.getName()
+            << "' (it was measured on another model, or with another "
+               "--granularity); measure this model with gpipe-run --profile";
+        return fail();
+      }
+      MeasuredLayerTime t;
+      t.forward = m->forward * measuredScale;
+      t.backward = m->backward * measuredScale;
+      if (m->recompute)
+        t.recompute = *m->recompute * measuredScale;
+      costInput.measured.push_back(t);
+    }
+    if (measured->linkBandwidth) {
+      device->linkBandwidth = *measured->linkBandwidth;
+      device->linkLatency = measured->linkLatency.value_or(0.0);
+    }
+    if (measuredScale != 1.0)
+      mlir::emitWarning(func.getLoc(), "profile '")
+          << profileFile << "' has no measurement of micro-batches of "
+          << samples << " samples; its times for "
+          << measured->microbatchSamples << " are scaled by " << measuredScale;
+  }
+  auto overheadOf = [&](const char *kind) {
+    if (!measured)
+      return 0.0;
+    auto it = measured->actionOverhead.find(kind);
+    return it == measured->actionOverhead.end() ? 0.0 : it->second;
+  };
   LayerCosts costs = computeLayerCosts(costInput, *device);
   if (!costs.ok()) {
     mlir::emitError(func.getLoc(), "cost model: ") << costs.error;
@@ -463,7 +513,7 @@ void GPipePartitionPass::runOnOperation() {
     func::FuncOp fwd = buildStageForward(builder, *net, first[s], first[s + 1],
                                          last, base + "_fwd");
     if (forwardOnly) {
-      double forwardTime = 0;
+      double forwardTime = overheadOf("forward");
       for (int l = first[s]; l < first[s + 1]; ++l)
         forwardTime += costs.forward[l];
       FunctionType type = fwd.getFunctionType();
@@ -474,7 +524,7 @@ void GPipePartitionPass::runOnOperation() {
           TypeAttr::get(type.getResult(0)), FlatSymbolRefAttr::get(fwd),
           FlatSymbolRefAttr(), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
           builder.getF64FloatAttr(forwardTime), FloatAttr(), FloatAttr(),
-          FloatAttr(), FloatAttr());
+          FloatAttr(), FloatAttr(), FloatAttr());
       builder.setInsertionPointAfter(stage);
       stageRefs.push_back(FlatSymbolRefAttr::get(stage));
       stageForwards.push_back(fwd);
@@ -517,10 +567,29 @@ void GPipePartitionPass::runOnOperation() {
       builder.setInsertionPointAfter(halves->weight);
     }
 
-    double forwardTime = 0, backwardTime = 0;
+    double forwardTime = overheadOf("forward");
+    double backwardTime = overheadOf("backward");
     for (int l = first[s]; l < first[s + 1]; ++l) {
       forwardTime += costs.forward[l];
       backwardTime += costs.backward[l] + costs.recompute[l];
+    }
+    // Measured halves of a split backward: the input half also recomputes.
+    std::optional<std::pair<double, double>> measuredHalves;
+    if (measured && split) {
+      double in = overheadOf("backward_input");
+      double w = overheadOf("backward_weight");
+      bool all = true;
+      for (int l = first[s]; l < first[s + 1] && all; ++l) {
+        const MeasuredLayer *m =
+            measured->findLayer(net->layers[l].getName());
+        all = m->backwardInput && m->backwardWeight;
+        if (all) {
+          in += *m->backwardInput * measuredScale + costs.recompute[l];
+          w += *m->backwardWeight * measuredScale;
+        }
+      }
+      if (all)
+        measuredHalves = {in, w};
     }
     // How the backward's time divides between its halves: in proportion to
     // the roofline times of their ops (the input half of a transformer
@@ -540,11 +609,26 @@ void GPipePartitionPass::runOnOperation() {
       auto lookup = [&](FlatSymbolRefAttr ref) {
         return module.lookupSymbol<func::FuncOp>(ref.getValue());
       };
-      double in = rooflineOf(lookup(inputRef));
-      double w = rooflineOf(lookup(weightRef));
-      double share = in + w > 0 ? in / (in + w) : 0.5;
-      inputTime = builder.getF64FloatAttr(backwardTime * share);
-      weightTime = builder.getF64FloatAttr(backwardTime * (1 - share));
+      if (measuredHalves) {
+        inputTime = builder.getF64FloatAttr(measuredHalves->first);
+        weightTime = builder.getF64FloatAttr(measuredHalves->second);
+        backwardTime = measuredHalves->first + measuredHalves->second;
+      } else {
+        double in = rooflineOf(lookup(inputRef));
+        double w = rooflineOf(lookup(weightRef));
+        double share = in + w > 0 ? in / (in + w) : 0.5;
+        inputTime = builder.getF64FloatAttr(backwardTime * share);
+        weightTime = builder.getF64FloatAttr(backwardTime * (1 - share));
+      }
+    }
+    // The optimizer's update, at the measured rate per parameter byte.
+    FloatAttr stepTime;
+    if (measured && measured->optimizerSecondsPerByte) {
+      int64_t bytes = 0;
+      for (int l = first[s]; l < first[s + 1]; ++l)
+        bytes += paramBytesOf(net->layers[l], module);
+      stepTime = builder.getF64FloatAttr(*measured->optimizerSecondsPerByte *
+                                         double(bytes));
     }
     // The replicas' all-reduce of the stage's gradients.
     FloatAttr reduceTime;
@@ -563,7 +647,7 @@ void GPipePartitionPass::runOnOperation() {
         FlatSymbolRefAttr::get(*bwd), inputRef, weightRef,
         builder.getF64FloatAttr(forwardTime),
         builder.getF64FloatAttr(backwardTime), inputTime, weightTime,
-        reduceTime);
+        reduceTime, stepTime);
     stageRefs.push_back(FlatSymbolRefAttr::get(stage));
     stageForwards.push_back(fwd);
   }

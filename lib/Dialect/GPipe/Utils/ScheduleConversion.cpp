@@ -507,6 +507,8 @@ ActionDurations mlir::gpipe::getStageDurations(ArrayRef<StageOp> stages) {
     }
     if (FloatAttr reduce = stage.getReduceTimeAttr())
       durations.set(ActionKind::ReduceGrad, index, reduce.getValueAsDouble());
+    if (FloatAttr step = stage.getStepTimeAttr())
+      durations.set(ActionKind::Step, index, step.getValueAsDouble());
   }
   return durations;
 }

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gpipe/Dialect/NN/IR/NNLayerLoc.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "gpipe/Dialect/NN/Transforms/Passes.h"
 #include "gpipe/Dialect/NN/Transforms/Transforms.h"
@@ -58,6 +59,12 @@ static void inlineLayers(Block &block) {
       return;
     for (LayerOp layer : layers) {
       Block &body = layer.getBodyBlock();
+      // Ops of a top-level layer keep its name in their locations (the
+      // gradients built from them inherit it): see NNLayerLoc.h.
+      if (isa<FunctionOpInterface>(layer->getParentOp()))
+        body.walk([&](Operation *op) {
+          op->setLoc(getLayerLoc(op->getLoc(), layer.getNameAttr()));
+        });
       auto yield = cast<YieldOp>(body.getTerminator());
       SmallVector<Value> yielded(yield.getValues());
       // A layer that yields one of its own arguments yields its input:

@@ -487,6 +487,10 @@ struct RunOptions {
   std::optional<NanInjection> injectNan;
   /// Keep every action's begin and end for a trace.
   bool recordTrace = false;
+  /// Time every compute action per layer (the library's gpipe_rt_layer
+  /// marks; host-timed devices only) into RunResult::layerTimes; implies
+  /// recordTrace.
+  bool profileLayers = false;
   /// Inference (a model whose metadata says "inference"): run the forward
   /// over all of the data, mini-batch by mini-batch (`steps` is ignored:
   /// ceil(N / B) steps for N samples; the last, partial mini-batch is
@@ -526,6 +530,14 @@ struct TraceEvent {
   double beginUs = 0.0, endUs = 0.0;
 };
 
+/// Part of one compute action spent in one layer: `mark` as
+/// gpipe_rt_layer received it (2 x layer + recomputing), or -1 for the time
+/// before the action's first mark.
+struct LayerTime {
+  int64_t rank = 0, step = 0, action = 0, mark = -1;
+  double seconds = 0.0;
+};
+
 struct RunResult {
   OptimizerConfig optimizer;
   /// Device::describe() of the device the run used.
@@ -545,6 +557,9 @@ struct RunResult {
   std::vector<ArenaReport> arenas;
   /// Filled when RunOptions::recordTrace is set.
   std::vector<TraceEvent> trace;
+  /// Filled when RunOptions::profileLayers is set: per worker, step and
+  /// compute action, the time spent in each layer.
+  std::vector<LayerTime> layerTimes;
   /// NonFinitePolicy::Skip: one line per step whose update was skipped.
   std::vector<std::string> skippedSteps;
   /// When the run failed: per rank, its last few actions and what it was
@@ -605,6 +620,17 @@ Status readParameterTensors(const std::string &path,
 /// one thread per rank.
 Status writeChromeTrace(const std::string &path, const ModelMetadata &metadata,
                         const RunResult &result);
+
+/// Writes the measured profile of a run made with RunOptions::profileLayers
+/// (`gpipe-run --profile`) to `path` for `gpipe-compile --profile-file`:
+/// per layer the median seconds of one micro-batch's forward, backward (and
+/// halves) and recompute, per compute action the time outside the layers,
+/// the link's latency and bandwidth, the optimizer's seconds per byte, and
+/// the machine. An existing profile of the same model, target and precision
+/// keeps its measurements of other micro-batch sizes; any other file there
+/// is an error and left as it is.
+Status writeProfile(const std::string &path, const ModelMetadata &metadata,
+                    const RunResult &result);
 
 /// OpenBLAS sizes its thread pool when it is loaded, before main: the
 /// pool's idle threads spin and steal the cores the rank threads need, and

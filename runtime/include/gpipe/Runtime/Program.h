@@ -176,6 +176,14 @@ int32_t gpipe_rt_sum_tied(gpipe_rt_rank *rank, int64_t action, float *scratch);
 /// without dropout never call it.
 uint64_t gpipe_rt_rng_key(gpipe_rt_rank *rank, int64_t microbatch);
 
+/// A per-layer timing mark: the code that follows, up to the next mark or
+/// the end of the action, runs layer `mark / 2` of the model (the layers of
+/// the metadata's stage_info in stage order), recomputing its forward when
+/// `mark` is odd. What `gpipe-run --profile` times layers with; otherwise
+/// it returns at once. Cannot fail. Added without changing the ABI version:
+/// a library without marks is timed per action only.
+void gpipe_rt_layer(gpipe_rt_rank *rank, int64_t mark);
+
 /// Kernel call site `site` returned `status`; the runtime records
 /// gpipe_rt_last_error() with the site's op and location. Returns `status`.
 int32_t gpipe_rt_kernel_error(gpipe_rt_rank *rank, int64_t site,

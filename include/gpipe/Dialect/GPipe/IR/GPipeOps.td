@@ -67,7 +67,8 @@ def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
     the backward's time divides between its halves (without them: evenly);
     the zero-bubble schedules are ordered with them. With data parallelism,
     `reduce_time` is the all-reduce of the stage's gradients across the
-    replicas (`gpipe.reduce_grad`).
+    replicas (`gpipe.reduce_grad`). `step_time` is the optimizer's update
+    of the stage's parameters (`gpipe.step`; without it: free).
 
     ```mlir
     func.func private @s0_fwd(tensor<8x16xf32>) -> tensor<8x32xf32>
@@ -87,7 +88,8 @@ def GPipe_StageOp : GPipe_Op<"stage", [Symbol, HasParent<"::mlir::ModuleOp">,
                        OptionalAttr<F64Attr>:$backward_time,
                        OptionalAttr<F64Attr>:$backward_input_time,
                        OptionalAttr<F64Attr>:$backward_weight_time,
-                       OptionalAttr<F64Attr>:$reduce_time);
+                       OptionalAttr<F64Attr>:$reduce_time,
+                       OptionalAttr<F64Attr>:$step_time);
   let assemblyFormat = [{
     $sym_name `index` $index `:` $input_type `->` $output_type
     `forward` $forward (`backward` $backward^)?

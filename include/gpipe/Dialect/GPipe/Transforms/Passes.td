@@ -300,6 +300,10 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
            /*default=*/"::mlir::gpipe::ProfileKind::CPU",
            "Device profile of the cost model: cpu, h200 or h200-bf16",
            "::mlir::gpipe::getProfileKindValues()">,
+    Option<"profileFile", "profile-file", "std::string", /*default=*/"\"\"",
+           "A profile measured by gpipe-run --profile: its per-layer times, "
+           "action overheads, link and optimizer replace the device "
+           "profile's estimates">,
     Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
            "Name of the network function">,
     Option<"pipelineName", "pipeline", "std::string", /*default=*/"\"train\"",

@@ -1,0 +1,74 @@
+//===- MeasuredProfile.h - Profiles gpipe-run measured ----------*- C++ -*-===//
+//
+// Reads the profile `gpipe-run --profile FILE.json` writes (runtime
+// Profile.cpp) for the cost model: per layer (by name) the seconds one
+// micro-batch spends in its forward, backward (and halves) and recompute;
+// the time an action spends outside its layers; the link's latency and
+// bandwidth; the optimizer's seconds per parameter byte. A profile holds one
+// measurement per micro-batch size; a compile picks the one of its own size
+// or, without it, the nearest and scales every time by the ratio of the
+// sizes. Plain C++17.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_ANALYSIS_MEASUREDPROFILE_H
+#define GPIPE_ANALYSIS_MEASUREDPROFILE_H
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlir::gpipe {
+
+struct MeasuredLayer {
+  std::string name;
+  double forward = 0, backward = 0; ///< seconds per micro-batch
+  /// Absent when the measured run did not recompute (remat none) or split
+  /// its backward.
+  std::optional<double> recompute, backwardInput, backwardWeight;
+};
+
+/// One run's measurement, for micro-batches of `microbatchSamples`.
+struct ProfileMeasurement {
+  int64_t microbatchSamples = 0;
+  std::vector<MeasuredLayer> layers;
+  /// Per action kind ("forward", "backward", "backward_input",
+  /// "backward_weight", "recompute"): seconds outside the layers.
+  std::map<std::string, double> actionOverhead;
+  /// The fitted link (no transfers measured: absent).
+  std::optional<double> linkLatency, linkBandwidth;
+  /// The optimizer the run stepped with, and its seconds per parameter byte.
+  std::string optimizer;
+  std::optional<double> optimizerSecondsPerByte;
+  /// The measured median step.
+  double stepSeconds = 0;
+
+  const MeasuredLayer *findLayer(std::string_view name) const;
+};
+
+struct MeasuredProfile {
+  std::string source, target, precision, cpu;
+  int64_t cores = 0;
+  /// By micro-batch size, ascending.
+  std::vector<ProfileMeasurement> measurements;
+
+  /// Parses a profile; on failure returns std::nullopt and sets `error`
+  /// (naming the key).
+  static std::optional<MeasuredProfile> parse(std::string_view text,
+                                              std::string &error);
+  /// Reads and parses the file at `path`; errors name the file.
+  static std::optional<MeasuredProfile> read(const std::string &path,
+                                             std::string &error);
+
+  /// The measurement of micro-batches of `samples`, or the nearest size
+  /// (the larger on a tie); `scale` receives samples / its size (1 for an
+  /// exact match). Null when there is none.
+  const ProfileMeasurement *select(int64_t samples, double &scale) const;
+};
+
+} // namespace mlir::gpipe
+
+#endif // GPIPE_ANALYSIS_MEASUREDPROFILE_H

@@ -1,0 +1,209 @@
+//===- MeasuredProfile.cpp - Profiles gpipe-run measured --------*- C++ -*-===//
+//
+// Implements reading `gpipe-run --profile` files (MeasuredProfile.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Analysis/MeasuredProfile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace mlir::gpipe {
+
+using Json = nlohmann::json;
+
+const MeasuredLayer *ProfileMeasurement::findLayer(std::string_view name) const {
+  for (const MeasuredLayer &layer : layers)
+    if (layer.name == name)
+      return &layer;
+  return nullptr;
+}
+
+namespace {
+
+/// Reads typed values out of the profile, keeping the first error.
+struct Reader {
+  std::string &error;
+
+  bool fail(const std::string &where, const std::string &what) {
+    if (error.empty())
+      error = where + ": " + what;
+    return false;
+  }
+  /// A non-negative finite number at `key` of `object`; absent is an error
+  /// unless `optional`.
+  std::optional<double> seconds(const Json &object, const std::string &where,
+                                const char *key, bool optional = false) {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) {
+      if (!optional)
+        fail(where, std::string("expected '") + key + "'");
+      return std::nullopt;
+    }
+    if (!it->is_number() || !std::isfinite(it->get<double>()) ||
+        it->get<double>() < 0) {
+      fail(where, std::string("expected a non-negative finite number for '") +
+                      key + "', got " + it->dump());
+      return std::nullopt;
+    }
+    return it->get<double>();
+  }
+  std::string text(const Json &object, const char *key) {
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+  }
+};
+
+} // namespace
+
+std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
+                                                      std::string &error) {
+  error.clear();
+  Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) {
+    error = "not JSON (expected a profile written by gpipe-run --profile)";
+    return std::nullopt;
+  }
+  Reader r{error};
+  if (r.text(root, "format") != "gpipe-profile") {
+    error = "expected \"format\": \"gpipe-profile\" (a profile written by "
+            "gpipe-run --profile)";
+    return std::nullopt;
+  }
+  if (!root.contains("version") || !root["version"].is_number_integer() ||
+      root["version"].get<int64_t>() != 1) {
+    error = "unsupported profile version " +
+            (root.contains("version") ? root["version"].dump() : "(none)") +
+            " (expected 1)";
+    return std::nullopt;
+  }
+  MeasuredProfile profile;
+  profile.source = r.text(root, "source");
+  profile.target = r.text(root, "target");
+  profile.precision = r.text(root, "precision");
+  if (auto machine = root.find("machine");
+      machine != root.end() && machine->is_object()) {
+    profile.cpu = r.text(*machine, "cpu");
+    if (auto cores = machine->find("cores");
+        cores != machine->end() && cores->is_number_integer())
+      profile.cores = cores->get<int64_t>();
+  }
+  auto measurements = root.find("measurements");
+  if (measurements == root.end() || !measurements->is_array() ||
+      measurements->empty()) {
+    error = "expected a non-empty 'measurements' array";
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < measurements->size(); ++i) {
+    const Json &m = (*measurements)[i];
+    std::string where = "measurements[" + std::to_string(i) + "]";
+    if (!m.is_object()) {
+      r.fail(where, "expected an object");
+      return std::nullopt;
+    }
+    ProfileMeasurement out;
+    auto samples = m.find("microbatch_samples");
+    if (samples == m.end() || !samples->is_number_integer() ||
+        samples->get<int64_t>() < 1) {
+      r.fail(where, "expected a positive integer 'microbatch_samples'");
+      return std::nullopt;
+    }
+    out.microbatchSamples = samples->get<int64_t>();
+    auto layers = m.find("layers");
+    if (layers == m.end() || !layers->is_array()) {
+      r.fail(where, "expected a 'layers' array");
+      return std::nullopt;
+    }
+    for (size_t l = 0; l < layers->size(); ++l) {
+      const Json &entry = (*layers)[l];
+      std::string at = where + ".layers[" + std::to_string(l) + "]";
+      if (!entry.is_object() || !entry.contains("name") ||
+          !entry["name"].is_string()) {
+        r.fail(at, "expected an object with a 'name'");
+        return std::nullopt;
+      }
+      MeasuredLayer layer;
+      layer.name = entry["name"].get<std::string>();
+      std::optional<double> forward = r.seconds(entry, at, "forward");
+      std::optional<double> backward =
+          r.seconds(entry, at, "backward", /*optional=*/true);
+      layer.recompute = r.seconds(entry, at, "recompute", true);
+      layer.backwardInput = r.seconds(entry, at, "backward_input", true);
+      layer.backwardWeight = r.seconds(entry, at, "backward_weight", true);
+      if (!error.empty())
+        return std::nullopt;
+      layer.forward = *forward;
+      layer.backward = backward.value_or(0.0);
+      out.layers.push_back(std::move(layer));
+    }
+    if (auto overhead = m.find("action_overhead");
+        overhead != m.end() && overhead->is_object())
+      for (auto it = overhead->begin(); it != overhead->end(); ++it) {
+        std::optional<double> value =
+            r.seconds(*overhead, where + ".action_overhead", it.key().c_str());
+        if (!value)
+          return std::nullopt;
+        out.actionOverhead[it.key()] = *value;
+      }
+    if (auto link = m.find("transfer"); link != m.end() && link->is_object()) {
+      out.linkLatency = r.seconds(*link, where + ".transfer", "latency");
+      out.linkBandwidth = r.seconds(*link, where + ".transfer", "bandwidth");
+      if (!error.empty())
+        return std::nullopt;
+      if (!(*out.linkBandwidth > 0)) {
+        r.fail(where + ".transfer", "expected a positive 'bandwidth'");
+        return std::nullopt;
+      }
+    }
+    if (auto opt = m.find("optimizer"); opt != m.end() && opt->is_object()) {
+      out.optimizer = r.text(*opt, "name");
+      out.optimizerSecondsPerByte =
+          r.seconds(*opt, where + ".optimizer", "seconds_per_byte");
+      if (!error.empty())
+        return std::nullopt;
+    }
+    out.stepSeconds =
+        r.seconds(m, where, "step_seconds", /*optional=*/true).value_or(0.0);
+    if (!error.empty())
+      return std::nullopt;
+    profile.measurements.push_back(std::move(out));
+  }
+  std::stable_sort(profile.measurements.begin(), profile.measurements.end(),
+                   [](const ProfileMeasurement &a, const ProfileMeasurement &b) {
+                     return a.microbatchSamples < b.microbatchSamples;
+                   });
+  return profile;
+}
+
+std::optional<MeasuredProfile> MeasuredProfile::read(const std::string &path,
+                                                     std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot read profile '" + path + "'";
+    return std::nullopt;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::optional<MeasuredProfile> profile = parse(buffer.str(), error);
+  if (!profile)
+    error = "profile '" + path + "': " + error;
+  return profile;
+}
+
+const ProfileMeasurement *MeasuredProfile::select(int64_t samples,
+                                                  double &scale) const {
+  const ProfileMeasurement *best = nullptr;
+  for (const ProfileMeasurement &m : measurements)
+    if (!best || std::llabs(m.microbatchSamples - samples) <=
+                     std::llabs(best->microbatchSamples - samples))
+      best = &m;
+  scale = best ? double(samples) / double(best->microbatchSamples) : 1.0;
+  return best;
+}
+
+} // namespace mlir::gpipe
