@@ -55,6 +55,10 @@ config.substitutions.append(
     ("%kill-resume", "python3 " + os.path.join(config.test_source_root, "Utils",
                                                "kill-resume.py")))
 config.substitutions.append(
+    ("%exact-budget", "env PATH=" + config.gpipe_tools_dir + ":" +
+     config.environment["PATH"] + " bash " +
+     os.path.join(config.test_source_root, "Utils", "exact-budget.sh")))
+config.substitutions.append(
     ("%check-profile", "python3 " + os.path.join(config.test_source_root,
                                                  "Utils", "check-profile.py")))
 config.substitutions.append(

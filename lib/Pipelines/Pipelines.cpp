@@ -77,7 +77,8 @@ static void buildPipeline(OpPassManager &pm,
   partition.splitBackward = !options.scheduleFile.empty();
   partition.remat = options.remat;
   partition.balance.assign(options.balance.begin(), options.balance.end());
-  partition.memoryBudget = options.memoryBudget;
+  // The budget is held exactly against the memory plan (gpipe-plan-memory),
+  // not against the partition's estimate: see docs/Pipeline.md.
   partition.profile = profile;
   partition.profileFile = options.profileFile;
   if (options.inference) {

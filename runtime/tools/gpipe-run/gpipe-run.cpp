@@ -931,12 +931,23 @@ int main(int argc, char **argv) {
   std::printf("bubble: measured %.3f, predicted %s, %s\n",
               result.measuredBubble, numberOrNA(meta.predictedBubble).c_str(),
               closedForm.c_str());
-  if (!std::isnan(meta.predictedStepSeconds)) {
-    double mean = 0;
+  if (!std::isnan(meta.predictedStepSeconds) && !result.steps.empty()) {
+    // The steady state: the median of the steps after the first (which
+    // also touches every page and warms the caches).
+    std::vector<double> seconds;
     for (const StepMetrics &m : result.steps)
-      mean += m.seconds;
-    std::printf("step time: measured %.6f s (mean), predicted %.6f s\n",
-                mean / double(result.steps.size()), meta.predictedStepSeconds);
+      seconds.push_back(m.seconds);
+    if (seconds.size() > 1)
+      seconds.erase(seconds.begin());
+    std::sort(seconds.begin(), seconds.end());
+    size_t n = seconds.size();
+    double median = n % 2 ? seconds[n / 2]
+                          : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
+    std::printf("step time: measured %.6f s (median%s), predicted %.6f s "
+                "(%+.1f%%)\n",
+                median, result.steps.size() > 1 ? " after the first" : "",
+                meta.predictedStepSeconds,
+                100.0 * (meta.predictedStepSeconds / median - 1.0));
   }
   // Per rank, the compute time of a step: what the cost model predicted
   // next to what ran (the same steps as the measured bubble).

@@ -392,7 +392,12 @@ GPipePlanMemoryPass::planPipeline(PipelineOp op, OptimizerKind optimizer,
 
   if (!budget)
     return success();
+  // Exact: the budget is held against the arenas the lowering allocates.
   bool fits = true;
+  size_t largest = 0;
+  for (size_t r = 0; r < plan.ranks.size(); ++r)
+    if (plan.ranks[r].arenaBytes > plan.ranks[largest].arenaBytes)
+      largest = r;
   for (size_t r = 0; r < plan.ranks.size(); ++r) {
     const RankMemoryPlan &rank = plan.ranks[r];
     if (rank.arenaBytes <= *budget)
@@ -416,6 +421,11 @@ GPipePlanMemoryPass::planPipeline(PipelineOp op, OptimizerKind optimizer,
                       << formatBytes(at.keptActivations) << ", scratch "
                       << formatBytes(at.scratch) << ", send/receive buffers "
                       << formatBytes(at.boundary);
+    diag.attachNote() << "the smallest budget this configuration fits is "
+                      << describeBytes(plan.ranks[largest].arenaBytes)
+                      << " (rank " << largest << "'s arena); gpipe-compile "
+                      << "--autotune finds the fastest configuration that "
+                      << "fits a budget";
   }
   return success(fits);
 }

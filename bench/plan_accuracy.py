@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+#===- plan_accuracy.py - Predicted against measured step time ------------===#
+#
+# How well the cost model predicts training on this machine once it has a
+# measured profile. For each model it first measures the profile
+# (`gpipe-run --profile`, one run per micro-batch size, K = 2 so that the
+# link is measured too, all merged into one file), then compiles every
+# configuration of a grid with `--profile-file` and trains it, and prints
+# per configuration the step time the compiler predicted, the measured one
+# (median of the steps after the first) and the error:
+#
+#   grid: K in {1, 2}; M in the --microbatches list; schedule gpipe and 1f1b
+#   (K = 2); remat stage and none; for K = 2 the compiler's balance and the
+#   balances one layer either side of it.
+#
+# With --autotune it also compiles each model with `gpipe-compile
+# --autotune` over the same space and shows its pick against the measured
+# best of the grid. Standard library only; run it on an idle machine:
+#
+#   bench/plan_accuracy.py [--bin build/bin] [--steps 12] [--microbatches 1,2,4,8]
+#
+#===-----------------------------------------------------------------------===#
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+MODELS = {
+    # The GPT preset at its defaults (D=64, T=32, 4 blocks, batch 8... see
+    # gpipe-compile --help) and an MLP wide enough to be GEMM-bound.
+    "gpt": ["--preset", "gpt", "--batch", "16"],
+    "mlp": ["--preset", "mlp", "--depth", "6", "--width", "512",
+            "--in-features", "256", "--batch", "128"],
+}
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    if p.returncode != 0:
+        sys.exit("failed: %s\n%s" % (" ".join(cmd), p.stdout))
+    return p.stdout
+
+
+def compile_model(args, model, out, extra):
+    return run([os.path.join(args.bin, "gpipe-compile")] + MODELS[model] +
+               extra + ["-o", out])
+
+
+def train(args, lib, extra=()):
+    text = run([os.path.join(args.bin, "gpipe-run"), lib, "--steps",
+                str(args.steps)] + list(extra))
+    m = re.search(r"step time: measured ([0-9.]+) s .*predicted ([0-9.]+) s",
+                  text)
+    if not m:
+        sys.exit("no step time in:\n" + text)
+    return float(m.group(2)), float(m.group(1))
+
+
+def balance_of(report):
+    """The balance a compile report shows (layers per stage)."""
+    return [int(m.group(1)) for m in
+            re.finditer(r"^\s+\d+\s+\d+\s+(\d+)\s", report, re.M)]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--bin", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "build", "bin"))
+    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--microbatches", default="1,2,4,8")
+    p.add_argument("--models", default="gpt,mlp")
+    p.add_argument("--autotune", action="store_true")
+    args = p.parse_args()
+    ms = [int(m) for m in args.microbatches.split(",")]
+    work = tempfile.mkdtemp(prefix="gpipe-plan-accuracy-")
+    print("# predicted vs measured step time (ms), %d steps, median after the "
+          "first; profile measured on this machine" % args.steps)
+    summary = []
+    for model in args.models.split(","):
+        profile = os.path.join(work, model + ".profile.json")
+        for m in ms:
+            lib = os.path.join(work, "%s-profile-m%d.so" % (model, m))
+            compile_model(args, model, lib,
+                          ["--stages", "2", "--microbatches", str(m),
+                           "--quiet"])
+            run([os.path.join(args.bin, "gpipe-run"), lib, "--steps",
+                 str(args.steps), "--profile", profile, "--quiet"])
+        rows = []
+        configs = []
+        for k in (1, 2):
+            for m in ms:
+                for schedule in (["gpipe"] if k == 1 else ["gpipe", "1f1b"]):
+                    for remat in ("stage", "none"):
+                        base = ["--stages", str(k), "--microbatches", str(m),
+                                "--schedule", schedule, "--remat", remat,
+                                "--profile-file", profile]
+                        balances = [None]
+                        if k == 2:
+                            report = compile_model(
+                                args, model, os.path.join(work, "probe.mlir"),
+                                base + ["--emit=scheduled"])
+                            b = balance_of(report)
+                            balances = [b] + [
+                                [b[0] + d, b[1] - d] for d in (-1, 1)
+                                if b[0] + d >= 1 and b[1] - d >= 1]
+                        for b in balances:
+                            configs.append((k, m, schedule, remat, b, base))
+        for k, m, schedule, remat, b, base in configs:
+            extra = list(base)
+            if b is not None:
+                extra += ["--balance", ",".join(map(str, b))]
+            lib = os.path.join(work, "run.so")
+            compile_model(args, model, lib, extra + ["--quiet"])
+            predicted, measured = train(args, lib)
+            rows.append((k, m, schedule, remat,
+                         "-" if b is None else ",".join(map(str, b)),
+                         predicted, measured))
+        print("\n## %s (%s)" % (model, " ".join(MODELS[model])))
+        print("%-3s %-3s %-8s %-6s %-8s %12s %12s %8s" %
+              ("K", "M", "schedule", "remat", "balance", "predicted",
+               "measured", "error"))
+        for k, m, schedule, remat, b, predicted, measured in rows:
+            print("%-3d %-3d %-8s %-6s %-8s %12.3f %12.3f %+7.1f%%" %
+                  (k, m, schedule, remat, b, predicted * 1e3, measured * 1e3,
+                   100 * (predicted / measured - 1)))
+        for k in (1, 2):
+            errors = [abs(r[5] / r[6] - 1) for r in rows if r[0] == k]
+            within = sum(e <= 0.15 for e in errors)
+            summary.append("%s K=%d: %d of %d configurations within 15%%, "
+                           "largest error %.1f%%, median %.1f%%" %
+                           (model, k, within, len(errors), 100 * max(errors),
+                            100 * statistics.median(errors)))
+        best = min(rows, key=lambda r: r[6])
+        summary.append("%s: measured best K=%d M=%d %s remat %s balance %s "
+                       "(%.3f ms)" % (model, best[0], best[1], best[2],
+                                      best[3], best[4], best[6] * 1e3))
+        if args.autotune:
+            lib = os.path.join(work, "tuned.so")
+            report = compile_model(
+                args, model, lib,
+                ["--autotune", "--stages", "2", "--profile-file", profile])
+            predicted, measured = train(args, lib)
+            pick = re.search(r"^autotune: compiling (.*)$", report, re.M)
+            summary.append("%s: autotuner's pick %s measured %.3f ms, %+.1f%% "
+                           "against the measured best" %
+                           (model, pick.group(1) if pick else "?",
+                            measured * 1e3, 100 * (measured / best[6] - 1)))
+    print("\n## summary")
+    for line in summary:
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
