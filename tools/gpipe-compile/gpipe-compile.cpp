@@ -13,6 +13,7 @@
 #include "gpipe/Analysis/MeasuredProfile.h"
 #include "gpipe/Analysis/Partition.h"
 #include "gpipe/InitAllDialects.h"
+#include "gpipe/Pipelines/Autotune.h"
 #include "gpipe/Pipelines/Pipelines.h"
 
 #include "mlir/IR/AsmState.h"
@@ -139,6 +140,38 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
   options.source = describeSource();
+
+  // --autotune: search, report, then compile the pick like any other.
+  if (options.autotune) {
+    if (!options.scheduleFile.empty())
+      return fail("--autotune searches the generated schedules; it cannot "
+                  "take --schedule-file");
+    std::optional<int64_t> budget;
+    if (!options.memoryBudget.empty()) {
+      budget = mlir::gpipe::parseBytes(options.memoryBudget);
+      if (!budget)
+        return fail("cannot read memory budget '" + options.memoryBudget +
+                    "' (expected a size such as 16GiB)");
+    }
+    gpipe_tools::outOfMemoryDoing = "searching configurations";
+    TimingScope searching = timing.nest("autotune");
+    FailureOr<mlir::gpipe::AutotuneResult> tuned =
+        mlir::gpipe::autotune(*module, options, budget);
+    searching.stop();
+    if (failed(tuned))
+      return 1;
+    mlir::gpipe::printAutotuneReport(*tuned, budget, llvm::outs());
+    llvm::outs().flush();
+    const mlir::gpipe::AutotuneCandidate *best = tuned->getBest();
+    if (!best)
+      return fail(budget ? "autotune: no configuration fits the memory "
+                           "budget of " +
+                               mlir::gpipe::formatBytes(*budget)
+                         : std::string("autotune: no configuration compiles"));
+    llvm::outs() << "autotune: compiling " << best->getFlags() << "\n";
+    llvm::outs().flush();
+    mlir::gpipe::applyAutotuneChoice(options, *best);
+  }
 
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))

@@ -173,6 +173,15 @@ struct GPipeCompileOptions : public GPipePipelineOptions {
   Option<bool> quiet{*this, "quiet",
                      llvm::cl::desc("Do not print the plan report"),
                      llvm::cl::init(false)};
+  Option<bool> autotune{
+      *this, "autotune",
+      llvm::cl::desc("Search micro-batches (divisors of the batch), "
+                     "schedule, remat and partition for the fastest "
+                     "predicted step whose memory plan fits --memory-budget "
+                     "on every rank, print the ranking and compile the "
+                     "best; --microbatches, --schedule, --remat, "
+                     "--virtual-stages and --balance given pin theirs"),
+      llvm::cl::init(false)};
 
   /// What the model was compiled from, for the library's metadata (not an
   /// option: the driver knows it).

@@ -1,0 +1,90 @@
+//===- Autotune.h - The joint search behind gpipe-compile --autotune -*- C++ -*-===//
+//
+// Searches micro-batch count (the divisors of a replica's batch), schedule
+// (every generated one the compiler has), re-materialization (stage, none)
+// and, through the partition pass, the time-optimal partition of each, for
+// the fastest predicted step whose exact memory plan fits the budget on
+// every rank. Each configuration is compiled for real (a copy of the model
+// through `buildGPipePipeline`: partition, schedule, verification, memory
+// plan), so its predicted step time is the timeline the compiled model
+// carries and its memory the arenas gpipe-run allocates. Options the user
+// gave (--microbatches, --schedule, --remat, --virtual-stages, --balance)
+// pin their dimension. Deterministic: ties go to less memory, then fewer
+// micro-batches, then the schedules' and remat policies' order.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_PIPELINES_AUTOTUNE_H
+#define GPIPE_PIPELINES_AUTOTUNE_H
+
+#include "gpipe/Pipelines/Pipelines.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::gpipe {
+
+/// One configuration the search compiled (or tried to).
+struct AutotuneCandidate {
+  int64_t microbatches = 1;
+  ScheduleKind schedule = ScheduleKind::GPipe;
+  int64_t virtualStages = 1;
+  Remat remat = Remat::Stage;
+  /// Layers per stage of the partition it got (or was pinned to).
+  std::vector<int64_t> balance;
+  /// Predicted step time and bubble fraction of the compiled schedule.
+  double stepSeconds = 0, bubble = 0;
+  /// The busiest rank's compute time per step.
+  double maxBusySeconds = 0;
+  /// Per rank, the arena its memory plan needs.
+  std::vector<int64_t> arenaBytes;
+  /// Compiled and within the budget.
+  bool fits = false;
+  /// Why it did not compile ("" when it did).
+  std::string error;
+
+  int64_t getPeakBytes() const;
+  /// "--microbatches 8 --schedule 1f1b --remat none --balance 3,4" (and
+  /// --virtual-stages when the schedule has more than one stage per rank).
+  std::string getFlags() const;
+};
+
+struct AutotuneResult {
+  /// Every configuration compiled, fastest fitting first, then the ones over
+  /// the budget (fastest first); then the ones that did not compile.
+  std::vector<AutotuneCandidate> candidates;
+  int64_t numFitting = 0, numOverBudget = 0, numFailed = 0;
+  int64_t numRanks = 1;
+  /// What the predictions rest on, for the report.
+  std::string costModel;
+  /// The best fitting configuration, if any.
+  const AutotuneCandidate *getBest() const {
+    return numFitting > 0 ? &candidates.front() : nullptr;
+  }
+};
+
+/// Searches the configurations of `model` (the loaded nn module; it is not
+/// changed) around `options`, with `budget` per rank (none: everything
+/// fits). Fails only on a model the search cannot start from (no network
+/// function); a configuration that does not compile is a candidate with an
+/// error.
+FailureOr<AutotuneResult> autotune(ModuleOp model,
+                                   const GPipePipelineOptions &options,
+                                   std::optional<int64_t> budget);
+
+/// The ranked table (top `limit`), the counts, and why the best wins.
+void printAutotuneReport(const AutotuneResult &result,
+                         std::optional<int64_t> budget, llvm::raw_ostream &os,
+                         size_t limit = 10);
+
+/// Sets `options` to `candidate`'s micro-batches, schedule, virtual stages,
+/// remat and balance.
+void applyAutotuneChoice(GPipePipelineOptions &options,
+                         const AutotuneCandidate &candidate);
+
+} // namespace mlir::gpipe
+
+#endif // GPIPE_PIPELINES_AUTOTUNE_H

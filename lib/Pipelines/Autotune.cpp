@@ -1,0 +1,347 @@
+//===- Autotune.cpp - The joint search behind gpipe-compile --autotune ----===//
+//
+// Implements Autotune.h: enumerates the configurations, compiles each on a
+// copy of the model with its diagnostics held back, reads the predicted
+// timeline and the arenas off the compiled pipeline, ranks them and
+// explains the pick.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Pipelines/Autotune.h"
+
+#include "gpipe/Analysis/CostModel.h"
+#include "gpipe/Analysis/Partition.h"
+#include "gpipe/Analysis/Timeline.h"
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/Dialect/GPipe/Utils/ScheduleConversion.h"
+#include "gpipe/Dialect/NN/IR/NNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/Format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+using namespace mlir;
+using namespace mlir::gpipe;
+
+int64_t AutotuneCandidate::getPeakBytes() const {
+  int64_t peak = 0;
+  for (int64_t bytes : arenaBytes)
+    peak = std::max(peak, bytes);
+  return peak;
+}
+
+std::string AutotuneCandidate::getFlags() const {
+  std::string flags = "--microbatches " + std::to_string(microbatches) +
+                      " --schedule " + stringifyScheduleKind(schedule).str();
+  if (virtualStages > 1)
+    flags += " --virtual-stages " + std::to_string(virtualStages);
+  flags += std::string(" --remat ") + (remat == Remat::None ? "none" : "stage");
+  if (!balance.empty()) {
+    flags += " --balance ";
+    for (auto [i, n] : llvm::enumerate(balance))
+      flags += (i ? "," : "") + std::to_string(n);
+  }
+  return flags;
+}
+
+void mlir::gpipe::applyAutotuneChoice(GPipePipelineOptions &options,
+                                      const AutotuneCandidate &c) {
+  options.microbatches = c.microbatches;
+  options.schedule = c.schedule;
+  options.virtualStages = c.virtualStages;
+  options.remat = c.remat;
+  options.balance = ArrayRef<int64_t>(c.balance);
+}
+
+/// The options of one configuration: `options`' model, loss, ranks,
+/// replicas and cost model, with the searched dimensions set.
+static void configure(GPipePipelineOptions &to,
+                      const GPipePipelineOptions &from,
+                      const AutotuneCandidate &c) {
+  to.stages = int64_t(from.stages);
+  to.dataParallel = int64_t(from.dataParallel);
+  to.loss = nn::LossKind(from.loss);
+  to.profile = ProfileKind(from.profile);
+  to.profileFile = std::string(from.profileFile);
+  to.optimizer = OptimizerKind(from.optimizer);
+  to.inference = bool(from.inference);
+  to.granularity = nn::LayerGranularity(from.granularity);
+  applyAutotuneChoice(to, c);
+}
+
+/// Compiles `c` on a copy of `model` and fills in what it got.
+static void evaluate(ModuleOp model, const GPipePipelineOptions &options,
+                     std::optional<int64_t> budget, AutotuneCandidate &c) {
+  MLIRContext *ctx = model.getContext();
+  OwningOpRef<ModuleOp> copy = model.clone();
+  GPipePipelineOptions candidate;
+  configure(candidate, options, c);
+  PassManager pm(ctx);
+  buildGPipePipeline(pm, candidate);
+  std::string error;
+  {
+    ScopedDiagnosticHandler quiet(ctx, [&](Diagnostic &diag) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error && error.empty())
+        error = diag.str();
+      return success();
+    });
+    if (failed(pm.run(*copy))) {
+      c.error = error.empty() ? "the pipeline failed" : error;
+      return;
+    }
+  }
+  PipelineOp pipeline;
+  copy->walk([&](PipelineOp op) {
+    pipeline = op;
+    return WalkResult::interrupt();
+  });
+  FailureOr<PipelineSchedule> converted =
+      pipeline ? toSchedule(pipeline) : FailureOr<PipelineSchedule>(failure());
+  if (failed(converted)) {
+    c.error = "no scheduled pipeline";
+    return;
+  }
+  Timeline timeline =
+      simulate(converted->schedule, getStageDurations(converted->stages));
+  if (!timeline.ok()) {
+    c.error = timeline.error;
+    return;
+  }
+  c.stepSeconds = timeline.makespan;
+  c.bubble = timeline.bubbleFraction;
+  for (auto [r, busy] : llvm::enumerate(timeline.busy)) {
+    double total = busy;
+    for (auto [i, t] : llvm::enumerate(timeline.ranks[r]))
+      if (converted->schedule.ranks[r][i].kind == ActionKind::Step)
+        total += t.end - t.start;
+    c.maxBusySeconds = std::max(c.maxBusySeconds, total);
+  }
+  for (ProgramOp program : pipeline.getPrograms())
+    c.arenaBytes.push_back(program.getArenaAttr().getSize());
+  if (c.balance.empty())
+    for (StageOp stage : converted->stages) {
+      auto forward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          stage, stage.getForwardAttr());
+      int64_t layers = 0;
+      if (forward && !forward.isExternal())
+        layers = llvm::range_size(
+            forward.getBody().front().getOps<nn::LayerOp>());
+      c.balance.push_back(layers);
+    }
+  if (auto v = pipeline.getVirtualStages())
+    c.virtualStages = int64_t(*v);
+  c.fits = !budget || c.getPeakBytes() <= *budget;
+}
+
+FailureOr<AutotuneResult>
+mlir::gpipe::autotune(ModuleOp model, const GPipePipelineOptions &options,
+                      std::optional<int64_t> budget) {
+  auto network = model.lookupSymbol<func::FuncOp>("forward");
+  if (!network || network.getNumArguments() == 0)
+    return model.emitError("autotune: no network function @forward"),
+           failure();
+  auto input = dyn_cast<ShapedType>(network.getArgumentTypes().front());
+  if (!input || !input.hasStaticShape() || input.getRank() == 0)
+    return network.emitError("autotune: the network's input has no static "
+                             "batch dimension"),
+           failure();
+  int64_t replicas = std::max<int64_t>(1, options.dataParallel);
+  int64_t batch = input.getDimSize(0) / replicas;
+  auto pinned = [](const llvm::cl::Option &option) {
+    return option.getNumOccurrences() > 0;
+  };
+
+  SmallVector<int64_t> microbatches;
+  if (pinned(options.microbatches))
+    microbatches.push_back(options.microbatches);
+  else
+    for (int64_t m = 1; m <= batch; ++m)
+      if (batch % m == 0)
+        microbatches.push_back(m);
+  SmallVector<ScheduleKind> schedules;
+  if (options.inference)
+    schedules.push_back(ScheduleKind::GPipe);
+  else if (pinned(options.schedule))
+    schedules.push_back(options.schedule);
+  else
+    for (ScheduleKind kind :
+         {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+          ScheduleKind::Interleaved1F1B, ScheduleKind::ZBH1, ScheduleKind::ZBH2,
+          ScheduleKind::ZBV, ScheduleKind::DualPipeV, ScheduleKind::ZBAuto})
+      schedules.push_back(kind);
+  SmallVector<Remat> remats;
+  if (options.inference)
+    remats.push_back(Remat::None);
+  else if (pinned(options.remat))
+    remats.push_back(options.remat);
+  else
+    remats = {Remat::Stage, Remat::None};
+  std::vector<int64_t> balance(options.balance.begin(), options.balance.end());
+
+  AutotuneResult result;
+  result.numRanks = options.stages;
+  result.costModel = options.profileFile.empty()
+                         ? "the built-in profile '" +
+                               getProfile(ProfileKind(options.profile)).name + "'"
+                         : "the measured profile '" +
+                               std::string(options.profileFile) + "'";
+  for (int64_t m : microbatches)
+    for (ScheduleKind schedule : schedules)
+      for (Remat remat : remats) {
+        AutotuneCandidate c;
+        c.microbatches = m;
+        c.schedule = schedule;
+        c.virtualStages = options.virtualStages;
+        c.remat = remat;
+        c.balance = balance;
+        evaluate(model, options, budget, c);
+        result.candidates.push_back(std::move(c));
+      }
+  // Fitting, then over the budget, then failed; fastest first; then less
+  // memory, fewer micro-batches, the enumeration order.
+  auto group = [](const AutotuneCandidate &c) {
+    return !c.error.empty() ? 2 : c.fits ? 0 : 1;
+  };
+  std::stable_sort(result.candidates.begin(), result.candidates.end(),
+                   [&](const AutotuneCandidate &a, const AutotuneCandidate &b) {
+                     if (group(a) != group(b))
+                       return group(a) < group(b);
+                     if (group(a) == 2)
+                       return false;
+                     return std::make_tuple(a.stepSeconds, a.getPeakBytes(),
+                                            a.microbatches) <
+                            std::make_tuple(b.stepSeconds, b.getPeakBytes(),
+                                            b.microbatches);
+                   });
+  for (const AutotuneCandidate &c : result.candidates) {
+    int g = group(c);
+    (g == 0 ? result.numFitting : g == 1 ? result.numOverBudget
+                                         : result.numFailed)++;
+  }
+  return result;
+}
+
+static std::string ms(double seconds) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.3f", seconds * 1e3);
+  return text;
+}
+
+static std::string percent(double fraction) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.1f%%", fraction * 100);
+  return text;
+}
+
+void mlir::gpipe::printAutotuneReport(const AutotuneResult &result,
+                                      std::optional<int64_t> budget,
+                                      llvm::raw_ostream &os, size_t limit) {
+  os << "autotune: " << result.candidates.size() << " configurations of "
+     << result.numRanks << " ranks on the cost model of "
+     << result.costModel << ", " 
+     << result.numFitting << " fit";
+  if (budget)
+    os << " the budget of " << formatBytes(*budget) << ", "
+       << result.numOverBudget << " over it";
+  os << ", " << result.numFailed << " not possible";
+  for (const AutotuneCandidate &c : result.candidates)
+    if (!c.error.empty()) {
+      os << " (such as " << c.getFlags() << ": " << c.error << ")";
+      break;
+    }
+  os << "\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"#", "M", "schedule", "V", "remat", "balance", "step (ms)", "bubble",
+       "busiest (ms)", "peak rank memory", "fits"}};
+  size_t shown = 0;
+  for (const AutotuneCandidate &c : result.candidates) {
+    if (!c.error.empty() || shown == limit)
+      break;
+    std::string balance;
+    for (auto [i, n] : llvm::enumerate(c.balance))
+      balance += (i ? "," : "") + std::to_string(n);
+    rows.push_back({std::to_string(++shown), std::to_string(c.microbatches),
+                    stringifyScheduleKind(c.schedule).str(),
+                    std::to_string(std::max<int64_t>(1, c.virtualStages)),
+                    c.remat == Remat::None ? "none" : "stage", balance,
+                    ms(c.stepSeconds), percent(c.bubble),
+                    ms(c.maxBusySeconds), formatBytes(c.getPeakBytes()),
+                    c.fits ? "yes" : "no"});
+  }
+  std::vector<size_t> widths(rows.front().size(), 0);
+  for (const auto &row : rows)
+    for (size_t i = 0; i < row.size(); ++i)
+      widths[i] = std::max(widths[i], row[i].size());
+  for (const auto &row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      bool right = i == 0 || i == 1 || i == 3 || (i >= 6 && i <= 9);
+      size_t pad = widths[i] - row[i].size();
+      os << (i ? "  " : "");
+      if (right)
+        os.indent(pad) << row[i];
+      else
+        os << row[i] << std::string(i + 1 < row.size() ? pad : 0, ' ');
+    }
+    os << "\n";
+  }
+
+  const AutotuneCandidate *best = result.getBest();
+  if (!best) {
+    if (result.numOverBudget > 0) {
+      const AutotuneCandidate *smallest = nullptr;
+      for (const AutotuneCandidate &c : result.candidates)
+        if (c.error.empty() &&
+            (!smallest || c.getPeakBytes() < smallest->getPeakBytes()))
+          smallest = &c;
+      os << "why: nothing fits; the least memory any configuration needs is "
+         << formatBytes(smallest->getPeakBytes()) << " ("
+         << smallest->getFlags() << ")\n";
+    }
+    return;
+  }
+  os << "why: " << best->getFlags() << " predicts " << ms(best->stepSeconds)
+     << " ms per step";
+  // Configurations predicted as fast are ties (a schedule that degenerates
+  // into another); the runner-up is the first slower one.
+  auto same = [&](const AutotuneCandidate &c) {
+    return std::abs(c.stepSeconds - best->stepSeconds) <=
+           1e-9 * best->stepSeconds;
+  };
+  size_t tied = 0, next = 1;
+  while (next < size_t(result.numFitting) && same(result.candidates[next])) {
+    ++tied;
+    ++next;
+  }
+  if (tied > 0)
+    os << " (as fast as " << tied
+       << (tied == 1 ? " other configuration" : " others")
+       << "; kept for the least memory, then the fewest micro-batches, then "
+          "the order of schedules and remat policies)";
+  if (next < size_t(result.numFitting)) {
+    const AutotuneCandidate &runnerUp = result.candidates[next];
+    double gain = runnerUp.stepSeconds > 0
+                      ? 1.0 - best->stepSeconds / runnerUp.stepSeconds
+                      : 0.0;
+    os << ", " << percent(gain) << " below the runner-up "
+       << runnerUp.getFlags() << " (" << ms(runnerUp.stepSeconds)
+       << " ms): bubble " << percent(best->bubble) << " against "
+       << percent(runnerUp.bubble) << ", busiest rank "
+       << ms(best->maxBusySeconds) << " ms against "
+       << ms(runnerUp.maxBusySeconds) << " ms";
+  }
+  os << "\n";
+  if (result.numOverBudget > 0) {
+    for (const AutotuneCandidate &c : result.candidates)
+      if (c.error.empty() && !c.fits &&
+          c.stepSeconds < best->stepSeconds) {
+        os << "     faster but over the budget: " << c.getFlags() << " ("
+           << ms(c.stepSeconds) << " ms) needs "
+           << formatBytes(c.getPeakBytes()) << "\n";
+        break;
+      }
+  }
+}
