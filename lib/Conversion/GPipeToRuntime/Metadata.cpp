@@ -7,6 +7,8 @@
 #include "Emitter.h"
 #include "gpipe/Dialect/GPipe/Utils/ModelMetadata.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::gpipe;
 using namespace mlir::gpipe::lowering;
@@ -194,6 +196,26 @@ LogicalResult Emitter::emitMetadata() {
        ownClosedForm ? llvm::json::Value(*ownClosedForm)
                      : llvm::json::Value(nullptr)},
       {"step_seconds", timeline.makespan},
+      {"timeline", [&]() -> llvm::json::Value {
+         // Per rank, [start, end] of every action of the expanded program
+         // in microseconds: what `gpipe-run --trace X.svg` draws above the
+         // measured step. Left out of very long programs.
+         size_t actions = 0;
+         for (const auto &rank : timeline.ranks)
+           actions += rank.size();
+         if (!timeline.error.empty() || actions > 200000)
+           return nullptr;
+         llvm::json::Array ranks;
+         for (const auto &rank : timeline.ranks) {
+           llvm::json::Array times;
+           for (const TimedAction &t : rank) {
+             times.push_back(std::round(t.start * 1e8) / 100);
+             times.push_back(std::round(t.end * 1e8) / 100);
+           }
+           ranks.push_back(std::move(times));
+         }
+         return ranks;
+       }()},
       {"busy_seconds", [&] {
          // Per rank: the compute time of one step (F, B, I, W, R, step).
          llvm::json::Array busy;

@@ -951,6 +951,29 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
         m.predictedBusySeconds.push_back(v.get<double>());
       }
     }
+    // Also within version 2: the predicted timeline, per rank [start, end]
+    // microseconds of every action.
+    if (const Json *ranks =
+            r.array(*predicted, "predicted", "timeline", /*optional=*/true)) {
+      for (size_t k = 0; k < ranks->size(); ++k) {
+        const Json &times = (*ranks)[k];
+        std::string where = "predicted.timeline[" + std::to_string(k) + "]";
+        if (!times.is_array() || times.size() % 2 != 0)
+          return r.fail(where, "expected an array of [start, end] pairs");
+        std::vector<std::pair<double, double>> rank;
+        for (size_t i = 0; i < times.size(); i += 2) {
+          const Json &a = times[i], &b = times[i + 1];
+          if (!a.is_number() || !b.is_number() ||
+              !std::isfinite(a.get<double>()) ||
+              !std::isfinite(b.get<double>()) || a.get<double>() < 0 ||
+              b.get<double>() < a.get<double>())
+            return r.fail(where, "holds [" + a.dump() + ", " + b.dump() +
+                                     "], expected 0 <= start <= end");
+          rank.push_back({a.get<double>(), b.get<double>()});
+        }
+        m.predictedTimeline.push_back(std::move(rank));
+      }
+    }
   }
 
   if (!parseParameters(r, root, m, dataSize) || !parseRanks(r, root, m))
@@ -961,6 +984,19 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
                   "has " + std::to_string(m.predictedBusySeconds.size()) +
                       " entries for " + std::to_string(m.numRanks()) +
                       " ranks");
+
+  if (!m.predictedTimeline.empty()) {
+    if (int64_t(m.predictedTimeline.size()) != m.numRanks())
+      return r.fail("predicted.timeline",
+                    "has " + std::to_string(m.predictedTimeline.size()) +
+                        " ranks, the model " + std::to_string(m.numRanks()));
+    for (size_t k = 0; k < m.predictedTimeline.size(); ++k)
+      if (m.predictedTimeline[k].size() != m.ranks[k].actions.size())
+        return r.fail("predicted.timeline[" + std::to_string(k) + "]",
+                      "times " + std::to_string(m.predictedTimeline[k].size()) +
+                          " actions, the rank's program has " +
+                          std::to_string(m.ranks[k].actions.size()));
+  }
 
   if (const Json *info = r.array(root, "", "stage_info", true)) {
     for (size_t i = 0; i < info->size(); ++i) {

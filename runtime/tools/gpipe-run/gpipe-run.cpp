@@ -78,7 +78,10 @@ const char *const kUsage =
     "  --seed S                 parameter and data seed (default 0)\n"
     "  --save-grads FILE        the first step's gradients (safetensors)\n"
     "  --save-params FILE       the parameters after the last step\n"
-    "  --trace FILE.json        Chrome trace of every action\n"
+    "  --trace FILE.json        Chrome/Perfetto trace of every action,\n"
+    "                           the compiler's predicted step beside them\n"
+    "  --trace FILE.svg         a picture of the predicted step above the\n"
+    "                           measured (median) one\n"
     "  --profile FILE.json      measure each layer's forward, backward and\n"
     "                           recompute, the transfers and the optimizer\n"
     "                           (medians over the steps after the first)\n"
@@ -1040,7 +1043,10 @@ int main(int argc, char **argv) {
                 args.saveOutputs.c_str());
   }
   if (!args.trace.empty()) {
-    s = writeChromeTrace(args.trace, meta, result);
+    bool svg = args.trace.size() >= 4 &&
+               args.trace.compare(args.trace.size() - 4, 4, ".svg") == 0;
+    s = svg ? writeTimelineSVG(args.trace, meta, result)
+            : writeChromeTrace(args.trace, meta, result);
     if (!s.ok())
       fatal(s.message());
     std::printf("wrote the trace to %s\n", args.trace.c_str());

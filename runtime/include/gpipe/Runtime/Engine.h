@@ -223,6 +223,9 @@ struct ModelMetadata {
   /// Per rank, the predicted compute time of one step (empty when the
   /// metadata does not say).
   std::vector<double> predictedBusySeconds;
+  /// Per rank, the predicted [start, end] of each action of one step in
+  /// microseconds (empty when the metadata does not say).
+  std::vector<std::vector<std::pair<double, double>>> predictedTimeline;
   std::vector<ParameterSpec> parameters;
   /// The `tied_to` copies: their names, with their first parameters' index
   /// and copy number (not in `parameters`: they are the same parameter).
@@ -619,6 +622,14 @@ Status readParameterTensors(const std::string &path,
 /// Writes `result.trace` as Chrome trace JSON (chrome://tracing, Perfetto):
 /// one thread per rank.
 Status writeChromeTrace(const std::string &path, const ModelMetadata &metadata,
+                        const RunResult &result);
+
+/// Writes one step of the run as a standalone SVG picture: the compiler's
+/// predicted timeline (the metadata's predicted.timeline) above the
+/// measured steady-state step (the median by duration of the steps after
+/// the first), one row per rank on one time scale, each rank's busy time
+/// beside it. Needs RunOptions::recordTrace.
+Status writeTimelineSVG(const std::string &path, const ModelMetadata &metadata,
                         const RunResult &result);
 
 /// Writes the measured profile of a run made with RunOptions::profileLayers

@@ -53,7 +53,10 @@
 |*                  optional)}: closed_form_bubble is                        *|
 |*                  GPipe's (K-1)/(M+K-1) whatever the schedule;             *|
 |*                  schedule_closed_form_bubble the schedule's own, null     *|
-|*                  where it has none (optional: older models lack it)       *|
+|*                  where it has none (optional: older models lack it);      *|
+|*                  timeline (optional): per rank, start and end of every    *|
+|*                  action of the expanded program in microseconds, flat     *|
+|*                  [s0, e0, s1, e1, ...]                                    *|
 |*   parameters     [{name, shape, dtype "f32", init: "data" with            *|
 |*                  data_offset into gpipe_model_data(), or "zeros", "ones", *|
 |*                  "normal", "uniform" with scale; or "tied" with tied_to, *|
