@@ -175,6 +175,11 @@ LayerCosts computeLayerCosts(const CostModelInput &input,
     return failure("expected " + std::to_string(input.layers.size()) +
                    " measured layer times, one per layer, got " +
                    std::to_string(input.measured.size()));
+  if (!input.rematerializeLayer.empty() &&
+      input.rematerializeLayer.size() != numLayers)
+    return failure("expected " + std::to_string(numLayers) +
+                   " per-layer rematerialization flags, got " +
+                   std::to_string(input.rematerializeLayer.size()));
   if (input.outputBytes.size() != numLayers - 1 &&
       input.outputBytes.size() != numLayers)
     return failure("expected " + std::to_string(numLayers - 1) +
@@ -226,7 +231,10 @@ LayerCosts computeLayerCosts(const CostModelInput &input,
     double recompute = forward;
     if (useMeasured && input.measured[i].recompute)
       recompute = *input.measured[i].recompute;
-    costs.recompute[i] = input.rematerialize ? recompute : 0.0;
+    bool rerun = input.rematerializeLayer.empty()
+                     ? input.rematerialize
+                     : input.rematerializeLayer[i] != 0;
+    costs.recompute[i] = rerun ? recompute : 0.0;
     costs.total[i] = forward + backward + costs.recompute[i];
   }
 

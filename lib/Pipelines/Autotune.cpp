@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
@@ -39,7 +40,7 @@ std::string AutotuneCandidate::getFlags() const {
                       " --schedule " + stringifyScheduleKind(schedule).str();
   if (virtualStages > 1)
     flags += " --virtual-stages " + std::to_string(virtualStages);
-  flags += std::string(" --remat ") + (remat == Remat::None ? "none" : "stage");
+  flags += " --remat " + stringifyRemat(remat).str();
   if (!balance.empty()) {
     flags += " --balance ";
     for (auto [i, n] : llvm::enumerate(balance))
@@ -70,16 +71,24 @@ static void configure(GPipePipelineOptions &to,
   to.optimizer = OptimizerKind(from.optimizer);
   to.inference = bool(from.inference);
   to.granularity = nn::LayerGranularity(from.granularity);
+  to.recomputeLayers = ArrayRef<std::string>(
+      std::vector<std::string>(from.recomputeLayers.begin(),
+                               from.recomputeLayers.end()));
   applyAutotuneChoice(to, c);
 }
 
-/// Compiles `c` on a copy of `model` and fills in what it got.
+/// Compiles `c` on a copy of `model` and fills in what it got; the compiled
+/// copy goes to `compiled` when given.
 static void evaluate(ModuleOp model, const GPipePipelineOptions &options,
-                     std::optional<int64_t> budget, AutotuneCandidate &c) {
+                     std::optional<int64_t> budget, AutotuneCandidate &c,
+                     OwningOpRef<ModuleOp> *compiled = nullptr,
+                     ArrayRef<std::string> recompute = {}) {
   MLIRContext *ctx = model.getContext();
   OwningOpRef<ModuleOp> copy = model.clone();
   GPipePipelineOptions candidate;
   configure(candidate, options, c);
+  if (!recompute.empty())
+    candidate.recomputeLayers = recompute;
   PassManager pm(ctx);
   buildGPipePipeline(pm, candidate);
   std::string error;
@@ -135,6 +144,139 @@ static void evaluate(ModuleOp model, const GPipePipelineOptions &options,
   if (auto v = pipeline.getVirtualStages())
     c.virtualStages = int64_t(*v);
   c.fits = !budget || c.getPeakBytes() <= *budget;
+  if (compiled)
+    *compiled = std::move(copy);
+}
+
+FailureOr<RecomputeChoice>
+mlir::gpipe::chooseRecomputeLayers(ModuleOp model,
+                                   const GPipePipelineOptions &options,
+                                   int64_t budget, llvm::raw_ostream &os) {
+  AutotuneCandidate base;
+  base.microbatches = options.microbatches;
+  base.schedule = options.schedule;
+  base.virtualStages = options.virtualStages;
+  base.balance.assign(options.balance.begin(), options.balance.end());
+  auto attempt = [&](Remat remat, ArrayRef<std::string> layers,
+                     OwningOpRef<ModuleOp> *compiled = nullptr) {
+    AutotuneCandidate c = base;
+    c.remat = remat;
+    evaluate(model, options, budget, c, compiled, layers);
+    return c;
+  };
+  // Everything kept.
+  OwningOpRef<ModuleOp> kept;
+  AutotuneCandidate none = attempt(Remat::None, {}, &kept);
+  if (!none.error.empty())
+    return model.emitError("remat auto: ") << none.error, failure();
+  os << "remat auto: keeping every activation needs "
+     << formatBytes(none.getPeakBytes()) << " on the fullest rank";
+  if (none.fits) {
+    os << ", within the budget of " << formatBytes(budget)
+       << ": remat none\n";
+    return RecomputeChoice{Remat::None, {}, none.getPeakBytes()};
+  }
+  os << ", over the budget of " << formatBytes(budget) << "\n";
+
+  // The layers (of the compiled network), most kept bytes per second of
+  // recompute first: each layer's values for one micro-batch against its
+  // forward time on the cost model the stages were built with.
+  auto network = kept->lookupSymbol<func::FuncOp>("forward");
+  if (!network)
+    return model.emitError("remat auto: no network function @forward"),
+           failure();
+  std::optional<DeviceProfile> device = getProfile(options.profile);
+  struct Ranked {
+    std::string name;
+    double score;
+    size_t index;
+  };
+  std::vector<Ranked> ranked;
+  for (auto [i, layer] :
+       llvm::enumerate(network.getBody().front().getOps<nn::LayerOp>())) {
+    int64_t bytes = 0;
+    layer.getBodyBlock().walk([&](Operation *op) {
+      if (!isa<nn::ParamOp>(op) && !op->hasTrait<OpTrait::ConstantLike>())
+        for (Value r : op->getResults())
+          bytes += nn::tensorBytes(r.getType());
+    });
+    nn::OpCost cost = layer.getCost();
+    double seconds = forwardTime(
+        {cost.flops, cost.bytesRead, cost.bytesWritten, cost.paramBytes},
+        *device);
+    ranked.push_back({layer.getName().str(),
+                      seconds > 0 ? double(bytes) / seconds : double(bytes),
+                      i});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Ranked &a, const Ranked &b) {
+                     return a.score > b.score;
+                   });
+  // Per layer, the rank holding it in the last compile: the next layer is
+  // the best one on a rank still over the budget.
+  auto ranksOf = [&](ModuleOp compiled) {
+    llvm::StringMap<int64_t> rankOf;
+    compiled.walk([&](PipelineOp pipeline) {
+      FailureOr<PipelineSchedule> converted = toSchedule(pipeline);
+      if (failed(converted))
+        return;
+      for (auto [s, stage] : llvm::enumerate(converted->stages)) {
+        auto forward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+            stage, stage.getForwardAttr());
+        if (forward && !forward.isExternal())
+          for (auto layer : forward.getBody().front().getOps<nn::LayerOp>())
+            rankOf[layer.getName()] =
+                converted->schedule.getRankOfStage(int(s));
+      }
+    });
+    return rankOf;
+  };
+  llvm::StringMap<int64_t> rankOf = ranksOf(*kept);
+  std::vector<int64_t> arenas = none.arenaBytes;
+  std::vector<std::string> layers;
+  std::vector<char> taken(ranked.size(), 0);
+  for (size_t step = 0; step < ranked.size(); ++step) {
+    size_t pick = ranked.size();
+    for (size_t i = 0; i < ranked.size() && pick == ranked.size(); ++i) {
+      auto it = rankOf.find(ranked[i].name);
+      if (!taken[i] && it != rankOf.end() && it->second >= 0 &&
+          size_t(it->second) < arenas.size() &&
+          arenas[size_t(it->second)] > budget)
+        pick = i;
+    }
+    for (size_t i = 0; i < ranked.size() && pick == ranked.size(); ++i)
+      if (!taken[i])
+        pick = i;
+    taken[pick] = 1;
+    layers.push_back(ranked[pick].name);
+    OwningOpRef<ModuleOp> compiled;
+    AutotuneCandidate c = attempt(Remat::Selective, layers, &compiled);
+    if (!c.error.empty())
+      return model.emitError("remat auto: ") << c.error, failure();
+    rankOf = ranksOf(*compiled);
+    arenas = c.arenaBytes;
+    if (c.fits) {
+      os << "remat auto: recomputing " << layers.size() << " of "
+         << ranked.size() << " layers fits in " << formatBytes(c.getPeakBytes())
+         << ": remat selective --recompute-layers ";
+      for (auto [i, name] : llvm::enumerate(layers))
+        os << (i ? "," : "") << name;
+      os << "\n";
+      return RecomputeChoice{Remat::Selective, layers, c.getPeakBytes()};
+    }
+  }
+  AutotuneCandidate stage = attempt(Remat::Stage, {});
+  if (stage.error.empty() && stage.fits) {
+    os << "remat auto: only recomputing whole stages fits ("
+       << formatBytes(stage.getPeakBytes()) << "): remat stage\n";
+    return RecomputeChoice{Remat::Stage, {}, stage.getPeakBytes()};
+  }
+  return model.emitError("remat auto: nothing fits the memory budget of ")
+             << formatBytes(budget) << "; recomputing every stage needs "
+             << formatBytes(stage.getPeakBytes())
+             << " on the fullest rank (more stages or micro-batches, or "
+                "gpipe-compile --autotune, may need less)",
+         failure();
 }
 
 FailureOr<AutotuneResult>
@@ -267,7 +409,7 @@ void mlir::gpipe::printAutotuneReport(const AutotuneResult &result,
     rows.push_back({std::to_string(++shown), std::to_string(c.microbatches),
                     stringifyScheduleKind(c.schedule).str(),
                     std::to_string(std::max<int64_t>(1, c.virtualStages)),
-                    c.remat == Remat::None ? "none" : "stage", balance,
+                    stringifyRemat(c.remat).str(), balance,
                     ms(c.stepSeconds), percent(c.bubble),
                     ms(c.maxBusySeconds), formatBytes(c.getPeakBytes()),
                     c.fits ? "yes" : "no"});

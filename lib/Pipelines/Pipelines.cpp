@@ -76,6 +76,8 @@ static void buildPipeline(OpPassManager &pm,
   // An imported schedule may split any backward.
   partition.splitBackward = !options.scheduleFile.empty();
   partition.remat = options.remat;
+  partition.recomputeLayers.assign(options.recomputeLayers.begin(),
+                                   options.recomputeLayers.end());
   partition.balance.assign(options.balance.begin(), options.balance.end());
   // The budget is held exactly against the memory plan (gpipe-plan-memory),
   // not against the partition's estimate: see docs/Pipeline.md.

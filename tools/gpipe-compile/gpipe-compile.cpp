@@ -141,18 +141,33 @@ int main(int argc, char **argv) {
     return 1;
   options.source = describeSource();
 
+  std::optional<int64_t> budget;
+  if (!options.memoryBudget.empty()) {
+    budget = mlir::gpipe::parseBytes(options.memoryBudget);
+    if (!budget)
+      return fail("cannot read memory budget '" + options.memoryBudget +
+                  "' (expected a size such as 16GiB)");
+  }
+  if (!options.recomputeLayers.empty() &&
+      options.remat != mlir::gpipe::Remat::Selective)
+    return fail("--recompute-layers names the layers --remat selective "
+                "recomputes; give --remat selective");
+  if (options.remat == mlir::gpipe::Remat::Auto &&
+      (!budget || options.autotune || options.inference))
+    return fail(options.autotune
+                    ? "--autotune searches remat stage and none; --remat auto "
+                      "chooses layers for one configuration: give one of them"
+                : options.inference
+                    ? "--remat has no meaning with --inference: nothing is "
+                      "kept for a backward (there is none)"
+                    : "--remat auto chooses the layers to recompute to fit "
+                      "--memory-budget; give a budget");
+
   // --autotune: search, report, then compile the pick like any other.
   if (options.autotune) {
     if (!options.scheduleFile.empty())
       return fail("--autotune searches the generated schedules; it cannot "
                   "take --schedule-file");
-    std::optional<int64_t> budget;
-    if (!options.memoryBudget.empty()) {
-      budget = mlir::gpipe::parseBytes(options.memoryBudget);
-      if (!budget)
-        return fail("cannot read memory budget '" + options.memoryBudget +
-                    "' (expected a size such as 16GiB)");
-    }
     gpipe_tools::outOfMemoryDoing = "searching configurations";
     TimingScope searching = timing.nest("autotune");
     FailureOr<mlir::gpipe::AutotuneResult> tuned =
@@ -171,6 +186,21 @@ int main(int argc, char **argv) {
     llvm::outs() << "autotune: compiling " << best->getFlags() << "\n";
     llvm::outs().flush();
     mlir::gpipe::applyAutotuneChoice(options, *best);
+  }
+
+  // --remat auto: the fewest layers to recompute that fit the budget.
+  if (options.remat == mlir::gpipe::Remat::Auto) {
+    gpipe_tools::outOfMemoryDoing = "choosing the layers to recompute";
+    TimingScope choosing = timing.nest("remat auto");
+    FailureOr<mlir::gpipe::RecomputeChoice> choice =
+        mlir::gpipe::chooseRecomputeLayers(*module, options, *budget,
+                                           llvm::outs());
+    choosing.stop();
+    llvm::outs().flush();
+    if (failed(choice))
+      return 1;
+    options.remat = choice->remat;
+    options.recomputeLayers = ArrayRef<std::string>(choice->layers);
   }
 
   PassManager pm(&context);

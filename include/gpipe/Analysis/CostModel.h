@@ -130,6 +130,9 @@ struct CostModelInput {
   /// Activation rematerialization: the backward pass first reruns the
   /// forward, so every layer pays its forward time once more.
   bool rematerialize = false;
+  /// Empty, or L entries: which layers the backward reruns (per-layer
+  /// rematerialization); replaces `rematerialize`.
+  std::vector<char> rematerializeLayer;
 };
 
 /// Per-layer and per-boundary costs of `input` on `profile`. Errors (negative

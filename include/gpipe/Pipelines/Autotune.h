@@ -80,6 +80,23 @@ void printAutotuneReport(const AutotuneResult &result,
                          std::optional<int64_t> budget, llvm::raw_ostream &os,
                          size_t limit = 10);
 
+/// `--remat auto`: the remat policy and layers to recompute for `options`
+/// (its other choices fixed) that fit `budget` exactly at the least
+/// recompute time, by a greedy order: `none` when everything kept fits;
+/// else `selective` with the fewest layers, taken in order of kept bytes
+/// per second of recompute (the most memory for the least time first),
+/// whose memory plan fits; else `stage`. Every step is a real compile of a
+/// copy of `model`. Prints what it tried to `os`. Fails with an error when
+/// not even `stage` fits.
+struct RecomputeChoice {
+  Remat remat = Remat::None;
+  std::vector<std::string> layers;
+  int64_t peakBytes = 0;
+};
+FailureOr<RecomputeChoice> chooseRecomputeLayers(
+    ModuleOp model, const GPipePipelineOptions &options, int64_t budget,
+    llvm::raw_ostream &os);
+
 /// Sets `options` to `candidate`'s micro-batches, schedule, virtual stages,
 /// remat and balance.
 void applyAutotuneChoice(GPipePipelineOptions &options,

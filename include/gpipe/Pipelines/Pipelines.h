@@ -70,6 +70,11 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
                       llvm::cl::desc("What a stage keeps from its forward "
                                      "for its backward"),
                       llvm::cl::init(Remat::Stage), getRematValues()};
+  ListOption<std::string> recomputeLayers{
+      *this, "recompute-layers",
+      llvm::cl::desc("--remat selective: the layers whose activations the "
+                     "backward recomputes (every other layer's are kept), "
+                     "e.g. blocks.0,blocks.1")};
   ListOption<int64_t> balance{
       *this, "balance",
       llvm::cl::desc("Layers per stage, e.g. 3,3,2 (manual partition)")};

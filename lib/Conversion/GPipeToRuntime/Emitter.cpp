@@ -177,7 +177,7 @@ LogicalResult Emitter::run() {
     unsigned saved = 0;
     if (auto count = forward->getAttrOfType<IntegerAttr>("nn.saved_count"))
       saved = unsigned(count.getInt());
-    if (pipeline.getRemat() != Remat::None)
+    if (pipeline.getRemat() == Remat::Stage)
       saved = 0;
     numSaved.push_back(saved);
     FailureOr<LoweredFunction> f =

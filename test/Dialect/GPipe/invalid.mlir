@@ -718,6 +718,26 @@ func.func @remat_none(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+func.func @remat_auto(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'gpipe.remat' op re-materializes under remat policy auto, which gpipe-compile resolves to selective}}
+  %r = gpipe.remat auto -> tensor<4xf32> {
+    %y = nn.relu %x : tensor<4xf32>
+    gpipe.yield %y : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'gpipe.pipeline' op has remat auto, which gpipe-compile resolves to selective before the partition; expected none, stage or selective}}
+gpipe.pipeline @auto stages [@s0] microbatches 2 schedule gpipe remat auto {
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<f32> forward @f0 backward @b0
+func.func private @f0(tensor<4x16xf32>) -> tensor<f32>
+func.func private @b0(tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+
+// -----
+
 func.func @remat_types(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'gpipe.remat' op yields 'tensor<4xf32>' but returns 'tensor<2xf32>'}}
   %r = gpipe.remat stage -> tensor<2xf32> {

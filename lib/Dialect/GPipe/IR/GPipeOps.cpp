@@ -310,6 +310,9 @@ LogicalResult RematOp::verify() {
   if (getPolicy() == Remat::None)
     return emitOpError("re-materializes under remat policy none, which keeps "
                        "every activation instead");
+  if (getPolicy() == Remat::Auto)
+    return emitOpError("re-materializes under remat policy auto, which "
+                       "gpipe-compile resolves to selective");
   Operation *yield = getBody().front().getTerminator();
   if (yield->getOperandTypes() != getResultTypes())
     return emitOpError("yields ")
@@ -346,6 +349,10 @@ int64_t PipelineOp::getStagePosition(FlatSymbolRefAttr stage) {
 LogicalResult PipelineOp::verify() {
   if (getStages().empty())
     return emitOpError("expected at least one stage");
+  if (getRemat() == Remat::Auto)
+    return emitOpError("has remat auto, which gpipe-compile resolves to "
+                       "selective before the partition; expected none, stage "
+                       "or selective");
   if (getNumMicrobatches() < 1)
     return emitOpError("expected at least one micro-batch, got ")
            << getNumMicrobatches();

@@ -354,6 +354,19 @@ void GPipePartitionPass::runOnOperation() {
   bool split = splitBackward || custom || usesSplitBackward(family);
   // Inference keeps nothing for a backward.
   std::optional<Remat> rematKind = forwardOnly ? Remat::None : Remat(remat);
+  if (*rematKind == Remat::Auto) {
+    mlir::emitError(func.getLoc(),
+                    "remat auto is chosen by gpipe-compile (against its "
+                    "--memory-budget); the partition takes none, stage or "
+                    "selective with recompute-layers");
+    return fail();
+  }
+  if (!recomputeLayers.empty() && *rematKind != Remat::Selective) {
+    mlir::emitError(func.getLoc(), "recompute-layers needs remat selective, "
+                                   "got remat ")
+        << stringifyRemat(*rematKind);
+    return fail();
+  }
   std::optional<DeviceProfile> device = getProfile(profile);
   FailureOr<Network> net = analyzeNetwork(func);
   if (failed(net))
@@ -369,9 +382,32 @@ void GPipePartitionPass::runOnOperation() {
     return fail();
   }
 
+  // Selective: the layers to recompute, each a layer of the network.
+  SmallVector<StringAttr> recomputed;
+  for (const std::string &name : recomputeLayers) {
+    auto it = llvm::find_if(net->layers, [&](nn::LayerOp layer) {
+      return layer.getName() == name;
+    });
+    if (it == net->layers.end()) {
+      InFlightDiagnostic diag = mlir::emitError(func.getLoc(),
+                                                "recompute-layers names '")
+                                << name << "', which is no layer of the "
+                                           "network; its layers are";
+      for (nn::LayerOp layer : net->layers)
+        diag << " " << layer.getName();
+      return fail();
+    }
+    recomputed.push_back((*it).getNameAttr());
+  }
+
   // Cost model: one micro-batch per layer.
   CostModelInput costInput;
   costInput.rematerialize = !forwardOnly && *rematKind == Remat::Stage;
+  for (nn::LayerOp layer : net->layers)
+    costInput.rematerializeLayer.push_back(
+        !forwardOnly &&
+        (*rematKind == Remat::Stage ||
+         llvm::is_contained(recomputed, layer.getNameAttr())));
   PartitionProblem problem;
   problem.numStages = static_cast<int>(numStages);
   for (nn::LayerOp layer : net->layers) {
@@ -537,7 +573,8 @@ void GPipePartitionPass::runOnOperation() {
       options.lossScale =
           1.0 / (static_cast<double>(microbatches) * static_cast<double>(replicas));
     // remat=none: the forward also returns what the backward reads.
-    options.saveActivations = *rematKind == Remat::None;
+    options.saveActivations = *rematKind != Remat::Stage;
+    options.recomputeLayers = recomputed;
     SmallVector<Operation *> recomputed;
     options.recomputed = &recomputed;
     FailureOr<func::FuncOp> bwd =
@@ -553,7 +590,7 @@ void GPipePartitionPass::runOnOperation() {
     dropInputGradients(*bwd, [&](int64_t arg) {
       return (s == 0 && arg == 0) || (last && arg > 0);
     });
-    if (*rematKind != Remat::None)
+    if (*rematKind != Remat::None && !recomputedSet.empty())
       wrapRecompute(*bwd, recomputedSet, *rematKind);
     builder.setInsertionPointAfter(*bwd);
     FlatSymbolRefAttr inputRef, weightRef;

@@ -139,7 +139,7 @@ static FailureOr<StageSizes> getStageSizes(StageOp stage, int64_t index,
                 /*numForwardArgs=*/0, alignment, sizes.frames);
   FunctionLiveness forwardLiveness(forward);
   SmallVector<Value> forwardReturned = forwardLiveness.getReturned();
-  bool keep = remat == Remat::None;
+  bool keep = remat != Remat::Stage;
   // A forward built for remat none returns the values its backward reads
   // (its last nn.saved_count results): exactly those are kept. Without the
   // count, everything the forward defines is.
@@ -314,7 +314,7 @@ mlir::gpipe::planPipelineMemory(PipelineOp op, OptimizerKind optimizer,
   input.replicas = op.getNumReplicas();
   input.alignment = alignment;
   input.remat =
-      op.getRemat() == Remat::None ? RematPolicy::None : RematPolicy::Stage;
+      op.getRemat() == Remat::Stage ? RematPolicy::Stage : RematPolicy::None;
   int64_t numStages = result.schedule.stages.size();
   for (auto [index, stage] : llvm::enumerate(result.schedule.stages)) {
     FailureOr<StageSizes> sizes =

@@ -38,7 +38,8 @@ mlir::gpipe::getScheduleClosedFormBubble(PipelineOp pipeline,
       numStages % V != 0 || static_cast<int64_t>(stages.size()) != numStages)
     return std::nullopt;
   ScheduleFamily family = getScheduleFamily(kind);
-  bool recompute = pipeline.getRemat() == Remat::Stage;
+  bool recompute = pipeline.getRemat() == Remat::Stage ||
+                   pipeline.getRemat() == Remat::Selective;
   // Inference: the forward half of GPipe's fill and drain, whose idle time
   // is (K-1)F against M F of work: GPipe's fraction (K-1)/(M+K-1).
   if (pipeline.isForwardOnly()) {

@@ -151,10 +151,19 @@ static SmallVector<Value> exposeFromLayers(func::FuncOp func,
 /// `forward`. `original` maps a backward value to the forward value it
 /// clones.
 static void saveActivations(func::FuncOp forward, func::FuncOp backward,
-                            const llvm::DenseSet<Operation *> &forwardOps,
+                            const llvm::DenseSet<Operation *> &allForwardOps,
                             const llvm::DenseMap<Value, Value> &original,
-                            unsigned numInputs) {
+                            unsigned numInputs,
+                            ArrayRef<StringAttr> recomputeLayers) {
   Block &block = backward.getBody().front();
+  // The forward ops whose values are kept: all but those of the layers to
+  // recompute, which stay in the backward and read the kept values.
+  llvm::DenseSet<Operation *> forwardOps;
+  for (Operation *op : allForwardOps) {
+    StringAttr layer = getLayerOfLoc(op->getLoc());
+    if (!layer || !llvm::is_contained(recomputeLayers, layer))
+      forwardOps.insert(op);
+  }
   SmallVector<Value> saved;
   for (Operation &op : block) {
     if (!forwardOps.contains(&op) || isa<ParamOp>(op) ||
@@ -413,17 +422,19 @@ mlir::gpipe::nn::buildBackwardFunction(func::FuncOp forward, StringRef name,
     if (isOpTriviallyDead(&op))
       op.erase();
 
-  if (options.recomputed && !options.saveActivations)
-    for (Operation &op : *block)
-      if (forwardOpSet.contains(&op))
-        options.recomputed->push_back(&op);
-
   if (options.saveActivations) {
     llvm::DenseMap<Value, Value> original;
     for (auto [from, to] : mapping.getValueMap())
       original.try_emplace(to, from);
-    saveActivations(forward, backward, forwardOpSet, original, numInputs);
+    saveActivations(forward, backward, forwardOpSet, original, numInputs,
+                    options.recomputeLayers);
   }
+  // What is left of the forward's clone recomputes.
+  if (options.recomputed &&
+      (!options.saveActivations || !options.recomputeLayers.empty()))
+    for (Operation &op : *block)
+      if (forwardOpSet.contains(&op))
+        options.recomputed->push_back(&op);
   return backward;
 }
 

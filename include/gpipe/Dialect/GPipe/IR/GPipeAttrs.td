@@ -99,20 +99,28 @@ def GPipe_ScheduleKindAttr : EnumAttr<GPipe_Dialect, GPipe_ScheduleKind,
 
 def GPipe_RematNone : I32EnumAttrCase<"None", 0, "none">;
 def GPipe_RematStage : I32EnumAttrCase<"Stage", 1, "stage">;
+def GPipe_RematSelective : I32EnumAttrCase<"Selective", 2, "selective">;
+def GPipe_RematAuto : I32EnumAttrCase<"Auto", 3, "auto">;
 
 def GPipe_Remat : I32EnumAttr<"Remat",
     "what a stage keeps between its forward and its backward",
-    [GPipe_RematNone, GPipe_RematStage]> {
+    [GPipe_RematNone, GPipe_RematStage, GPipe_RematSelective,
+     GPipe_RematAuto]> {
   let cppNamespace = "::mlir::gpipe";
   let genSpecializedAttr = 0;
 }
 
 def GPipe_RematAttr : EnumAttr<GPipe_Dialect, GPipe_Remat, "remat"> {
-  let summary = "Re-materialization policy: none or stage";
+  let summary = "Re-materialization policy: none, stage or selective";
   let description = [{
     `none` keeps every activation of a micro-batch's forward until its
     backward; `stage` (GPipe's policy) keeps only the stage's boundary input
-    and recomputes the forward during the backward.
+    and recomputes the forward during the backward; `selective` keeps the
+    activations of every layer but the ones named to be recomputed (the
+    backward's `gpipe.remat` region recomputes those from the kept values).
+    `auto` is an option value only: gpipe-compile resolves it to
+    `selective` with the layers that fit the memory budget at the least
+    recompute time, and no pipeline carries it.
 
     ```mlir
     gpipe.pipeline @train stages [@s0, @s1] microbatches 4 schedule gpipe remat none {

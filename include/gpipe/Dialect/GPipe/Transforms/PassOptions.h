@@ -50,13 +50,20 @@ inline llvm::cl::ValuesClass getScheduleKindValues() {
                  "zero bubble from the cost model's times"));
 }
 
-/// stage, none.
+/// stage, none, selective, auto.
 inline llvm::cl::ValuesClass getRematValues() {
   return llvm::cl::values(
       clEnumValN(Remat::Stage, "stage",
                  "keep each stage's input, recompute the forward in backward"),
       clEnumValN(Remat::None, "none",
-                 "keep what the backward reads from the forward"));
+                 "keep what the backward reads from the forward"),
+      clEnumValN(Remat::Selective, "selective",
+                 "keep what the backward reads except in the "
+                 "--recompute-layers, which it recomputes"),
+      clEnumValN(Remat::Auto, "auto",
+                 "selective, the layers to recompute chosen to fit "
+                 "--memory-budget at the least recompute time "
+                 "(gpipe-compile)"));
 }
 
 /// cpu, h200, h200-bf16.

@@ -277,8 +277,11 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
            "::mlir::gpipe::getScheduleKindValues()">,
     Option<"remat", "remat", "::mlir::gpipe::Remat",
            /*default=*/"::mlir::gpipe::Remat::Stage",
-           "Re-materialization policy: stage or none",
+           "Re-materialization policy: stage, none or selective",
            "::mlir::gpipe::getRematValues()">,
+    ListOption<"recomputeLayers", "recompute-layers", "std::string",
+               "remat=selective: the layers (by name) whose activations the "
+               "backward recomputes; every other layer's are kept">,
     Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"0",
            "Stages per rank V: the network is cut into stages x V stages "
            "(0: the schedule's own, 2 for interleaved-1f1b, zbv and "

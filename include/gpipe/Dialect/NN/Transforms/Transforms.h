@@ -115,10 +115,16 @@ struct BackwardOptions {
   /// forward is rewritten to also return, after its results, the forward
   /// values the backward reads, and the backward takes them as arguments.
   bool saveActivations = false;
-  /// When set (and nothing is saved), receives the ops of the backward that
-  /// recompute the forward, in order: what is left of the forward's clone
-  /// once dead ops are removed. The pipeline wraps them in its
-  /// re-materialization region.
+  /// With `saveActivations`, the top-level layers (by name) whose values
+  /// are recomputed instead of kept (remat `selective`): only the other
+  /// layers' values (and those of no layer) are saved; the backward reruns
+  /// these layers' ops from the saved values (NNLayerLoc.h tells the ops
+  /// apart).
+  llvm::SmallVector<StringAttr> recomputeLayers;
+  /// When set (and nothing is saved, or some layers are recomputed),
+  /// receives the ops of the backward that recompute the forward, in order:
+  /// what is left of the forward's clone once dead ops are removed. The
+  /// pipeline wraps them in its re-materialization region.
   llvm::SmallVectorImpl<Operation *> *recomputed = nullptr;
 };
 
