@@ -1,0 +1,128 @@
+//===- MeasuredProfileTest.cpp - Measured profile tests ---------*- C++ -*-===//
+//
+// Reading the profiles gpipe-run --profile writes: the fields, the choice of
+// a measurement by micro-batch size, and the errors, each naming its key;
+// and the cost model's measured recompute and per-layer remat.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Analysis/CostModel.h"
+#include "gpipe/Analysis/MeasuredProfile.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir::gpipe;
+
+namespace {
+
+const char *kProfile = R"({
+  "format": "gpipe-profile", "version": 1, "source": "preset mlp",
+  "target": "cpu", "precision": "fp32",
+  "machine": {"cpu": "Some CPU", "cores": 2, "device": "CPU"},
+  "measurements": [
+    {"microbatch_samples": 8,
+     "layers": [{"name": "a", "forward": 1e-3, "backward": 2e-3,
+                 "recompute": 1.5e-3},
+                {"name": "b", "forward": 4e-3, "backward": 8e-3,
+                 "backward_input": 3e-3, "backward_weight": 5e-3}],
+     "action_overhead": {"forward": 1e-6, "backward": 2e-6},
+     "transfer": {"latency": 1e-5, "bandwidth": 2e9, "transfers": 4},
+     "optimizer": {"name": "sgd", "seconds_per_byte": 1e-10},
+     "step_seconds": 0.02},
+    {"microbatch_samples": 2,
+     "layers": [{"name": "a", "forward": 3e-4, "backward": 6e-4}],
+     "transfer": null, "optimizer": null}
+  ]})";
+
+} // namespace
+
+TEST(MeasuredProfile, ReadsEveryField) {
+  std::string error;
+  std::optional<MeasuredProfile> p = MeasuredProfile::parse(kProfile, error);
+  ASSERT_TRUE(p) << error;
+  EXPECT_EQ(p->source, "preset mlp");
+  EXPECT_EQ(p->target, "cpu");
+  EXPECT_EQ(p->cpu, "Some CPU");
+  EXPECT_EQ(p->cores, 2);
+  ASSERT_EQ(p->measurements.size(), 2u);
+  // Sorted by size.
+  EXPECT_EQ(p->measurements[0].microbatchSamples, 2);
+  const ProfileMeasurement &m = p->measurements[1];
+  ASSERT_EQ(m.layers.size(), 2u);
+  EXPECT_EQ(m.layers[0].recompute, 1.5e-3);
+  EXPECT_FALSE(m.layers[0].backwardInput);
+  EXPECT_EQ(m.layers[1].backwardWeight, 5e-3);
+  EXPECT_EQ(m.actionOverhead.at("backward"), 2e-6);
+  EXPECT_EQ(m.linkLatency, 1e-5);
+  EXPECT_EQ(m.linkBandwidth, 2e9);
+  EXPECT_EQ(m.optimizerSecondsPerByte, 1e-10);
+  EXPECT_EQ(m.findLayer("b"), &m.layers[1]);
+  EXPECT_EQ(m.findLayer("c"), nullptr);
+  EXPECT_FALSE(p->measurements[0].linkBandwidth);
+}
+
+TEST(MeasuredProfile, SelectsTheNearestSize) {
+  std::string error;
+  std::optional<MeasuredProfile> p = MeasuredProfile::parse(kProfile, error);
+  ASSERT_TRUE(p) << error;
+  double scale = 0;
+  EXPECT_EQ(p->select(8, scale)->microbatchSamples, 8);
+  EXPECT_EQ(scale, 1.0);
+  EXPECT_EQ(p->select(16, scale)->microbatchSamples, 8);
+  EXPECT_EQ(scale, 2.0);
+  EXPECT_EQ(p->select(1, scale)->microbatchSamples, 2);
+  EXPECT_EQ(scale, 0.5);
+  // A tie goes to the larger size.
+  EXPECT_EQ(p->select(5, scale)->microbatchSamples, 8);
+}
+
+TEST(MeasuredProfile, Errors) {
+  std::string error;
+  EXPECT_FALSE(MeasuredProfile::parse("nope", error));
+  EXPECT_EQ(error,
+            "not JSON (expected a profile written by gpipe-run --profile)");
+  EXPECT_FALSE(MeasuredProfile::parse(R"({"format": "other"})", error));
+  EXPECT_EQ(error, "expected \"format\": \"gpipe-profile\" (a profile written "
+                   "by gpipe-run --profile)");
+  EXPECT_FALSE(MeasuredProfile::parse(
+      R"({"format": "gpipe-profile", "version": 1, "measurements": []})",
+      error));
+  EXPECT_EQ(error, "expected a non-empty 'measurements' array");
+  EXPECT_FALSE(MeasuredProfile::parse(
+      R"({"format": "gpipe-profile", "version": 1, "measurements": [
+          {"microbatch_samples": 4,
+           "layers": [{"name": "a", "forward": -1}]}]})",
+      error));
+  EXPECT_EQ(error, "measurements[0].layers[0]: expected a non-negative finite "
+                   "number for 'forward', got -1");
+  EXPECT_FALSE(MeasuredProfile::parse(
+      R"({"format": "gpipe-profile", "version": 1, "measurements": [
+          {"microbatch_samples": 0, "layers": []}]})",
+      error));
+  EXPECT_EQ(error,
+            "measurements[0]: expected a positive integer 'microbatch_samples'");
+  EXPECT_FALSE(MeasuredProfile::parse(
+      R"({"format": "gpipe-profile", "version": 1, "measurements": [
+          {"microbatch_samples": 4, "layers": [],
+           "transfer": {"latency": 0, "bandwidth": 0}}]})",
+      error));
+  EXPECT_EQ(error, "measurements[0].transfer: expected a positive 'bandwidth'");
+  EXPECT_FALSE(MeasuredProfile::read("/nonexistent/profile.json", error));
+  EXPECT_EQ(error, "cannot read profile '/nonexistent/profile.json'");
+}
+
+TEST(LayerCosts, MeasuredRecomputeAndPerLayerRemat) {
+  CostModelInput input;
+  input.measured = {{1.0, 2.0, 0.5}, {3.0, 6.0, std::nullopt}, {1.0, 1.0, 0.25}};
+  input.outputBytes = {0, 0};
+  input.rematerializeLayer = {1, 1, 0};
+  LayerCosts costs = computeLayerCosts(input, cpuProfile());
+  ASSERT_TRUE(costs.ok()) << costs.error;
+  // Measured recompute, the forward where none was measured, none for a
+  // layer that keeps its values.
+  EXPECT_EQ(costs.recompute, (std::vector<double>{0.5, 3.0, 0.0}));
+  EXPECT_EQ(costs.total, (std::vector<double>{3.5, 12.0, 2.0}));
+  input.rematerializeLayer = {1};
+  EXPECT_EQ(computeLayerCosts(input, cpuProfile()).error,
+            "expected 3 per-layer rematerialization flags, got 1");
+}
