@@ -16,7 +16,8 @@
 
 namespace gpipe::rt {
 
-/// Operator-new allocations the calling thread has made so far.
+/// Operator-new allocations the calling thread has made so far; -1 in a
+/// sanitizer build, which keeps its own allocation functions (none counted).
 int64_t heapAllocationsOnThisThread();
 
 } // namespace gpipe::rt

@@ -192,7 +192,9 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     if (!finishStep(rank))
       return;
     abandon.armed = false;
-    rank->heapAllocations = heapAllocationsOnThisThread() - heapBefore;
+    rank->heapAllocations = heapBefore < 0
+                                ? -1
+                                : heapAllocationsOnThisThread() - heapBefore;
     std::lock_guard<std::mutex> lock(mu);
     finished[size_t(rank->index)] = 1;
     ++finishedCount;
@@ -305,8 +307,11 @@ bool RunState::runStep(int64_t step, RunResult &result) {
   if (step >= startStep + 2) {
     ++result.steadySteps;
     for (const gpipe_rt_rank &rank : ranks)
-      if (isLocal(rank.index))
-        result.steadyHeapAllocations += rank.heapAllocations;
+      if (isLocal(rank.index) && result.steadyHeapAllocations >= 0)
+        result.steadyHeapAllocations =
+            rank.heapAllocations < 0
+                ? -1
+                : result.steadyHeapAllocations + rank.heapAllocations;
   }
   int64_t wall = std::max<int64_t>(lastFinishNs - stepStart, 1);
   StepMetrics metrics;

@@ -997,7 +997,10 @@ int main(int argc, char **argv) {
                   onHost ? "" : ", CUDA");
     }
   }
-  if (result.steadySteps > 0)
+  if (result.steadySteps > 0 && result.steadyHeapAllocations < 0)
+    std::printf("heap allocations on rank threads in steady-state steps: not "
+                "counted (a sanitizer build keeps its own allocator)\n");
+  else if (result.steadySteps > 0)
     std::printf("heap allocations on rank threads in steady-state steps "
                 "(after the first 2): %lld in %lld steps\n",
                 static_cast<long long>(result.steadyHeapAllocations),

@@ -578,6 +578,8 @@ struct RunResult {
   /// steps, and the operator-new allocations the rank threads of this
   /// process made in them (kernels, callbacks, transports, devices).
   int64_t steadySteps = 0;
+  /// -1 in a sanitizer build (its allocator is not replaced, so nothing is
+  /// counted).
   int64_t steadyHeapAllocations = 0;
 };
 
