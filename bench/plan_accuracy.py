@@ -143,7 +143,7 @@ def main():
             lib = os.path.join(work, "tuned.so")
             report = compile_model(
                 args, model, lib,
-                ["--autotune", "--stages", "2", "--profile-file", profile])
+                ["--autotune", "--max-stages", "2", "--profile-file", profile])
             predicted, measured = train(args, lib)
             pick = re.search(r"^autotune: compiling (.*)$", report, re.M)
             summary.append("%s: autotuner's pick %s measured %.3f ms, %+.1f%% "

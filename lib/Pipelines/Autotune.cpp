@@ -36,7 +36,8 @@ int64_t AutotuneCandidate::getPeakBytes() const {
 }
 
 std::string AutotuneCandidate::getFlags() const {
-  std::string flags = "--microbatches " + std::to_string(microbatches) +
+  std::string flags = "--stages " + std::to_string(stages) +
+                      " --microbatches " + std::to_string(microbatches) +
                       " --schedule " + stringifyScheduleKind(schedule).str();
   if (virtualStages > 1)
     flags += " --virtual-stages " + std::to_string(virtualStages);
@@ -51,6 +52,7 @@ std::string AutotuneCandidate::getFlags() const {
 
 void mlir::gpipe::applyAutotuneChoice(GPipePipelineOptions &options,
                                       const AutotuneCandidate &c) {
+  options.stages = c.stages;
   options.microbatches = c.microbatches;
   options.schedule = c.schedule;
   options.virtualStages = c.virtualStages;
@@ -63,7 +65,6 @@ void mlir::gpipe::applyAutotuneChoice(GPipePipelineOptions &options,
 static void configure(GPipePipelineOptions &to,
                       const GPipePipelineOptions &from,
                       const AutotuneCandidate &c) {
-  to.stages = int64_t(from.stages);
   to.dataParallel = int64_t(from.dataParallel);
   to.loss = nn::LossKind(from.loss);
   to.profile = ProfileKind(from.profile);
@@ -153,6 +154,7 @@ mlir::gpipe::chooseRecomputeLayers(ModuleOp model,
                                    const GPipePipelineOptions &options,
                                    int64_t budget, llvm::raw_ostream &os) {
   AutotuneCandidate base;
+  base.stages = options.stages;
   base.microbatches = options.microbatches;
   base.schedule = options.schedule;
   base.virtualStages = options.virtualStages;
@@ -281,7 +283,8 @@ mlir::gpipe::chooseRecomputeLayers(ModuleOp model,
 
 FailureOr<AutotuneResult>
 mlir::gpipe::autotune(ModuleOp model, const GPipePipelineOptions &options,
-                      std::optional<int64_t> budget) {
+                      std::optional<int64_t> budget,
+                      std::optional<int64_t> maxStages) {
   auto network = model.lookupSymbol<func::FuncOp>("forward");
   if (!network || network.getNumArguments() == 0)
     return model.emitError("autotune: no network function @forward"),
@@ -325,24 +328,31 @@ mlir::gpipe::autotune(ModuleOp model, const GPipePipelineOptions &options,
   std::vector<int64_t> balance(options.balance.begin(), options.balance.end());
 
   AutotuneResult result;
-  result.numRanks = options.stages;
+  result.minRanks = maxStages ? 1 : int64_t(options.stages);
+  result.maxRanks = maxStages ? *maxStages : int64_t(options.stages);
   result.costModel = options.profileFile.empty()
                          ? "the built-in profile '" +
                                getProfile(ProfileKind(options.profile)).name + "'"
                          : "the measured profile '" +
                                std::string(options.profileFile) + "'";
-  for (int64_t m : microbatches)
-    for (ScheduleKind schedule : schedules)
-      for (Remat remat : remats) {
-        AutotuneCandidate c;
-        c.microbatches = m;
-        c.schedule = schedule;
-        c.virtualStages = options.virtualStages;
-        c.remat = remat;
-        c.balance = balance;
-        evaluate(model, options, budget, c);
-        result.candidates.push_back(std::move(c));
-      }
+  for (int64_t k = result.minRanks; k <= result.maxRanks; ++k) {
+    for (int64_t m : microbatches)
+      for (ScheduleKind schedule : schedules)
+        for (Remat remat : remats) {
+          // One rank runs one schedule whatever its name.
+          if (k == 1 && schedule != schedules.front())
+            continue;
+          AutotuneCandidate c;
+          c.stages = k;
+          c.microbatches = m;
+          c.schedule = schedule;
+          c.virtualStages = options.virtualStages;
+          c.remat = remat;
+          c.balance = balance;
+          evaluate(model, options, budget, c);
+          result.candidates.push_back(std::move(c));
+        }
+  }
   // Fitting, then over the budget, then failed; fastest first; then less
   // memory, fewer micro-batches, the enumeration order.
   auto group = [](const AutotuneCandidate &c) {
@@ -383,7 +393,11 @@ void mlir::gpipe::printAutotuneReport(const AutotuneResult &result,
                                       std::optional<int64_t> budget,
                                       llvm::raw_ostream &os, size_t limit) {
   os << "autotune: " << result.candidates.size() << " configurations of "
-     << result.numRanks << " ranks on the cost model of "
+     << (result.minRanks == result.maxRanks
+             ? std::to_string(result.maxRanks)
+             : std::to_string(result.minRanks) + " to " +
+                   std::to_string(result.maxRanks))
+     << " ranks on the cost model of "
      << result.costModel << ", " 
      << result.numFitting << " fit";
   if (budget)
@@ -397,8 +411,8 @@ void mlir::gpipe::printAutotuneReport(const AutotuneResult &result,
     }
   os << "\n";
   std::vector<std::vector<std::string>> rows = {
-      {"#", "M", "schedule", "V", "remat", "balance", "step (ms)", "bubble",
-       "busiest (ms)", "peak rank memory", "fits"}};
+      {"#", "K", "M", "schedule", "V", "remat", "balance", "step (ms)",
+       "bubble", "busiest (ms)", "peak rank memory", "fits"}};
   size_t shown = 0;
   for (const AutotuneCandidate &c : result.candidates) {
     if (!c.error.empty() || shown == limit)
@@ -406,7 +420,8 @@ void mlir::gpipe::printAutotuneReport(const AutotuneResult &result,
     std::string balance;
     for (auto [i, n] : llvm::enumerate(c.balance))
       balance += (i ? "," : "") + std::to_string(n);
-    rows.push_back({std::to_string(++shown), std::to_string(c.microbatches),
+    rows.push_back({std::to_string(++shown), std::to_string(c.stages),
+                    std::to_string(c.microbatches),
                     stringifyScheduleKind(c.schedule).str(),
                     std::to_string(std::max<int64_t>(1, c.virtualStages)),
                     stringifyRemat(c.remat).str(), balance,
@@ -420,7 +435,7 @@ void mlir::gpipe::printAutotuneReport(const AutotuneResult &result,
       widths[i] = std::max(widths[i], row[i].size());
   for (const auto &row : rows) {
     for (size_t i = 0; i < row.size(); ++i) {
-      bool right = i == 0 || i == 1 || i == 3 || (i >= 6 && i <= 9);
+      bool right = i <= 2 || i == 4 || (i >= 7 && i <= 10);
       size_t pad = widths[i] - row[i].size();
       os << (i ? "  " : "");
       if (right)

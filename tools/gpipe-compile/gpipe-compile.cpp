@@ -163,6 +163,9 @@ int main(int argc, char **argv) {
                     : "--remat auto chooses the layers to recompute to fit "
                       "--memory-budget; give a budget");
 
+  if (options.maxStages.getNumOccurrences() > 0 && !options.autotune)
+    return fail("--max-stages is the range --autotune searches; give "
+                "--autotune or --stages");
   // --autotune: search, report, then compile the pick like any other.
   if (options.autotune) {
     if (!options.scheduleFile.empty())
@@ -170,8 +173,17 @@ int main(int argc, char **argv) {
                   "take --schedule-file");
     gpipe_tools::outOfMemoryDoing = "searching configurations";
     TimingScope searching = timing.nest("autotune");
+    std::optional<int64_t> maxStages;
+    if (options.maxStages.getNumOccurrences() > 0) {
+      if (options.maxStages < 1)
+        return fail("--max-stages must be at least 1, got " +
+                    std::to_string(options.maxStages));
+      if (options.stages.getNumOccurrences() > 0)
+        return fail("--max-stages searches the ranks; leave --stages out");
+      maxStages = int64_t(options.maxStages);
+    }
     FailureOr<mlir::gpipe::AutotuneResult> tuned =
-        mlir::gpipe::autotune(*module, options, budget);
+        mlir::gpipe::autotune(*module, options, budget, maxStages);
     searching.stop();
     if (failed(tuned))
       return 1;

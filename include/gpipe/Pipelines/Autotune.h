@@ -29,6 +29,8 @@ namespace mlir::gpipe {
 
 /// One configuration the search compiled (or tried to).
 struct AutotuneCandidate {
+  /// Pipeline ranks K.
+  int64_t stages = 1;
   int64_t microbatches = 1;
   ScheduleKind schedule = ScheduleKind::GPipe;
   int64_t virtualStages = 1;
@@ -47,8 +49,9 @@ struct AutotuneCandidate {
   std::string error;
 
   int64_t getPeakBytes() const;
-  /// "--microbatches 8 --schedule 1f1b --remat none --balance 3,4" (and
-  /// --virtual-stages when the schedule has more than one stage per rank).
+  /// "--stages 2 --microbatches 8 --schedule 1f1b --remat none --balance
+  /// 3,4" (and --virtual-stages when the schedule has more than one stage
+  /// per rank).
   std::string getFlags() const;
 };
 
@@ -57,7 +60,8 @@ struct AutotuneResult {
   /// the budget (fastest first); then the ones that did not compile.
   std::vector<AutotuneCandidate> candidates;
   int64_t numFitting = 0, numOverBudget = 0, numFailed = 0;
-  int64_t numRanks = 1;
+  /// The ranks searched: 1 to maxRanks, or just maxRanks.
+  int64_t minRanks = 1, maxRanks = 1;
   /// What the predictions rest on, for the report.
   std::string costModel;
   /// The best fitting configuration, if any.
@@ -68,12 +72,14 @@ struct AutotuneResult {
 
 /// Searches the configurations of `model` (the loaded nn module; it is not
 /// changed) around `options`, with `budget` per rank (none: everything
-/// fits). Fails only on a model the search cannot start from (no network
+/// fits), on `options.stages` ranks, or on every K from 1 to `maxStages`
+/// when given. Fails only on a model the search cannot start from (no network
 /// function); a configuration that does not compile is a candidate with an
 /// error.
 FailureOr<AutotuneResult> autotune(ModuleOp model,
                                    const GPipePipelineOptions &options,
-                                   std::optional<int64_t> budget);
+                                   std::optional<int64_t> budget,
+                                   std::optional<int64_t> maxStages = {});
 
 /// The ranked table (top `limit`), the counts, and why the best wins.
 void printAutotuneReport(const AutotuneResult &result,
@@ -97,8 +103,8 @@ FailureOr<RecomputeChoice> chooseRecomputeLayers(
     ModuleOp model, const GPipePipelineOptions &options, int64_t budget,
     llvm::raw_ostream &os);
 
-/// Sets `options` to `candidate`'s micro-batches, schedule, virtual stages,
-/// remat and balance.
+/// Sets `options` to `candidate`'s stages, micro-batches, schedule, virtual
+/// stages, remat and balance.
 void applyAutotuneChoice(GPipePipelineOptions &options,
                          const AutotuneCandidate &candidate);
 

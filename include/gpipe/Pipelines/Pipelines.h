@@ -187,6 +187,11 @@ struct GPipeCompileOptions : public GPipePipelineOptions {
                      "best; --microbatches, --schedule, --remat, "
                      "--virtual-stages and --balance given pin theirs"),
       llvm::cl::init(false)};
+  Option<int64_t> maxStages{
+      *this, "max-stages",
+      llvm::cl::desc("With --autotune: search the ranks K from 1 to this "
+                     "too, instead of taking --stages"),
+      llvm::cl::init(0)};
 
   /// What the model was compiled from, for the library's metadata (not an
   /// option: the driver knows it).
