@@ -3,8 +3,9 @@
 #
 # How well the cost model predicts training on this machine once it has a
 # measured profile. For each model it first measures the profile
-# (`gpipe-run --profile`, one run per micro-batch size, K = 2 so that the
-# link is measured too, all merged into one file), then compiles every
+# (`gpipe-run --profile`, one run per micro-batch size at K = 1 and at
+# K = 2, which also measures the link, all merged into one file: a layer
+# runs at another speed when both cores are busy), then compiles every
 # configuration of a grid with `--profile-file` and trains it, and prints
 # per configuration the step time the compiler predicted, the measured one
 # (median of the steps after the first) and the error:
@@ -83,13 +84,14 @@ def main():
     summary = []
     for model in args.models.split(","):
         profile = os.path.join(work, model + ".profile.json")
-        for m in ms:
-            lib = os.path.join(work, "%s-profile-m%d.so" % (model, m))
-            compile_model(args, model, lib,
-                          ["--stages", "2", "--microbatches", str(m),
-                           "--quiet"])
-            run([os.path.join(args.bin, "gpipe-run"), lib, "--steps",
-                 str(args.steps), "--profile", profile, "--quiet"])
+        for k in (1, 2):
+            for m in ms:
+                lib = os.path.join(work, "%s-profile-k%d-m%d.so" % (model, k, m))
+                compile_model(args, model, lib,
+                              ["--stages", str(k), "--microbatches", str(m),
+                               "--quiet"])
+                run([os.path.join(args.bin, "gpipe-run"), lib, "--steps",
+                     str(args.steps), "--profile", profile, "--quiet"])
         rows = []
         configs = []
         for k in (1, 2):

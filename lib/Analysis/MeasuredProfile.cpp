@@ -114,6 +114,13 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
       return std::nullopt;
     }
     out.microbatchSamples = samples->get<int64_t>();
+    if (auto workers = m.find("workers"); workers != m.end()) {
+      if (!workers->is_number_integer() || workers->get<int64_t>() < 1) {
+        r.fail(where, "expected a positive integer 'workers'");
+        return std::nullopt;
+      }
+      out.workers = workers->get<int64_t>();
+    }
     auto layers = m.find("layers");
     if (layers == m.end() || !layers->is_array()) {
       r.fail(where, "expected a 'layers' array");
@@ -175,7 +182,8 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
   }
   std::stable_sort(profile.measurements.begin(), profile.measurements.end(),
                    [](const ProfileMeasurement &a, const ProfileMeasurement &b) {
-                     return a.microbatchSamples < b.microbatchSamples;
+                     return std::make_pair(a.workers, a.microbatchSamples) <
+                            std::make_pair(b.workers, b.microbatchSamples);
                    });
   return profile;
 }
@@ -196,13 +204,33 @@ std::optional<MeasuredProfile> MeasuredProfile::read(const std::string &path,
 }
 
 const ProfileMeasurement *MeasuredProfile::select(int64_t samples,
+                                                  int64_t workers,
                                                   double &scale) const {
+  // The nearest number of workers, then the nearest size; the larger wins
+  // a tie (the measurements are in ascending order, so "<=" keeps the
+  // later one).
+  const ProfileMeasurement *nearestWorkers = nullptr;
+  for (const ProfileMeasurement &m : measurements)
+    if (!nearestWorkers || std::llabs(m.workers - workers) <=
+                               std::llabs(nearestWorkers->workers - workers))
+      nearestWorkers = &m;
   const ProfileMeasurement *best = nullptr;
   for (const ProfileMeasurement &m : measurements)
-    if (!best || std::llabs(m.microbatchSamples - samples) <=
-                     std::llabs(best->microbatchSamples - samples))
+    if (nearestWorkers && m.workers == nearestWorkers->workers &&
+        (!best || std::llabs(m.microbatchSamples - samples) <=
+                      std::llabs(best->microbatchSamples - samples)))
       best = &m;
   scale = best ? double(samples) / double(best->microbatchSamples) : 1.0;
+  return best;
+}
+
+const ProfileMeasurement *MeasuredProfile::selectLink(int64_t samples) const {
+  const ProfileMeasurement *best = nullptr;
+  for (const ProfileMeasurement &m : measurements)
+    if (m.linkBandwidth &&
+        (!best || std::llabs(m.microbatchSamples - samples) <=
+                      std::llabs(best->microbatchSamples - samples)))
+      best = &m;
   return best;
 }
 

@@ -66,14 +66,43 @@ TEST(MeasuredProfile, SelectsTheNearestSize) {
   std::optional<MeasuredProfile> p = MeasuredProfile::parse(kProfile, error);
   ASSERT_TRUE(p) << error;
   double scale = 0;
-  EXPECT_EQ(p->select(8, scale)->microbatchSamples, 8);
+  EXPECT_EQ(p->select(8, 1, scale)->microbatchSamples, 8);
   EXPECT_EQ(scale, 1.0);
-  EXPECT_EQ(p->select(16, scale)->microbatchSamples, 8);
+  EXPECT_EQ(p->select(16, 1, scale)->microbatchSamples, 8);
   EXPECT_EQ(scale, 2.0);
-  EXPECT_EQ(p->select(1, scale)->microbatchSamples, 2);
+  EXPECT_EQ(p->select(1, 1, scale)->microbatchSamples, 2);
   EXPECT_EQ(scale, 0.5);
   // A tie goes to the larger size.
-  EXPECT_EQ(p->select(5, scale)->microbatchSamples, 8);
+  EXPECT_EQ(p->select(5, 1, scale)->microbatchSamples, 8);
+  // The link of a measurement that has one.
+  EXPECT_EQ(p->selectLink(2)->microbatchSamples, 8);
+}
+
+TEST(MeasuredProfile, PrefersTheSameNumberOfWorkers) {
+  std::string error;
+  std::optional<MeasuredProfile> p = MeasuredProfile::parse(
+      R"({"format": "gpipe-profile", "version": 1, "measurements": [
+          {"microbatch_samples": 4, "workers": 2,
+           "layers": [{"name": "a", "forward": 2}]},
+          {"microbatch_samples": 8, "workers": 1,
+           "layers": [{"name": "a", "forward": 1}]},
+          {"microbatch_samples": 4, "workers": 1,
+           "layers": [{"name": "a", "forward": 0.5}]}]})",
+      error);
+  ASSERT_TRUE(p) << error;
+  double scale = 0;
+  const ProfileMeasurement *m = p->select(4, 2, scale);
+  EXPECT_EQ(m->workers, 2);
+  EXPECT_EQ(m->layers[0].forward, 2);
+  m = p->select(8, 2, scale);
+  EXPECT_EQ(m->workers, 2);
+  EXPECT_EQ(scale, 2.0);
+  m = p->select(8, 1, scale);
+  EXPECT_EQ(m->workers, 1);
+  EXPECT_EQ(m->microbatchSamples, 8);
+  // Four workers: the nearest measured, two.
+  EXPECT_EQ(p->select(4, 4, scale)->workers, 2);
+  EXPECT_EQ(p->selectLink(4), nullptr);
 }
 
 TEST(MeasuredProfile, Errors) {

@@ -31,9 +31,11 @@ struct MeasuredLayer {
   std::optional<double> recompute, backwardInput, backwardWeight;
 };
 
-/// One run's measurement, for micro-batches of `microbatchSamples`.
+/// One run's measurement, for micro-batches of `microbatchSamples` with
+/// `workers` ranks (K x D) running at once.
 struct ProfileMeasurement {
   int64_t microbatchSamples = 0;
+  int64_t workers = 1;
   std::vector<MeasuredLayer> layers;
   /// Per action kind ("forward", "backward", "backward_input",
   /// "backward_weight", "recompute"): seconds outside the layers.
@@ -52,7 +54,7 @@ struct ProfileMeasurement {
 struct MeasuredProfile {
   std::string source, target, precision, cpu;
   int64_t cores = 0;
-  /// By micro-batch size, ascending.
+  /// By workers, then micro-batch size, ascending.
   std::vector<ProfileMeasurement> measurements;
 
   /// Parses a profile; on failure returns std::nullopt and sets `error`
@@ -63,10 +65,16 @@ struct MeasuredProfile {
   static std::optional<MeasuredProfile> read(const std::string &path,
                                              std::string &error);
 
-  /// The measurement of micro-batches of `samples`, or the nearest size
-  /// (the larger on a tie); `scale` receives samples / its size (1 for an
-  /// exact match). Null when there is none.
-  const ProfileMeasurement *select(int64_t samples, double &scale) const;
+  /// The measurement for micro-batches of `samples` on `workers` ranks: of
+  /// the measurements with the nearest number of workers (the larger on a
+  /// tie), the one of the nearest size (the larger on a tie); `scale`
+  /// receives samples / its size (1 for an exact match). Null when there is
+  /// none.
+  const ProfileMeasurement *select(int64_t samples, int64_t workers,
+                                   double &scale) const;
+  /// The link of the measurement nearest `samples` that measured one (a
+  /// one-rank run has no transfers), or null.
+  const ProfileMeasurement *selectLink(int64_t samples) const;
 };
 
 } // namespace mlir::gpipe

@@ -8,9 +8,10 @@
 // the optimizer's seconds per parameter byte. Each is the median over the
 // timed steps (every step but the first, when there are several) of the
 // step's total divided by the micro-batches. The file holds one
-// measurement per micro-batch size: writing merges into an existing
-// profile of the same model, target and precision, replacing the
-// measurement of the same micro-batch size.
+// measurement per micro-batch size and number of workers (rank threads or
+// processes sharing the machine: layers run slower when every core is
+// busy): writing merges into an existing profile of the same model, target
+// and precision, replacing the measurement of the same size and workers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -249,6 +250,7 @@ Status buildProfileMeasurement(const ModelMetadata &meta,
   Json measurement = {{"microbatch_samples", meta.microBatchSize()},
                       {"stages", meta.stages},
                       {"ranks", K},
+                      {"workers", meta.numWorkers()},
                       {"microbatches", meta.microbatches},
                       {"data_parallel", meta.dataParallel},
                       {"schedule", meta.schedule},
@@ -303,15 +305,18 @@ Status writeProfile(const std::string &path, const ModelMetadata &meta,
     if (old.contains("measurements") && old["measurements"].is_array())
       for (const Json &m : old["measurements"])
         if (m.is_object() &&
-            m.value("microbatch_samples", int64_t(-1)) !=
-                meta.microBatchSize())
+            (m.value("microbatch_samples", int64_t(-1)) !=
+                 meta.microBatchSize() ||
+             m.value("workers", int64_t(1)) != meta.numWorkers()))
           root["measurements"].push_back(m);
   }
   root["measurements"].push_back(std::move(measurement));
   std::sort(root["measurements"].begin(), root["measurements"].end(),
             [](const Json &a, const Json &b) {
-              return a.value("microbatch_samples", int64_t(0)) <
-                     b.value("microbatch_samples", int64_t(0));
+              return std::make_pair(a.value("workers", int64_t(1)),
+                                    a.value("microbatch_samples", int64_t(0))) <
+                     std::make_pair(b.value("workers", int64_t(1)),
+                                    b.value("microbatch_samples", int64_t(0)));
             });
   std::string out = root.dump(2) + "\n";
   return replaceFile(path, std::vector<uint8_t>(out.begin(), out.end()));

@@ -442,7 +442,8 @@ void GPipePartitionPass::runOnOperation() {
     auto inputType = dyn_cast<ShapedType>(func.getArgumentTypes().front());
     int64_t samples =
         inputType && inputType.getRank() > 0 ? inputType.getDimSize(0) : 1;
-    measured = measuredProfile->select(samples, measuredScale);
+    measured = measuredProfile->select(samples, ranks * replicas,
+                                       measuredScale);
     for (nn::LayerOp layer : net->layers) {
       const MeasuredLayer *m = measured->findLayer(layer.getName());
       if (!m) {
@@ -459,15 +460,20 @@ void GPipePartitionPass::runOnOperation() {
         t.recompute = *m->recompute * measuredScale;
       costInput.measured.push_back(t);
     }
-    if (measured->linkBandwidth) {
-      device->linkBandwidth = *measured->linkBandwidth;
-      device->linkLatency = measured->linkLatency.value_or(0.0);
+    if (const ProfileMeasurement *link = measuredProfile->selectLink(samples)) {
+      device->linkBandwidth = *link->linkBandwidth;
+      device->linkLatency = link->linkLatency.value_or(0.0);
     }
     if (measuredScale != 1.0)
       mlir::emitWarning(func.getLoc(), "profile '")
           << profileFile << "' has no measurement of micro-batches of "
           << samples << " samples; its times for "
           << measured->microbatchSamples << " are scaled by " << measuredScale;
+    if (measured->workers != ranks * replicas)
+      mlir::emitWarning(func.getLoc(), "profile '")
+          << profileFile << "' was measured with " << measured->workers
+          << " ranks running, this pipeline runs " << ranks * replicas
+          << "; layers may run at another speed";
   }
   auto overheadOf = [&](const char *kind) {
     if (!measured)
