@@ -190,6 +190,68 @@ static func::FuncOp buildStageForward(OpBuilder &builder, Network &net,
   return func;
 }
 
+/// What a measured profile gives the partition.
+struct MeasuredInput {
+  MeasuredProfile profile;
+  /// The measurement for this pipeline (into `profile`) and the factor its
+  /// times are scaled by (micro-batch size over its size).
+  const ProfileMeasurement *measurement = nullptr;
+  double scale = 1.0;
+};
+
+/// Reads the profile at `path` for the network `net` of `func` run by
+/// `workers` ranks: fills `costInput`'s measured per-layer times (scaled
+/// from the nearest size it has) and `device`'s link, and `out`. Errors
+/// (no file, no profile, a layer it lacks) are emitted.
+static LogicalResult readMeasuredProfile(StringRef path, func::FuncOp func,
+                                         const Network &net, int64_t workers,
+                                         std::optional<MeasuredInput> &out,
+                                         CostModelInput &costInput,
+                                         DeviceProfile &device) {
+  std::string error;
+  std::optional<MeasuredProfile> profile =
+      MeasuredProfile::read(path.str(), error);
+  if (!profile)
+    return mlir::emitError(func.getLoc(), error);
+  out.emplace();
+  out->profile = std::move(*profile);
+  auto inputType = dyn_cast<ShapedType>(func.getArgumentTypes().front());
+  int64_t samples =
+      inputType && inputType.getRank() > 0 ? inputType.getDimSize(0) : 1;
+  const ProfileMeasurement *measured =
+      out->profile.select(samples, workers, out->scale);
+  out->measurement = measured;
+  for (nn::LayerOp layer : net.layers) {
+    const MeasuredLayer *m = measured->findLayer(layer.getName());
+    if (!m)
+      return mlir::emitError(layer.getLoc(), "profile '")
+             << path << "' has no layer '" << layer.getName()
+             << "' (it was measured on another model, or with another "
+                "--granularity); measure this model with gpipe-run --profile";
+    MeasuredLayerTime t;
+    t.forward = m->forward * out->scale;
+    t.backward = m->backward * out->scale;
+    if (m->recompute)
+      t.recompute = *m->recompute * out->scale;
+    costInput.measured.push_back(t);
+  }
+  if (const ProfileMeasurement *link = out->profile.selectLink(samples)) {
+    device.linkBandwidth = *link->linkBandwidth;
+    device.linkLatency = link->linkLatency.value_or(0.0);
+  }
+  if (out->scale != 1.0)
+    mlir::emitWarning(func.getLoc(), "profile '")
+        << path << "' has no measurement of micro-batches of " << samples
+        << " samples; its times for " << measured->microbatchSamples
+        << " are scaled by " << out->scale;
+  if (measured->workers != workers)
+    mlir::emitWarning(func.getLoc(), "profile '")
+        << path << "' was measured with " << measured->workers
+        << " ranks running, this pipeline runs " << workers
+        << "; layers may run at another speed";
+  return success();
+}
+
 /// Wraps the ops of `backward` that recompute its forward (those of
 /// `recomputed` still in its body) in a `gpipe.remat` region of `policy`,
 /// yielding the values the gradient ops read. Parameter reads and
@@ -426,55 +488,15 @@ void GPipePartitionPass::runOnOperation() {
                                       paramBytesOf(layer, module) +
                                   scratch);
   }
-  // A measured profile: its layers' times (scaled from the nearest
-  // micro-batch size it has), the link it fitted, its overheads and
-  // optimizer.
-  const ProfileMeasurement *measured = nullptr;
-  std::optional<MeasuredProfile> measuredProfile;
-  double measuredScale = 1.0;
-  if (!profileFile.empty()) {
-    std::string error;
-    measuredProfile = MeasuredProfile::read(profileFile, error);
-    if (!measuredProfile) {
-      mlir::emitError(func.getLoc(), error);
-      return fail();
-    }
-    auto inputType = dyn_cast<ShapedType>(func.getArgumentTypes().front());
-    int64_t samples =
-        inputType && inputType.getRank() > 0 ? inputType.getDimSize(0) : 1;
-    measured = measuredProfile->select(samples, ranks * replicas,
-                                       measuredScale);
-    for (nn::LayerOp layer : net->layers) {
-      const MeasuredLayer *m = measured->findLayer(layer.getName());
-      if (!m) {
-        mlir::emitError(layer.getLoc(), "profile '")
-            << profileFile << "' has no layer '" << layer.getName()
-            << "' (it was measured on another model, or with another "
-               "--granularity); measure this model with gpipe-run --profile";
-        return fail();
-      }
-      MeasuredLayerTime t;
-      t.forward = m->forward * measuredScale;
-      t.backward = m->backward * measuredScale;
-      if (m->recompute)
-        t.recompute = *m->recompute * measuredScale;
-      costInput.measured.push_back(t);
-    }
-    if (const ProfileMeasurement *link = measuredProfile->selectLink(samples)) {
-      device->linkBandwidth = *link->linkBandwidth;
-      device->linkLatency = link->linkLatency.value_or(0.0);
-    }
-    if (measuredScale != 1.0)
-      mlir::emitWarning(func.getLoc(), "profile '")
-          << profileFile << "' has no measurement of micro-batches of "
-          << samples << " samples; its times for "
-          << measured->microbatchSamples << " are scaled by " << measuredScale;
-    if (measured->workers != ranks * replicas)
-      mlir::emitWarning(func.getLoc(), "profile '")
-          << profileFile << "' was measured with " << measured->workers
-          << " ranks running, this pipeline runs " << ranks * replicas
-          << "; layers may run at another speed";
-  }
+  // A measured profile replaces the estimates.
+  std::optional<MeasuredInput> measuredInput;
+  if (!profileFile.empty() &&
+      failed(readMeasuredProfile(profileFile, func, *net, ranks * replicas,
+                                 measuredInput, costInput, *device)))
+    return fail();
+  const ProfileMeasurement *measured =
+      measuredInput ? measuredInput->measurement : nullptr;
+  double measuredScale = measuredInput ? measuredInput->scale : 1.0;
   auto overheadOf = [&](const char *kind) {
     if (!measured)
       return 0.0;
