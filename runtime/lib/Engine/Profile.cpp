@@ -172,7 +172,7 @@ Status buildProfileMeasurement(const ModelMetadata &meta,
         sums.median(key, steps, double(count));
 
   // Transfers: each send with its receive (same step, receiving worker and
-  // tag); the copy is the time both were running.
+  // tag), from the later start to the later end.
   std::map<std::tuple<int64_t, int64_t, int64_t>, const TraceEvent *> recvs;
   for (const TraceEvent &e : result.trace) {
     const ActionSpec &a = meta.ranks[size_t(e.rank % K)].actions[size_t(e.action)];
@@ -191,8 +191,10 @@ Status buildProfileMeasurement(const ModelMetadata &meta,
       auto it = recvs.find({e.step, replica * K + a.peer, a.tag});
       if (it == recvs.end())
         continue;
+      // The timeline's rendezvous: both sides done at the later start plus
+      // the transfer time. The later end counts the waiting side's wake-up.
       double begin = std::max(e.beginUs, it->second->beginUs);
-      double end = std::min(e.endUs, it->second->endUs);
+      double end = std::max(e.endUs, it->second->endUs);
       transfers.push_back({double(a.bytes), std::max(0.0, end - begin) * 1e-6});
     } else if (a.kind == ActionKind::Step && e.rank < K) {
       for (const StagePlan &stage : meta.ranks[size_t(e.rank)].stages)
