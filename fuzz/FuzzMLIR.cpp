@@ -9,6 +9,8 @@
 
 #include "FuzzContext.h"
 
+#include "gpipe/Support/ResourceBlobs.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -17,6 +19,10 @@
 #include <cstdint>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  // The tools refuse what MLIR's parser mishandles before parsing.
+  if (mlir::gpipe::findZeroAlignedBlob(
+          llvm::StringRef(reinterpret_cast<const char *>(data), size)))
+    return 0;
   gpipe::fuzz::FuzzContext fuzzContext;
   mlir::ParserConfig config(fuzzContext.get(), /*verifyAfterParse=*/true);
   // The lexer relies on the NUL after the buffer that every file read

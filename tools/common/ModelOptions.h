@@ -16,6 +16,7 @@
 #include "gpipe/Frontend/Presets.h"
 
 #include "gpipe/Support/NestingLimit.h"
+#include "gpipe/Support/ResourceBlobs.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -211,6 +212,14 @@ inline OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
             llvm::SMLoc::getFromPointer(text.data() + *deep));
         emitError(FileLineColLoc::get(&context, path, line, column))
             << mlir::gpipe::tooDeepNestingMessage();
+        return nullptr;
+      }
+    if (path.ends_with(".mlir"))
+      if (std::optional<size_t> blob = mlir::gpipe::findZeroAlignedBlob(text)) {
+        auto [line, column] = sourceMgr.getLineAndColumn(
+            llvm::SMLoc::getFromPointer(text.data() + *blob));
+        emitError(FileLineColLoc::get(&context, path, line, column))
+            << mlir::gpipe::zeroAlignedBlobMessage();
         return nullptr;
       }
     return parseSourceFile<ModuleOp>(sourceMgr, &context);

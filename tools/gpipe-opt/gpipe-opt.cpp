@@ -10,6 +10,7 @@
 #include "gpipe/InitAllDialects.h"
 #include "gpipe/InitAllPasses.h"
 #include "gpipe/Support/NestingLimit.h"
+#include "gpipe/Support/ResourceBlobs.h"
 
 #include "../common/OutOfMemory.h"
 #include "../common/SingleThreadedBlas.h"
@@ -49,14 +50,19 @@ int main(int argc, char **argv) {
     llvm::errs() << "gpipe-opt: error: " << error << "\n";
     return 1;
   }
-  if (std::optional<size_t> deep =
-          mlir::gpipe::findTooDeepNesting(input->getBuffer())) {
+  // What MLIR's parser would crash on, refused where it is.
+  std::optional<size_t> deep = mlir::gpipe::findTooDeepNesting(input->getBuffer());
+  std::optional<size_t> blob =
+      deep ? std::nullopt : mlir::gpipe::findZeroAlignedBlob(input->getBuffer());
+  if (deep || blob) {
     llvm::SourceMgr sourceMgr;
     const char *start = input->getBufferStart();
     sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-    sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(start + *deep),
+    sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(
+                               start + (deep ? *deep : *blob)),
                            llvm::SourceMgr::DK_Error,
-                           mlir::gpipe::tooDeepNestingMessage());
+                           deep ? mlir::gpipe::tooDeepNestingMessage()
+                                : mlir::gpipe::zeroAlignedBlobMessage());
     return 1;
   }
   gpipe_tools::outOfMemoryDoing = "running the passes";
