@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -222,6 +223,84 @@ const ProfileMeasurement *MeasuredProfile::select(int64_t samples,
       best = &m;
   scale = best ? double(samples) / double(best->microbatchSamples) : 1.0;
   return best;
+}
+
+std::optional<ProfileMeasurement>
+MeasuredProfile::estimate(int64_t samples, int64_t workers,
+                          std::string &how) const {
+  how.clear();
+  double scale = 1.0;
+  const ProfileMeasurement *nearest = select(samples, workers, scale);
+  if (!nearest)
+    return std::nullopt;
+  if (nearest->microbatchSamples == samples)
+    return *nearest;
+  // The second nearest size of the same workers.
+  const ProfileMeasurement *second = nullptr;
+  for (const ProfileMeasurement &m : measurements)
+    if (m.workers == nearest->workers && &m != nearest &&
+        (!second || std::llabs(m.microbatchSamples - samples) <
+                        std::llabs(second->microbatchSamples - samples)))
+      second = &m;
+  ProfileMeasurement out = *nearest;
+  out.microbatchSamples = samples;
+  if (!second) {
+    auto scaled = [&](double t) { return t * scale; };
+    for (MeasuredLayer &layer : out.layers) {
+      layer.forward = scaled(layer.forward);
+      layer.backward = scaled(layer.backward);
+      for (std::optional<double> *t :
+           {&layer.recompute, &layer.backwardInput, &layer.backwardWeight})
+        if (*t)
+          **t = scaled(**t);
+    }
+    how = "scaled from " + std::to_string(nearest->microbatchSamples) +
+          " samples";
+    return out;
+  }
+  // The line through (s1, t1) and (s2, t2), at `samples`.
+  double s1 = double(nearest->microbatchSamples);
+  double s2 = double(second->microbatchSamples);
+  double s = double(samples);
+  auto line = [&](double t1, double t2) {
+    return std::max(0.0, t1 + (t2 - t1) * (s - s1) / (s2 - s1));
+  };
+  for (MeasuredLayer &layer : out.layers) {
+    const MeasuredLayer *other = second->findLayer(layer.name);
+    if (!other) {
+      layer.forward *= s / s1;
+      layer.backward *= s / s1;
+      for (std::optional<double> *t :
+           {&layer.recompute, &layer.backwardInput, &layer.backwardWeight})
+        if (*t)
+          **t *= s / s1;
+      continue;
+    }
+    layer.forward = line(layer.forward, other->forward);
+    layer.backward = line(layer.backward, other->backward);
+    auto both = [&](std::optional<double> &mine,
+                    const std::optional<double> &theirs) {
+      if (mine && theirs)
+        mine = line(*mine, *theirs);
+      else if (mine)
+        *mine *= s / s1;
+    };
+    both(layer.recompute, other->recompute);
+    both(layer.backwardInput, other->backwardInput);
+    both(layer.backwardWeight, other->backwardWeight);
+  }
+  for (auto &[kind, seconds] : out.actionOverhead) {
+    auto it = second->actionOverhead.find(kind);
+    if (it != second->actionOverhead.end())
+      seconds = line(seconds, it->second);
+  }
+  int64_t lo = std::min(nearest->microbatchSamples, second->microbatchSamples);
+  int64_t hi = std::max(nearest->microbatchSamples, second->microbatchSamples);
+  how = std::string(samples > lo && samples < hi ? "interpolated"
+                                                 : "extrapolated") +
+        " from " + std::to_string(lo) + " and " + std::to_string(hi) +
+        " samples";
+  return out;
 }
 
 const ProfileMeasurement *MeasuredProfile::selectLink(int64_t samples) const {

@@ -155,3 +155,67 @@ TEST(LayerCosts, MeasuredRecomputeAndPerLayerRemat) {
   EXPECT_EQ(computeLayerCosts(input, cpuProfile()).error,
             "expected 3 per-layer rematerialization flags, got 1");
 }
+
+TEST(MeasuredProfile, EstimatesOtherSizesOnALine) {
+  std::string error;
+  // forward = 1 + 0.5 x samples, measured at 2 and 6 samples.
+  std::optional<MeasuredProfile> p = MeasuredProfile::parse(
+      R"({"format": "gpipe-profile", "version": 1, "measurements": [
+          {"microbatch_samples": 2,
+           "layers": [{"name": "a", "forward": 2, "backward": 4,
+                       "recompute": 2}],
+           "action_overhead": {"forward": 0.25}},
+          {"microbatch_samples": 6,
+           "layers": [{"name": "a", "forward": 4, "backward": 8,
+                       "recompute": 4}],
+           "action_overhead": {"forward": 0.75}}]})",
+      error);
+  ASSERT_TRUE(p) << error;
+  std::string how;
+  std::optional<ProfileMeasurement> m = p->estimate(4, 1, how);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(how, "interpolated from 2 and 6 samples");
+  EXPECT_EQ(m->microbatchSamples, 4);
+  EXPECT_DOUBLE_EQ(m->layers[0].forward, 3.0);
+  EXPECT_DOUBLE_EQ(m->layers[0].backward, 6.0);
+  EXPECT_DOUBLE_EQ(*m->layers[0].recompute, 3.0);
+  EXPECT_DOUBLE_EQ(m->actionOverhead.at("forward"), 0.5);
+  // Beyond the measured sizes: the same line.
+  m = p->estimate(10, 1, how);
+  EXPECT_EQ(how, "extrapolated from 2 and 6 samples");
+  EXPECT_DOUBLE_EQ(m->layers[0].forward, 6.0);
+  m = p->estimate(1, 1, how);
+  EXPECT_DOUBLE_EQ(m->layers[0].forward, 1.5);
+  EXPECT_DOUBLE_EQ(m->actionOverhead.at("forward"), 0.125);
+  // A line that falls below 0 stops at 0.
+  std::optional<MeasuredProfile> steep = MeasuredProfile::parse(
+      R"({"format": "gpipe-profile", "version": 1, "measurements": [
+          {"microbatch_samples": 2, "layers": [{"name": "a", "forward": 1}]},
+          {"microbatch_samples": 4, "layers": [{"name": "a", "forward": 9}]}]})",
+      error);
+  ASSERT_TRUE(steep) << error;
+  EXPECT_DOUBLE_EQ(steep->estimate(1, 1, how)->layers[0].forward, 0.0);
+  // A measured size is itself.
+  m = p->estimate(6, 1, how);
+  EXPECT_EQ(how, "");
+  EXPECT_DOUBLE_EQ(m->layers[0].forward, 4.0);
+}
+
+TEST(MeasuredProfile, ScalesASingleSize) {
+  std::string error;
+  std::optional<MeasuredProfile> p = MeasuredProfile::parse(
+      R"({"format": "gpipe-profile", "version": 1, "measurements": [
+          {"microbatch_samples": 4,
+           "layers": [{"name": "a", "forward": 2, "backward": 4}],
+           "action_overhead": {"forward": 0.25}}]})",
+      error);
+  ASSERT_TRUE(p) << error;
+  std::string how;
+  std::optional<ProfileMeasurement> m = p->estimate(8, 1, how);
+  EXPECT_EQ(how, "scaled from 4 samples");
+  EXPECT_DOUBLE_EQ(m->layers[0].forward, 4.0);
+  EXPECT_DOUBLE_EQ(m->layers[0].backward, 8.0);
+  EXPECT_FALSE(m->layers[0].recompute);
+  // An action's own time does not grow with the samples.
+  EXPECT_DOUBLE_EQ(m->actionOverhead.at("forward"), 0.25);
+}

@@ -72,6 +72,17 @@ struct MeasuredProfile {
   /// none.
   const ProfileMeasurement *select(int64_t samples, int64_t workers,
                                    double &scale) const;
+  /// The times for micro-batches of `samples` on `workers` ranks, from the
+  /// measurements of the nearest number of workers: the measurement of that
+  /// size itself; else, per layer and per action overhead, the straight
+  /// line through the two nearest measured sizes (t = a + b x samples: a
+  /// kernel call's fixed cost is what proportional scaling misses),
+  /// extrapolated beyond them and never below 0; with one size, that size
+  /// scaled in proportion. `how` receives "" for a measured size, else
+  /// what was done ("interpolated between 4 and 8 samples", "scaled from 8
+  /// samples"). std::nullopt for a profile without measurements.
+  std::optional<ProfileMeasurement> estimate(int64_t samples, int64_t workers,
+                                             std::string &how) const;
   /// The link of the measurement nearest `samples` that measured one (a
   /// one-rank run has no transfers), or null.
   const ProfileMeasurement *selectLink(int64_t samples) const;

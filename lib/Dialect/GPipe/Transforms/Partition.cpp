@@ -190,22 +190,13 @@ static func::FuncOp buildStageForward(OpBuilder &builder, Network &net,
   return func;
 }
 
-/// What a measured profile gives the partition.
-struct MeasuredInput {
-  MeasuredProfile profile;
-  /// The measurement for this pipeline (into `profile`) and the factor its
-  /// times are scaled by (micro-batch size over its size).
-  const ProfileMeasurement *measurement = nullptr;
-  double scale = 1.0;
-};
-
 /// Reads the profile at `path` for the network `net` of `func` run by
-/// `workers` ranks: fills `costInput`'s measured per-layer times (scaled
-/// from the nearest size it has) and `device`'s link, and `out`. Errors
-/// (no file, no profile, a layer it lacks) are emitted.
+/// `workers` ranks: fills `costInput`'s measured per-layer times (estimated
+/// from the sizes it has when it lacks this one) and `device`'s link, and
+/// `out` with the times for this pipeline's micro-batch size and ranks. Errors (no file, no profile, a layer it lacks) are emitted.
 static LogicalResult readMeasuredProfile(StringRef path, func::FuncOp func,
                                          const Network &net, int64_t workers,
-                                         std::optional<MeasuredInput> &out,
+                                         std::optional<ProfileMeasurement> &out,
                                          CostModelInput &costInput,
                                          DeviceProfile &device) {
   std::string error;
@@ -213,14 +204,17 @@ static LogicalResult readMeasuredProfile(StringRef path, func::FuncOp func,
       MeasuredProfile::read(path.str(), error);
   if (!profile)
     return mlir::emitError(func.getLoc(), error);
-  out.emplace();
-  out->profile = std::move(*profile);
   auto inputType = dyn_cast<ShapedType>(func.getArgumentTypes().front());
   int64_t samples =
       inputType && inputType.getRank() > 0 ? inputType.getDimSize(0) : 1;
-  const ProfileMeasurement *measured =
-      out->profile.select(samples, workers, out->scale);
-  out->measurement = measured;
+  std::string how;
+  std::optional<ProfileMeasurement> estimated =
+      profile->estimate(samples, workers, how);
+  if (!estimated)
+    return mlir::emitError(func.getLoc(), "profile '")
+           << path << "' has no measurements";
+  out = std::move(estimated);
+  const ProfileMeasurement *measured = &*out;
   for (nn::LayerOp layer : net.layers) {
     const MeasuredLayer *m = measured->findLayer(layer.getName());
     if (!m)
@@ -229,21 +223,19 @@ static LogicalResult readMeasuredProfile(StringRef path, func::FuncOp func,
              << "' (it was measured on another model, or with another "
                 "--granularity); measure this model with gpipe-run --profile";
     MeasuredLayerTime t;
-    t.forward = m->forward * out->scale;
-    t.backward = m->backward * out->scale;
-    if (m->recompute)
-      t.recompute = *m->recompute * out->scale;
+    t.forward = m->forward;
+    t.backward = m->backward;
+    t.recompute = m->recompute;
     costInput.measured.push_back(t);
   }
-  if (const ProfileMeasurement *link = out->profile.selectLink(samples)) {
+  if (const ProfileMeasurement *link = profile->selectLink(samples)) {
     device.linkBandwidth = *link->linkBandwidth;
     device.linkLatency = link->linkLatency.value_or(0.0);
   }
-  if (out->scale != 1.0)
+  if (!how.empty())
     mlir::emitWarning(func.getLoc(), "profile '")
         << path << "' has no measurement of micro-batches of " << samples
-        << " samples; its times for " << measured->microbatchSamples
-        << " are scaled by " << out->scale;
+        << " samples; its times are " << how;
   if (measured->workers != workers)
     mlir::emitWarning(func.getLoc(), "profile '")
         << path << "' was measured with " << measured->workers
@@ -489,14 +481,13 @@ void GPipePartitionPass::runOnOperation() {
                                   scratch);
   }
   // A measured profile replaces the estimates.
-  std::optional<MeasuredInput> measuredInput;
+  std::optional<ProfileMeasurement> measuredInput;
   if (!profileFile.empty() &&
       failed(readMeasuredProfile(profileFile, func, *net, ranks * replicas,
                                  measuredInput, costInput, *device)))
     return fail();
   const ProfileMeasurement *measured =
-      measuredInput ? measuredInput->measurement : nullptr;
-  double measuredScale = measuredInput ? measuredInput->scale : 1.0;
+      measuredInput ? &*measuredInput : nullptr;
   auto overheadOf = [&](const char *kind) {
     if (!measured)
       return 0.0;
@@ -649,8 +640,8 @@ void GPipePartitionPass::runOnOperation() {
             measured->findLayer(net->layers[l].getName());
         all = m->backwardInput && m->backwardWeight;
         if (all) {
-          in += *m->backwardInput * measuredScale + costs.recompute[l];
-          w += *m->backwardWeight * measuredScale;
+          in += *m->backwardInput + costs.recompute[l];
+          w += *m->backwardWeight;
         }
       }
       if (all)
