@@ -15,7 +15,6 @@
 #include "gpipe/Frontend/ONNXImporter.h"
 #include "gpipe/Frontend/Presets.h"
 
-#include "gpipe/Support/NestingLimit.h"
 #include "gpipe/Support/ResourceBlobs.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -205,21 +204,14 @@ inline OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
     }
     llvm::StringRef text = file->getBuffer();
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-    // MLIR's parser recurses per level: refuse what would exhaust the stack.
+    // What MLIR's parser would crash on (nesting that exhausts the stack, a
+    // zero-aligned blob), refused where it is.
     if (path.ends_with(".mlir"))
-      if (std::optional<size_t> deep = mlir::gpipe::findTooDeepNesting(text)) {
+      if (auto problem = mlir::gpipe::findUnparsableIR(text)) {
         auto [line, column] = sourceMgr.getLineAndColumn(
-            llvm::SMLoc::getFromPointer(text.data() + *deep));
+            llvm::SMLoc::getFromPointer(text.data() + problem->first));
         emitError(FileLineColLoc::get(&context, path, line, column))
-            << mlir::gpipe::tooDeepNestingMessage();
-        return nullptr;
-      }
-    if (path.ends_with(".mlir"))
-      if (std::optional<size_t> blob = mlir::gpipe::findZeroAlignedBlob(text)) {
-        auto [line, column] = sourceMgr.getLineAndColumn(
-            llvm::SMLoc::getFromPointer(text.data() + *blob));
-        emitError(FileLineColLoc::get(&context, path, line, column))
-            << mlir::gpipe::zeroAlignedBlobMessage();
+            << problem->second;
         return nullptr;
       }
     return parseSourceFile<ModuleOp>(sourceMgr, &context);

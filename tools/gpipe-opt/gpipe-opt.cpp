@@ -2,14 +2,14 @@
 //
 // `mlir-opt` for gpipe: parses IR of every gpipe dialect, runs any registered
 // pass or pipeline, and prints the result. This is what lit tests drive.
-// Textual input nested deeper than NestingLimit.h's limit is refused with a
-// located error before MLIR's recursive parser sees it.
+// Textual input that MLIR's parser would crash on (nested deeper than
+// NestingLimit.h's limit, a zero-aligned resource blob: ResourceBlobs.h) is
+// refused with a located error before the parser sees it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/InitAllDialects.h"
 #include "gpipe/InitAllPasses.h"
-#include "gpipe/Support/NestingLimit.h"
 #include "gpipe/Support/ResourceBlobs.h"
 
 #include "../common/OutOfMemory.h"
@@ -51,18 +51,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   // What MLIR's parser would crash on, refused where it is.
-  std::optional<size_t> deep = mlir::gpipe::findTooDeepNesting(input->getBuffer());
-  std::optional<size_t> blob =
-      deep ? std::nullopt : mlir::gpipe::findZeroAlignedBlob(input->getBuffer());
-  if (deep || blob) {
+  if (auto problem = mlir::gpipe::findUnparsableIR(input->getBuffer())) {
     llvm::SourceMgr sourceMgr;
     const char *start = input->getBufferStart();
     sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-    sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(
-                               start + (deep ? *deep : *blob)),
-                           llvm::SourceMgr::DK_Error,
-                           deep ? mlir::gpipe::tooDeepNestingMessage()
-                                : mlir::gpipe::zeroAlignedBlobMessage());
+    sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(start + problem->first),
+                           llvm::SourceMgr::DK_Error, problem->second);
     return 1;
   }
   gpipe_tools::outOfMemoryDoing = "running the passes";

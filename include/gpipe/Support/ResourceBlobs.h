@@ -13,11 +13,14 @@
 #ifndef GPIPE_SUPPORT_RESOURCEBLOBS_H
 #define GPIPE_SUPPORT_RESOURCEBLOBS_H
 
+#include "gpipe/Support/NestingLimit.h"
+
 #include "llvm/ADT/StringRef.h"
 
-#include <cctype>
 #include <cstddef>
 #include <optional>
+#include <string>
+#include <utility>
 
 namespace mlir::gpipe {
 
@@ -52,6 +55,18 @@ inline std::optional<size_t> findZeroAlignedBlob(llvm::StringRef text) {
 inline const char *zeroAlignedBlobMessage() {
   return "resource blob encodes alignment 0 in its first 4 bytes; expected "
          "a power of two (such as 0x04000000 for 4)";
+}
+
+/// What gpipe's tools check in textual IR before MLIR parses it: nesting
+/// deeper than NestingLimit.h allows, then a zero-aligned resource blob.
+/// The offset of the first problem and its message, or nullopt.
+inline std::optional<std::pair<size_t, std::string>>
+findUnparsableIR(llvm::StringRef text) {
+  if (std::optional<size_t> deep = findTooDeepNesting(text))
+    return std::make_pair(*deep, tooDeepNestingMessage());
+  if (std::optional<size_t> blob = findZeroAlignedBlob(text))
+    return std::make_pair(*blob, std::string(zeroAlignedBlobMessage()));
+  return std::nullopt;
 }
 
 } // namespace mlir::gpipe
