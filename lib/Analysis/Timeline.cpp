@@ -188,6 +188,7 @@ Timeline mlir::gpipe::simulate(const Schedule &schedule,
   }
 
   timeline.busy.assign(numRanks, 0.0);
+  timeline.busyWithSteps.assign(numRanks, 0.0);
   timeline.peakActivations.assign(numStages, 0);
   std::vector<int> held(numStages, 0);
   double totalBusy = 0;
@@ -198,6 +199,8 @@ Timeline mlir::gpipe::simulate(const Schedule &schedule,
       timeline.makespan = std::max(timeline.makespan, t.end);
       if (isComputeKind(a.kind))
         timeline.busy[r] += t.end - t.start;
+      if (isComputeKind(a.kind) || a.kind == ActionKind::Step)
+        timeline.busyWithSteps[r] += t.end - t.start;
       if (a.kind == ActionKind::Forward) {
         int &count = held[a.stage];
         ++count;

@@ -123,13 +123,8 @@ static void evaluate(ModuleOp model, const GPipePipelineOptions &options,
   }
   c.stepSeconds = timeline.makespan;
   c.bubble = timeline.bubbleFraction;
-  for (auto [r, busy] : llvm::enumerate(timeline.busy)) {
-    double total = busy;
-    for (auto [i, t] : llvm::enumerate(timeline.ranks[r]))
-      if (converted->schedule.ranks[r][i].kind == ActionKind::Step)
-        total += t.end - t.start;
-    c.maxBusySeconds = std::max(c.maxBusySeconds, total);
-  }
+  for (double busy : timeline.busyWithSteps)
+    c.maxBusySeconds = std::max(c.maxBusySeconds, busy);
   for (ProgramOp program : pipeline.getPrograms())
     c.arenaBytes.push_back(program.getArenaAttr().getSize());
   if (c.balance.empty())

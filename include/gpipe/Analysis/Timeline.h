@@ -57,6 +57,9 @@ struct Timeline {
   /// Per rank: seconds spent in F, B, I, W and R (not in transfers, waits,
   /// reductions or steps).
   std::vector<double> busy;
+  /// Per rank: `busy` plus its optimizer steps (what the runtime counts as
+  /// a rank's compute time).
+  std::vector<double> busyWithSteps;
   /// 1 - sum(busy) / (numRanks x makespan); 0 for an empty makespan.
   double bubbleFraction = 0;
   /// Per stage: the most micro-batches whose forward has finished and whose

@@ -220,14 +220,8 @@ LogicalResult Emitter::emitMetadata() {
          // Per rank: the compute time of one step (F, B, I, W, R, step).
          llvm::json::Array busy;
          if (timeline.error.empty())
-           for (auto [r, seconds] : llvm::enumerate(timeline.busy)) {
-             // The runtime counts the optimizer's steps as compute too.
-             double total = seconds;
-             for (auto [i, t] : llvm::enumerate(timeline.ranks[r]))
-               if (schedule.ranks[r][i].kind == ActionKind::Step)
-                 total += t.end - t.start;
-             busy.push_back(total);
-           }
+           for (double seconds : timeline.busyWithSteps)
+             busy.push_back(seconds);
          return busy;
        }()}};
 
