@@ -3,9 +3,11 @@
 #
 # How well the cost model predicts training on this machine once it has a
 # measured profile. For each model it first measures the profile
-# (`gpipe-run --profile`, one run per micro-batch size at K = 1 and at
-# K = 2, which also measures the link, all merged into one file: a layer
-# runs at another speed when both cores are busy), then compiles every
+# (`gpipe-run --profile`: per micro-batch size at K = 1 and at K = 2, which
+# also measures the link, and under remat stage and none, --repeat runs of
+# each, all merged into one file that keeps each one's fastest run: a layer
+# runs at another speed when both cores are busy, and a backward reading
+# kept values at another than one reading recomputed ones), then compiles every
 # configuration of a grid with `--profile-file` and trains it, and prints
 # per configuration the step time the compiler predicted, the measured one
 # (median of the steps after the first) and the error:
@@ -88,12 +90,20 @@ def main():
     summary = []
     for model in args.models.split(","):
         profile = os.path.join(work, model + ".profile.json")
+        # The profile: every K, M and remat policy, --repeat runs each (the
+        # file keeps each one's faster run).
+        profile_libs = []
         for k in (1, 2):
             for m in ms:
-                lib = os.path.join(work, "%s-profile-k%d-m%d.so" % (model, k, m))
-                compile_model(args, model, lib,
-                              ["--stages", str(k), "--microbatches", str(m),
-                               "--quiet"])
+                for remat in ("stage", "none"):
+                    lib = os.path.join(work, "%s-profile-k%d-m%d-%s.so" %
+                                       (model, k, m, remat))
+                    compile_model(args, model, lib,
+                                  ["--stages", str(k), "--microbatches",
+                                   str(m), "--remat", remat, "--quiet"])
+                    profile_libs.append(lib)
+        for _ in range(args.repeat):
+            for lib in profile_libs:
                 run([os.path.join(args.bin, "gpipe-run"), lib, "--steps",
                      str(args.steps), "--profile", profile, "--quiet"])
         rows = []

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 namespace mlir::gpipe {
 
@@ -122,6 +123,14 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
       }
       out.workers = workers->get<int64_t>();
     }
+    out.remat = r.text(m, "remat");
+    if (auto runs = m.find("runs"); runs != m.end()) {
+      if (!runs->is_number_integer() || runs->get<int64_t>() < 1) {
+        r.fail(where, "expected a positive integer 'runs'");
+        return std::nullopt;
+      }
+      out.runs = runs->get<int64_t>();
+    }
     auto layers = m.find("layers");
     if (layers == m.end() || !layers->is_array()) {
       r.fail(where, "expected a 'layers' array");
@@ -183,8 +192,8 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
   }
   std::stable_sort(profile.measurements.begin(), profile.measurements.end(),
                    [](const ProfileMeasurement &a, const ProfileMeasurement &b) {
-                     return std::make_pair(a.workers, a.microbatchSamples) <
-                            std::make_pair(b.workers, b.microbatchSamples);
+                     return std::tie(a.workers, a.remat, a.microbatchSamples) <
+                            std::tie(b.workers, b.remat, b.microbatchSamples);
                    });
   return profile;
 }
@@ -204,20 +213,43 @@ std::optional<MeasuredProfile> MeasuredProfile::read(const std::string &path,
   return profile;
 }
 
+std::string MeasuredProfile::rematFallback(int64_t workers,
+                                           std::string_view remat) const {
+  auto measured = [&](std::string_view policy) {
+    return std::any_of(measurements.begin(), measurements.end(),
+                       [&](const ProfileMeasurement &m) {
+                         return m.workers == workers && m.remat == policy;
+                       });
+  };
+  if (remat.empty())
+    return "";
+  if (measured(remat))
+    return std::string(remat);
+  if (remat == "selective")
+    for (const char *policy : {"none", "stage"})
+      if (measured(policy))
+        return policy;
+  return "";
+}
+
 const ProfileMeasurement *MeasuredProfile::select(int64_t samples,
                                                   int64_t workers,
-                                                  double &scale) const {
-  // The nearest number of workers, then the nearest size; the larger wins
-  // a tie (the measurements are in ascending order, so "<=" keeps the
-  // later one).
+                                                  double &scale,
+                                                  std::string_view remat) const {
+  // The nearest number of workers, then the policy, then the nearest size;
+  // the larger wins a tie (the measurements are in ascending order, so "<="
+  // keeps the later one).
   const ProfileMeasurement *nearestWorkers = nullptr;
   for (const ProfileMeasurement &m : measurements)
     if (!nearestWorkers || std::llabs(m.workers - workers) <=
                                std::llabs(nearestWorkers->workers - workers))
       nearestWorkers = &m;
+  std::string policy =
+      nearestWorkers ? rematFallback(nearestWorkers->workers, remat) : "";
   const ProfileMeasurement *best = nullptr;
   for (const ProfileMeasurement &m : measurements)
     if (nearestWorkers && m.workers == nearestWorkers->workers &&
+        (policy.empty() || m.remat == policy) &&
         (!best || std::llabs(m.microbatchSamples - samples) <=
                       std::llabs(best->microbatchSamples - samples)))
       best = &m;
@@ -225,20 +257,26 @@ const ProfileMeasurement *MeasuredProfile::select(int64_t samples,
   return best;
 }
 
+namespace {
+
+/// MeasuredProfile::estimate without the recompute times of other
+/// policies.
 std::optional<ProfileMeasurement>
-MeasuredProfile::estimate(int64_t samples, int64_t workers,
-                          std::string &how) const {
+estimateOne(const MeasuredProfile &profile, int64_t samples, int64_t workers,
+            std::string_view remat, std::string &how) {
   how.clear();
   double scale = 1.0;
-  const ProfileMeasurement *nearest = select(samples, workers, scale);
+  const ProfileMeasurement *nearest =
+      profile.select(samples, workers, scale, remat);
   if (!nearest)
     return std::nullopt;
   if (nearest->microbatchSamples == samples)
     return *nearest;
-  // The second nearest size of the same workers.
+  // The second nearest size of the same workers and policy.
   const ProfileMeasurement *second = nullptr;
-  for (const ProfileMeasurement &m : measurements)
-    if (m.workers == nearest->workers && &m != nearest &&
+  for (const ProfileMeasurement &m : profile.measurements)
+    if (m.workers == nearest->workers && m.remat == nearest->remat &&
+        &m != nearest &&
         (!second || std::llabs(m.microbatchSamples - samples) <
                         std::llabs(second->microbatchSamples - samples)))
       second = &m;
@@ -300,6 +338,44 @@ MeasuredProfile::estimate(int64_t samples, int64_t workers,
                                                  : "extrapolated") +
         " from " + std::to_string(lo) + " and " + std::to_string(hi) +
         " samples";
+  return out;
+}
+
+} // namespace
+
+std::optional<ProfileMeasurement>
+MeasuredProfile::estimate(int64_t samples, int64_t workers, std::string &how,
+                          std::string_view remat) const {
+  std::optional<ProfileMeasurement> out =
+      estimateOne(*this, samples, workers, remat, how);
+  if (!out)
+    return out;
+  auto lacksRecompute = [](const MeasuredLayer &layer) {
+    return !layer.recompute;
+  };
+  if (std::none_of(out->layers.begin(), out->layers.end(), lacksRecompute))
+    return out;
+  // Recompute times from the policy that recomputed ("stage" first).
+  std::vector<std::string> others;
+  for (const ProfileMeasurement &m : measurements)
+    if (m.workers == out->workers && m.remat != out->remat &&
+        std::find(others.begin(), others.end(), m.remat) == others.end() &&
+        std::any_of(m.layers.begin(), m.layers.end(),
+                    [](const MeasuredLayer &l) { return l.recompute; }))
+      others.push_back(m.remat);
+  std::stable_partition(others.begin(), others.end(),
+                        [](const std::string &p) { return p == "stage"; });
+  for (const std::string &policy : others) {
+    std::string ignored;
+    std::optional<ProfileMeasurement> other =
+        estimateOne(*this, samples, out->workers, policy, ignored);
+    if (!other || other->remat != policy)
+      continue;
+    for (MeasuredLayer &layer : out->layers)
+      if (!layer.recompute)
+        if (const MeasuredLayer *theirs = other->findLayer(layer.name))
+          layer.recompute = theirs->recompute;
+  }
   return out;
 }
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Checks a profile gpipe-run --profile wrote, and what a compile made of it.
 
-usage: check-profile.py PROFILE --samples N [--layers a,b,c] [--recompute]
-                        [--transfer] [--scheduled IR.mlir]
+usage: check-profile.py PROFILE --samples N [--remat P] [--runs R]
+                        [--layers a,b,c] [--recompute] [--transfer]
+                        [--scheduled IR.mlir]
 
 Checks the profile's structure: format and version; a measurement for
-micro-batches of N samples whose layers are exactly the given ones in order,
+micro-batches of N samples (measured under remat P, over R runs) whose
+layers are exactly the given ones in order,
 each with a positive forward and backward (and recompute with
 --recompute), the link fitted (--transfer) and the optimizer's rate. With
 --scheduled, checks that every gpipe.stage of the IR has forward_time =
@@ -62,6 +64,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("profile")
     p.add_argument("--samples", type=int, required=True)
+    p.add_argument("--remat")
+    p.add_argument("--runs", type=int)
     p.add_argument("--layers")
     p.add_argument("--recompute", action="store_true")
     p.add_argument("--transfer", action="store_true")
@@ -72,11 +76,14 @@ def main():
     if root.get("format") != "gpipe-profile" or root.get("version") != 1:
         fail("not a version 1 gpipe profile")
     found = [m for m in root["measurements"]
-             if m["microbatch_samples"] == a.samples]
+             if m["microbatch_samples"] == a.samples and
+             (a.remat is None or m.get("remat") == a.remat)]
     if len(found) != 1:
         fail("expected one measurement of %d samples, got %d" %
              (a.samples, len(found)))
     m = found[0]
+    if a.runs is not None and m.get("runs") != a.runs:
+        fail("%s runs, expected %d" % (m.get("runs"), a.runs))
     names = [l["name"] for l in m["layers"]]
     if a.layers is not None and names != a.layers.split(","):
         fail("layers %s, expected %s" % (names, a.layers))

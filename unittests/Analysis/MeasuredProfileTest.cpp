@@ -219,3 +219,56 @@ TEST(MeasuredProfile, ScalesASingleSize) {
   // An action's own time does not grow with the samples.
   EXPECT_DOUBLE_EQ(m->actionOverhead.at("forward"), 0.25);
 }
+
+TEST(MeasuredProfile, PrefersTheMeasurementOfItsRematPolicy) {
+  std::string error;
+  // Two policies at 4 samples, stage also at 8; a "runs" count.
+  std::optional<MeasuredProfile> p = MeasuredProfile::parse(
+      R"({"format": "gpipe-profile", "version": 1, "measurements": [
+          {"microbatch_samples": 4, "remat": "stage", "runs": 3,
+           "layers": [{"name": "a", "forward": 2, "backward": 6,
+                       "recompute": 2.5},
+                      {"name": "b", "forward": 1, "backward": 3,
+                       "recompute": 1.5}]},
+          {"microbatch_samples": 8, "remat": "stage",
+           "layers": [{"name": "a", "forward": 4, "backward": 12,
+                       "recompute": 5},
+                      {"name": "b", "forward": 2, "backward": 6,
+                       "recompute": 3}]},
+          {"microbatch_samples": 4, "remat": "none",
+           "layers": [{"name": "a", "forward": 2, "backward": 5},
+                      {"name": "b", "forward": 1, "backward": 2}]}]})",
+      error);
+  ASSERT_TRUE(p) << error;
+  EXPECT_EQ(p->measurements[0].remat, "none");
+  EXPECT_EQ(p->measurements[1].runs, 3);
+  double scale = 0;
+  EXPECT_EQ(p->select(4, 1, scale, "none")->remat, "none");
+  EXPECT_EQ(p->select(4, 1, scale, "stage")->remat, "stage");
+  // Selective keeps most values: remat none's backward stands in.
+  EXPECT_EQ(p->rematFallback(1, "selective"), "none");
+  EXPECT_EQ(p->select(4, 1, scale, "selective")->remat, "none");
+  // Another size under none: its one size, scaled, not stage's line.
+  std::string how;
+  std::optional<ProfileMeasurement> m = p->estimate(8, 1, how, "none");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->remat, "none");
+  EXPECT_EQ(how, "scaled from 4 samples");
+  EXPECT_DOUBLE_EQ(m->layers[0].backward, 10.0);
+  // Recompute times come from the policy that recomputed, at this size.
+  ASSERT_TRUE(m->layers[0].recompute);
+  EXPECT_DOUBLE_EQ(*m->layers[0].recompute, 5.0);
+  EXPECT_DOUBLE_EQ(*m->layers[1].recompute, 3.0);
+  m = p->estimate(6, 1, how, "stage");
+  EXPECT_EQ(how, "interpolated from 4 and 8 samples");
+  EXPECT_DOUBLE_EQ(m->layers[0].backward, 9.0);
+  // No policy asked for, or one never measured: any measurement.
+  EXPECT_EQ(p->rematFallback(1, "sequential"), "");
+  EXPECT_EQ(p->select(8, 1, scale)->remat, "stage");
+  // A bad count is an error naming it.
+  EXPECT_FALSE(MeasuredProfile::parse(
+      R"({"format": "gpipe-profile", "version": 1, "measurements": [
+          {"microbatch_samples": 4, "runs": 0, "layers": []}]})",
+      error));
+  EXPECT_EQ(error, "measurements[0]: expected a positive integer 'runs'");
+}

@@ -5,9 +5,11 @@
 // micro-batch spends in its forward, backward (and halves) and recompute;
 // the time an action spends outside its layers; the link's latency and
 // bandwidth; the optimizer's seconds per parameter byte. A profile holds one
-// measurement per micro-batch size; a compile picks the one of its own size
-// or, without it, the nearest and scales every time by the ratio of the
-// sizes. Plain C++17.
+// measurement per micro-batch size, number of workers and remat policy (a
+// backward that reads kept values runs at another speed than one that
+// reads just-recomputed ones); a compile picks the one of its own size,
+// workers and policy or, without it, estimates from the nearest. Plain
+// C++17.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +38,11 @@ struct MeasuredLayer {
 struct ProfileMeasurement {
   int64_t microbatchSamples = 0;
   int64_t workers = 1;
+  /// The remat policy the run had ("none", "stage", "selective"; "" when
+  /// the file does not say).
+  std::string remat;
+  /// How many runs the times are the medians of.
+  int64_t runs = 1;
   std::vector<MeasuredLayer> layers;
   /// Per action kind ("forward", "backward", "backward_input",
   /// "backward_weight", "recompute"): seconds outside the layers.
@@ -65,13 +72,15 @@ struct MeasuredProfile {
   static std::optional<MeasuredProfile> read(const std::string &path,
                                              std::string &error);
 
-  /// The measurement for micro-batches of `samples` on `workers` ranks: of
-  /// the measurements with the nearest number of workers (the larger on a
-  /// tie), the one of the nearest size (the larger on a tie); `scale`
-  /// receives samples / its size (1 for an exact match). Null when there is
-  /// none.
+  /// The measurement for micro-batches of `samples` on `workers` ranks
+  /// under the remat policy `remat`: of the measurements with the nearest
+  /// number of workers (the larger on a tie), those of the policy (see
+  /// rematFallback), and of those the one of the nearest size (the larger
+  /// on a tie); `scale` receives samples / its size (1 for an exact match).
+  /// Null when there is none.
   const ProfileMeasurement *select(int64_t samples, int64_t workers,
-                                   double &scale) const;
+                                   double &scale,
+                                   std::string_view remat = {}) const;
   /// The times for micro-batches of `samples` on `workers` ranks, from the
   /// measurements of the nearest number of workers: the measurement of that
   /// size itself; else, per layer and per action overhead, the straight
@@ -80,9 +89,18 @@ struct MeasuredProfile {
   /// extrapolated beyond them and never below 0; with one size, that size
   /// scaled in proportion. `how` receives "" for a measured size, else
   /// what was done ("interpolated between 4 and 8 samples", "scaled from 8
-  /// samples"). std::nullopt for a profile without measurements.
+  /// samples"). Layers the chosen policy's measurement did not recompute
+  /// take their recompute time from a measurement of another policy that
+  /// did (estimated the same way). std::nullopt for a profile without
+  /// measurements.
   std::optional<ProfileMeasurement> estimate(int64_t samples, int64_t workers,
-                                             std::string &how) const;
+                                             std::string &how,
+                                             std::string_view remat = {}) const;
+  /// The policy whose measurements stand in for `remat` among those with
+  /// `workers` workers: `remat` itself when measured; for "selective" (which
+  /// keeps most layers' values) "none", then "stage"; otherwise any (""
+  /// names every measurement of those workers).
+  std::string rematFallback(int64_t workers, std::string_view remat) const;
   /// The link of the measurement nearest `samples` that measured one (a
   /// one-rank run has no transfers), or null.
   const ProfileMeasurement *selectLink(int64_t samples) const;

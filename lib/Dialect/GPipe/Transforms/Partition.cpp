@@ -191,11 +191,12 @@ static func::FuncOp buildStageForward(OpBuilder &builder, Network &net,
 }
 
 /// Reads the profile at `path` for the network `net` of `func` run by
-/// `workers` ranks: fills `costInput`'s measured per-layer times (estimated
+/// `workers` ranks under the remat policy `remat`: fills `costInput`'s measured per-layer times (estimated
 /// from the sizes it has when it lacks this one) and `device`'s link, and
 /// `out` with the times for this pipeline's micro-batch size and ranks. Errors (no file, no profile, a layer it lacks) are emitted.
 static LogicalResult readMeasuredProfile(StringRef path, func::FuncOp func,
                                          const Network &net, int64_t workers,
+                                         StringRef remat,
                                          std::optional<ProfileMeasurement> &out,
                                          CostModelInput &costInput,
                                          DeviceProfile &device) {
@@ -209,7 +210,7 @@ static LogicalResult readMeasuredProfile(StringRef path, func::FuncOp func,
       inputType && inputType.getRank() > 0 ? inputType.getDimSize(0) : 1;
   std::string how;
   std::optional<ProfileMeasurement> estimated =
-      profile->estimate(samples, workers, how);
+      profile->estimate(samples, workers, how, remat);
   if (!estimated)
     return mlir::emitError(func.getLoc(), "profile '")
            << path << "' has no measurements";
@@ -241,6 +242,11 @@ static LogicalResult readMeasuredProfile(StringRef path, func::FuncOp func,
         << path << "' was measured with " << measured->workers
         << " ranks running, this pipeline runs " << workers
         << "; layers may run at another speed";
+  if (!measured->remat.empty() && measured->remat != remat)
+    mlir::emitWarning(func.getLoc(), "profile '")
+        << path << "' has no measurement under remat " << remat
+        << "; its times were measured under remat " << measured->remat
+        << " (measure this policy too: its backward runs at another speed)";
   return success();
 }
 
@@ -484,7 +490,8 @@ void GPipePartitionPass::runOnOperation() {
   std::optional<ProfileMeasurement> measuredInput;
   if (!profileFile.empty() &&
       failed(readMeasuredProfile(profileFile, func, *net, ranks * replicas,
-                                 measuredInput, costInput, *device)))
+                                 stringifyRemat(*rematKind), measuredInput,
+                                 costInput, *device)))
     return fail();
   const ProfileMeasurement *measured =
       measuredInput ? &*measuredInput : nullptr;
