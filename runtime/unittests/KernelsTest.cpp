@@ -20,6 +20,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -1197,3 +1198,56 @@ TEST(Errors, LastErrorIsPerCallAndClearable) {
 }
 
 } // namespace
+
+// Kernel timing: each entry point counts in its class on the calling
+// thread, sgemm inside GEMM as well; nothing is counted while it is off.
+TEST(KernelTiming, CountsEachClassOnTheCallingThread) {
+  auto read = [](gpipe_rt_kernel_class c) {
+    return gpipe_rt_cpu_thread_kernel_nanoseconds(c);
+  };
+  Shape in{64, 64}, ws{64, 64}, out{64, 64};
+  std::vector<float> x = randomFloats(numel(in), 1), w = randomFloats(64 * 64, 2);
+  std::vector<float> y(size_t(numel(out)));
+  auto linear = [&] {
+    ASSERT_EQ(gpipe_rt_cpu_linear_f32(x.data(), in.data(), 2, w.data(),
+                                      ws.data(), nullptr, 0, y.data(),
+                                      out.data(), 2),
+              GPIPE_RT_SUCCESS)
+        << lastError();
+  };
+  uint64_t gemm = read(GPIPE_RT_KERNEL_CLASS_GEMM);
+  linear();
+  EXPECT_EQ(read(GPIPE_RT_KERNEL_CLASS_GEMM), gemm);
+  gpipe_rt_cpu_set_kernel_timing(1);
+  uint64_t sgemm = read(GPIPE_RT_KERNEL_CLASS_SGEMM);
+  uint64_t elementwise = read(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
+  uint64_t movement = read(GPIPE_RT_KERNEL_CLASS_MOVEMENT);
+  for (int i = 0; i < 20; ++i)
+    linear();
+  uint64_t gemmSpent = read(GPIPE_RT_KERNEL_CLASS_GEMM) - gemm;
+  uint64_t sgemmSpent = read(GPIPE_RT_KERNEL_CLASS_SGEMM) - sgemm;
+  EXPECT_GT(gemmSpent, 0u);
+  EXPECT_GT(sgemmSpent, 0u);
+  EXPECT_LE(sgemmSpent, gemmSpent);
+  EXPECT_EQ(read(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE), elementwise);
+  ASSERT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_ADD, x.data(), in.data(), 2,
+                                    w.data(), ws.data(), 2, y.data(),
+                                    out.data(), 2),
+            GPIPE_RT_SUCCESS);
+  EXPECT_GT(read(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE), elementwise);
+  ASSERT_EQ(gpipe_rt_cpu_copy(GPIPE_RT_F32, x.data(), y.data(), numel(in)),
+            GPIPE_RT_SUCCESS);
+  EXPECT_GT(read(GPIPE_RT_KERNEL_CLASS_MOVEMENT), movement);
+  // Another thread's kernels count on that thread.
+  uint64_t before = read(GPIPE_RT_KERNEL_CLASS_GEMM);
+  uint64_t other = 0;
+  std::thread t([&] {
+    linear();
+    other = read(GPIPE_RT_KERNEL_CLASS_GEMM);
+  });
+  t.join();
+  EXPECT_GT(other, 0u);
+  EXPECT_EQ(read(GPIPE_RT_KERNEL_CLASS_GEMM), before);
+  gpipe_rt_cpu_set_kernel_timing(0);
+  EXPECT_EQ(read(GPIPE_RT_KERNEL_CLASS_COUNT), 0u);
+}

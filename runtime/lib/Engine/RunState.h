@@ -22,6 +22,7 @@
 #ifndef GPIPE_RUNTIME_LIB_ENGINE_RUNSTATE_H
 #define GPIPE_RUNTIME_LIB_ENGINE_RUNSTATE_H
 
+#include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Device.h"
 #include "gpipe/Runtime/Engine.h"
 #include "gpipe/Runtime/Transport.h"
@@ -38,6 +39,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <array>
 #include <vector>
 
 namespace gpipe::rt {
@@ -121,6 +123,9 @@ struct gpipe_rt_rank {
   /// Operator-new allocations the rank's thread made in the current step
   /// (HeapCount.h).
   int64_t heapAllocations = 0;
+  /// With RunOptions::timeKernels: the rank thread's kernel nanoseconds
+  /// per class in the current step.
+  std::array<int64_t, GPIPE_RT_KERNEL_CLASS_COUNT> kernelNs{};
   /// The device's answers at the end of a step (kept: no allocation per
   /// step).
   std::vector<gpipe::rt::Inspection> inspections;

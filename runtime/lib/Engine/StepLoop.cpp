@@ -16,6 +16,7 @@
 #include "gpipe/Runtime/CPUKernels.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,6 +53,8 @@ std::string unfinishedRanks(const std::vector<char> &finished,
 
 void RunState::startRankThreads() {
   gpipe_rt_cpu_set_blas_threads(1);
+  if (options.timeKernels)
+    gpipe_rt_cpu_set_kernel_timing(1);
   threadExited.assign(size_t(numWorkers()), 0);
   for (int64_t w = 0; w < numWorkers(); ++w) {
     if (!isLocal(w))
@@ -119,6 +122,8 @@ void RunState::joinRankThreads() {
   for (std::thread &t : threads)
     t.join();
   threads.clear();
+  if (options.timeKernels)
+    gpipe_rt_cpu_set_kernel_timing(0);
 }
 
 void RunState::rankMain(gpipe_rt_rank *rank) {
@@ -138,6 +143,10 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
         return;
     }
     const int64_t heapBefore = heapAllocationsOnThisThread();
+    std::array<int64_t, GPIPE_RT_KERNEL_CLASS_COUNT> kernelBefore{};
+    for (int c = 0; c < GPIPE_RT_KERNEL_CLASS_COUNT; ++c)
+      kernelBefore[size_t(c)] = int64_t(gpipe_rt_cpu_thread_kernel_nanoseconds(
+          gpipe_rt_kernel_class(c)));
     rank->step = step;
     rank->nextAction = 0;
     rank->current = rank->lastBegun = -1;
@@ -195,6 +204,11 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     rank->heapAllocations = heapBefore < 0
                                 ? -1
                                 : heapAllocationsOnThisThread() - heapBefore;
+    for (int c = 0; c < GPIPE_RT_KERNEL_CLASS_COUNT; ++c)
+      rank->kernelNs[size_t(c)] =
+          int64_t(gpipe_rt_cpu_thread_kernel_nanoseconds(
+              gpipe_rt_kernel_class(c))) -
+          kernelBefore[size_t(c)];
     std::lock_guard<std::mutex> lock(mu);
     finished[size_t(rank->index)] = 1;
     ++finishedCount;
@@ -306,6 +320,16 @@ bool RunState::runStep(int64_t step, RunResult &result) {
   // Steady state: every step after the first two (warm-up grows buffers).
   if (step >= startStep + 2) {
     ++result.steadySteps;
+    if (options.timeKernels)
+      result.kernelSeconds.resize(GPIPE_RT_KERNEL_CLASS_COUNT, 0.0);
+    if (options.timeKernels)
+      for (const gpipe_rt_rank &rank : ranks) {
+        if (!isLocal(rank.index))
+          continue;
+        for (size_t c = 0; c < result.kernelSeconds.size(); ++c)
+          result.kernelSeconds[c] += double(rank.kernelNs[c]) * 1e-9;
+        result.steadyBusySeconds += double(rank.busyNs) * 1e-9;
+      }
     for (const gpipe_rt_rank &rank : ranks)
       if (isLocal(rank.index) && result.steadyHeapAllocations >= 0)
         result.steadyHeapAllocations =

@@ -87,6 +87,11 @@ const char *const kUsage =
     "                           (medians over the steps after the first)\n"
     "                           for gpipe-compile --profile-file; merges\n"
     "                           into FILE's other micro-batch sizes\n"
+    "  --kernel-times           where the compute time goes: the kernels'\n"
+    "                           time per step by class (GEMM and its\n"
+    "                           sgemm, elementwise, normalization and\n"
+    "                           losses, data movement, optimizer) and the\n"
+    "                           rest (cpu target; steps after the first 2)\n"
     "  --timeout SECONDS        give up on a silent peer (default 60)\n"
     "  --transport local|mpi|nccl\n"
     "                           rank threads in this process (default; on\n"
@@ -317,6 +322,7 @@ struct Args {
   /// --gpu; -1: 0, or the local rank under mpirun.
   int gpu = -1;
   bool emulateDevice = false;
+  bool kernelTimes = false;
   /// Inference: --predict, --params, and --resume's checkpoint directory.
   bool predict = false;
   std::string params, resumeDir;
@@ -367,15 +373,17 @@ Args parseArgs(int argc, char **argv) {
       continue;
     }
     if (flag == "--quiet" || flag == "--resume" ||
-        flag == "--emulate-device" || flag == "--predict") {
+        flag == "--emulate-device" || flag == "--predict" ||
+        flag == "--kernel-times") {
       if (inlineValue)
         usageError(flag + " takes no value");
       if (flag == "--resume")
         args.trainingFlags.push_back(flag);
-      (flag == "--quiet"    ? args.quiet
-       : flag == "--resume" ? args.resume
-       : flag == "--predict" ? args.predict
-                            : args.emulateDevice) = true;
+      (flag == "--quiet"          ? args.quiet
+       : flag == "--resume"       ? args.resume
+       : flag == "--predict"      ? args.predict
+       : flag == "--kernel-times" ? args.kernelTimes
+                                  : args.emulateDevice) = true;
       continue;
     }
     static const char *const kValued[] = {
@@ -563,6 +571,48 @@ void printHeader(const ModelImage &image) {
   }
 }
 
+/// Where the compute time of the steady-state steps went (--kernel-times):
+/// per step, summed over this process's ranks.
+void printKernelTimes(const RunResult &result) {
+  if (result.steadySteps < 1 || result.kernelSeconds.empty()) {
+    std::printf("kernel time: not measured (the steps after the first 2 are "
+                "timed: train 3 or more)\n");
+    return;
+  }
+  double steps = double(result.steadySteps);
+  double busy = result.steadyBusySeconds / steps;
+  auto ms = [&](double seconds) { return seconds / steps * 1e3; };
+  auto share = [&](double seconds) {
+    return busy > 0 ? 100.0 * seconds / steps / busy : 0.0;
+  };
+  const std::vector<double> &k = result.kernelSeconds;
+  double kernels = 0;
+  for (size_t c = 0; c < k.size(); ++c)
+    if (c != GPIPE_RT_KERNEL_CLASS_SGEMM)
+      kernels += k[c];
+  double outside = std::max(0.0, result.steadyBusySeconds - kernels);
+  std::printf("kernel time per step (ms, all ranks, %lld steps after the "
+              "first 2): busy %.3f\n",
+              static_cast<long long>(result.steadySteps), busy * 1e3);
+  std::printf("  GEMM %.3f (%.1f%%; inside sgemm %.3f), elementwise %.3f "
+              "(%.1f%%), normalization and losses %.3f (%.1f%%), data "
+              "movement %.3f (%.1f%%), optimizer %.3f (%.1f%%), outside "
+              "kernels %.3f (%.1f%%: the library's own code, runtime "
+              "calls, optimizer steps)\n",
+              ms(k[GPIPE_RT_KERNEL_CLASS_GEMM]),
+              share(k[GPIPE_RT_KERNEL_CLASS_GEMM]),
+              ms(k[GPIPE_RT_KERNEL_CLASS_SGEMM]),
+              ms(k[GPIPE_RT_KERNEL_CLASS_ELEMENTWISE]),
+              share(k[GPIPE_RT_KERNEL_CLASS_ELEMENTWISE]),
+              ms(k[GPIPE_RT_KERNEL_CLASS_NORMALIZATION]),
+              share(k[GPIPE_RT_KERNEL_CLASS_NORMALIZATION]),
+              ms(k[GPIPE_RT_KERNEL_CLASS_MOVEMENT]),
+              share(k[GPIPE_RT_KERNEL_CLASS_MOVEMENT]),
+              ms(k[GPIPE_RT_KERNEL_CLASS_OPTIMIZER]),
+              share(k[GPIPE_RT_KERNEL_CLASS_OPTIMIZER]), ms(outside),
+              share(outside));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -641,6 +691,10 @@ int main(int argc, char **argv) {
   }
 
   run.profileLayers = !args.profile.empty();
+  if (args.kernelTimes && meta.target != "cpu")
+    fatal("--kernel-times times the CPU kernels; this model is compiled for "
+          "--target " + meta.target + " (use --trace for its actions)");
+  run.timeKernels = args.kernelTimes;
   run.recordTrace = !args.trace.empty() || run.profileLayers;
 
   // Checkpoints: resume from the newest complete one, write new ones.
@@ -965,6 +1019,8 @@ int main(int argc, char **argv) {
     }
     std::printf("\n");
   }
+  if (args.kernelTimes)
+    printKernelTimes(result);
   for (const ArenaReport &a : result.arenas)
     std::printf("arena %s: measured %s, planned %s: %s\n",
                 workerLabel(meta, a.rank).c_str(), bytesString(a.measuredBytes).c_str(),

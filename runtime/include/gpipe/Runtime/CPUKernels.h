@@ -32,6 +32,35 @@ int32_t gpipe_rt_cpu_get_blas_threads(void);
 void gpipe_rt_cpu_set_gemm_timing(int32_t enabled);
 uint64_t gpipe_rt_cpu_gemm_nanoseconds(void);
 
+/// What a kernel entry point counts as in the kernel timing.
+typedef enum gpipe_rt_kernel_class {
+  /// linear, matmul, gemm, conv2d and their bf16 forms (bias, im2col and
+  /// the BLAS call);
+  GPIPE_RT_KERNEL_CLASS_GEMM,
+  /// of GEMM, the time inside OpenBLAS's sgemm;
+  GPIPE_RT_KERNEL_CLASS_SGEMM,
+  /// unary, binary, where, equal, not, cast, gelu_grad, dropout, fills,
+  /// the gradient accumulation;
+  GPIPE_RT_KERNEL_CLASS_ELEMENTWISE,
+  /// softmax, layer and batch norm, pools, reductions and losses (with
+  /// their gradients);
+  GPIPE_RT_KERNEL_CLASS_NORMALIZATION,
+  /// copy, transpose, slice, split, concat, insert_slice, gather;
+  GPIPE_RT_KERNEL_CLASS_MOVEMENT,
+  /// sgd_update, running_stats_update;
+  GPIPE_RT_KERNEL_CLASS_OPTIMIZER,
+  GPIPE_RT_KERNEL_CLASS_COUNT
+} gpipe_rt_kernel_class;
+
+/// Kernel timing for `gpipe-run --kernel-times` and benchmarks: while
+/// enabled, every kernel entry point adds its wall time to the calling
+/// thread's count of its class (an entry point another one calls counts
+/// in its caller), and sgemm calls to SGEMM as well.
+/// gpipe_rt_cpu_thread_kernel_nanoseconds reads the calling thread's
+/// count. Off by default; one relaxed atomic load per call while off.
+void gpipe_rt_cpu_set_kernel_timing(int32_t enabled);
+uint64_t gpipe_rt_cpu_thread_kernel_nanoseconds(gpipe_rt_kernel_class cls);
+
 /// 64-bit FNV-1a hash of `size` bytes at `name` (the `stream` of a
 /// parameter's fill_init_f32).
 uint64_t gpipe_rt_hash_name(const char *name, size_t size);

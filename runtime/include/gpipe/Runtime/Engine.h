@@ -494,6 +494,9 @@ struct RunOptions {
   /// marks; host-timed devices only) into RunResult::layerTimes; implies
   /// recordTrace.
   bool profileLayers = false;
+  /// Time the CPU kernels by class (gpipe_rt_cpu_set_kernel_timing) in the
+  /// steady-state steps into RunResult::kernelSeconds.
+  bool timeKernels = false;
   /// Inference (a model whose metadata says "inference"): run the forward
   /// over all of the data, mini-batch by mini-batch (`steps` is ignored:
   /// ceil(N / B) steps for N samples; the last, partial mini-batch is
@@ -581,6 +584,12 @@ struct RunResult {
   /// -1 in a sanitizer build (its allocator is not replaced, so nothing is
   /// counted).
   int64_t steadyHeapAllocations = 0;
+  /// With RunOptions::timeKernels: per gpipe_rt_kernel_class, the seconds
+  /// the rank threads of this process spent in kernels of that class in
+  /// the steady-state steps, summed over ranks and steps; and their busy
+  /// (compute action) seconds in the same steps.
+  std::vector<double> kernelSeconds;
+  double steadyBusySeconds = 0.0;
 };
 
 /// Trains a model.

@@ -3,7 +3,8 @@
 // The pieces of Kernels.cpp that the CPU backend's other kernel files
 // (ConvKernels.cpp) call: the Kernel of an entry point, whose failures go to
 // the thread-local message gpipe_rt_last_error() reads, and the one checking
-// path to OpenBLAS's sgemm (validation, bf16 rounding, gemm timing).
+// path to OpenBLAS's sgemm (validation, bf16 rounding, gemm timing), and
+// the timer every entry point starts (gpipe_rt_cpu_set_kernel_timing).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,11 @@
 #define GPIPE_RUNTIME_LIB_KERNELS_CPU_CPUINTERNAL_H
 
 #include "Common/KernelArgs.h"
+
+#include "gpipe/Runtime/CPUKernels.h"
+
+#include <atomic>
+#include <chrono>
 
 namespace gpipe::rt::cpu {
 
@@ -25,6 +31,44 @@ gpipe_rt_status sgemm(const args::Kernel &kernel, bool transA, bool transB,
                       int64_t m, int64_t n, int64_t k, float alpha,
                       const float *a, int64_t lda, const float *b, int64_t ldb,
                       float beta, float *c, int64_t ldc);
+
+/// Whether kernel timing is on (gpipe_rt_cpu_set_kernel_timing).
+extern std::atomic<bool> kernelTiming;
+/// This thread's nanoseconds per kernel class while timing was on.
+extern thread_local uint64_t kernelNanoseconds[GPIPE_RT_KERNEL_CLASS_COUNT];
+/// How many timed entry points are running on this thread (an entry point
+/// that calls another counts once).
+extern thread_local int kernelDepth;
+
+/// Adds the wall time of an entry point, from construction to destruction,
+/// to this thread's count of its class while timing is on; one relaxed load
+/// when it is off.
+class KernelTimer {
+public:
+  explicit KernelTimer(gpipe_rt_kernel_class cls) : cls(cls) {
+    if (kernelDepth > 0) {
+      ++kernelDepth;
+    } else if (kernelTiming.load(std::memory_order_relaxed)) {
+      kernelDepth = 1;
+      start = std::chrono::steady_clock::now();
+    }
+  }
+  ~KernelTimer() {
+    if (kernelDepth == 0)
+      return;
+    if (--kernelDepth == 0)
+      kernelNanoseconds[cls] += uint64_t(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(
+              std::chrono::steady_clock::now() - start)
+              .count());
+  }
+  KernelTimer(const KernelTimer &) = delete;
+  KernelTimer &operator=(const KernelTimer &) = delete;
+
+private:
+  gpipe_rt_kernel_class cls;
+  std::chrono::steady_clock::time_point start;
+};
 
 } // namespace gpipe::rt::cpu
 

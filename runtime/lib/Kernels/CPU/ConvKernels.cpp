@@ -156,6 +156,7 @@ gpipe_rt_cpu_conv2d_f32(const float *in, const int64_t *inShape,
                         const float *bias, const int64_t *strides,
                         const int64_t *pads, const int64_t *dilations,
                         int64_t groups, float *out, const int64_t *outShape) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_GEMM);
   Kernel kernel = cpu::kernelNamed("conv2d");
   Window2d a;
   GPIPE_RT_TRY(checkConv2d(kernel, in, inShape, weight, weightShape, bias,
@@ -198,6 +199,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_conv2d_grad_f32(
     const int64_t *weightShape, const float *grad, const int64_t *gradShape,
     const int64_t *strides, const int64_t *pads, const int64_t *dilations,
     int64_t groups, float *inputGrad, float *weightGrad, float *biasGrad) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_GEMM);
   Kernel kernel = cpu::kernelNamed("conv2d_grad");
   Window2d a;
   GPIPE_RT_TRY(checkConv2dGrad(kernel, in, inShape, weight, weightShape, grad,
@@ -268,6 +270,7 @@ gpipe_rt_cpu_max_pool2d_f32(const float *in, const int64_t *inShape,
                             const int64_t *kernelDims, const int64_t *strides,
                             const int64_t *pads, const int64_t *dilations,
                             float *out, const int64_t *outShape) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   Window2d a;
   GPIPE_RT_TRY(checkMaxPool2d(cpu::kernelNamed("max_pool2d"), in, inShape,
                               kernelDims, strides, pads, dilations, out,
@@ -291,6 +294,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_max_pool2d_grad_f32(
     const float *in, const int64_t *inShape, const float *grad,
     const int64_t *gradShape, const int64_t *kernelDims, const int64_t *strides,
     const int64_t *pads, const int64_t *dilations, float *inputGrad) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   Window2d a;
   GPIPE_RT_TRY(checkMaxPool2dGrad(cpu::kernelNamed("max_pool2d_grad"), in,
                                   inShape, grad, gradShape, kernelDims, strides,
@@ -317,6 +321,7 @@ gpipe_rt_cpu_avg_pool2d_f32(const float *in, const int64_t *inShape,
                             const int64_t *kernelDims, const int64_t *strides,
                             const int64_t *pads, int32_t countIncludePad,
                             float *out, const int64_t *outShape) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   Window2d a;
   GPIPE_RT_TRY(checkAvgPool2d(cpu::kernelNamed("avg_pool2d"), in, inShape,
                               kernelDims, strides, pads, out, outShape, a));
@@ -351,6 +356,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_avg_pool2d_grad_f32(
     const float *grad, const int64_t *gradShape, const int64_t *kernelDims,
     const int64_t *strides, const int64_t *pads, int32_t countIncludePad,
     float *inputGrad, const int64_t *inShape) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   Window2d a;
   GPIPE_RT_TRY(checkAvgPool2dGrad(cpu::kernelNamed("avg_pool2d_grad"), grad,
                                   gradShape, kernelDims, strides, pads,
@@ -417,6 +423,7 @@ extern "C" gpipe_rt_status
 gpipe_rt_cpu_batch_norm_f32(const float *in, const int64_t *shape, int32_t rank,
                             const float *scale, const float *bias,
                             float epsilon, float *out) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   ChannelSplit s;
   GPIPE_RT_TRY(checkBatchNorm(cpu::kernelNamed("batch_norm"), in, shape, rank,
                               scale, bias, epsilon, out, s));
@@ -441,6 +448,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_batch_norm_grad_f32(
     const float *in, const int64_t *shape, int32_t rank, const float *scale,
     const float *grad, float epsilon, const float *shift, float *inputGrad,
     float *scaleGrad, float *biasGrad, float *meanStat, float *varStat) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   ChannelSplit s;
   GPIPE_RT_TRY(checkBatchNormGrad(
       cpu::kernelNamed("batch_norm_grad"), in, shape, rank, scale, grad,
@@ -512,6 +520,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_batch_norm_grad_f32(
 extern "C" gpipe_rt_status gpipe_rt_cpu_running_stats_update_f32(
     float *runningMean, float *runningVar, const float *meanStat,
     const float *varStat, int64_t channels, int64_t count, double momentum) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_OPTIMIZER);
   GPIPE_RT_TRY(checkRunningStatsUpdate(cpu::kernelNamed("running_stats_update"),
                                        runningMean, runningVar, meanStat,
                                        varStat, channels, count, momentum));

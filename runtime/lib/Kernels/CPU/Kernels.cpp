@@ -175,6 +175,14 @@ float maxOf(const float *x, int64_t n) {
 std::atomic<bool> gemmTiming{false};
 std::atomic<uint64_t> gemmNanoseconds{0};
 
+} // namespace
+
+std::atomic<bool> cpu::kernelTiming{false};
+thread_local uint64_t cpu::kernelNanoseconds[GPIPE_RT_KERNEL_CLASS_COUNT] = {};
+thread_local int cpu::kernelDepth = 0;
+
+namespace {
+
 /// Set while a _bf16 contraction runs on this thread: checkedSgemm rounds
 /// both operands to bf16 first.
 thread_local bool bf16Operands = false;
@@ -233,7 +241,8 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
         c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return GPIPE_RT_SUCCESS;
   }
-  bool timed = gemmTiming.load(std::memory_order_relaxed);
+  bool timed = gemmTiming.load(std::memory_order_relaxed) ||
+               cpu::kernelDepth > 0;
   auto start = timed ? std::chrono::steady_clock::now()
                      : std::chrono::steady_clock::time_point();
   if (bf16Operands) {
@@ -244,12 +253,16 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha,
               a, int(lda), b, int(ldb), beta, c, int(ldc));
-  if (timed)
-    gemmNanoseconds.fetch_add(
+  if (timed) {
+    uint64_t ns =
         uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
                      std::chrono::steady_clock::now() - start)
-                     .count()),
-        std::memory_order_relaxed);
+                     .count());
+    if (gemmTiming.load(std::memory_order_relaxed))
+      gemmNanoseconds.fetch_add(ns, std::memory_order_relaxed);
+    if (cpu::kernelDepth > 0)
+      cpu::kernelNanoseconds[GPIPE_RT_KERNEL_CLASS_SGEMM] += ns;
+  }
   return GPIPE_RT_SUCCESS;
 }
 
@@ -474,6 +487,17 @@ extern "C" uint64_t gpipe_rt_cpu_gemm_nanoseconds(void) {
   return gemmNanoseconds.load(std::memory_order_relaxed);
 }
 
+extern "C" void gpipe_rt_cpu_set_kernel_timing(int32_t enabled) {
+  cpu::kernelTiming.store(enabled != 0, std::memory_order_relaxed);
+}
+
+extern "C" uint64_t
+gpipe_rt_cpu_thread_kernel_nanoseconds(gpipe_rt_kernel_class cls) {
+  return cls >= 0 && cls < GPIPE_RT_KERNEL_CLASS_COUNT
+             ? cpu::kernelNanoseconds[cls]
+             : 0;
+}
+
 extern "C" int32_t gpipe_rt_cpu_get_blas_threads(void) {
   return openblas_get_num_threads();
 }
@@ -486,6 +510,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_binary_f32(
     gpipe_rt_binary_op op, const float *lhs, const int64_t *lhsShape,
     int32_t lhsRank, const float *rhs, const int64_t *rhsShape, int32_t rhsRank,
     float *out, const int64_t *outShape, int32_t outRank) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   Kernel kernel = cpuKernel(binaryName(op));
   BroadcastArgs<3> args;
   GPIPE_RT_TRY(checkBinary(kernel, op, lhs, lhsShape, lhsRank, rhs, rhsShape,
@@ -521,6 +546,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_binary_f32(
 extern "C" gpipe_rt_status gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op op,
                                                   const float *in, float *out,
                                                   int64_t count) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   GPIPE_RT_TRY(checkUnary(cpuKernel("unary"), op, in, out, count));
   switch (op) {
   case GPIPE_RT_NEG:
@@ -577,6 +603,7 @@ gpipe_rt_cpu_equal(gpipe_rt_dtype dtype, const void *lhs,
                    const int64_t *lhsShape, int32_t lhsRank, const void *rhs,
                    const int64_t *rhsShape, int32_t rhsRank, uint8_t *out,
                    const int64_t *outShape, int32_t outRank) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   BroadcastArgs<3> args;
   GPIPE_RT_TRY(checkEqual(cpuKernel("equal"), dtype, lhs, lhsShape, lhsRank,
                           rhs, rhsShape, rhsRank, out, outShape, outRank,
@@ -618,6 +645,7 @@ gpipe_rt_cpu_where(const uint8_t *cond, const int64_t *condShape,
                    const int64_t *xShape, int32_t xRank, const void *y,
                    const int64_t *yShape, int32_t yRank, void *out,
                    const int64_t *outShape, int32_t outRank) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   WhereArgs args;
   GPIPE_RT_TRY(checkWhere(cpuKernel("where"), cond, condShape, condRank, dtype,
                           x, xShape, xRank, y, yShape, yRank, out, outShape,
@@ -646,6 +674,7 @@ gpipe_rt_cpu_where(const uint8_t *cond, const int64_t *condShape,
 
 extern "C" gpipe_rt_status gpipe_rt_cpu_not(const uint8_t *in, uint8_t *out,
                                             int64_t count) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   GPIPE_RT_TRY(checkNot(cpuKernel("not"), in, out, count));
   for (int64_t i = 0; i < count; ++i)
     out[i] = in[i] ? 0 : 1;
@@ -656,6 +685,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_cast(gpipe_rt_dtype inType,
                                              const void *in,
                                              gpipe_rt_dtype outType, void *out,
                                              int64_t count) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   GPIPE_RT_TRY(checkCast(cpuKernel("cast"), inType, in, outType, out, count));
   withCastType(inType, [&](auto inZero) {
     withCastType(outType, [&](auto outZero) {
@@ -674,6 +704,7 @@ gpipe_rt_cpu_matmul_f32(const float *lhs, const int64_t *lhsShape,
                         int32_t lhsRank, const float *rhs,
                         const int64_t *rhsShape, int32_t rhsRank, float *out,
                         const int64_t *outShape, int32_t outRank) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_GEMM);
   Kernel kernel = cpuKernel("matmul");
   MatmulArgs args;
   GPIPE_RT_TRY(checkMatmul(kernel, lhs, lhsShape, lhsRank, rhs, rhsShape,
@@ -708,6 +739,7 @@ gpipe_rt_cpu_gemm_f32(const float *a, const int64_t *aShape, const float *b,
                       const int64_t *cShape, int32_t cRank, float alpha,
                       float beta, int32_t transA, int32_t transB, float *out,
                       const int64_t *outShape) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_GEMM);
   Kernel kernel = cpuKernel("gemm");
   GemmArgs args;
   GPIPE_RT_TRY(checkGemm(kernel, a, aShape, b, bShape, c, cShape, cRank, beta,
@@ -725,6 +757,7 @@ gpipe_rt_cpu_linear_f32(const float *input, const int64_t *inputShape,
                         const int64_t *weightShape, const float *bias,
                         int32_t transposeWeight, float *out,
                         const int64_t *outShape, int32_t outRank) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_GEMM);
   Kernel kernel = cpuKernel("linear");
   LinearArgs args;
   GPIPE_RT_TRY(checkLinear(kernel, input, inputShape, inputRank, weight,
@@ -747,6 +780,7 @@ gpipe_rt_cpu_matmul_bf16(const float *lhs, const int64_t *lhsShape,
                          int32_t lhsRank, const float *rhs,
                          const int64_t *rhsShape, int32_t rhsRank, float *out,
                          const int64_t *outShape, int32_t outRank) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_GEMM);
   Bf16Scope bf16;
   return gpipe_rt_cpu_matmul_f32(lhs, lhsShape, lhsRank, rhs, rhsShape,
                                  rhsRank, out, outShape, outRank);
@@ -758,6 +792,7 @@ gpipe_rt_cpu_gemm_bf16(const float *a, const int64_t *aShape, const float *b,
                        const int64_t *cShape, int32_t cRank, float alpha,
                        float beta, int32_t transA, int32_t transB, float *out,
                        const int64_t *outShape) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_GEMM);
   Bf16Scope bf16;
   return gpipe_rt_cpu_gemm_f32(a, aShape, b, bShape, c, cShape, cRank, alpha,
                                beta, transA, transB, out, outShape);
@@ -769,6 +804,7 @@ gpipe_rt_cpu_linear_bf16(const float *input, const int64_t *inputShape,
                          const int64_t *weightShape, const float *bias,
                          int32_t transposeWeight, float *out,
                          const int64_t *outShape, int32_t outRank) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_GEMM);
   Bf16Scope bf16;
   return gpipe_rt_cpu_linear_f32(input, inputShape, inputRank, weight,
                                  weightShape, bias, transposeWeight, out,
@@ -783,6 +819,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_softmax_f32(const float *in,
                                                     const int64_t *shape,
                                                     int32_t rank, int64_t axis,
                                                     float *out) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   AxisSplit args;
   GPIPE_RT_TRY(
       checkSoftmax(cpuKernel("softmax"), in, shape, rank, axis, out, args));
@@ -835,6 +872,7 @@ gpipe_rt_cpu_layer_norm_f32(const float *in, const int64_t *shape, int32_t rank,
                             int64_t axis, const float *scale, const float *bias,
                             float epsilon, float *out, float *mean,
                             float *rstd) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   RowSplit args;
   GPIPE_RT_TRY(checkLayerNorm(cpuKernel("layer_norm"), in, shape, rank, axis,
                               scale, epsilon, out, args));
@@ -878,6 +916,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_gather(
     gpipe_rt_dtype dtype, const void *data, const int64_t *dataShape,
     int32_t dataRank, gpipe_rt_dtype indexType, const void *indices,
     const int64_t *indicesShape, int32_t indicesRank, int64_t axis, void *out) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_MOVEMENT);
   Kernel kernel = cpuKernel("gather");
   GatherArgs args;
   GPIPE_RT_TRY(checkGather(kernel, dtype, dataShape, dataRank, indexType,
@@ -909,6 +948,7 @@ extern "C" gpipe_rt_status
 gpipe_rt_cpu_transpose(gpipe_rt_dtype dtype, const void *in,
                        const int64_t *shape, int32_t rank, const int64_t *perm,
                        void *out) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_MOVEMENT);
   CopyArgs args;
   GPIPE_RT_TRY(checkTranspose(cpuKernel("transpose"), dtype, in, shape, rank,
                               perm, out, args));
@@ -929,6 +969,7 @@ extern "C" gpipe_rt_status
 gpipe_rt_cpu_slice(gpipe_rt_dtype dtype, const void *in, const int64_t *shape,
                    int32_t rank, const int64_t *offsets, const int64_t *sizes,
                    const int64_t *strides, void *out) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_MOVEMENT);
   CopyArgs args;
   GPIPE_RT_TRY(checkSlice(cpuKernel("slice"), dtype, in, shape, rank, offsets,
                           sizes, strides, out, args));
@@ -944,6 +985,7 @@ extern "C" gpipe_rt_status
 gpipe_rt_cpu_split(gpipe_rt_dtype dtype, const void *in, const int64_t *shape,
                    int32_t rank, int64_t axis, const int64_t *sizes,
                    int32_t numOutputs, void *const *outs) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_MOVEMENT);
   // Reused: a step allocates nothing.
   thread_local PartsArgs args;
   GPIPE_RT_TRY(checkSplit(cpuKernel("split"), dtype, in, shape, rank, axis,
@@ -961,6 +1003,7 @@ extern "C" gpipe_rt_status
 gpipe_rt_cpu_concat(gpipe_rt_dtype dtype, int32_t numInputs,
                     const void *const *inputs, const int64_t *const *shapes,
                     int32_t rank, int64_t axis, void *out) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_MOVEMENT);
   // Reused: a step allocates nothing.
   thread_local PartsArgs args;
   GPIPE_RT_TRY(checkConcat(cpuKernel("concat"), dtype, numInputs, inputs,
@@ -978,6 +1021,7 @@ gpipe_rt_cpu_concat(gpipe_rt_dtype dtype, int32_t numInputs,
 extern "C" gpipe_rt_status gpipe_rt_cpu_copy(gpipe_rt_dtype dtype,
                                              const void *in, void *out,
                                              int64_t count) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_MOVEMENT);
   size_t elemSize;
   GPIPE_RT_TRY(checkCopy(cpuKernel("copy"), dtype, in, out, count, elemSize));
   if (count > 0 && in != out)
@@ -993,6 +1037,7 @@ extern "C" gpipe_rt_status
 gpipe_rt_cpu_cross_entropy_f32(const float *logits, const int64_t *logitsShape,
                                int32_t logitsRank, gpipe_rt_dtype labelType,
                                const void *labels, float *loss) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   Kernel kernel = cpuKernel("cross_entropy");
   LogitsArgs args;
   GPIPE_RT_TRY(checkCrossEntropy(kernel, logitsShape, logitsRank, labelType,
@@ -1016,6 +1061,7 @@ gpipe_rt_cpu_cross_entropy_f32(const float *logits, const int64_t *logitsShape,
 extern "C" gpipe_rt_status gpipe_rt_cpu_mse_f32(const float *input,
                                                 const float *target,
                                                 int64_t count, float *loss) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   GPIPE_RT_TRY(checkMse(cpuKernel("mse"), input, target, count, loss));
   double acc[kLanes] = {};
   int64_t i = 0;
@@ -1040,6 +1086,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_mse_f32(const float *input,
 extern "C" gpipe_rt_status
 gpipe_rt_cpu_reduce_sum_f32(const float *in, const int64_t *shape, int32_t rank,
                             const int64_t *axes, int32_t numAxes, float *out) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   ReduceArgs args;
   GPIPE_RT_TRY(checkReduceSum(cpuKernel("reduce_sum"), in, shape, rank, axes,
                               numAxes, out, args));
@@ -1091,6 +1138,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_insert_slice(
     gpipe_rt_dtype dtype, const void *source, const int64_t *sourceShape,
     const void *dest, const int64_t *destShape, int32_t rank,
     const int64_t *offsets, const int64_t *strides, void *out) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_MOVEMENT);
   InsertSliceArgs args;
   GPIPE_RT_TRY(checkInsertSlice(cpuKernel("insert_slice"), dtype, source,
                                 sourceShape, dest, destShape, rank, offsets,
@@ -1112,6 +1160,7 @@ gpipe_rt_cpu_gather_grad_f32(gpipe_rt_dtype indexType, const void *indices,
                              const float *grad, const int64_t *gradShape,
                              int32_t gradRank, int64_t axis, float *out,
                              const int64_t *outShape, int32_t outRank) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_MOVEMENT);
   Kernel kernel = cpuKernel("gather_grad");
   GatherGradArgs args;
   GPIPE_RT_TRY(checkGatherGrad(kernel, indexType, indices, indicesShape,
@@ -1147,6 +1196,7 @@ extern "C" gpipe_rt_status
 gpipe_rt_cpu_softmax_grad_f32(const float *output, const float *grad,
                               const int64_t *shape, int32_t rank, int64_t axis,
                               float *out) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   AxisSplit args;
   GPIPE_RT_TRY(checkSoftmaxGrad(cpuKernel("softmax_grad"), output, grad, shape,
                                 rank, axis, out, args));
@@ -1174,6 +1224,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_layer_norm_grad_f32(
     const float *in, const int64_t *shape, int32_t rank, int64_t axis,
     const float *scale, const float *grad, float epsilon, float *inputGrad,
     float *scaleGrad, float *biasGrad) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   RowSplit args;
   GPIPE_RT_TRY(checkLayerNormGrad(cpuKernel("layer_norm_grad"), in, shape, rank,
                                   axis, scale, grad, epsilon, args));
@@ -1238,6 +1289,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_gelu_grad_f32(const float *in,
                                                       const float *grad,
                                                       float *out,
                                                       int64_t count) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   GPIPE_RT_TRY(checkGeluGrad(cpuKernel("gelu_grad"), in, grad, out, count));
   constexpr double kSqrtHalf = 0.70710678118654752440;
   constexpr double kInvSqrtTwoPi = 0.39894228040143267794;
@@ -1254,6 +1306,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_cross_entropy_grad_at_f32(
     const float *logits, const int64_t *logitsShape, int32_t logitsRank,
     gpipe_rt_dtype labelType, const void *labels, const float *grad,
     float *out) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   if (!grad)
     return Error(GPIPE_RT_INVALID_ARGUMENT, cpuKernel("cross_entropy_grad"))
            << "null grad";
@@ -1263,6 +1316,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_cross_entropy_grad_at_f32(
 
 extern "C" gpipe_rt_status gpipe_rt_cpu_fill_f32(float *out, int64_t count,
                                                  float value) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   GPIPE_RT_TRY(checkBuffers(cpuKernel("fill"), count, {{"out", out}}));
   for (int64_t i = 0; i < count; ++i)
     out[i] = value;
@@ -1272,6 +1326,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_fill_f32(float *out, int64_t count,
 extern "C" gpipe_rt_status gpipe_rt_cpu_cross_entropy_grad_f32(
     const float *logits, const int64_t *logitsShape, int32_t logitsRank,
     gpipe_rt_dtype labelType, const void *labels, float grad, float *out) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   Kernel kernel = cpuKernel("cross_entropy_grad");
   LogitsArgs args;
   GPIPE_RT_TRY(checkCrossEntropyGrad(kernel, logitsShape, logitsRank, labelType,
@@ -1305,6 +1360,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_sgd_update_f32(float *param,
                                                        const float *grad,
                                                        int64_t count,
                                                        float lr) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_OPTIMIZER);
   GPIPE_RT_TRY(checkSgdUpdate(cpuKernel("sgd_update"), param, grad, count));
   for (int64_t i = 0; i < count; ++i) {
     float step = lr * grad[i];
@@ -1317,6 +1373,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_accumulate_f32(float *acc,
                                                        const float *grad,
                                                        int64_t count,
                                                        int32_t first) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   GPIPE_RT_TRY(checkAccumulate(cpuKernel("accumulate"), acc, grad, count));
   if (first) {
     if (acc != grad)
@@ -1336,6 +1393,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_dropout_f32(const float *in,
                                                     float *out, int64_t count,
                                                     float ratio, uint64_t key,
                                                     uint64_t stream) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   GPIPE_RT_TRY(checkDropout(cpuKernel("dropout"), in, out, count, ratio));
   const float scale = float(1.0 / (1.0 - double(ratio)));
   const uint64_t k = splitMix64(key ^ splitMix64(stream));
@@ -1363,6 +1421,7 @@ extern "C" uint64_t gpipe_rt_hash_name(const char *name, size_t size) {
 extern "C" gpipe_rt_status
 gpipe_rt_cpu_fill_init_f32(gpipe_rt_init init, float *out, int64_t count,
                            double scale, uint64_t seed, uint64_t stream) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   GPIPE_RT_TRY(checkFillInit(cpuKernel("fill_init"), init, out, count, scale));
   if (init == GPIPE_RT_INIT_ZEROS || init == GPIPE_RT_INIT_ONES) {
     std::fill(out, out + count, init == GPIPE_RT_INIT_ONES ? 1.0f : 0.0f);
