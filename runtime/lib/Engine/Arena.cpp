@@ -25,8 +25,10 @@ int64_t persistentEnd(const RankPlan &plan, int64_t stateMultiple) {
   int64_t end = 0;
   for (const StagePlan &stage : plan.stages) {
     end = std::max(end, stage.paramsOffset + stage.paramBytes);
-    end = std::max(end, stage.gradsOffset + stage.paramBytes);
-    if (stateMultiple)
+    // An inference plan has no gradients nor state (offset -1).
+    if (stage.gradsOffset >= 0)
+      end = std::max(end, stage.gradsOffset + stage.paramBytes);
+    if (stateMultiple && stage.stateOffset >= 0)
       end = std::max(end,
                      stage.stateOffset + stage.paramBytes * stateMultiple);
   }
@@ -50,8 +52,10 @@ Status makeArena(const ModelImage &model, const RankPlan &plan, uint64_t seed,
   for (const StagePlan &stage : plan.stages) {
     if (stage.paramBytes == 0)
       continue;
-    std::memset(base + stage.gradsOffset, 0, size_t(stage.paramBytes));
-    if (multiple)
+    // An inference plan has no gradients nor state (offset -1).
+    if (stage.gradsOffset >= 0)
+      std::memset(base + stage.gradsOffset, 0, size_t(stage.paramBytes));
+    if (multiple && stage.stateOffset >= 0)
       std::memset(base + stage.stateOffset, 0,
                   size_t(stage.paramBytes * multiple));
     for (const ParamSlot &slot : stage.params) {
@@ -106,7 +110,8 @@ Status collectTensors(const ModelMetadata &meta,
       for (const ParamSlot &slot : stage.params) {
         // Running statistics have sums in their gradient slots, not
         // gradients.
-        if (gradients && slot.offset >= stage.trainableBytes)
+        if (gradients &&
+            (slot.offset >= stage.trainableBytes || stage.gradsOffset < 0))
           continue;
         const uint8_t *src =
             arenas[size_t(rank.rank)] +
@@ -147,7 +152,8 @@ Status restoreState(const ModelMetadata &meta, const TrainingState &state,
         if (slot.elements)
           std::memcpy(arena + stage.paramsOffset + slot.offset,
                       p->second.data(), size_t(slot.elements) * 4);
-        for (size_t k = 0; k < slots.size(); ++k) {
+        // An inference plan keeps no optimizer state (offset -1).
+        for (size_t k = 0; stage.stateOffset >= 0 && k < slots.size(); ++k) {
           auto v = state.optimizerState.find(slots[k] + "." + slot.name);
           if (v == state.optimizerState.end() ||
               int64_t(v->second.size()) != slot.elements)
@@ -170,7 +176,7 @@ void collectOptimizerState(const ModelMetadata &meta,
   for (const RankPlan &rank : meta.ranks)
     for (const StagePlan &stage : rank.stages)
       for (const ParamSlot &slot : stage.params)
-        for (size_t k = 0; k < slots.size(); ++k) {
+        for (size_t k = 0; stage.stateOffset >= 0 && k < slots.size(); ++k) {
           const uint8_t *src = arenas[size_t(rank.rank)] +
                                stage.stateOffset +
                                int64_t(k) * stage.paramBytes + slot.offset;
@@ -186,7 +192,7 @@ std::vector<uint8_t> packBlocks(const RankPlan &plan, const uint8_t *arena,
   std::vector<uint8_t> bytes;
   for (const StagePlan &stage : plan.stages) {
     auto append = [&](int64_t offset, int64_t size) {
-      if (size > 0)
+      if (size > 0 && offset >= 0)
         bytes.insert(bytes.end(), arena + offset, arena + offset + size);
     };
     append(stage.paramsOffset, stage.paramBytes);
@@ -202,7 +208,7 @@ void unpackBlocks(const RankPlan &plan, uint8_t *arena, int64_t stateMultiple,
   size_t at = 0;
   for (const StagePlan &stage : plan.stages) {
     auto take = [&](int64_t offset, int64_t size) {
-      if (size > 0 && at + size_t(size) <= bytes.size()) {
+      if (size > 0 && offset >= 0 && at + size_t(size) <= bytes.size()) {
         std::memcpy(arena + offset, bytes.data() + at, size_t(size));
         at += size_t(size);
       }

@@ -149,9 +149,9 @@ static SmallVector<Value> exposeFromLayers(func::FuncOp func,
 /// that the reverse pass or the return of `backward` reads become arguments
 /// of `backward` after its first `numInputs`, and extra results of
 /// `forward`. `original` maps a backward value to the forward value it
-/// clones.
+/// clones. The ops it erases leave `allForwardOps`.
 static void saveActivations(func::FuncOp forward, func::FuncOp backward,
-                            const llvm::DenseSet<Operation *> &allForwardOps,
+                            llvm::DenseSet<Operation *> &allForwardOps,
                             const llvm::DenseMap<Value, Value> &original,
                             unsigned numInputs,
                             ArrayRef<StringAttr> recomputeLayers) {
@@ -159,10 +159,12 @@ static void saveActivations(func::FuncOp forward, func::FuncOp backward,
   // The forward ops whose values are kept: all but those of the layers to
   // recompute, which stay in the backward and read the kept values.
   llvm::DenseSet<Operation *> forwardOps;
-  for (Operation *op : allForwardOps) {
-    StringAttr layer = getLayerOfLoc(op->getLoc());
+  for (Operation &op : block) {
+    if (!allForwardOps.contains(&op))
+      continue;
+    StringAttr layer = getLayerOfLoc(op.getLoc());
     if (!layer || !llvm::is_contained(recomputeLayers, layer))
-      forwardOps.insert(op);
+      forwardOps.insert(&op);
   }
   SmallVector<Value> saved;
   for (Operation &op : block) {
@@ -193,8 +195,10 @@ static void saveActivations(func::FuncOp forward, func::FuncOp backward,
   for (auto [k, v] : llvm::enumerate(saved))
     v.replaceAllUsesWith(block.getArgument(numInputs + k));
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-    if (isOpTriviallyDead(&op))
+    if (isOpTriviallyDead(&op)) {
+      allForwardOps.erase(&op);
       op.erase();
+    }
   backward->setAttr(kSavedCountAttrName, count);
 
   // Forward: returns them after its results.
@@ -417,10 +421,13 @@ mlir::gpipe::nn::buildBackwardFunction(func::FuncOp forward, StringRef name,
                       builder.getF64FloatAttr(options.lossScale));
 
   // Drop the forward ops (and VJP by-products) nothing needs: one sweep in
-  // reverse order removes whole dead chains.
+  // reverse order removes whole dead chains. The set of forward ops loses
+  // them too (nothing may read an erased op).
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*block)))
-    if (isOpTriviallyDead(&op))
+    if (isOpTriviallyDead(&op)) {
+      forwardOpSet.erase(&op);
       op.erase();
+    }
 
   if (options.saveActivations) {
     llvm::DenseMap<Value, Value> original;
