@@ -1,0 +1,340 @@
+#!/usr/bin/env python3
+#===- vs_pytorch.py - Training throughput of gpipe and PyTorch, one CPU ---===#
+#
+# The same models, side by side on this machine's CPU: each is defined here
+# in PyTorch, exported to ONNX (the TorchScript exporter, opset 17), then
+#
+#   - compiled by gpipe-compile (remat none) and trained by gpipe-run at
+#     K = 1 and at K = 2 with M = 8 (1F1B), the step time gpipe-run reports
+#     (median after the first step);
+#   - trained by PyTorch eager on 1 and on 2 threads (the best is the
+#     reference), and by torch.compile (inductor) where it runs;
+#
+# every one a full training step (forward, cross-entropy loss, backward,
+# SGD update) on the same batch shape. It prints per model the step time,
+# samples/s, the step's matmul GFLOP/s (counted by PyTorch's
+# FlopCounterMode over one step: forward and backward) and the ratio to the
+# best eager time; where gpipe's time goes at K = 1 (gpipe-run
+# --kernel-times); and the single-core sgemm ceiling measured in the same
+# run (OpenBLAS, gpipe's BLAS, through ctypes, and PyTorch's own BLAS on one
+# thread, each at 1024^3: the best of them). Run it on an idle machine:
+#
+#   python -m venv venv && venv/bin/pip install torch onnx onnxscript
+#   venv/bin/python bench/vs_pytorch.py [--bin build/bin] [--steps 20]
+#       [--models mlp,gpt-small,gpt-gemm] [--no-compile]
+#
+# It needs pip's torch and onnx (never the tests: they need neither).
+#
+#===-----------------------------------------------------------------------===#
+import argparse
+import warnings
+import ctypes
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# ------------------------------------------------------------------ models
+
+
+class MLP(nn.Module):
+    def __init__(self, inputs, width, depth, classes):
+        super().__init__()
+        layers, d = [], inputs
+        for _ in range(depth):
+            layers += [nn.Linear(d, width), nn.ReLU()]
+            d = width
+        layers.append(nn.Linear(d, classes))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Attention(nn.Module):
+    def __init__(self, d, heads, seq):
+        super().__init__()
+        self.d, self.heads = d, heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq)))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h, hd = self.heads, d // self.heads
+        q, k, v = self.qkv(x).split(d, dim=-1)
+        q = q.reshape(b, t, h, hd).transpose(1, 2)
+        k = k.reshape(b, t, h, hd).transpose(1, 2)
+        v = v.reshape(b, t, h, hd).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        att = att.masked_fill(self.mask == 0, float("-inf"))
+        y = torch.softmax(att, dim=-1) @ v
+        return self.proj(y.transpose(1, 2).reshape(b, t, d))
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, seq):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = Attention(d, heads, seq)
+        self.fc, self.fc_proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.fc_proj(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, d, heads, seq, blocks):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(0.02 * torch.randn(seq, d))
+        self.blocks = nn.ModuleList(Block(d, heads, seq) for _ in range(blocks))
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x))
+
+
+# name -> (description, constructor, batch, example input, classes)
+def make_models():
+    def tokens(batch, seq, vocab):
+        return lambda: torch.randint(0, vocab, (batch, seq))
+    return {
+        "mlp": ("MLP 256-512x6-10, batch 128",
+                lambda: MLP(256, 512, 6, 10), 128,
+                lambda: torch.randn(128, 256), 10),
+        "gpt-small": ("GPT D=64 T=32 4 blocks 4 heads vocab 65, batch 8",
+                      lambda: GPT(65, 64, 4, 32, 4), 8, tokens(8, 32, 65), 65),
+        "gpt-gemm": ("GPT D=256 T=64 4 blocks 8 heads vocab 65, batch 16",
+                     lambda: GPT(65, 256, 8, 64, 4), 16, tokens(16, 64, 65),
+                     65),
+    }
+
+
+# ------------------------------------------------------------------ runs
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    if p.returncode != 0:
+        sys.exit("failed (%d): %s\n%s" % (p.returncode, " ".join(cmd),
+                                           p.stdout))
+    return p.stdout
+
+
+def gpipe_step(args, onnx_file, work, k, m, kernel_times=False):
+    lib = os.path.join(work, "k%d-m%d.so" % (k, m))
+    cmd = [os.path.join(args.bin, "gpipe-compile"), onnx_file, "--stages",
+           str(k), "--microbatches", str(m), "--remat", "none", "--quiet",
+           "-o", lib]
+    if k > 1:
+        cmd += ["--schedule", "1f1b"]
+    run(cmd)
+    cmd = [os.path.join(args.bin, "gpipe-run"), lib, "--steps",
+           str(args.steps), "--lr", "0.01"]
+    if kernel_times:
+        cmd.append("--kernel-times")
+    out = run(cmd)
+    step = re.search(r"step time: measured ([0-9.e+-]+) s", out)
+    if not step:
+        sys.exit("no step time in gpipe-run's output:\n" + out)
+    return float(step.group(1)), out
+
+
+def torch_train_step(model, x, y, classes):
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        logits = model(x)
+        loss = F.cross_entropy(logits.reshape(-1, classes), y.reshape(-1))
+        loss.backward()
+        opt.step()
+    return step
+
+
+def time_steps(step, steps, warmup=3):
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def labels_for(make_x, classes):
+    x = make_x()
+    shape = x.shape[:-1] if x.dtype.is_floating_point else x.shape
+    return x, torch.randint(0, classes, shape)
+
+
+def step_flops(model, x, y, classes):
+    from torch.utils.flop_counter import FlopCounterMode
+    counter = FlopCounterMode(display=False)
+    with counter:
+        logits = model(x)
+        F.cross_entropy(logits.reshape(-1, classes), y.reshape(-1)).backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops()
+
+
+def sgemm_ceiling():
+    """GFLOP/s of one-thread sgemm at 1024^3: (OpenBLAS, PyTorch's)."""
+    n, reps = 1024, 5
+    flops = 2.0 * n ** 3
+    result = {}
+    try:
+        blas = ctypes.CDLL("libopenblas.so.0")
+        blas.openblas_set_num_threads(1)
+        a = (ctypes.c_float * (n * n))()
+        b = (ctypes.c_float * (n * n))()
+        c = (ctypes.c_float * (n * n))()
+        sgemm = blas.cblas_sgemm
+        sgemm.argtypes = [ctypes.c_int] * 6 + [
+            ctypes.c_float, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+            ctypes.c_int, ctypes.c_float, ctypes.c_void_p, ctypes.c_int]
+        call = lambda: sgemm(101, 111, 111, n, n, n, 1.0, a, n, b, n, 0.0, c,
+                             n)
+        call()
+        best = min(timeit(call) for _ in range(reps))
+        result["OpenBLAS (gpipe's)"] = flops / best / 1e9
+    except OSError as e:
+        result["OpenBLAS (gpipe's)"] = None
+        print("# OpenBLAS not loaded: %s" % e)
+    torch.set_num_threads(1)
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    best = min(timeit(lambda: torch.mm(a, b)) for _ in range(reps))
+    result["PyTorch's BLAS"] = flops / best / 1e9
+    return result
+
+
+def timeit(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+# ------------------------------------------------------------------ main
+
+
+def main():
+    warnings.filterwarnings("ignore")
+    p = argparse.ArgumentParser(
+        description="Training throughput of gpipe and PyTorch on this CPU")
+    p.add_argument("--bin", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "build", "bin"))
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--models", default="mlp,gpt-small,gpt-gemm")
+    p.add_argument("--no-compile", action="store_true",
+                   help="leave torch.compile out")
+    args = p.parse_args()
+    models = make_models()
+    print("# gpipe vs PyTorch %s, training steps on this CPU (%d cores: %s)"
+          % (torch.__version__, os.cpu_count(), cpu_name()))
+    print("# step: forward, cross-entropy, backward, SGD; median of %d steps "
+          "after warm-up; gpipe remat none" % args.steps)
+    ceiling = sgemm_ceiling()
+    best_ceiling = max(v for v in ceiling.values() if v)
+    print("# single-core sgemm ceiling (1024^3): " + ", ".join(
+        "%s %.1f GFLOP/s" % (k, v) for k, v in ceiling.items() if v))
+    summary = []
+    work = tempfile.mkdtemp(prefix="gpipe-vs-pytorch-")
+    for name in args.models.split(","):
+        if name not in models:
+            sys.exit("unknown model '%s' (have %s)" % (name, ", ".join(models)))
+        desc, make, batch, make_x, classes = models[name]
+        torch.manual_seed(0)
+        model = make()
+        x, y = labels_for(make_x, classes)
+        onnx_file = os.path.join(work, name + ".onnx")
+        model.eval()
+        torch.onnx.export(model, (x,), onnx_file, input_names=["input"],
+                          output_names=["logits"], opset_version=17,
+                          dynamo=False)
+        model.train()
+        flops = step_flops(model, x, y, classes)
+        rows = []
+        k1, breakdown = gpipe_step(args, onnx_file, work, 1, 1,
+                                   kernel_times=True)
+        rows.append(("gpipe K=1", k1))
+        k2, _ = gpipe_step(args, onnx_file, work, 2, 8)
+        rows.append(("gpipe K=2 M=8 (1f1b)", k2))
+        eager = {}
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            eager[threads] = time_steps(
+                torch_train_step(model, x, y, classes), args.steps)
+            rows.append(("PyTorch eager, %d thread%s" %
+                         (threads, "s" if threads > 1 else ""),
+                         eager[threads]))
+        best_threads = min(eager, key=eager.get)
+        reference = eager[best_threads]
+        compiled = None
+        if not args.no_compile:
+            torch.set_num_threads(best_threads)
+            try:
+                cmodel = torch.compile(make())
+                compiled = time_steps(
+                    torch_train_step(cmodel, x, y, classes), args.steps)
+                rows.append(("torch.compile, %d thread%s" %
+                             (best_threads, "s" if best_threads > 1 else ""),
+                             compiled))
+            except Exception as e:  # noqa: BLE001 - report and go on
+                rows.append(("torch.compile: fails (%s)" %
+                             str(e).splitlines()[0][:60], None))
+        print("\n## %s (%s; %.2f GFLOP of matmuls per step)" %
+              (name, desc, flops / 1e9))
+        print("%-32s %10s %12s %10s %12s" % ("", "step ms", "samples/s",
+                                             "GFLOP/s", "vs eager"))
+        for label, t in rows:
+            if t is None:
+                print(label)
+                continue
+            print("%-32s %10.3f %12.1f %10.1f %11.2fx" %
+                  (label, t * 1e3, batch / t, flops / t / 1e9, reference / t))
+        times = re.search(r"kernel time per step.*\n(.*)\n", breakdown)
+        if times:
+            print("gpipe K=1, where the time goes (ms per step):")
+            print("  " + times.group(1).strip())
+        summary.append(
+            "%s: gpipe K=1 %.2fx eager (best: %d thread%s)%s, K=2 M=8 %.2fx "
+            "K=1; gpipe K=1 at %.0f%% of the sgemm ceiling" %
+            (name, reference / k1, best_threads,
+             "s" if best_threads > 1 else "",
+             ", %.2fx torch.compile" % (compiled / k1) if compiled else "",
+             k1 / k2, 100 * flops / k1 / 1e9 / best_ceiling))
+    print("\n## summary (ceiling %.1f GFLOP/s)" % best_ceiling)
+    for line in summary:
+        print(line)
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+if __name__ == "__main__":
+    main()
