@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Runtime/CPUKernels.h"
+#include "gpipe/Runtime/ScalarMath.h"
 
 #include "CPU/CPUInternal.h"
 #include "Common/KernelArgs.h"
@@ -298,13 +299,6 @@ void broadcastBinary(const StridedPlan<3> &plan, const T *lhs, const T *rhs,
   });
 }
 
-float sigmoid(float x) {
-  // Never exponentiates a positive number: no overflow, no cancellation.
-  if (x >= 0.0f)
-    return 1.0f / (1.0f + std::exp(-x));
-  float e = std::exp(x);
-  return e / (1.0f + e);
-}
 
 template <typename T> T toInt(double v) {
   if (std::isnan(v))
@@ -563,7 +557,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op op,
     break;
   case GPIPE_RT_EXP:
     for (int64_t i = 0; i < count; ++i)
-      out[i] = std::exp(in[i]);
+      out[i] = math::expf(in[i]);
     break;
   case GPIPE_RT_LOG:
     for (int64_t i = 0; i < count; ++i)
@@ -571,29 +565,25 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op op,
     break;
   case GPIPE_RT_ERF:
     for (int64_t i = 0; i < count; ++i)
-      out[i] = std::erf(in[i]);
+      out[i] = math::erff(in[i]);
     break;
   case GPIPE_RT_TANH:
     for (int64_t i = 0; i < count; ++i)
-      out[i] = std::tanh(in[i]);
+      out[i] = math::tanhf(in[i]);
     break;
   case GPIPE_RT_SIGMOID:
     for (int64_t i = 0; i < count; ++i)
-      out[i] = sigmoid(in[i]);
+      out[i] = math::sigmoidf(in[i]);
     break;
   case GPIPE_RT_RELU:
     // NaN stays NaN, as in PyTorch.
     for (int64_t i = 0; i < count; ++i)
       out[i] = in[i] < 0.0f ? 0.0f : in[i];
     break;
-  case GPIPE_RT_GELU: {
-    constexpr float kSqrtHalf = 0.70710678118654752440f;
-    for (int64_t i = 0; i < count; ++i) {
-      float x = in[i];
-      out[i] = x * 0.5f * (1.0f + std::erf(x * kSqrtHalf));
-    }
+  case GPIPE_RT_GELU:
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = math::geluf(in[i]);
     break;
-  }
   }
   return GPIPE_RT_SUCCESS;
 }
@@ -833,7 +823,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_softmax_f32(const float *in,
       float *y = out + o * n;
       float m = maxOf(x, n);
       for (int64_t j = 0; j < n; ++j)
-        y[j] = std::exp(x[j] - m);
+        y[j] = math::expf(x[j] - m);
       float sum = float(sumMapped(y, n, [](float v) { return double(v); }));
       for (int64_t j = 0; j < n; ++j)
         y[j] = y[j] / sum;
@@ -855,7 +845,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_softmax_f32(const float *in,
         mx[i] = x[j * inner + i] > mx[i] ? x[j * inner + i] : mx[i];
     for (int64_t j = 0; j < n; ++j) {
       for (int64_t i = 0; i < inner; ++i) {
-        float e = std::exp(x[j * inner + i] - mx[i]);
+        float e = math::expf(x[j * inner + i] - mx[i]);
         y[j * inner + i] = e;
         sm[i] += e;
       }
@@ -1050,7 +1040,7 @@ gpipe_rt_cpu_cross_entropy_f32(const float *logits, const int64_t *logitsShape,
     const float *x = logits + r * classes;
     float m = maxOf(x, classes);
     double sum =
-        sumMapped(x, classes, [m](float v) { return double(std::exp(v - m)); });
+        sumMapped(x, classes, [m](float v) { return double(math::expf(v - m)); });
     double lse = double(m) + std::log(sum);
     total += lse - double(x[readIndex(labelType, labels, r)]);
   }
@@ -1291,14 +1281,8 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_gelu_grad_f32(const float *in,
                                                       int64_t count) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   GPIPE_RT_TRY(checkGeluGrad(cpuKernel("gelu_grad"), in, grad, out, count));
-  constexpr double kSqrtHalf = 0.70710678118654752440;
-  constexpr double kInvSqrtTwoPi = 0.39894228040143267794;
-  for (int64_t i = 0; i < count; ++i) {
-    double x = in[i];
-    double cdf = 0.5 * (1.0 + std::erf(x * kSqrtHalf));
-    double pdf = kInvSqrtTwoPi * std::exp(-0.5 * x * x);
-    out[i] = float(double(grad[i]) * (cdf + x * pdf));
-  }
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = math::geluGradf(in[i], grad[i]);
   return GPIPE_RT_SUCCESS;
 }
 
@@ -1343,9 +1327,9 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_cross_entropy_grad_f32(
     int64_t label = readIndex(labelType, labels, r);
     float m = maxOf(x, classes);
     double sum =
-        sumMapped(x, classes, [m](float v) { return double(std::exp(v - m)); });
+        sumMapped(x, classes, [m](float v) { return double(math::expf(v - m)); });
     for (int64_t j = 0; j < classes; ++j) {
-      double p = double(std::exp(x[j] - m)) / sum;
+      double p = double(math::expf(x[j] - m)) / sum;
       dx[j] = float((p - (j == label ? 1.0 : 0.0)) * factor);
     }
   }
