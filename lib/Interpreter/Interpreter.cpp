@@ -562,6 +562,20 @@ LogicalResult Interpreter::run(Operation *op, unsigned depth) {
     return bindResult(x.reshaped(type.getShape()));
   }
 
+  if (auto fused = dyn_cast<nn::FusedOp>(op)) {
+    // Op by op on whole tensors: the kernels compute each element as the
+    // compiled loop does.
+    SmallVector<HostTensor> inputs;
+    for (Value v : fused.getInputs())
+      inputs.push_back(get(v));
+    std::vector<HostTensor> results;
+    if (failed(runBlock(fused.getBodyBlock(), inputs, results, depth + 1)))
+      return failure();
+    for (auto [result, value] : llvm::zip(fused.getResults(), results))
+      env[result] = value;
+    return success();
+  }
+
   if (auto remat = dyn_cast<RematOp>(op)) {
     // The recomputed forward runs in place.
     std::vector<HostTensor> results;

@@ -71,6 +71,7 @@ static void configure(GPipePipelineOptions &to,
   to.profileFile = std::string(from.profileFile);
   to.optimizer = OptimizerKind(from.optimizer);
   to.inference = bool(from.inference);
+  to.fuse = bool(from.fuse);
   to.granularity = nn::LayerGranularity(from.granularity);
   to.recomputeLayers = ArrayRef<std::string>(
       std::vector<std::string>(from.recomputeLayers.begin(),

@@ -101,6 +101,10 @@ static void buildPipeline(OpPassManager &pm,
   }
   pm.addPass(createGPipeVerifySchedulePass());
 
+  // Before the memory plan: the values inside a fused loop need no buffer.
+  if (options.fuse)
+    pm.addNestedPass<func::FuncOp>(nn::createNNFuseElementwisePass());
+
   GPipePlanMemoryPassOptions memory;
   memory.optimizer = options.optimizer;
   memory.memoryBudget = options.memoryBudget;

@@ -39,6 +39,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace mlir;
@@ -118,10 +119,12 @@ protected:
   /// A copy of `network` compiled with gpipe-pipeline (null on failure).
   OwningOpRef<ModuleOp> compile(ModuleOp network, int64_t k, int64_t m,
                                 const std::string &schedule,
-                                const std::string &remat = "stage") {
+                                const std::string &remat = "stage",
+                                bool fuse = true) {
     OwningOpRef<ModuleOp> module = network.clone();
     PassManager pm(&context);
     GPipePipelineOptions options;
+    options.fuse = fuse;
     options.stages = k;
     options.microbatches = m;
     options.schedule = *symbolizeScheduleKind(schedule);
@@ -138,10 +141,12 @@ protected:
   train(ModuleOp network, int64_t k, int64_t m, const std::string &schedule,
         const Data &data, uint64_t seed, int steps = 1,
         std::optional<ParameterStore> *finalParams = nullptr,
-        const std::string &remat = "stage") {
+        const std::string &remat = "stage", bool fuse = true) {
     SCOPED_TRACE(::testing::Message() << "K=" << k << " M=" << m << " "
-                                      << schedule << " remat=" << remat);
-    OwningOpRef<ModuleOp> module = compile(network, k, m, schedule, remat);
+                                      << schedule << " remat=" << remat
+                                      << " fuse=" << fuse);
+    OwningOpRef<ModuleOp> module =
+        compile(network, k, m, schedule, remat, fuse);
     if (!module) {
       ADD_FAILURE() << "compile failed: K=" << k << " M=" << m << " "
                     << schedule << " remat=" << remat;
@@ -365,6 +370,39 @@ TEST_F(PipelineTest, GPTPresetGradientsBitwiseIdenticalForEveryKAndSchedule) {
   ASSERT_TRUE(gpt);
   // Seven layers: the embedding, four blocks, ln_f, the head.
   checkGuarantee("gpt-preset", *gpt, gptData(11), 1234, {1, 2, 3, 4, 7});
+}
+
+// The interpreter runs an nn.fused body op by op: the same gradients, to
+// the bit, as the unfused program (E2E/fusion.test shows the compiled
+// loops equal the unfused kernels).
+TEST_F(PipelineTest, FusedLoopsInterpretBitwiseAsTheUnfusedOps) {
+  rt::SafeTensorsFile golden;
+  ASSERT_TRUE(
+      rt::SafeTensorsFile::read(inputsDir() + "mlp.golden.safetensors", golden)
+          .ok());
+  OwningOpRef<ModuleOp> mlp = importModel("mlp");
+  OwningOpRef<ModuleOp> gpt = gptPreset();
+  ASSERT_TRUE(mlp && gpt);
+  for (auto [network, data, seed] :
+       {std::tuple<ModuleOp, Data, uint64_t>{*mlp, goldenData(golden), 0},
+        {*gpt, gptData(11), 1234}}) {
+    OwningOpRef<ModuleOp> fusedModule = compile(network, 2, 2, "1f1b", "none");
+    ASSERT_TRUE(fusedModule);
+    bool anyFused = false;
+    fusedModule->walk([&](nn::FusedOp) { anyFused = true; });
+    EXPECT_TRUE(anyFused);
+    std::optional<PipelineStepResult> fused =
+        train(network, 2, 2, "1f1b", data, seed, 1, nullptr, "none", true);
+    std::optional<PipelineStepResult> plain =
+        train(network, 2, 2, "1f1b", data, seed, 1, nullptr, "none", false);
+    ASSERT_TRUE(fused && plain);
+    EXPECT_EQ(std::memcmp(&fused->loss, &plain->loss, sizeof(double)), 0);
+    for (auto &[name, grad] : plain->gradients) {
+      auto it = fused->gradients.find(name);
+      ASSERT_NE(it, fused->gradients.end()) << name;
+      EXPECT_TRUE(bitwiseEqual(it->second, grad)) << "gradient of " << name;
+    }
+  }
 }
 
 TEST_F(PipelineTest, MLPParametersBitwiseEqualAfterThreeSGDSteps) {

@@ -108,6 +108,11 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
                      "statistics, dropout is the identity; the output is "
                      "the last stage's logits"),
       llvm::cl::init(false)};
+  Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Fuse chains of elementwise ops into one loop each "
+                     "(nn-fuse-elementwise; bitwise the same results)"),
+      llvm::cl::init(true)};
   Option<nn::LayerGranularity> granularity{
       *this, "granularity", llvm::cl::desc("Layer granularity"),
       llvm::cl::init(nn::LayerGranularity::Scope),

@@ -7,6 +7,7 @@
 //                       stages' parameter layout, the order of the work
 //   StageFunctions.cpp  each stage function -> an internal LLVM function
 //                       calling one kernel per op at its frame's offsets
+//   FusedLoops.cpp      each nn.fused in them -> a vectorized loop
 //   RankPrograms.cpp    each rank's program -> gpipe_model_rank_<r>, its
 //                       micro-batch loops kept, buffers at its arena's slots
 //   Metadata.cpp        what the runtime must know (schedule, plan, data),
@@ -174,6 +175,10 @@ private:
                    ValueRange args, Block *failBlock, int64_t site);
 
   LogicalResult collectParams();
+  /// Emits `fused` at `at` as a loop over its results (whose buffers, like
+  /// its inputs', `addressOf` gives); continues after it.
+  LogicalResult emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
+                              llvm::function_ref<Value(Value)> addressOf);
   FailureOr<LoweredFunction> lowerStageFunction(func::FuncOp func,
                                                 StageFunctionKind kind,
                                                 int64_t stage);

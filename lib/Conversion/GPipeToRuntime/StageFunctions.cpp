@@ -254,6 +254,11 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
                             : scratch; // empty tensors
     }
     markLayer(op);
+    if (auto fused = dyn_cast<nn::FusedOp>(op)) {
+      if (failed(emitFusedLoop(at, fused, addressOf)))
+        return failure();
+      continue;
+    }
     // Training's last forward hands its prediction (the logits the loss
     // reads) to the runtime before the loss: what `gpipe-run
     // --save-outputs` writes.

@@ -940,8 +940,69 @@ func.func @layer_uses_value_from_above(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @yield_outside_layer(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'nn.yield' op expects parent op 'nn.layer'}}
+  // expected-error @+1 {{'nn.yield' op expects parent op to be one of 'nn.layer, nn.fused'}}
   nn.yield %x : tensor<4xf32>
+}
+
+// -----
+
+func.func @fused_unfusible_op(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %r = nn.fused (%x) : (tensor<4x4xf32>) -> tensor<4x4xf32> {
+  ^bb0(%a: tensor<4x4xf32>):
+    // expected-error @+1 {{'nn.softmax' op cannot be in an nn.fused body (an f32 elementwise op with its math in ScalarMath.h can)}}
+    %s = nn.softmax %a {axis = 1 : i64} : tensor<4x4xf32> -> tensor<4x4xf32>
+    nn.yield %s : tensor<4x4xf32>
+  }
+  return %r : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @fused_pow_has_no_loop_math(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = nn.fused (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    // expected-error @+1 {{'nn.pow' op cannot be in an nn.fused body}}
+    %p = nn.pow %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    nn.yield %p : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @fused_results_differ(%x: tensor<4x4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.fused' op results have different shapes: 'tensor<4x4xf32>' and 'tensor<4xf32>'}}
+  %r:2 = nn.fused (%x, %y) : (tensor<4x4xf32>, tensor<4xf32>) -> (tensor<4x4xf32>, tensor<4xf32>) {
+  ^bb0(%a: tensor<4x4xf32>, %b: tensor<4xf32>):
+    %e = nn.exp %a : tensor<4x4xf32>
+    %f = nn.exp %b : tensor<4xf32>
+    nn.yield %e, %f : tensor<4x4xf32>, tensor<4xf32>
+  }
+  return %r#1 : tensor<4xf32>
+}
+
+// -----
+
+func.func @fused_input_does_not_broadcast(%x: tensor<4x4xf32>, %y: tensor<3xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{'nn.fused' op input of type 'tensor<3xf32>' does not broadcast to the results' shape}}
+  %r = nn.fused (%x, %y) : (tensor<4x4xf32>, tensor<3xf32>) -> tensor<4x4xf32> {
+  ^bb0(%a: tensor<4x4xf32>, %b: tensor<3xf32>):
+    %e = nn.exp %a : tensor<4x4xf32>
+    nn.yield %e : tensor<4x4xf32>
+  }
+  return %r : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @fused_argument_types(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.fused' op body argument type 'tensor<8xf32>' does not match input type 'tensor<4xf32>'}}
+  %r = nn.fused (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<8xf32>):
+    %e = nn.exp %a : tensor<8xf32>
+    nn.yield %e : tensor<8xf32>
+  }
+  return %r : tensor<4xf32>
 }
 
 // -----

@@ -93,9 +93,11 @@ void FunctionLiveness::visit(Block &block) {
         alias[result] = yielded;
       continue;
     }
-    for (Region &region : op.getRegions())
-      for (Block &inner : region)
-        visit(inner);
+    // A fused loop's body values live in registers, not in buffers.
+    if (!isa<nn::FusedOp>(op))
+      for (Region &region : op.getRegions())
+        for (Block &inner : region)
+          visit(inner);
     int point = numPoints++;
     ops.push_back(&op);
     for (Value operand : op.getOperands()) {

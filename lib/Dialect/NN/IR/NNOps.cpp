@@ -1006,5 +1006,80 @@ OpCost LayerOp::getCost() {
   return cost;
 }
 
+//===----------------------------------------------------------------------===//
+// Fused elementwise loops
+//===----------------------------------------------------------------------===//
+
+bool FusedOp::isFusible(Operation *op) {
+  auto f32 = [](Type t) {
+    auto shaped = dyn_cast<RankedTensorType>(t);
+    return shaped && shaped.getElementType().isF32();
+  };
+  if (op->getNumResults() != 1 || !f32(op->getResult(0).getType()))
+    return false;
+  if (isa<WhereOp>(op))
+    return f32(op->getOperand(1).getType()) && f32(op->getOperand(2).getType());
+  if (!isa<AddOp, SubOp, MulOp, DivOp, NegOp, ReciprocalOp, SqrtOp, ExpOp,
+           ErfOp, TanhOp, SigmoidOp, ReluOp, GeluOp, GeluGradOp>(op))
+    return false;
+  return llvm::all_of(op->getOperandTypes(), f32);
+}
+
+LogicalResult FusedOp::verify() {
+  Block &body = getBodyBlock();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("has ")
+           << getInputs().size() << " inputs but its body takes "
+           << body.getNumArguments() << " arguments";
+  for (auto [arg, in] : llvm::zip(body.getArguments(), getInputs()))
+    if (arg.getType() != in.getType())
+      return emitOpError("body argument type ")
+             << arg.getType() << " does not match input type " << in.getType();
+  if (getNumResults() == 0)
+    return emitOpError("has no results");
+  ArrayRef<int64_t> shape = shapeOf(getResult(0));
+  for (Value r : getResults())
+    if (shapeOf(r) != shape)
+      return emitOpError("results have different shapes: ")
+             << getResult(0).getType() << " and " << r.getType();
+  // Numpy broadcasting to `shape` itself: right-aligned, each dim 1 or
+  // the result's.
+  auto fits = [&](Value v) {
+    ArrayRef<int64_t> from = shapeOf(v);
+    if (from.size() > shape.size())
+      return false;
+    size_t skip = shape.size() - from.size();
+    for (auto [i, d] : llvm::enumerate(from))
+      if (d != 1 && d != shape[skip + i])
+        return false;
+    return true;
+  };
+  for (Value in : getInputs())
+    if (!fits(in))
+      return emitOpError("input of type ")
+             << in.getType() << " does not broadcast to the results' shape";
+  auto yield = body.empty() ? YieldOp() : dyn_cast<YieldOp>(body.back());
+  if (!yield)
+    return emitOpError("body must end in nn.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields values of other types than its results");
+  for (Operation &op : body.without_terminator()) {
+    if (!isFusible(&op))
+      return op.emitOpError("cannot be in an nn.fused body (an f32 "
+                            "elementwise op with its math in ScalarMath.h "
+                            "can)");
+    if (!fits(op.getResult(0)))
+      return op.emitOpError("result does not broadcast to the nn.fused "
+                            "results' shape");
+  }
+  return success();
+}
+
+OpCost FusedOp::getCost() {
+  OpCost cost;
+  getBodyBlock().walk([&](CostOpInterface op) { cost += op.getCost(); });
+  return cost;
+}
+
 #define GET_OP_CLASSES
 #include "gpipe/Dialect/NN/IR/NNOps.cpp.inc"

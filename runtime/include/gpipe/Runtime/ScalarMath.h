@@ -19,6 +19,7 @@
 //   Value lit(float) const;          a constant
 //   Value add, sub, mul, div(Value, Value) const;
 //   Value neg(Value) const;
+//   Value sqrt(Value) const;          correctly rounded
 //   Mask lt(Value, Value) const;     ordered a < b (false with a NaN)
 //   Mask gt(Value, Value) const;     ordered a > b
 //   Mask isNan(Value) const;
@@ -36,6 +37,7 @@
 #ifndef GPIPE_RUNTIME_SCALARMATH_H
 #define GPIPE_RUNTIME_SCALARMATH_H
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -59,6 +61,7 @@ struct ScalarFloat {
   GPIPE_RT_MATH_INLINE float mul(float a, float b) const { return a * b; }
   GPIPE_RT_MATH_INLINE float div(float a, float b) const { return a / b; }
   GPIPE_RT_MATH_INLINE float neg(float a) const { return -a; }
+  GPIPE_RT_MATH_INLINE float sqrt(float a) const { return std::sqrt(a); }
   GPIPE_RT_MATH_INLINE bool lt(float a, float b) const { return a < b; }
   GPIPE_RT_MATH_INLINE bool gt(float a, float b) const { return a > b; }
   GPIPE_RT_MATH_INLINE bool isNan(float a) const { return a != a; }
@@ -212,6 +215,19 @@ GPIPE_RT_MATH_INLINE typename B::Value geluGrad(const B &b, typename B::Value x,
   V pdf = b.mul(b.lit(0.39894228040143268f),
                 exp(b, b.mul(b.mul(x, x), b.lit(-0.5f))));
   return b.mul(dy, b.add(cdf, b.mul(x, pdf)));
+}
+
+/// max(x, 0) that keeps NaN (as PyTorch's ReLU does).
+template <typename B>
+GPIPE_RT_MATH_INLINE typename B::Value relu(const B &b, typename B::Value x) {
+  return b.select(b.lt(x, b.lit(0.0f)), b.lit(0.0f), x);
+}
+
+/// 1 / x.
+template <typename B>
+GPIPE_RT_MATH_INLINE typename B::Value reciprocal(const B &b,
+                                                  typename B::Value x) {
+  return b.div(b.lit(1.0f), x);
 }
 
 /// Scalar entry points for the kernels.

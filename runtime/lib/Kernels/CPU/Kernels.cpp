@@ -545,15 +545,15 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op op,
   switch (op) {
   case GPIPE_RT_NEG:
     for (int64_t i = 0; i < count; ++i)
-      out[i] = -in[i];
+      out[i] = math::ScalarFloat().neg(in[i]);
     break;
   case GPIPE_RT_RECIPROCAL:
     for (int64_t i = 0; i < count; ++i)
-      out[i] = 1.0f / in[i];
+      out[i] = math::reciprocal(math::ScalarFloat(), in[i]);
     break;
   case GPIPE_RT_SQRT:
     for (int64_t i = 0; i < count; ++i)
-      out[i] = std::sqrt(in[i]);
+      out[i] = math::ScalarFloat().sqrt(in[i]);
     break;
   case GPIPE_RT_EXP:
     for (int64_t i = 0; i < count; ++i)
@@ -578,7 +578,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op op,
   case GPIPE_RT_RELU:
     // NaN stays NaN, as in PyTorch.
     for (int64_t i = 0; i < count; ++i)
-      out[i] = in[i] < 0.0f ? 0.0f : in[i];
+      out[i] = math::relu(math::ScalarFloat(), in[i]);
     break;
   case GPIPE_RT_GELU:
     for (int64_t i = 0; i < count; ++i)

@@ -946,9 +946,50 @@ def NN_LayerOp : NN_Op<"layer", [IsolatedFromAbove, NN_Cost,
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Fused elementwise loops
+//===----------------------------------------------------------------------===//
+
+def NN_FusedOp : NN_Op<"fused", [IsolatedFromAbove, NN_Cost, Pure,
+    SingleBlock]> {
+  let summary = "A chain of elementwise ops computed in one loop";
+  let description = [{
+    Elementwise ops (`nn-fuse-elementwise` groups them in a stage function)
+    evaluated together at every point of the results' common shape: one
+    pass over memory instead of one per op, and no buffers for the values
+    between them. The body is the ops as they were, on tensors (inputs
+    broadcast to the results' shape as the ops broadcast them), so the
+    interpreter runs it op by op; the code generator emits one vectorized
+    loop computing each op's float math (ScalarMath.h) in the same order,
+    bitwise what the ops' kernels compute. Every result has the same shape.
+
+    ```mlir
+    %r = nn.fused (%x, %b) : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32> {
+    ^bb0(%a: tensor<8x64xf32>, %c: tensor<64xf32>):
+      %s = nn.add %a, %c : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32>
+      %g = nn.gelu %s : tensor<8x64xf32>
+      nn.yield %g : tensor<8x64xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<NN_Tensor>:$inputs);
+  let results = (outs Variadic<NN_FloatTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+    /// Whether `op` may be in a fused body: a float elementwise op whose
+    /// math ScalarMath.h defines.
+    static bool isFusible(::mlir::Operation *op);
+  }];
+}
+
 def NN_YieldOp : NN_Op<"yield", [Pure, Terminator, ReturnLike,
-    HasParent<"LayerOp">]> {
-  let summary = "Returns a layer's results";
+    ParentOneOf<["LayerOp", "FusedOp"]>]> {
+  let summary = "Returns a layer's or a fused loop's results";
   let description = [{
     ```mlir
     nn.yield %r : tensor<2x16x32xf32>

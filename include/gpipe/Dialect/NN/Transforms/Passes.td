@@ -84,6 +84,42 @@ def NNRaiseFusedOpsPass : Pass<"nn-raise-fused-ops"> {
   let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
 }
 
+def NNFuseElementwisePass
+    : Pass<"nn-fuse-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "Group chains of elementwise ops into nn.fused loops";
+  let description = [{
+    Walks each block of the function (nested layer and remat bodies too) in
+    order and grows groups of f32 elementwise ops (`nn.add`, `sub`, `mul`,
+    `div`, `neg`, `reciprocal`, `sqrt`, `exp`, `erf`, `tanh`, `sigmoid`,
+    `relu`, `gelu`, `gelu_grad`, `where`): an op joins the group of one of
+    its operands' producers when its result has the group's shape, it
+    belongs to the same layer, and no op outside the group reads a member's
+    result before it (the fused op takes the place of the group's last
+    member, so everything it reads comes before and everything that reads
+    it after). A group of two or more ops becomes one `nn.fused` whose
+    results are the members' values read outside it. Inputs may broadcast
+    to the shape as the ops broadcast them. The arithmetic is the ops' own,
+    in their order: the gradients stay bitwise those of the unfused
+    program.
+
+    Before:
+    ```mlir
+    %s = nn.mul %x, %scale : (tensor<2x4x16x16xf32>, tensor<f32>) -> tensor<2x4x16x16xf32>
+    %m = nn.where %mask, %s, %ninf : (tensor<16x16xi1>, tensor<2x4x16x16xf32>, tensor<f32>) -> tensor<2x4x16x16xf32>
+    ```
+    After:
+    ```mlir
+    %m = nn.fused (%x, %scale, %mask, %ninf) : (tensor<2x4x16x16xf32>, tensor<f32>, tensor<16x16xi1>, tensor<f32>) -> tensor<2x4x16x16xf32> {
+    ^bb0(%a: tensor<2x4x16x16xf32>, %b: tensor<f32>, %c: tensor<16x16xi1>, %d: tensor<f32>):
+      %s = nn.mul %a, %b : (tensor<2x4x16x16xf32>, tensor<f32>) -> tensor<2x4x16x16xf32>
+      %m = nn.where %c, %s, %d : (tensor<16x16xi1>, tensor<2x4x16x16xf32>, tensor<f32>) -> tensor<2x4x16x16xf32>
+      nn.yield %m : tensor<2x4x16x16xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
+}
+
 def NNCopyTiedParametersPass
     : Pass<"nn-copy-tied-parameters", "::mlir::ModuleOp"> {
   let summary = "Give every layer that reads a shared parameter its own copy";

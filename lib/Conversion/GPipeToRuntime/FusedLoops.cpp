@@ -1,0 +1,308 @@
+//===- FusedLoops.cpp - nn.fused -> a vectorized loop -----------*- C++ -*-===//
+//
+// Part of the lowering's emitter; see Emitter.h. An nn.fused becomes a loop
+// nest over its results' shape: rows (the leading dims) outside, and inside
+// the longest run of trailing dims along which every input is either
+// contiguous or one repeated value; 8 lanes at a time (LLVM vectors, which
+// the code generator splits to the host's registers), then one at a time
+// for the rest. Each body op is computed with ScalarMath.h's templates on a
+// backend that emits LLVM instructions: the operations and their order are
+// the kernels', with no fast-math flags, so the loop's results are bitwise
+// the kernels'.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Emitter.h"
+
+#include "gpipe/Runtime/ScalarMath.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::gpipe;
+using namespace mlir::gpipe::lowering;
+
+namespace {
+
+/// ScalarMath.h's backend that emits LLVM dialect ops on f32 or on a vector
+/// of f32.
+struct LoopMath {
+  using Value = mlir::Value;
+  using Mask = mlir::Value;
+
+  OpBuilder &b;
+  Location loc;
+  Type floatTy; ///< f32 or vector<W x f32>
+  Type intTy;   ///< i32 or vector<W x i32>
+
+  Value lit(float c) const {
+    if (auto vec = dyn_cast<VectorType>(floatTy))
+      return LLVM::ConstantOp::create(
+          b, loc, vec, DenseElementsAttr::get(vec, b.getF32FloatAttr(c)));
+    return LLVM::ConstantOp::create(b, loc, floatTy, b.getF32FloatAttr(c));
+  }
+  Value add(Value x, Value y) const { return LLVM::FAddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) const { return LLVM::FSubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) const { return LLVM::FMulOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) const { return LLVM::FDivOp::create(b, loc, x, y); }
+  Value neg(Value x) const { return LLVM::FNegOp::create(b, loc, x); }
+  Value sqrt(Value x) const { return LLVM::SqrtOp::create(b, loc, x); }
+  Mask lt(Value x, Value y) const {
+    return LLVM::FCmpOp::create(b, loc, LLVM::FCmpPredicate::olt, x, y);
+  }
+  Mask gt(Value x, Value y) const {
+    return LLVM::FCmpOp::create(b, loc, LLVM::FCmpPredicate::ogt, x, y);
+  }
+  Mask isNan(Value x) const {
+    return LLVM::FCmpOp::create(b, loc, LLVM::FCmpPredicate::uno, x, x);
+  }
+  Value select(Mask m, Value x, Value y) const {
+    return LLVM::SelectOp::create(b, loc, m, x, y);
+  }
+  Value intLit(int32_t c) const {
+    if (auto vec = dyn_cast<VectorType>(intTy))
+      return LLVM::ConstantOp::create(
+          b, loc, vec, DenseElementsAttr::get(vec, b.getI32IntegerAttr(c)));
+    return LLVM::ConstantOp::create(b, loc, intTy, b.getI32IntegerAttr(c));
+  }
+  /// (int32(n) + 127) << 23, as float bits: ScalarFloat::exp2i.
+  Value exp2i(Value n) const {
+    Value i = LLVM::FPToSIOp::create(b, loc, intTy, n);
+    i = LLVM::AddOp::create(b, loc, i, intLit(127));
+    i = LLVM::ShlOp::create(b, loc, i, intLit(23));
+    return LLVM::BitcastOp::create(b, loc, floatTy, i);
+  }
+};
+
+/// The value of one body op at the loop's current point(s), from its
+/// operands' values; failure for an op the loop cannot compute.
+FailureOr<Value> computeOp(const LoopMath &m, Operation *op,
+                           ArrayRef<Value> in) {
+  namespace math = ::gpipe::rt::math;
+  using namespace mlir::gpipe::nn;
+  return llvm::TypeSwitch<Operation *, FailureOr<Value>>(op)
+      .Case([&](AddOp) { return m.add(in[0], in[1]); })
+      .Case([&](SubOp) { return m.sub(in[0], in[1]); })
+      .Case([&](MulOp) { return m.mul(in[0], in[1]); })
+      .Case([&](DivOp) { return m.div(in[0], in[1]); })
+      .Case([&](NegOp) { return m.neg(in[0]); })
+      .Case([&](ReciprocalOp) { return math::reciprocal(m, in[0]); })
+      .Case([&](SqrtOp) { return m.sqrt(in[0]); })
+      .Case([&](ExpOp) { return math::exp(m, in[0]); })
+      .Case([&](ErfOp) { return math::erf(m, in[0]); })
+      .Case([&](TanhOp) { return math::tanh(m, in[0]); })
+      .Case([&](SigmoidOp) { return math::sigmoid(m, in[0]); })
+      .Case([&](ReluOp) { return math::relu(m, in[0]); })
+      .Case([&](GeluOp) { return math::gelu(m, in[0]); })
+      .Case([&](GeluGradOp) { return math::geluGrad(m, in[0], in[1]); })
+      .Case([&](WhereOp) { return m.select(in[0], in[1], in[2]); })
+      .Default([&](Operation *) -> FailureOr<Value> {
+        return op->emitOpError("has no loop code (nn.fused holds only the "
+                               "ops nn::FusedOp::isFusible accepts)");
+      });
+}
+
+/// How an input of the loop is read.
+struct LoopInput {
+  Value base;       ///< its buffer
+  bool isBool;      ///< an i1 tensor: one byte per element
+  bool contiguous;  ///< varies along the inner dims (else one value per row)
+  SmallVector<int64_t> rowStrides; ///< per outer dim, in elements (0: broadcast)
+};
+
+} // namespace
+
+LogicalResult Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
+                                     llvm::function_ref<Value(Value)> addressOf) {
+  constexpr int64_t kLanes = 8;
+  Location loc = fused.getLoc();
+  ArrayRef<int64_t> shape = shapeOf(fused.getResult(0));
+  int64_t rank = shape.size();
+  int64_t count = countOf(fused.getResult(0));
+  if (count == 0)
+    return success();
+
+  // Each input's dims aligned to the result's (missing leading dims: 1).
+  SmallVector<SmallVector<int64_t>> dims;
+  for (Value in : fused.getInputs()) {
+    ArrayRef<int64_t> s = shapeOf(in);
+    SmallVector<int64_t> d(rank - s.size(), 1);
+    d.append(s.begin(), s.end());
+    dims.push_back(std::move(d));
+  }
+  // The inner dims [split, rank): the longest suffix along which every
+  // input is entirely the result's (contiguous) or entirely broadcast.
+  auto suffixOk = [&](int64_t split) {
+    for (const SmallVector<int64_t> &d : dims) {
+      bool full = true, broadcast = true;
+      for (int64_t i = split; i < rank; ++i) {
+        full &= d[i] == shape[i];
+        broadcast &= d[i] == 1;
+      }
+      if (!full && !broadcast)
+        return false;
+    }
+    return true;
+  };
+  int64_t split = rank;
+  while (split > 0 && suffixOk(split - 1))
+    --split;
+  int64_t inner = 1, outer = 1;
+  for (int64_t i = 0; i < rank; ++i)
+    (i < split ? outer : inner) *= shape[i];
+
+  SmallVector<LoopInput> inputs;
+  for (auto [value, d] : llvm::zip(fused.getInputs(), dims)) {
+    LoopInput in;
+    in.base = addressOf(value);
+    in.isBool =
+        cast<ShapedType>(value.getType()).getElementType().isInteger(1);
+    in.contiguous = false;
+    for (int64_t i = split; i < rank; ++i)
+      in.contiguous |= d[i] != 1;
+    // Row-major strides of the input's own layout, 0 where it broadcasts.
+    SmallVector<int64_t> strides(rank, 0);
+    int64_t stride = 1;
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      strides[i] = d[i] == 1 ? 0 : stride;
+      stride *= d[i];
+    }
+    in.rowStrides.assign(strides.begin(), strides.begin() + split);
+    inputs.push_back(std::move(in));
+  }
+  SmallVector<Value> outputs;
+  for (Value r : fused.getResults())
+    outputs.push_back(addressOf(r));
+
+  // for (iv = lo; iv < hi; iv += step) body(iv), continuing after it.
+  auto loop = [&](OpBuilder &b, int64_t lo, int64_t hi, int64_t step,
+                  llvm::function_ref<void(OpBuilder &, Value)> body) {
+    Region *region = b.getInsertionBlock()->getParent();
+    Block *header = new Block(), *bodyBlock = new Block(), *exit = new Block();
+    region->push_back(header);
+    region->push_back(bodyBlock);
+    region->push_back(exit);
+    Value iv = header->addArgument(i64Ty, loc);
+    LLVM::BrOp::create(b, loc, ValueRange{constI64(b, loc, lo)}, header);
+    b.setInsertionPointToEnd(header);
+    Value more = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::slt, iv,
+                                      constI64(b, loc, hi));
+    LLVM::CondBrOp::create(b, loc, more, bodyBlock, exit);
+    b.setInsertionPointToEnd(bodyBlock);
+    body(b, iv);
+    Value next = LLVM::AddOp::create(b, loc, iv, constI64(b, loc, step));
+    LLVM::BrOp::create(b, loc, ValueRange{next}, header);
+    b.setInsertionPointToStart(exit);
+  };
+
+  Block &bodyBlock = fused.getBodyBlock();
+  auto yield = cast<nn::YieldOp>(bodyBlock.getTerminator());
+  LogicalResult status = success();
+
+  // The body at `lanes` points starting at inner index `i` of the row whose
+  // input offsets are `rowOffsets` and output offset `outRow`.
+  auto compute = [&](OpBuilder &b, int64_t lanes, ArrayRef<Value> rowOffsets,
+                     Value outRow, Value i) {
+    Type floatTy = lanes > 1 ? Type(VectorType::get({lanes}, f32Ty)) : f32Ty;
+    Type intTy = lanes > 1 ? Type(VectorType::get({lanes}, i32Ty)) : i32Ty;
+    Type boolTy = lanes > 1 ? Type(VectorType::get({lanes}, b.getI1Type()))
+                            : Type(b.getI1Type());
+    Type byteTy = lanes > 1 ? Type(VectorType::get({lanes}, i8Ty)) : i8Ty;
+    LoopMath m{b, loc, floatTy, intTy};
+    auto splat = [&](Value scalar, Type vecTy) -> Value {
+      if (lanes == 1)
+        return scalar;
+      Value poison = LLVM::PoisonOp::create(b, loc, vecTy);
+      Value one = LLVM::InsertElementOp::create(b, loc, vecTy, poison, scalar,
+                                                constI64(b, loc, 0));
+      return LLVM::ShuffleVectorOp::create(
+          b, loc, one, one, SmallVector<int32_t>(lanes, 0));
+    };
+    llvm::DenseMap<Value, Value> values;
+    for (auto [arg, in, rowOffset] :
+         llvm::zip(bodyBlock.getArguments(), inputs, rowOffsets)) {
+      Value index = in.contiguous
+                        ? LLVM::AddOp::create(b, loc, rowOffset, i).getResult()
+                        : rowOffset;
+      Type elemTy = in.isBool ? i8Ty : f32Ty;
+      Value ptr = LLVM::GEPOp::create(b, loc, ptrTy, elemTy, in.base,
+                                      ArrayRef<LLVM::GEPArg>{index});
+      Value v;
+      if (in.contiguous) {
+        v = LLVM::LoadOp::create(b, loc, in.isBool ? byteTy : floatTy, ptr,
+                                 /*alignment=*/in.isBool ? 1 : 4);
+      } else {
+        v = LLVM::LoadOp::create(b, loc, elemTy, ptr,
+                                 /*alignment=*/in.isBool ? 1 : 4);
+        v = splat(v, in.isBool ? byteTy : floatTy);
+      }
+      if (in.isBool) {
+        Value zero =
+            lanes > 1 ? LLVM::ConstantOp::create(
+                            b, loc, byteTy,
+                            DenseElementsAttr::get(cast<VectorType>(byteTy),
+                                                   b.getI8IntegerAttr(0)))
+                            .getResult()
+                      : LLVM::ConstantOp::create(b, loc, i8Ty,
+                                                 b.getI8IntegerAttr(0))
+                            .getResult();
+        v = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, v, zero);
+        (void)boolTy;
+      }
+      values[arg] = v;
+    }
+    for (Operation &op : bodyBlock.without_terminator()) {
+      SmallVector<Value> operands;
+      for (Value v : op.getOperands())
+        operands.push_back(values.lookup(v));
+      FailureOr<Value> r = computeOp(m, &op, operands);
+      if (failed(r)) {
+        status = failure();
+        return;
+      }
+      values[op.getResult(0)] = *r;
+    }
+    Value index = LLVM::AddOp::create(b, loc, outRow, i);
+    for (auto [yielded, out] : llvm::zip(yield.getValues(), outputs)) {
+      Value ptr = LLVM::GEPOp::create(b, loc, ptrTy, f32Ty, out,
+                                      ArrayRef<LLVM::GEPArg>{index});
+      LLVM::StoreOp::create(b, loc, values.lookup(yielded), ptr,
+                            /*alignment=*/4);
+    }
+  };
+
+  // One row: the inputs' offsets from the row index `o`, then the lanes.
+  auto row = [&](OpBuilder &b, Value o) {
+    SmallVector<Value> rowOffsets;
+    for (const LoopInput &in : inputs) {
+      Value offset = constI64(b, loc, 0);
+      int64_t below = 1; // the product of the outer dims after d
+      for (int64_t d = split - 1; d >= 0; --d) {
+        if (in.rowStrides[d] != 0 && shape[d] != 1) {
+          Value idx = LLVM::UDivOp::create(b, loc, o, constI64(b, loc, below));
+          idx = LLVM::URemOp::create(b, loc, idx, constI64(b, loc, shape[d]));
+          idx = LLVM::MulOp::create(b, loc, idx,
+                                    constI64(b, loc, in.rowStrides[d]));
+          offset = LLVM::AddOp::create(b, loc, offset, idx);
+        }
+        below *= shape[d];
+      }
+      rowOffsets.push_back(offset);
+    }
+    Value outRow = LLVM::MulOp::create(b, loc, o, constI64(b, loc, inner));
+    int64_t vectorEnd = inner - inner % kLanes;
+    if (vectorEnd > 0)
+      loop(b, 0, vectorEnd, kLanes, [&](OpBuilder &b, Value i) {
+        compute(b, kLanes, rowOffsets, outRow, i);
+      });
+    if (vectorEnd < inner)
+      loop(b, vectorEnd, inner, 1, [&](OpBuilder &b, Value i) {
+        compute(b, 1, rowOffsets, outRow, i);
+      });
+  };
+  if (outer == 1)
+    row(at, constI64(at, loc, 0));
+  else
+    loop(at, 0, outer, 1, row);
+  return status;
+}
