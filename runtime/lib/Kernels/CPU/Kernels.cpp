@@ -39,6 +39,20 @@ extern "C" int openblas_get_num_threads(void);
 #include <string>
 #include <vector>
 
+/// The float loops of the hottest kernels are compiled three times, for
+/// AVX-512, AVX2 and the baseline, and the loader picks the best the CPU
+/// has (GCC's and Clang's function multiversioning). The instructions
+/// differ, not the arithmetic: the same IEEE operations in the same order
+/// without contraction (-ffp-contract=off), so every version computes the
+/// same bits.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define GPIPE_RT_CPU_CLONES                                                    \
+  __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define GPIPE_RT_CPU_CLONES
+#endif
+
 namespace gpipe::rt {
 namespace {
 
@@ -500,7 +514,7 @@ extern "C" int32_t gpipe_rt_cpu_get_blas_threads(void) {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-extern "C" gpipe_rt_status gpipe_rt_cpu_binary_f32(
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_binary_f32(
     gpipe_rt_binary_op op, const float *lhs, const int64_t *lhsShape,
     int32_t lhsRank, const float *rhs, const int64_t *rhsShape, int32_t rhsRank,
     float *out, const int64_t *outShape, int32_t outRank) {
@@ -537,7 +551,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_binary_f32(
   return GPIPE_RT_SUCCESS;
 }
 
-extern "C" gpipe_rt_status gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op op,
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op op,
                                                   const float *in, float *out,
                                                   int64_t count) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
@@ -629,7 +643,7 @@ gpipe_rt_cpu_equal(gpipe_rt_dtype dtype, const void *lhs,
   return GPIPE_RT_SUCCESS;
 }
 
-extern "C" gpipe_rt_status
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status
 gpipe_rt_cpu_where(const uint8_t *cond, const int64_t *condShape,
                    int32_t condRank, gpipe_rt_dtype dtype, const void *x,
                    const int64_t *xShape, int32_t xRank, const void *y,
@@ -805,7 +819,7 @@ gpipe_rt_cpu_linear_bf16(const float *input, const int64_t *inputShape,
 // Normalization
 //===----------------------------------------------------------------------===//
 
-extern "C" gpipe_rt_status gpipe_rt_cpu_softmax_f32(const float *in,
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_softmax_f32(const float *in,
                                                     const int64_t *shape,
                                                     int32_t rank, int64_t axis,
                                                     float *out) {
@@ -857,7 +871,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_softmax_f32(const float *in,
   return GPIPE_RT_SUCCESS;
 }
 
-extern "C" gpipe_rt_status
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status
 gpipe_rt_cpu_layer_norm_f32(const float *in, const int64_t *shape, int32_t rank,
                             int64_t axis, const float *scale, const float *bias,
                             float epsilon, float *out, float *mean,
@@ -1073,7 +1087,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_mse_f32(const float *input,
 // Backward kernels
 //===----------------------------------------------------------------------===//
 
-extern "C" gpipe_rt_status
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status
 gpipe_rt_cpu_reduce_sum_f32(const float *in, const int64_t *shape, int32_t rank,
                             const int64_t *axes, int32_t numAxes, float *out) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
@@ -1182,7 +1196,7 @@ gpipe_rt_cpu_gather_grad_f32(gpipe_rt_dtype indexType, const void *indices,
   return GPIPE_RT_SUCCESS;
 }
 
-extern "C" gpipe_rt_status
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status
 gpipe_rt_cpu_softmax_grad_f32(const float *output, const float *grad,
                               const int64_t *shape, int32_t rank, int64_t axis,
                               float *out) {
@@ -1210,7 +1224,7 @@ gpipe_rt_cpu_softmax_grad_f32(const float *output, const float *grad,
   return GPIPE_RT_SUCCESS;
 }
 
-extern "C" gpipe_rt_status gpipe_rt_cpu_layer_norm_grad_f32(
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_layer_norm_grad_f32(
     const float *in, const int64_t *shape, int32_t rank, int64_t axis,
     const float *scale, const float *grad, float epsilon, float *inputGrad,
     float *scaleGrad, float *biasGrad) {
@@ -1275,7 +1289,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_layer_norm_grad_f32(
   return GPIPE_RT_SUCCESS;
 }
 
-extern "C" gpipe_rt_status gpipe_rt_cpu_gelu_grad_f32(const float *in,
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_gelu_grad_f32(const float *in,
                                                       const float *grad,
                                                       float *out,
                                                       int64_t count) {
@@ -1340,7 +1354,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_cross_entropy_grad_f32(
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
-extern "C" gpipe_rt_status gpipe_rt_cpu_sgd_update_f32(float *param,
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_sgd_update_f32(float *param,
                                                        const float *grad,
                                                        int64_t count,
                                                        float lr) {
@@ -1353,7 +1367,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_sgd_update_f32(float *param,
   return GPIPE_RT_SUCCESS;
 }
 
-extern "C" gpipe_rt_status gpipe_rt_cpu_accumulate_f32(float *acc,
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_accumulate_f32(float *acc,
                                                        const float *grad,
                                                        int64_t count,
                                                        int32_t first) {
