@@ -42,7 +42,8 @@ withMemoryBudget(std::unique_ptr<Pass> pass,
 /// `buildGPipePipeline` with the partition's cost model on `profile`.
 static void buildPipeline(OpPassManager &pm,
                           const GPipePipelineOptions &options,
-                          ProfileKind profile, bool partitionOnly) {
+                          ProfileKind profile, bool partitionOnly,
+                          bool fuse) {
   pm.addPass(createCanonicalizerPass());
 
   nn::NNFormLayersPassOptions layers;
@@ -102,7 +103,7 @@ static void buildPipeline(OpPassManager &pm,
   pm.addPass(createGPipeVerifySchedulePass());
 
   // Before the memory plan: the values inside a fused loop need no buffer.
-  if (options.fuse)
+  if (fuse)
     pm.addNestedPass<func::FuncOp>(nn::createNNFuseElementwisePass());
 
   GPipePlanMemoryPassOptions memory;
@@ -114,7 +115,7 @@ static void buildPipeline(OpPassManager &pm,
 void mlir::gpipe::buildGPipePipeline(OpPassManager &pm,
                                      const GPipePipelineOptions &options,
                                      bool partitionOnly) {
-  buildPipeline(pm, options, options.profile, partitionOnly);
+  buildPipeline(pm, options, options.profile, partitionOnly, options.fuse);
 }
 
 std::string
@@ -178,8 +179,10 @@ void mlir::gpipe::buildGPipeCompilePipeline(
   CompileStage stop = options.emit;
   if (stop == CompileStage::NN)
     return;
+  // The fused loops are host code: the CUDA target keeps its kernels.
   buildPipeline(pm, options, options.getEffectiveProfile(),
-                /*partitionOnly=*/stop == CompileStage::Pipeline);
+                /*partitionOnly=*/stop == CompileStage::Pipeline,
+                options.fuse && options.target == TargetKind::CPU);
   if (stop == CompileStage::Pipeline)
     return;
   if (!options.quiet)

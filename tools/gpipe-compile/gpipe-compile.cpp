@@ -93,6 +93,11 @@ int main(int argc, char **argv) {
     return 1;
   };
 
+  // The fused loops are host code: a CUDA model keeps its kernels (the
+  // autotuner's plans too).
+  if (options.target != mlir::gpipe::TargetKind::CPU)
+    options.fuse = false;
+
   // Given empty is not the same as not given (no budget).
   if (options.memoryBudget.empty() &&
       options.memoryBudget.getNumOccurrences() > 0)

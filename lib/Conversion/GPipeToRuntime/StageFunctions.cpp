@@ -255,6 +255,10 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
     }
     markLayer(op);
     if (auto fused = dyn_cast<nn::FusedOp>(op)) {
+      if (target != "cpu")
+        return fused.emitOpError("is a host loop; the ")
+               << target << " target runs kernels only (compile with "
+               << "--fuse=false, as gpipe-compile does for it)";
       if (failed(emitFusedLoop(at, fused, addressOf)))
         return failure();
       continue;
