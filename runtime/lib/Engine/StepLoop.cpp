@@ -16,6 +16,8 @@
 #include "gpipe/Runtime/CPUKernels.h"
 
 #include <algorithm>
+#include <pthread.h>
+#include <sched.h>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -56,13 +58,38 @@ void RunState::startRankThreads() {
   if (options.timeKernels)
     gpipe_rt_cpu_set_kernel_timing(1);
   threadExited.assign(size_t(numWorkers()), 0);
+  // One core per rank thread where there are enough: the w-th local rank
+  // on the w-th CPU this process may use (taskset and cgroups respected).
+  // Not under MPI: mpirun binds its processes itself.
+  std::vector<int> cpus;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  int64_t local = 0;
+  for (int64_t w = 0; w < numWorkers(); ++w)
+    local += isLocal(w);
+  if (!mpi && local > 1 &&
+      sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &allowed))
+        cpus.push_back(c);
+  if (int64_t(cpus.size()) < local || std::getenv("GPIPE_NO_PIN"))
+    cpus.clear();
+  int64_t next = 0;
   for (int64_t w = 0; w < numWorkers(); ++w) {
     if (!isLocal(w))
       continue;
+    int cpu = cpus.empty() ? -1 : cpus[size_t(next++)];
     // Creating a thread fails when its stack cannot be mapped (a memory
     // limit): the run fails; the threads already running see the abort.
     try {
-      threads.emplace_back([this, w] {
+      threads.emplace_back([this, w, cpu] {
+        if (cpu >= 0) {
+          cpu_set_t set;
+          CPU_ZERO(&set);
+          CPU_SET(cpu, &set);
+          // Best effort: an unpinned thread runs all the same.
+          (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+        }
         rankMain(&ranks[size_t(w)]);
         std::lock_guard<std::mutex> lock(mu);
         ++exitedThreads;

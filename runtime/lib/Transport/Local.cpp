@@ -26,7 +26,9 @@
 #include "gpipe/Runtime/Transport.h"
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
+#include <thread>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -57,6 +59,10 @@ public:
         timeout(std::chrono::nanoseconds(int64_t(timeoutSeconds * 1e9))) {
     for (int64_t r = 0; r < numRanks; ++r)
       rankCvs.push_back(std::make_unique<std::condition_variable>());
+    wakeups = std::make_unique<std::atomic<uint32_t>[]>(size_t(numRanks));
+    // Spinning only pays when every rank thread has a core of its own.
+    unsigned cores = std::thread::hardware_concurrency();
+    spin = cores > 0 && uint64_t(numRanks) <= cores;
   }
 
   const char *name() const override { return "local"; }
@@ -73,10 +79,13 @@ public:
   bool transfer(const Transfer &t) override;
   void wake() override {
     // Taking the lock orders the abort flag before every waiter's next
-    // check: each waiter is either before its check or inside its wait.
-    { std::lock_guard<std::mutex> lock(mu); }
-    for (auto &cv : rankCvs)
-      cv->notify_all();
+    // check: each waiter is either before its check or inside its wait
+    // (or spinning, and then it sees the abort flag or the wake-up).
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (size_t r = 0; r < rankCvs.size(); ++r)
+        notifyRank(int64_t(r));
+    }
     reduceCv.notify_all();
   }
   bool startReduction(const Reduction &r) override;
@@ -116,7 +125,37 @@ private:
   Clock::duration timeout;
   std::mutex mu;
   std::vector<std::unique_ptr<std::condition_variable>> rankCvs;
+  /// Per rank, bumped (under `mu`) whenever its condition variable is
+  /// notified: what a spinning waiter watches without the lock.
+  std::unique_ptr<std::atomic<uint32_t>[]> wakeups;
+  bool spin = false;
   std::map<std::tuple<int64_t, int64_t, int64_t>, Slot> slots;
+
+  /// Notifies rank `r`'s waiters (with `mu` held).
+  void notifyRank(int64_t r) {
+    wakeups[size_t(r)].fetch_add(1, std::memory_order_release);
+    rankCvs[size_t(r)]->notify_all();
+  }
+  /// Before blocking: waits up to ~20 us with `lock` released for rank
+  /// `r`'s next notification. A peer's copy on another core usually ends
+  /// within that; blocking and being woken costs tens of microseconds.
+  void spinBriefly(std::unique_lock<std::mutex> &lock, int64_t r) {
+    if (!spin)
+      return;
+    uint32_t seen = wakeups[size_t(r)].load(std::memory_order_acquire);
+    lock.unlock();
+    Clock::time_point until = Clock::now() + std::chrono::microseconds(20);
+    while (wakeups[size_t(r)].load(std::memory_order_acquire) == seen &&
+           !run.aborted().load(std::memory_order_relaxed) &&
+           Clock::now() < until)
+      cpuRelax();
+    lock.lock();
+  }
+  static void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
 };
 
 bool LocalTransport::transfer(const Transfer &t) {
@@ -165,7 +204,7 @@ bool LocalTransport::transfer(const Transfer &t) {
     slot.copying = false;
     slot.done = true;
     slot.failed = !copied.ok();
-    rankCvs[size_t(peerRank)]->notify_all();
+    notifyRank(peerRank);
     return copied.ok();
   }
   // Arrived first: post the buffer and wait for the peer to copy.
@@ -180,6 +219,7 @@ bool LocalTransport::transfer(const Transfer &t) {
   slot.rank = t.rank;
   std::condition_variable &cv = *rankCvs[size_t(t.rank)];
   Clock::time_point deadline = Clock::now() + timeout;
+  bool spun = false;
   for (;;) {
     if (slot.done) {
       bool failed = slot.failed;
@@ -199,6 +239,11 @@ bool LocalTransport::transfer(const Transfer &t) {
                                  " after " + formatSeconds(timeoutSeconds) +
                                  " s; the peer may have died or stalled");
         return false;
+      }
+      if (!spun) {
+        spun = true;
+        spinBriefly(lock, t.rank);
+        continue;
       }
       cv.wait_until(lock, deadline);
     } else {

@@ -95,8 +95,12 @@ GPIPE_RT_MATH_INLINE typename B::Value exp(const B &b, typename B::Value x) {
   using V = typename B::Value;
   const float kMax = 88.72283935546875f;  // e^kMax just below FLT_MAX
   const float kMin = -103.97207641601562f; // e^kMin: half the least denormal
-  V clamped = b.select(b.gt(x, b.lit(kMax)), b.lit(kMax),
-                       b.select(b.lt(x, b.lit(kMin)), b.lit(kMin), x));
+  // Finite whatever x is (NaN computes at 0 and is put back at the end):
+  // converting NaN to an integer is undefined.
+  V clamped = b.select(
+      b.isNan(x), b.lit(0.0f),
+      b.select(b.gt(x, b.lit(kMax)), b.lit(kMax),
+               b.select(b.lt(x, b.lit(kMin)), b.lit(kMin), x)));
   V n = roundToInt(b, b.mul(clamped, b.lit(1.44269504088896341f)));
   V r = b.sub(b.sub(clamped, b.mul(n, b.lit(0.693359375f))),
               b.mul(n, b.lit(-2.12194440e-4f)));
