@@ -28,6 +28,28 @@ func.func @chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
+// Two groups an op reads both of merge into one.
+// CHECK-LABEL: func.func @merge
+// CHECK-NEXT:    %[[F:.*]] = nn.fused(%{{.*}}, %{{.*}}) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      nn.exp
+// CHECK-NEXT:      nn.neg
+// CHECK-NEXT:      nn.tanh
+// CHECK-NEXT:      nn.sigmoid
+// CHECK-NEXT:      nn.mul
+// CHECK-NEXT:      nn.yield
+// CHECK:         return %[[F]]
+func.func @merge(%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32> {
+  %e = nn.exp %x : tensor<8xf32>
+  %n = nn.neg %e : tensor<8xf32>
+  %t = nn.tanh %y : tensor<8xf32>
+  %s = nn.sigmoid %t : tensor<8xf32>
+  %m = nn.mul %n, %s : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %m : tensor<8xf32>
+}
+
+// -----
+
 // A value read by an op between two members keeps the later member out:
 // the fused op would come after its reader. The softmax reads %e before
 // the sigmoid, so the exp and the neg fuse, and the sigmoid starts a group

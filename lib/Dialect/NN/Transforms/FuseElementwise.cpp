@@ -49,25 +49,40 @@ public:
   }
 
 private:
-  /// Puts `op` into the group of one of its operands' producers, or into a
-  /// group of its own.
+  /// Puts `op` into the groups of its operands' producers that can take
+  /// it (merged into one when there are several), or into a group of its
+  /// own.
   void place(Operation *op) {
     ArrayRef<int64_t> shape = resultShape(op);
     StringAttr layer = getLayerOf(op);
+    SmallVector<size_t> joined;
     for (Value operand : op->getOperands()) {
       auto it = groupOf.find(operand.getDefiningOp());
-      if (it == groupOf.end())
+      if (it == groupOf.end() || llvm::is_contained(joined, it->second))
         continue;
       Group &group = groups[it->second];
-      if (group.shape != shape || group.layer != layer ||
-          !readAfter(group, op))
-        continue;
-      group.ops.push_back(op);
-      groupOf[op] = it->second;
+      if (group.shape == shape && group.layer == layer && readAfter(group, op))
+        joined.push_back(it->second);
+    }
+    if (joined.empty()) {
+      groupOf[op] = groups.size();
+      groups.push_back(Group{{op}, shape, layer});
       return;
     }
-    groupOf[op] = groups.size();
-    groups.push_back(Group{{op}, shape, layer});
+    Group &into = groups[joined.front()];
+    for (size_t other : llvm::drop_begin(joined)) {
+      for (Operation *member : groups[other].ops) {
+        into.ops.push_back(member);
+        groupOf[member] = joined.front();
+      }
+      groups[other].ops.clear();
+    }
+    // Block order: every member after the members it reads.
+    llvm::sort(into.ops, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    into.ops.push_back(op);
+    groupOf[op] = joined.front();
   }
 
   /// Whether every op outside `group` that reads a member's result comes

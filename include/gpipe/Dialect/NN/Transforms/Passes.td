@@ -91,12 +91,12 @@ def NNFuseElementwisePass
     Walks each block of the function (nested layer and remat bodies too) in
     order and grows groups of f32 elementwise ops (`nn.add`, `sub`, `mul`,
     `div`, `neg`, `reciprocal`, `sqrt`, `exp`, `erf`, `tanh`, `sigmoid`,
-    `relu`, `gelu`, `gelu_grad`, `where`): an op joins the group of one of
-    its operands' producers when its result has the group's shape, it
-    belongs to the same layer, and no op outside the group reads a member's
-    result before it (the fused op takes the place of the group's last
-    member, so everything it reads comes before and everything that reads
-    it after). A group of two or more ops becomes one `nn.fused` whose
+    `relu`, `gelu`, `gelu_grad`, `where`): an op joins the groups of its
+    operands' producers (merging them when there are several) whose shape
+    is its result's, in the same layer, where no op outside the group reads
+    a member's result before it (the fused op takes the place of the
+    group's last member, so everything it reads comes before and
+    everything that reads it after). A group of two or more ops becomes one `nn.fused` whose
     results are the members' values read outside it. Inputs may broadcast
     to the shape as the ops broadcast them. The arithmetic is the ops' own,
     in their order: the gradients stay bitwise those of the unfused
