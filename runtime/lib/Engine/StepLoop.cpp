@@ -72,7 +72,7 @@ void RunState::startRankThreads() {
     for (int c = 0; c < CPU_SETSIZE; ++c)
       if (CPU_ISSET(c, &allowed))
         cpus.push_back(c);
-  if (int64_t(cpus.size()) < local || std::getenv("GPIPE_NO_PIN"))
+  if (int64_t(cpus.size()) < local)
     cpus.clear();
   int64_t next = 0;
   for (int64_t w = 0; w < numWorkers(); ++w) {
