@@ -400,6 +400,9 @@ private:
   /// Runs `call` (computing `op`) on fresh result tensors and binds them.
   LogicalResult runKernel(Operation *op, const KernelCall &call);
   LogicalResult runLayer(nn::LayerOp layer, unsigned depth);
+  /// Runs `body` on `inputs`' values and binds what it yields to `results`.
+  LogicalResult runBody(Block &body, ValueRange inputs, ValueRange results,
+                        unsigned depth);
 
   const ParameterStore &params;
   /// The random key dropout masks are drawn with.
@@ -444,13 +447,19 @@ LogicalResult Interpreter::runLayer(nn::LayerOp layer, unsigned depth) {
   if (depth >= kMaxLayerDepth)
     return layer.emitOpError("nn.layer nesting deeper than ")
            << kMaxLayerDepth << " is not supported by the nn interpreter";
-  SmallVector<HostTensor> inputs;
-  for (Value v : layer.getInputs())
-    inputs.push_back(get(v));
-  std::vector<HostTensor> results;
-  if (failed(runBlock(layer.getBodyBlock(), inputs, results, depth + 1)))
+  return runBody(layer.getBodyBlock(), layer.getInputs(), layer.getResults(),
+                 depth);
+}
+
+LogicalResult Interpreter::runBody(Block &body, ValueRange inputs,
+                                   ValueRange results, unsigned depth) {
+  SmallVector<HostTensor> args;
+  for (Value v : inputs)
+    args.push_back(get(v));
+  std::vector<HostTensor> values;
+  if (failed(runBlock(body, args, values, depth + 1)))
     return failure();
-  for (auto [result, value] : llvm::zip(layer.getResults(), results))
+  for (auto [result, value] : llvm::zip(results, values))
     env[result] = value;
   return success();
 }
@@ -562,29 +571,15 @@ LogicalResult Interpreter::run(Operation *op, unsigned depth) {
     return bindResult(x.reshaped(type.getShape()));
   }
 
-  if (auto fused = dyn_cast<nn::FusedOp>(op)) {
-    // Op by op on whole tensors: the kernels compute each element as the
-    // compiled loop does.
-    SmallVector<HostTensor> inputs;
-    for (Value v : fused.getInputs())
-      inputs.push_back(get(v));
-    std::vector<HostTensor> results;
-    if (failed(runBlock(fused.getBodyBlock(), inputs, results, depth + 1)))
-      return failure();
-    for (auto [result, value] : llvm::zip(fused.getResults(), results))
-      env[result] = value;
-    return success();
-  }
+  // A fused loop's body op by op on whole tensors: the kernels compute each
+  // element as the compiled loop does.
+  if (auto fused = dyn_cast<nn::FusedOp>(op))
+    return runBody(fused.getBodyBlock(), fused.getInputs(), fused.getResults(),
+                   depth);
 
-  if (auto remat = dyn_cast<RematOp>(op)) {
-    // The recomputed forward runs in place.
-    std::vector<HostTensor> results;
-    if (failed(runBlock(remat.getBody().front(), {}, results, depth + 1)))
-      return failure();
-    for (auto [result, value] : llvm::zip(remat.getResults(), results))
-      env[result] = value;
-    return success();
-  }
+  // The recomputed forward runs in place.
+  if (auto remat = dyn_cast<RematOp>(op))
+    return runBody(remat.getBody().front(), {}, remat.getResults(), depth);
 
   // Everything else runs the kernel the code generator calls, with the
   // same arguments.
