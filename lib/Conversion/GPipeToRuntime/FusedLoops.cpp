@@ -205,8 +205,6 @@ LogicalResult Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
                      Value outRow, Value i) {
     Type floatTy = lanes > 1 ? Type(VectorType::get({lanes}, f32Ty)) : f32Ty;
     Type intTy = lanes > 1 ? Type(VectorType::get({lanes}, i32Ty)) : i32Ty;
-    Type boolTy = lanes > 1 ? Type(VectorType::get({lanes}, b.getI1Type()))
-                            : Type(b.getI1Type());
     Type byteTy = lanes > 1 ? Type(VectorType::get({lanes}, i8Ty)) : i8Ty;
     LoopMath m{b, loc, floatTy, intTy};
     auto splat = [&](Value scalar, Type vecTy) -> Value {
@@ -247,7 +245,6 @@ LogicalResult Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
                                                  b.getI8IntegerAttr(0))
                             .getResult();
         v = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, v, zero);
-        (void)boolTy;
       }
       values[arg] = v;
     }
