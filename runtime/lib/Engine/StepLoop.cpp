@@ -16,8 +16,6 @@
 #include "gpipe/Runtime/CPUKernels.h"
 
 #include <algorithm>
-#include <pthread.h>
-#include <sched.h>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +23,8 @@
 #include <optional>
 #include <system_error>
 #include <limits>
+#include <pthread.h>
+#include <sched.h>
 
 namespace gpipe::rt {
 namespace {
