@@ -27,9 +27,7 @@
 #
 #===-----------------------------------------------------------------------===#
 import argparse
-import warnings
 import ctypes
-import math
 import os
 import re
 import statistics
@@ -37,10 +35,16 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The GPT of the GPU check's PyTorch reference: gpipe's `gpt` preset
+# architecture, 65-symbol vocabulary.
+from torch_gpt_eager import GPT  # noqa: E402
 
 # ------------------------------------------------------------------ models
 
@@ -59,55 +63,6 @@ class MLP(nn.Module):
         return self.net(x)
 
 
-class Attention(nn.Module):
-    def __init__(self, d, heads, seq):
-        super().__init__()
-        self.d, self.heads = d, heads
-        self.qkv = nn.Linear(d, 3 * d)
-        self.proj = nn.Linear(d, d)
-        self.register_buffer("mask", torch.tril(torch.ones(seq, seq)))
-
-    def forward(self, x):
-        b, t, d = x.shape
-        h, hd = self.heads, d // self.heads
-        q, k, v = self.qkv(x).split(d, dim=-1)
-        q = q.reshape(b, t, h, hd).transpose(1, 2)
-        k = k.reshape(b, t, h, hd).transpose(1, 2)
-        v = v.reshape(b, t, h, hd).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        att = att.masked_fill(self.mask == 0, float("-inf"))
-        y = torch.softmax(att, dim=-1) @ v
-        return self.proj(y.transpose(1, 2).reshape(b, t, d))
-
-
-class Block(nn.Module):
-    def __init__(self, d, heads, seq):
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.attn = Attention(d, heads, seq)
-        self.fc, self.fc_proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-    def forward(self, x):
-        x = x + self.attn(self.ln1(x))
-        return x + self.fc_proj(F.gelu(self.fc(self.ln2(x))))
-
-
-class GPT(nn.Module):
-    def __init__(self, vocab, d, heads, seq, blocks):
-        super().__init__()
-        self.tok = nn.Embedding(vocab, d)
-        self.pos = nn.Parameter(0.02 * torch.randn(seq, d))
-        self.blocks = nn.ModuleList(Block(d, heads, seq) for _ in range(blocks))
-        self.ln_f = nn.LayerNorm(d)
-        self.head = nn.Linear(d, vocab, bias=False)
-
-    def forward(self, idx):
-        x = self.tok(idx) + self.pos
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.ln_f(x))
-
-
 # name -> (description, constructor, batch, example input, classes)
 def make_models():
     def tokens(batch, seq, vocab):
@@ -117,10 +72,9 @@ def make_models():
                 lambda: MLP(256, 512, 6, 10), 128,
                 lambda: torch.randn(128, 256), 10),
         "gpt-small": ("GPT D=64 T=32 4 blocks 4 heads vocab 65, batch 8",
-                      lambda: GPT(65, 64, 4, 32, 4), 8, tokens(8, 32, 65), 65),
+                      lambda: GPT(4, 64, 4, 32), 8, tokens(8, 32, 65), 65),
         "gpt-gemm": ("GPT D=256 T=64 4 blocks 8 heads vocab 65, batch 16",
-                     lambda: GPT(65, 256, 8, 64, 4), 16, tokens(16, 64, 65),
-                     65),
+                     lambda: GPT(4, 256, 8, 64), 16, tokens(16, 64, 65), 65),
     }
 
 
