@@ -171,9 +171,10 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     }
     const int64_t heapBefore = heapAllocationsOnThisThread();
     std::array<int64_t, GPIPE_RT_KERNEL_CLASS_COUNT> kernelBefore{};
-    for (int c = 0; c < GPIPE_RT_KERNEL_CLASS_COUNT; ++c)
-      kernelBefore[size_t(c)] = int64_t(gpipe_rt_cpu_thread_kernel_nanoseconds(
-          gpipe_rt_kernel_class(c)));
+    if (options.timeKernels)
+      for (int c = 0; c < GPIPE_RT_KERNEL_CLASS_COUNT; ++c)
+        kernelBefore[size_t(c)] = int64_t(
+            gpipe_rt_cpu_thread_kernel_nanoseconds(gpipe_rt_kernel_class(c)));
     rank->step = step;
     rank->nextAction = 0;
     rank->current = rank->lastBegun = -1;
@@ -231,11 +232,12 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     rank->heapAllocations = heapBefore < 0
                                 ? -1
                                 : heapAllocationsOnThisThread() - heapBefore;
-    for (int c = 0; c < GPIPE_RT_KERNEL_CLASS_COUNT; ++c)
-      rank->kernelNs[size_t(c)] =
-          int64_t(gpipe_rt_cpu_thread_kernel_nanoseconds(
-              gpipe_rt_kernel_class(c))) -
-          kernelBefore[size_t(c)];
+    if (options.timeKernels)
+      for (int c = 0; c < GPIPE_RT_KERNEL_CLASS_COUNT; ++c)
+        rank->kernelNs[size_t(c)] =
+            int64_t(gpipe_rt_cpu_thread_kernel_nanoseconds(
+                gpipe_rt_kernel_class(c))) -
+            kernelBefore[size_t(c)];
     std::lock_guard<std::mutex> lock(mu);
     finished[size_t(rank->index)] = 1;
     ++finishedCount;
