@@ -5,8 +5,10 @@
 # in PyTorch, exported to ONNX (the TorchScript exporter, opset 17), then
 #
 #   - compiled by gpipe-compile (remat none) and trained by gpipe-run at
-#     K = 1 and at K = 2 with M = 8 (1F1B), the step time gpipe-run reports
-#     (median after the first step);
+#     K = 1 (its GEMMs on every core: gpipe-run's automatic BLAS threads;
+#     and on one core, --blas-threads 1) and at K = 2 with M = 8 (1F1B, one
+#     rank per core), the step time gpipe-run reports (median after the
+#     first step);
 #   - trained by PyTorch eager on 1 and on 2 threads (the best is the
 #     reference), and by torch.compile (inductor) where it runs;
 #
@@ -90,7 +92,8 @@ def run(cmd):
     return p.stdout
 
 
-def gpipe_step(args, onnx_file, work, k, m, kernel_times=False):
+def gpipe_step(args, onnx_file, work, k, m, kernel_times=False,
+               blas_threads=None):
     lib = os.path.join(work, "k%d-m%d.so" % (k, m))
     cmd = [os.path.join(args.bin, "gpipe-compile"), onnx_file, "--stages",
            str(k), "--microbatches", str(m), "--remat", "none", "--quiet",
@@ -102,6 +105,8 @@ def gpipe_step(args, onnx_file, work, k, m, kernel_times=False):
            str(args.steps), "--lr", "0.01"]
     if kernel_times:
         cmd.append("--kernel-times")
+    if blas_threads:
+        cmd += ["--blas-threads", str(blas_threads)]
     out = run(cmd)
     step = re.search(r"step time: measured ([0-9.e+-]+) s", out)
     if not step:
@@ -227,7 +232,15 @@ def main():
         rows = []
         k1, breakdown = gpipe_step(args, onnx_file, work, 1, 1,
                                    kernel_times=True)
-        rows.append(("gpipe K=1", k1))
+        blas = re.search(r"BLAS: (\d+) thread", breakdown)
+        blas = int(blas.group(1)) if blas else 1
+        rows.append(("gpipe K=1 (%d BLAS thread%s)" %
+                     (blas, "s" if blas > 1 else ""), k1))
+        k1_one = k1
+        if blas > 1:
+            k1_one, _ = gpipe_step(args, onnx_file, work, 1, 1,
+                                   blas_threads=1)
+            rows.append(("gpipe K=1 (1 BLAS thread)", k1_one))
         k2, _ = gpipe_step(args, onnx_file, work, 2, 8)
         rows.append(("gpipe K=2 M=8 (1f1b)", k2))
         eager = {}
@@ -265,15 +278,18 @@ def main():
                   (label, t * 1e3, batch / t, flops / t / 1e9, reference / t))
         times = re.search(r"kernel time per step.*\n(.*)\n", breakdown)
         if times:
-            print("gpipe K=1, where the time goes (ms per step):")
+            print("gpipe K=1 (%d BLAS thread%s), where the time goes (ms per "
+                  "step):" % (blas, "s" if blas > 1 else ""))
             print("  " + times.group(1).strip())
         summary.append(
             "%s: gpipe K=1 %.2fx eager (best: %d thread%s)%s, K=2 M=8 %.2fx "
-            "K=1; gpipe K=1 at %.0f%% of the sgemm ceiling" %
+            "eager; on one core: gpipe K=1 at %.0f%% of the sgemm ceiling, "
+            "K=2 M=8 %.2fx K=1" %
             (name, reference / k1, best_threads,
              "s" if best_threads > 1 else "",
              ", %.2fx torch.compile" % (compiled / k1) if compiled else "",
-             k1 / k2, 100 * flops / k1 / 1e9 / best_ceiling))
+             reference / k2, 100 * flops / k1_one / 1e9 / best_ceiling,
+             k1_one / k2))
     print("\n## summary (ceiling %.1f GFLOP/s)" % best_ceiling)
     for line in summary:
         print(line)

@@ -124,6 +124,14 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
       out.workers = workers->get<int64_t>();
     }
     out.remat = r.text(m, "remat");
+    if (auto blas = m.find("blas_threads"); blas != m.end()) {
+      // 0: a device without CPU kernels.
+      if (!blas->is_number_integer() || blas->get<int64_t>() < 0) {
+        r.fail(where, "expected a non-negative integer 'blas_threads'");
+        return std::nullopt;
+      }
+      out.blasThreads = blas->get<int64_t>();
+    }
     if (auto runs = m.find("runs"); runs != m.end()) {
       if (!runs->is_number_integer() || runs->get<int64_t>() < 1) {
         r.fail(where, "expected a positive integer 'runs'");
@@ -192,9 +200,19 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
   }
   std::stable_sort(profile.measurements.begin(), profile.measurements.end(),
                    [](const ProfileMeasurement &a, const ProfileMeasurement &b) {
-                     return std::tie(a.workers, a.remat, a.microbatchSamples) <
-                            std::tie(b.workers, b.remat, b.microbatchSamples);
+                     return std::tie(a.workers, a.remat, a.microbatchSamples,
+                                     b.blasThreads) <
+                            std::tie(b.workers, b.remat, b.microbatchSamples,
+                                     a.blasThreads);
                    });
+  // The most BLAS threads first within a key: keep that one.
+  auto sameKey = [](const ProfileMeasurement &a, const ProfileMeasurement &b) {
+    return std::tie(a.workers, a.remat, a.microbatchSamples) ==
+           std::tie(b.workers, b.remat, b.microbatchSamples);
+  };
+  profile.measurements.erase(std::unique(profile.measurements.begin(),
+                                         profile.measurements.end(), sameKey),
+                             profile.measurements.end());
   return profile;
 }
 

@@ -1187,6 +1187,52 @@ TEST(Blas, ThreadCountIsSettable) {
   EXPECT_EQ(gpipe_rt_cpu_get_blas_threads(), 1);
 }
 
+// gpipe-run gives a lone rank every core for its GEMMs: OpenBLAS splits
+// the output among its threads, and the kernels hand it K in slices it
+// never splits itself, so each element's sum keeps its order: the bits are
+// those of one thread. Shapes big enough to be split, depths OpenBLAS
+// would halve differently per driver (400, 513, 600, 1000), both
+// transposes, a beta that reads C.
+TEST(Blas, GemmBitsDoNotDependOnTheThreadCount) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (Case c : {Case{256, 256, 256}, Case{1024, 96, 200}, Case{64, 777, 513},
+                 Case{300, 300, 40}, Case{128, 200, 400}, Case{96, 130, 600},
+                 Case{200, 64, 1000}})
+    for (int32_t transA : {0, 1})
+      for (int32_t transB : {0, 1}) {
+        std::vector<float> a(size_t(c.m * c.k)), b(size_t(c.k * c.n)),
+            bias(size_t(c.m * c.n));
+        for (std::vector<float> *v : {&a, &b, &bias})
+          for (float &x : *v)
+            x = dist(rng);
+        int64_t aShape[2] = {transA ? c.k : c.m, transA ? c.m : c.k};
+        int64_t bShape[2] = {transB ? c.n : c.k, transB ? c.k : c.n};
+        int64_t outShape[2] = {c.m, c.n};
+        std::vector<std::vector<float>> outs;
+        for (int32_t threads : {1, 2, 3}) {
+          gpipe_rt_cpu_set_blas_threads(threads);
+          std::vector<float> out(size_t(c.m * c.n));
+          ASSERT_EQ(gpipe_rt_cpu_gemm_f32(a.data(), aShape, b.data(), bShape,
+                                          bias.data(), outShape, 2, 0.5f,
+                                          0.25f, transA, transB, out.data(),
+                                          outShape),
+                    GPIPE_RT_SUCCESS);
+          outs.push_back(std::move(out));
+        }
+        gpipe_rt_cpu_set_blas_threads(1);
+        for (size_t i = 1; i < outs.size(); ++i)
+          EXPECT_EQ(std::memcmp(outs[0].data(), outs[i].data(),
+                                outs[0].size() * sizeof(float)),
+                    0)
+              << c.m << "x" << c.n << "x" << c.k << " transA " << transA
+              << " transB " << transB << ": " << i + 1 << " threads";
+      }
+}
+
 TEST(Errors, LastErrorIsPerCallAndClearable) {
   gpipe_rt_clear_error();
   EXPECT_EQ(lastError(), "");

@@ -43,6 +43,8 @@ struct ProfileMeasurement {
   std::string remat;
   /// How many runs the times are the medians of.
   int64_t runs = 1;
+  /// The OpenBLAS threads each rank ran its GEMMs on.
+  int64_t blasThreads = 1;
   std::vector<MeasuredLayer> layers;
   /// Per action kind ("forward", "backward", "backward_input",
   /// "backward_weight", "recompute"): seconds outside the layers.
@@ -61,7 +63,10 @@ struct ProfileMeasurement {
 struct MeasuredProfile {
   std::string source, target, precision, cpu;
   int64_t cores = 0;
-  /// By workers, then micro-batch size, ascending.
+  /// By workers, then micro-batch size, ascending. Of measurements that
+  /// differ only in their BLAS threads, the one with the most is kept:
+  /// compiles predict runs with gpipe-run's automatic count, which is the
+  /// most the machine gives a rank.
   std::vector<ProfileMeasurement> measurements;
 
   /// Parses a profile; on failure returns std::nullopt and sets `error`

@@ -126,7 +126,8 @@ public:
         capacity(2 * actions + 8) {}
   ~CudaRank() override;
 
-  Status bind() override;
+  /// The kernels run on the GPU; no host BLAS to size.
+  Status bind(int64_t blasThreads) override;
   Status beginStep() override;
   void actionBegin(int64_t action) override { mark(action, 0); }
   void actionEnd(int64_t action) override { mark(action, 1); }
@@ -582,7 +583,7 @@ CudaRank::~CudaRank() {
     cudaFree(records);
 }
 
-Status CudaRank::bind() {
+Status CudaRank::bind(int64_t) {
   GPIPE_CUDA_TRY("cudaSetDevice", cudaSetDevice(gpu));
   GPIPE_CUDA_TRY("creating the compute stream",
                  cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));

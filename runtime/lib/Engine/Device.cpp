@@ -76,13 +76,13 @@ Status cpuRunningStatsUpdate(float *runningMean, float *runningVar,
 
 class CpuRank final : public RankDevice {
 public:
-  Status bind() override {
-    // One BLAS thread per rank. The count is per thread for OpenMP builds
-    // of OpenBLAS and global otherwise; the calls are serialized because
-    // the latter may resize OpenBLAS's thread pool.
+  Status bind(int64_t blasThreads) override {
+    // The count is per thread for OpenMP builds of OpenBLAS and global
+    // otherwise (the engine gives every rank the same); the calls are
+    // serialized because the latter may resize OpenBLAS's thread pool.
     static std::mutex blasMutex;
     std::lock_guard<std::mutex> lock(blasMutex);
-    gpipe_rt_cpu_set_blas_threads(1);
+    gpipe_rt_cpu_set_blas_threads(int32_t(std::max<int64_t>(blasThreads, 1)));
     return Status::success();
   }
   Status beginStep() override { return Status::success(); }
@@ -197,7 +197,7 @@ public:
   EmulatedRank(int64_t slots, int64_t slotBytes)
       : slots(slots), slotBytes(slotBytes),
         staging(size_t(std::max<int64_t>(slots * slotBytes, 0))) {}
-  Status bind() override { return cpu.bind(); }
+  Status bind(int64_t blasThreads) override { return cpu.bind(blasThreads); }
   Status beginStep() override {
     answers.clear();
     timings.clear();

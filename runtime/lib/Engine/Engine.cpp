@@ -22,6 +22,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace gpipe::rt {
@@ -68,6 +70,71 @@ Status RunState::chooseDevice(RunResult &result) {
                          " (--target " + devicePtr->target() + ")");
   device = devicePtr.get();
   result.deviceDescription = device->describe();
+  return Status::success();
+}
+
+Status RunState::chooseBlasThreads(RunResult &result) {
+  int64_t asked = options.blasThreads;
+  if (asked < 0 || asked > 1024)
+    return Status::error("the BLAS threads per rank must be 0 (automatic) "
+                         "to 1024, got " + std::to_string(asked));
+  if (meta.target != "cpu") {
+    result.blasThreads = 0;
+    result.blasThreadsReason = "the kernels run on the " + meta.target +
+                               " device";
+    return Status::success();
+  }
+  int64_t local = numLocal();
+  if (asked > 1 && local > 1)
+    return Status::error(
+        std::to_string(asked) + " BLAS threads per rank: this process runs " +
+        std::to_string(local) + " rank threads, and OpenBLAS has one thread "
+        "pool per process, so each rank runs its GEMMs on 1 thread (leave "
+        "the count automatic, or run one rank per process: mpirun with "
+        "--transport mpi)");
+  if (asked > 0) {
+    blasThreads = asked;
+    result.blasThreadsReason = "asked for";
+  } else if (local > 1) {
+    blasThreads = 1;
+    result.blasThreadsReason = std::to_string(local) +
+                               " rank threads share one OpenBLAS pool";
+  } else {
+    // The CPUs this process may use, shared with the other processes
+    // mpirun started on this node (unless it bound each to its own).
+    int64_t cpus = 0;
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+      cpus = CPU_COUNT(&allowed);
+    if (cpus < 1)
+      cpus = std::max<long>(sysconf(_SC_NPROCESSORS_ONLN), 1);
+    int64_t processes = 1;
+    if (const char *size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        mpi && size) {
+      char *end = nullptr;
+      long n = std::strtol(size, &end, 10);
+      if (end != size && *end == 0 && n >= 1)
+        processes = n;
+    }
+    struct rlimit limit;
+    bool limited = getrlimit(RLIMIT_AS, &limit) == 0 &&
+                   limit.rlim_cur != RLIM_INFINITY;
+    if (limited) {
+      blasThreads = 1;
+      result.blasThreadsReason =
+          "an address-space limit (ulimit -v) is set, under which an "
+          "OpenBLAS worker that cannot map its buffer never returns";
+    } else {
+      blasThreads = std::clamp<int64_t>(cpus / processes, 1, 1024);
+      result.blasThreadsReason =
+          std::to_string(cpus) + (cpus == 1 ? " CPU" : " CPUs") +
+          (processes > 1 ? " for " + std::to_string(processes) +
+                               " processes on this node"
+                         : " for one rank");
+    }
+  }
+  result.blasThreads = blasThreads;
   return Status::success();
 }
 
@@ -253,6 +320,8 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
   }
   if (s.ok())
     s = state.startTransport();
+  if (s.ok())
+    s = state.chooseBlasThreads(result);
   if (s.ok())
     s = state.allocateArenas();
   if (s.ok())

@@ -262,6 +262,7 @@ Status buildProfileMeasurement(const ModelMetadata &meta,
                       {"data_parallel", meta.dataParallel},
                       {"schedule", meta.schedule},
                       {"remat", meta.remat},
+                      {"blas_threads", result.blasThreads},
                       {"timed_steps", steps.size()},
                       {"layers", std::move(layerArray)},
                       {"action_overhead", std::move(overhead)},
@@ -316,7 +317,8 @@ Status writeProfile(const std::string &path, const ModelMetadata &meta,
         if (m.value("microbatch_samples", int64_t(-1)) !=
                 meta.microBatchSize() ||
             m.value("workers", int64_t(1)) != meta.numWorkers() ||
-            m.value("remat", std::string()) != meta.remat) {
+            m.value("remat", std::string()) != meta.remat ||
+            m.value("blas_threads", int64_t(1)) != result.blasThreads) {
           root["measurements"].push_back(m);
           continue;
         }
@@ -335,7 +337,8 @@ Status writeProfile(const std::string &path, const ModelMetadata &meta,
   auto key = [](const Json &m) {
     return std::make_tuple(m.value("workers", int64_t(1)),
                            m.value("remat", std::string()),
-                           m.value("microbatch_samples", int64_t(0)));
+                           m.value("microbatch_samples", int64_t(0)),
+                           m.value("blas_threads", int64_t(1)));
   };
   std::sort(root["measurements"].begin(), root["measurements"].end(),
             [&](const Json &a, const Json &b) { return key(a) < key(b); });

@@ -225,6 +225,8 @@ public:
   std::vector<uint8_t *> views;
   std::vector<std::unique_ptr<RankDevice>> rankDevices;
   std::vector<gpipe_rt_rank> ranks;
+  /// OpenBLAS threads per local rank (chooseBlasThreads).
+  int64_t blasThreads = 1;
 
   bool isLocal(int64_t worker) const { return !mpi || worker == me; }
   /// Pipeline ranks K, replicas D and workers K x D (ranks, arenas, views
@@ -238,6 +240,9 @@ public:
   Status chooseDevice(RunResult &result);
   Status prepareData(RunResult &result);
   Status startTransport();
+  /// Resolves RunOptions::blasThreads (after startTransport: MPI runs one
+  /// rank per process).
+  Status chooseBlasThreads(RunResult &result);
   Status allocateArenas();
   /// Uploads the arenas and makes each local rank's device side and view.
   Status prepareRanks();

@@ -54,7 +54,8 @@ std::string unfinishedRanks(const std::vector<char> &finished,
 //===----------------------------------------------------------------------===//
 
 void RunState::startRankThreads() {
-  gpipe_rt_cpu_set_blas_threads(1);
+  if (blasThreads > 0)
+    gpipe_rt_cpu_set_blas_threads(int32_t(blasThreads));
   if (options.timeKernels)
     gpipe_rt_cpu_set_kernel_timing(1);
   threadExited.assign(size_t(numWorkers()), 0);
@@ -154,7 +155,7 @@ void RunState::joinRankThreads() {
 }
 
 void RunState::rankMain(gpipe_rt_rank *rank) {
-  if (Status s = rank->device->bind(); !s.ok()) {
+  if (Status s = rank->device->bind(blasThreads); !s.ok()) {
     fail(startStep + 1,
          workerName(rank->index) + ": " + s.message());
     return;

@@ -92,6 +92,10 @@ const char *const kUsage =
     "                           sgemm, elementwise, normalization and\n"
     "                           losses, data movement, optimizer) and the\n"
     "                           rest (cpu target; steps after the first 2)\n"
+    "  --blas-threads N         OpenBLAS threads per rank (cpu target;\n"
+    "                           default: the CPUs this process may use when\n"
+    "                           it runs one rank, else 1; the same bits\n"
+    "                           for every count)\n"
     "  --timeout SECONDS        give up on a silent peer (default 60)\n"
     "  --transport local|mpi|nccl\n"
     "                           rank threads in this process (default; on\n"
@@ -392,7 +396,7 @@ Args parseArgs(int argc, char **argv) {
         "--save-params", "--trace",        "--timeout",   "--inject-fault",
         "--checkpoint-dir", "--checkpoint-every", "--keep-checkpoints",
         "--on-nonfinite", "--inject-nan", "--transport", "--gpu",
-        "--params", "--save-outputs", "--profile"};
+        "--params", "--save-outputs", "--profile", "--blas-threads"};
     bool known = false;
     for (const char *k : kValued)
       known |= flag == k;
@@ -445,6 +449,11 @@ Args parseArgs(int argc, char **argv) {
       args.trace = value;
     } else if (flag == "--profile") {
       args.profile = value;
+    } else if (flag == "--blas-threads") {
+      run.blasThreads = parseInteger(flag, value, 1);
+      if (run.blasThreads > 1024)
+        usageError("--blas-threads must be at most 1024, got '" + value +
+                   "'");
     } else if (flag == "--timeout") {
       run.timeoutSeconds = parseNumber(flag, value);
       if (!(run.timeoutSeconds > 0))
@@ -1019,6 +1028,11 @@ int main(int argc, char **argv) {
     }
     std::printf("\n");
   }
+  if (result.blasThreads > 0)
+    std::printf("BLAS: %lld thread%s per rank (%s)\n",
+                (long long)result.blasThreads,
+                result.blasThreads == 1 ? "" : "s",
+                result.blasThreadsReason.c_str());
   if (args.kernelTimes)
     printKernelTimes(result);
   for (const ArenaReport &a : result.arenas)

@@ -55,8 +55,9 @@ public:
   virtual ~RankDevice();
 
   /// On the rank's thread, once, before its first step: binds the thread to
-  /// the device (current device, the kernels' stream, library settings).
-  virtual Status bind() = 0;
+  /// the device (current device, the kernels' stream, library settings);
+  /// `blasThreads` >= 1: the threads the rank's host BLAS calls may use.
+  virtual Status bind(int64_t blasThreads) = 0;
 
   /// On the rank's thread at the start of every step.
   virtual Status beginStep() = 0;

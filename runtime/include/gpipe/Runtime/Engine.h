@@ -497,6 +497,16 @@ struct RunOptions {
   /// Time the CPU kernels by class (gpipe_rt_cpu_set_kernel_timing) in the
   /// steady-state steps into RunResult::kernelSeconds.
   bool timeKernels = false;
+  /// OpenBLAS threads per rank (cpu target); 0: automatic. OpenBLAS keeps
+  /// one thread pool per process, so with more than one rank thread in the
+  /// process every rank runs its GEMMs on 1 thread (more is an error).
+  /// Automatic: with one rank in the process, the CPUs the process may use
+  /// (taskset, cgroups, mpirun's binding) divided among the processes
+  /// mpirun started on this node; 1 under a finite address-space limit
+  /// (ulimit -v), where an OpenBLAS worker that cannot map its buffer
+  /// retries forever. Splitting a GEMM over threads leaves each output
+  /// element's sum in the same order: the same bits for every count.
+  int64_t blasThreads = 0;
   /// Inference (a model whose metadata says "inference"): run the forward
   /// over all of the data, mini-batch by mini-batch (`steps` is ignored:
   /// ceil(N / B) steps for N samples; the last, partial mini-batch is
@@ -590,6 +600,11 @@ struct RunResult {
   /// (compute action) seconds in the same steps.
   std::vector<double> kernelSeconds;
   double steadyBusySeconds = 0.0;
+  /// The OpenBLAS threads each rank ran its GEMMs on (RunOptions::
+  /// blasThreads resolved; 0 for a device without CPU kernels), and why
+  /// that many.
+  int64_t blasThreads = 0;
+  std::string blasThreadsReason;
 };
 
 /// Trains a model.

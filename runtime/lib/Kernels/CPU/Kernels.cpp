@@ -235,6 +235,9 @@ const float *roundedCopy(const float *m, int64_t rows, int64_t cols,
   return copy.data();
 }
 
+/// The most of K one cblas_sgemm call sums (checkedSgemm).
+constexpr int64_t kSgemmDepth = 256;
+
 /// C[M, N] = alpha * op(A) * op(B) + beta * C, row-major, where op(A) is
 /// [M, K] and op(B) is [K, N]. Validates every argument before calling
 /// cblas_sgemm, so OpenBLAS's own argument checker never fires. Under a
@@ -265,9 +268,24 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
     a = roundedCopy(a, transA ? k : m, transA ? m : k, lda, roundedA);
     b = roundedCopy(b, transB ? n : k, transB ? k : n, ldb, roundedB);
   }
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha,
-              a, int(lda), b, int(ldb), beta, c, int(ldc));
+  // OpenBLAS blocks K itself (GEMM_Q: 256 to 512 on x86 cores) and halves
+  // a K between one and two blocks with a rounding rule that differs
+  // between its one-thread and its threaded drivers, so the same GEMM on
+  // another thread count sums some elements in another order (measured:
+  // 0.3.21, Cooperlake, K = 400, 513 and 600 of 16 depths). Slices of at
+  // most kSgemmDepth along K, accumulated in order into C (beta, then 1),
+  // are never split: the bits are the same on every thread count, which
+  // gpipe-run's BLAS threads rely on (Blas.GemmBitsDoNotDependOnThe-
+  // ThreadCount).
+  for (int64_t k0 = 0; k0 < k; k0 += kSgemmDepth) {
+    int64_t depth = std::min(kSgemmDepth, k - k0);
+    const float *aSlice = transA ? a + k0 * lda : a + k0;
+    const float *bSlice = transB ? b + k0 : b + k0 * ldb;
+    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                transB ? CblasTrans : CblasNoTrans, int(m), int(n), int(depth),
+                alpha, aSlice, int(lda), bSlice, int(ldb),
+                k0 == 0 ? beta : 1.0f, c, int(ldc));
+  }
   if (timed) {
     uint64_t ns =
         uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
