@@ -2,23 +2,31 @@
 #===- plan_accuracy.py - Predicted against measured step time ------------===#
 #
 # How well the cost model predicts training on this machine once it has a
-# measured profile. For each model it first measures the profile
-# (`gpipe-run --profile`: per micro-batch size at K = 1 and at K = 2, which
-# also measures the link, and under remat stage and none, --repeat runs of
-# each, all merged into one file that keeps each one's fastest run: a layer
-# runs at another speed when both cores are busy, and a backward reading
-# kept values at another than one reading recomputed ones), then compiles every
-# configuration of a grid with `--profile-file` and trains it, and prints
-# per configuration the step time the compiler predicted, the measured one
-# (median of the steps after the first) and the error:
+# measured profile. For each model it measures the profile (`gpipe-run
+# --profile`: per micro-batch size at K = 1 and at K = 2, which also
+# measures the link, under remat stage and none and, at K = 2, schedule
+# gpipe and 1f1b, all merged into one file that keeps each measurement's
+# fastest run: a layer runs at another speed when both cores are busy, a
+# backward reading kept values at another than one reading recomputed ones,
+# and any layer at another when the schedule keeps more live), trains every configuration of a grid,
+# and prints per configuration the step time the compiler predicts from the
+# profile (`--profile-file`), the measured one (median of the steps after
+# the first) and the error:
 #
 #   grid: K in {1, 2}; M in the --microbatches list; schedule gpipe and 1f1b
 #   (K = 2); remat stage and none; for K = 2 the compiler's balance and the
 #   balances one layer either side of it.
 #
-# With --autotune it also compiles each model with `gpipe-compile
-# --autotune` over the same space and shows its pick against the measured
-# best of the grid. Standard library only; run it on an idle machine:
+# The machine's speed drifts over seconds to minutes, so the measurements
+# go in --repeat rounds, each a round of the profile and one over the grid,
+# every profile measurement and every row keeping its fastest round: the
+# profile and the runs sample the same stretch of time. The grid is compiled
+# after the first round (the flags fix its partition, schedule and plan; the
+# profile changes only the prediction), the predictions come from the final
+# profile. With --autotune it also compiles each model with `gpipe-compile
+# --autotune` over the same space (after the first round), runs its pick in
+# the rounds, and shows it against the measured best of the grid. Standard
+# library only; run it on an idle machine:
 #
 #   bench/plan_accuracy.py [--bin build/bin] [--steps 12] [--repeat 3]
 #                          [--microbatches 1,2,4,8] [--autotune]
@@ -90,22 +98,27 @@ def main():
     summary = []
     for model in args.models.split(","):
         profile = os.path.join(work, model + ".profile.json")
-        # The profile: every K, M and remat policy, --repeat runs each (the
-        # file keeps each one's faster run).
+        # The profile: every K, M, schedule and remat policy at the
+        # compiler's balance (the file keeps each one's fastest run).
         profile_libs = []
         for k in (1, 2):
             for m in ms:
-                for remat in ("stage", "none"):
-                    lib = os.path.join(work, "%s-profile-k%d-m%d-%s.so" %
-                                       (model, k, m, remat))
-                    compile_model(args, model, lib,
-                                  ["--stages", str(k), "--microbatches",
-                                   str(m), "--remat", remat, "--quiet"])
-                    profile_libs.append(lib)
-        for _ in range(args.repeat):
+                for schedule in (["gpipe"] if k == 1 else ["gpipe", "1f1b"]):
+                    for remat in ("stage", "none"):
+                        lib = os.path.join(work, "%s-profile-k%d-m%d-%s-%s.so"
+                                           % (model, k, m, schedule, remat))
+                        compile_model(args, model, lib,
+                                      ["--stages", str(k), "--microbatches",
+                                       str(m), "--schedule", schedule,
+                                       "--remat", remat, "--quiet"])
+                        profile_libs.append(lib)
+        def profile_round():
             for lib in profile_libs:
                 run([os.path.join(args.bin, "gpipe-run"), lib, "--steps",
                      str(args.steps), "--profile", profile, "--quiet"])
+        # A first round of the profile gives the compiler's balances (and
+        # the autotuner's pick).
+        profile_round()
         rows = []
         configs = []
         for k in (1, 2):
@@ -113,41 +126,63 @@ def main():
                 for schedule in (["gpipe"] if k == 1 else ["gpipe", "1f1b"]):
                     for remat in ("stage", "none"):
                         base = ["--stages", str(k), "--microbatches", str(m),
-                                "--schedule", schedule, "--remat", remat,
-                                "--profile-file", profile]
+                                "--schedule", schedule, "--remat", remat]
                         balances = [None]
                         if k == 2:
                             report = compile_model(
                                 args, model, os.path.join(work, "probe.mlir"),
-                                base + ["--emit=scheduled"])
+                                base + ["--profile-file", profile,
+                                        "--emit=scheduled"])
                             b = balance_of(report)
                             balances = [b] + [
                                 [b[0] + d, b[1] - d] for d in (-1, 1)
                                 if b[0] + d >= 1 and b[1] - d >= 1]
                         for b in balances:
-                            configs.append((k, m, schedule, remat, b, base))
-        # Every configuration compiled once; then --repeat rounds over all
-        # of them, each row keeping its fastest round: a slow phase of the
-        # machine then costs a round, not a row.
+                            extra = list(base)
+                            if b is not None:
+                                extra += ["--balance", ",".join(map(str, b))]
+                            configs.append((k, m, schedule, remat, b, extra))
+        # Every configuration compiled once (its partition, schedule and
+        # plan are fixed by the flags; the profile changes only the
+        # prediction); then --repeat rounds, each a round of the profile
+        # and one over the grid, every row and every profile measurement
+        # keeping its fastest: both sample the same stretch of the
+        # machine's drifting speed, and a slow phase costs a round, not a
+        # row.
         libs = []
-        for i, (k, m, schedule, remat, b, base) in enumerate(configs):
-            extra = list(base)
-            if b is not None:
-                extra += ["--balance", ",".join(map(str, b))]
+        for i, (k, m, schedule, remat, b, extra) in enumerate(configs):
             lib = os.path.join(work, "run%d.so" % i)
             compile_model(args, model, lib, extra + ["--quiet"])
             libs.append(lib)
-        best = [None] * len(configs)
-        for _ in range(args.repeat):
+        tuned = None
+        if args.autotune:
+            tuned = os.path.join(work, "tuned.so")
+            report = compile_model(
+                args, model, tuned,
+                ["--autotune", "--max-stages", "2", "--profile-file", profile])
+            pick = re.search(r"^autotune: compiling (.*)$", report, re.M)
+            pick = pick.group(1) if pick else "?"
+            libs.append(tuned)
+        best = [None] * len(libs)
+        for r in range(args.repeat):
+            if r > 0:
+                profile_round()
             for i, lib in enumerate(libs):
-                predicted, measured = train(args, lib)
-                if best[i] is None or measured < best[i][1]:
-                    best[i] = (predicted, measured)
-        for (k, m, schedule, remat, b, base), (predicted, measured) in zip(
-                configs, best):
+                _, measured = train(args, lib)
+                if best[i] is None or measured < best[i]:
+                    best[i] = measured
+        tuned_measured = best.pop() if tuned else None
+        # The prediction from the final profile.
+        for (k, m, schedule, remat, b, extra), measured in zip(configs, best):
+            report = compile_model(
+                args, model, os.path.join(work, "predict.mlir"),
+                extra + ["--profile-file", profile, "--emit=scheduled"])
+            predicted = re.search(r"step time ([0-9.]+) ms predicted", report)
+            if not predicted:
+                sys.exit("no predicted step time in:\n" + report)
             rows.append((k, m, schedule, remat,
                          "-" if b is None else ",".join(map(str, b)),
-                         predicted, measured))
+                         float(predicted.group(1)) * 1e-3, measured))
         print("\n## %s (%s)" % (model, " ".join(MODELS[model])))
         print("%-3s %-3s %-8s %-6s %-8s %12s %12s %8s" %
               ("K", "M", "schedule", "remat", "balance", "predicted",
@@ -167,19 +202,11 @@ def main():
         summary.append("%s: measured best K=%d M=%d %s remat %s balance %s "
                        "(%.3f ms)" % (model, best[0], best[1], best[2],
                                       best[3], best[4], best[6] * 1e3))
-        if args.autotune:
-            lib = os.path.join(work, "tuned.so")
-            report = compile_model(
-                args, model, lib,
-                ["--autotune", "--max-stages", "2", "--profile-file", profile])
-            predicted, measured = min(
-                (train(args, lib) for _ in range(args.repeat)),
-                key=lambda pm: pm[1])
-            pick = re.search(r"^autotune: compiling (.*)$", report, re.M)
+        if tuned:
             summary.append("%s: autotuner's pick %s measured %.3f ms, %+.1f%% "
                            "against the measured best" %
-                           (model, pick.group(1) if pick else "?",
-                            measured * 1e3, 100 * (measured / best[6] - 1)))
+                           (model, pick, tuned_measured * 1e3,
+                            100 * (tuned_measured / best[6] - 1)))
     print("\n## summary")
     for line in summary:
         print(line)

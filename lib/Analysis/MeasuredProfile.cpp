@@ -124,6 +124,7 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
       out.workers = workers->get<int64_t>();
     }
     out.remat = r.text(m, "remat");
+    out.schedule = r.text(m, "schedule");
     if (auto blas = m.find("blas_threads"); blas != m.end()) {
       // 0: a device without CPU kernels.
       if (!blas->is_number_integer() || blas->get<int64_t>() < 0) {
@@ -200,15 +201,15 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
   }
   std::stable_sort(profile.measurements.begin(), profile.measurements.end(),
                    [](const ProfileMeasurement &a, const ProfileMeasurement &b) {
-                     return std::tie(a.workers, a.remat, a.microbatchSamples,
-                                     b.blasThreads) <
-                            std::tie(b.workers, b.remat, b.microbatchSamples,
-                                     a.blasThreads);
+                     return std::tie(a.workers, a.remat, a.schedule,
+                                     a.microbatchSamples, b.blasThreads) <
+                            std::tie(b.workers, b.remat, b.schedule,
+                                     b.microbatchSamples, a.blasThreads);
                    });
   // The most BLAS threads first within a key: keep that one.
   auto sameKey = [](const ProfileMeasurement &a, const ProfileMeasurement &b) {
-    return std::tie(a.workers, a.remat, a.microbatchSamples) ==
-           std::tie(b.workers, b.remat, b.microbatchSamples);
+    return std::tie(a.workers, a.remat, a.schedule, a.microbatchSamples) ==
+           std::tie(b.workers, b.remat, b.schedule, b.microbatchSamples);
   };
   profile.measurements.erase(std::unique(profile.measurements.begin(),
                                          profile.measurements.end(), sameKey),
@@ -250,10 +251,31 @@ std::string MeasuredProfile::rematFallback(int64_t workers,
   return "";
 }
 
+std::string MeasuredProfile::scheduleFallback(int64_t workers,
+                                              std::string_view remat,
+                                              std::string_view schedule) const {
+  auto measured = [&](std::string_view name) {
+    return std::any_of(measurements.begin(), measurements.end(),
+                       [&](const ProfileMeasurement &m) {
+                         return m.workers == workers &&
+                                (remat.empty() || m.remat == remat) &&
+                                m.schedule == name;
+                       });
+  };
+  if (schedule.empty())
+    return "";
+  if (measured(schedule))
+    return std::string(schedule);
+  if (schedule != "gpipe" && measured("1f1b"))
+    return "1f1b";
+  return "";
+}
+
 const ProfileMeasurement *MeasuredProfile::select(int64_t samples,
                                                   int64_t workers,
                                                   double &scale,
-                                                  std::string_view remat) const {
+                                                  std::string_view remat,
+                                                  std::string_view schedule) const {
   // The nearest number of workers, then the policy, then the nearest size;
   // the larger wins a tie (the measurements are in ascending order, so "<="
   // keeps the later one).
@@ -264,10 +286,15 @@ const ProfileMeasurement *MeasuredProfile::select(int64_t samples,
       nearestWorkers = &m;
   std::string policy =
       nearestWorkers ? rematFallback(nearestWorkers->workers, remat) : "";
+  std::string kind =
+      nearestWorkers
+          ? scheduleFallback(nearestWorkers->workers, policy, schedule)
+          : "";
   const ProfileMeasurement *best = nullptr;
   for (const ProfileMeasurement &m : measurements)
     if (nearestWorkers && m.workers == nearestWorkers->workers &&
         (policy.empty() || m.remat == policy) &&
+        (kind.empty() || m.schedule == kind) &&
         (!best || std::llabs(m.microbatchSamples - samples) <=
                       std::llabs(best->microbatchSamples - samples)))
       best = &m;
@@ -281,11 +308,12 @@ namespace {
 /// policies.
 std::optional<ProfileMeasurement>
 estimateOne(const MeasuredProfile &profile, int64_t samples, int64_t workers,
-            std::string_view remat, std::string &how) {
+            std::string_view remat, std::string_view schedule,
+            std::string &how) {
   how.clear();
   double scale = 1.0;
   const ProfileMeasurement *nearest =
-      profile.select(samples, workers, scale, remat);
+      profile.select(samples, workers, scale, remat, schedule);
   if (!nearest)
     return std::nullopt;
   if (nearest->microbatchSamples == samples)
@@ -294,7 +322,7 @@ estimateOne(const MeasuredProfile &profile, int64_t samples, int64_t workers,
   const ProfileMeasurement *second = nullptr;
   for (const ProfileMeasurement &m : profile.measurements)
     if (m.workers == nearest->workers && m.remat == nearest->remat &&
-        &m != nearest &&
+        m.schedule == nearest->schedule && &m != nearest &&
         (!second || std::llabs(m.microbatchSamples - samples) <
                         std::llabs(second->microbatchSamples - samples)))
       second = &m;
@@ -363,9 +391,10 @@ estimateOne(const MeasuredProfile &profile, int64_t samples, int64_t workers,
 
 std::optional<ProfileMeasurement>
 MeasuredProfile::estimate(int64_t samples, int64_t workers, std::string &how,
-                          std::string_view remat) const {
+                          std::string_view remat,
+                          std::string_view schedule) const {
   std::optional<ProfileMeasurement> out =
-      estimateOne(*this, samples, workers, remat, how);
+      estimateOne(*this, samples, workers, remat, schedule, how);
   if (!out)
     return out;
   auto lacksRecompute = [](const MeasuredLayer &layer) {
@@ -386,7 +415,7 @@ MeasuredProfile::estimate(int64_t samples, int64_t workers, std::string &how,
   for (const std::string &policy : others) {
     std::string ignored;
     std::optional<ProfileMeasurement> other =
-        estimateOne(*this, samples, out->workers, policy, ignored);
+        estimateOne(*this, samples, out->workers, policy, schedule, ignored);
     if (!other || other->remat != policy)
       continue;
     for (MeasuredLayer &layer : out->layers)

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Checks a profile gpipe-run --profile wrote, and what a compile made of it.
 
-usage: check-profile.py PROFILE --samples N [--remat P] [--runs R]
-                        [--layers a,b,c] [--recompute] [--transfer]
+usage: check-profile.py PROFILE --samples N [--remat P] [--schedule S]
+                        [--runs R] [--layers a,b,c] [--recompute] [--transfer]
                         [--scheduled IR.mlir]
 
 Checks the profile's structure: format and version; a measurement for
-micro-batches of N samples (measured under remat P, over R runs) whose
+micro-batches of N samples (measured under remat P and schedule S, over R
+runs) whose
 layers are exactly the given ones in order,
 each with a positive forward and backward (and recompute with
 --recompute), the link fitted (--transfer) and the optimizer's rate. With
@@ -65,6 +66,7 @@ def main():
     p.add_argument("profile")
     p.add_argument("--samples", type=int, required=True)
     p.add_argument("--remat")
+    p.add_argument("--schedule")
     p.add_argument("--runs", type=int)
     p.add_argument("--layers")
     p.add_argument("--recompute", action="store_true")
@@ -77,7 +79,8 @@ def main():
         fail("not a version 1 gpipe profile")
     found = [m for m in root["measurements"]
              if m["microbatch_samples"] == a.samples and
-             (a.remat is None or m.get("remat") == a.remat)]
+             (a.remat is None or m.get("remat") == a.remat) and
+             (a.schedule is None or m.get("schedule") == a.schedule)]
     if len(found) != 1:
         fail("expected one measurement of %d samples, got %d" %
              (a.samples, len(found)))

@@ -105,6 +105,46 @@ TEST(MeasuredProfile, PrefersTheSameNumberOfWorkers) {
   EXPECT_EQ(p->selectLink(4), nullptr);
 }
 
+// A layer runs at another speed under a schedule that keeps more live;
+// schedules built on 1F1B take 1F1B's times, gpipe takes any when it is
+// not measured; of two measurements that differ only in BLAS threads the
+// one with more stays.
+TEST(MeasuredProfile, PrefersTheMeasurementOfItsSchedule) {
+  std::string error;
+  std::optional<MeasuredProfile> p = MeasuredProfile::parse(
+      R"({"format": "gpipe-profile", "version": 1, "measurements": [
+          {"microbatch_samples": 4, "workers": 2, "remat": "none",
+           "schedule": "gpipe", "layers": [{"name": "a", "forward": 3}]},
+          {"microbatch_samples": 4, "workers": 2, "remat": "none",
+           "schedule": "1f1b", "blas_threads": 1,
+           "layers": [{"name": "a", "forward": 2}]},
+          {"microbatch_samples": 8, "workers": 2, "remat": "none",
+           "schedule": "1f1b", "layers": [{"name": "a", "forward": 4}]},
+          {"microbatch_samples": 4, "workers": 1, "remat": "none",
+           "schedule": "gpipe", "blas_threads": 1,
+           "layers": [{"name": "a", "forward": 7}]},
+          {"microbatch_samples": 4, "workers": 1, "remat": "none",
+           "schedule": "gpipe", "blas_threads": 2,
+           "layers": [{"name": "a", "forward": 5}]}]})",
+      error);
+  ASSERT_TRUE(p) << error;
+  double scale = 0;
+  EXPECT_EQ(p->select(4, 2, scale, "none", "gpipe")->layers[0].forward, 3);
+  EXPECT_EQ(p->select(4, 2, scale, "none", "1f1b")->layers[0].forward, 2);
+  EXPECT_EQ(p->scheduleFallback(2, "none", "zb-h1"), "1f1b");
+  EXPECT_EQ(p->select(4, 2, scale, "none", "zb-h1")->layers[0].forward, 2);
+  // 1F1B's line through 4 and 8 samples, not gpipe's point.
+  std::string how;
+  std::optional<ProfileMeasurement> e = p->estimate(6, 2, how, "none", "1f1b");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->layers[0].forward, 3);
+  EXPECT_EQ(how, "interpolated from 4 and 8 samples");
+  // One worker: gpipe only, the measurement with two BLAS threads.
+  EXPECT_EQ(p->scheduleFallback(1, "none", "1f1b"), "");
+  EXPECT_EQ(p->select(4, 1, scale, "none", "1f1b")->layers[0].forward, 5);
+  EXPECT_EQ(p->measurements.size(), 4u);
+}
+
 TEST(MeasuredProfile, Errors) {
   std::string error;
   EXPECT_FALSE(MeasuredProfile::parse("nope", error));

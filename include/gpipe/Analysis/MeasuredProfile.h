@@ -5,10 +5,12 @@
 // micro-batch spends in its forward, backward (and halves) and recompute;
 // the time an action spends outside its layers; the link's latency and
 // bandwidth; the optimizer's seconds per parameter byte. A profile holds one
-// measurement per micro-batch size, number of workers and remat policy (a
+// measurement per micro-batch size, number of workers, remat policy (a
 // backward that reads kept values runs at another speed than one that
-// reads just-recomputed ones); a compile picks the one of its own size,
-// workers and policy or, without it, estimates from the nearest. Plain
+// reads just-recomputed ones) and schedule (which decides how much stays
+// live, so what fits in the caches); a compile picks the one of its own
+// size, workers, policy and schedule or, without it, estimates from the
+// nearest. Plain
 // C++17.
 //
 //===----------------------------------------------------------------------===//
@@ -41,6 +43,11 @@ struct ProfileMeasurement {
   /// The remat policy the run had ("none", "stage", "selective"; "" when
   /// the file does not say).
   std::string remat;
+  /// The schedule the run had ("gpipe", "1f1b", ...; "" when the file does
+  /// not say): a layer's speed depends on the activations the schedule
+  /// keeps live (a gpipe step at M = 8 keeps eight micro-batches, 1F1B at
+  /// most K), which decides what stays in the caches.
+  std::string schedule;
   /// How many runs the times are the medians of.
   int64_t runs = 1;
   /// The OpenBLAS threads each rank ran its GEMMs on.
@@ -83,9 +90,10 @@ struct MeasuredProfile {
   /// rematFallback), and of those the one of the nearest size (the larger
   /// on a tie); `scale` receives samples / its size (1 for an exact match).
   /// Null when there is none.
+  /// Then, of those, the ones of the schedule (see scheduleFallback).
   const ProfileMeasurement *select(int64_t samples, int64_t workers,
-                                   double &scale,
-                                   std::string_view remat = {}) const;
+                                   double &scale, std::string_view remat = {},
+                                   std::string_view schedule = {}) const;
   /// The times for micro-batches of `samples` on `workers` ranks, from the
   /// measurements of the nearest number of workers: the measurement of that
   /// size itself; else, per layer and per action overhead, the straight
@@ -98,14 +106,20 @@ struct MeasuredProfile {
   /// take their recompute time from a measurement of another policy that
   /// did (estimated the same way). std::nullopt for a profile without
   /// measurements.
-  std::optional<ProfileMeasurement> estimate(int64_t samples, int64_t workers,
-                                             std::string &how,
-                                             std::string_view remat = {}) const;
+  std::optional<ProfileMeasurement>
+  estimate(int64_t samples, int64_t workers, std::string &how,
+           std::string_view remat = {}, std::string_view schedule = {}) const;
   /// The policy whose measurements stand in for `remat` among those with
   /// `workers` workers: `remat` itself when measured; for "selective" (which
   /// keeps most layers' values) "none", then "stage"; otherwise any (""
   /// names every measurement of those workers).
   std::string rematFallback(int64_t workers, std::string_view remat) const;
+  /// The schedule whose measurements stand in for `schedule` among those
+  /// with `workers` workers and the policy `remat`: `schedule` itself when
+  /// measured; for any other than gpipe (1F1B and the schedules built on
+  /// it keep few micro-batches live) "1f1b"; otherwise any ("").
+  std::string scheduleFallback(int64_t workers, std::string_view remat,
+                               std::string_view schedule) const;
   /// The link of the measurement nearest `samples` that measured one (a
   /// one-rank run has no transfers), or null.
   const ProfileMeasurement *selectLink(int64_t samples) const;

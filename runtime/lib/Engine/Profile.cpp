@@ -318,6 +318,7 @@ Status writeProfile(const std::string &path, const ModelMetadata &meta,
                 meta.microBatchSize() ||
             m.value("workers", int64_t(1)) != meta.numWorkers() ||
             m.value("remat", std::string()) != meta.remat ||
+            m.value("schedule", std::string()) != meta.schedule ||
             m.value("blas_threads", int64_t(1)) != result.blasThreads) {
           root["measurements"].push_back(m);
           continue;
@@ -337,6 +338,7 @@ Status writeProfile(const std::string &path, const ModelMetadata &meta,
   auto key = [](const Json &m) {
     return std::make_tuple(m.value("workers", int64_t(1)),
                            m.value("remat", std::string()),
+                           m.value("schedule", std::string()),
                            m.value("microbatch_samples", int64_t(0)),
                            m.value("blas_threads", int64_t(1)));
   };

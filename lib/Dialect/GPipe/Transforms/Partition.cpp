@@ -191,12 +191,14 @@ static func::FuncOp buildStageForward(OpBuilder &builder, Network &net,
 }
 
 /// Reads the profile at `path` for the network `net` of `func` run by
-/// `workers` ranks under the remat policy `remat`: fills `costInput`'s measured per-layer times (estimated
+/// `workers` ranks under the remat policy `remat` and the schedule
+/// `schedule`: fills `costInput`'s measured per-layer times (estimated
 /// from the sizes it has when it lacks this one) and `device`'s link, and
 /// `out` with the times for this pipeline's micro-batch size and ranks. Errors (no file, no profile, a layer it lacks) are emitted.
 static LogicalResult readMeasuredProfile(StringRef path, func::FuncOp func,
                                          const Network &net, int64_t workers,
                                          StringRef remat,
+                                         StringRef schedule,
                                          std::optional<ProfileMeasurement> &out,
                                          CostModelInput &costInput,
                                          DeviceProfile &device) {
@@ -210,7 +212,7 @@ static LogicalResult readMeasuredProfile(StringRef path, func::FuncOp func,
       inputType && inputType.getRank() > 0 ? inputType.getDimSize(0) : 1;
   std::string how;
   std::optional<ProfileMeasurement> estimated =
-      profile->estimate(samples, workers, how, remat);
+      profile->estimate(samples, workers, how, remat, schedule);
   if (!estimated)
     return mlir::emitError(func.getLoc(), "profile '")
            << path << "' has no measurements";
@@ -490,7 +492,9 @@ void GPipePartitionPass::runOnOperation() {
   std::optional<ProfileMeasurement> measuredInput;
   if (!profileFile.empty() &&
       failed(readMeasuredProfile(profileFile, func, *net, ranks * replicas,
-                                 stringifyRemat(*rematKind), measuredInput,
+                                 stringifyRemat(*rematKind),
+                                 stringifyScheduleKind(*scheduleKind),
+                                 measuredInput,
                                  costInput, *device)))
     return fail();
   const ProfileMeasurement *measured =
