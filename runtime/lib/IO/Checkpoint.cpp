@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -340,7 +341,24 @@ Status readCheckpointUnguarded(const std::string &path,
       manifest.value("format", "") != "gpipe-checkpoint")
     return Status::error(path + "/" + kManifest +
                          " is not a gpipe checkpoint manifest");
-  int version = manifest.value("version", 0);
+  // Integers only: a number too large for one parses as a float, and
+  // converting that to an integer is undefined.
+  auto integer = [&](const char *key, int64_t &out) {
+    auto it = manifest.find(key);
+    if (it == manifest.end())
+      return Status::error(path + "/" + kManifest + ": no '" + key + "'");
+    if (!it->is_number_integer() ||
+        (it->is_number_unsigned() &&
+         it->get<uint64_t>() > uint64_t(INT64_MAX)))
+      return Status::error(path + "/" + kManifest + ": '" + key +
+                           "' is not an integer of 64 bits: " + it->dump());
+    out = it->get<int64_t>();
+    return Status::success();
+  };
+  int64_t version = 0;
+  if (manifest.contains("version"))
+    if (Status s = integer("version", version); !s.ok())
+      return s;
   if (version != 1 && version != 2)
     return Status::error(path + "/" + kManifest + ": unsupported version " +
                          std::to_string(version));
@@ -361,10 +379,12 @@ Status readCheckpointUnguarded(const std::string &path,
     state.unverifiedManifest = true;
   }
   try {
-    state.step = manifest.at("step").get<int64_t>();
+    if (Status s = integer("step", state.step); !s.ok())
+      return s;
     state.seed = std::stoull(manifest.at("seed").get<std::string>());
     state.optimizer = manifest.at("optimizer").get<std::string>();
-    state.optimizerSteps = manifest.at("optimizer_steps").get<int64_t>();
+    if (Status s = integer("optimizer_steps", state.optimizerSteps); !s.ok())
+      return s;
     state.source = manifest.value("source", "");
   } catch (const std::exception &e) {
     return Status::error(path + "/" + kManifest + ": " + e.what());
@@ -408,7 +428,12 @@ Status readCheckpointUnguarded(const std::string &path,
     s = readFile(filePath, bytes);
     if (!s.ok())
       return s;
-    if (bytes.size() != entry->value("bytes", uint64_t(0)) ||
+    auto listed = entry->is_object() ? entry->find("bytes") : entry->end();
+    bool sizeMatches = entry->is_object() && listed != entry->end() &&
+                       listed->is_number_integer() &&
+                       listed->get<nlohmann::json::number_integer_t>() >= 0 &&
+                       listed->get<uint64_t>() == bytes.size();
+    if (!sizeMatches ||
         hexHash(bytes) != entry->value("fnv1a64", std::string()))
       return Status::error(filePath + " does not match its manifest (" +
                            std::to_string(bytes.size()) +
