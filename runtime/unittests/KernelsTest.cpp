@@ -1233,6 +1233,113 @@ TEST(Blas, GemmBitsDoNotDependOnTheThreadCount) {
       }
 }
 
+// Where a rank runs alone, the elementwise, row and transpose kernels split
+// their work over the kernel threads; every element is computed by the
+// same code on any thread, so the bits are those of one thread. Sizes well
+// above the grain, odd so the chunks end off any vector width, and a
+// broadcast, a strided softmax axis and both transpose paths.
+TEST(KernelThreads, SameBitsOnAnyNumberOfThreads) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  auto random = [&](int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float &x : v)
+      x = dist(rng);
+    return v;
+  };
+  const int64_t rows = 1031, n = 97, count = rows * n;
+  std::vector<float> a = random(count), b = random(count), bias = random(n),
+                     scale = random(n);
+  std::vector<uint8_t> mask(static_cast<size_t>(count));
+  for (size_t i = 0; i < mask.size(); ++i)
+    mask[i] = uint8_t((i * 7) % 3 == 0);
+  int64_t shape[2] = {rows, n}, rowShape[1] = {n};
+  int64_t shape3[3] = {rows, 13, n / 13 + 1};
+  int64_t count3 = shape3[0] * shape3[1] * shape3[2];
+  std::vector<float> c = random(count3);
+  int64_t perm3[3] = {0, 2, 1}, perm2[2] = {1, 0};
+  int64_t perm3b[3] = {1, 0, 2};
+
+  // Every kernel's outputs, concatenated.
+  auto runAll = [&] {
+    std::vector<float> all;
+    std::vector<float> out(static_cast<size_t>(count)), out2(static_cast<size_t>(count)),
+        outs(static_cast<size_t>(count3)), stats(static_cast<size_t>(2 * rows)), grads(static_cast<size_t>(2 * n));
+    auto keep = [&](const std::vector<float> &v) {
+      all.insert(all.end(), v.begin(), v.end());
+    };
+    for (gpipe_rt_unary_op op : {GPIPE_RT_GELU, GPIPE_RT_EXP, GPIPE_RT_TANH}) {
+      EXPECT_EQ(gpipe_rt_cpu_unary_f32(op, a.data(), out.data(), count),
+                GPIPE_RT_SUCCESS);
+      keep(out);
+    }
+    EXPECT_EQ(gpipe_rt_cpu_gelu_grad_f32(a.data(), b.data(), out.data(), count),
+              GPIPE_RT_SUCCESS);
+    keep(out);
+    EXPECT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_ADD, a.data(), shape, 2,
+                                      bias.data(), rowShape, 1, out.data(),
+                                      shape, 2),
+              GPIPE_RT_SUCCESS);
+    keep(out);
+    EXPECT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_DIV, a.data(), shape, 2,
+                                      b.data(), shape, 2, out.data(), shape, 2),
+              GPIPE_RT_SUCCESS);
+    keep(out);
+    EXPECT_EQ(gpipe_rt_cpu_where(mask.data(), shape, 2, GPIPE_RT_F32,
+                                 a.data(), shape, 2, b.data(), shape, 2,
+                                 out.data(), shape, 2),
+              GPIPE_RT_SUCCESS);
+    keep(out);
+    EXPECT_EQ(gpipe_rt_cpu_softmax_f32(a.data(), shape, 2, 1, out.data()),
+              GPIPE_RT_SUCCESS);
+    keep(out);
+    EXPECT_EQ(gpipe_rt_cpu_softmax_grad_f32(out.data(), b.data(), shape, 2, 1,
+                                            out2.data()),
+              GPIPE_RT_SUCCESS);
+    keep(out2);
+    EXPECT_EQ(gpipe_rt_cpu_softmax_f32(c.data(), shape3, 3, 1, outs.data()),
+              GPIPE_RT_SUCCESS);
+    keep(outs);
+    EXPECT_EQ(gpipe_rt_cpu_layer_norm_f32(a.data(), shape, 2, 1, scale.data(),
+                                          bias.data(), 1e-5f, out.data(),
+                                          stats.data(), stats.data() + rows),
+              GPIPE_RT_SUCCESS);
+    keep(out);
+    keep(stats);
+    EXPECT_EQ(gpipe_rt_cpu_layer_norm_grad_f32(
+                  a.data(), shape, 2, 1, scale.data(), b.data(), 1e-5f,
+                  out.data(), grads.data(), grads.data() + n),
+              GPIPE_RT_SUCCESS);
+    keep(out);
+    keep(grads);
+    EXPECT_EQ(gpipe_rt_cpu_transpose(GPIPE_RT_F32, a.data(), shape, 2, perm2,
+                                     out.data()),
+              GPIPE_RT_SUCCESS);
+    keep(out);
+    EXPECT_EQ(gpipe_rt_cpu_transpose(GPIPE_RT_F32, c.data(), shape3, 3, perm3,
+                                     outs.data()),
+              GPIPE_RT_SUCCESS);
+    keep(outs);
+    EXPECT_EQ(gpipe_rt_cpu_transpose(GPIPE_RT_F32, c.data(), shape3, 3,
+                                     perm3b, outs.data()),
+              GPIPE_RT_SUCCESS);
+    keep(outs);
+    return all;
+  };
+  gpipe_rt_cpu_set_kernel_threads(1);
+  std::vector<float> one = runAll();
+  for (int32_t threads : {2, 3}) {
+    gpipe_rt_cpu_set_kernel_threads(threads);
+    EXPECT_EQ(gpipe_rt_cpu_get_kernel_threads(), threads);
+    std::vector<float> many = runAll();
+    ASSERT_EQ(one.size(), many.size());
+    EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)),
+              0)
+        << threads << " threads";
+  }
+  gpipe_rt_cpu_set_kernel_threads(1);
+}
+
 TEST(Errors, LastErrorIsPerCallAndClearable) {
   gpipe_rt_clear_error();
   EXPECT_EQ(lastError(), "");

@@ -54,8 +54,11 @@ std::string unfinishedRanks(const std::vector<char> &finished,
 //===----------------------------------------------------------------------===//
 
 void RunState::startRankThreads() {
-  if (blasThreads > 0)
+  if (blasThreads > 0) {
     gpipe_rt_cpu_set_blas_threads(int32_t(blasThreads));
+    // The other kernels split their work over as many threads.
+    gpipe_rt_cpu_set_kernel_threads(int32_t(blasThreads));
+  }
   if (options.timeKernels)
     gpipe_rt_cpu_set_kernel_timing(1);
   threadExited.assign(size_t(numWorkers()), 0);
@@ -150,6 +153,7 @@ void RunState::joinRankThreads() {
   for (std::thread &t : threads)
     t.join();
   threads.clear();
+  gpipe_rt_cpu_set_kernel_threads(1);
   if (options.timeKernels)
     gpipe_rt_cpu_set_kernel_timing(0);
 }

@@ -19,12 +19,20 @@
 extern "C" {
 #endif
 
-/// Sets OpenBLAS's thread count (the runtime runs one BLAS thread per rank,
-/// so it calls this with 1). Values below 1 are treated as 1.
+/// Sets OpenBLAS's thread count (the engine's per-rank BLAS threads).
+/// Values below 1 are treated as 1.
 void gpipe_rt_cpu_set_blas_threads(int32_t threads);
 
 /// The current OpenBLAS thread count.
 int32_t gpipe_rt_cpu_get_blas_threads(void);
+
+/// Sets the threads the elementwise, row and data-movement kernels may
+/// split their work over (the calling thread and a pool of workers; values
+/// below 1 are 1). The engine sets it with the BLAS threads: more than one
+/// only where a rank runs alone in its process. Each element is computed by
+/// the same code on any thread, so the results do not depend on it.
+void gpipe_rt_cpu_set_kernel_threads(int32_t threads);
+int32_t gpipe_rt_cpu_get_kernel_threads(void);
 
 /// Profiling for benchmarks: while enabled, the wall time of every sgemm
 /// call (on any thread) is added to one process-wide counter, which

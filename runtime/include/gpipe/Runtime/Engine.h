@@ -497,7 +497,9 @@ struct RunOptions {
   /// Time the CPU kernels by class (gpipe_rt_cpu_set_kernel_timing) in the
   /// steady-state steps into RunResult::kernelSeconds.
   bool timeKernels = false;
-  /// OpenBLAS threads per rank (cpu target); 0: automatic. OpenBLAS keeps
+  /// OpenBLAS threads per rank (cpu target), which the other CPU kernels
+  /// split their work over too (gpipe_rt_cpu_set_kernel_threads); 0:
+  /// automatic. OpenBLAS keeps
   /// one thread pool per process, so with more than one rank thread in the
   /// process every rank runs its GEMMs on 1 thread (more is an error).
   /// Automatic: with one rank in the process, the CPUs the process may use

@@ -21,6 +21,7 @@
 #include "gpipe/Runtime/ScalarMath.h"
 
 #include "CPU/CPUInternal.h"
+#include "CPU/Parallel.h"
 #include "Common/KernelArgs.h"
 
 #include <cblas.h>
@@ -119,11 +120,46 @@ void forEachRun(const StridedPlan<N> &plan, Fn &&fn) {
   }
 }
 
-template <typename T>
+/// forEachRun with the plan's outermost dim split over the kernel threads
+/// (cpu::parallelFor), for plans whose operand 0, the result, gets each
+/// element from one run only, so the runs may go in any order. Each plan
+/// element stands for `weight` elements of work.
+template <int N, typename Fn>
+void forEachRunParallel(const StridedPlan<N> &plan, const Fn &fn,
+                        int64_t weight = 1) {
+  int64_t total = weight;
+  for (int32_t d = 0; d < plan.rank; ++d)
+    total *= plan.dims[d];
+  if (plan.rank == 0 || total < 2 * cpu::kParallelGrain ||
+      cpu::kernelThreads() <= 1) {
+    forEachRun(plan, fn);
+    return;
+  }
+  int64_t perIndex = std::max<int64_t>(total / plan.dims[0], 1);
+  int64_t grain = std::max<int64_t>(
+      1, (cpu::kParallelGrain + perIndex - 1) / perIndex);
+  cpu::parallelFor(plan.dims[0], grain, [&](int64_t begin, int64_t end) {
+    StridedPlan<N> part = plan;
+    part.dims[0] = end - begin;
+    int64_t base[N];
+    for (int k = 0; k < N; ++k)
+      base[k] = begin * plan.strides[k][0];
+    forEachRun(part, [&](int64_t n, const int64_t *off, const int64_t *st) {
+      int64_t shifted[N];
+      for (int k = 0; k < N; ++k)
+        shifted[k] = off[k] + base[k];
+      fn(n, shifted, st);
+    });
+  });
+}
+
+/// `Parallel`: over the kernel threads (the source and the result must not
+/// overlap).
+template <typename T, bool Parallel = false>
 void copyRuns(const StridedPlan<2> &plan, void *dst, const void *src) {
   T *d = static_cast<T *>(dst);
   const T *s = static_cast<const T *>(src);
-  forEachRun(plan, [&](int64_t n, const int64_t *off, const int64_t *st) {
+  auto run = [&](int64_t n, const int64_t *off, const int64_t *st) {
     T *dd = d + off[0];
     const T *ss = s + off[1];
     if (st[0] == 1 && st[1] == 1) {
@@ -133,7 +169,11 @@ void copyRuns(const StridedPlan<2> &plan, void *dst, const void *src) {
     int64_t ds = st[0], sst = st[1];
     for (int64_t i = 0; i < n; ++i)
       dd[i * ds] = ss[i * sst];
-  });
+  };
+  if constexpr (Parallel)
+    forEachRunParallel(plan, run);
+  else
+    forEachRun(plan, run);
 }
 
 /// Copies the `space`-shaped elements at `src` (strides `srcStrides`) to
@@ -308,7 +348,8 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
 template <typename T, typename R, typename F>
 void broadcastBinary(const StridedPlan<3> &plan, const T *lhs, const T *rhs,
                      R *out, F f) {
-  forEachRun(plan, [&](int64_t n, const int64_t *off, const int64_t *st) {
+  forEachRunParallel(plan, [&](int64_t n, const int64_t *off,
+                               const int64_t *st) {
     R *o = out + off[0];
     const T *a = lhs + off[1];
     const T *b = rhs + off[2];
@@ -398,7 +439,7 @@ void tiledTranspose(const StridedPlan<2> &plan, int32_t j, T *dst,
   int64_t nj = plan.dims[j], nl = plan.dims[last];
   int64_t dj = plan.strides[0][j], dl = plan.strides[0][last];
   int64_t sj = plan.strides[1][j], sl = plan.strides[1][last];
-  forEachRun(outer, [&](int64_t, const int64_t *off, const int64_t *) {
+  forEachRunParallel(outer, [&](int64_t, const int64_t *off, const int64_t *) {
     T *d = dst + off[0];
     const T *s = src + off[1];
     for (int64_t j0 = 0; j0 < nj; j0 += kTile) {
@@ -410,7 +451,7 @@ void tiledTranspose(const StridedPlan<2> &plan, int32_t j, T *dst,
             d[a * dj + b * dl] = s[a * sj + b * sl];
       }
     }
-  });
+  }, nj * nl);
 }
 
 template <typename T>
@@ -425,7 +466,7 @@ void transposeTyped(const StridedPlan<2> &plan, void *dst, const void *src) {
       }
     }
   }
-  copyRuns<T>(plan, dst, src);
+  copyRuns<T, /*Parallel=*/true>(plan, dst, src);
 }
 
 //===----------------------------------------------------------------------===//
@@ -569,54 +610,75 @@ extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_binary_f32(
   return GPIPE_RT_SUCCESS;
 }
 
+namespace gpipe::rt {
+namespace {
+/// out[begin, end) of gpipe_rt_cpu_unary_f32 (the kernel threads' share).
+GPIPE_RT_CPU_CLONES void unaryRange(gpipe_rt_unary_op op, const float *in,
+                                    float *out, int64_t begin, int64_t end) {
+  switch (op) {
+  case GPIPE_RT_NEG:
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = math::ScalarFloat().neg(in[i]);
+    break;
+  case GPIPE_RT_RECIPROCAL:
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = math::reciprocal(math::ScalarFloat(), in[i]);
+    break;
+  case GPIPE_RT_SQRT:
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = math::ScalarFloat().sqrt(in[i]);
+    break;
+  case GPIPE_RT_EXP:
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = math::expf(in[i]);
+    break;
+  case GPIPE_RT_LOG:
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = std::log(in[i]);
+    break;
+  case GPIPE_RT_ERF:
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = math::erff(in[i]);
+    break;
+  case GPIPE_RT_TANH:
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = math::tanhf(in[i]);
+    break;
+  case GPIPE_RT_SIGMOID:
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = math::sigmoidf(in[i]);
+    break;
+  case GPIPE_RT_RELU:
+    // NaN stays NaN, as in PyTorch.
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = math::relu(math::ScalarFloat(), in[i]);
+    break;
+  case GPIPE_RT_GELU:
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = math::geluf(in[i]);
+    break;
+  }
+}
+
+/// out[begin, end) of gpipe_rt_cpu_gelu_grad_f32.
+GPIPE_RT_CPU_CLONES void geluGradRange(const float *in, const float *grad,
+                                       float *out, int64_t begin,
+                                       int64_t end) {
+  for (int64_t i = begin; i < end; ++i)
+    out[i] = math::geluGradf(in[i], grad[i]);
+}
+} // namespace
+} // namespace gpipe::rt
+
 extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op op,
                                                   const float *in, float *out,
                                                   int64_t count) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   GPIPE_RT_TRY(checkUnary(cpuKernel("unary"), op, in, out, count));
-  switch (op) {
-  case GPIPE_RT_NEG:
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = math::ScalarFloat().neg(in[i]);
-    break;
-  case GPIPE_RT_RECIPROCAL:
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = math::reciprocal(math::ScalarFloat(), in[i]);
-    break;
-  case GPIPE_RT_SQRT:
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = math::ScalarFloat().sqrt(in[i]);
-    break;
-  case GPIPE_RT_EXP:
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = math::expf(in[i]);
-    break;
-  case GPIPE_RT_LOG:
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = std::log(in[i]);
-    break;
-  case GPIPE_RT_ERF:
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = math::erff(in[i]);
-    break;
-  case GPIPE_RT_TANH:
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = math::tanhf(in[i]);
-    break;
-  case GPIPE_RT_SIGMOID:
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = math::sigmoidf(in[i]);
-    break;
-  case GPIPE_RT_RELU:
-    // NaN stays NaN, as in PyTorch.
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = math::relu(math::ScalarFloat(), in[i]);
-    break;
-  case GPIPE_RT_GELU:
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = math::geluf(in[i]);
-    break;
-  }
+  cpu::parallelFor(count, cpu::kParallelGrain,
+                   [&](int64_t begin, int64_t end) {
+                     unaryRange(op, in, out, begin, end);
+                   });
   return GPIPE_RT_SUCCESS;
 }
 
@@ -679,7 +741,7 @@ gpipe_rt_cpu_where(const uint8_t *cond, const int64_t *condShape,
     T *o = static_cast<T *>(out);
     const T *xs = static_cast<const T *>(x);
     const T *ys = static_cast<const T *>(y);
-    forEachRun(args.plan,
+    forEachRunParallel(args.plan,
                [&](int64_t n, const int64_t *off, const int64_t *st) {
                  T *oo = o + off[0];
                  const uint8_t *c = cond + off[1];
@@ -837,37 +899,31 @@ gpipe_rt_cpu_linear_bf16(const float *input, const int64_t *inputShape,
 // Normalization
 //===----------------------------------------------------------------------===//
 
-extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_softmax_f32(const float *in,
-                                                    const int64_t *shape,
-                                                    int32_t rank, int64_t axis,
-                                                    float *out) {
-  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
-  AxisSplit args;
-  GPIPE_RT_TRY(
-      checkSoftmax(cpuKernel("softmax"), in, shape, rank, axis, out, args));
-  if (args.count == 0)
-    return GPIPE_RT_SUCCESS;
-  int64_t outer = args.outer, n = args.n, inner = args.inner;
-
-  if (inner == 1) {
-    for (int64_t o = 0; o < outer; ++o) {
-      const float *x = in + o * n;
-      float *y = out + o * n;
-      float m = maxOf(x, n);
-      for (int64_t j = 0; j < n; ++j)
-        y[j] = math::expf(x[j] - m);
-      float sum = float(sumMapped(y, n, [](float v) { return double(v); }));
-      for (int64_t j = 0; j < n; ++j)
-        y[j] = y[j] / sum;
-    }
-    return GPIPE_RT_SUCCESS;
+namespace gpipe::rt {
+namespace {
+/// Rows [begin, end) of a softmax along a contiguous axis of `n`.
+GPIPE_RT_CPU_CLONES void softmaxRows(const float *in, float *out, int64_t n,
+                                     int64_t begin, int64_t end) {
+  for (int64_t o = begin; o < end; ++o) {
+    const float *x = in + o * n;
+    float *y = out + o * n;
+    float m = maxOf(x, n);
+    for (int64_t j = 0; j < n; ++j)
+      y[j] = math::expf(x[j] - m);
+    float sum = float(sumMapped(y, n, [](float v) { return double(v); }));
+    for (int64_t j = 0; j < n; ++j)
+      y[j] = y[j] / sum;
   }
+}
 
-  // Strided axis: keep `inner` running maxima and sums, walk the axis with
-  // contiguous vectors.
+/// Outer indices [begin, end) of a softmax along a strided axis: keep
+/// `inner` running maxima and sums, walk the axis with contiguous vectors.
+GPIPE_RT_CPU_CLONES void softmaxStrided(const float *in, float *out,
+                                        int64_t n, int64_t inner,
+                                        int64_t begin, int64_t end) {
   float *mx = threadScratch<float>(size_t(inner));
   double *sm = threadScratch<double>(size_t(inner));
-  for (int64_t o = 0; o < outer; ++o) {
+  for (int64_t o = begin; o < end; ++o) {
     const float *x = in + o * n * inner;
     float *y = out + o * n * inner;
     std::fill(mx, mx + inner, -std::numeric_limits<float>::infinity());
@@ -886,24 +942,44 @@ extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_softmax_f32(const fl
       for (int64_t i = 0; i < inner; ++i)
         y[j * inner + i] = y[j * inner + i] / float(sm[i]);
   }
+}
+
+/// The grain, in rows, of row kernels over rows of `n` elements.
+int64_t rowGrain(int64_t n) {
+  return std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(n, 1));
+}
+} // namespace
+} // namespace gpipe::rt
+
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_softmax_f32(const float *in,
+                                                    const int64_t *shape,
+                                                    int32_t rank, int64_t axis,
+                                                    float *out) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
+  AxisSplit args;
+  GPIPE_RT_TRY(
+      checkSoftmax(cpuKernel("softmax"), in, shape, rank, axis, out, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  int64_t outer = args.outer, n = args.n, inner = args.inner;
+  cpu::parallelFor(outer, rowGrain(n * inner), [&](int64_t begin, int64_t end) {
+    if (inner == 1)
+      softmaxRows(in, out, n, begin, end);
+    else
+      softmaxStrided(in, out, n, inner, begin, end);
+  });
   return GPIPE_RT_SUCCESS;
 }
 
-extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status
-gpipe_rt_cpu_layer_norm_f32(const float *in, const int64_t *shape, int32_t rank,
-                            int64_t axis, const float *scale, const float *bias,
-                            float epsilon, float *out, float *mean,
-                            float *rstd) {
-  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
-  RowSplit args;
-  GPIPE_RT_TRY(checkLayerNorm(cpuKernel("layer_norm"), in, shape, rank, axis,
-                              scale, epsilon, out, args));
-  if (args.count == 0) {
-    // Rows of zero elements have no mean; leave everything untouched.
-    return GPIPE_RT_SUCCESS;
-  }
-  int64_t rows = args.rows, n = args.n;
-  for (int64_t r = 0; r < rows; ++r) {
+namespace gpipe::rt {
+namespace {
+/// Rows [begin, end) of gpipe_rt_cpu_layer_norm_f32.
+GPIPE_RT_CPU_CLONES void layerNormRows(const float *in, const float *scale,
+                                       const float *bias, float epsilon,
+                                       float *out, float *mean, float *rstd,
+                                       int64_t n, int64_t begin,
+                                       int64_t end) {
+  for (int64_t r = begin; r < end; ++r) {
     const float *x = in + r * n;
     float *y = out + r * n;
     double mu = sumMapped(x, n, [](float v) { return double(v); }) / double(n);
@@ -927,6 +1003,27 @@ gpipe_rt_cpu_layer_norm_f32(const float *in, const int64_t *shape, int32_t rank,
     if (rstd)
       rstd[r] = rs;
   }
+}
+} // namespace
+} // namespace gpipe::rt
+
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status
+gpipe_rt_cpu_layer_norm_f32(const float *in, const int64_t *shape, int32_t rank,
+                            int64_t axis, const float *scale, const float *bias,
+                            float epsilon, float *out, float *mean,
+                            float *rstd) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
+  RowSplit args;
+  GPIPE_RT_TRY(checkLayerNorm(cpuKernel("layer_norm"), in, shape, rank, axis,
+                              scale, epsilon, out, args));
+  if (args.count == 0) {
+    // Rows of zero elements have no mean; leave everything untouched.
+    return GPIPE_RT_SUCCESS;
+  }
+  int64_t n = args.n;
+  cpu::parallelFor(args.rows, rowGrain(n), [&](int64_t begin, int64_t end) {
+    layerNormRows(in, scale, bias, epsilon, out, mean, rstd, n, begin, end);
+  });
   return GPIPE_RT_SUCCESS;
 }
 
@@ -1214,19 +1311,15 @@ gpipe_rt_cpu_gather_grad_f32(gpipe_rt_dtype indexType, const void *indices,
   return GPIPE_RT_SUCCESS;
 }
 
-extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status
-gpipe_rt_cpu_softmax_grad_f32(const float *output, const float *grad,
-                              const int64_t *shape, int32_t rank, int64_t axis,
-                              float *out) {
-  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
-  AxisSplit args;
-  GPIPE_RT_TRY(checkSoftmaxGrad(cpuKernel("softmax_grad"), output, grad, shape,
-                                rank, axis, out, args));
-  if (args.count == 0)
-    return GPIPE_RT_SUCCESS;
-  int64_t outer = args.outer, n = args.n, inner = args.inner;
+namespace gpipe::rt {
+namespace {
+/// Outer indices [begin, end) of gpipe_rt_cpu_softmax_grad_f32.
+GPIPE_RT_CPU_CLONES void softmaxGradOuter(const float *output,
+                                          const float *grad, float *out,
+                                          int64_t n, int64_t inner,
+                                          int64_t begin, int64_t end) {
   double *sm = threadScratch<double>(size_t(inner));
-  for (int64_t o = 0; o < outer; ++o) {
+  for (int64_t o = begin; o < end; ++o) {
     const float *y = output + o * n * inner;
     const float *dy = grad + o * n * inner;
     float *dx = out + o * n * inner;
@@ -1239,6 +1332,99 @@ gpipe_rt_cpu_softmax_grad_f32(const float *output, const float *grad,
         dx[j * inner + i] = float(double(y[j * inner + i]) *
                                   (double(dy[j * inner + i]) - sm[i]));
   }
+}
+
+/// Rows [begin, end) of gpipe_rt_cpu_layer_norm_grad_f32's input gradient;
+/// each row's mean and 1/std go to `mus` and `rss` for the parameters'.
+GPIPE_RT_CPU_CLONES void layerNormGradRows(const float *in, const float *scale,
+                                           const float *grad, float epsilon,
+                                           float *inputGrad, double *mus,
+                                           double *rss, int64_t n,
+                                           int64_t begin, int64_t end) {
+  double *xhat = threadScratch<double, 0>(size_t(n));
+  for (int64_t r = begin; r < end; ++r) {
+    const float *x = in + r * n;
+    const float *dy = grad + r * n;
+    double mu = sumMapped(x, n, [](float v) { return double(v); }) / double(n);
+    double var = sumMapped(x, n,
+                           [mu](float v) {
+                             double d = double(v) - mu;
+                             return d * d;
+                           }) /
+                 double(n);
+    double rs = 1.0 / std::sqrt(var + double(epsilon));
+    mus[r] = mu;
+    rss[r] = rs;
+    if (!inputGrad)
+      continue;
+    double sumG = 0.0, sumGX = 0.0;
+    for (int64_t j = 0; j < n; ++j) {
+      double xh = (double(x[j]) - mu) * rs;
+      double g = double(dy[j]) * double(scale[j]);
+      xhat[j] = xh;
+      sumG += g;
+      sumGX += g * xh;
+    }
+    double meanG = sumG / double(n), meanGX = sumGX / double(n);
+    float *dx = inputGrad + r * n;
+    for (int64_t j = 0; j < n; ++j) {
+      double g = double(dy[j]) * double(scale[j]);
+      dx[j] = float(rs * (g - meanG - xhat[j] * meanGX));
+    }
+  }
+}
+
+/// Columns [begin, end) of the scale and bias gradients: per column, the
+/// rows in order.
+GPIPE_RT_CPU_CLONES void layerNormGradColumns(const float *in,
+                                              const float *grad,
+                                              const double *mus,
+                                              const double *rss,
+                                              float *scaleGrad,
+                                              float *biasGrad, int64_t rows,
+                                              int64_t n, int64_t begin,
+                                              int64_t end) {
+  int64_t width = end - begin;
+  double *scaleAcc = threadScratch<double, 1>(size_t(width));
+  double *biasAcc = threadScratch<double, 2>(size_t(width));
+  std::fill(scaleAcc, scaleAcc + width, 0.0);
+  std::fill(biasAcc, biasAcc + width, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *x = in + r * n + begin;
+    const float *dy = grad + r * n + begin;
+    double mu = mus[r], rs = rss[r];
+    if (scaleGrad)
+      for (int64_t j = 0; j < width; ++j)
+        scaleAcc[j] += double(dy[j]) * ((double(x[j]) - mu) * rs);
+    if (biasGrad)
+      for (int64_t j = 0; j < width; ++j)
+        biasAcc[j] += double(dy[j]);
+  }
+  if (scaleGrad)
+    for (int64_t j = 0; j < width; ++j)
+      scaleGrad[begin + j] = float(scaleAcc[j]);
+  if (biasGrad)
+    for (int64_t j = 0; j < width; ++j)
+      biasGrad[begin + j] = float(biasAcc[j]);
+}
+} // namespace
+} // namespace gpipe::rt
+
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status
+gpipe_rt_cpu_softmax_grad_f32(const float *output, const float *grad,
+                              const int64_t *shape, int32_t rank, int64_t axis,
+                              float *out) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
+  AxisSplit args;
+  GPIPE_RT_TRY(checkSoftmaxGrad(cpuKernel("softmax_grad"), output, grad, shape,
+                                rank, axis, out, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  int64_t n = args.n, inner = args.inner;
+  cpu::parallelFor(args.outer, rowGrain(n * inner),
+                   [&](int64_t begin, int64_t end) {
+                     softmaxGradOuter(output, grad, out, n, inner, begin, end);
+                   });
   return GPIPE_RT_SUCCESS;
 }
 
@@ -1259,51 +1445,21 @@ extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_layer_norm_grad_f32(
     std::fill(biasGrad, biasGrad + n, 0.0f);
   if (args.count == 0)
     return GPIPE_RT_SUCCESS;
-  double *xhat = threadScratch<double, 0>(size_t(n));
-  double *scaleAcc = threadScratch<double, 1>(size_t(n));
-  double *biasAcc = threadScratch<double, 2>(size_t(n));
-  std::fill(scaleAcc, scaleAcc + n, 0.0);
-  std::fill(biasAcc, biasAcc + n, 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *x = in + r * n;
-    const float *dy = grad + r * n;
-    double mu = sumMapped(x, n, [](float v) { return double(v); }) / double(n);
-    double var = sumMapped(x, n,
-                           [mu](float v) {
-                             double d = double(v) - mu;
-                             return d * d;
-                           }) /
-                 double(n);
-    double rs = 1.0 / std::sqrt(var + double(epsilon));
-    double sumG = 0.0, sumGX = 0.0;
-    for (int64_t j = 0; j < n; ++j) {
-      double xh = (double(x[j]) - mu) * rs;
-      double g = double(dy[j]) * double(scale[j]);
-      xhat[j] = xh;
-      sumG += g;
-      sumGX += g * xh;
-    }
-    if (inputGrad) {
-      double meanG = sumG / double(n), meanGX = sumGX / double(n);
-      float *dx = inputGrad + r * n;
-      for (int64_t j = 0; j < n; ++j) {
-        double g = double(dy[j]) * double(scale[j]);
-        dx[j] = float(rs * (g - meanG - xhat[j] * meanGX));
-      }
-    }
-    if (scaleGrad)
-      for (int64_t j = 0; j < n; ++j)
-        scaleAcc[j] += double(dy[j]) * xhat[j];
-    if (biasGrad)
-      for (int64_t j = 0; j < n; ++j)
-        biasAcc[j] += double(dy[j]);
+  // The rows' statistics, shared by both passes (the caller's scratch).
+  double *mus = threadScratch<double, 3>(size_t(rows));
+  double *rss = threadScratch<double, 4>(size_t(rows));
+  cpu::parallelFor(rows, rowGrain(n), [&](int64_t begin, int64_t end) {
+    layerNormGradRows(in, scale, grad, epsilon, inputGrad, mus, rss, n, begin,
+                      end);
+  });
+  if (scaleGrad || biasGrad) {
+    // Columns in blocks of whole cache lines.
+    int64_t grain = (rowGrain(rows) + 15) / 16 * 16;
+    cpu::parallelFor(n, grain, [&](int64_t begin, int64_t end) {
+      layerNormGradColumns(in, grad, mus, rss, scaleGrad, biasGrad, rows, n,
+                           begin, end);
+    });
   }
-  if (scaleGrad)
-    for (int64_t j = 0; j < n; ++j)
-      scaleGrad[j] = float(scaleAcc[j]);
-  if (biasGrad)
-    for (int64_t j = 0; j < n; ++j)
-      biasGrad[j] = float(biasAcc[j]);
   return GPIPE_RT_SUCCESS;
 }
 
@@ -1313,8 +1469,10 @@ extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_gelu_grad_f32(const 
                                                       int64_t count) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   GPIPE_RT_TRY(checkGeluGrad(cpuKernel("gelu_grad"), in, grad, out, count));
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = math::geluGradf(in[i], grad[i]);
+  cpu::parallelFor(count, cpu::kParallelGrain,
+                   [&](int64_t begin, int64_t end) {
+                     geluGradRange(in, grad, out, begin, end);
+                   });
   return GPIPE_RT_SUCCESS;
 }
 
