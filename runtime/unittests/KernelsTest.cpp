@@ -1233,7 +1233,7 @@ TEST(Blas, GemmBitsDoNotDependOnTheThreadCount) {
       }
 }
 
-// Where a rank runs alone, the elementwise, row and transpose kernels split
+// Where a rank runs alone, the elementwise, row and data-movement kernels split
 // their work over the kernel threads; every element is computed by the
 // same code on any thread, so the bits are those of one thread. Sizes well
 // above the grain, odd so the chunks end off any vector width, and a
@@ -1324,6 +1324,22 @@ TEST(KernelThreads, SameBitsOnAnyNumberOfThreads) {
                                      perm3b, outs.data()),
               GPIPE_RT_SUCCESS);
     keep(outs);
+    // Data movement: a strided slice and a plain copy, each apart from its
+    // source; and a copy within one buffer (kept in order).
+    int64_t offsets[2] = {3, 1}, sizes[2] = {rows - 5, n / 2 - 1},
+            steps[2] = {1, 2};
+    std::vector<float> sliced(static_cast<size_t>(sizes[0] * sizes[1]));
+    EXPECT_EQ(gpipe_rt_cpu_slice(GPIPE_RT_F32, a.data(), shape, 2, offsets,
+                                 sizes, steps, sliced.data()),
+              GPIPE_RT_SUCCESS);
+    keep(sliced);
+    EXPECT_EQ(gpipe_rt_cpu_copy(GPIPE_RT_F32, b.data(), out.data(), count),
+              GPIPE_RT_SUCCESS);
+    keep(out);
+    EXPECT_EQ(gpipe_rt_cpu_copy(GPIPE_RT_F32, out.data(), out.data() + 7,
+                                count - 7),
+              GPIPE_RT_SUCCESS);
+    keep(out);
     return all;
   };
   gpipe_rt_cpu_set_kernel_threads(1);

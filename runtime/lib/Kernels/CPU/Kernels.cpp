@@ -35,6 +35,7 @@ extern "C" int openblas_get_num_threads(void);
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -187,8 +188,28 @@ void stridedCopy(size_t elemSize, const Shape &space, void *dst,
   std::copy(dstStrides, dstStrides + space.rank, strides[0]);
   std::copy(srcStrides, srcStrides + space.rank, strides[1]);
   StridedPlan<2> plan = collapse(space, strides);
+  // Over the kernel threads when source and result lie apart (a copy
+  // within one buffer keeps its order).
+  auto extent = [&](const int64_t *st) {
+    int64_t last = 0;
+    for (int32_t d = 0; d < space.rank; ++d)
+      last += (space.dims[d] - 1) * std::llabs(st[d]);
+    return (last + 1) * int64_t(elemSize);
+  };
+  auto lowest = [&](const void *base, const int64_t *st) {
+    int64_t below = 0;
+    for (int32_t d = 0; d < space.rank; ++d)
+      if (st[d] < 0)
+        below += (space.dims[d] - 1) * st[d];
+    return static_cast<const char *>(base) + below * int64_t(elemSize);
+  };
+  const char *d0 = lowest(dst, dstStrides), *s0 = lowest(src, srcStrides);
+  bool apart = d0 + extent(dstStrides) <= s0 || s0 + extent(srcStrides) <= d0;
   withBitsType(elemSize, [&](auto zero) {
-    copyRuns<decltype(zero)>(plan, dst, src);
+    if (apart)
+      copyRuns<decltype(zero), /*Parallel=*/true>(plan, dst, src);
+    else
+      copyRuns<decltype(zero)>(plan, dst, src);
   });
 }
 
@@ -1143,8 +1164,21 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_copy(gpipe_rt_dtype dtype,
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_MOVEMENT);
   size_t elemSize;
   GPIPE_RT_TRY(checkCopy(cpuKernel("copy"), dtype, in, out, count, elemSize));
-  if (count > 0 && in != out)
-    std::memmove(out, in, size_t(count) * elemSize);
+  if (count <= 0 || in == out)
+    return GPIPE_RT_SUCCESS;
+  const char *from = static_cast<const char *>(in);
+  char *to = static_cast<char *>(out);
+  int64_t bytes = count * int64_t(elemSize);
+  if (to + bytes <= from || from + bytes <= to) {
+    // Apart: in pieces over the kernel threads.
+    cpu::parallelFor(bytes, 4 * cpu::kParallelGrain,
+                     [&](int64_t begin, int64_t end) {
+                       std::memcpy(to + begin, from + begin,
+                                   size_t(end - begin));
+                     });
+  } else {
+    std::memmove(out, in, size_t(bytes));
+  }
   return GPIPE_RT_SUCCESS;
 }
 
