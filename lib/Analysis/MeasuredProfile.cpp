@@ -342,12 +342,23 @@ estimateOne(const MeasuredProfile &profile, int64_t samples, int64_t workers,
           " samples";
     return out;
   }
-  // The line through (s1, t1) and (s2, t2), at `samples`.
+  // The line t = a + b x s through (s1, t1) and (s2, t2), at `samples`: a
+  // kernel call's fixed cost a and the cost per sample b are never below
+  // 0. Two noisy measurements can put either there (a slow run of the
+  // larger size makes a < 0, and a line from it predicts smaller sizes at
+  // nearly nothing); then the nearest measurement is scaled in proportion
+  // (a < 0) or held (b < 0).
   double s1 = double(nearest->microbatchSamples);
   double s2 = double(second->microbatchSamples);
   double s = double(samples);
   auto line = [&](double t1, double t2) {
-    return std::max(0.0, t1 + (t2 - t1) * (s - s1) / (s2 - s1));
+    double b = (t2 - t1) / (s2 - s1);
+    double a = t1 - b * s1;
+    if (b < 0)
+      return t1;
+    if (a < 0)
+      return t1 * s / s1;
+    return a + b * s;
   };
   for (MeasuredLayer &layer : out.layers) {
     const MeasuredLayer *other = second->findLayer(layer.name);

@@ -227,14 +227,24 @@ TEST(MeasuredProfile, EstimatesOtherSizesOnALine) {
   m = p->estimate(1, 1, how);
   EXPECT_DOUBLE_EQ(m->layers[0].forward, 1.5);
   EXPECT_DOUBLE_EQ(m->actionOverhead.at("forward"), 0.125);
-  // A line that falls below 0 stops at 0.
+  // A line whose fixed cost would be below 0 (a slow run of the larger
+  // size) would predict 1 sample at nothing: the nearest size scales in
+  // proportion instead.
   std::optional<MeasuredProfile> steep = MeasuredProfile::parse(
       R"({"format": "gpipe-profile", "version": 1, "measurements": [
           {"microbatch_samples": 2, "layers": [{"name": "a", "forward": 1}]},
           {"microbatch_samples": 4, "layers": [{"name": "a", "forward": 9}]}]})",
       error);
   ASSERT_TRUE(steep) << error;
-  EXPECT_DOUBLE_EQ(steep->estimate(1, 1, how)->layers[0].forward, 0.0);
+  EXPECT_DOUBLE_EQ(steep->estimate(1, 1, how)->layers[0].forward, 0.5);
+  // One whose cost per sample would be below 0 holds the nearest size.
+  std::optional<MeasuredProfile> falling = MeasuredProfile::parse(
+      R"({"format": "gpipe-profile", "version": 1, "measurements": [
+          {"microbatch_samples": 2, "layers": [{"name": "a", "forward": 5}]},
+          {"microbatch_samples": 4, "layers": [{"name": "a", "forward": 3}]}]})",
+      error);
+  ASSERT_TRUE(falling) << error;
+  EXPECT_DOUBLE_EQ(falling->estimate(6, 1, how)->layers[0].forward, 3.0);
   // A measured size is itself.
   m = p->estimate(6, 1, how);
   EXPECT_EQ(how, "");

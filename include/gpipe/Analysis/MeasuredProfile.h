@@ -99,8 +99,10 @@ struct MeasuredProfile {
   /// size itself; else, per layer and per action overhead, the straight
   /// line through the two nearest measured sizes (t = a + b x samples: a
   /// kernel call's fixed cost is what proportional scaling misses),
-  /// extrapolated beyond them and never below 0; with one size, that size
-  /// scaled in proportion. `how` receives "" for a measured size, else
+  /// extrapolated beyond them; where the line's fixed cost a would be
+  /// below 0, the nearest size scaled in proportion, and where its cost per
+  /// sample b would be, the nearest size's time (noise, not a machine);
+  /// with one size, that size scaled in proportion. `how` receives "" for a measured size, else
   /// what was done ("interpolated between 4 and 8 samples", "scaled from 8
   /// samples"). Layers the chosen policy's measurement did not recompute
   /// take their recompute time from a measurement of another policy that
