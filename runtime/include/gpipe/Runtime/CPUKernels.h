@@ -19,12 +19,22 @@
 extern "C" {
 #endif
 
-/// Sets OpenBLAS's thread count (the engine's per-rank BLAS threads).
-/// Values below 1 are treated as 1.
+/// Sets the threads a GEMM splits over (the engine's per-rank BLAS
+/// threads): the kernel threads below, so the same as
+/// gpipe_rt_cpu_set_kernel_threads. OpenBLAS itself always runs on the
+/// calling thread; the runtime splits a large GEMM into blocks of whole
+/// columns, one single-threaded sgemm each, which gives the bits of one
+/// call on every thread count. Values below 1 are treated as 1.
 void gpipe_rt_cpu_set_blas_threads(int32_t threads);
 
-/// The current OpenBLAS thread count.
+/// The current BLAS (= kernel) thread count.
 int32_t gpipe_rt_cpu_get_blas_threads(void);
+
+/// The rows of C each block of a GEMM split over threads holds a multiple
+/// of: the smallest block height whose blocks give, on this CPU, the bits
+/// of one sgemm call (measured once, at first use); 0 when none does, and
+/// GEMMs then run whole on the calling thread.
+int64_t gpipe_rt_cpu_gemm_row_block(void);
 
 /// Sets the threads the elementwise, row and data-movement kernels may
 /// split their work over (the calling thread and a pool of workers; values

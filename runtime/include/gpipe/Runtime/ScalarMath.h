@@ -122,6 +122,36 @@ GPIPE_RT_MATH_INLINE typename B::Value exp(const B &b, typename B::Value x) {
   return b.select(b.isNan(x), x, y);
 }
 
+/// e^x for the arguments that are never large: the softmax's x - max, the
+/// exponent of erfc and the GELU gradient's density (any x <= 88
+/// computes). exp's reduction and polynomial without its overflow
+/// and denormal handling: 2^n is applied in one multiplication, which rounds
+/// as exp's two halves do while 2^n is a normal float, so the bits are
+/// exp's down to x = -87.5 (e^x ~ 1e-38); below, 0 where exp gives
+/// denormals. About two thirds of exp's instructions.
+template <typename B>
+GPIPE_RT_MATH_INLINE typename B::Value expNonPositive(const B &b,
+                                                      typename B::Value x) {
+  using V = typename B::Value;
+  const float kLow = -87.5f; // n = -126: 2^n the least normal power
+  auto tiny = b.lt(x, b.lit(kLow));
+  // NaN computes at 0 and is put back at the end (converting NaN to an
+  // integer is undefined).
+  V clamped = b.select(b.isNan(x), b.lit(0.0f), b.select(tiny, b.lit(kLow), x));
+  V n = roundToInt(b, b.mul(clamped, b.lit(1.44269504088896341f)));
+  V r = b.sub(b.sub(clamped, b.mul(n, b.lit(0.693359375f))),
+              b.mul(n, b.lit(-2.12194440e-4f)));
+  V p = b.lit(1.9875691500e-4f);
+  p = b.add(b.mul(p, r), b.lit(1.3981999507e-3f));
+  p = b.add(b.mul(p, r), b.lit(8.3334519073e-3f));
+  p = b.add(b.mul(p, r), b.lit(4.1665795894e-2f));
+  p = b.add(b.mul(p, r), b.lit(1.6666665459e-1f));
+  p = b.add(b.mul(p, r), b.lit(5.0000001201e-1f));
+  V y = b.add(b.add(b.mul(b.mul(p, r), r), r), b.lit(1.0f));
+  y = b.select(tiny, b.lit(0.0f), b.mul(y, b.exp2i(n)));
+  return b.select(b.isNan(x), x, y);
+}
+
 /// erf(x): below |x| = 0.75 its Taylor series, 2/sqrt(pi) sum_n (-1)^n
 /// x^(2n+1) / (n! (2n+1)) to n = 10 (Horner in x^2); above, 1 - erfc(|x|)
 /// with the sign of x, erfc(z) = t exp(-z^2 + Q(t)), t = 1 / (1 + z / 2),
@@ -155,7 +185,7 @@ GPIPE_RT_MATH_INLINE typename B::Value erf(const B &b, typename B::Value x) {
   q = b.add(b.mul(q, t), b.lit(0.37409196f));
   q = b.add(b.mul(q, t), b.lit(1.00002368f));
   q = b.add(b.mul(q, t), b.lit(-1.26551223f));
-  V erfc = b.mul(t, exp(b, b.sub(q, b.mul(z, z))));
+  V erfc = b.mul(t, expNonPositive(b, b.sub(q, b.mul(z, z))));
   V large = b.sub(b.lit(1.0f), erfc);
   large = b.select(b.lt(x, b.lit(0.0f)), b.neg(large), large);
   V out = b.select(b.lt(z, b.lit(0.75f)), small, large);
@@ -217,7 +247,7 @@ GPIPE_RT_MATH_INLINE typename B::Value geluGrad(const B &b, typename B::Value x,
       b.mul(b.lit(0.5f),
             b.add(b.lit(1.0f), erf(b, b.mul(x, b.lit(0.70710678118654752f)))));
   V pdf = b.mul(b.lit(0.39894228040143268f),
-                exp(b, b.mul(b.mul(x, x), b.lit(-0.5f))));
+                expNonPositive(b, b.mul(b.mul(x, x), b.lit(-0.5f))));
   return b.mul(dy, b.add(cdf, b.mul(x, pdf)));
 }
 
@@ -236,6 +266,9 @@ GPIPE_RT_MATH_INLINE typename B::Value reciprocal(const B &b,
 
 /// Scalar entry points for the kernels.
 GPIPE_RT_MATH_INLINE float expf(float x) { return exp(ScalarFloat(), x); }
+GPIPE_RT_MATH_INLINE float expNonPositivef(float x) {
+  return expNonPositive(ScalarFloat(), x);
+}
 GPIPE_RT_MATH_INLINE float erff(float x) { return erf(ScalarFloat(), x); }
 GPIPE_RT_MATH_INLINE float tanhf(float x) { return tanh(ScalarFloat(), x); }
 GPIPE_RT_MATH_INLINE float sigmoidf(float x) {

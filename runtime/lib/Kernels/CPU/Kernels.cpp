@@ -29,7 +29,6 @@
 // OpenBLAS's own cblas.h declares these; repeat them so the build does not
 // depend on which cblas.h the system's alternatives pick.
 extern "C" void openblas_set_num_threads(int threads);
-extern "C" int openblas_get_num_threads(void);
 
 #include <algorithm>
 #include <atomic>
@@ -236,10 +235,21 @@ template <typename Map> double sumMapped(const float *x, int64_t n, Map map) {
   return combineLanes(acc);
 }
 
+/// The largest of x[0, n) that is not NaN (-inf for none): eight
+/// interleaved maxima, so the loop vectorizes. The value does not depend on
+/// the order (a max is exact); only which zero of +0 and -0 wins may.
 float maxOf(const float *x, int64_t n) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i)
-    m = x[i] > m ? x[i] : m;
+  float acc[kLanes];
+  std::fill(acc, acc + kLanes, -std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k)
+      acc[k] = x[i + k] > acc[k] ? x[i + k] : acc[k];
+  for (int k = 0; i + k < n; ++k)
+    acc[k] = x[i + k] > acc[k] ? x[i + k] : acc[k];
+  float m = acc[0];
+  for (int k = 1; k < kLanes; ++k)
+    m = acc[k] > m ? acc[k] : m;
   return m;
 }
 
@@ -296,8 +306,72 @@ const float *roundedCopy(const float *m, int64_t rows, int64_t cols,
   return copy.data();
 }
 
-/// The most of K one cblas_sgemm call sums (checkedSgemm).
-constexpr int64_t kSgemmDepth = 256;
+/// M x N x K at most of a product that stays on one thread (OpenBLAS
+/// 0.3.21's own threaded interface draws the line there: 65536 x
+/// GEMM_MULTITHREAD_THRESHOLD (4)).
+constexpr int64_t kSmallProduct = int64_t(1) << 18;
+
+/// OpenBLAS runs every call on the calling thread: the runtime splits a
+/// GEMM over the kernel threads itself (checkedSgemm). OpenBLAS's threaded
+/// driver cuts C where the thread count says, and an element's tile, so
+/// the kernel and the order it sums in, depends on where the cuts fall
+/// (measured: 0.3.21 on AMD Zen, every shape from 128^3 up and K = 8: 3-6%
+/// of the elements differ between 1 and 2 threads); its threads also spin
+/// on the cores between calls while the other kernels run.
+void singleThreadedOpenBlas() {
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
+
+/// The rows of C a split GEMM's blocks hold a multiple of: the smallest
+/// candidate for which cutting C into blocks of rows gives, on this CPU,
+/// exactly the bits of one call (a multiple of the sgemm kernel's tile
+/// height: 12 on AMD Zen), found once by computing a GEMM whole and in
+/// blocks for each transpose; 0 when none does (GEMMs then stay whole).
+int64_t gemmRowBlock() {
+  static const int64_t block = [] {
+    singleThreadedOpenBlas();
+    const int64_t n = 70, k = 37;
+    uint32_t state = 12345;
+    auto next = [&] {
+      state = state * 1664525u + 1013904223u;
+      return float(int32_t(state >> 8) - (1 << 23)) / float(1 << 23);
+    };
+    for (int64_t b : {4, 8, 12, 16, 24, 32, 48, 64, 96}) {
+      int64_t m = 3 * b + 5;
+      std::vector<float> a(size_t(m * k)), bm(size_t(k * n)),
+          whole(size_t(m * n)), parts(size_t(m * n));
+      for (float &x : a)
+        x = next();
+      for (float &x : bm)
+        x = next();
+      bool same = true;
+      for (int t = 0; t < 4 && same; ++t) {
+        bool ta = t & 1, tb = t & 2;
+        int64_t lda = ta ? m : k, ldb = tb ? k : n;
+        auto call = [&](int64_t row, int64_t rows, float *c) {
+          cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                      tb ? CblasTrans : CblasNoTrans, int(rows), int(n),
+                      int(k), 1.0f, ta ? a.data() + row : a.data() + row * lda,
+                      int(lda), bm.data(), int(ldb), 0.0f, c + row * n,
+                      int(n));
+        };
+        call(0, m, whole.data());
+        for (int64_t row = 0; row < m; row += b)
+          call(row, std::min(b, m - row), parts.data());
+        same = std::memcmp(whole.data(), parts.data(),
+                           whole.size() * sizeof(float)) == 0;
+      }
+      if (same)
+        return b;
+    }
+    return int64_t(0);
+  }();
+  return block;
+}
 
 /// C[M, N] = alpha * op(A) * op(B) + beta * C, row-major, where op(A) is
 /// [M, K] and op(B) is [K, N]. Validates every argument before calling
@@ -320,6 +394,7 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
         c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return GPIPE_RT_SUCCESS;
   }
+  singleThreadedOpenBlas();
   bool timed = gemmTiming.load(std::memory_order_relaxed) ||
                cpu::kernelDepth > 0;
   auto start = timed ? std::chrono::steady_clock::now()
@@ -329,23 +404,28 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
     a = roundedCopy(a, transA ? k : m, transA ? m : k, lda, roundedA);
     b = roundedCopy(b, transB ? n : k, transB ? k : n, ldb, roundedB);
   }
-  // OpenBLAS blocks K itself (GEMM_Q: 256 to 512 on x86 cores) and halves
-  // a K between one and two blocks with a rounding rule that differs
-  // between its one-thread and its threaded drivers, so the same GEMM on
-  // another thread count sums some elements in another order (measured:
-  // 0.3.21, Cooperlake, K = 400, 513 and 600 of 16 depths). Slices of at
-  // most kSgemmDepth along K, accumulated in order into C (beta, then 1),
-  // are never split: the bits are the same on every thread count, which
-  // gpipe-run's BLAS threads rely on (Blas.GemmBitsDoNotDependOnThe-
-  // ThreadCount).
-  for (int64_t k0 = 0; k0 < k; k0 += kSgemmDepth) {
-    int64_t depth = std::min(kSgemmDepth, k - k0);
-    const float *aSlice = transA ? a + k0 * lda : a + k0;
-    const float *bSlice = transB ? b + k0 : b + k0 * ldb;
+  // A large GEMM splits over the kernel threads into blocks of rows of C
+  // (gemmRowBlock), one single-threaded sgemm each: every element falls in
+  // the same kind of tile, summed in the same order, as in one call over
+  // all of C, so the bits do not depend on the thread count
+  // (Blas.GemmBitsDoNotDependOnTheThreadCount).
+  auto sgemm = [&](int64_t row, int64_t rows) {
     cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-                transB ? CblasTrans : CblasNoTrans, int(m), int(n), int(depth),
-                alpha, aSlice, int(lda), bSlice, int(ldb),
-                k0 == 0 ? beta : 1.0f, c, int(ldc));
+                transB ? CblasTrans : CblasNoTrans, int(rows), int(n), int(k),
+                alpha, transA ? a + row : a + row * lda, int(lda), b, int(ldb),
+                beta, c + row * ldc, int(ldc));
+  };
+  int threads = cpu::kernelThreads();
+  int64_t block = threads > 1 && m * n * k > kSmallProduct ? gemmRowBlock() : 0;
+  if (block == 0 || m < 2 * block) {
+    sgemm(0, m);
+  } else {
+    int64_t blocks = (m + block - 1) / block;
+    int64_t grain = std::max<int64_t>(1, blocks / threads);
+    cpu::parallelFor(blocks, grain, [&](int64_t first, int64_t last) {
+      int64_t row = first * block;
+      sgemm(row, std::min(m, last * block) - row);
+    });
   }
   if (timed) {
     uint64_t ns =
@@ -564,7 +644,7 @@ extern "C" void gpipe_rt_clear_error(void) { lastError.clear(); }
 
 
 extern "C" void gpipe_rt_cpu_set_blas_threads(int32_t threads) {
-  openblas_set_num_threads(threads < 1 ? 1 : threads);
+  gpipe_rt_cpu_set_kernel_threads(threads);
 }
 
 extern "C" void gpipe_rt_cpu_set_gemm_timing(int32_t enabled) {
@@ -587,7 +667,11 @@ gpipe_rt_cpu_thread_kernel_nanoseconds(gpipe_rt_kernel_class cls) {
 }
 
 extern "C" int32_t gpipe_rt_cpu_get_blas_threads(void) {
-  return openblas_get_num_threads();
+  return gpipe_rt_cpu_get_kernel_threads();
+}
+
+extern "C" int64_t gpipe_rt_cpu_gemm_row_block(void) {
+  return gemmRowBlock();
 }
 
 //===----------------------------------------------------------------------===//
@@ -824,18 +908,35 @@ gpipe_rt_cpu_matmul_f32(const float *lhs, const int64_t *lhsShape,
                         1.0f, lhs, leadingDim(k), rhs, leadingDim(n), 0.0f, out,
                         leadingDim(n));
 
-  gpipe_rt_status status = GPIPE_RT_SUCCESS;
-  forEachRun(args.plan, [&](int64_t count, const int64_t *off,
-                            const int64_t *st) {
-    for (int64_t i = 0; i < count && status == GPIPE_RT_SUCCESS; ++i) {
-      status =
+  // A batch of small products (attention's per-head GEMMs, each too small
+  // for checkedSgemm to split) splits over the kernel threads, whole
+  // products each; larger ones go in order and each splits itself. A
+  // product's bits do not depend on the thread that computes it.
+  std::atomic<int> status{GPIPE_RT_SUCCESS};
+  bool bf16 = bf16Operands;
+  auto products = [&](int64_t count, const int64_t *off, const int64_t *st) {
+    bool saved = bf16Operands;
+    bf16Operands = bf16;
+    for (int64_t i = 0; i < count && status.load(std::memory_order_relaxed) ==
+                                         GPIPE_RT_SUCCESS;
+         ++i) {
+      gpipe_rt_status s =
           checkedSgemm(kernel, false, false, m, n, k, 1.0f,
                        lhs + (off[1] + i * st[1]) * m * k, leadingDim(k),
                        rhs + (off[2] + i * st[2]) * k * n, leadingDim(n), 0.0f,
                        out + (off[0] + i * st[0]) * m * n, leadingDim(n));
+      if (s != GPIPE_RT_SUCCESS) {
+        int expected = GPIPE_RT_SUCCESS;
+        status.compare_exchange_strong(expected, s);
+      }
     }
-  });
-  return status;
+    bf16Operands = saved;
+  };
+  if (m * n * k <= kSmallProduct)
+    forEachRunParallel(args.plan, products, m * n * k);
+  else
+    forEachRun(args.plan, products);
+  return gpipe_rt_status(status.load());
 }
 
 extern "C" gpipe_rt_status
@@ -930,7 +1031,7 @@ GPIPE_RT_CPU_CLONES void softmaxRows(const float *in, float *out, int64_t n,
     float *y = out + o * n;
     float m = maxOf(x, n);
     for (int64_t j = 0; j < n; ++j)
-      y[j] = math::expf(x[j] - m);
+      y[j] = math::expNonPositivef(x[j] - m);
     float sum = float(sumMapped(y, n, [](float v) { return double(v); }));
     for (int64_t j = 0; j < n; ++j)
       y[j] = y[j] / sum;
@@ -954,7 +1055,7 @@ GPIPE_RT_CPU_CLONES void softmaxStrided(const float *in, float *out,
         mx[i] = x[j * inner + i] > mx[i] ? x[j * inner + i] : mx[i];
     for (int64_t j = 0; j < n; ++j) {
       for (int64_t i = 0; i < inner; ++i) {
-        float e = math::expf(x[j * inner + i] - mx[i]);
+        float e = math::expNonPositivef(x[j * inner + i] - mx[i]);
         y[j * inner + i] = e;
         sm[i] += e;
       }
@@ -1203,7 +1304,9 @@ gpipe_rt_cpu_cross_entropy_f32(const float *logits, const int64_t *logitsShape,
     const float *x = logits + r * classes;
     float m = maxOf(x, classes);
     double sum =
-        sumMapped(x, classes, [m](float v) { return double(math::expf(v - m)); });
+        sumMapped(x, classes, [m](float v) {
+          return double(math::expNonPositivef(v - m));
+        });
     double lse = double(m) + std::log(sum);
     total += lse - double(x[readIndex(labelType, labels, r)]);
   }
@@ -1551,9 +1654,11 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_cross_entropy_grad_f32(
     int64_t label = readIndex(labelType, labels, r);
     float m = maxOf(x, classes);
     double sum =
-        sumMapped(x, classes, [m](float v) { return double(math::expf(v - m)); });
+        sumMapped(x, classes, [m](float v) {
+          return double(math::expNonPositivef(v - m));
+        });
     for (int64_t j = 0; j < classes; ++j) {
-      double p = double(math::expf(x[j] - m)) / sum;
+      double p = double(math::expNonPositivef(x[j] - m)) / sum;
       dx[j] = float((p - (j == label ? 1.0 : 0.0)) * factor);
     }
   }
