@@ -3,7 +3,7 @@
 // Times the CPU kernels a transformer step spends its non-GEMM time in (and
 // the attention GEMMs) at the GEMM-heavy GPT's shapes (bench/vs_pytorch.py:
 // D = 256, T = 64, 8 heads, batch 16), on one kernel thread and on every
-// core (gpipe_rt_cpu_set_kernel_threads; OpenBLAS gets the same count). The
+// core (gpipe_rt_cpu_set_blas_threads: the GEMMs split over them too). The
 // two configurations alternate, call after call, and each keeps its median,
 // so a machine whose speed drifts slows both alike. Prints per kernel the
 // time per call, ns per element (of the output) and the speedup.
@@ -21,8 +21,6 @@
 #include <functional>
 #include <random>
 #include <thread>
-
-extern "C" void openblas_set_num_threads(int threads);
 
 using namespace gpipe;
 
@@ -45,8 +43,7 @@ std::vector<float> randomFloats(int64_t n, uint32_t seed) {
 }
 
 double secondsOf(const Case &c, int threads) {
-  gpipe_rt_cpu_set_kernel_threads(threads);
-  openblas_set_num_threads(threads);
+  gpipe_rt_cpu_set_blas_threads(threads); // the kernel threads too
   auto start = std::chrono::steady_clock::now();
   gpipe_rt_status status = c.call();
   double s =
