@@ -216,15 +216,20 @@ void stridedCopy(size_t elemSize, const Shape &space, void *dst,
 // Reductions in a fixed order
 //===----------------------------------------------------------------------===//
 
+// Inlined into their callers, so that a kernel compiled for AVX2 or AVX-512
+// (GPIPE_RT_CPU_CLONES) runs them in its own instructions: called, they run
+// the baseline build, and the calls and the switches between vector widths
+// took two thirds of a row softmax's time.
 constexpr int kLanes = 8;
 
-double combineLanes(const double (&acc)[kLanes]) {
+GPIPE_RT_MATH_INLINE double combineLanes(const double (&acc)[kLanes]) {
   return ((acc[0] + acc[4]) + (acc[2] + acc[6])) +
          ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
 
 /// sum of map(x[i]) in double: eight interleaved partial sums.
-template <typename Map> double sumMapped(const float *x, int64_t n, Map map) {
+template <typename Map>
+GPIPE_RT_MATH_INLINE double sumMapped(const float *x, int64_t n, Map map) {
   double acc[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
@@ -238,7 +243,7 @@ template <typename Map> double sumMapped(const float *x, int64_t n, Map map) {
 /// The largest of x[0, n) that is not NaN (-inf for none): eight
 /// interleaved maxima, so the loop vectorizes. The value does not depend on
 /// the order (a max is exact); only which zero of +0 and -0 wins may.
-float maxOf(const float *x, int64_t n) {
+GPIPE_RT_MATH_INLINE float maxOf(const float *x, int64_t n) {
   float acc[kLanes];
   std::fill(acc, acc + kLanes, -std::numeric_limits<float>::infinity());
   int64_t i = 0;
@@ -1455,6 +1460,25 @@ GPIPE_RT_CPU_CLONES void softmaxGradOuter(const float *output,
                                           const float *grad, float *out,
                                           int64_t n, int64_t inner,
                                           int64_t begin, int64_t end) {
+  if (inner == 1) {
+    // A contiguous axis: eight interleaved partial sums, as sumMapped.
+    for (int64_t o = begin; o < end; ++o) {
+      const float *y = output + o * n;
+      const float *dy = grad + o * n;
+      float *dx = out + o * n;
+      double acc[kLanes] = {};
+      int64_t j = 0;
+      for (; j + kLanes <= n; j += kLanes)
+        for (int k = 0; k < kLanes; ++k)
+          acc[k] += double(dy[j + k]) * double(y[j + k]);
+      for (int k = 0; j + k < n; ++k)
+        acc[k] += double(dy[j + k]) * double(y[j + k]);
+      double sum = combineLanes(acc);
+      for (j = 0; j < n; ++j)
+        dx[j] = float(double(y[j]) * (double(dy[j]) - sum));
+    }
+    return;
+  }
   double *sm = threadScratch<double>(size_t(inner));
   for (int64_t o = begin; o < end; ++o) {
     const float *y = output + o * n * inner;
@@ -1494,15 +1518,19 @@ GPIPE_RT_CPU_CLONES void layerNormGradRows(const float *in, const float *scale,
     rss[r] = rs;
     if (!inputGrad)
       continue;
-    double sumG = 0.0, sumGX = 0.0;
-    for (int64_t j = 0; j < n; ++j) {
-      double xh = (double(x[j]) - mu) * rs;
-      double g = double(dy[j]) * double(scale[j]);
-      xhat[j] = xh;
-      sumG += g;
-      sumGX += g * xh;
-    }
-    double meanG = sumG / double(n), meanGX = sumGX / double(n);
+    // The sums of g and g * xhat: eight interleaved partial sums each.
+    double accG[kLanes] = {}, accGX[kLanes] = {};
+    for (int64_t j0 = 0; j0 < n; j0 += kLanes)
+      for (int k = 0; k < kLanes && j0 + k < n; ++k) {
+        int64_t j = j0 + k;
+        double xh = (double(x[j]) - mu) * rs;
+        double g = double(dy[j]) * double(scale[j]);
+        xhat[j] = xh;
+        accG[k] += g;
+        accGX[k] += g * xh;
+      }
+    double meanG = combineLanes(accG) / double(n);
+    double meanGX = combineLanes(accGX) / double(n);
     float *dx = inputGrad + r * n;
     for (int64_t j = 0; j < n; ++j) {
       double g = double(dy[j]) * double(scale[j]);

@@ -1030,7 +1030,10 @@ __global__ void reduceSumBlockKernel(const float *in, float *out,
   }
 }
 
-/// softmax_grad, a thread per row along the axis, in index order.
+/// softmax_grad, a thread per row along the axis, summing in the CPU's
+/// order: in index order along a strided axis; along a contiguous one,
+/// element j into partial sum j mod 8, the eight combined as
+/// ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)).
 __global__ void softmaxGradKernel(const float *output, const float *grad,
                                   float *out, int64_t outer, int64_t n,
                                   int64_t inner) {
@@ -1041,8 +1044,16 @@ __global__ void softmaxGradKernel(const float *output, const float *grad,
     const float *dy = grad + base;
     float *dx = out + base;
     double sum = 0.0;
-    for (int64_t j = 0; j < n; ++j)
-      sum += double(dy[j * inner]) * double(y[j * inner]);
+    if (inner == 1) {
+      double acc[8] = {};
+      for (int64_t j = 0; j < n; ++j)
+        acc[j % 8] += double(dy[j]) * double(y[j]);
+      sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) +
+            ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+    } else {
+      for (int64_t j = 0; j < n; ++j)
+        sum += double(dy[j * inner]) * double(y[j * inner]);
+    }
     for (int64_t j = 0; j < n; ++j)
       dx[j * inner] =
           float(double(y[j * inner]) * (double(dy[j * inner]) - sum));
