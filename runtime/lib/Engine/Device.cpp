@@ -77,9 +77,8 @@ Status cpuRunningStatsUpdate(float *runningMean, float *runningVar,
 class CpuRank final : public RankDevice {
 public:
   Status bind(int64_t blasThreads) override {
-    // The count is per thread for OpenMP builds of OpenBLAS and global
-    // otherwise (the engine gives every rank the same); the calls are
-    // serialized because the latter may resize OpenBLAS's thread pool.
+    // The count is the kernels' pool's, one per process (the engine gives
+    // every rank the same); the calls are serialized.
     static std::mutex blasMutex;
     std::lock_guard<std::mutex> lock(blasMutex);
     gpipe_rt_cpu_set_blas_threads(int32_t(std::max<int64_t>(blasThreads, 1)));

@@ -88,8 +88,8 @@ Status RunState::chooseBlasThreads(RunResult &result) {
   if (asked > 1 && local > 1)
     return Status::error(
         std::to_string(asked) + " BLAS threads per rank: this process runs " +
-        std::to_string(local) + " rank threads, and OpenBLAS has one thread "
-        "pool per process, so each rank runs its GEMMs on 1 thread (leave "
+        std::to_string(local) + " rank threads, and the kernels have one "
+        "thread pool per process, so each rank runs its GEMMs on 1 thread (leave "
         "the count automatic, or run one rank per process: mpirun with "
         "--transport mpi)");
   if (asked > 0) {
@@ -98,7 +98,7 @@ Status RunState::chooseBlasThreads(RunResult &result) {
   } else if (local > 1) {
     blasThreads = 1;
     result.blasThreadsReason = std::to_string(local) +
-                               " rank threads share one OpenBLAS pool";
+                               " rank threads share one kernel thread pool";
   } else {
     // The CPUs this process may use, shared with the other processes
     // mpirun started on this node (unless it bound each to its own).
@@ -123,8 +123,8 @@ Status RunState::chooseBlasThreads(RunResult &result) {
     if (limited) {
       blasThreads = 1;
       result.blasThreadsReason =
-          "an address-space limit (ulimit -v) is set, under which an "
-          "OpenBLAS worker that cannot map its buffer never returns";
+          "an address-space limit (ulimit -v) is set, under which OpenBLAS "
+          "on a second thread that cannot map its buffer never returns";
     } else {
       blasThreads = std::clamp<int64_t>(cpus / processes, 1, 1024);
       result.blasThreadsReason =

@@ -497,17 +497,17 @@ struct RunOptions {
   /// Time the CPU kernels by class (gpipe_rt_cpu_set_kernel_timing) in the
   /// steady-state steps into RunResult::kernelSeconds.
   bool timeKernels = false;
-  /// OpenBLAS threads per rank (cpu target), which the other CPU kernels
-  /// split their work over too (gpipe_rt_cpu_set_kernel_threads); 0:
-  /// automatic. OpenBLAS keeps
-  /// one thread pool per process, so with more than one rank thread in the
+  /// BLAS threads per rank (cpu target): the threads a GEMM splits over,
+  /// which the other CPU kernels split their work over too
+  /// (gpipe_rt_cpu_set_blas_threads); 0: automatic. The kernels keep one
+  /// thread pool per process, so with more than one rank thread in the
   /// process every rank runs its GEMMs on 1 thread (more is an error).
   /// Automatic: with one rank in the process, the CPUs the process may use
   /// (taskset, cgroups, mpirun's binding) divided among the processes
   /// mpirun started on this node; 1 under a finite address-space limit
-  /// (ulimit -v), where an OpenBLAS worker that cannot map its buffer
-  /// retries forever. Splitting a GEMM over threads leaves each output
-  /// element's sum in the same order: the same bits for every count.
+  /// (ulimit -v), where OpenBLAS on a thread that cannot map its buffer
+  /// retries forever. A GEMM splits into blocks of rows that keep each
+  /// output element's tile and order: the same bits for every count.
   int64_t blasThreads = 0;
   /// Inference (a model whose metadata says "inference"): run the forward
   /// over all of the data, mini-batch by mini-batch (`steps` is ignored:
@@ -602,7 +602,7 @@ struct RunResult {
   /// (compute action) seconds in the same steps.
   std::vector<double> kernelSeconds;
   double steadyBusySeconds = 0.0;
-  /// The OpenBLAS threads each rank ran its GEMMs on (RunOptions::
+  /// The threads each rank ran its GEMMs on (RunOptions::
   /// blasThreads resolved; 0 for a device without CPU kernels), and why
   /// that many.
   int64_t blasThreads = 0;
@@ -676,7 +676,8 @@ Status writeProfile(const std::string &path, const ModelMetadata &metadata,
 /// openblas_set_num_threads(1) later does not stop them. Programs that run
 /// pipelines call this first thing in main: unless OPENBLAS_NUM_THREADS=1 is
 /// already in the environment, it sets it and re-executes the program with
-/// the same arguments (one BLAS thread per rank). Returns only when the
+/// the same arguments (OpenBLAS then runs on its callers' threads; the
+/// kernels split GEMMs over threads themselves). Returns only when the
 /// environment is right or re-execution is impossible.
 void ensureSingleThreadedBlas(char **argv);
 
