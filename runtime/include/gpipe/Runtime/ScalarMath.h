@@ -84,11 +84,28 @@ GPIPE_RT_MATH_INLINE typename B::Value roundToInt(const B &b,
   return b.sub(b.add(v, b.lit(12582912.0f)), b.lit(12582912.0f));
 }
 
-/// e^x. The range reduction and polynomial of Cephes' expf (S. L. Moshier,
-/// Cephes Math Library, 1984-2000): x = n ln 2 + r with ln 2 in two parts
-/// (0.693359375 exact, -2.12194440e-4), |r| <= ln 2 / 2, and e^r =
-/// 1 + r + r^2 P(r) with P of degree 5. 2^n is applied in two halves so
-/// that n = 128 (x just below the overflow) and the denormal results stay
+/// Cephes' expf core (S. L. Moshier, Cephes Math Library, 1984-2000) for a
+/// finite x: x = n ln 2 + r with ln 2 in two parts (0.693359375 exact,
+/// -2.12194440e-4), |r| <= ln 2 / 2; returns e^r = 1 + r + r^2 P(r), P of
+/// degree 5, and sets `n`. e^x is the result times 2^n.
+template <typename B>
+GPIPE_RT_MATH_INLINE typename B::Value
+expReduced(const B &b, typename B::Value x, typename B::Value &n) {
+  using V = typename B::Value;
+  n = roundToInt(b, b.mul(x, b.lit(1.44269504088896341f)));
+  V r = b.sub(b.sub(x, b.mul(n, b.lit(0.693359375f))),
+              b.mul(n, b.lit(-2.12194440e-4f)));
+  V p = b.lit(1.9875691500e-4f);
+  p = b.add(b.mul(p, r), b.lit(1.3981999507e-3f));
+  p = b.add(b.mul(p, r), b.lit(8.3334519073e-3f));
+  p = b.add(b.mul(p, r), b.lit(4.1665795894e-2f));
+  p = b.add(b.mul(p, r), b.lit(1.6666665459e-1f));
+  p = b.add(b.mul(p, r), b.lit(5.0000001201e-1f));
+  return b.add(b.add(b.mul(b.mul(p, r), r), r), b.lit(1.0f));
+}
+
+/// e^x: expReduced's e^r times 2^n, applied in two halves so that n = 128
+/// (x just below the overflow) and the denormal results stay
 /// representable.
 template <typename B>
 GPIPE_RT_MATH_INLINE typename B::Value exp(const B &b, typename B::Value x) {
@@ -101,16 +118,8 @@ GPIPE_RT_MATH_INLINE typename B::Value exp(const B &b, typename B::Value x) {
       b.isNan(x), b.lit(0.0f),
       b.select(b.gt(x, b.lit(kMax)), b.lit(kMax),
                b.select(b.lt(x, b.lit(kMin)), b.lit(kMin), x)));
-  V n = roundToInt(b, b.mul(clamped, b.lit(1.44269504088896341f)));
-  V r = b.sub(b.sub(clamped, b.mul(n, b.lit(0.693359375f))),
-              b.mul(n, b.lit(-2.12194440e-4f)));
-  V p = b.lit(1.9875691500e-4f);
-  p = b.add(b.mul(p, r), b.lit(1.3981999507e-3f));
-  p = b.add(b.mul(p, r), b.lit(8.3334519073e-3f));
-  p = b.add(b.mul(p, r), b.lit(4.1665795894e-2f));
-  p = b.add(b.mul(p, r), b.lit(1.6666665459e-1f));
-  p = b.add(b.mul(p, r), b.lit(5.0000001201e-1f));
-  V y = b.add(b.add(b.mul(b.mul(p, r), r), r), b.lit(1.0f));
+  V n;
+  V y = expReduced(b, clamped, n);
   // n in [-150, 128]: halves in [-75, 64], each a normal power of two; the
   // second product rounds once, to a denormal below FLT_MIN.
   V half = roundToInt(b, b.mul(n, b.lit(0.5f)));
@@ -138,16 +147,8 @@ GPIPE_RT_MATH_INLINE typename B::Value expNonPositive(const B &b,
   // NaN computes at 0 and is put back at the end (converting NaN to an
   // integer is undefined).
   V clamped = b.select(b.isNan(x), b.lit(0.0f), b.select(tiny, b.lit(kLow), x));
-  V n = roundToInt(b, b.mul(clamped, b.lit(1.44269504088896341f)));
-  V r = b.sub(b.sub(clamped, b.mul(n, b.lit(0.693359375f))),
-              b.mul(n, b.lit(-2.12194440e-4f)));
-  V p = b.lit(1.9875691500e-4f);
-  p = b.add(b.mul(p, r), b.lit(1.3981999507e-3f));
-  p = b.add(b.mul(p, r), b.lit(8.3334519073e-3f));
-  p = b.add(b.mul(p, r), b.lit(4.1665795894e-2f));
-  p = b.add(b.mul(p, r), b.lit(1.6666665459e-1f));
-  p = b.add(b.mul(p, r), b.lit(5.0000001201e-1f));
-  V y = b.add(b.add(b.mul(b.mul(p, r), r), r), b.lit(1.0f));
+  V n;
+  V y = expReduced(b, clamped, n);
   y = b.select(tiny, b.lit(0.0f), b.mul(y, b.exp2i(n)));
   return b.select(b.isNan(x), x, y);
 }
