@@ -54,11 +54,9 @@ std::string unfinishedRanks(const std::vector<char> &finished,
 //===----------------------------------------------------------------------===//
 
 void RunState::startRankThreads() {
-  if (blasThreads > 0) {
+  // GEMMs and the other kernels split their work over as many threads.
+  if (blasThreads > 0)
     gpipe_rt_cpu_set_blas_threads(int32_t(blasThreads));
-    // The other kernels split their work over as many threads.
-    gpipe_rt_cpu_set_kernel_threads(int32_t(blasThreads));
-  }
   if (options.timeKernels)
     gpipe_rt_cpu_set_kernel_timing(1);
   threadExited.assign(size_t(numWorkers()), 0);

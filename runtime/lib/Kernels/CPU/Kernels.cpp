@@ -227,17 +227,24 @@ GPIPE_RT_MATH_INLINE double combineLanes(const double (&acc)[kLanes]) {
          ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
 
-/// sum of map(x[i]) in double: eight interleaved partial sums.
-template <typename Map>
-GPIPE_RT_MATH_INLINE double sumMapped(const float *x, int64_t n, Map map) {
+/// sum of term(i) for i in [0, n), in double: eight interleaved partial
+/// sums (term i into sum i mod 8), combined by combineLanes.
+template <typename Term>
+GPIPE_RT_MATH_INLINE double sumLanes(int64_t n, Term term) {
   double acc[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
     for (int k = 0; k < kLanes; ++k)
-      acc[k] += map(x[i + k]);
+      acc[k] += term(i + k);
   for (int k = 0; i + k < n; ++k)
-    acc[k] += map(x[i + k]);
+    acc[k] += term(i + k);
   return combineLanes(acc);
+}
+
+/// sum of map(x[i]) in double, as sumLanes.
+template <typename Map>
+GPIPE_RT_MATH_INLINE double sumMapped(const float *x, int64_t n, Map map) {
+  return sumLanes(n, [&](int64_t i) { return map(x[i]); });
 }
 
 /// The largest of x[0, n) that is not NaN (-inf for none): eight
@@ -331,6 +338,18 @@ void singleThreadedOpenBlas() {
   (void)once;
 }
 
+/// Rows [row, row + rows) of C = alpha * op(A) * op(B) + beta * C
+/// (row-major, op(A) [M, K], op(B) [K, N]) in one cblas_sgemm call.
+void sgemmRows(bool transA, bool transB, int64_t row, int64_t rows,
+               int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+               const float *b, int64_t ldb, float beta, float *c,
+               int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, int(rows), int(n), int(k),
+              alpha, transA ? a + row : a + row * lda, int(lda), b, int(ldb),
+              beta, c + row * ldc, int(ldc));
+}
+
 /// The rows of C a split GEMM's blocks hold a multiple of: the smallest
 /// candidate for which cutting C into blocks of rows gives, on this CPU,
 /// exactly the bits of one call (a multiple of the sgemm kernel's tile
@@ -358,11 +377,8 @@ int64_t gemmRowBlock() {
         bool ta = t & 1, tb = t & 2;
         int64_t lda = ta ? m : k, ldb = tb ? k : n;
         auto call = [&](int64_t row, int64_t rows, float *c) {
-          cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                      tb ? CblasTrans : CblasNoTrans, int(rows), int(n),
-                      int(k), 1.0f, ta ? a.data() + row : a.data() + row * lda,
-                      int(lda), bm.data(), int(ldb), 0.0f, c + row * n,
-                      int(n));
+          sgemmRows(ta, tb, row, rows, n, k, 1.0f, a.data(), lda, bm.data(),
+                    ldb, 0.0f, c, n);
         };
         call(0, m, whole.data());
         for (int64_t row = 0; row < m; row += b)
@@ -415,10 +431,8 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
   // all of C, so the bits do not depend on the thread count
   // (Blas.GemmBitsDoNotDependOnTheThreadCount).
   auto sgemm = [&](int64_t row, int64_t rows) {
-    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-                transB ? CblasTrans : CblasNoTrans, int(rows), int(n), int(k),
-                alpha, transA ? a + row : a + row * lda, int(lda), b, int(ldb),
-                beta, c + row * ldc, int(ldc));
+    sgemmRows(transA, transB, row, rows, n, k, alpha, a, lda, b, ldb, beta, c,
+              ldc);
   };
   int threads = cpu::kernelThreads();
   int64_t block = threads > 1 && m * n * k > kSmallProduct ? gemmRowBlock() : 0;
@@ -1461,20 +1475,14 @@ GPIPE_RT_CPU_CLONES void softmaxGradOuter(const float *output,
                                           int64_t n, int64_t inner,
                                           int64_t begin, int64_t end) {
   if (inner == 1) {
-    // A contiguous axis: eight interleaved partial sums, as sumMapped.
+    // A contiguous axis: eight interleaved partial sums (sumLanes).
     for (int64_t o = begin; o < end; ++o) {
       const float *y = output + o * n;
       const float *dy = grad + o * n;
       float *dx = out + o * n;
-      double acc[kLanes] = {};
-      int64_t j = 0;
-      for (; j + kLanes <= n; j += kLanes)
-        for (int k = 0; k < kLanes; ++k)
-          acc[k] += double(dy[j + k]) * double(y[j + k]);
-      for (int k = 0; j + k < n; ++k)
-        acc[k] += double(dy[j + k]) * double(y[j + k]);
-      double sum = combineLanes(acc);
-      for (j = 0; j < n; ++j)
+      double sum =
+          sumLanes(n, [&](int64_t j) { return double(dy[j]) * double(y[j]); });
+      for (int64_t j = 0; j < n; ++j)
         dx[j] = float(double(y[j]) * (double(dy[j]) - sum));
     }
     return;
