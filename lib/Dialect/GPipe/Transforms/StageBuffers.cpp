@@ -147,8 +147,13 @@ StageFunctionBuffers mlir::gpipe::planStageFunction(
       plan.routed.try_emplace(returned[i], i);
   };
   unsigned numInputGrads = 0;
-  if (kind == StageFunctionKind::Forward && !last)
-    route(0);
+  if (kind == StageFunctionKind::Forward) {
+    // The output (sent on, unless this is the last stage, whose first
+    // result is the loss or the prediction it reports), then the values it
+    // saves for its backward: each computed into its saved slot.
+    for (unsigned i = last ? 1 : 0; i < returned.size(); ++i)
+      route(i);
+  }
   if (kind == StageFunctionKind::Backward) {
     auto inputGrads = func->getAttrOfType<DenseI64ArrayAttr>("nn.input_grads");
     numInputGrads = inputGrads ? inputGrads.size() : index > 0;

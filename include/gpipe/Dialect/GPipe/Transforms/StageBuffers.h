@@ -13,8 +13,11 @@
 //   - constants: read-only data of the compiled library;
 //   - routed results: the forward's output (not on the last stage) or the
 //     backward's input gradient (not on stage 0) is computed directly into
-//     the buffer it is sent from, and the values the input half of a split
-//     backward hands to its weight half directly into the Deferred buffer;
+//     the buffer it is sent from, the values a forward saves for its
+//     backward directly into their saved slots, and the values the input
+//     half of a split backward hands to its weight half directly into the
+//     Deferred buffer (a value returned twice is routed to its first result
+//     and copied to the other);
 //   - everything else: the function's scratch region, at offsets an interval
 //     allocation over the body's liveness assigns (values whose lives do not
 //     overlap share bytes).
