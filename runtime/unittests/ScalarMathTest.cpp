@@ -65,6 +65,13 @@ double maxUlpsSmall(const std::function<float(float)> &f,
 long double refExp(long double x) { return std::exp(x); }
 long double refErf(long double x) { return std::erf(x); }
 long double refTanh(long double x) { return std::tanh(x); }
+long double refGelu(long double x) {
+  return x * 0.5L * std::erfc(-x / std::sqrt(2.0L));
+}
+long double refErfc(long double x) { return std::erfc(x); }
+float erfcNonNegativef(float z) {
+  return math::erfcNonNegative(math::ScalarFloat(), z);
+}
 
 } // namespace
 
@@ -93,6 +100,25 @@ TEST(ScalarMath, TanhWithinThreeUlps) {
   EXPECT_LE(maxUlps(math::tanhf, refTanh, -12.0f, 12.0f, 2000000, at), 3.0)
       << "at " << at;
   EXPECT_LE(maxUlpsSmall(math::tanhf, refTanh, at), 3.0) << "at " << at;
+}
+
+// GELU is x Phi(x) with Phi from erfc alone, and its error is relative
+// everywhere (1 + erf in float would cancel in the left tail, to errors of
+// hundreds of ulps by x = -3 and all the digits by x = -6). Near 0, erfc's
+// fit (fractional error 1.2e-7, its polynomial summing to nearly 0 at
+// t = 1) costs a few ulps; further left, the rounding of z^2 in e^-z^2
+// grows with z^2. The bounds are the measured errors rounded up.
+TEST(ScalarMath, GeluRelativeError) {
+  float at = 0;
+  EXPECT_LE(maxUlps(math::geluf, refGelu, -1.0f, 1.0f, 2000000, at), 8.0)
+      << "at " << at;
+  EXPECT_LE(maxUlpsSmall(math::geluf, refGelu, at), 8.0) << "at " << at;
+  EXPECT_LE(maxUlps(math::geluf, refGelu, -3.0f, 12.0f, 2000000, at), 24.0)
+      << "at " << at;
+  EXPECT_LE(maxUlps(math::geluf, refGelu, -9.0f, -3.0f, 600000, at), 160.0)
+      << "at " << at;
+  EXPECT_LE(maxUlps(erfcNonNegativef, refErfc, 0.0f, 2.5f, 500000, at), 16.0)
+      << "at " << at;
 }
 
 TEST(ScalarMath, SigmoidAndGeluFollowTheirDefinitions) {
