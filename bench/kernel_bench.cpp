@@ -89,7 +89,8 @@ int main(int argc, char **argv) {
   int64_t qShape[] = {B, H, T, Dh}, ktShape[] = {B, H, Dh, T},
           sShape[] = {B, H, T, T}, vShape[] = {B, H, T, Dh};
   int64_t lnShape[] = {B, T, D};
-  int64_t splitShape[] = {B, T, H, Dh}, perm[] = {0, 2, 1, 3};
+  int64_t splitShape[] = {B, T, H, Dh}, perm[] = {0, 2, 1, 3},
+          keyPerm[] = {0, 2, 3, 1}, lastTwo[] = {0, 1, 3, 2};
 
   std::vector<Case> cases = {
       {"gelu (unary)", rows * F,
@@ -138,6 +139,21 @@ int main(int argc, char **argv) {
        [&] {
          return gpipe_rt_cpu_transpose(GPIPE_RT_F32, ln.data(), splitShape, 4,
                                        perm, heads.data());
+       }},
+      {"transpose keys (0 2 3 1)", rows * D,
+       [&] {
+         return gpipe_rt_cpu_transpose(GPIPE_RT_F32, ln.data(), splitShape, 4,
+                                       keyPerm, heads.data());
+       }},
+      {"transpose q (0 1 3 2, 64x32)", rows * D,
+       [&] {
+         return gpipe_rt_cpu_transpose(GPIPE_RT_F32, q.data(), qShape, 4,
+                                       lastTwo, heads.data());
+       }},
+      {"transpose p (0 1 3 2, 64x64)", B * H * T * T,
+       [&] {
+         return gpipe_rt_cpu_transpose(GPIPE_RT_F32, scores.data(), sShape, 4,
+                                       lastTwo, sout.data());
        }},
   };
   // The linear layers' GEMMs: forward (one sgemm each) and the weight

@@ -21,8 +21,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <set>
+#include <vector>
 
 using namespace gpipe::rt;
 using Json = nlohmann::json;
@@ -1025,3 +1027,41 @@ TEST(ModelLibrary, NotAModel) {
 }
 
 } // namespace
+
+// The CPU device's inspection (every payload and gradient buffer, each
+// step) finds the first NaN or infinity wherever it is: in the first or a
+// later block of its scan, at a block's edge, or in a buffer's tail; the
+// largest finite floats and denormals are not flagged.
+TEST(CpuDevice, InspectFindsTheFirstNonFinite) {
+  std::shared_ptr<Device> device = makeCpuDevice();
+  std::unique_ptr<RankDevice> rank;
+  ASSERT_TRUE(device->makeRank(0, 0, 0, 1, rank).ok());
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> data(10000);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = (i % 3 == 0)   ? std::numeric_limits<float>::max()
+              : (i % 3 == 1) ? -std::numeric_limits<float>::denorm_min()
+                             : float(i);
+  Inspection clean;
+  ASSERT_TRUE(rank->inspect(data.data(), int64_t(data.size()), clean));
+  EXPECT_EQ(clean.badIndex, -1);
+  EXPECT_EQ(clean.first, std::numeric_limits<float>::max());
+  for (int64_t at : {0, 1, 4095, 4096, 5000, 9999}) {
+    for (float bad : {nan, inf, -inf}) {
+      std::vector<float> copy = data;
+      copy[size_t(at)] = bad;
+      copy[9999] = nan; // a later one is not the first
+      if (at == 9999)
+        copy[9999] = bad;
+      Inspection found;
+      ASSERT_TRUE(rank->inspect(copy.data(), int64_t(copy.size()), found));
+      EXPECT_EQ(found.badIndex, at) << bad;
+      EXPECT_TRUE(std::isnan(found.badValue) ? std::isnan(bad)
+                                             : found.badValue == bad);
+    }
+  }
+  Inspection empty;
+  ASSERT_TRUE(rank->inspect(data.data(), 0, empty));
+  EXPECT_EQ(empty.badIndex, -1);
+}
