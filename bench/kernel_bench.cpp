@@ -106,12 +106,12 @@ int main(int argc, char **argv) {
       {"matmul q k^T (128 x 64x32x64)", B * H * T * T,
        [&] {
          return gpipe_rt_cpu_matmul_f32(q.data(), qShape, 4, kt.data(), ktShape,
-                                        4, sout.data(), sShape, 4);
+                                        4, 0, 0, sout.data(), sShape, 4);
        }},
       {"matmul p v (128 x 64x64x32)", B * H * T * Dh,
        [&] {
          return gpipe_rt_cpu_matmul_f32(scores.data(), sShape, 4, q.data(),
-                                        vShape, 4, out.data(), qShape, 4);
+                                        vShape, 4, 0, 0, out.data(), qShape, 4);
        }},
       {"softmax (rows of 64)", B * H * T * T,
        [&] {

@@ -349,9 +349,9 @@ TEST(CUDAValidation, ElementwiseAndCasts) {
 TEST(CUDAValidation, Contractions) {
   Shape a{2, 3}, b{4, 5}, out{2, 5};
   expectSameFailure(
-      gpipe_rt_cpu_matmul_f32(nullptr, a.data(), 2, nullptr, b.data(), 2,
+      gpipe_rt_cpu_matmul_f32(nullptr, a.data(), 2, nullptr, b.data(), 2, 0, 0,
                               nullptr, out.data(), 2),
-      gpipe_rt_cuda_matmul_f32(nullptr, a.data(), 2, nullptr, b.data(), 2,
+      gpipe_rt_cuda_matmul_f32(nullptr, a.data(), 2, nullptr, b.data(), 2, 0, 0,
                                nullptr, out.data(), 2));
   Shape b2{3, 5}, out2{3, 5};
   expectSameFailure(gpipe_rt_cpu_gemm_f32(nullptr, a.data(), nullptr, b2.data(),
@@ -762,14 +762,14 @@ TEST(CUDAKernels, Matmul) {
     std::vector<float> rhs = randomFloats(numel(rs), seed++);
     std::vector<float> want(size_t(numel(os)));
     ASSERT_EQ(gpipe_rt_cpu_matmul_f32(lhs.data(), ls.data(), rankOf(ls),
-                                      rhs.data(), rs.data(), rankOf(rs),
+                                      rhs.data(), rs.data(), rankOf(rs), 0, 0,
                                       want.data(), os.data(), rankOf(os)),
               GPIPE_RT_SUCCESS)
         << lastError();
     DeviceBuffer dl = DeviceBuffer::of(lhs), dr = DeviceBuffer::of(rhs);
     std::vector<float> got = runTwice<float>(want.size(), [&](float *out) {
       return gpipe_rt_cuda_matmul_f32(dl.get<float>(), ls.data(), rankOf(ls),
-                                      dr.get<float>(), rs.data(), rankOf(rs),
+                                      dr.get<float>(), rs.data(), rankOf(rs), 0, 0,
                                       out, os.data(), rankOf(os));
     });
     expectCloseToScale(got, want, "matmul case " + std::to_string(seed));
@@ -901,11 +901,11 @@ TEST(CUDAKernels, Bf16Contractions) {
   Shape l{4, 16, 16}, r{4, 16, 24}, o{4, 16, 24};
   std::vector<float> wantMm(size_t(numel(o)));
   ASSERT_EQ(gpipe_rt_cpu_matmul_bf16(x.data(), l.data(), 3, w.data(), r.data(),
-                                     3, wantMm.data(), o.data(), 3),
+                                     3, 0, 0, wantMm.data(), o.data(), 3),
             GPIPE_RT_SUCCESS);
   std::vector<float> gotMm = runTwice<float>(wantMm.size(), [&](float *out) {
     return gpipe_rt_cuda_matmul_bf16(dx.get<float>(), l.data(), 3,
-                                     dw.get<float>(), r.data(), 3, out,
+                                     dw.get<float>(), r.data(), 3, 0, 0, out,
                                      o.data(), 3);
   });
   expectCloseToScale(gotMm, wantMm);
@@ -1660,12 +1660,12 @@ TEST(CUDAKernels, RunsOnTheThreadsStream) {
   Shape a{64, 32}, b{32, 16}, o{64, 16};
   std::vector<float> x = randomFloats(64 * 32, 330), w = randomFloats(512, 331);
   std::vector<float> want(64 * 16);
-  gpipe_rt_cpu_matmul_f32(x.data(), a.data(), 2, w.data(), b.data(), 2,
+  gpipe_rt_cpu_matmul_f32(x.data(), a.data(), 2, w.data(), b.data(), 2, 0, 0,
                           want.data(), o.data(), 2);
   DeviceBuffer dx = DeviceBuffer::of(x), dw = DeviceBuffer::of(w),
                dout(want.size() * 4), dsum(16 * 4);
   ASSERT_EQ(gpipe_rt_cuda_matmul_f32(dx.get<float>(), a.data(), 2,
-                                     dw.get<float>(), b.data(), 2,
+                                     dw.get<float>(), b.data(), 2, 0, 0,
                                      dout.get<float>(), o.data(), 2),
             GPIPE_RT_SUCCESS);
   Shape rows{0};

@@ -824,7 +824,7 @@ TEST(Metadata, Errors) {
                               "[4, 16) lie beyond the model's 12 data bytes");
 
   m = fakeMetadata();
-  m["abi_version"] = 2;
+  m["abi_version"] = GPIPE_RT_ABI_VERSION + 1;
   EXPECT_NE(metadataError(m).find("abi_version"), std::string::npos);
 
   m = fakeMetadata();
@@ -1013,8 +1013,9 @@ TEST(ModelLibrary, WrongAbiVersion) {
   Status s = loadModelLibrary(GPIPE_FAKE_MODEL_BAD_ABI, image);
   EXPECT_EQ(s.message(), std::string(GPIPE_FAKE_MODEL_BAD_ABI) +
                              " was compiled for runtime ABI 99, this "
-                             "gpipe-run speaks 1; recompile it with this "
-                             "gpipe-compile");
+                             "gpipe-run speaks " +
+                             std::to_string(GPIPE_RT_ABI_VERSION) +
+                             "; recompile it with this gpipe-compile");
 }
 
 TEST(ModelLibrary, NotAModel) {

@@ -22,8 +22,12 @@ extern "C" int32_t fake_unrelated_function(void) { return 42; }
 
 namespace {
 
+#define FAKE_STRING(x) #x
+#define FAKE_EXPAND_STRING(x) FAKE_STRING(x)
+
 const char kMetadata[] = R"({
-  "format": "gpipe-model", "abi_version": 1, "producer": "fake 1.0",
+  "format": "gpipe-model", "abi_version": )" FAKE_EXPAND_STRING(
+    GPIPE_RT_ABI_VERSION) R"(, "producer": "fake 1.0",
   "source": "fake.onnx", "stages": 1, "microbatches": 1,
   "schedule": "gpipe", "remat": "none", "loss": "sum", "alignment": 64,
   "optimizer": "sgd",

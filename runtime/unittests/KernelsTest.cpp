@@ -450,13 +450,52 @@ TEST_P(MatmulTest, MatchesReference) {
   std::vector<float> b = randomFloats(numel(c.rhs), 12);
   std::vector<float> got(static_cast<size_t>(numel(c.out)), NAN);
   ASSERT_EQ(gpipe_rt_cpu_matmul_f32(a.data(), c.lhs.data(), rankOf(c.lhs),
-                                    b.data(), c.rhs.data(), rankOf(c.rhs),
+                                    b.data(), c.rhs.data(), rankOf(c.rhs), 0, 0,
                                     got.data(), c.out.data(), rankOf(c.out)),
             GPIPE_RT_SUCCESS)
       << lastError();
   std::vector<double> want, bound;
   referenceMatmul(a, c.lhs, b, c.rhs, c.out, want, bound);
   expectWithin(got, want, bound);
+}
+
+/// `x` of shape `shape` with its last two dims swapped (data and shape).
+std::vector<float> swapLastTwo(const std::vector<float> &x, Shape &shape) {
+  size_t r = shape.size();
+  int64_t rows = shape[r - 2], cols = shape[r - 1];
+  std::vector<float> out(x.size());
+  for (int64_t base = 0; base < int64_t(x.size()); base += rows * cols)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        out[size_t(base + j * rows + i)] = x[size_t(base + i * cols + j)];
+  std::swap(shape[r - 2], shape[r - 1]);
+  return out;
+}
+
+// The transpose flags read an operand stored with its last two dims
+// swapped: the same product, whatever the broadcast or batch folding.
+TEST_P(MatmulTest, TransposedOperands) {
+  const MatmulCase &c = GetParam();
+  std::vector<float> a = randomFloats(numel(c.lhs), 11);
+  std::vector<float> b = randomFloats(numel(c.rhs), 12);
+  std::vector<double> want, bound;
+  referenceMatmul(a, c.lhs, b, c.rhs, c.out, want, bound);
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      SCOPED_TRACE(::testing::Message() << "transLhs=" << ta
+                                        << " transRhs=" << tb);
+      Shape ls = c.lhs, rs = c.rhs;
+      std::vector<float> sa = ta ? swapLastTwo(a, ls) : a;
+      std::vector<float> sb = tb ? swapLastTwo(b, rs) : b;
+      std::vector<float> got(static_cast<size_t>(numel(c.out)), NAN);
+      ASSERT_EQ(gpipe_rt_cpu_matmul_f32(sa.data(), ls.data(), rankOf(ls),
+                                        sb.data(), rs.data(), rankOf(rs), ta,
+                                        tb, got.data(), c.out.data(),
+                                        rankOf(c.out)),
+                GPIPE_RT_SUCCESS)
+          << lastError();
+      expectWithin(got, want, bound);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -478,16 +517,31 @@ TEST(Matmul, ShapeErrors) {
   Shape a{3, 5}, b{4, 2}, out{3, 2};
   std::vector<float> x(15), y(8), z(6);
   EXPECT_EQ(gpipe_rt_cpu_matmul_f32(x.data(), a.data(), 2, y.data(), b.data(),
-                                    2, z.data(), out.data(), 2),
+                                    2, 0, 0, z.data(), out.data(), 2),
             GPIPE_RT_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "matmul: inner dimensions differ: [3, 5] and [4, 2]");
   Shape a3{2, 3, 5}, b3{3, 5, 2}, o3{2, 3, 2};
   std::vector<float> x3(30), y3(30), z3(12);
   EXPECT_EQ(gpipe_rt_cpu_matmul_f32(x3.data(), a3.data(), 3, y3.data(),
-                                    b3.data(), 3, z3.data(), o3.data(), 3),
+                                    b3.data(), 3, 0, 0, z3.data(), o3.data(), 3),
             GPIPE_RT_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(),
             "matmul: batch dims of [2, 3, 5] and [3, 5, 2] do not broadcast");
+  // [3, 5] transposed is [5, 3]: its 3 columns do not meet [4, 2]'s rows.
+  EXPECT_EQ(gpipe_rt_cpu_matmul_f32(x.data(), a.data(), 2, y.data(), b.data(),
+                                    2, 1, 0, z.data(), out.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(),
+            "matmul: inner dimensions differ: [3, 5] transposed and [4, 2]");
+  // [3, 5] x [2, 5] transposed is [3, 2]: the result shape is checked too.
+  Shape bt{2, 5}, wrong{3, 5};
+  std::vector<float> y2(10), z2(15);
+  EXPECT_EQ(gpipe_rt_cpu_matmul_f32(x.data(), a.data(), 2, y2.data(),
+                                    bt.data(), 2, 0, 1, z2.data(),
+                                    wrong.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "matmul: [3, 5] x [2, 5] transposed gives [3, 2], "
+                         "not the result shape [3, 5]");
 }
 
 TEST(Gemm, EveryTransposeAlphaBetaAndBias) {
@@ -604,7 +658,7 @@ TEST(Bf16, OperandsRoundToNearestEven) {
   Shape s{1, 1};
   for (const Case &c : cases) {
     float one = 1.0f, out = NAN;
-    ASSERT_EQ(gpipe_rt_cpu_matmul_bf16(&c.a, s.data(), 2, &one, s.data(), 2,
+    ASSERT_EQ(gpipe_rt_cpu_matmul_bf16(&c.a, s.data(), 2, &one, s.data(), 2, 0, 0,
                                        &out, s.data(), 2),
               GPIPE_RT_SUCCESS)
         << lastError();
@@ -658,10 +712,10 @@ TEST(Bf16, ContractionsAreFp32OnRoundedOperands) {
   Shape l{2, 3, 8}, r{8, 5}, o{2, 3, 5};
   std::vector<float> m16(30), m32(30);
   ASSERT_EQ(gpipe_rt_cpu_matmul_bf16(x.data(), l.data(), 3, w.data(), r.data(),
-                                     2, m16.data(), o.data(), 3),
+                                     2, 0, 0, m16.data(), o.data(), 3),
             GPIPE_RT_SUCCESS);
   ASSERT_EQ(gpipe_rt_cpu_matmul_f32(xr.data(), l.data(), 3, wr.data(),
-                                    r.data(), 2, m32.data(), o.data(), 3),
+                                    r.data(), 2, 0, 0, m32.data(), o.data(), 3),
             GPIPE_RT_SUCCESS);
   EXPECT_EQ(m16, m32);
   // The scope ends with the call: the next f32 GEMM is plain fp32 again.
@@ -1169,7 +1223,7 @@ TEST(Reproducibility, RepeatedCallsAreBitwiseIdentical) {
       second(first.size());
   for (std::vector<float> *dst : {&first, &second}) {
     ASSERT_EQ(gpipe_rt_cpu_matmul_f32(x.data(), a.data(), 3, w.data(), b.data(),
-                                      2, dst->data(), out.data(), 3),
+                                      2, 0, 0, dst->data(), out.data(), 3),
               GPIPE_RT_SUCCESS);
     ASSERT_EQ(
         gpipe_rt_cpu_softmax_f32(dst->data(), out.data(), 3, 1, dst->data()),

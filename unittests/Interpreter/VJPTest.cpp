@@ -478,12 +478,25 @@ TEST_F(VJPTest, MatmulBatchedAndBroadcast) {
     Shape out = batch;
     out.push_back(c.a[c.a.size() - 2]);
     out.push_back(c.b.back());
-    std::ostringstream os;
-    os << "func.func @f(%a: " << typeOf(c.a) << ", %b: " << typeOf(c.b)
-       << ") -> " << typeOf(out) << " {\n  %r = nn.matmul %a, %b : ("
-       << typeOf(c.a) << ", " << typeOf(c.b) << ") -> " << typeOf(out)
-       << "\n  return %r : " << typeOf(out) << "\n}\n";
-    check("matmul", os.str());
+    // Every transpose flag: the operand stored with its last two dims
+    // swapped (a 2-D transposed weight takes the flattened-GEMM path, a
+    // transposed left operand the batched one).
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb) {
+        Shape a = c.a, b = c.b;
+        if (ta)
+          std::swap(a[a.size() - 2], a[a.size() - 1]);
+        if (tb)
+          std::swap(b[b.size() - 2], b[b.size() - 1]);
+        std::ostringstream os;
+        os << "func.func @f(%a: " << typeOf(a) << ", %b: " << typeOf(b)
+           << ") -> " << typeOf(out) << " {\n  %r = nn.matmul %a, %b {"
+           << "trans_lhs = " << (ta ? "true" : "false")
+           << ", trans_rhs = " << (tb ? "true" : "false") << "} : ("
+           << typeOf(a) << ", " << typeOf(b) << ") -> " << typeOf(out)
+           << "\n  return %r : " << typeOf(out) << "\n}\n";
+        check("matmul", os.str());
+      }
   }
 }
 

@@ -287,6 +287,8 @@ mlir::gpipe::getKernelCall(Operation *operation,
         return b.kernel(matmulKernel)
             .tensor(mm.getLhs())
             .tensor(mm.getRhs())
+            .integer(mm.getTransLhs())
+            .integer(mm.getTransRhs())
             .tensor(mm.getResult())
             .done();
       })

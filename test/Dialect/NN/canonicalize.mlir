@@ -144,6 +144,76 @@ func.func @negative_matmul_batched_rhs_stays_matmul(%q: tensor<2x4x16x8xf32>, %k
 
 // -----
 
+// A transposed 2-D weight is a linear layer reading it transposed; a
+// transposed left operand is not a linear layer.
+// CHECK-LABEL: func.func @matmul_2d_transposed_rhs_to_linear
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x16x32xf32>, %[[W:.*]]: tensor<96x32xf32>, %[[X2:.*]]: tensor<32x16xf32>, %[[W2:.*]]: tensor<32x96xf32>)
+// CHECK:         %[[Y:.*]] = nn.linear %[[X]], %[[W]] {transpose_weight = true} : (tensor<2x16x32xf32>, tensor<96x32xf32>) -> tensor<2x16x96xf32>
+// CHECK:         %[[Z:.*]] = nn.matmul %[[X2]], %[[W2]] {trans_lhs = true} : (tensor<32x16xf32>, tensor<32x96xf32>) -> tensor<16x96xf32>
+// CHECK:         return %[[Y]], %[[Z]]
+func.func @matmul_2d_transposed_rhs_to_linear(%x: tensor<2x16x32xf32>, %w: tensor<96x32xf32>, %x2: tensor<32x16xf32>, %w2: tensor<32x96xf32>) -> (tensor<2x16x96xf32>, tensor<16x96xf32>) {
+  %y = nn.matmul %x, %w {trans_rhs = true} : (tensor<2x16x32xf32>, tensor<96x32xf32>) -> tensor<2x16x96xf32>
+  %z = nn.matmul %x2, %w2 {trans_lhs = true} : (tensor<32x16xf32>, tensor<32x96xf32>) -> tensor<16x96xf32>
+  return %y, %z : tensor<2x16x96xf32>, tensor<16x96xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Transposes of the last two dims fold into nn.matmul's flags
+//===----------------------------------------------------------------------===//
+
+// A swap of the last two dims vanishes into the flag (either operand, a
+// flag already set flips back).
+// CHECK-LABEL: func.func @matmul_folds_last_two_transposes
+// CHECK-SAME:    (%[[P:.*]]: tensor<2x4x16x16xf32>, %[[DO:.*]]: tensor<2x4x16x8xf32>, %[[V:.*]]: tensor<2x4x8x16xf32>)
+// CHECK-NOT:     nn.transpose
+// CHECK:         %[[A:.*]] = nn.matmul %[[P]], %[[DO]] {trans_lhs = true} : (tensor<2x4x16x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32>
+// CHECK:         %[[B:.*]] = nn.matmul %[[DO]], %[[V]] : (tensor<2x4x16x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x16x16xf32>
+// CHECK:         return %[[A]], %[[B]]
+func.func @matmul_folds_last_two_transposes(%p: tensor<2x4x16x16xf32>, %do: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16x16xf32>) {
+  %pt = nn.transpose %p {perm = array<i64: 0, 1, 3, 2>} : tensor<2x4x16x16xf32> -> tensor<2x4x16x16xf32>
+  %a = nn.matmul %pt, %do : (tensor<2x4x16x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32>
+  %vt = nn.transpose %v {perm = array<i64: 0, 1, 3, 2>} : tensor<2x4x8x16xf32> -> tensor<2x4x16x8xf32>
+  %b = nn.matmul %do, %vt {trans_rhs = true} : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x16xf32>
+  return %a, %b : tensor<2x4x16x8xf32>, tensor<2x4x16x16xf32>
+}
+
+// -----
+
+// The keys' [B, T, H, D] -> [B, H, D, T]: the transpose left moves whole
+// rows of D ([B, H, T, D]) and the matmul reads it transposed.
+// CHECK-LABEL: func.func @matmul_keys_transpose_keeps_rows
+// CHECK-SAME:    (%[[Q:.*]]: tensor<2x4x16x8xf32>, %[[K:.*]]: tensor<2x16x4x8xf32>)
+// CHECK:         %[[KH:.*]] = nn.transpose %[[K]] {perm = array<i64: 0, 2, 1, 3>} : tensor<2x16x4x8xf32> -> tensor<2x4x16x8xf32>
+// CHECK:         %[[S:.*]] = nn.matmul %[[Q]], %[[KH]] {trans_rhs = true} : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x16xf32>
+// CHECK:         return %[[S]]
+func.func @matmul_keys_transpose_keeps_rows(%q: tensor<2x4x16x8xf32>, %k: tensor<2x16x4x8xf32>) -> tensor<2x4x16x16xf32> {
+  %kt = nn.transpose %k {perm = array<i64: 0, 2, 3, 1>} : tensor<2x16x4x8xf32> -> tensor<2x4x8x16xf32>
+  %s = nn.matmul %q, %kt : (tensor<2x4x16x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x16x16xf32>
+  return %s : tensor<2x4x16x16xf32>
+}
+
+// -----
+
+// Left alone: a transpose that would still scatter elements after the swap,
+// and one whose result is used elsewhere too.
+// CHECK-LABEL: func.func @negative_matmul_transpose_not_folded
+// CHECK:         nn.transpose %{{.*}} {perm = array<i64: 0, 3, 1, 2>}
+// CHECK:         nn.matmul %{{.*}}, %{{.*}} : (tensor<2x4x16x8xf32>, tensor<2x4x8x16xf32>)
+// CHECK:         %[[KT:.*]] = nn.transpose %{{.*}} {perm = array<i64: 0, 2, 3, 1>}
+// CHECK:         nn.matmul %{{.*}}, %[[KT]] : (tensor<2x4x16x8xf32>, tensor<2x4x8x16xf32>)
+// CHECK-NOT:     trans_
+func.func @negative_matmul_transpose_not_folded(%q: tensor<2x4x16x8xf32>, %k: tensor<2x16x4x8xf32>, %x: tensor<2x8x16x4xf32>) -> (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>, tensor<2x4x8x16xf32>) {
+  %xt = nn.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<2x8x16x4xf32> -> tensor<2x4x8x16xf32>
+  %a = nn.matmul %q, %xt : (tensor<2x4x16x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x16x16xf32>
+  %kt = nn.transpose %k {perm = array<i64: 0, 2, 3, 1>} : tensor<2x16x4x8xf32> -> tensor<2x4x8x16xf32>
+  %b = nn.matmul %q, %kt : (tensor<2x4x16x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x16x16xf32>
+  return %a, %b, %kt : tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>, tensor<2x4x8x16xf32>
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // Bias add -> nn.linear
 //===----------------------------------------------------------------------===//

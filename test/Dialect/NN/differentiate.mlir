@@ -257,21 +257,57 @@ func.func @cast(%x: tensor<4xf32>, %m: tensor<4xi1>) -> tensor<4xf16> attributes
 // Contractions
 //===----------------------------------------------------------------------===//
 
-// dA = dY @ B^T and dB = A^T @ dY, summed over the batch dims each operand
-// was broadcast along.
+// dA = dY @ B^T and dB = A^T @ dY, the transposes read by the matmuls (no
+// transpose op), summed over the batch dims each operand was broadcast
+// along.
 // CHECK-LABEL: func.func @matmul_batched_broadcast_bwd
 // CHECK-SAME:    (%[[A:.*]]: tensor<2x1x3x4xf32>, %[[B:.*]]: tensor<5x4x2xf32>, %[[DY:.*]]: tensor<2x5x3x2xf32>)
-// CHECK-NEXT:    %[[BT:.*]] = nn.transpose %[[B]] {perm = array<i64: 0, 2, 1>} : tensor<5x4x2xf32> -> tensor<5x2x4xf32>
-// CHECK-NEXT:    %[[DA5:.*]] = nn.matmul %[[DY]], %[[BT]] : (tensor<2x5x3x2xf32>, tensor<5x2x4xf32>) -> tensor<2x5x3x4xf32>
+// CHECK-NEXT:    %[[DA5:.*]] = nn.matmul %[[DY]], %[[B]] {trans_rhs = true} : (tensor<2x5x3x2xf32>, tensor<5x4x2xf32>) -> tensor<2x5x3x4xf32>
 // CHECK-NEXT:    %[[DAS:.*]] = nn.reduce_sum %[[DA5]] {axes = array<i64: 1>} : tensor<2x5x3x4xf32> -> tensor<2x3x4xf32>
 // CHECK-NEXT:    %[[DA:.*]] = nn.reshape %[[DAS]] : tensor<2x3x4xf32> -> tensor<2x1x3x4xf32>
-// CHECK-NEXT:    %[[AT:.*]] = nn.transpose %[[A]] {perm = array<i64: 0, 1, 3, 2>} : tensor<2x1x3x4xf32> -> tensor<2x1x4x3xf32>
-// CHECK-NEXT:    %[[DB2:.*]] = nn.matmul %[[AT]], %[[DY]] : (tensor<2x1x4x3xf32>, tensor<2x5x3x2xf32>) -> tensor<2x5x4x2xf32>
+// CHECK-NEXT:    %[[DB2:.*]] = nn.matmul %[[A]], %[[DY]] {trans_lhs = true} : (tensor<2x1x3x4xf32>, tensor<2x5x3x2xf32>) -> tensor<2x5x4x2xf32>
 // CHECK-NEXT:    %[[DB:.*]] = nn.reduce_sum %[[DB2]] {axes = array<i64: 0>} : tensor<2x5x4x2xf32> -> tensor<5x4x2xf32>
 // CHECK-NEXT:    return %[[DA]], %[[DB]]
 func.func @matmul_batched_broadcast(%a: tensor<2x1x3x4xf32>, %b: tensor<5x4x2xf32>) -> tensor<2x5x3x2xf32> attributes {nn.differentiate} {
   %y = nn.matmul %a, %b : (tensor<2x1x3x4xf32>, tensor<5x4x2xf32>) -> tensor<2x5x3x2xf32>
   return %y : tensor<2x5x3x2xf32>
+}
+
+// Both operands transposed, y = A^T @ B^T: dA = (dY @ B)^T = B^T @ dY^T
+// and dB = (A @ dY)^T = dY^T @ A^T, each one matmul with both flags set.
+// CHECK-LABEL: func.func @matmul_both_transposed_bwd
+// CHECK-SAME:    (%[[A:.*]]: tensor<2x4x3xf32>, %[[B:.*]]: tensor<2x5x4xf32>, %[[DY:.*]]: tensor<2x3x5xf32>)
+// CHECK-NEXT:    %[[DA:.*]] = nn.matmul %[[B]], %[[DY]] {trans_lhs = true, trans_rhs = true} : (tensor<2x5x4xf32>, tensor<2x3x5xf32>) -> tensor<2x4x3xf32>
+// CHECK-NEXT:    %[[DB:.*]] = nn.matmul %[[DY]], %[[A]] {trans_lhs = true, trans_rhs = true} : (tensor<2x3x5xf32>, tensor<2x4x3xf32>) -> tensor<2x5x4xf32>
+// CHECK-NEXT:    return %[[DA]], %[[DB]]
+func.func @matmul_both_transposed(%a: tensor<2x4x3xf32>, %b: tensor<2x5x4xf32>) -> tensor<2x3x5xf32> attributes {nn.differentiate} {
+  %y = nn.matmul %a, %b {trans_lhs = true, trans_rhs = true} : (tensor<2x4x3xf32>, tensor<2x5x4xf32>) -> tensor<2x3x5xf32>
+  return %y : tensor<2x3x5xf32>
+}
+
+// Only the left operand transposed, y = A^T @ B: dA = B @ dY^T, dB = A @ dY.
+// CHECK-LABEL: func.func @matmul_lhs_transposed_bwd
+// CHECK-SAME:    (%[[A:.*]]: tensor<2x4x3xf32>, %[[B:.*]]: tensor<2x4x5xf32>, %[[DY:.*]]: tensor<2x3x5xf32>)
+// CHECK-NEXT:    %[[DA:.*]] = nn.matmul %[[B]], %[[DY]] {trans_rhs = true} : (tensor<2x4x5xf32>, tensor<2x3x5xf32>) -> tensor<2x4x3xf32>
+// CHECK-NEXT:    %[[DB:.*]] = nn.matmul %[[A]], %[[DY]] : (tensor<2x4x3xf32>, tensor<2x3x5xf32>) -> tensor<2x4x5xf32>
+// CHECK-NEXT:    return %[[DA]], %[[DB]]
+func.func @matmul_lhs_transposed(%a: tensor<2x4x3xf32>, %b: tensor<2x4x5xf32>) -> tensor<2x3x5xf32> attributes {nn.differentiate} {
+  %y = nn.matmul %a, %b {trans_lhs = true} : (tensor<2x4x3xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+  return %y : tensor<2x3x5xf32>
+}
+
+// A transposed 2-D weight, y = X @ W^T: dX is a linear layer reading W as
+// stored, dW = dY^T @ X over the flattened rows.
+// CHECK-LABEL: func.func @matmul_weight_transposed_bwd
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x3x4xf32>, %[[W:.*]]: tensor<5x4xf32>, %[[DY:.*]]: tensor<2x3x5xf32>)
+// CHECK-NEXT:    %[[DX:.*]] = nn.linear %[[DY]], %[[W]] : (tensor<2x3x5xf32>, tensor<5x4xf32>) -> tensor<2x3x4xf32>
+// CHECK-NEXT:    %[[DYF:.*]] = nn.reshape %[[DY]] : tensor<2x3x5xf32> -> tensor<6x5xf32>
+// CHECK-NEXT:    %[[XF:.*]] = nn.reshape %[[X]] : tensor<2x3x4xf32> -> tensor<6x4xf32>
+// CHECK-NEXT:    %[[DW:.*]] = nn.gemm %[[DYF]], %[[XF]] {trans_a = true} : (tensor<6x5xf32>, tensor<6x4xf32>) -> tensor<5x4xf32>
+// CHECK-NEXT:    return %[[DX]], %[[DW]]
+func.func @matmul_weight_transposed(%x: tensor<2x3x4xf32>, %w: tensor<5x4xf32>) -> tensor<2x3x5xf32> attributes {nn.differentiate} {
+  %y = nn.matmul %x, %w {trans_rhs = true} : (tensor<2x3x4xf32>, tensor<5x4xf32>) -> tensor<2x3x5xf32>
+  return %y : tensor<2x3x5xf32>
 }
 
 // A 2-D right operand: the input gradient is a linear layer and the weight

@@ -64,16 +64,70 @@ struct GemmToLinear : OpRewritePattern<GemmOp> {
   }
 };
 
-/// matmul(x, w) with a 2-D w is a bias-less linear layer.
+/// matmul(x, op(w)) with a 2-D w is a bias-less linear layer (w read
+/// transposed when op is).
 struct MatMulToLinear : OpRewritePattern<MatMulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatMulOp op,
                                 PatternRewriter &rewriter) const override {
     if (cast<RankedTensorType>(op.getRhs().getType()).getRank() != 2)
       return rewriter.notifyMatchFailure(op, "right operand is batched");
+    if (op.getTransLhs())
+      return rewriter.notifyMatchFailure(op, "left operand is transposed");
     rewriter.replaceOpWithNewOp<LinearOp>(op, op.getType(), op.getLhs(),
-                                          op.getRhs(), Value(), false);
+                                          op.getRhs(), Value(),
+                                          op.getTransRhs());
     return success();
+  }
+};
+
+/// A transpose whose last two dims are swapped, feeding a matmul, folds into
+/// the matmul's operand flag: matmul(transpose(x, p)) = matmul{trans}(
+/// transpose(x, p')) with p' = p with its last two entries swapped. When p'
+/// is the identity, x itself is the operand (attention's backward: P^T,
+/// Q^T, V^T); when p' keeps x's innermost dim innermost, the transpose left
+/// copies contiguous rows instead of scattering single elements (the keys'
+/// [B, T, H, D] -> [B, H, D, T] becomes [B, H, T, D], read transposed).
+/// Otherwise nothing changes: swapping the flag would not make the copy
+/// cheaper.
+struct FoldTransposeIntoMatMul : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatMulOp op,
+                                PatternRewriter &rewriter) const override {
+    for (unsigned i = 0; i < 2; ++i) {
+      Value operand = op->getOperand(i);
+      auto transpose = operand.getDefiningOp<TransposeOp>();
+      if (!transpose)
+        continue;
+      SmallVector<int64_t> perm(transpose.getPerm());
+      int64_t rank = perm.size();
+      if (rank < 2)
+        continue;
+      std::swap(perm[rank - 2], perm[rank - 1]);
+      bool identity = llvm::equal(perm, llvm::seq<int64_t>(0, rank));
+      // Keep the transpose unless it vanishes or stays used elsewhere.
+      if (!identity && (perm[rank - 1] != rank - 1 || !transpose->hasOneUse()))
+        continue;
+      Value source = transpose.getInput();
+      if (!identity) {
+        auto type = cast<RankedTensorType>(transpose.getType());
+        SmallVector<int64_t> shape(type.getShape());
+        std::swap(shape[rank - 2], shape[rank - 1]);
+        source = TransposeOp::create(
+            rewriter, transpose.getLoc(),
+            RankedTensorType::get(shape, type.getElementType()), source,
+            perm);
+      }
+      bool transLhs = op.getTransLhs(), transRhs = op.getTransRhs();
+      (i == 0 ? transLhs : transRhs) ^= true;
+      Value lhs = i == 0 ? source : op.getLhs();
+      Value rhs = i == 1 ? source : op.getRhs();
+      rewriter.replaceOpWithNewOp<MatMulOp>(op, op.getType(), lhs, rhs,
+                                            transLhs, transRhs);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "no operand is a last-two-dims "
+                                           "transpose");
   }
 };
 
@@ -197,7 +251,7 @@ void GemmOp::getCanonicalizationPatterns(RewritePatternSet &results,
 
 void MatMulOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                            MLIRContext *context) {
-  results.add<MatMulToLinear>(context);
+  results.add<MatMulToLinear, FoldTransposeIntoMatMul>(context);
 }
 
 void AddOp::getCanonicalizationPatterns(RewritePatternSet &results,

@@ -387,14 +387,15 @@ OpCost DropoutOp::getCost() { return detail::elementwiseCost(*this, 8); }
 //===----------------------------------------------------------------------===//
 
 void MatMulOp::build(OpBuilder &builder, OperationState &state, Value lhs,
-                     Value rhs) {
+                     Value rhs, bool transLhs, bool transRhs) {
   auto l = cast<RankedTensorType>(lhs.getType());
   FailureOr<Shape> shape = inferMatMulShape(
-      l.getShape(), shapeOf(rhs), [&] { return mlir::emitError(state.location); });
+      l.getShape(), shapeOf(rhs),
+      [&] { return mlir::emitError(state.location); }, transLhs, transRhs);
   Type result = succeeded(shape)
                     ? RankedTensorType::get(*shape, l.getElementType())
                     : Type(l);
-  build(builder, state, result, lhs, rhs);
+  build(builder, state, result, lhs, rhs, transLhs, transRhs);
 }
 
 LogicalResult MatMulOp::verify() {
@@ -402,8 +403,9 @@ LogicalResult MatMulOp::verify() {
       failed(checkSameElementType(*this, getLhs(), getResult(),
                                   "operands and result")))
     return failure();
-  return checkResultShape(
-      *this, inferMatMulShape(shapeOf(getLhs()), shapeOf(getRhs()), NN_EMIT));
+  return checkResultShape(*this, inferMatMulShape(shapeOf(getLhs()),
+                                                  shapeOf(getRhs()), NN_EMIT,
+                                                  getTransLhs(), getTransRhs()));
 }
 
 /// 2*M*N*K for a product of [.., M, K] and [.., K, N] with `batch` batches.
@@ -414,7 +416,8 @@ static int64_t matmulFlops(int64_t batch, int64_t m, int64_t n, int64_t k) {
 OpCost MatMulOp::getCost() {
   OpCost cost = detail::elementwiseCost(*this, 0);
   ArrayRef<int64_t> out = shapeOf(getResult());
-  int64_t k = shapeOf(getLhs()).back();
+  ArrayRef<int64_t> lhs = shapeOf(getLhs());
+  int64_t k = getTransLhs() ? lhs[lhs.size() - 2] : lhs.back();
   cost.flops = matmulFlops(numElements(out.drop_back(2)), out[out.size() - 2],
                            out.back(), k);
   return cost;

@@ -72,17 +72,23 @@ mlir::gpipe::nn::inferBroadcastShape(ArrayRef<ArrayRef<int64_t>> shapes,
 
 FailureOr<Shape> mlir::gpipe::nn::inferMatMulShape(ArrayRef<int64_t> lhs,
                                                    ArrayRef<int64_t> rhs,
-                                                   EmitErrorFn emitError) {
+                                                   EmitErrorFn emitError,
+                                                   bool transLhs,
+                                                   bool transRhs) {
   if (lhs.size() < 2 || rhs.size() < 2)
     return emitError() << "expected matmul operands of rank >= 2, got "
                        << formatShape(lhs) << " and " << formatShape(rhs),
            failure();
-  int64_t m = lhs[lhs.size() - 2], k = lhs.back();
-  int64_t k2 = rhs[rhs.size() - 2], n = rhs.back();
+  int64_t lRows = lhs[lhs.size() - 2], lCols = lhs.back();
+  int64_t rRows = rhs[rhs.size() - 2], rCols = rhs.back();
+  int64_t m = transLhs ? lCols : lRows, k = transLhs ? lRows : lCols;
+  int64_t k2 = transRhs ? rCols : rRows, n = transRhs ? rRows : rCols;
   if (k != k2)
     return emitError() << "matmul inner dimensions differ: "
-                       << formatShape(lhs) << " times " << formatShape(rhs)
-                       << " (" << k << " vs " << k2 << ")",
+                       << formatShape(lhs) << (transLhs ? " transposed" : "")
+                       << " times " << formatShape(rhs)
+                       << (transRhs ? " transposed" : "") << " (" << k
+                       << " vs " << k2 << ")",
            failure();
   std::optional<Shape> batch =
       broadcastShapes({lhs.drop_back(2), rhs.drop_back(2)});

@@ -78,19 +78,6 @@ static Value unbroadcast(OpBuilder &b, Location loc, Value grad, Type target) {
   return result;
 }
 
-/// `v` with its last two dims swapped.
-static Value transposeLastTwo(OpBuilder &b, Location loc, Value v) {
-  RankedTensorType type = tensorTypeOf(v);
-  int64_t rank = type.getRank();
-  SmallVector<int64_t> perm(rank);
-  std::iota(perm.begin(), perm.end(), 0);
-  std::swap(perm[rank - 2], perm[rank - 1]);
-  SmallVector<int64_t> shape(type.getShape());
-  std::swap(shape[rank - 2], shape[rank - 1]);
-  return TransposeOp::create(
-      b, loc, RankedTensorType::get(shape, type.getElementType()), v, perm);
-}
-
 /// `v` as a matrix `[rows, lastDim]`.
 static Value flattenToMatrix(OpBuilder &b, Location loc, Value v) {
   RankedTensorType type = tensorTypeOf(v);
@@ -394,10 +381,12 @@ LogicalResult CastOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
 // Contractions
 //===----------------------------------------------------------------------===//
 
-// y = l @ r: dl = dy @ r^T, dr = l^T @ dy, each summed over the batch dims
-// its operand was broadcast along. A 2-D right operand (the weight of a
-// batched activation) gets one flattened GEMM instead of a batched product
-// and a reduction.
+// y = op(l) @ op(r), op transposing the last two dims where the op says:
+// d op(l) = dy @ op(r)^T and d op(r) = op(l)^T @ dy, each a matmul that
+// reads its operands transposed as needed (no transpose is materialized),
+// summed over the batch dims its operand was broadcast along. A 2-D right
+// operand (the weight of a batched activation) with an untransposed left
+// one gets one flattened GEMM instead of a batched product and a reduction.
 LogicalResult MatMulOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                  SmallVectorImpl<Value> &operandGrads) {
   Value dy = beginVJP(*this, resultGrads, operandGrads);
@@ -405,23 +394,31 @@ LogicalResult MatMulOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
     return success();
   Location loc = getLoc();
   Value l = getLhs(), r = getRhs();
-  if (tensorTypeOf(r).getRank() == 2) {
-    // The batch dims are l's own: dl = dy @ r^T is a linear layer with the
-    // [out, in] weight r^T, i.e. r with transpose_weight.
+  bool ta = getTransLhs(), tb = getTransRhs();
+  if (tensorTypeOf(r).getRank() == 2 && !ta) {
+    // The batch dims are l's own: dl = dy @ op(r)^T is a linear layer with
+    // the weight r, transposed unless op(r) already is.
     operandGrads[0] = LinearOp::create(b, loc, l.getType(), dy, r, Value(),
-                                       /*transpose_weight=*/true);
-    // dr = flat(l)^T @ flat(dy).
+                                       /*transpose_weight=*/!tb);
+    // dr = flat(l)^T @ flat(dy), or its transpose flat(dy)^T @ flat(l).
     // Named first: the order of a call's arguments is unspecified, and the
     // IR must not depend on the compiler.
     Value flatDy = flattenToMatrix(b, loc, dy);
     Value flatL = flattenToMatrix(b, loc, l);
-    operandGrads[1] = gemm(b, loc, r.getType(), flatL, flatDy, 1.0f,
-                           /*transA=*/true, /*transB=*/false);
+    operandGrads[1] =
+        tb ? gemm(b, loc, r.getType(), flatDy, flatL, 1.0f, /*transA=*/true,
+                  /*transB=*/false)
+           : gemm(b, loc, r.getType(), flatL, flatDy, 1.0f, /*transA=*/true,
+                  /*transB=*/false);
     return success();
   }
-  Value dl = MatMulOp::create(b, loc, dy, transposeLastTwo(b, loc, r));
+  // dl: dy @ op(r)^T, or for a transposed l its transpose op(r) @ dy^T.
+  Value dl = ta ? MatMulOp::create(b, loc, r, dy, tb, true)
+                : MatMulOp::create(b, loc, dy, r, false, !tb);
   operandGrads[0] = unbroadcast(b, loc, dl, l.getType());
-  Value dr = MatMulOp::create(b, loc, transposeLastTwo(b, loc, l), dy);
+  // dr: op(l)^T @ dy, or for a transposed r its transpose dy^T @ op(l).
+  Value dr = tb ? MatMulOp::create(b, loc, dy, l, true, ta)
+                : MatMulOp::create(b, loc, l, dy, !ta, false);
   operandGrads[1] = unbroadcast(b, loc, dr, r.getType());
   return success();
 }

@@ -300,11 +300,15 @@ LogicalResult Microbatcher::visitMatMul(MatMulOp op) {
   int64_t rl = shapeOf(op.getLhs()).size(), rr = shapeOf(op.getRhs()).size();
   int64_t rank = shapeOf(op.getResult()).size();
   std::optional<BatchDim> lb = lookup(op.getLhs()), rb = lookup(op.getRhs());
-  if (lb && lb->dim == rl - 1)
+  // Where each operand's rows, columns and contracted dim are stored.
+  bool ta = op.getTransLhs(), tb = op.getTransRhs();
+  int64_t lhsRowDim = ta ? rl - 1 : rl - 2, lhsInnerDim = ta ? rl - 2 : rl - 1;
+  int64_t rhsInnerDim = tb ? rr - 1 : rr - 2, rhsColDim = tb ? rr - 2 : rr - 1;
+  if (lb && lb->dim == lhsInnerDim)
     return mixes(op, 0, *lb), failure();
-  if (rb && rb->dim == rr - 2)
+  if (rb && rb->dim == rhsInnerDim)
     return mixes(op, 1, *rb), failure();
-  bool lhsRows = lb && lb->dim == rl - 2, rhsCols = rb && rb->dim == rr - 1;
+  bool lhsRows = lb && lb->dim == lhsRowDim, rhsCols = rb && rb->dim == rhsColDim;
   // Samples of the rows paired with samples of the columns: an outer
   // product over the batch.
   if ((lhsRows || rhsCols) && lb && rb)

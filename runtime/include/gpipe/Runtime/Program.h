@@ -99,10 +99,11 @@
 extern "C" {
 #endif
 
-/// Bumped whenever the callbacks below, the exported symbols or the
-/// metadata's meaning change; the runtime refuses a library of another
-/// version.
-#define GPIPE_RT_ABI_VERSION 1
+/// Bumped whenever the callbacks below, the exported symbols, the kernels'
+/// signatures (Kernels.def, which a library calls) or the metadata's meaning
+/// change; the runtime refuses a library of another version. 2: matmul
+/// takes its operands' transpose flags.
+#define GPIPE_RT_ABI_VERSION 2
 
 /// One rank's view of a running pipeline (owned by the runtime).
 typedef struct gpipe_rt_rank gpipe_rt_rank;

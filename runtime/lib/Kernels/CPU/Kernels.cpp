@@ -910,22 +910,25 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_cast(gpipe_rt_dtype inType,
 extern "C" gpipe_rt_status
 gpipe_rt_cpu_matmul_f32(const float *lhs, const int64_t *lhsShape,
                         int32_t lhsRank, const float *rhs,
-                        const int64_t *rhsShape, int32_t rhsRank, float *out,
+                        const int64_t *rhsShape, int32_t rhsRank,
+                        int32_t transLhs, int32_t transRhs, float *out,
                         const int64_t *outShape, int32_t outRank) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_GEMM);
   Kernel kernel = cpuKernel("matmul");
   MatmulArgs args;
   GPIPE_RT_TRY(checkMatmul(kernel, lhs, lhsShape, lhsRank, rhs, rhsShape,
-                           rhsRank, out, outShape, outRank, args));
+                           rhsRank, transLhs, transRhs, out, outShape, outRank,
+                           args));
   if (args.count == 0)
     return GPIPE_RT_SUCCESS;
   int64_t m = args.m, n = args.n, k = args.k;
+  bool ta = args.transLhs, tb = args.transRhs;
   // One sgemm when rhs is shared by every batch and lhs is not broadcast:
   // the batch folds into the rows.
   if (args.foldBatch)
-    return checkedSgemm(kernel, false, false, args.batch.numElements * m, n, k,
-                        1.0f, lhs, leadingDim(k), rhs, leadingDim(n), 0.0f, out,
-                        leadingDim(n));
+    return checkedSgemm(kernel, false, tb, args.batch.numElements * m, n, k,
+                        1.0f, lhs, leadingDim(args.lda), rhs,
+                        leadingDim(args.ldb), 0.0f, out, leadingDim(n));
 
   // A batch of small products (attention's per-head GEMMs, each too small
   // for checkedSgemm to split) splits over the kernel threads, whole
@@ -940,10 +943,11 @@ gpipe_rt_cpu_matmul_f32(const float *lhs, const int64_t *lhsShape,
                                          GPIPE_RT_SUCCESS;
          ++i) {
       gpipe_rt_status s =
-          checkedSgemm(kernel, false, false, m, n, k, 1.0f,
-                       lhs + (off[1] + i * st[1]) * m * k, leadingDim(k),
-                       rhs + (off[2] + i * st[2]) * k * n, leadingDim(n), 0.0f,
-                       out + (off[0] + i * st[0]) * m * n, leadingDim(n));
+          checkedSgemm(kernel, ta, tb, m, n, k, 1.0f,
+                       lhs + (off[1] + i * st[1]) * m * k, leadingDim(args.lda),
+                       rhs + (off[2] + i * st[2]) * k * n, leadingDim(args.ldb),
+                       0.0f, out + (off[0] + i * st[0]) * m * n,
+                       leadingDim(n));
       if (s != GPIPE_RT_SUCCESS) {
         int expected = GPIPE_RT_SUCCESS;
         status.compare_exchange_strong(expected, s);
@@ -1003,12 +1007,14 @@ gpipe_rt_cpu_linear_f32(const float *input, const int64_t *inputShape,
 extern "C" gpipe_rt_status
 gpipe_rt_cpu_matmul_bf16(const float *lhs, const int64_t *lhsShape,
                          int32_t lhsRank, const float *rhs,
-                         const int64_t *rhsShape, int32_t rhsRank, float *out,
+                         const int64_t *rhsShape, int32_t rhsRank,
+                         int32_t transLhs, int32_t transRhs, float *out,
                          const int64_t *outShape, int32_t outRank) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_GEMM);
   Bf16Scope bf16;
   return gpipe_rt_cpu_matmul_f32(lhs, lhsShape, lhsRank, rhs, rhsShape,
-                                 rhsRank, out, outShape, outRank);
+                                 rhsRank, transLhs, transRhs, out, outShape,
+                                 outRank);
 }
 
 extern "C" gpipe_rt_status

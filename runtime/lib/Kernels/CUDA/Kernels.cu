@@ -1411,21 +1411,26 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_cast(gpipe_rt_dtype inType,
 extern "C" gpipe_rt_status
 gpipe_rt_cuda_matmul_f32(const float *lhs, const int64_t *lhsShape,
                          int32_t lhsRank, const float *rhs,
-                         const int64_t *rhsShape, int32_t rhsRank, float *out,
+                         const int64_t *rhsShape, int32_t rhsRank,
+                         int32_t transLhs, int32_t transRhs, float *out,
                          const int64_t *outShape, int32_t outRank) {
   Kernel kernel = cudaKernel("matmul");
   MatmulArgs args;
   GPIPE_RT_TRY(checkMatmul(kernel, lhs, lhsShape, lhsRank, rhs, rhsShape,
-                           rhsRank, out, outShape, outRank, args));
+                           rhsRank, transLhs, transRhs, out, outShape, outRank,
+                           args));
   if (args.count == 0)
     return GPIPE_RT_SUCCESS;
   int64_t m = args.m, n = args.n, k = args.k;
+  bool ta = args.transLhs, tb = args.transRhs;
   const StridedPlan<3> &plan = args.plan;
-  int64_t ldA = leadingDim(k), ldB = leadingDim(n);
-  // A shared rhs and a dense lhs: the batch folds into the rows.
+  int64_t ldA = leadingDim(args.lda), ldB = leadingDim(args.ldb),
+          ldC = leadingDim(n);
+  // A shared rhs and a dense, untransposed lhs: the batch folds into the
+  // rows.
   if (args.foldBatch)
-    return deviceSgemm(kernel, false, false, args.batch.numElements * m, n, k,
-                       1.0f, lhs, ldA, rhs, ldB, 0.0f, out, ldB);
+    return deviceSgemm(kernel, false, tb, args.batch.numElements * m, n, k,
+                       1.0f, lhs, ldA, rhs, ldB, 0.0f, out, ldC);
 
   // Strided-batched over the innermost batch dim, one call per index of
   // the outer ones.
@@ -1442,8 +1447,8 @@ gpipe_rt_cuda_matmul_f32(const float *lhs, const int64_t *lhsShape,
         off[q] += i * plan.strides[q][d];
     }
     GPIPE_RT_TRY(deviceSgemm(
-        kernel, false, false, m, n, k, 1.0f, lhs + off[1] * m * k, ldA,
-        rhs + off[2] * k * n, ldB, 0.0f, out + off[0] * m * n, ldB,
+        kernel, ta, tb, m, n, k, 1.0f, lhs + off[1] * m * k, ldA,
+        rhs + off[2] * k * n, ldB, 0.0f, out + off[0] * m * n, ldC,
         plan.dims[last], plan.strides[1][last] * m * k,
         plan.strides[2][last] * k * n, plan.strides[0][last] * m * n));
   }
@@ -1502,11 +1507,13 @@ gpipe_rt_cuda_linear_f32(const float *input, const int64_t *inputShape,
 extern "C" gpipe_rt_status
 gpipe_rt_cuda_matmul_bf16(const float *lhs, const int64_t *lhsShape,
                           int32_t lhsRank, const float *rhs,
-                          const int64_t *rhsShape, int32_t rhsRank, float *out,
+                          const int64_t *rhsShape, int32_t rhsRank,
+                          int32_t transLhs, int32_t transRhs, float *out,
                           const int64_t *outShape, int32_t outRank) {
   Bf16Scope bf16;
   return gpipe_rt_cuda_matmul_f32(lhs, lhsShape, lhsRank, rhs, rhsShape,
-                                  rhsRank, out, outShape, outRank);
+                                  rhsRank, transLhs, transRhs, out, outShape,
+                                  outRank);
 }
 
 extern "C" gpipe_rt_status

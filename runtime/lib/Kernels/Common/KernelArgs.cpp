@@ -325,7 +325,8 @@ gpipe_rt_status checkCast(const Kernel &kernel, gpipe_rt_dtype inType,
 gpipe_rt_status checkMatmul(const Kernel &kernel, const float *lhs,
                             const int64_t *lhsShape, int32_t lhsRank,
                             const float *rhs, const int64_t *rhsShape,
-                            int32_t rhsRank, const float *out,
+                            int32_t rhsRank, int32_t transLhs,
+                            int32_t transRhs, const float *out,
                             const int64_t *outShape, int32_t outRank,
                             MatmulArgs &args) {
   Shape a, b, res;
@@ -335,11 +336,14 @@ gpipe_rt_status checkMatmul(const Kernel &kernel, const float *lhs,
   if (a.rank < 2 || b.rank < 2)
     return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
            << "operands must have rank 2 or more, got " << a << " and " << b;
-  int64_t m = a.dims[a.rank - 2], k = a.dims[a.rank - 1];
-  int64_t k2 = b.dims[b.rank - 2], n = b.dims[b.rank - 1];
+  int64_t aRows = a.dims[a.rank - 2], aCols = a.dims[a.rank - 1];
+  int64_t bRows = b.dims[b.rank - 2], bCols = b.dims[b.rank - 1];
+  int64_t m = transLhs ? aCols : aRows, k = transLhs ? aRows : aCols;
+  int64_t k2 = transRhs ? bCols : bRows, n = transRhs ? bRows : bCols;
   if (k != k2)
     return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "inner dimensions differ: " << a << " and " << b;
+           << "inner dimensions differ: " << a << (transLhs ? " transposed" : "")
+           << " and " << b << (transRhs ? " transposed" : "");
   // Batch shapes: everything but the matrix dims.
   Shape batches[2] = {a, b}, batch;
   batches[0].rank -= 2;
@@ -352,11 +356,16 @@ gpipe_rt_status checkMatmul(const Kernel &kernel, const float *lhs,
   expected.dims[expected.rank++] = n;
   if (expected.rank > kMaxRank || expected != res)
     return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << a << " x " << b << " gives " << expected
+           << a << (transLhs ? " transposed" : "") << " x " << b
+           << (transRhs ? " transposed" : "") << " gives " << expected
            << ", not the result shape " << res;
   args.m = m;
   args.n = n;
   args.k = k;
+  args.transLhs = transLhs != 0;
+  args.transRhs = transRhs != 0;
+  args.lda = aCols;
+  args.ldb = bCols;
   args.count = res.numElements;
   if (args.count == 0)
     return GPIPE_RT_SUCCESS;
@@ -378,7 +387,7 @@ gpipe_rt_status checkMatmul(const Kernel &kernel, const float *lhs,
   for (int32_t d = 0; d < plan.rank; ++d)
     rhsShared = rhsShared && plan.strides[2][d] == 0;
   bool lhsDense = plan.rank == 0 || (plan.rank == 1 && plan.strides[1][0] == 1);
-  args.foldBatch = rhsShared && lhsDense;
+  args.foldBatch = rhsShared && lhsDense && !args.transLhs;
   return GPIPE_RT_SUCCESS;
 }
 

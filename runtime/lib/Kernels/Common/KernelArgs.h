@@ -389,17 +389,21 @@ gpipe_rt_status checkCast(const Kernel &kernel, gpipe_rt_dtype inType,
 // Contractions
 //===----------------------------------------------------------------------===//
 
-/// matmul: `batch` products [m, k] x [k, n].
+/// matmul: `batch` products op(lhs) [m, k] x op(rhs) [k, n].
 struct MatmulArgs {
   int64_t m = 0, n = 0, k = 0;
+  /// Whether each operand is read transposed, and its stored row length
+  /// (the BLAS leading dimension).
+  bool transLhs = false, transRhs = false;
+  int64_t lda = 0, ldb = 0;
   /// Elements of the result; 0: nothing to compute.
   int64_t count = 0;
   /// The broadcast batch dims (with their element count) and the walk over
   /// them, in matrices (operands: result, lhs, rhs).
   Shape batch;
   StridedPlan<3> plan;
-  /// rhs is shared by every batch and lhs is not broadcast: the batch folds
-  /// into the rows of one product.
+  /// rhs is shared by every batch and lhs is neither broadcast nor
+  /// transposed: the batch folds into the rows of one product.
   bool foldBatch = false;
 };
 
@@ -407,7 +411,8 @@ struct MatmulArgs {
 gpipe_rt_status checkMatmul(const Kernel &kernel, const float *lhs,
                             const int64_t *lhsShape, int32_t lhsRank,
                             const float *rhs, const int64_t *rhsShape,
-                            int32_t rhsRank, const float *out,
+                            int32_t rhsRank, int32_t transLhs,
+                            int32_t transRhs, const float *out,
                             const int64_t *outShape, int32_t outRank,
                             MatmulArgs &args);
 

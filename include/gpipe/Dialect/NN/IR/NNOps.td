@@ -297,19 +297,27 @@ def NN_MatMulOp : NN_PureOp<"matmul", [NN_LayerAnchor, NN_VJP]> {
   let summary = "Batched matrix product (numpy matmul)";
   let description = [{
     Numpy/ONNX `MatMul` on operands of rank 2 or more: the last two dims
-    multiply, leading dims broadcast.
+    multiply, leading dims broadcast. `trans_lhs` / `trans_rhs` swap an
+    operand's last two dims first, `op(lhs) @ op(rhs)`: the kernels read the
+    operand transposed (the BLAS's own flags), so a transpose of the last two
+    dims feeding a matmul folds into it instead of being copied.
 
     ```mlir
     %y = nn.matmul %x, %w : (tensor<2x16x32xf32>, tensor<32x96xf32>) -> tensor<2x16x96xf32>
+    %s = nn.matmul %q, %k {trans_rhs = true} : (tensor<2x8x64x32xf32>, tensor<2x8x64x32xf32>) -> tensor<2x8x64x64xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_lhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_rhs);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
   let builders = [
-    OpBuilder<(ins "::mlir::Value":$lhs, "::mlir::Value":$rhs)>,
+    OpBuilder<(ins "::mlir::Value":$lhs, "::mlir::Value":$rhs,
+                   CArg<"bool", "false">:$transLhs,
+                   CArg<"bool", "false">:$transRhs)>,
   ];
   let hasCanonicalizer = 1;
 }

@@ -32,10 +32,12 @@ int64_t numElements(llvm::ArrayRef<int64_t> shape);
 /// Numpy multidirectional broadcasting of any number of shapes.
 FailureOr<Shape> inferBroadcastShape(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
                                      EmitErrorFn emitError);
-/// Numpy matmul of operands of rank >= 2.
+/// Numpy matmul of operands of rank >= 2, each with its last two dims
+/// swapped first when `transLhs` / `transRhs` is set.
 FailureOr<Shape> inferMatMulShape(llvm::ArrayRef<int64_t> lhs,
                                   llvm::ArrayRef<int64_t> rhs,
-                                  EmitErrorFn emitError);
+                                  EmitErrorFn emitError, bool transLhs = false,
+                                  bool transRhs = false);
 /// ONNX Gemm; `c` is optional and must broadcast to the result.
 FailureOr<Shape> inferGemmShape(llvm::ArrayRef<int64_t> a,
                                 llvm::ArrayRef<int64_t> b,
