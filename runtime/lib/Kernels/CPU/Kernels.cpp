@@ -340,14 +340,26 @@ void singleThreadedOpenBlas() {
 
 /// Rows [row, row + rows) of C = alpha * op(A) * op(B) + beta * C
 /// (row-major, op(A) [M, K], op(B) [K, N]) in one cblas_sgemm call.
+/// beta = 0 is a memset and beta = 1: OpenBLAS's driver scales C by beta
+/// (for 0: fills it with zeros, in a loop a few times slower than memset)
+/// and then always accumulates into it, so the bits are the same.
 void sgemmRows(bool transA, bool transB, int64_t row, int64_t rows,
                int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                const float *b, int64_t ldb, float beta, float *c,
                int64_t ldc) {
+  float *block = c + row * ldc;
+  if (beta == 0.0f && rows > 0 && n > 0) {
+    if (ldc == n)
+      std::memset(block, 0, size_t(rows * n) * sizeof(float));
+    else
+      for (int64_t r = 0; r < rows; ++r)
+        std::memset(block + r * ldc, 0, size_t(n) * sizeof(float));
+    beta = 1.0f;
+  }
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, int(rows), int(n), int(k),
               alpha, transA ? a + row : a + row * lda, int(lda), b, int(ldb),
-              beta, c + row * ldc, int(ldc));
+              beta, block, int(ldc));
 }
 
 /// The rows of C a split GEMM's blocks hold a multiple of: the smallest
