@@ -1544,17 +1544,23 @@ GPIPE_RT_CPU_CLONES void layerNormGradRows(const float *in, const float *scale,
     rss[r] = rs;
     if (!inputGrad)
       continue;
-    // The sums of g and g * xhat: eight interleaved partial sums each.
+    // The sums of g and g * xhat: eight interleaved partial sums each
+    // (element j into lane j mod 8), whole groups of eight first so that
+    // the loop vectorizes, then the rest.
     double accG[kLanes] = {}, accGX[kLanes] = {};
-    for (int64_t j0 = 0; j0 < n; j0 += kLanes)
-      for (int k = 0; k < kLanes && j0 + k < n; ++k) {
-        int64_t j = j0 + k;
-        double xh = (double(x[j]) - mu) * rs;
-        double g = double(dy[j]) * double(scale[j]);
-        xhat[j] = xh;
-        accG[k] += g;
-        accGX[k] += g * xh;
-      }
+    auto term = [&](int64_t j, int k) {
+      double xh = (double(x[j]) - mu) * rs;
+      double g = double(dy[j]) * double(scale[j]);
+      xhat[j] = xh;
+      accG[k] += g;
+      accGX[k] += g * xh;
+    };
+    int64_t j0 = 0;
+    for (; j0 + kLanes <= n; j0 += kLanes)
+      for (int k = 0; k < kLanes; ++k)
+        term(j0 + k, k);
+    for (int k = 0; j0 + k < n; ++k)
+      term(j0 + k, k);
     double meanG = combineLanes(accG) / double(n);
     double meanGX = combineLanes(accGX) / double(n);
     float *dx = inputGrad + r * n;
