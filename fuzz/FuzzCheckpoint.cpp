@@ -23,8 +23,12 @@ using namespace gpipe::rt;
 
 namespace {
 
+#define FUZZ_STRING(x) #x
+#define FUZZ_EXPAND_STRING(x) FUZZ_STRING(x)
+
 const char kMetadata[] = R"({
-  "format": "gpipe-model", "abi_version": 1, "producer": "fuzz",
+  "format": "gpipe-model", "abi_version": )" FUZZ_EXPAND_STRING(
+    GPIPE_RT_ABI_VERSION) R"(, "producer": "fuzz",
   "source": "fuzz.onnx", "stages": 1, "microbatches": 1,
   "schedule": "gpipe", "remat": "none", "loss": "sum", "alignment": 64,
   "optimizer": "adam",

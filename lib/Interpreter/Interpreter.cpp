@@ -381,6 +381,11 @@ public:
   Interpreter(const ParameterStore &params, uint64_t rngKey)
       : params(params), rngKey(rngKey) {}
 
+  /// The GEMMs that accumulate into a gradient in place, and whether this
+  /// is the first micro-batch (beta 0).
+  DenseMap<Operation *, HostTensor *> accumulating;
+  bool firstMicrobatch = false;
+
   /// Runs `block` with `args` bound to its arguments and returns the
   /// operands of its terminator.
   LogicalResult runBlock(Block &block, ArrayRef<HostTensor> args,
@@ -466,13 +471,18 @@ LogicalResult Interpreter::runBody(Block &body, ValueRange inputs,
 
 LogicalResult Interpreter::runKernel(Operation *op, const KernelCall &call) {
   // Every result is a fresh tensor of its type: the buffers a compiled
-  // stage would place in its scratch region.
+  // stage would place in its scratch region; a GEMM accumulating a
+  // gradient in place computes into the gradient.
   SmallVector<HostTensor> results;
-  for (Value result : op->getResults()) {
-    FailureOr<HostTensor> out = allocate(op, result);
-    if (failed(out))
-      return failure();
-    results.push_back(std::move(*out));
+  if (auto acc = accumulating.find(op); acc != accumulating.end()) {
+    results.push_back(*acc->second);
+  } else {
+    for (Value result : op->getResults()) {
+      FailureOr<HostTensor> out = allocate(op, result);
+      if (failed(out))
+        return failure();
+      results.push_back(std::move(*out));
+    }
   }
   auto dataOf = [&](Value v) -> FailureOr<void *> {
     if (auto result = dyn_cast<OpResult>(v); result && result.getOwner() == op)
@@ -508,6 +518,9 @@ LogicalResult Interpreter::runKernel(Operation *op, const KernelCall &call) {
       break;
     case KernelArg::Real:
       slot.real = arg.real;
+      break;
+    case KernelArg::AccumulateBeta:
+      slot.real = firstMicrobatch ? 0.0 : 1.0;
       break;
     case KernelArg::Ints:
       slot.pointer = const_cast<int64_t *>(arg.ints.data());
@@ -583,16 +596,20 @@ LogicalResult Interpreter::run(Operation *op, unsigned depth) {
 
   // Everything else runs the kernel the code generator calls, with the
   // same arguments.
-  FailureOr<KernelCall> call =
-      getKernelCall(op, KernelCallOptions{"nn interpreter"});
+  KernelCallOptions options{"nn interpreter"};
+  FailureOr<KernelCall> call = accumulating.count(op)
+                                   ? getAccumulatingGemmCall(op, options)
+                                   : getKernelCall(op, options);
   if (failed(call))
     return failure();
   return runKernel(op, *call);
 }
 
-FailureOr<std::vector<HostTensor>>
-mlir::gpipe::interpretFunction(func::FuncOp func, ArrayRef<HostTensor> args,
-                               const ParameterStore &params, uint64_t rngKey) {
+/// interpretFunction, with `accumulation` (may be null) bound.
+static FailureOr<std::vector<HostTensor>>
+interpretWith(func::FuncOp func, ArrayRef<HostTensor> args,
+              const ParameterStore &params, uint64_t rngKey,
+              const GradientAccumulation *accumulation) {
   // Function-level errors go to the function's location without the op
   // attached: printing a whole network under a one-line message helps no one.
   auto fail = [&]() {
@@ -616,8 +633,37 @@ mlir::gpipe::interpretFunction(func::FuncOp func, ArrayRef<HostTensor> args,
                     << " but the function takes " << type.getInput(i);
   }
   Interpreter interpreter(params, rngKey);
+  if (accumulation) {
+    Operation *ret = func.getBody().front().getTerminator();
+    interpreter.firstMicrobatch = accumulation->first;
+    for (auto [index, into] : accumulation->into) {
+      Operation *gemm = index < ret->getNumOperands()
+                            ? ret->getOperand(index).getDefiningOp()
+                            : nullptr;
+      if (!isa_and_nonnull<nn::GemmOp>(gemm) || !into ||
+          into->getType(func.getContext()) != ret->getOperand(index).getType())
+        return fail() << "result " << index
+                      << " is not a GEMM that can accumulate into the given "
+                         "gradient";
+      interpreter.accumulating[gemm] = into;
+    }
+  }
   std::vector<HostTensor> results;
   if (failed(interpreter.runBlock(func.getBody().front(), args, results, 0)))
     return failure();
   return results;
+}
+
+
+FailureOr<std::vector<HostTensor>>
+mlir::gpipe::interpretFunction(func::FuncOp func, ArrayRef<HostTensor> args,
+                               const ParameterStore &params, uint64_t rngKey) {
+  return interpretWith(func, args, params, rngKey, nullptr);
+}
+
+FailureOr<std::vector<HostTensor>>
+mlir::gpipe::interpretFunction(func::FuncOp func, ArrayRef<HostTensor> args,
+                               const ParameterStore &params, uint64_t rngKey,
+                               const GradientAccumulation &accumulation) {
+  return interpretWith(func, args, params, rngKey, &accumulation);
 }

@@ -123,10 +123,12 @@ private:
   /// must be known).
   SmallVector<HostTensor> forwardArgs(Stage &stage, int64_t mb);
   /// Adds the gradients of `results` (laid out by `layout`) to the stage's
-  /// accumulators for micro-batch `mb`, checking the micro-batch order.
+  /// accumulators for micro-batch `mb`, checking the micro-batch order;
+  /// those `inPlace` lists were added by their GEMMs already.
   LogicalResult accumulate(Operation *op, Stage &stage, int64_t mb,
                            const GradientLayout &layout,
-                           ArrayRef<HostTensor> results);
+                           ArrayRef<HostTensor> results,
+                           const GradientAccumulation &inPlace);
 
   /// An error at `op` naming the action: "rank R action I (text): ...".
   InFlightDiagnostic actionError(Operation *op);
@@ -505,7 +507,8 @@ Outcome Executor::runForward(Operation *op, Stage &stage, int64_t mb) {
 
 LogicalResult Executor::accumulate(Operation *op, Stage &stage, int64_t mb,
                                    const GradientLayout &layout,
-                                   ArrayRef<HostTensor> results) {
+                                   ArrayRef<HostTensor> results,
+                                   const GradientAccumulation &inPlace) {
   int64_t &next = nextWeightMb[size_t(stage.index)];
   if (mb != next)
     return actionError(op)
@@ -516,6 +519,8 @@ LogicalResult Executor::accumulate(Operation *op, Stage &stage, int64_t mb,
            << " so that they are the same for every schedule";
   ++next;
   for (auto [i, name] : llvm::enumerate(layout.params)) {
+    if (inPlace.into.count(layout.firstParamResult + i))
+      continue; // its GEMM added it into the gradient
     const HostTensor &g = results[layout.firstParamResult + i];
     const HostTensor *p = params.lookup(name);
     if (!p || g.getDType() != GPIPE_RT_F32 || g.getShape() != p->getShape())
@@ -618,8 +623,29 @@ Outcome Executor::runBackward(Operation *op, Stage &stage, int64_t mb,
     }
     args.append(slot.deferred.begin(), slot.deferred.end());
   }
+  // The weight gradients whose GEMM adds into the stage's gradient in
+  // place, as compiled code does (the same bits): bound to the gradients.
+  GradientAccumulation accumulation;
+  if (kind != ActionKind::BackwardInput) {
+    accumulation.first = nextWeightMb[size_t(stage.index)] == 0;
+    for (auto [index, gemm] : nn::NNDialect::getAccumulatingGemms(
+             func, layout.firstParamResult)) {
+      unsigned k = index - layout.firstParamResult;
+      const HostTensor *p =
+          k < layout.params.size() ? params.lookup(layout.params[k]) : nullptr;
+      if (!p)
+        continue; // accumulate() reports it
+      auto it = gradients.find(layout.params[k]);
+      if (accumulation.first || it == gradients.end())
+        it = gradients
+                 .insert_or_assign(layout.params[k],
+                                   HostTensor(p->getDType(), p->getShape()))
+                 .first;
+      accumulation.into[index] = &it->second;
+    }
+  }
   FailureOr<std::vector<HostTensor>> results =
-      interpretFunction(func, args, params, rngKey(mb));
+      interpretFunction(func, args, params, rngKey(mb), accumulation);
   if (failed(results)) {
     actionError(op) << "the stage's backward @" << func.getSymName()
                     << " failed";
@@ -645,7 +671,7 @@ Outcome Executor::runBackward(Operation *op, Stage &stage, int64_t mb,
     }
   }
   if (kind != ActionKind::BackwardInput) {
-    if (failed(accumulate(op, stage, mb, layout, *results)))
+    if (failed(accumulate(op, stage, mb, layout, *results, accumulation)))
       return Outcome::Failed;
     slot.backwardDone = true;
     // The stage input and the saved values are no longer needed.

@@ -127,6 +127,21 @@ FailureOr<std::vector<HostTensor>>
 interpretFunction(func::FuncOp func, llvm::ArrayRef<HostTensor> args,
                   const ParameterStore &params, uint64_t rngKey = 0);
 
+/// Weight gradients accumulated in place, as compiled code does
+/// (NNDialect::getAccumulatingGemms): for each listed result index, the
+/// nn.gemm computing it adds its product into `into` (beta 1; on the first
+/// micro-batch, `first`, it overwrites it), and the result is that tensor.
+struct GradientAccumulation {
+  llvm::SmallDenseMap<unsigned, HostTensor *> into;
+  bool first = false;
+};
+
+/// interpretFunction with gradients accumulated in place.
+FailureOr<std::vector<HostTensor>>
+interpretFunction(func::FuncOp func, llvm::ArrayRef<HostTensor> args,
+                  const ParameterStore &params, uint64_t rngKey,
+                  const GradientAccumulation &accumulation);
+
 } // namespace mlir::gpipe
 
 #endif // GPIPE_INTERPRETER_INTERPRETER_H

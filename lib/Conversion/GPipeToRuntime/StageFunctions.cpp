@@ -126,6 +126,18 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
         args.push_back(LLVM::ConstantOp::create(
             at, opLoc, type, at.getFloatAttr(type, a.real)));
         break;
+      case KernelArg::AccumulateBeta: {
+        // 0 on the step's first micro-batch (the gradient starts), else 1.
+        Value isFirst = LLVM::ICmpOp::create(
+            at, opLoc, LLVM::ICmpPredicate::ne, first, constI32(at, opLoc, 0));
+        args.push_back(LLVM::SelectOp::create(
+            at, opLoc, isFirst,
+            LLVM::ConstantOp::create(at, opLoc, type,
+                                     at.getFloatAttr(type, 0.0)),
+            LLVM::ConstantOp::create(at, opLoc, type,
+                                     at.getFloatAttr(type, 1.0))));
+        break;
+      }
       case KernelArg::RngKey: {
         auto key = declare("gpipe_rt_rng_key", i64Ty, {ptrTy, i64Ty});
         args.push_back(
@@ -208,6 +220,39 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
   };
 
   const StageParams &sp = stageParams[stage];
+  // The weight gradients a GEMM accumulates in place (result index -> the
+  // parameter's offset in the gradient buffer): computed into the rank's
+  // gradients, not accumulated after the return. Only where the memory
+  // plan routed them (a plan made without it placed them in scratch).
+  auto paramGradNames =
+      func->getAttrOfType<ArrayAttr>(nn::NNDialect::kParamGradsAttrName);
+  unsigned firstParamGrad = 0;
+  if (kind == StageFunctionKind::Backward) {
+    auto inputGrads =
+        func->getAttrOfType<DenseI64ArrayAttr>("nn.input_grads");
+    firstParamGrad = inputGrads ? inputGrads.size() : (stage > 0);
+  }
+  llvm::SmallDenseMap<unsigned, int64_t> accumulatedAt;
+  llvm::SmallPtrSet<Operation *, 8> accumulatingGemms;
+  if (kind == StageFunctionKind::Backward && paramGradNames)
+    for (auto [index, gemm] :
+         nn::NNDialect::getAccumulatingGemms(func, firstParamGrad)) {
+      auto routed = lowered.buffers.routed.find(gemm->getResult(0));
+      if (routed == lowered.buffers.routed.end() || routed->second != index)
+        continue;
+      StringRef name =
+          cast<FlatSymbolRefAttr>(paramGradNames[index - firstParamGrad])
+              .getValue();
+      auto it = sp.params.find(name);
+      if (it == sp.params.end())
+        return mlir::emitError(func.getLoc())
+                   << "@" << func.getSymName()
+                   << " returns the gradient of @" << name
+                   << ", which its stage's forward does not read",
+               failure();
+      accumulatedAt[index] = it->second.first;
+      accumulatingGemms.insert(gemm);
+    }
   for (Operation *op : liveness.getOps()) {
     Location opLoc = op->getLoc();
     if (isa<func::ReturnOp, nn::YieldOp, YieldOp>(op))
@@ -245,6 +290,11 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
                      << "value to result " << routed->second << " of "
                      << lowered.numResults,
                  failure();
+        if (auto acc = accumulatedAt.find(routed->second);
+            acc != accumulatedAt.end()) {
+          address[result] = offsetPtr(at, opLoc, grads, acc->second);
+          continue;
+        }
         address[result] = resultPtr(routed->second);
         continue;
       }
@@ -272,8 +322,10 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
       emitReportOutput(at, opLoc, llvmFunc, rank, mb, addressOf(prediction),
                        getValueBytes(prediction.getType()));
     }
-    FailureOr<KernelCall> call = getKernelCall(
-        op, KernelCallOptions{"CPU code generator", precision == "bf16"});
+    KernelCallOptions options{"CPU code generator", precision == "bf16"};
+    FailureOr<KernelCall> call = accumulatingGemms.contains(op)
+                                     ? getAccumulatingGemmCall(op, options)
+                                     : getKernelCall(op, options);
     if (failed(call))
       return failure();
     callKernel(op, *call);
@@ -369,6 +421,8 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
                    << "@" << func.getSymName() << " returns the gradient of @"
                    << name << ", which its stage's forward does not read",
                failure();
+      if (accumulatedAt.count(numInputGrads + k))
+        continue; // its GEMM added it into the gradient
       Value g = returned[numInputGrads + k];
       int64_t site = sites.size();
       sites.push_back(llvm::json::Object{

@@ -779,6 +779,38 @@ mlir::gpipe::getKernelCall(Operation *operation,
       });
 }
 
+FailureOr<KernelCall>
+mlir::gpipe::getAccumulatingGemmCall(Operation *op,
+                                     const KernelCallOptions &options) {
+  auto gemm = dyn_cast<nn::GemmOp>(op);
+  if (!gemm || gemm.getC())
+    return op->emitOpError("accumulates in place only as an nn.gemm without "
+                           "an addend");
+  FailureOr<KernelCall> call = getKernelCall(op, options);
+  if (failed(call))
+    return failure();
+  // The result's buffer is the addend too, scaled by AccumulateBeta.
+  Value result = gemm.getResult();
+  for (auto [param, arg] : llvm::zip_equal(call->signature(), call->args)) {
+    StringRef name = param.name;
+    if (name == "c") {
+      arg.kind = KernelArg::Buffer;
+      arg.value = result;
+    } else if (name == "cShape") {
+      arg.kind = KernelArg::Ints;
+      arg.ints.assign(shapeOf(result).begin(), shapeOf(result).end());
+    } else if (name == "cRank") {
+      arg.kind = KernelArg::Int;
+      arg.integer = rankOf(result);
+    } else if (name == "beta") {
+      arg.kind = KernelArg::AccumulateBeta;
+    }
+  }
+  if (failed(verifyKernelCall(op, *call)))
+    return failure();
+  return call;
+}
+
 LogicalResult mlir::gpipe::verifyKernelCall(Operation *op,
                                             const KernelCall &call) {
   const ::gpipe::abi::KernelSignature &sig = call.signature();
@@ -807,6 +839,7 @@ LogicalResult mlir::gpipe::verifyKernelCall(Operation *op,
              param.type == ::gpipe::abi::ArgType::I64;
       break;
     case KernelArg::Real:
+    case KernelArg::AccumulateBeta:
       fits = role == ArgRole::REAL;
       break;
     case KernelArg::Ints:

@@ -10,9 +10,9 @@
 // LOWERED: llvm.func @gpipe_model_rank_1
 // A stale plan (a scratch slot smaller than a function's working set, a
 // slot missing) is refused.
-// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/<scratch stage -1 at 1024 size 640/<scratch stage -1 at 1024 size 128/' | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=STALE
-// STALE: error: rank 0: @b0 needs 640 scratch bytes, the memory plan's scratch slot holds 128; re-run gpipe-plan-memory
-// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/, <output_grad stage 0 at 2176 size 128 x 1 stride 128>//' | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=NOSLOT
+// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/<scratch stage -1 at 1536 size 256/<scratch stage -1 at 1536 size 128/' | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=STALE
+// STALE: error: rank 0: @b0 needs 256 scratch bytes, the memory plan's scratch slot holds 128; re-run gpipe-plan-memory
+// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/, <output_grad stage 0 at 1792 size 128 x 1 stride 128>//' | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=NOSLOT
 // NOSLOT: error: rank 0 (RECV_B of stage 0): the memory plan has no transfer slot
 // A program without an arena.
 // RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/gpipe.program rank 1 arena <.*> {/gpipe.program rank 1 {/' | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=NOARENA

@@ -41,6 +41,10 @@ struct KernelArg {
     IntsList, ///< an array of read-only int64 arrays
     RngKey,   ///< the random key of the step and micro-batch the call runs
               ///< for (an INT; compiled code asks gpipe_rt_rng_key)
+    AccumulateBeta, ///< a REAL: 0 for the step's first micro-batch, else 1
+                    ///< (a GEMM that accumulates a weight gradient in
+                    ///< place; compiled code selects on its `first`
+                    ///< argument)
   };
   Kind kind = Null;
   Value value;
@@ -80,6 +84,14 @@ struct KernelCallOptions {
 /// `options.consumer`.
 FailureOr<KernelCall> getKernelCall(Operation *op,
                                     const KernelCallOptions &options);
+
+/// The call of an nn.gemm that NNDialect::getAccumulatingGemms lists: the
+/// GEMM adds its product into its result's buffer, which is also its addend
+/// (`c`), with beta AccumulateBeta (0 on the step's first micro-batch:
+/// the buffer is overwritten). The consumer binds the result to the
+/// parameter's gradient.
+FailureOr<KernelCall> getAccumulatingGemmCall(Operation *gemm,
+                                              const KernelCallOptions &options);
 
 /// Checks `call` against its kernel's signature: one argument per
 /// parameter, each of a kind the parameter's role accepts. getKernelCall's

@@ -164,6 +164,11 @@ StageFunctionBuffers mlir::gpipe::planStageFunction(
       for (unsigned i = 0, n = nn::NNDialect::getDeferredCount(func); i < n;
            ++i)
         route(numInputGrads + i);
+    // Weight gradients a GEMM accumulates in place go into the rank's
+    // gradient buffer.
+    for (auto [index, gemm] :
+         nn::NNDialect::getAccumulatingGemms(func, numInputGrads))
+      route(index);
   }
 
   std::vector<PlannedBuffer> buffers;

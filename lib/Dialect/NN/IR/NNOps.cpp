@@ -84,6 +84,29 @@ unsigned NNDialect::getDeferredCount(Operation *func) {
                                      : 0;
 }
 
+SmallVector<std::pair<unsigned, Operation *>>
+NNDialect::getAccumulatingGemms(Operation *op, unsigned firstParamGrad) {
+  SmallVector<std::pair<unsigned, Operation *>> found;
+  auto func = dyn_cast<func::FuncOp>(op);
+  auto grads = op->getAttrOfType<ArrayAttr>(kParamGradsAttrName);
+  if (!func || !grads || func.isExternal() || !func.getBody().hasOneBlock())
+    return found;
+  Block &body = func.getBody().front();
+  Operation *ret = body.getTerminator();
+  for (unsigned k = 0; k < grads.size(); ++k) {
+    unsigned index = firstParamGrad + k;
+    if (index >= ret->getNumOperands())
+      break;
+    Value g = ret->getOperand(index);
+    auto gemm = g.getDefiningOp<GemmOp>();
+    if (!gemm || gemm->getBlock() != &body || gemm.getC() || !g.hasOneUse() ||
+        !cast<RankedTensorType>(g.getType()).getElementType().isF32())
+      continue;
+    found.push_back({index, gemm});
+  }
+  return found;
+}
+
 Operation *NNDialect::materializeConstant(OpBuilder &builder, Attribute value,
                                           Type type, Location loc) {
   auto elements = dyn_cast<ElementsAttr>(value);

@@ -985,7 +985,7 @@ gpipe_rt_cpu_gemm_f32(const float *a, const int64_t *aShape, const float *b,
   GemmArgs args;
   GPIPE_RT_TRY(checkGemm(kernel, a, aShape, b, bShape, c, cShape, cRank, beta,
                          transA, transB, out, outShape, args));
-  if (c)
+  if (c && !args.cInPlace)
     stridedCopy(sizeof(float), args.result, out, args.resultStrides, c,
                 args.cStrides);
   return checkedSgemm(kernel, transA, transB, args.m, args.n, args.k, alpha, a,

@@ -1466,7 +1466,8 @@ gpipe_rt_cuda_gemm_f32(const float *a, const int64_t *aShape, const float *b,
   GPIPE_RT_TRY(checkGemm(kernel, a, aShape, b, bShape, c, cShape, cRank, beta,
                          transA, transB, out, outShape, args));
   // Validate the sgemm before writing c into the result.
-  if (c && fitsBlasInt(args.m) && fitsBlasInt(args.n) && fitsBlasInt(args.k))
+  if (c && !args.cInPlace && fitsBlasInt(args.m) && fitsBlasInt(args.n) &&
+      fitsBlasInt(args.k))
     GPIPE_RT_TRY(stridedCopy(kernel, sizeof(float), args.result, out,
                              args.resultStrides, c, args.cStrides));
   return deviceSgemm(kernel, transA, transB, args.m, args.n, args.k, alpha, a,

@@ -423,6 +423,11 @@ gpipe_rt_status checkGemm(const Kernel &kernel, const float *a,
     if (!broadcastStrides(cs, res, args.cStrides))
       return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
              << "c " << cs << " does not broadcast to the result " << res;
+    args.cInPlace = c == out;
+    if (args.cInPlace && cs != res)
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << "c is the result's buffer but has shape " << cs
+             << ", not the result's " << res;
     args.beta = beta;
   }
   args.m = m;

@@ -422,6 +422,8 @@ struct GemmArgs {
   int64_t lda = 1, ldb = 1, ldc = 1;
   /// beta when c is given, else 0.
   float beta = 0.0f;
+  /// c is the result's own buffer (accumulation in place): nothing to copy.
+  bool cInPlace = false;
   /// The result's shape and row-major strides, and c's strides broadcast to
   /// it (when c is given).
   Shape result;

@@ -16,8 +16,10 @@
 //     the buffer it is sent from, the values a forward saves for its
 //     backward directly into their saved slots, and the values the input
 //     half of a split backward hands to its weight half directly into the
-//     Deferred buffer (a value returned twice is routed to its first result
-//     and copied to the other);
+//     Deferred buffer, and the weight gradients a GEMM accumulates in place
+//     (NNDialect::getAccumulatingGemms) directly into the rank's gradient
+//     buffer (a value returned twice is routed to its first result and
+//     copied to the other);
 //   - everything else: the function's scratch region, at offsets an interval
 //     allocation over the body's liveness assigns (values whose lives do not
 //     overlap share bytes).

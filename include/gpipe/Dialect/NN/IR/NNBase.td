@@ -53,6 +53,19 @@ def NN_Dialect : Dialect {
     /// `nn.deferred_count` on `func` (0 when absent): how many values the
     /// input half of a split backward hands to its weight half.
     static unsigned getDeferredCount(::mlir::Operation *func);
+    /// The parameter gradients a backward (or a split backward's weight
+    /// half) `func` computes by accumulating in place: result index -> the
+    /// nn.gemm computing it, for each result from `firstParamGrad` on (one
+    /// per nn.param_grads entry) that is the result of an f32 nn.gemm
+    /// without an addend, in the function's own body, used by nothing but
+    /// the return. The compiled code and the pipeline interpreter run such a
+    /// GEMM into the rank's gradient of the parameter with beta = 1 (beta =
+    /// 0 for the step's first micro-batch): the weight gradient's product
+    /// adds into the sum over the micro-batches without a buffer of its own
+    /// and without a separate addition (Megatron-LM's gradient-accumulation
+    /// fusion).
+    static ::llvm::SmallVector<std::pair<unsigned, ::mlir::Operation *>>
+    getAccumulatingGemms(::mlir::Operation *func, unsigned firstParamGrad);
   }];
 }
 
