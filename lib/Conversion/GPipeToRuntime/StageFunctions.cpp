@@ -128,14 +128,16 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
         break;
       case KernelArg::AccumulateBeta: {
         // 0 on the step's first micro-batch (the gradient starts), else 1.
+        // Each operand named first: the order of a call's arguments is
+        // unspecified, and the IR must not depend on the compiler.
+        Value zeroI32 = constI32(at, opLoc, 0);
         Value isFirst = LLVM::ICmpOp::create(
-            at, opLoc, LLVM::ICmpPredicate::ne, first, constI32(at, opLoc, 0));
-        args.push_back(LLVM::SelectOp::create(
-            at, opLoc, isFirst,
-            LLVM::ConstantOp::create(at, opLoc, type,
-                                     at.getFloatAttr(type, 0.0)),
-            LLVM::ConstantOp::create(at, opLoc, type,
-                                     at.getFloatAttr(type, 1.0))));
+            at, opLoc, LLVM::ICmpPredicate::ne, first, zeroI32);
+        Value zero = LLVM::ConstantOp::create(at, opLoc, type,
+                                              at.getFloatAttr(type, 0.0));
+        Value one = LLVM::ConstantOp::create(at, opLoc, type,
+                                             at.getFloatAttr(type, 1.0));
+        args.push_back(LLVM::SelectOp::create(at, opLoc, isFirst, zero, one));
         break;
       }
       case KernelArg::RngKey: {
