@@ -228,22 +228,19 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
   // plan routed them (a plan made without it placed them in scratch).
   auto paramGradNames =
       func->getAttrOfType<ArrayAttr>(nn::NNDialect::kParamGradsAttrName);
-  unsigned firstParamGrad = 0;
-  if (kind == StageFunctionKind::Backward) {
-    auto inputGrads =
-        func->getAttrOfType<DenseI64ArrayAttr>("nn.input_grads");
-    firstParamGrad = inputGrads ? inputGrads.size() : (stage > 0);
-  }
+  // A backward returns its input gradients (none on stage 0) first.
+  auto inputGrads = func->getAttrOfType<DenseI64ArrayAttr>("nn.input_grads");
+  unsigned numInputGrads = inputGrads ? inputGrads.size() : (stage > 0);
   llvm::SmallDenseMap<unsigned, int64_t> accumulatedAt;
   llvm::SmallPtrSet<Operation *, 8> accumulatingGemms;
   if (kind == StageFunctionKind::Backward && paramGradNames)
     for (auto [index, gemm] :
-         nn::NNDialect::getAccumulatingGemms(func, firstParamGrad)) {
+         nn::NNDialect::getAccumulatingGemms(func, numInputGrads)) {
       auto routed = lowered.buffers.routed.find(gemm->getResult(0));
       if (routed == lowered.buffers.routed.end() || routed->second != index)
         continue;
       StringRef name =
-          cast<FlatSymbolRefAttr>(paramGradNames[index - firstParamGrad])
+          cast<FlatSymbolRefAttr>(paramGradNames[index - numInputGrads])
               .getValue();
       auto it = sp.params.find(name);
       if (it == sp.params.end())
@@ -370,9 +367,7 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
         return failure();
     }
   } else {
-    auto inputGrads = func->getAttrOfType<DenseI64ArrayAttr>("nn.input_grads");
-    unsigned numInputGrads = inputGrads ? inputGrads.size() : (stage > 0);
-    auto paramGrads = func->getAttrOfType<ArrayAttr>("nn.param_grads");
+    ArrayAttr paramGrads = paramGradNames;
     // An input half returns, after its input gradient, the values it hands
     // to the weight half: copied into the Deferred buffer.
     unsigned numDeferred =

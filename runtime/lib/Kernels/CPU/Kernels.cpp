@@ -227,17 +227,24 @@ GPIPE_RT_MATH_INLINE double combineLanes(const double (&acc)[kLanes]) {
          ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
 
+/// body(i, i mod 8) for i in [0, n) in order: whole groups of eight first,
+/// a loop the compiler vectorizes, then the rest.
+template <typename Body>
+GPIPE_RT_MATH_INLINE void forEachLane(int64_t n, Body body) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k)
+      body(i + k, k);
+  for (int k = 0; i + k < n; ++k)
+    body(i + k, k);
+}
+
 /// sum of term(i) for i in [0, n), in double: eight interleaved partial
 /// sums (term i into sum i mod 8), combined by combineLanes.
 template <typename Term>
 GPIPE_RT_MATH_INLINE double sumLanes(int64_t n, Term term) {
   double acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int k = 0; k < kLanes; ++k)
-      acc[k] += term(i + k);
-  for (int k = 0; i + k < n; ++k)
-    acc[k] += term(i + k);
+  forEachLane(n, [&](int64_t i, int k) { acc[k] += term(i); });
   return combineLanes(acc);
 }
 
@@ -1544,23 +1551,15 @@ GPIPE_RT_CPU_CLONES void layerNormGradRows(const float *in, const float *scale,
     rss[r] = rs;
     if (!inputGrad)
       continue;
-    // The sums of g and g * xhat: eight interleaved partial sums each
-    // (element j into lane j mod 8), whole groups of eight first so that
-    // the loop vectorizes, then the rest.
+    // The sums of g and g * xhat: eight interleaved partial sums each.
     double accG[kLanes] = {}, accGX[kLanes] = {};
-    auto term = [&](int64_t j, int k) {
+    forEachLane(n, [&](int64_t j, int k) {
       double xh = (double(x[j]) - mu) * rs;
       double g = double(dy[j]) * double(scale[j]);
       xhat[j] = xh;
       accG[k] += g;
       accGX[k] += g * xh;
-    };
-    int64_t j0 = 0;
-    for (; j0 + kLanes <= n; j0 += kLanes)
-      for (int k = 0; k < kLanes; ++k)
-        term(j0 + k, k);
-    for (int k = 0; j0 + k < n; ++k)
-      term(j0 + k, k);
+    });
     double meanG = combineLanes(accG) / double(n);
     double meanGX = combineLanes(accGX) / double(n);
     float *dx = inputGrad + r * n;
