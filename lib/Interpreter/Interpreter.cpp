@@ -605,11 +605,10 @@ LogicalResult Interpreter::run(Operation *op, unsigned depth) {
   return runKernel(op, *call);
 }
 
-/// interpretFunction, with `accumulation` (may be null) bound.
-static FailureOr<std::vector<HostTensor>>
-interpretWith(func::FuncOp func, ArrayRef<HostTensor> args,
-              const ParameterStore &params, uint64_t rngKey,
-              const GradientAccumulation *accumulation) {
+FailureOr<std::vector<HostTensor>>
+mlir::gpipe::interpretFunction(func::FuncOp func, ArrayRef<HostTensor> args,
+                               const ParameterStore &params, uint64_t rngKey,
+                               const GradientAccumulation *accumulation) {
   // Function-level errors go to the function's location without the op
   // attached: printing a whole network under a one-line message helps no one.
   auto fail = [&]() {
@@ -652,18 +651,4 @@ interpretWith(func::FuncOp func, ArrayRef<HostTensor> args,
   if (failed(interpreter.runBlock(func.getBody().front(), args, results, 0)))
     return failure();
   return results;
-}
-
-
-FailureOr<std::vector<HostTensor>>
-mlir::gpipe::interpretFunction(func::FuncOp func, ArrayRef<HostTensor> args,
-                               const ParameterStore &params, uint64_t rngKey) {
-  return interpretWith(func, args, params, rngKey, nullptr);
-}
-
-FailureOr<std::vector<HostTensor>>
-mlir::gpipe::interpretFunction(func::FuncOp func, ArrayRef<HostTensor> args,
-                               const ParameterStore &params, uint64_t rngKey,
-                               const GradientAccumulation &accumulation) {
-  return interpretWith(func, args, params, rngKey, &accumulation);
 }

@@ -645,7 +645,7 @@ Outcome Executor::runBackward(Operation *op, Stage &stage, int64_t mb,
     }
   }
   FailureOr<std::vector<HostTensor>> results =
-      interpretFunction(func, args, params, rngKey(mb), accumulation);
+      interpretFunction(func, args, params, rngKey(mb), &accumulation);
   if (failed(results)) {
     actionError(op) << "the stage's backward @" << func.getSymName()
                     << " failed";

@@ -117,16 +117,6 @@ private:
   llvm::StringMap<HostTensor> values;
 };
 
-/// Runs `func` (a body of nn ops, nn.layer ops and a func.return) on `args`
-/// and returns its results. Arguments must match the function's argument
-/// types exactly. An op the interpreter does not support, an element type a
-/// kernel lacks, or a data-dependent error (an index or label out of range)
-/// is reported at the op's location. Dropout masks are drawn with `rngKey`
-/// (gpipe::abi::getRngKey of the step and micro-batch).
-FailureOr<std::vector<HostTensor>>
-interpretFunction(func::FuncOp func, llvm::ArrayRef<HostTensor> args,
-                  const ParameterStore &params, uint64_t rngKey = 0);
-
 /// Weight gradients accumulated in place, as compiled code does
 /// (NNDialect::getAccumulatingGemms): for each listed result index, the
 /// nn.gemm computing it adds its product into `into` (beta 1; on the first
@@ -136,11 +126,17 @@ struct GradientAccumulation {
   bool first = false;
 };
 
-/// interpretFunction with gradients accumulated in place.
+/// Runs `func` (a body of nn ops, nn.layer ops and a func.return) on `args`
+/// and returns its results. Arguments must match the function's argument
+/// types exactly. An op the interpreter does not support, an element type a
+/// kernel lacks, or a data-dependent error (an index or label out of range)
+/// is reported at the op's location. Dropout masks are drawn with `rngKey`
+/// (gpipe::abi::getRngKey of the step and micro-batch); `accumulation`, if
+/// given, binds weight gradients to their accumulators.
 FailureOr<std::vector<HostTensor>>
 interpretFunction(func::FuncOp func, llvm::ArrayRef<HostTensor> args,
-                  const ParameterStore &params, uint64_t rngKey,
-                  const GradientAccumulation &accumulation);
+                  const ParameterStore &params, uint64_t rngKey = 0,
+                  const GradientAccumulation *accumulation = nullptr);
 
 } // namespace mlir::gpipe
 
