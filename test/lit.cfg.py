@@ -21,6 +21,14 @@ config.substitutions.append(("%inputs", os.path.join(config.test_source_root,
                                                       "Frontend", "ONNX",
                                                       "Inputs")))
 
+# ONNX's backend node tests gpipe-node-test runs (test/Frontend/ONNX/NodeTests).
+config.substitutions.append(("%nodetests", os.path.join(
+    config.test_source_root, "Frontend", "ONNX", "NodeTests", "cases")))
+
+# The model zoo: ecosystem models and PyTorch's references (test/Zoo).
+config.substitutions.append(("%zoo", os.path.join(config.test_source_root,
+                                                   "Zoo", "Inputs")))
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
@@ -42,6 +50,9 @@ config.substitutions.append(
 config.substitutions.append(
     ("%set-tensor", "python3 " + os.path.join(config.test_source_root, "Utils",
                                               "set-tensor.py")))
+config.substitutions.append(
+    ("%fill-tensor", "python3 " + os.path.join(config.test_source_root,
+                                               "Utils", "fill-tensor.py")))
 config.substitutions.append(
     ("%add-tensor", "python3 " + os.path.join(config.test_source_root, "Utils",
                                               "add-tensor.py")))

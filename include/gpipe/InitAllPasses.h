@@ -11,6 +11,7 @@
 #include "gpipe/Conversion/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/NN/Transforms/Passes.h"
+#include "gpipe/Interpreter/Passes.h"
 #include "gpipe/Pipelines/Pipelines.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -21,6 +22,7 @@ inline void registerAllPasses() {
   nn::registerNNPasses();
   registerGPipePasses();
   registerGPipeConversionPasses();
+  registerGPipeInterpreterPasses();
   registerGPipePipelines();
 }
 

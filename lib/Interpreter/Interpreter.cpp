@@ -20,10 +20,13 @@
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/KernelSignatures.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -386,6 +389,18 @@ public:
   DenseMap<Operation *, HostTensor *> accumulating;
   bool firstMicrobatch = false;
 
+  /// Runs `op` alone on `operands`.
+  LogicalResult runOne(Operation *op, ArrayRef<HostTensor> operands,
+                       std::vector<HostTensor> &results) {
+    for (auto [v, t] : llvm::zip(op->getOperands(), operands))
+      env[v] = t;
+    if (failed(run(op, 0)))
+      return failure();
+    for (Value r : op->getResults())
+      results.push_back(get(r));
+    return success();
+  }
+
   /// Runs `block` with `args` bound to its arguments and returns the
   /// operands of its terminator.
   LogicalResult runBlock(Block &block, ArrayRef<HostTensor> args,
@@ -651,4 +666,59 @@ mlir::gpipe::interpretFunction(func::FuncOp func, ArrayRef<HostTensor> args,
   if (failed(interpreter.runBlock(func.getBody().front(), args, results, 0)))
     return failure();
   return results;
+}
+
+FailureOr<std::vector<HostTensor>>
+mlir::gpipe::interpretOp(Operation *op, ArrayRef<HostTensor> operands) {
+  if (op->getNumRegions() != 0 || isa<nn::ParamOp>(op))
+    return op->emitOpError("cannot be interpreted alone");
+  if (operands.size() != op->getNumOperands())
+    return op->emitOpError("takes ")
+           << op->getNumOperands() << " operands, got " << operands.size();
+  for (auto [i, t] : llvm::enumerate(operands))
+    if (!t.isValid() ||
+        t.getType(op->getContext()) != op->getOperand(i).getType())
+      return op->emitOpError("operand ")
+             << i << " has type " << op->getOperand(i).getType()
+             << " but the value given is " << t.getTypeString();
+  ParameterStore none;
+  Interpreter interpreter(none, /*rngKey=*/0);
+  std::vector<HostTensor> results;
+  if (failed(interpreter.runOne(op, operands, results)))
+    return failure();
+  return results;
+}
+
+ElementsAttr mlir::gpipe::elementsAttrFromHostTensor(const HostTensor &tensor,
+                                                     MLIRContext *context,
+                                                     StringRef hint,
+                                                     int64_t inlineLimit) {
+  RankedTensorType type = tensor.getType(context);
+  if (tensor.getDType() == GPIPE_RT_BOOL) {
+    SmallVector<bool> values;
+    for (uint8_t b : tensor.getBool())
+      values.push_back(b != 0);
+    return DenseElementsAttr::get(type, values);
+  }
+  ArrayRef<char> bytes(static_cast<const char *>(tensor.getData()),
+                       tensor.getByteSize());
+  size_t width = tensor.getByteSize() /
+                 std::max<int64_t>(1, tensor.getNumElements());
+  bool splat = tensor.getNumElements() > 0 &&
+               llvm::all_of(llvm::seq<int64_t>(1, tensor.getNumElements()),
+                            [&](int64_t i) {
+                              return std::memcmp(bytes.data(),
+                                                 bytes.data() + i * width,
+                                                 width) == 0;
+                            });
+  if (tensor.getNumElements() <= inlineLimit || splat)
+    return DenseElementsAttr::getFromRawBuffer(
+        type, splat ? bytes.take_front(width) : bytes);
+  std::string key;
+  for (char c : hint)
+    key += (llvm::isAlnum(c) || c == '_' || c == '.') ? c : '_';
+  if (key.empty() || !(llvm::isAlpha(key[0]) || key[0] == '_'))
+    key = "_" + key;
+  return DenseResourceElementsAttr::get(
+      type, key, HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, width));
 }

@@ -13,6 +13,7 @@
 #include "gpipe/Conversion/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/NN/Transforms/Passes.h"
+#include "gpipe/Interpreter/Passes.h"
 #include "gpipe/Target/SharedLibrary.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -44,7 +45,12 @@ static void buildPipeline(OpPassManager &pm,
                           const GPipePipelineOptions &options,
                           ProfileKind profile, bool partitionOnly,
                           bool fuse) {
+  // What depends on constants alone (masks, position tables) is computed
+  // now, once.
+  pm.addPass(createNNFoldConstantsPass());
   pm.addPass(createCanonicalizerPass());
+  // Several model inputs travel as one tensor per sample.
+  pm.addPass(nn::createNNPackInputsPass());
 
   nn::NNFormLayersPassOptions layers;
   layers.granularity = options.granularity;

@@ -337,6 +337,57 @@ TEST(CUDAValidation, ElementwiseAndCasts) {
                           2, nullptr, a.data(), 2));
   expectSameFailure(gpipe_rt_cpu_not(nullptr, nullptr, 3),
                     gpipe_rt_cuda_not(nullptr, nullptr, 3));
+  expectSameFailure(gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op(GPIPE_RT_COS + 1),
+                                           nullptr, nullptr, 0),
+                    gpipe_rt_cuda_unary_f32(gpipe_rt_unary_op(GPIPE_RT_COS + 1),
+                                            nullptr, nullptr, 0));
+  uint8_t byte = 0;
+  float one = 1.0f;
+  expectSameFailure(
+      gpipe_rt_cpu_compare(gpipe_rt_compare_op(6), GPIPE_RT_F32, &one, nullptr,
+                           0, &one, nullptr, 0, &byte, nullptr, 0),
+      gpipe_rt_cuda_compare(gpipe_rt_compare_op(6), GPIPE_RT_F32, &one, nullptr,
+                            0, &one, nullptr, 0, &byte, nullptr, 0));
+  expectSameFailure(
+      gpipe_rt_cpu_compare(GPIPE_RT_CMP_LT, GPIPE_RT_BF16, nullptr, a.data(), 2,
+                           nullptr, a.data(), 2, nullptr, a.data(), 2),
+      gpipe_rt_cuda_compare(GPIPE_RT_CMP_LT, GPIPE_RT_BF16, nullptr, a.data(),
+                            2, nullptr, a.data(), 2, nullptr, a.data(), 2));
+  expectSameFailure(
+      gpipe_rt_cpu_compare(GPIPE_RT_CMP_GE, GPIPE_RT_I64, nullptr, a.data(), 2,
+                           nullptr, b.data(), 1, nullptr, out.data(), 2),
+      gpipe_rt_cuda_compare(GPIPE_RT_CMP_GE, GPIPE_RT_I64, nullptr, a.data(), 2,
+                            nullptr, b.data(), 1, nullptr, out.data(), 2));
+  expectSameFailure(
+      gpipe_rt_cpu_logical(gpipe_rt_logical_op(3), &byte, nullptr, 0, &byte,
+                           nullptr, 0, &byte, nullptr, 0),
+      gpipe_rt_cuda_logical(gpipe_rt_logical_op(3), &byte, nullptr, 0, &byte,
+                            nullptr, 0, &byte, nullptr, 0));
+  expectSameFailure(
+      gpipe_rt_cpu_logical(GPIPE_RT_AND, nullptr, a.data(), 2, nullptr,
+                           c.data(), 1, nullptr, out.data(), 2),
+      gpipe_rt_cuda_logical(GPIPE_RT_AND, nullptr, a.data(), 2, nullptr,
+                            c.data(), 1, nullptr, out.data(), 2));
+  expectSameFailure(gpipe_rt_cpu_broadcast(GPIPE_RT_F32, nullptr, a.data(), 2,
+                                           nullptr, wrong.data(), 2),
+                    gpipe_rt_cuda_broadcast(GPIPE_RT_F32, nullptr, a.data(), 2,
+                                            nullptr, wrong.data(), 2));
+  expectSameFailure(gpipe_rt_cpu_broadcast(gpipe_rt_dtype(42), nullptr,
+                                           c.data(), 1, nullptr, out.data(), 2),
+                    gpipe_rt_cuda_broadcast(gpipe_rt_dtype(42), nullptr,
+                                            c.data(), 1, nullptr, out.data(),
+                                            2));
+  expectSameFailure(gpipe_rt_cpu_broadcast(GPIPE_RT_F32, nullptr, c.data(), 1,
+                                           nullptr, out.data(), 2),
+                    gpipe_rt_cuda_broadcast(GPIPE_RT_F32, nullptr, c.data(), 1,
+                                            nullptr, out.data(), 2));
+  expectSameFailure(gpipe_rt_cpu_clip_f32(nullptr, nullptr, 0, 1.0f, 0.0f),
+                    gpipe_rt_cuda_clip_f32(nullptr, nullptr, 0, 1.0f, 0.0f));
+  expectSameFailure(gpipe_rt_cpu_clip_f32(nullptr, nullptr, 4, 0.0f, 6.0f),
+                    gpipe_rt_cuda_clip_f32(nullptr, nullptr, 4, 0.0f, 6.0f));
+  expectSameFailure(
+      gpipe_rt_cpu_clip_grad_f32(nullptr, nullptr, nullptr, 2, 0.0f, 6.0f),
+      gpipe_rt_cuda_clip_grad_f32(nullptr, nullptr, nullptr, 2, 0.0f, 6.0f));
   Shape big{int64_t(1) << 40, int64_t(1) << 40};
   expectSameFailure(gpipe_rt_cpu_where(nullptr, big.data(), 2, GPIPE_RT_F32,
                                        nullptr, a.data(), 2, nullptr, a.data(),
@@ -547,7 +598,7 @@ TEST(CUDAKernels, Unary) {
   in[6] = 88.0f;
   in[7] = -100.0f;
   DeviceBuffer din = DeviceBuffer::of(in);
-  for (int op = GPIPE_RT_NEG; op <= GPIPE_RT_LOG; ++op) {
+  for (int op = GPIPE_RT_NEG; op <= GPIPE_RT_COS; ++op) {
     std::vector<float> want(in.size());
     ASSERT_EQ(gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op(op), in.data(),
                                      want.data(), int64_t(in.size())),
@@ -603,6 +654,167 @@ TEST(CUDAKernels, Equal) {
     check(GPIPE_RT_I32, l32.data(), r32.data(), 4);
     check(GPIPE_RT_I64, li.data(), ri.data(), 8);
     check(GPIPE_RT_BOOL, lb.data(), rb.data(), 1);
+  }
+}
+
+/// Copies `bytes` host bytes into a new device buffer.
+DeviceBuffer deviceCopy(const void *host, size_t bytes) {
+  DeviceBuffer buffer(bytes);
+  if (bytes) {
+    EXPECT_EQ(cudaMemcpy(buffer.get(), host, bytes, cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  return buffer;
+}
+
+TEST(CUDAKernels, Compare) {
+  REQUIRE_CUDA();
+  uint32_t seed = 120;
+  for (auto [ls, rs] : kBroadcastCases) {
+    Shape os = broadcastOf(ls, rs);
+    size_t n = size_t(numel(os));
+    auto check = [&](gpipe_rt_dtype dtype, const void *lhs, const void *rhs,
+                     size_t elem) {
+      DeviceBuffer dl = deviceCopy(lhs, size_t(numel(ls)) * elem);
+      DeviceBuffer dr = deviceCopy(rhs, size_t(numel(rs)) * elem);
+      for (int op = GPIPE_RT_CMP_EQ; op <= GPIPE_RT_CMP_GE; ++op) {
+        std::vector<uint8_t> want(n);
+        ASSERT_EQ(gpipe_rt_cpu_compare(gpipe_rt_compare_op(op), dtype, lhs,
+                                       dataOf(ls), rankOf(ls), rhs, dataOf(rs),
+                                       rankOf(rs), want.data(), dataOf(os),
+                                       rankOf(os)),
+                  GPIPE_RT_SUCCESS);
+        std::vector<uint8_t> got = runTwice<uint8_t>(n, [&](uint8_t *out) {
+          return gpipe_rt_cuda_compare(
+              gpipe_rt_compare_op(op), dtype, dl.get(), dataOf(ls), rankOf(ls),
+              dr.get(), dataOf(rs), rankOf(rs), out, dataOf(os), rankOf(os));
+        });
+        expectSame(got, want,
+                   std::string(gpipe_rt_dtype_name(dtype)) + " op " +
+                       std::to_string(op));
+      }
+    };
+    // Three values, so that every predicate sees ties; NaNs among the
+    // floats.
+    std::vector<int64_t> li = randomIndices(numel(ls), 3, seed++);
+    std::vector<int64_t> ri = randomIndices(numel(rs), 3, seed++);
+    std::vector<float> lf(li.begin(), li.end()), rf(ri.begin(), ri.end());
+    for (size_t i = 0; i < lf.size(); i += 5)
+      lf[i] = NAN;
+    for (size_t i = 2; i < rf.size(); i += 7)
+      rf[i] = NAN;
+    std::vector<double> ld(lf.begin(), lf.end()), rd(rf.begin(), rf.end());
+    std::vector<int32_t> l32 = narrow(li), r32 = narrow(ri);
+    std::vector<uint8_t> lb = randomBytes(numel(ls), seed++),
+                         rb = randomBytes(numel(rs), seed++);
+    check(GPIPE_RT_F32, lf.data(), rf.data(), 4);
+    check(GPIPE_RT_F64, ld.data(), rd.data(), 8);
+    check(GPIPE_RT_I32, l32.data(), r32.data(), 4);
+    check(GPIPE_RT_I64, li.data(), ri.data(), 8);
+    check(GPIPE_RT_BOOL, lb.data(), rb.data(), 1);
+  }
+}
+
+TEST(CUDAKernels, Logical) {
+  REQUIRE_CUDA();
+  uint32_t seed = 140;
+  for (auto [ls, rs] : kBroadcastCases) {
+    Shape os = broadcastOf(ls, rs);
+    size_t n = size_t(numel(os));
+    std::vector<uint8_t> lhs = randomBytes(numel(ls), seed++),
+                         rhs = randomBytes(numel(rs), seed++);
+    DeviceBuffer dl = DeviceBuffer::of(lhs), dr = DeviceBuffer::of(rhs);
+    for (int op = GPIPE_RT_AND; op <= GPIPE_RT_XOR; ++op) {
+      std::vector<uint8_t> want(n);
+      ASSERT_EQ(gpipe_rt_cpu_logical(gpipe_rt_logical_op(op), lhs.data(),
+                                     dataOf(ls), rankOf(ls), rhs.data(),
+                                     dataOf(rs), rankOf(rs), want.data(),
+                                     dataOf(os), rankOf(os)),
+                GPIPE_RT_SUCCESS);
+      std::vector<uint8_t> got = runTwice<uint8_t>(n, [&](uint8_t *out) {
+        return gpipe_rt_cuda_logical(gpipe_rt_logical_op(op), dl.get<uint8_t>(),
+                                     dataOf(ls), rankOf(ls), dr.get<uint8_t>(),
+                                     dataOf(rs), rankOf(rs), out, dataOf(os),
+                                     rankOf(os));
+      });
+      expectSame(got, want, "op " + std::to_string(op));
+    }
+  }
+}
+
+TEST(CUDAKernels, Broadcast) {
+  REQUIRE_CUDA();
+  struct Case {
+    Shape in, out;
+  };
+  std::vector<Case> cases = {{{3}, {2, 3}},
+                             {{2, 1}, {2, 3}},
+                             {{}, {4, 2}},
+                             {{1, 3, 1}, {2, 3, 4}},
+                             {{6, 70}, {6, 70}},
+                             {{1}, {0, 1}},
+                             {{4, 1, 6}, {3, 4, 5, 6}}};
+  uint32_t seed = 160;
+  for (const Case &c : cases) {
+    size_t n = size_t(numel(c.out));
+    for (gpipe_rt_dtype dtype :
+         {GPIPE_RT_F32, GPIPE_RT_F64, GPIPE_RT_BOOL, GPIPE_RT_BF16}) {
+      size_t elem = gpipe_rt_dtype_size(dtype);
+      std::vector<uint8_t> in =
+          randomBytes(numel(c.in) * int64_t(elem), seed++, 256);
+      std::vector<uint8_t> want(n * elem);
+      ASSERT_EQ(gpipe_rt_cpu_broadcast(dtype, in.data(), dataOf(c.in),
+                                       rankOf(c.in), want.data(), dataOf(c.out),
+                                       rankOf(c.out)),
+                GPIPE_RT_SUCCESS);
+      DeviceBuffer din = DeviceBuffer::of(in);
+      std::vector<uint8_t> got = runTwice<uint8_t>(n * elem, [&](uint8_t *o) {
+        return gpipe_rt_cuda_broadcast(dtype, din.get(), dataOf(c.in),
+                                       rankOf(c.in), o, dataOf(c.out),
+                                       rankOf(c.out));
+      });
+      expectSame(got, want, gpipe_rt_dtype_name(dtype));
+    }
+  }
+}
+
+TEST(CUDAKernels, ClipAndClipGrad) {
+  REQUIRE_CUDA();
+  std::vector<float> in = randomFloats(1000, 170, -8.0f, 8.0f);
+  std::vector<float> grad = randomFloats(1000, 171);
+  in[0] = NAN;
+  in[1] = INFINITY;
+  in[2] = -INFINITY;
+  in[3] = 0.0f;
+  in[4] = -0.0f;
+  in[5] = 6.0f;
+  DeviceBuffer din = DeviceBuffer::of(in), dg = DeviceBuffer::of(grad);
+  const std::vector<std::pair<float, float>> bounds = {
+      {0.0f, 6.0f}, {-1.5f, 2.25f}, {3.0f, 3.0f}};
+  for (auto [lo, hi] : bounds) {
+    std::string what = std::to_string(lo) + " " + std::to_string(hi);
+    std::vector<float> want(in.size()), wantGrad(in.size());
+    ASSERT_EQ(gpipe_rt_cpu_clip_f32(in.data(), want.data(), int64_t(in.size()),
+                                    lo, hi),
+              GPIPE_RT_SUCCESS);
+    ASSERT_EQ(gpipe_rt_cpu_clip_grad_f32(in.data(), grad.data(),
+                                         wantGrad.data(), int64_t(in.size()),
+                                         lo, hi),
+              GPIPE_RT_SUCCESS);
+    expectSame(runTwice<float>(in.size(),
+                               [&](float *out) {
+                                 return gpipe_rt_cuda_clip_f32(
+                                     din.get<float>(), out, int64_t(in.size()),
+                                     lo, hi);
+                               }),
+               want, "clip " + what);
+    expectSame(runTwice<float>(in.size(),
+                               [&](float *out) {
+                                 return gpipe_rt_cuda_clip_grad_f32(
+                                     din.get<float>(), dg.get<float>(), out,
+                                     int64_t(in.size()), lo, hi);
+                               }),
+               wantGrad, "clip_grad " + what);
   }
 }
 

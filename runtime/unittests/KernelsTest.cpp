@@ -232,6 +232,10 @@ double applyUnary(gpipe_rt_unary_op op, double x) {
     return x > 0 ? x : 0;
   case GPIPE_RT_GELU:
     return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  case GPIPE_RT_SIN:
+    return std::sin(x);
+  case GPIPE_RT_COS:
+    return std::cos(x);
   }
   return 0;
 }
@@ -240,7 +244,7 @@ TEST(Unary, EveryOpMatchesReference) {
   for (gpipe_rt_unary_op op :
        {GPIPE_RT_NEG, GPIPE_RT_RECIPROCAL, GPIPE_RT_SQRT, GPIPE_RT_EXP,
         GPIPE_RT_LOG, GPIPE_RT_ERF, GPIPE_RT_TANH, GPIPE_RT_SIGMOID,
-        GPIPE_RT_RELU, GPIPE_RT_GELU}) {
+        GPIPE_RT_RELU, GPIPE_RT_GELU, GPIPE_RT_SIN, GPIPE_RT_COS}) {
     SCOPED_TRACE(int(op));
     // 1003 elements: a vector body and a remainder.
     std::vector<float> x = randomFloats(1003, 5, -3.0f, 3.0f);
@@ -281,6 +285,41 @@ TEST(Unary, ReluKeepsNaN) {
   float x = std::nanf(""), y = 0;
   ASSERT_EQ(gpipe_rt_cpu_unary_f32(GPIPE_RT_RELU, &x, &y, 1), GPIPE_RT_SUCCESS);
   EXPECT_TRUE(std::isnan(y));
+}
+
+TEST(Unary, SinAndCosAtSpecialValues) {
+  std::vector<float> x{0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, 100.0f};
+  std::vector<float> s(x.size()), c(x.size());
+  ASSERT_EQ(gpipe_rt_cpu_unary_f32(GPIPE_RT_SIN, x.data(), s.data(),
+                                   int64_t(x.size())),
+            GPIPE_RT_SUCCESS);
+  ASSERT_EQ(gpipe_rt_cpu_unary_f32(GPIPE_RT_COS, x.data(), c.data(),
+                                   int64_t(x.size())),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(s[0], 0.0f);
+  EXPECT_TRUE(std::signbit(s[1]));
+  EXPECT_EQ(c[0], 1.0f);
+  EXPECT_EQ(c[1], 1.0f);
+  for (size_t i : {2, 3, 4}) {
+    EXPECT_TRUE(std::isnan(s[i])) << i;
+    EXPECT_TRUE(std::isnan(c[i])) << i;
+  }
+  EXPECT_EQ(s[5], 1e-30f);
+  EXPECT_EQ(c[5], 1.0f);
+  EXPECT_NEAR(s[6], std::sin(100.0), 1e-6);
+  EXPECT_NEAR(c[6], std::cos(100.0), 1e-6);
+}
+
+TEST(Unary, UnknownOpIsReported) {
+  float x = 1.0f, y = 0.0f;
+  EXPECT_EQ(gpipe_rt_cpu_unary_f32(GPIPE_RT_COS, &x, &y, 1), GPIPE_RT_SUCCESS);
+  EXPECT_EQ(
+      gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op(GPIPE_RT_COS + 1), &x, &y, 1),
+      GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "unary: unknown op 12");
+  EXPECT_EQ(gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op(-1), &x, &y, 1),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "unary: unknown op -1");
 }
 
 TEST(Unary, InPlace) {
@@ -404,6 +443,394 @@ TEST(Cast, ConvertsBetweenTypes) {
       GPIPE_RT_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "cast: unsupported conversion from f16 to f32 "
                          "(supported: f32, f64, i32, i64, i1)");
+}
+
+//===----------------------------------------------------------------------===//
+// compare, logical, broadcast, clip
+//===----------------------------------------------------------------------===//
+
+const std::vector<std::pair<Shape, Shape>> kBroadcastPairs = {
+    {{3, 4}, {3, 4}}, {{3, 4}, {4}},          {{4}, {3, 4}},
+    {{3, 1}, {1, 4}}, {{}, {2, 3}},           {{2, 3}, {}},
+    {{}, {}},         {{2, 1, 3}, {4, 1}},    {{3, 1, 5, 1}, {1, 4, 1, 6}},
+    {{0, 3}, {3}},    {{2, 16, 32}, {16, 32}}};
+
+const gpipe_rt_compare_op kCompareOps[] = {GPIPE_RT_CMP_EQ, GPIPE_RT_CMP_NE,
+                                           GPIPE_RT_CMP_LT, GPIPE_RT_CMP_LE,
+                                           GPIPE_RT_CMP_GT, GPIPE_RT_CMP_GE};
+
+template <typename T> bool applyCompare(gpipe_rt_compare_op op, T a, T b) {
+  switch (op) {
+  case GPIPE_RT_CMP_EQ:
+    return a == b;
+  case GPIPE_RT_CMP_NE:
+    return a != b;
+  case GPIPE_RT_CMP_LT:
+    return a < b;
+  case GPIPE_RT_CMP_LE:
+    return a <= b;
+  case GPIPE_RT_CMP_GT:
+    return a > b;
+  case GPIPE_RT_CMP_GE:
+    return a >= b;
+  }
+  return false;
+}
+
+/// Runs compare on `lhs` and `rhs` (of type `dtype`, stored as T) and checks
+/// every element against applyCompare on `key` of the operands.
+template <typename T, typename Key>
+void expectCompareMatches(gpipe_rt_dtype dtype, const Shape &ls,
+                          const std::vector<T> &lhs, const Shape &rs,
+                          const std::vector<T> &rhs, Key key) {
+  Shape out = broadcastShapes(ls, rs);
+  for (gpipe_rt_compare_op op : kCompareOps) {
+    SCOPED_TRACE(std::string(gpipe_rt_dtype_name(dtype)) + " op " +
+                 std::to_string(int(op)));
+    std::vector<uint8_t> got(static_cast<size_t>(numel(out)), 7);
+    ASSERT_EQ(gpipe_rt_cpu_compare(op, dtype, lhs.data(), ls.data(), rankOf(ls),
+                                   rhs.data(), rs.data(), rankOf(rs),
+                                   got.data(), out.data(), rankOf(out)),
+              GPIPE_RT_SUCCESS)
+        << lastError();
+    for (int64_t i = 0; i < numel(out); ++i) {
+      std::vector<int64_t> idx = unravel(i, out);
+      T a = lhs[size_t(broadcastIndex(ls, idx))];
+      T b = rhs[size_t(broadcastIndex(rs, idx))];
+      ASSERT_EQ(got[size_t(i)], uint8_t(applyCompare(op, key(a), key(b))))
+          << "element " << i;
+    }
+  }
+}
+
+TEST(Compare, EveryOpAndTypeBroadcasts) {
+  uint32_t seed = 30;
+  for (auto [ls, rs] : kBroadcastPairs) {
+    SCOPED_TRACE(::testing::PrintToString(ls) + " vs " +
+                 ::testing::PrintToString(rs));
+    // Few distinct values, so that every predicate sees ties; NaNs and
+    // signed zeros among the floats.
+    std::mt19937 gen(seed++);
+    auto values = [&](const Shape &s) {
+      std::vector<int64_t> v(static_cast<size_t>(numel(s)));
+      for (int64_t &x : v)
+        x = int64_t(gen() % 5) - 2;
+      return v;
+    };
+    std::vector<int64_t> li = values(ls), ri = values(rs);
+    std::vector<int32_t> l32(li.begin(), li.end()), r32(ri.begin(), ri.end());
+    std::vector<float> lf(li.begin(), li.end()), rf(ri.begin(), ri.end());
+    for (size_t i = 0; i < lf.size(); i += 3)
+      lf[i] = li[i] == 2 ? NAN : li[i] == 0 ? -0.0f : lf[i];
+    for (size_t i = 1; i < rf.size(); i += 4)
+      rf[i] = ri[i] == -2 ? NAN : rf[i];
+    std::vector<double> ld(lf.begin(), lf.end()), rd(rf.begin(), rf.end());
+    std::vector<uint8_t> lb(li.size()), rb(ri.size());
+    for (size_t i = 0; i < li.size(); ++i)
+      lb[i] = uint8_t(li[i] + 2); // 0 to 4: several bytes are true
+    for (size_t i = 0; i < ri.size(); ++i)
+      rb[i] = uint8_t(ri[i] + 2);
+    auto same = [](auto v) { return v; };
+    expectCompareMatches(GPIPE_RT_F32, ls, lf, rs, rf, same);
+    expectCompareMatches(GPIPE_RT_F64, ls, ld, rs, rd, same);
+    expectCompareMatches(GPIPE_RT_I32, ls, l32, rs, r32, same);
+    expectCompareMatches(GPIPE_RT_I64, ls, li, rs, ri, same);
+    // Booleans compare by truth, not by byte value: false < true.
+    expectCompareMatches(GPIPE_RT_BOOL, ls, lb, rs, rb,
+                         [](uint8_t v) { return int(v != 0); });
+  }
+}
+
+TEST(Compare, NaNComparesFalseExceptNotEqual) {
+  std::vector<float> x{NAN, NAN, 1.0f}, y{NAN, 1.0f, NAN};
+  Shape s{3};
+  for (gpipe_rt_compare_op op : kCompareOps) {
+    std::vector<uint8_t> got(3);
+    ASSERT_EQ(gpipe_rt_cpu_compare(op, GPIPE_RT_F32, x.data(), s.data(), 1,
+                                   y.data(), s.data(), 1, got.data(), s.data(),
+                                   1),
+              GPIPE_RT_SUCCESS);
+    uint8_t want = op == GPIPE_RT_CMP_NE ? 1 : 0;
+    EXPECT_EQ(got, (std::vector<uint8_t>{want, want, want})) << int(op);
+  }
+  // -0 and +0 are equal.
+  float neg = -0.0f, pos = 0.0f;
+  uint8_t eq = 0;
+  ASSERT_EQ(gpipe_rt_cpu_compare(GPIPE_RT_CMP_EQ, GPIPE_RT_F32, &neg, nullptr,
+                                 0, &pos, nullptr, 0, &eq, nullptr, 0),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(eq, 1);
+}
+
+TEST(Compare, ErrorsAreReported) {
+  Shape a{2, 3}, b{4}, out{2, 3};
+  std::vector<float> x(6), y(4);
+  std::vector<uint8_t> z(6);
+  EXPECT_EQ(gpipe_rt_cpu_compare(gpipe_rt_compare_op(6), GPIPE_RT_F32, x.data(),
+                                 a.data(), 2, x.data(), a.data(), 2, z.data(),
+                                 out.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "compare: unknown op 6");
+  EXPECT_EQ(gpipe_rt_cpu_compare(gpipe_rt_compare_op(-1), GPIPE_RT_F32,
+                                 x.data(), a.data(), 2, x.data(), a.data(), 2,
+                                 z.data(), out.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "compare: unknown op -1");
+  EXPECT_EQ(gpipe_rt_cpu_compare(GPIPE_RT_CMP_LT, GPIPE_RT_F16, x.data(),
+                                 a.data(), 2, x.data(), a.data(), 2, z.data(),
+                                 out.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "compare: unsupported element type f16");
+  EXPECT_EQ(gpipe_rt_cpu_compare(GPIPE_RT_CMP_LT, GPIPE_RT_F32, x.data(),
+                                 a.data(), 2, y.data(), b.data(), 1, z.data(),
+                                 out.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "compare: operands [2, 3], [4] do not broadcast");
+  Shape wrong{3, 3};
+  EXPECT_EQ(gpipe_rt_cpu_compare(GPIPE_RT_CMP_GE, GPIPE_RT_F32, x.data(),
+                                 a.data(), 2, x.data(), a.data(), 2, z.data(),
+                                 wrong.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "compare: operands [2, 3], [2, 3] broadcast to "
+                         "[2, 3], not to the result shape [3, 3]");
+  EXPECT_EQ(gpipe_rt_cpu_compare(GPIPE_RT_CMP_EQ, GPIPE_RT_F32, x.data(),
+                                 a.data(), 2, nullptr, a.data(), 2, z.data(),
+                                 out.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "compare: rhs is null but holds 6 elements");
+  // An empty result computes nothing.
+  Shape empty{0, 3};
+  EXPECT_EQ(gpipe_rt_cpu_compare(GPIPE_RT_CMP_EQ, GPIPE_RT_I64, nullptr,
+                                 empty.data(), 2, nullptr, empty.data(), 2,
+                                 nullptr, empty.data(), 2),
+            GPIPE_RT_SUCCESS);
+}
+
+TEST(Logical, EveryOpBroadcastsOverTruth) {
+  uint32_t seed = 60;
+  for (auto [ls, rs] : kBroadcastPairs) {
+    SCOPED_TRACE(::testing::PrintToString(ls) + " vs " +
+                 ::testing::PrintToString(rs));
+    Shape out = broadcastShapes(ls, rs);
+    std::mt19937 gen(seed++);
+    auto bytes = [&](const Shape &s) {
+      std::vector<uint8_t> v(static_cast<size_t>(numel(s)));
+      for (uint8_t &x : v)
+        x = uint8_t(gen() % 3 == 0 ? 0 : gen() % 255 + 1);
+      return v;
+    };
+    std::vector<uint8_t> a = bytes(ls), b = bytes(rs);
+    for (gpipe_rt_logical_op op : {GPIPE_RT_AND, GPIPE_RT_OR, GPIPE_RT_XOR}) {
+      std::vector<uint8_t> got(static_cast<size_t>(numel(out)), 7);
+      ASSERT_EQ(gpipe_rt_cpu_logical(op, a.data(), ls.data(), rankOf(ls),
+                                     b.data(), rs.data(), rankOf(rs),
+                                     got.data(), out.data(), rankOf(out)),
+                GPIPE_RT_SUCCESS)
+          << lastError();
+      for (int64_t i = 0; i < numel(out); ++i) {
+        std::vector<int64_t> idx = unravel(i, out);
+        bool x = a[size_t(broadcastIndex(ls, idx))] != 0;
+        bool y = b[size_t(broadcastIndex(rs, idx))] != 0;
+        bool want = op == GPIPE_RT_AND  ? x && y
+                    : op == GPIPE_RT_OR ? x || y
+                                        : x != y;
+        ASSERT_EQ(got[size_t(i)], uint8_t(want))
+            << "op " << int(op) << " element " << i;
+      }
+    }
+  }
+}
+
+TEST(Logical, ErrorsAreReported) {
+  Shape a{2, 3}, b{2}, out{2, 3};
+  std::vector<uint8_t> x(6), y(2), z(6);
+  EXPECT_EQ(gpipe_rt_cpu_logical(gpipe_rt_logical_op(3), x.data(), a.data(), 2,
+                                 x.data(), a.data(), 2, z.data(), out.data(),
+                                 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "logical: unknown op 3");
+  EXPECT_EQ(gpipe_rt_cpu_logical(GPIPE_RT_OR, x.data(), a.data(), 2, y.data(),
+                                 b.data(), 1, z.data(), out.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "logical: operands [2, 3], [2] do not broadcast");
+  EXPECT_EQ(gpipe_rt_cpu_logical(GPIPE_RT_XOR, x.data(), a.data(), 2, x.data(),
+                                 a.data(), 2, nullptr, out.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "logical: result is null but holds 6 elements");
+}
+
+TEST(Broadcast, MatchesReferenceForEveryElementSize) {
+  struct Case {
+    Shape in, out;
+  };
+  std::vector<Case> cases = {{{3}, {2, 3}},
+                             {{2, 1}, {2, 3}},
+                             {{}, {4, 2}},
+                             {{1, 3, 1}, {2, 3, 4}},
+                             {{2, 3}, {2, 3}},
+                             {{5}, {5}},
+                             {{}, {}},
+                             {{1}, {0, 1}},
+                             {{4, 1, 6}, {3, 4, 5, 6}},
+                             {{1, 1}, {1, 1}},
+                             {{7, 1}, {2, 7, 300}}};
+  uint32_t seed = 80;
+  for (const Case &c : cases) {
+    SCOPED_TRACE(::testing::PrintToString(c.in) + " to " +
+                 ::testing::PrintToString(c.out));
+    for (gpipe_rt_dtype dtype : {GPIPE_RT_F32, GPIPE_RT_F64, GPIPE_RT_I32,
+                                 GPIPE_RT_I64, GPIPE_RT_BOOL, GPIPE_RT_BF16}) {
+      size_t elem = gpipe_rt_dtype_size(dtype);
+      std::mt19937 gen(seed++);
+      std::vector<uint8_t> in(size_t(numel(c.in)) * elem);
+      for (uint8_t &x : in)
+        x = uint8_t(gen());
+      std::vector<uint8_t> got(size_t(numel(c.out)) * elem, 0xA5);
+      ASSERT_EQ(gpipe_rt_cpu_broadcast(dtype, in.data(), c.in.data(),
+                                       rankOf(c.in), got.data(), c.out.data(),
+                                       rankOf(c.out)),
+                GPIPE_RT_SUCCESS)
+          << lastError();
+      for (int64_t i = 0; i < numel(c.out); ++i) {
+        int64_t from = broadcastIndex(c.in, unravel(i, c.out));
+        ASSERT_EQ(
+            std::memcmp(&got[size_t(i) * elem], &in[size_t(from) * elem], elem),
+            0)
+            << gpipe_rt_dtype_name(dtype) << " element " << i;
+      }
+    }
+  }
+}
+
+TEST(Broadcast, ErrorsAreReported) {
+  std::vector<float> x(6), y(12);
+  Shape in{2, 3}, out{4, 3}, lower{3}, scalar{};
+  EXPECT_EQ(gpipe_rt_cpu_broadcast(GPIPE_RT_F32, x.data(), in.data(), 2,
+                                   y.data(), out.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "broadcast: input [2, 3] does not broadcast to the "
+                         "result shape [4, 3]");
+  // The result cannot have fewer dims than the input.
+  EXPECT_EQ(gpipe_rt_cpu_broadcast(GPIPE_RT_F32, x.data(), in.data(), 2,
+                                   y.data(), lower.data(), 1),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "broadcast: input [2, 3] does not broadcast to the "
+                         "result shape [3]");
+  EXPECT_EQ(gpipe_rt_cpu_broadcast(gpipe_rt_dtype(42), x.data(), in.data(), 2,
+                                   y.data(), in.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "broadcast: unknown element type 42");
+  EXPECT_EQ(gpipe_rt_cpu_broadcast(GPIPE_RT_F32, nullptr, scalar.data(), 0,
+                                   y.data(), out.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "broadcast: input is null but holds 1 elements");
+  Shape neg{-1};
+  EXPECT_EQ(gpipe_rt_cpu_broadcast(GPIPE_RT_F32, x.data(), neg.data(), 1,
+                                   y.data(), out.data(), 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "broadcast: input dim 0 is negative (-1)");
+  Shape empty{0, 3};
+  EXPECT_EQ(gpipe_rt_cpu_broadcast(GPIPE_RT_F32, nullptr, lower.data(), 1,
+                                   nullptr, empty.data(), 2),
+            GPIPE_RT_SUCCESS);
+}
+
+TEST(Clip, MatchesReferenceAndKeepsNaN) {
+  // 1003 elements: a vector body and a remainder.
+  std::vector<float> x = randomFloats(1003, 90, -8.0f, 8.0f);
+  x[0] = NAN;
+  x[1] = INFINITY;
+  x[2] = -INFINITY;
+  x[3] = 0.0f;
+  x[4] = 6.0f;
+  x[5] = -0.0f;
+  const std::vector<std::pair<float, float>> bounds = {
+      {0.0f, 6.0f}, {-1.5f, 2.25f}, {3.0f, 3.0f}, {-INFINITY, INFINITY}};
+  for (auto [lo, hi] : bounds) {
+    SCOPED_TRACE(std::to_string(lo) + " " + std::to_string(hi));
+    std::vector<float> got(x.size());
+    ASSERT_EQ(
+        gpipe_rt_cpu_clip_f32(x.data(), got.data(), int64_t(x.size()), lo, hi),
+        GPIPE_RT_SUCCESS)
+        << lastError();
+    EXPECT_TRUE(std::isnan(got[0]));
+    for (size_t i = 1; i < x.size(); ++i) {
+      float want = std::min(std::max(x[i], lo), hi);
+      ASSERT_EQ(got[i], want) << "element " << i << " of " << x[i];
+      ASSERT_GE(got[i], lo);
+      ASSERT_LE(got[i], hi);
+    }
+  }
+  // In place.
+  std::vector<float> y = x;
+  ASSERT_EQ(
+      gpipe_rt_cpu_clip_f32(y.data(), y.data(), int64_t(y.size()), 0.0f, 6.0f),
+      GPIPE_RT_SUCCESS);
+  for (size_t i = 1; i < x.size(); ++i)
+    ASSERT_EQ(y[i], std::min(std::max(x[i], 0.0f), 6.0f)) << i;
+}
+
+TEST(Clip, ErrorsAreReported) {
+  float x = 1.0f, y = 0.0f;
+  EXPECT_EQ(gpipe_rt_cpu_clip_f32(&x, &y, 1, 2.0f, 1.0f),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "clip: lo must not exceed hi, got lo 2 and hi 1");
+  EXPECT_EQ(gpipe_rt_cpu_clip_f32(&x, &y, 1, NAN, 1.0f),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(gpipe_rt_cpu_clip_f32(nullptr, &y, 2, 0.0f, 1.0f),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "clip: input is null but holds 2 elements");
+  EXPECT_EQ(gpipe_rt_cpu_clip_f32(&x, &y, -1, 0.0f, 1.0f),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "clip: negative element count -1");
+  EXPECT_EQ(gpipe_rt_cpu_clip_f32(nullptr, nullptr, 0, 0.0f, 1.0f),
+            GPIPE_RT_SUCCESS);
+}
+
+TEST(ClipGrad, PassesGradientStrictlyInside) {
+  std::vector<float> x = randomFloats(1003, 91, -8.0f, 8.0f);
+  std::vector<float> g = randomFloats(1003, 92);
+  x[0] = NAN;
+  x[1] = 0.0f; // at lo
+  x[2] = 6.0f; // at hi
+  x[3] = INFINITY;
+  x[4] = -INFINITY;
+  x[5] = std::nextafter(0.0f, 1.0f);
+  x[6] = std::nextafter(6.0f, 0.0f);
+  const float lo = 0.0f, hi = 6.0f;
+  std::vector<float> got(x.size(), NAN);
+  ASSERT_EQ(gpipe_rt_cpu_clip_grad_f32(x.data(), g.data(), got.data(),
+                                       int64_t(x.size()), lo, hi),
+            GPIPE_RT_SUCCESS)
+      << lastError();
+  for (size_t i = 0; i < x.size(); ++i) {
+    float want = x[i] > lo && x[i] < hi ? g[i] : 0.0f;
+    ASSERT_EQ(got[i], want) << "element " << i << " of " << x[i];
+  }
+  EXPECT_EQ(got[0], 0.0f);
+  EXPECT_EQ(got[1], 0.0f);
+  EXPECT_EQ(got[2], 0.0f);
+  EXPECT_EQ(got[5], g[5]);
+  EXPECT_EQ(got[6], g[6]);
+  // In place over the gradient.
+  std::vector<float> h = g;
+  ASSERT_EQ(gpipe_rt_cpu_clip_grad_f32(x.data(), h.data(), h.data(),
+                                       int64_t(x.size()), lo, hi),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(h, got);
+}
+
+TEST(ClipGrad, ErrorsAreReported) {
+  float x = 1.0f, g = 1.0f, y = 0.0f;
+  EXPECT_EQ(gpipe_rt_cpu_clip_grad_f32(&x, nullptr, &y, 1, 0.0f, 1.0f),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "clip_grad: grad is null but holds 1 elements");
+  EXPECT_EQ(gpipe_rt_cpu_clip_grad_f32(&x, &g, nullptr, 1, 0.0f, 1.0f),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "clip_grad: result is null but holds 1 elements");
+  EXPECT_EQ(gpipe_rt_cpu_clip_grad_f32(&x, &g, &y, -3, 0.0f, 1.0f),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "clip_grad: negative element count -3");
 }
 
 //===----------------------------------------------------------------------===//
@@ -1346,6 +1773,23 @@ TEST(KernelThreads, SameBitsOnAnyNumberOfThreads) {
                                  out.data(), shape, 2),
               GPIPE_RT_SUCCESS);
     keep(out);
+    EXPECT_EQ(gpipe_rt_cpu_clip_f32(a.data(), out.data(), count, -1.0f, 2.0f),
+              GPIPE_RT_SUCCESS);
+    keep(out);
+    EXPECT_EQ(gpipe_rt_cpu_clip_grad_f32(a.data(), b.data(), out.data(), count,
+                                         -1.0f, 2.0f),
+              GPIPE_RT_SUCCESS);
+    keep(out);
+    EXPECT_EQ(gpipe_rt_cpu_broadcast(GPIPE_RT_F32, bias.data(), rowShape, 1,
+                                     out.data(), shape, 2),
+              GPIPE_RT_SUCCESS);
+    keep(out);
+    std::vector<uint8_t> less(static_cast<size_t>(count));
+    EXPECT_EQ(gpipe_rt_cpu_compare(GPIPE_RT_CMP_LT, GPIPE_RT_F32, a.data(),
+                                   shape, 2, bias.data(), rowShape, 1,
+                                   less.data(), shape, 2),
+              GPIPE_RT_SUCCESS);
+    all.insert(all.end(), less.begin(), less.end());
     EXPECT_EQ(gpipe_rt_cpu_softmax_f32(a.data(), shape, 2, 1, out.data()),
               GPIPE_RT_SUCCESS);
     keep(out);

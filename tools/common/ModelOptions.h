@@ -49,6 +49,13 @@ static cl::opt<std::string>
 static cl::list<std::string>
     dims("dim", cl::desc("Size of a symbolic ONNX input dim, NAME=SIZE"),
          cl::value_desc("NAME=SIZE"), cl::cat(getModelCategory()));
+static cl::list<std::string> frozen(
+    "freeze",
+    cl::desc("Keep these ONNX float initializers constant instead of "
+             "training them (glob patterns, comma-separated): buffers an "
+             "exporter folded into weight-like initializers"),
+    cl::value_desc("PATTERN,..."), cl::CommaSeparated,
+    cl::cat(getModelCategory()));
 
 inline cl::OptionCategory &getPresetCategory() {
   static cl::OptionCategory category("preset options");
@@ -218,6 +225,7 @@ inline OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
   }
   mlir::gpipe::ONNXImportOptions options;
   options.inference = inference;
+  options.frozen.assign(frozen.begin(), frozen.end());
   for (const std::string &d : dims) {
     auto [name, size] = StringRef(d).split('=');
     int64_t value;

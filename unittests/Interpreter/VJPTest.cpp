@@ -417,12 +417,46 @@ TEST_F(VJPTest, UnaryOps) {
         Unary{"log", positive()}, Unary{"erf", ArgGen{-2.0f, 2.0f}},
         Unary{"tanh", ArgGen{-2.0f, 2.0f}},
         Unary{"sigmoid", ArgGen{-3.0f, 3.0f}}, Unary{"relu", away},
-        Unary{"gelu", ArgGen{-3.0f, 3.0f}}}) {
+        Unary{"gelu", ArgGen{-3.0f, 3.0f}}, Unary{"sin", ArgGen{-3.0f, 3.0f}},
+        Unary{"cos", ArgGen{-3.0f, 3.0f}}}) {
     for (int i = 0; i < 3; ++i)
       check(u.op, unaryFunc(u.op, randomShape(0, 3)), {u.gen});
   }
   // A negative reciprocal too.
   check("reciprocal", unaryFunc("reciprocal", {3, 2}), {ArgGen{-2.0f, -0.5f}});
+}
+
+// ReLU6 and a one-sided clip; the inputs straddle the bounds (finite
+// differences stay away from the kinks: the step is far below the gap).
+TEST_F(VJPTest, ClipBothBoundsAndOneSided) {
+  for (const char *bounds :
+       {"{max = 6.000000e+00 : f32, min = 0.000000e+00 : f32}",
+        "{max = 5.000000e-01 : f32, min = -5.000000e-01 : f32}",
+        "{max = 0x7F800000 : f32, min = 2.500000e-01 : f32}"}) {
+    for (const Shape &s : {Shape{7}, Shape{3, 4}}) {
+      std::string t = typeOf(s);
+      check("clip", "func.func @f(%a: " + t + ") -> " + t +
+                        " {\n  %r = nn.clip %a " + bounds + " : " + t +
+                        "\n  return %r : " + t + "\n}\n",
+            {ArgGen{-8.0f, 8.0f}});
+    }
+  }
+}
+
+// Repeating along new leading dims and size-1 dims; the gradient sums the
+// copies.
+TEST_F(VJPTest, BroadcastToLeadingAndUnitDims) {
+  for (auto [in, out] : {std::pair<Shape, Shape>{{1, 3}, {4, 3}},
+                         {{3}, {2, 5, 3}},
+                         {{2, 1, 4}, {3, 2, 6, 4}},
+                         {{}, {2, 2}}}) {
+    std::string ti = typeOf(in), to = typeOf(out);
+    check("broadcast_to", "func.func @f(%a: " + ti + ") -> " + to +
+                              " {\n  %r = nn.broadcast_to %a : " + ti +
+                              " -> " + to + "\n  %m = nn.mul %r, %r : (" +
+                              to + ", " + to + ") -> " + to +
+                              "\n  return %m : " + to + "\n}\n");
+  }
 }
 
 TEST_F(VJPTest, WhereBroadcastsAllThreeOperands) {

@@ -17,6 +17,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::gpipe {
 
@@ -33,6 +34,10 @@ struct ONNXImportOptions {
   /// the `nn.batch_norm` that nn-inference turns into its running-statistics
   /// form; for training it is refused.
   bool inference = false;
+  /// Float initializers to keep constant (glob patterns on their names): an
+  /// exporter may fold a buffer (a rotary table) into an initializer that
+  /// looks like any weight, and would then be trained.
+  std::vector<std::string> frozen;
 };
 
 /// Reads and imports the ONNX file at `path`. On failure reports located

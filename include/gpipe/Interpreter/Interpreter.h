@@ -138,6 +138,20 @@ interpretFunction(func::FuncOp func, llvm::ArrayRef<HostTensor> args,
                   const ParameterStore &params, uint64_t rngKey = 0,
                   const GradientAccumulation *accumulation = nullptr);
 
+/// Runs one op without regions (an nn op the interpreter supports, not
+/// nn.param) on `operands` and returns its results; errors are reported at
+/// the op.
+FailureOr<std::vector<HostTensor>>
+interpretOp(Operation *op, llvm::ArrayRef<HostTensor> operands);
+
+/// The tensor as an elements attribute: `dense` up to `inlineLimit`
+/// elements (and for booleans and splats), a `dense_resource` blob named
+/// after `hint` above.
+ElementsAttr elementsAttrFromHostTensor(const HostTensor &tensor,
+                                        MLIRContext *context,
+                                        llvm::StringRef hint,
+                                        int64_t inlineLimit = 16);
+
 } // namespace mlir::gpipe
 
 #endif // GPIPE_INTERPRETER_INTERPRETER_H

@@ -6,8 +6,10 @@
 
 #include "Emitter.h"
 #include "gpipe/Dialect/GPipe/Utils/ModelMetadata.h"
+#include "gpipe/Dialect/NN/Transforms/Transforms.h"
 
 #include <cmath>
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::gpipe;
@@ -118,8 +120,35 @@ LogicalResult Emitter::emitMetadata() {
   if (failed(getRuntimeDType(cast<ShapedType>(inputType).getElementType())))
     return mlir::emitError(loc) << "unsupported input type " << inputType,
            failure();
-  root["input"] = llvm::json::Object{{"shape", toJSON(batchShape(inputType))},
-                                     {"dtype", dtypeName(inputType)}};
+  llvm::json::Object input{{"shape", toJSON(batchShape(inputType))},
+                           {"dtype", dtypeName(inputType)}};
+  // Several model inputs packed into one (nn-pack-inputs): each by name.
+  if (auto parts = pipeline->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
+          nn::kInputPartsAttrName)) {
+    llvm::json::Array list;
+    for (auto part : parts.getAsRange<DictionaryAttr>()) {
+      auto name = part.getAs<StringAttr>("name");
+      auto type = part.getAs<TypeAttr>("type");
+      auto offset = part.getAs<IntegerAttr>("offset");
+      if (!name || !type || !offset)
+        return mlir::emitError(loc) << "malformed " << nn::kInputPartsAttrName
+                                    << " entry " << part;
+      list.push_back(llvm::json::Object{
+          {"name", name.getValue().str()},
+          // The network's own input type: the whole mini-batch already.
+          {"shape", toJSON(cast<ShapedType>(type.getValue()).getShape())},
+          {"offset", offset.getInt()}});
+    }
+    // One input keeps its shape; its name lets a data file use it.
+    if (list.size() == 1)
+      input["name"] = cast<DictionaryAttr>(parts[0])
+                          .getAs<StringAttr>("name")
+                          .getValue()
+                          .str();
+    else
+      input["parts"] = std::move(list);
+  }
+  root["input"] = std::move(input);
   std::string loss;
   int64_t classes = 0;
   lastForward.walk([&](Operation *op) {
@@ -156,16 +185,28 @@ LogicalResult Emitter::emitMetadata() {
   } else {
     root["labels"] = nullptr;
   }
+  // The input itself, seen through the layers' block arguments.
+  std::function<bool(Value)> isInput = [&](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg)
+      return false;
+    if (arg.getOwner()->getParentOp() == firstForward.getOperation())
+      return arg.getArgNumber() == 0;
+    if (auto layer = dyn_cast<nn::LayerOp>(arg.getOwner()->getParentOp()))
+      return isInput(layer.getInputs()[arg.getArgNumber()]);
+    return false;
+  };
   int64_t vocab = 0;
   firstForward.walk([&](nn::GatherOp gather) {
     if (!vocab && gather.getData().getDefiningOp<nn::ParamOp>() &&
-        gather.getIndices() == firstForward.getArgument(0))
+        isInput(gather.getIndices()))
       vocab = shapeOf(gather.getData()).front();
   });
-  // Token ids that index an embedding directly.
+  // Token ids that index an embedding (not positions from a constant).
   if (!vocab) {
     firstForward.walk([&](nn::GatherOp gather) {
-      if (!vocab && gather.getData().getDefiningOp<nn::ParamOp>())
+      if (!vocab && gather.getData().getDefiningOp<nn::ParamOp>() &&
+          !gather.getIndices().getDefiningOp<nn::ConstantOp>())
         vocab = shapeOf(gather.getData()).front();
     });
   }

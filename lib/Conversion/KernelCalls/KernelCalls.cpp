@@ -40,6 +40,17 @@ FailureOr<gpipe_rt_dtype> mlir::gpipe::getRuntimeDType(Type elementType) {
   return failure();
 }
 
+// The nn enums pass to the kernels as numbers.
+static_assert(int(nn::ComparePredicate::eq) == GPIPE_RT_CMP_EQ &&
+              int(nn::ComparePredicate::ne) == GPIPE_RT_CMP_NE &&
+              int(nn::ComparePredicate::lt) == GPIPE_RT_CMP_LT &&
+              int(nn::ComparePredicate::le) == GPIPE_RT_CMP_LE &&
+              int(nn::ComparePredicate::gt) == GPIPE_RT_CMP_GT &&
+              int(nn::ComparePredicate::ge) == GPIPE_RT_CMP_GE);
+static_assert(int(nn::LogicalKind::and_) == GPIPE_RT_AND &&
+              int(nn::LogicalKind::or_) == GPIPE_RT_OR &&
+              int(nn::LogicalKind::xor_) == GPIPE_RT_XOR);
+
 /// The unary float ops, by name: no op class is needed for them.
 std::optional<gpipe_rt_unary_op>
 mlir::gpipe::getRuntimeUnaryOp(StringRef name) {
@@ -49,6 +60,8 @@ mlir::gpipe::getRuntimeUnaryOp(StringRef name) {
       .Case("nn.sqrt", GPIPE_RT_SQRT)
       .Case("nn.exp", GPIPE_RT_EXP)
       .Case("nn.log", GPIPE_RT_LOG)
+      .Case("nn.sin", GPIPE_RT_SIN)
+      .Case("nn.cos", GPIPE_RT_COS)
       .Case("nn.erf", GPIPE_RT_ERF)
       .Case("nn.tanh", GPIPE_RT_TANH)
       .Case("nn.sigmoid", GPIPE_RT_SIGMOID)
@@ -245,6 +258,64 @@ mlir::gpipe::getKernelCall(Operation *operation,
             .tensor(eq.getLhs())
             .tensor(eq.getRhs())
             .tensor(eq.getResult())
+            .done();
+      })
+      .Case<nn::CompareOp>([&](nn::CompareOp cmp) -> FailureOr<KernelCall> {
+        FailureOr<gpipe_rt_dtype> dtype =
+            b.dtype(cmp.getLhs(), {GPIPE_RT_F32, GPIPE_RT_F64, GPIPE_RT_I32,
+                                   GPIPE_RT_I64, GPIPE_RT_BOOL});
+        if (failed(dtype))
+          return failure();
+        // nn.ComparePredicate and gpipe_rt_compare_op number alike.
+        return b.kernel(KernelId::k_compare)
+            .integer(static_cast<int64_t>(cmp.getPredicate()))
+            .integer(*dtype)
+            .tensor(cmp.getLhs())
+            .tensor(cmp.getRhs())
+            .tensor(cmp.getResult())
+            .done();
+      })
+      .Case<nn::LogicalOp>([&](nn::LogicalOp op) -> FailureOr<KernelCall> {
+        // nn.LogicalKind and gpipe_rt_logical_op number alike.
+        return b.kernel(KernelId::k_logical)
+            .integer(static_cast<int64_t>(op.getKind()))
+            .tensor(op.getLhs())
+            .tensor(op.getRhs())
+            .tensor(op.getResult())
+            .done();
+      })
+      .Case<nn::BroadcastToOp>(
+          [&](nn::BroadcastToOp op) -> FailureOr<KernelCall> {
+            FailureOr<gpipe_rt_dtype> dtype = b.dtype(op.getInput());
+            if (failed(dtype))
+              return failure();
+            return b.kernel(KernelId::k_broadcast)
+                .integer(*dtype)
+                .tensor(op.getInput())
+                .tensor(op.getResult())
+                .done();
+          })
+      .Case<nn::ClipOp>([&](nn::ClipOp op) -> FailureOr<KernelCall> {
+        if (failed(b.f32Only()))
+          return failure();
+        return b.kernel(KernelId::k_clip_f32)
+            .buffer(op.getInput())
+            .buffer(op.getResult())
+            .integer(countOf(op.getInput()))
+            .real(op.getMin().convertToFloat())
+            .real(op.getMax().convertToFloat())
+            .done();
+      })
+      .Case<nn::ClipGradOp>([&](nn::ClipGradOp op) -> FailureOr<KernelCall> {
+        if (failed(b.f32Only()))
+          return failure();
+        return b.kernel(KernelId::k_clip_grad_f32)
+            .buffer(op.getInput())
+            .buffer(op.getGrad())
+            .buffer(op.getResult())
+            .integer(countOf(op.getInput()))
+            .real(op.getMin().convertToFloat())
+            .real(op.getMax().convertToFloat())
             .done();
       })
       .Case<nn::WhereOp>([&](nn::WhereOp where) -> FailureOr<KernelCall> {

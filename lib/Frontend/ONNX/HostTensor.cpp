@@ -203,7 +203,13 @@ mlir::gpipe::onnximport::foldBinary(BinaryFn fn, const HostTensor &lhs,
       nn::inferBroadcastShape({lhs.shape, rhs.shape}, emitError);
   if (failed(shape))
     return failure();
-  Type resultType = fn == BinaryFn::Equal
+  bool logical = fn == BinaryFn::And || fn == BinaryFn::Or ||
+                 fn == BinaryFn::Xor;
+  if (logical && !lhs.isBool())
+    return emitError() << "expected boolean operands, got "
+                       << lhs.elementType,
+           failure();
+  Type resultType = isComparison(fn)
                         ? IntegerType::get(lhs.elementType.getContext(), 1)
                         : lhs.elementType;
   HostTensor r = HostTensor::zeros(resultType, *shape);
@@ -225,9 +231,32 @@ mlir::gpipe::onnximport::foldBinary(BinaryFn fn, const HostTensor &lhs,
       case BinaryFn::Div:
         v = a / b;
         break;
+      // NaN propagates, as in ONNX Max and Min.
+      case BinaryFn::Max:
+        v = (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b);
+        break;
+      case BinaryFn::Min:
+        v = (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b);
+        break;
       case BinaryFn::Equal:
         r.ints[e] = a == b;
         continue;
+      case BinaryFn::Less:
+        r.ints[e] = a < b;
+        continue;
+      case BinaryFn::LessOrEqual:
+        r.ints[e] = a <= b;
+        continue;
+      case BinaryFn::Greater:
+        r.ints[e] = a > b;
+        continue;
+      case BinaryFn::GreaterOrEqual:
+        r.ints[e] = a >= b;
+        continue;
+      case BinaryFn::And:
+      case BinaryFn::Or:
+      case BinaryFn::Xor:
+        break;
       }
       r.floats[e] = roundToFloatType(resultType, v);
       continue;
@@ -251,9 +280,36 @@ mlir::gpipe::onnximport::foldBinary(BinaryFn fn, const HostTensor &lhs,
       // Truncation toward zero, as ONNX specifies for integer Div.
       v = (a == INT64_MIN && b == -1) ? a : a / b;
       break;
+    case BinaryFn::Max:
+      v = std::max(a, b);
+      break;
+    case BinaryFn::Min:
+      v = std::min(a, b);
+      break;
     case BinaryFn::Equal:
       r.ints[e] = a == b;
       continue;
+    case BinaryFn::Less:
+      r.ints[e] = a < b;
+      continue;
+    case BinaryFn::LessOrEqual:
+      r.ints[e] = a <= b;
+      continue;
+    case BinaryFn::Greater:
+      r.ints[e] = a > b;
+      continue;
+    case BinaryFn::GreaterOrEqual:
+      r.ints[e] = a >= b;
+      continue;
+    case BinaryFn::And:
+      v = (a != 0) && (b != 0);
+      break;
+    case BinaryFn::Or:
+      v = (a != 0) || (b != 0);
+      break;
+    case BinaryFn::Xor:
+      v = (a != 0) != (b != 0);
+      break;
     }
     r.ints[e] = wrapToIntType(resultType, v);
   }
@@ -281,6 +337,16 @@ mlir::gpipe::onnximport::foldUnary(UnaryFn fn, const HostTensor &input,
              failure();
     for (double &d : r.floats)
       d = roundToFloatType(r.elementType, std::sqrt(d));
+    return r;
+  case UnaryFn::Sin:
+  case UnaryFn::Cos:
+    if (!input.isFloat())
+      return emitError() << "expected a float tensor, got "
+                         << input.elementType,
+             failure();
+    for (double &d : r.floats)
+      d = roundToFloatType(r.elementType,
+                           fn == UnaryFn::Sin ? std::sin(d) : std::cos(d));
     return r;
   case UnaryFn::Not:
     if (!input.isBool())

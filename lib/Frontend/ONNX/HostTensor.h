@@ -83,8 +83,30 @@ DenseElementsAttr toDenseAttr(const HostTensor &tensor);
 /// The value in the little-endian packed layout of `dense_resource` blobs.
 std::vector<char> toBytes(const HostTensor &tensor);
 
-enum class BinaryFn { Add, Sub, Mul, Div, Equal };
-enum class UnaryFn { Neg, Sqrt, Not };
+enum class BinaryFn {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Max,
+  Min,
+  // Comparisons: an i1 result.
+  Equal,
+  Less,
+  LessOrEqual,
+  Greater,
+  GreaterOrEqual,
+  // On booleans.
+  And,
+  Or,
+  Xor,
+};
+enum class UnaryFn { Neg, Sqrt, Not, Sin, Cos };
+
+/// Whether `fn` compares (its result is i1).
+inline bool isComparison(BinaryFn fn) {
+  return fn >= BinaryFn::Equal && fn <= BinaryFn::GreaterOrEqual;
+}
 
 /// Elementwise binary op with numpy broadcasting. Integer division truncates
 /// toward zero, as in ONNX (and C); division by zero is an error.

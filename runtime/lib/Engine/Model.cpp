@@ -253,6 +253,76 @@ bool multiplyOverflows(int64_t a, int64_t b, int64_t &out) {
   return __builtin_mul_overflow(a, b, &out);
 }
 
+/// The input's optional `parts`: the model's several inputs packed into
+/// `input` [B, S], each with B samples, tiling a sample's S elements in
+/// order.
+bool parseInputParts(Reader &r, const Json &v, TensorSpec &input) {
+  if (!r.string(v, "input", "name", input.name, std::string()))
+    return false;
+  const Json *parts = r.array(v, "input", "parts", /*optional=*/true);
+  if (!parts)
+    return r.error.empty();
+  if (!input.name.empty())
+    return r.fail("input.name", "is given with 'parts' (each part has its "
+                                "own name)");
+  if (parts->empty())
+    return r.fail("input.parts", "is empty (omit it for a single input)");
+  if (input.shape.size() != 2)
+    return r.fail("input.shape", "is " + joinShape(input.shape) +
+                                     "; an input with parts is packed as "
+                                     "[B, S]");
+  const int64_t batch = input.shape[0], row = input.shape[1];
+  std::set<std::string> names;
+  int64_t offset = 0;
+  for (size_t i = 0; i < parts->size(); ++i) {
+    const Json &p = (*parts)[i];
+    std::string where = "input.parts[" + std::to_string(i) + "]";
+    InputPart part;
+    if (!r.string(p, where, "name", part.name) ||
+        !r.shape(p, where, "shape", part.shape) ||
+        !r.integer(p, where, "offset", part.offset))
+      return false;
+    if (part.name.empty())
+      return r.fail(where + ".name", "is empty");
+    if (!names.insert(part.name).second)
+      return r.fail(where + ".name",
+                    "'" + part.name + "' appears twice in 'input.parts'");
+    if (part.shape.empty())
+      return r.fail(where + ".shape",
+                    "must have at least one dimension (the batch)");
+    if (part.shape[0] != batch)
+      return r.fail(where + ".shape", "batch " + std::to_string(part.shape[0]) +
+                                          " differs from the input's " +
+                                          std::to_string(batch));
+    int64_t elements = 1;
+    for (size_t d = 1; d < part.shape.size(); ++d)
+      if (multiplyOverflows(elements, part.shape[d], elements) ||
+          elements > row)
+        return r.fail(where + ".shape", joinShape(part.shape) +
+                                            " holds more elements per "
+                                            "sample than the input's " +
+                                            std::to_string(row));
+    if (part.offset != offset)
+      return r.fail(where + ".offset",
+                    "is " + std::to_string(part.offset) + ", expected " +
+                        std::to_string(offset) +
+                        " (the parts tile a sample in order)");
+    offset += elements;
+    if (offset > row)
+      return r.fail(where, "'" + part.name + "' ends at element " +
+                               std::to_string(offset) +
+                               ", beyond the input's " + std::to_string(row) +
+                               " per sample");
+    input.parts.push_back(std::move(part));
+  }
+  if (offset != row)
+    return r.fail("input.parts", "the parts hold " + std::to_string(offset) +
+                                     " elements per sample, the input " +
+                                     joinShape(input.shape) + " has " +
+                                     std::to_string(row));
+  return true;
+}
+
 /// A byte range of a rank's arena a stage owns, for the overlap check.
 struct Region {
   int64_t begin, end;
@@ -885,6 +955,8 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
                            ? " x " + std::to_string(m.dataParallel) +
                                  " replicas"
                            : std::string()));
+  if (!parseInputParts(r, *input, m.input))
+    return false;
   std::string mode;
   if (!r.string(root, "", "mode", mode, std::string("train")))
     return false;
@@ -918,6 +990,12 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
                                         " differs from the input's " +
                                         std::to_string(m.input.shape[0]));
     m.labels = std::move(spec);
+    // The data file holds the labels beside the inputs.
+    for (size_t i = 0; i < m.input.parts.size(); ++i)
+      if (m.input.parts[i].name == "labels")
+        return r.fail("input.parts[" + std::to_string(i) + "].name",
+                      "'labels' is the data's labels tensor; an input "
+                      "cannot be called so");
   }
 
   if (const Json *predicted = r.member(root, "", "predicted", true);
@@ -1064,6 +1142,13 @@ bool isComputeAction(ActionKind kind) {
 }
 
 int64_t TensorSpec::sampleElements() const {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i)
+    n *= shape[i];
+  return n;
+}
+
+int64_t InputPart::sampleElements() const {
   int64_t n = 1;
   for (size_t i = 1; i < shape.size(); ++i)
     n *= shape[i];

@@ -6,7 +6,11 @@
 // dtype family: any float type for f32, any integer type for i64), converted
 // to the model's dtype once, and every label (and token id, when the model
 // has a vocabulary) is range-checked before training starts, so a bad file
-// fails with its position instead of a kernel error deep in a step.
+// fails with its position instead of a kernel error deep in a step. A model
+// with several inputs (input_ids, attention_mask, ...: TensorSpec::parts)
+// reads each from the tensor of its name, [N, ...] with the part's dims, and
+// packs them sample by sample into the rows the model loads; a file may also
+// hold them already packed as `input` [N, S].
 //
 // Without a file, the metadata's data_hint picks built-in data generated on
 // the fly from the seed: "text-char" (windows of the built-in English text
@@ -80,6 +84,14 @@ uint64_t splitMix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+/// The file's tensor names, quoted: 'input', 'labels'.
+std::string heldTensors(const SafeTensorsFile &file) {
+  std::string held;
+  for (const SafeTensorInfo &t : file.tensors())
+    held += (held.empty() ? "" : ", ") + ("'" + t.name + "'");
+  return held.empty() ? "no tensors" : held;
+}
+
 /// A tensor of the file, converted to the model's dtype.
 Status readTensor(const SafeTensorsFile &file, const char *name,
                   const TensorSpec &spec, int64_t range, const char *rangeWhat,
@@ -91,12 +103,14 @@ Status readTensor(const SafeTensorsFile &file, const char *name,
                      " " + gpipe_rt_dtype_name(spec.dtype);
   const SafeTensorInfo *info = file.find(name);
   if (!info) {
-    std::string held;
-    for (const SafeTensorInfo &t : file.tensors())
-      held += (held.empty() ? "" : ", ") + ("'" + t.name + "'");
-    return Status::error(file.name() + ": no tensor '" + name +
-                         "'; the model expects " + want + " (the file holds " +
-                         (held.empty() ? "no tensors" : held) + ")");
+    // A single input also goes by the model's name for it.
+    std::string also = !spec.name.empty() && spec.name != name
+                           ? " (or '" + spec.name + "', the model's name "
+                                                    "for its input)"
+                           : "";
+    return Status::error(file.name() + ": no tensor '" + name + "'" + also +
+                         "; the model expects " + want + " (the file holds " +
+                         heldTensors(file) + ")");
   }
   bool shapeOk = info->shape.size() == spec.shape.size() &&
                  !info->shape.empty() && info->shape[0] >= 1;
@@ -155,15 +169,89 @@ Status readTensor(const SafeTensorsFile &file, const char *name,
   return Status::success();
 }
 
+/// The model's several inputs (`input.parts`) packed into `packed`, one row
+/// of input.sampleBytes() per sample: read by their names, or, when the file
+/// lacks one of them but holds `input` [N, S], already packed from it.
+/// `first` receives the name of the tensor read first (for messages) and
+/// `what` how the rows were made (for Dataset::describe).
+Status readInputParts(const SafeTensorsFile &file, const TensorSpec &input,
+                      std::vector<uint8_t> &packed, int64_t &samples,
+                      std::string &first, std::string &what) {
+  // Token ids are not range-checked here: the vocabulary belongs to one of
+  // the parts (input_ids) and the metadata does not say which, so an id out
+  // of range is reported by the gather kernel when the step runs.
+  const std::vector<InputPart> &parts = input.parts;
+  std::string names;
+  for (const InputPart &part : parts)
+    names += (names.empty() ? "" : ", ") + part.name;
+  const char *dtype = gpipe_rt_dtype_name(input.dtype);
+  auto missing =
+      std::find_if(parts.begin(), parts.end(), [&](const InputPart &part) {
+        return !file.find(part.name);
+      });
+  if (missing != parts.end()) {
+    const SafeTensorInfo *whole = file.find("input");
+    if (whole && whole->shape.size() == 2 &&
+        whole->shape[1] == input.shape[1]) {
+      first = "input";
+      what = names + " packed as 'input'";
+      return readTensor(file, "input", input, 0, "", packed, samples);
+    }
+    TensorSpec spec{missing->shape, input.dtype};
+    std::string message = file.name() + ": no tensor '" + missing->name +
+                          "' (the model's input '" + missing->name + "', " +
+                          expectedShape(spec) + " " + dtype + "; it reads " +
+                          names + " by name, or all " +
+                          std::to_string(parts.size()) + " packed as 'input' " +
+                          expectedShape(input) + " " + dtype +
+                          "); the file holds " + heldTensors(file);
+    if (whole)
+      message += "; its 'input' " + shapeString(whole->shape) +
+                 " is not the packed " + expectedShape(input);
+    return Status::error(message);
+  }
+  first = parts.front().name;
+  what = names;
+  const size_t elementBytes = gpipe_rt_dtype_size(input.dtype);
+  const size_t rowBytes = size_t(input.sampleBytes());
+  for (const InputPart &part : parts) {
+    TensorSpec spec{part.shape, input.dtype};
+    std::vector<uint8_t> bytes;
+    int64_t n = 0;
+    if (Status s = readTensor(file, part.name.c_str(), spec, 0, "", bytes, n);
+        !s.ok())
+      return s;
+    if (&part == &parts.front()) {
+      samples = n;
+      packed.assign(size_t(samples) * rowBytes, 0);
+    } else if (n != samples) {
+      return Status::error(file.name() + ": tensor '" + part.name + "' has " +
+                           std::to_string(n) + " samples but '" + first +
+                           "' has " + std::to_string(samples) +
+                           " (every input needs one row per sample)");
+    }
+    const size_t partBytes = size_t(spec.sampleBytes());
+    const size_t offset = size_t(part.offset) * elementBytes;
+    for (int64_t i = 0; i < samples && partBytes; ++i)
+      std::memcpy(packed.data() + size_t(i) * rowBytes + offset,
+                  bytes.data() + size_t(i) * partBytes, partBytes);
+  }
+  return Status::success();
+}
+
 class FileDataset : public Dataset {
 public:
   std::string name;
+  /// The tensors the input rows came from, when the model has several
+  /// inputs.
+  std::string inputs;
   int64_t samples = 0;
   int64_t inputSampleBytes = 0, labelSampleBytes = 0;
   std::vector<uint8_t> input, labels;
 
   std::string describe() const override {
-    return name + " (" + std::to_string(samples) + " samples)";
+    return name + " (" + std::to_string(samples) + " samples" +
+           (inputs.empty() ? "" : " of " + inputs) + ")";
   }
   int64_t numSamples() const override { return samples; }
   void copyInput(int64_t sample, uint8_t *out) const override {
@@ -328,10 +416,19 @@ Status datasetFromSafeTensors(const SafeTensorsFile &file,
   auto data = std::make_unique<FileDataset>();
   data->name = file.name();
   int64_t inputSamples = 0;
+  std::string inputName = "input";
+  // A single input is 'input', or the model's own name for it.
+  if (metadata.input.parts.empty() && !metadata.input.name.empty() &&
+      !file.find("input") && file.find(metadata.input.name))
+    inputName = metadata.input.name;
   Status s =
-      readTensor(file, "input", metadata.input,
-                 metadata.input.dtype == GPIPE_RT_I64 ? metadata.vocab : 0,
-                 "token id", data->input, inputSamples);
+      metadata.input.parts.empty()
+          ? readTensor(file, inputName.c_str(), metadata.input,
+                       metadata.input.dtype == GPIPE_RT_I64 ? metadata.vocab
+                                                            : 0,
+                       "token id", data->input, inputSamples)
+          : readInputParts(file, metadata.input, data->input, inputSamples,
+                           inputName, data->inputs);
   if (!s.ok())
     return s;
   // Fewer samples than one mini-batch would repeat samples within every
@@ -356,9 +453,8 @@ Status datasetFromSafeTensors(const SafeTensorsFile &file,
       return s;
     if (labelSamples != inputSamples)
       return Status::error(file.name() + ": tensor 'labels' has " +
-                           std::to_string(labelSamples) +
-                           " samples but 'input' has " +
-                           std::to_string(inputSamples));
+                           std::to_string(labelSamples) + " samples but '" +
+                           inputName + "' has " + std::to_string(inputSamples));
     data->labelSampleBytes = metadata.labels->sampleBytes();
   }
   dataset = std::move(data);
@@ -379,6 +475,20 @@ Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
   const TensorSpec &in = metadata.input;
   const std::string &hint = metadata.dataHint;
   std::string noData = "this model has no built-in data";
+  if (!in.parts.empty()) {
+    std::string inputs;
+    for (const InputPart &part : in.parts)
+      inputs += (inputs.empty() ? "'" : ", '") + part.name + "' " +
+                expectedShape(TensorSpec{part.shape, in.dtype});
+    return Status::error(
+        "this model takes " + std::to_string(in.parts.size()) + " inputs (" +
+        inputs + ", " + gpipe_rt_dtype_name(in.dtype) +
+        ") and has no built-in data for them; pass --data FILE.safetensors "
+        "holding each by its name" +
+        (metadata.labels ? " and 'labels' " + expectedShape(*metadata.labels) +
+                               " " + gpipe_rt_dtype_name(metadata.labels->dtype)
+                         : std::string()));
+  }
   if (hint == "text-char") {
     const int64_t alphabet = int64_t(textAlphabet().size());
     if (in.dtype != GPIPE_RT_I64 || in.shape.size() != 2)

@@ -75,6 +75,21 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
       return fail("a non-negative integer on a 'func.func'");
     return success();
   }
+  if (name == kInputPartsAttrName) {
+    auto parts = dyn_cast<ArrayAttr>(value);
+    auto isPart = [](Attribute a) {
+      auto part = dyn_cast<DictionaryAttr>(a);
+      auto offset = part ? part.getAs<IntegerAttr>("offset") : nullptr;
+      auto type = part ? part.getAs<TypeAttr>("type") : nullptr;
+      return part && part.getAs<StringAttr>("name") && offset &&
+             offset.getInt() >= 0 && type &&
+             isa<RankedTensorType>(type.getValue());
+    };
+    if (!isa<ModuleOp>(op) || !parts || !llvm::all_of(parts, isPart))
+      return fail("an array of {name, offset, type} dictionaries on the "
+                  "module");
+    return success();
+  }
   return op->emitError("unknown nn attribute '") << name << "'";
 }
 
@@ -366,8 +381,53 @@ NN_UNARY(TanhOp, 8)
 NN_UNARY(SigmoidOp, 10)
 NN_UNARY(ReluOp, 1)
 NN_UNARY(GeluOp, 14)
+NN_UNARY(SinOp, 8)
+NN_UNARY(CosOp, 8)
 NN_UNARY(NotOp, 1)
+NN_UNARY(ClipGradOp, 2)
 #undef NN_UNARY
+
+LogicalResult CompareOp::verify() {
+  return verifyBroadcastOp(*this, getOperands());
+}
+OpCost CompareOp::getCost() { return detail::elementwiseCost(*this, 1); }
+
+LogicalResult LogicalOp::verify() {
+  return verifyBroadcastOp(*this, getOperands());
+}
+OpCost LogicalOp::getCost() { return detail::elementwiseCost(*this, 1); }
+
+LogicalResult BroadcastToOp::verify() {
+  if (failed(checkSameElementType(*this, getInput(), getResult(),
+                                  "input and result")))
+    return failure();
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  if (in.size() > out.size())
+    return emitOpError("cannot broadcast ")
+           << formatShape(in) << " to the lower rank " << formatShape(out);
+  for (size_t i = 0; i < in.size(); ++i) {
+    int64_t d = in[in.size() - 1 - i], r = out[out.size() - 1 - i];
+    if (d != 1 && d != r)
+      return emitOpError("cannot broadcast ")
+             << formatShape(in) << " to " << formatShape(out) << ": dim "
+             << in.size() - 1 - i << " has size " << d << ", not 1 or " << r;
+  }
+  return success();
+}
+OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+OpCost BroadcastToOp::getCost() { return detail::elementwiseCost(*this, 0); }
+
+LogicalResult ClipOp::verify() {
+  float lo = getMin().convertToFloat(), hi = getMax().convertToFloat();
+  if (!(lo <= hi))
+    return emitOpError("has min ") << lo << " above max " << hi;
+  return success();
+}
+OpCost ClipOp::getCost() { return detail::elementwiseCost(*this, 2); }
 
 LogicalResult EqualOp::verify() { return verifyBroadcastOp(*this, getOperands()); }
 OpCost EqualOp::getCost() { return detail::elementwiseCost(*this, 1); }

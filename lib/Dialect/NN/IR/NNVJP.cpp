@@ -135,6 +135,27 @@ LogicalResult NotOp::buildVJP(OpBuilder &, ValueRange,
   return success();
 }
 
+LogicalResult CompareOp::buildVJP(OpBuilder &, ValueRange,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign((*this)->getNumOperands(), Value());
+  return success();
+}
+
+LogicalResult LogicalOp::buildVJP(OpBuilder &, ValueRange,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign((*this)->getNumOperands(), Value());
+  return success();
+}
+
+// The repeated copies' gradients summed back onto the input.
+LogicalResult BroadcastToOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  Value dy = beginVJP(*this, resultGrads, operandGrads);
+  if (dy)
+    operandGrads[0] = unbroadcast(b, getLoc(), dy, getInput().getType());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Binary elementwise ops
 //===----------------------------------------------------------------------===//
@@ -273,6 +294,39 @@ LogicalResult ExpOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   Value dy = beginVJP(*this, resultGrads, operandGrads);
   if (dy)
     operandGrads[0] = MulOp::create(b, getLoc(), dy, getResult());
+  return success();
+}
+
+// y = sin(x): dx = dy * cos(x).
+LogicalResult SinOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  Value dy = beginVJP(*this, resultGrads, operandGrads);
+  if (dy)
+    operandGrads[0] = MulOp::create(
+        b, getLoc(), dy, CosOp::create(b, getLoc(), getInput().getType(),
+                                       getInput()));
+  return success();
+}
+
+// y = cos(x): dx = -(dy * sin(x)).
+LogicalResult CosOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  Value dy = beginVJP(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  Location loc = getLoc();
+  Value sin = SinOp::create(b, loc, getInput().getType(), getInput());
+  operandGrads[0] = NegOp::create(b, loc, MulOp::create(b, loc, dy, sin));
+  return success();
+}
+
+// y = clip(x, lo, hi): dx = lo < x < hi ? dy : 0.
+LogicalResult ClipOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                               SmallVectorImpl<Value> &operandGrads) {
+  Value dy = beginVJP(*this, resultGrads, operandGrads);
+  if (dy)
+    operandGrads[0] = ClipGradOp::create(b, getLoc(), dy.getType(), getInput(),
+                                         dy, getMinAttr(), getMaxAttr());
   return success();
 }
 

@@ -1,9 +1,10 @@
 //===- FormLayers.cpp - Cut a network into nn.layer ops -------------------===//
 //
 // Implements `nn-form-layers`: finds the positions of a flat network body
-// where exactly one activation is live (the cut points the pipeline
-// partitioner may cut at) and wraps each segment between cut points into an
-// isolated `nn.layer` with a readable name.
+// where exactly one activation is live besides side values computed from the
+// inputs alone (the cut points the pipeline partitioner may cut at) and
+// wraps each segment between cut points into an isolated `nn.layer` with a
+// readable name; side values cross a cut packed with the activation.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir::gpipe::nn {
@@ -138,6 +140,33 @@ mlir::gpipe::nn::formLayers(func::FuncOp func, LayerGranularity granularity) {
     index[op] = i;
   const int64_t end = work.size(); // the terminator's position
 
+  // Side values are computed from the inputs and constants alone, reading
+  // no parameter (an attention mask, a position table): they are carried
+  // along with the activation across a cut, packed with it into one tensor
+  // (packRows). A residual skip reads parameters, so a block stays whole.
+  llvm::DenseSet<Operation *> readsParam;
+  for (Operation &op : body.without_terminator())
+    if (free.contains(&op) &&
+        (isa<ParamOp>(op) || llvm::any_of(op.getOperands(), [&](Value v) {
+           Operation *def = v.getDefiningOp();
+           return def && readsParam.contains(def);
+         })))
+      readsParam.insert(&op);
+  llvm::DenseSet<Value> side;
+  for (BlockArgument arg : body.getArguments())
+    side.insert(arg);
+  for (Operation *op : work) {
+    bool fromData = llvm::all_of(op->getOperands(), [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        return side.contains(v);
+      return free.contains(def) ? !readsParam.contains(def) : side.contains(v);
+    });
+    if (fromData)
+      for (Value r : op->getResults())
+        side.insert(r);
+  }
+
   // Live range [def, lastUse) of each activation, in positions of `work`;
   // block arguments are defined at -1.
   auto lastUse = [&](Value v) {
@@ -150,29 +179,44 @@ mlir::gpipe::nn::formLayers(func::FuncOp func, LayerGranularity granularity) {
     }
     return last;
   };
-  // liveAfter[i]: activations live between op i and op i+1.
-  SmallVector<int64_t> delta(end + 2, 0);
-  auto addRange = [&](int64_t def, int64_t last) {
-    if (last <= def)
-      return;
-    delta[def + 1] += 1;
-    delta[last + 1] -= 1;
+  struct Range {
+    Value value;
+    int64_t def, last;
   };
+  SmallVector<Range> ranges;
   for (BlockArgument arg : body.getArguments())
-    addRange(-1, lastUse(arg));
+    ranges.push_back({arg, -1, lastUse(arg)});
   for (Operation *op : work)
     for (Value r : op->getResults())
-      addRange(index[op], lastUse(r));
+      ranges.push_back({r, index[op], lastUse(r)});
+  // The activations live between op i and op i+1, in definition order.
+  auto liveAfter = [&](int64_t i) {
+    SmallVector<Value> live;
+    for (const Range &r : ranges)
+      if (r.def <= i && i < r.last)
+        live.push_back(r.value);
+    return live;
+  };
+  // A cut point: one activation live besides side values, all of them
+  // packable into one tensor.
+  auto isCut = [&](ArrayRef<Value> live) {
+    int64_t main =
+        llvm::count_if(live, [&](Value v) { return !side.contains(v); });
+    // Before the first parameter is read, every value is the activation.
+    if (main == 0)
+      return live.size() == 1;
+    if (main != 1)
+      return false;
+    return live.size() == 1 ||
+           canPackRows(ValueRange(live).getTypes());
+  };
 
   SmallVector<Segment> segments(1);
-  int64_t live = 0;
-  live += delta[0];
   for (int64_t i = 0; i < end; ++i) {
-    live += delta[i + 1];
     Segment &seg = segments.back();
     seg.ops.push_back(work[i]);
     seg.hasAnchor |= work[i]->hasTrait<mlir::gpipe::nn::OpTrait::LayerAnchor>();
-    if (live == 1 && i + 1 < end)
+    if (i + 1 < end && isCut(liveAfter(i)))
       segments.emplace_back();
   }
 
@@ -209,13 +253,17 @@ mlir::gpipe::nn::formLayers(func::FuncOp func, LayerGranularity granularity) {
     segments = std::move(merged);
   }
 
-  // Build one nn.layer per segment.
+  // Build one nn.layer per segment. A layer's outputs are what is live
+  // after it (its own results and side values it passes on); several are
+  // packed into one tensor and unpacked at the start of the next layer.
   llvm::StringMap<unsigned> nameCount;
   OpBuilder builder(func.getContext());
-  for (auto [layerIndex, seg] : llvm::enumerate(segments)) {
+  for (size_t layerIndex = 0; layerIndex < segments.size(); ++layerIndex) {
+    Segment &seg = segments[layerIndex];
+    bool last = layerIndex + 1 == segments.size();
     llvm::DenseSet<Operation *> inSeg(seg.ops.begin(), seg.ops.end());
     SetVector<Value> inputs;
-    SmallVector<Value> outputs;
+    SetVector<Value> outputs;
     for (Operation *op : seg.ops) {
       for (Value v : op->getOperands()) {
         Operation *def = v.getDefiningOp();
@@ -226,7 +274,33 @@ mlir::gpipe::nn::formLayers(func::FuncOp func, LayerGranularity granularity) {
         if (llvm::any_of(r.getUsers(), [&](Operation *u) {
               return !inSeg.contains(u) && !free.contains(u);
             }))
-          outputs.push_back(r);
+          outputs.insert(r);
+    }
+    // Values defined before and used after the segment pass through it.
+    Operation *lastOp = seg.ops.back();
+    auto usedAfter = [&](Value v) {
+      return llvm::any_of(v.getUsers(), [&](Operation *u) {
+        return u->getBlock() == &body && lastOp->isBeforeInBlock(u) &&
+               !free.contains(u);
+      });
+    };
+    if (!last) {
+      SmallVector<Value> passing;
+      for (BlockArgument arg : body.getArguments())
+        if (usedAfter(arg))
+          passing.push_back(arg);
+      for (Operation &op : body.without_terminator()) {
+        if (&op == seg.ops.front())
+          break;
+        if (!free.contains(&op))
+          for (Value r : op.getResults())
+            if (usedAfter(r))
+              passing.push_back(r);
+      }
+      for (Value v : passing) {
+        inputs.insert(v);
+        outputs.insert(v);
+      }
     }
 
     std::string name = layerName(seg);
@@ -235,10 +309,25 @@ mlir::gpipe::nn::formLayers(func::FuncOp func, LayerGranularity granularity) {
     if (unsigned n = nameCount[name]++)
       name += "_" + std::to_string(n);
 
+    bool pack = !last && outputs.size() > 1;
+    SmallVector<Type> resultTypes;
+    if (pack) {
+      auto first = cast<RankedTensorType>(outputs.front().getType());
+      int64_t total = 0;
+      for (Value v : outputs) {
+        auto type = cast<RankedTensorType>(v.getType());
+        total += type.getNumElements() / std::max<int64_t>(1, type.getDimSize(0));
+      }
+      resultTypes.push_back(RankedTensorType::get(
+          {first.getDimSize(0), total}, first.getElementType()));
+    } else {
+      llvm::append_range(resultTypes, ValueRange(outputs.getArrayRef()).getTypes());
+    }
+
     builder.setInsertionPoint(seg.ops.front());
-    auto layer = LayerOp::create(
-        builder, seg.ops.front()->getLoc(), ValueRange(outputs).getTypes(),
-        builder.getStringAttr(name), inputs.getArrayRef());
+    auto layer = LayerOp::create(builder, seg.ops.front()->getLoc(),
+                                 resultTypes, builder.getStringAttr(name),
+                                 inputs.getArrayRef());
     Block *layerBody = builder.createBlock(&layer.getBody());
     IRMapping mapping;
     for (Value in : inputs)
@@ -258,10 +347,37 @@ mlir::gpipe::nn::formLayers(func::FuncOp func, LayerGranularity granularity) {
     SmallVector<Value> yielded;
     for (Value out : outputs)
       yielded.push_back(mapping.lookup(out));
+    if (pack)
+      yielded = {packRows(builder, layer.getLoc(), yielded)};
     YieldOp::create(builder, layer.getLoc(), yielded);
 
-    for (auto [out, res] : llvm::zip(outputs, layer.getResults()))
-      out.replaceAllUsesWith(res);
+    // Later ops read the layer's results; packed ones through slices that
+    // open the next segment (and so the next layer).
+    SmallVector<Value> results(layer.getResults());
+    if (pack) {
+      builder.setInsertionPointAfter(layer);
+      results = unpackRows(builder, layer.getLoc(), layer.getResult(0),
+                           ValueRange(outputs.getArrayRef()).getTypes());
+      SmallVector<Operation *> unpack;
+      for (Operation *op = layer->getNextNode(); op != seg.ops.front();
+           op = op->getNextNode())
+        unpack.push_back(op);
+      segments[layerIndex + 1].ops.insert(segments[layerIndex + 1].ops.begin(),
+                                          unpack.begin(), unpack.end());
+    }
+    llvm::DenseSet<Operation *> unpackOps;
+    for (Value r : results)
+      if (Operation *def = r.getDefiningOp(); def && def != layer)
+        unpackOps.insert(def);
+    for (auto [index, res] : llvm::enumerate(results)) {
+      Value out = outputs[index];
+      out.replaceUsesWithIf(res, [&](OpOperand &use) {
+        Operation *user = use.getOwner();
+        return user != layer && !inSeg.contains(user) &&
+               !unpackOps.contains(user) &&
+               (user->getBlock() != &body || layer->isBeforeInBlock(user));
+      });
+    }
     for (Operation *op : llvm::reverse(seg.ops))
       op->erase();
   }

@@ -239,6 +239,16 @@ LogicalResult Microbatcher::absorb(Operation *op, OpOperand &operand,
   if (constant &&
       sliceConstant(constant.getValue(), where, batch, batch / m, why))
     return constantSlices.push_back({&operand, where}), success();
+  // A batch-free tensor repeated along that dim (a class token broadcast to
+  // the batch): every slice is the same, so a smaller broadcast serves.
+  if (auto repeat = operand.get().getDefiningOp<BroadcastToOp>()) {
+    int64_t inDim = dim - static_cast<int64_t>(shapeOf(repeat.getResult()).size() -
+                                               shapeOf(repeat.getInput()).size());
+    if (!lookup(repeat.getInput()) &&
+        (inDim < 0 || shapeOf(repeat.getInput())[inDim] == 1))
+      return constantSlices.push_back({&operand, where}), success();
+    why = "it is broadcast from a tensor that has that size there";
+  }
   return op->emitError("cannot micro-batch: operand #")
          << operand.getOperandNumber() << " of '" << op->getName()
          << "' of type " << operand.get().getType() << " has size "
@@ -468,8 +478,20 @@ LogicalResult Microbatcher::visit(Operation *op) {
     return passThrough(op->getOperand(0), op->getResult(0));
 
   return TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, WhereOp>(
+      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, CompareOp, LogicalOp,
+            WhereOp, ClipGradOp>(
           [&](Operation *op) { return visitBroadcast(op); })
+      .Case<BroadcastToOp>([&](BroadcastToOp op) {
+        int64_t rank = shapeOf(op.getResult()).size();
+        std::optional<BatchDim> result;
+        if (failed(broadcast(op, {{&op.getInputMutable(),
+                                   (int64_t)shapeOf(op.getInput()).size()}},
+                             rank, result)))
+          return failure();
+        if (result)
+          set(op.getResult(), *result);
+        return success();
+      })
       .Case<CastOp>(
           [&](CastOp op) { return passThrough(op.getInput(), op.getResult()); })
       .Case<ParamOp, ConstantOp>([](Operation *) { return success(); })
@@ -669,8 +691,21 @@ void Microbatcher::rewrite() {
   DenseMap<std::tuple<Operation *, int64_t, int64_t, int64_t>, Value> sliced;
   SmallVector<Operation *> maybeDead;
   for (ConstantSlice &slice : constantSlices) {
-    auto constant = slice.use->get().getDefiningOp<ConstantOp>();
     BatchDim w = slice.where;
+    if (auto repeat = slice.use->get().getDefiningOp<BroadcastToOp>()) {
+      Value &copy = sliced[{repeat, w.dim, w.outer, w.inner}];
+      if (!copy) {
+        OpBuilder builder(repeat);
+        builder.setInsertionPointAfter(repeat);
+        copy = BroadcastToOp::create(builder, repeat.getLoc(),
+                                     divided(repeat.getType(), w),
+                                     repeat.getInput());
+        maybeDead.push_back(repeat);
+      }
+      slice.use->set(copy);
+      continue;
+    }
+    auto constant = slice.use->get().getDefiningOp<ConstantOp>();
     Value &copy = sliced[{constant, w.dim, w.outer, w.inner}];
     if (!copy) {
       std::string why;

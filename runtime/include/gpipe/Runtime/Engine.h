@@ -56,12 +56,35 @@ const char *actionKindName(ActionKind kind);
 /// backward_input, backward_weight, recompute and step.
 bool isComputeAction(ActionKind kind);
 
+/// One of a model's several inputs (an ONNX graph input: input_ids,
+/// attention_mask, ...), packed with the others into ModelMetadata::input
+/// [B, S]: it occupies elements [offset, offset + sampleElements()) of each
+/// sample's row, in the row-major order of its per-sample shape, with the
+/// input's dtype. The data file holds it under its name.
+struct InputPart {
+  std::string name;
+  /// The whole mini-batch's shape (dim 0 = B).
+  std::vector<int64_t> shape;
+  /// Elements from the start of a sample's packed row.
+  int64_t offset = 0;
+
+  /// Elements of one sample (the product of the dims after dim 0).
+  int64_t sampleElements() const;
+};
+
 /// A tensor the data provides: the whole mini-batch's shape (dim 0 = B).
 struct TensorSpec {
   std::vector<int64_t> shape;
   gpipe_rt_dtype dtype = GPIPE_RT_F32;
   /// Labels only: the number of classes of integer labels (0 otherwise).
   int64_t classes = 0;
+  /// Input only: the model's inputs packed into this one, in order, tiling
+  /// each sample's row (shape [B, S]); empty for a model with one input.
+  std::vector<InputPart> parts;
+  /// Input only, a model with one input: its name in the model (the ONNX
+  /// input name), which a data file may use instead of `input`; empty if
+  /// unknown.
+  std::string name;
 
   /// Elements of one sample (the product of the dims after dim 0).
   int64_t sampleElements() const;
@@ -376,7 +399,9 @@ public:
 
 /// Reads `input` (and `labels` when the model has labels) from a safetensors
 /// file, checking names, shapes, dtypes and value ranges against
-/// `metadata`.
+/// `metadata`. A model with several inputs (TensorSpec::parts) reads each by
+/// its name and packs them into the input's rows, or reads them already
+/// packed as `input` [N, S].
 Status loadDataset(const std::string &path, const ModelMetadata &metadata,
                    std::unique_ptr<Dataset> &dataset);
 /// Same, from a file already in memory.
@@ -384,7 +409,8 @@ Status datasetFromSafeTensors(const SafeTensorsFile &file,
                               const ModelMetadata &metadata,
                               std::unique_ptr<Dataset> &dataset);
 /// The built-in data the metadata's data_hint names ("text-char",
-/// "classification" or "images"), generated from `seed`.
+/// "classification" or "images"), generated from `seed`. A model with
+/// several inputs has none.
 Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
                           std::unique_ptr<Dataset> &dataset);
 

@@ -52,7 +52,26 @@ typedef enum gpipe_rt_unary_op {
   /// Exact GELU: x * 0.5 * (1 + erf(x / sqrt(2))).
   GPIPE_RT_GELU = 8,
   GPIPE_RT_LOG = 9,
+  GPIPE_RT_SIN = 10,
+  GPIPE_RT_COS = 11,
 } gpipe_rt_unary_op;
+
+/// The predicate of gpipe_rt_*_compare.
+typedef enum gpipe_rt_compare_op {
+  GPIPE_RT_CMP_EQ = 0,
+  GPIPE_RT_CMP_NE = 1,
+  GPIPE_RT_CMP_LT = 2,
+  GPIPE_RT_CMP_LE = 3,
+  GPIPE_RT_CMP_GT = 4,
+  GPIPE_RT_CMP_GE = 5,
+} gpipe_rt_compare_op;
+
+/// The operation of gpipe_rt_*_logical.
+typedef enum gpipe_rt_logical_op {
+  GPIPE_RT_AND = 0,
+  GPIPE_RT_OR = 1,
+  GPIPE_RT_XOR = 2,
+} gpipe_rt_logical_op;
 
 /// The rule of gpipe_rt_*_fill_init_f32.
 typedef enum gpipe_rt_init {

@@ -43,7 +43,12 @@
 |*                  each mini-batch in M micro-batches of B/(M D)           *|
 |*   optimizer      the optimizer whose state the arenas hold: "sgd" (none), *|
 |*                  "momentum" (1x parameters), "adam" (2x)                  *|
-|*   input          {shape, dtype}: the whole mini-batch (dim 0 = B)         *|
+|*   input          {shape, dtype, parts (optional)}: the whole mini-batch   *|
+|*                  (dim 0 = B); a model with several inputs packs them as   *|
+|*                  [B, S], parts [{name, shape, offset}] saying where: the  *|
+|*                  part's full shape (dim 0 = B), the input's dtype, its    *|
+|*                  elements at [offset, offset + n) of each sample's S, the *|
+|*                  parts tiling S in order; the data holds each by name     *|
 |*   labels         {shape, dtype, classes} or null                          *|
 |*   vocab          rows of the token embedding when input is token ids      *|
 |*   data_hint      "text-char", "classification" or "": what built-in data  *|

@@ -330,6 +330,21 @@ const float *roundedCopy(const float *m, int64_t rows, int64_t cols,
 /// GEMM_MULTITHREAD_THRESHOLD (4)).
 constexpr int64_t kSmallProduct = int64_t(1) << 18;
 
+/// OpenBLAS 0.3.21 computes a GEMM of at most 100^3 multiply-adds with a
+/// separate small-matrix kernel on CPUs that have one (SkylakeX and later:
+/// sgemm_small_kernel_permit), which sums in another order. A block of rows
+/// of a split GEMM stays above this many multiply-adds, so it takes the
+/// kernel the whole GEMM takes.
+constexpr int64_t kSmallKernelProduct = int64_t(1) << 21;
+
+/// Rows per block of a GEMM of `n` columns and depth `k` split by rows: a
+/// multiple of the tile height `tile` with more than kSmallKernelProduct
+/// multiply-adds.
+int64_t splitRows(int64_t tile, int64_t n, int64_t k) {
+  int64_t need = kSmallKernelProduct / std::max<int64_t>(1, n * k) + 1;
+  return tile * ((need + tile - 1) / tile);
+}
+
 /// OpenBLAS runs every call on the calling thread: the runtime splits a
 /// GEMM over the kernel threads itself (checkedSgemm). OpenBLAS's threaded
 /// driver cuts C where the thread count says, and an element's tile, so
@@ -372,19 +387,24 @@ void sgemmRows(bool transA, bool transB, int64_t row, int64_t rows,
 /// The rows of C a split GEMM's blocks hold a multiple of: the smallest
 /// candidate for which cutting C into blocks of rows gives, on this CPU,
 /// exactly the bits of one call (a multiple of the sgemm kernel's tile
-/// height: 12 on AMD Zen), found once by computing a GEMM whole and in
-/// blocks for each transpose; 0 when none does (GEMMs then stay whole).
+/// height: 12 on AMD Zen with AVX2), found once by computing a GEMM whole
+/// and in blocks (of splitRows rows, the last taking the remainder) for
+/// each transpose; 0 when none does (GEMMs then stay whole).
 int64_t gemmRowBlock() {
   static const int64_t block = [] {
     singleThreadedOpenBlas();
-    const int64_t n = 70, k = 37;
+    // Wide and deep enough that every block runs OpenBLAS's regular kernel
+    // (splitRows), as a split GEMM's blocks do.
+    const int64_t n = 70, k = 301;
     uint32_t state = 12345;
     auto next = [&] {
       state = state * 1664525u + 1013904223u;
       return float(int32_t(state >> 8) - (1 << 23)) / float(1 << 23);
     };
     for (int64_t b : {4, 8, 12, 16, 24, 32, 48, 64, 96}) {
-      int64_t m = 3 * b + 5;
+      int64_t rows = splitRows(b, n, k);
+      // Two blocks, then the last with a remainder, as checkedSgemm cuts.
+      int64_t m = 3 * rows + b + 5;
       std::vector<float> a(size_t(m * k)), bm(size_t(k * n)),
           whole(size_t(m * n)), parts(size_t(m * n));
       for (float &x : a)
@@ -395,13 +415,16 @@ int64_t gemmRowBlock() {
       for (int t = 0; t < 4 && same; ++t) {
         bool ta = t & 1, tb = t & 2;
         int64_t lda = ta ? m : k, ldb = tb ? k : n;
-        auto call = [&](int64_t row, int64_t rows, float *c) {
-          sgemmRows(ta, tb, row, rows, n, k, 1.0f, a.data(), lda, bm.data(),
+        auto call = [&](int64_t row, int64_t count, float *c) {
+          sgemmRows(ta, tb, row, count, n, k, 1.0f, a.data(), lda, bm.data(),
                     ldb, 0.0f, c, n);
         };
         call(0, m, whole.data());
-        for (int64_t row = 0; row < m; row += b)
-          call(row, std::min(b, m - row), parts.data());
+        int64_t blocks = m / rows;
+        for (int64_t i = 0; i < blocks; ++i) {
+          int64_t row = i * rows;
+          call(row, (i + 1 == blocks ? m : row + rows) - row, parts.data());
+        }
         same = std::memcmp(whole.data(), parts.data(),
                            whole.size() * sizeof(float)) == 0;
       }
@@ -454,15 +477,18 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
               ldc);
   };
   int threads = cpu::kernelThreads();
-  int64_t block = threads > 1 && m * n * k > kSmallProduct ? gemmRowBlock() : 0;
+  int64_t tile = threads > 1 && m * n * k > kSmallProduct ? gemmRowBlock() : 0;
+  int64_t block = tile ? splitRows(tile, n, k) : 0;
   if (block == 0 || m < 2 * block) {
     sgemm(0, m);
   } else {
-    int64_t blocks = (m + block - 1) / block;
+    // Whole blocks; the last one takes the remainder too, so none falls to
+    // OpenBLAS's small-matrix kernel.
+    int64_t blocks = m / block;
     int64_t grain = std::max<int64_t>(1, blocks / threads);
     cpu::parallelFor(blocks, grain, [&](int64_t first, int64_t last) {
       int64_t row = first * block;
-      sgemm(row, std::min(m, last * block) - row);
+      sgemm(row, (last == blocks ? m : last * block) - row);
     });
   }
   if (timed) {
@@ -800,6 +826,14 @@ GPIPE_RT_CPU_CLONES void unaryRange(gpipe_rt_unary_op op, const float *in,
     for (int64_t i = begin; i < end; ++i)
       out[i] = math::geluf(in[i]);
     break;
+  case GPIPE_RT_SIN:
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = std::sin(in[i]);
+    break;
+  case GPIPE_RT_COS:
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = std::cos(in[i]);
+    break;
   }
 }
 
@@ -809,6 +843,69 @@ GPIPE_RT_CPU_CLONES void geluGradRange(const float *in, const float *grad,
                                        int64_t end) {
   for (int64_t i = begin; i < end; ++i)
     out[i] = math::geluGradf(in[i], grad[i]);
+}
+
+/// out = lhs `op` rhs as bytes 0/1 over a broadcast plan (operands: out,
+/// lhs, rhs). Booleans (T = uint8_t) compare by truth, not by byte value.
+template <typename T>
+void compareTyped(gpipe_rt_compare_op op, const StridedPlan<3> &plan,
+                  const void *lhs, const void *rhs, uint8_t *out) {
+  const T *a = static_cast<const T *>(lhs);
+  const T *b = static_cast<const T *>(rhs);
+  auto key = [](T v) {
+    if constexpr (std::is_same_v<T, uint8_t>)
+      return v != 0;
+    else
+      return v;
+  };
+  switch (op) {
+  case GPIPE_RT_CMP_EQ:
+    broadcastBinary(plan, a, b, out,
+                    [&](T x, T y) { return uint8_t(key(x) == key(y)); });
+    break;
+  case GPIPE_RT_CMP_NE:
+    broadcastBinary(plan, a, b, out,
+                    [&](T x, T y) { return uint8_t(key(x) != key(y)); });
+    break;
+  case GPIPE_RT_CMP_LT:
+    broadcastBinary(plan, a, b, out,
+                    [&](T x, T y) { return uint8_t(key(x) < key(y)); });
+    break;
+  case GPIPE_RT_CMP_LE:
+    broadcastBinary(plan, a, b, out,
+                    [&](T x, T y) { return uint8_t(key(x) <= key(y)); });
+    break;
+  case GPIPE_RT_CMP_GT:
+    broadcastBinary(plan, a, b, out,
+                    [&](T x, T y) { return uint8_t(key(x) > key(y)); });
+    break;
+  case GPIPE_RT_CMP_GE:
+    broadcastBinary(plan, a, b, out,
+                    [&](T x, T y) { return uint8_t(key(x) >= key(y)); });
+    break;
+  }
+}
+
+/// out[begin, end) of gpipe_rt_cpu_clip_f32: max then min as selects, so a
+/// NaN fails both comparisons and stays.
+GPIPE_RT_CPU_CLONES void clipRange(const float *in, float *out, float lo,
+                                   float hi, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    float x = in[i];
+    float y = x < lo ? lo : x;
+    out[i] = hi < y ? hi : y;
+  }
+}
+
+/// out[begin, end) of gpipe_rt_cpu_clip_grad_f32 (a NaN input is not
+/// inside the bounds).
+GPIPE_RT_CPU_CLONES void clipGradRange(const float *in, const float *grad,
+                                       float *out, float lo, float hi,
+                                       int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    float x = in[i];
+    out[i] = lo < x && x < hi ? grad[i] : 0.0f;
+  }
 }
 } // namespace
 } // namespace gpipe::rt
@@ -905,6 +1002,110 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_not(const uint8_t *in, uint8_t *out,
   GPIPE_RT_TRY(checkNot(cpuKernel("not"), in, out, count));
   for (int64_t i = 0; i < count; ++i)
     out[i] = in[i] ? 0 : 1;
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cpu_compare(gpipe_rt_compare_op op, gpipe_rt_dtype dtype,
+                     const void *lhs, const int64_t *lhsShape, int32_t lhsRank,
+                     const void *rhs, const int64_t *rhsShape, int32_t rhsRank,
+                     uint8_t *out, const int64_t *outShape, int32_t outRank) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
+  BroadcastArgs<3> args;
+  GPIPE_RT_TRY(checkCompare(cpuKernel("compare"), op, dtype, lhs, lhsShape,
+                            lhsRank, rhs, rhsShape, rhsRank, out, outShape,
+                            outRank, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  const StridedPlan<3> &plan = args.plan;
+  switch (dtype) {
+  case GPIPE_RT_F32:
+    compareTyped<float>(op, plan, lhs, rhs, out);
+    break;
+  case GPIPE_RT_F64:
+    compareTyped<double>(op, plan, lhs, rhs, out);
+    break;
+  case GPIPE_RT_I32:
+    compareTyped<int32_t>(op, plan, lhs, rhs, out);
+    break;
+  case GPIPE_RT_I64:
+    compareTyped<int64_t>(op, plan, lhs, rhs, out);
+    break;
+  default: // GPIPE_RT_BOOL; checkCompare rejected every other type.
+    compareTyped<uint8_t>(op, plan, lhs, rhs, out);
+    break;
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cpu_logical(
+    gpipe_rt_logical_op op, const uint8_t *lhs, const int64_t *lhsShape,
+    int32_t lhsRank, const uint8_t *rhs, const int64_t *rhsShape,
+    int32_t rhsRank, uint8_t *out, const int64_t *outShape, int32_t outRank) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
+  BroadcastArgs<3> args;
+  GPIPE_RT_TRY(checkLogical(cpuKernel("logical"), op, lhs, lhsShape, lhsRank,
+                            rhs, rhsShape, rhsRank, out, outShape, outRank,
+                            args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  const StridedPlan<3> &plan = args.plan;
+  switch (op) {
+  case GPIPE_RT_AND:
+    broadcastBinary(plan, lhs, rhs, out, [](uint8_t a, uint8_t b) {
+      return uint8_t((a != 0) & (b != 0));
+    });
+    break;
+  case GPIPE_RT_OR:
+    broadcastBinary(plan, lhs, rhs, out, [](uint8_t a, uint8_t b) {
+      return uint8_t((a != 0) | (b != 0));
+    });
+    break;
+  case GPIPE_RT_XOR:
+    broadcastBinary(plan, lhs, rhs, out, [](uint8_t a, uint8_t b) {
+      return uint8_t((a != 0) != (b != 0));
+    });
+    break;
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cpu_broadcast(gpipe_rt_dtype dtype, const void *in,
+                       const int64_t *inShape, int32_t inRank, void *out,
+                       const int64_t *outShape, int32_t outRank) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
+  BroadcastToArgs args;
+  GPIPE_RT_TRY(checkBroadcastTo(cpuKernel("broadcast"), dtype, in, inShape,
+                                inRank, out, outShape, outRank, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  withBitsType(args.elemSize, [&](auto zero) {
+    copyRuns<decltype(zero), /*Parallel=*/true>(args.plan, out, in);
+  });
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cpu_clip_f32(const float *in, float *out,
+                                                 int64_t count, float lo,
+                                                 float hi) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
+  GPIPE_RT_TRY(checkClip(cpuKernel("clip"), in, out, count, lo, hi));
+  cpu::parallelFor(count, cpu::kParallelGrain, [&](int64_t begin, int64_t end) {
+    clipRange(in, out, lo, hi, begin, end);
+  });
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cpu_clip_grad_f32(const float *in,
+                                                      const float *grad,
+                                                      float *out, int64_t count,
+                                                      float lo, float hi) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
+  GPIPE_RT_TRY(checkClipGrad(cpuKernel("clip_grad"), in, grad, out, count));
+  cpu::parallelFor(count, cpu::kParallelGrain, [&](int64_t begin, int64_t end) {
+    clipGradRange(in, grad, out, lo, hi, begin, end);
+  });
   return GPIPE_RT_SUCCESS;
 }
 

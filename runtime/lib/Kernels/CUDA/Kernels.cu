@@ -511,6 +511,12 @@ __global__ void unaryKernel(int op, const float *in, float *out, int64_t n) {
     case GPIPE_RT_RELU:
       r = x < 0.0f ? 0.0f : x;
       break;
+    case GPIPE_RT_SIN:
+      r = sinf(x);
+      break;
+    case GPIPE_RT_COS:
+      r = cosf(x);
+      break;
     default: // GELU
       r = __fmul_rn(__fmul_rn(x, 0.5f),
                     __fadd_rn(1.0f, erff(__fmul_rn(x, kSqrtHalf))));
@@ -551,6 +557,87 @@ __global__ void whereKernel(const uint8_t *cond, const T *x, const T *y, T *out,
 
 __global__ void notKernel(const uint8_t *in, uint8_t *out, int64_t n) {
   GPIPE_RT_GRID_LOOP(i, n) { out[i] = in[i] ? 0 : 1; }
+}
+
+/// The value compareKernel orders: booleans (uint8_t) by truth, not by byte
+/// value.
+template <typename T> __device__ __forceinline__ auto compareKey(T v) {
+  if constexpr (std::is_same_v<T, uint8_t>)
+    return v != 0;
+  else
+    return v;
+}
+
+template <typename T>
+__global__ void compareKernel(int op, const T *lhs, const T *rhs, uint8_t *out,
+                              StridedPlan<3> plan, int64_t n) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    int64_t off[3];
+    planOffsets(plan, i, off);
+    auto a = compareKey(lhs[off[1]]), b = compareKey(rhs[off[2]]);
+    bool r;
+    switch (op) {
+    case GPIPE_RT_CMP_EQ:
+      r = a == b;
+      break;
+    case GPIPE_RT_CMP_NE:
+      r = a != b;
+      break;
+    case GPIPE_RT_CMP_LT:
+      r = a < b;
+      break;
+    case GPIPE_RT_CMP_LE:
+      r = a <= b;
+      break;
+    case GPIPE_RT_CMP_GT:
+      r = a > b;
+      break;
+    default: // GE
+      r = a >= b;
+      break;
+    }
+    out[off[0]] = r ? 1 : 0;
+  }
+}
+
+__global__ void logicalKernel(int op, const uint8_t *lhs, const uint8_t *rhs,
+                              uint8_t *out, StridedPlan<3> plan, int64_t n) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    int64_t off[3];
+    planOffsets(plan, i, off);
+    bool a = lhs[off[1]] != 0, b = rhs[off[2]] != 0, r;
+    switch (op) {
+    case GPIPE_RT_AND:
+      r = a && b;
+      break;
+    case GPIPE_RT_OR:
+      r = a || b;
+      break;
+    default: // XOR
+      r = a != b;
+      break;
+    }
+    out[off[0]] = r ? 1 : 0;
+  }
+}
+
+/// max then min as selects, as the CPU computes them: a NaN fails both
+/// comparisons and stays (fmaxf and fminf would drop it).
+__global__ void clipKernel(const float *in, float *out, float lo, float hi,
+                           int64_t n) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    float x = in[i];
+    float y = x < lo ? lo : x;
+    out[i] = hi < y ? hi : y;
+  }
+}
+
+__global__ void clipGradKernel(const float *in, const float *grad, float *out,
+                               float lo, float hi, int64_t n) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    float x = in[i];
+    out[i] = lo < x && x < hi ? grad[i] : 0.0f;
+  }
 }
 
 template <typename T> struct IntRange;
@@ -1380,6 +1467,108 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_not(const uint8_t *in, uint8_t *out,
   if (count == 0)
     return GPIPE_RT_SUCCESS;
   notKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(in, out, count);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_compare(gpipe_rt_compare_op op, gpipe_rt_dtype dtype,
+                      const void *lhs, const int64_t *lhsShape, int32_t lhsRank,
+                      const void *rhs, const int64_t *rhsShape, int32_t rhsRank,
+                      uint8_t *out, const int64_t *outShape, int32_t outRank) {
+  Kernel kernel = cudaKernel("compare");
+  BroadcastArgs<3> args;
+  GPIPE_RT_TRY(checkCompare(kernel, op, dtype, lhs, lhsShape, lhsRank, rhs,
+                            rhsShape, rhsRank, out, outShape, outRank, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  int64_t n = args.count;
+  const StridedPlan<3> &plan = args.plan;
+  unsigned blocks = blocksFor(n);
+  cudaStream_t stream = currentStream();
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    compareKernel<T><<<blocks, kThreads, 0, stream>>>(
+        int(op), static_cast<const T *>(lhs), static_cast<const T *>(rhs), out,
+        plan, n);
+  };
+  switch (dtype) {
+  case GPIPE_RT_F32:
+    run(float());
+    break;
+  case GPIPE_RT_F64:
+    run(double());
+    break;
+  case GPIPE_RT_I32:
+    run(int32_t());
+    break;
+  case GPIPE_RT_I64:
+    run(int64_t());
+    break;
+  default: // GPIPE_RT_BOOL; checkCompare rejected every other type.
+    run(uint8_t());
+    break;
+  }
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_logical(
+    gpipe_rt_logical_op op, const uint8_t *lhs, const int64_t *lhsShape,
+    int32_t lhsRank, const uint8_t *rhs, const int64_t *rhsShape,
+    int32_t rhsRank, uint8_t *out, const int64_t *outShape, int32_t outRank) {
+  Kernel kernel = cudaKernel("logical");
+  BroadcastArgs<3> args;
+  GPIPE_RT_TRY(checkLogical(kernel, op, lhs, lhsShape, lhsRank, rhs, rhsShape,
+                            rhsRank, out, outShape, outRank, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  int64_t n = args.count;
+  logicalKernel<<<blocksFor(n), kThreads, 0, currentStream()>>>(
+      int(op), lhs, rhs, out, args.plan, n);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_broadcast(gpipe_rt_dtype dtype, const void *in,
+                        const int64_t *inShape, int32_t inRank, void *out,
+                        const int64_t *outShape, int32_t outRank) {
+  Kernel kernel = cudaKernel("broadcast");
+  BroadcastToArgs args;
+  GPIPE_RT_TRY(checkBroadcastTo(kernel, dtype, in, inShape, inRank, out,
+                                outShape, outRank, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  int64_t n = args.count;
+  unsigned blocks = blocksFor(n);
+  cudaStream_t stream = currentStream();
+  withBitsType(args.elemSize, [&](auto zero) {
+    using T = decltype(zero);
+    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<T *>(out), static_cast<const T *>(in), args.plan, n);
+  });
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_clip_f32(const float *in, float *out,
+                                                  int64_t count, float lo,
+                                                  float hi) {
+  Kernel kernel = cudaKernel("clip");
+  GPIPE_RT_TRY(checkClip(kernel, in, out, count, lo, hi));
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
+  clipKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(in, out, lo,
+                                                                 hi, count);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_clip_grad_f32(const float *in, const float *grad, float *out,
+                            int64_t count, float lo, float hi) {
+  Kernel kernel = cudaKernel("clip_grad");
+  GPIPE_RT_TRY(checkClipGrad(kernel, in, grad, out, count));
+  if (count == 0)
+    return GPIPE_RT_SUCCESS;
+  clipGradKernel<<<blocksFor(count), kThreads, 0, currentStream()>>>(
+      in, grad, out, lo, hi, count);
   return launched(kernel);
 }
 

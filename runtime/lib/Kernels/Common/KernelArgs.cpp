@@ -258,8 +258,8 @@ gpipe_rt_status checkBinary(const Kernel &kernel, gpipe_rt_binary_op op,
 gpipe_rt_status checkUnary(const Kernel &kernel, gpipe_rt_unary_op op,
                            const float *in, const float *out, int64_t count) {
   GPIPE_RT_TRY(checkBuffers(kernel, count, {{"input", in}, {"result", out}}));
-  // The ops are numbered 0 (neg) to 9 (log) without gaps.
-  if (int(op) < GPIPE_RT_NEG || int(op) > GPIPE_RT_LOG)
+  // The ops are numbered 0 (neg) to 11 (cos) without gaps.
+  if (int(op) < GPIPE_RT_NEG || int(op) > GPIPE_RT_COS)
     return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "unknown op " << int(op);
   return GPIPE_RT_SUCCESS;
 }
@@ -307,6 +307,76 @@ gpipe_rt_status checkWhere(const Kernel &kernel, const uint8_t *cond,
 gpipe_rt_status checkNot(const Kernel &kernel, const uint8_t *in,
                          const uint8_t *out, int64_t count) {
   return checkBuffers(kernel, count, {{"input", in}, {"result", out}});
+}
+
+gpipe_rt_status checkCompare(const Kernel &kernel, gpipe_rt_compare_op op,
+                             gpipe_rt_dtype dtype, const void *lhs,
+                             const int64_t *lhsShape, int32_t lhsRank,
+                             const void *rhs, const int64_t *rhsShape,
+                             int32_t rhsRank, const uint8_t *out,
+                             const int64_t *outShape, int32_t outRank,
+                             BroadcastArgs<3> &args) {
+  // The shapes, pointers and element types equal takes.
+  GPIPE_RT_TRY(checkEqual(kernel, dtype, lhs, lhsShape, lhsRank, rhs, rhsShape,
+                          rhsRank, out, outShape, outRank, args));
+  if (args.count > 0 &&
+      (int(op) < GPIPE_RT_CMP_EQ || int(op) > GPIPE_RT_CMP_GE))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "unknown op " << int(op);
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkLogical(const Kernel &kernel, gpipe_rt_logical_op op,
+                             const uint8_t *lhs, const int64_t *lhsShape,
+                             int32_t lhsRank, const uint8_t *rhs,
+                             const int64_t *rhsShape, int32_t rhsRank,
+                             const uint8_t *out, const int64_t *outShape,
+                             int32_t outRank, BroadcastArgs<3> &args) {
+  GPIPE_RT_TRY(checkBroadcast<3>(
+      kernel,
+      {{"lhs", lhs, lhsShape, lhsRank}, {"rhs", rhs, rhsShape, rhsRank}},
+      {"result", out, outShape, outRank}, args));
+  if (args.count > 0 && (int(op) < GPIPE_RT_AND || int(op) > GPIPE_RT_XOR))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "unknown op " << int(op);
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkBroadcastTo(const Kernel &kernel, gpipe_rt_dtype dtype,
+                                 const void *in, const int64_t *inShape,
+                                 int32_t inRank, const void *out,
+                                 const int64_t *outShape, int32_t outRank,
+                                 BroadcastToArgs &args) {
+  GPIPE_RT_TRY(dtypeSize(kernel, dtype, args.elemSize));
+  Shape src, res;
+  GPIPE_RT_TRY(readShape(kernel, "input", inShape, inRank, src));
+  GPIPE_RT_TRY(readShape(kernel, "result", outShape, outRank, res));
+  int64_t strides[2][kMaxRank];
+  contiguousStrides(res, strides[0]);
+  if (!broadcastStrides(src, res, strides[1]))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "input " << src << " does not broadcast to the result shape "
+           << res;
+  args.plan = collapse(res, strides);
+  args.count = res.numElements;
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, src.numElements));
+  return checkPointer(kernel, "result", out, res.numElements);
+}
+
+gpipe_rt_status checkClip(const Kernel &kernel, const float *in,
+                          const float *out, int64_t count, float lo, float hi) {
+  GPIPE_RT_TRY(checkBuffers(kernel, count, {{"input", in}, {"result", out}}));
+  if (!(lo <= hi))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "lo must not exceed hi, got lo " << lo << " and hi " << hi;
+  return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkClipGrad(const Kernel &kernel, const float *in,
+                              const float *grad, const float *out,
+                              int64_t count) {
+  return checkBuffers(kernel, count,
+                      {{"input", in}, {"grad", grad}, {"result", out}});
 }
 
 gpipe_rt_status checkCast(const Kernel &kernel, gpipe_rt_dtype inType,

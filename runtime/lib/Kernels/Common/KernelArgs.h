@@ -380,6 +380,44 @@ gpipe_rt_status checkWhere(const Kernel &kernel, const uint8_t *cond,
 gpipe_rt_status checkNot(const Kernel &kernel, const uint8_t *in,
                          const uint8_t *out, int64_t count);
 
+/// gpipe_rt_*_compare.
+gpipe_rt_status checkCompare(const Kernel &kernel, gpipe_rt_compare_op op,
+                             gpipe_rt_dtype dtype, const void *lhs,
+                             const int64_t *lhsShape, int32_t lhsRank,
+                             const void *rhs, const int64_t *rhsShape,
+                             int32_t rhsRank, const uint8_t *out,
+                             const int64_t *outShape, int32_t outRank,
+                             BroadcastArgs<3> &args);
+
+/// gpipe_rt_*_logical.
+gpipe_rt_status checkLogical(const Kernel &kernel, gpipe_rt_logical_op op,
+                             const uint8_t *lhs, const int64_t *lhsShape,
+                             int32_t lhsRank, const uint8_t *rhs,
+                             const int64_t *rhsShape, int32_t rhsRank,
+                             const uint8_t *out, const int64_t *outShape,
+                             int32_t outRank, BroadcastArgs<3> &args);
+
+/// broadcast: the walk (operands: result, input) and the element size.
+struct BroadcastToArgs : BroadcastArgs<2> {
+  size_t elemSize = 0;
+};
+
+/// gpipe_rt_*_broadcast.
+gpipe_rt_status checkBroadcastTo(const Kernel &kernel, gpipe_rt_dtype dtype,
+                                 const void *in, const int64_t *inShape,
+                                 int32_t inRank, const void *out,
+                                 const int64_t *outShape, int32_t outRank,
+                                 BroadcastToArgs &args);
+
+/// gpipe_rt_*_clip_f32: lo <= hi (neither NaN).
+gpipe_rt_status checkClip(const Kernel &kernel, const float *in,
+                          const float *out, int64_t count, float lo, float hi);
+
+/// gpipe_rt_*_clip_grad_f32.
+gpipe_rt_status checkClipGrad(const Kernel &kernel, const float *in,
+                              const float *grad, const float *out,
+                              int64_t count);
+
 /// gpipe_rt_*_cast.
 gpipe_rt_status checkCast(const Kernel &kernel, gpipe_rt_dtype inType,
                           const void *in, gpipe_rt_dtype outType,

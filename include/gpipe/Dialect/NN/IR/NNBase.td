@@ -50,6 +50,10 @@ def NN_Dialect : Dialect {
         "nn.saved_count";
     static constexpr ::llvm::StringLiteral kDeferredCountAttrName =
         "nn.deferred_count";
+    /// On the module: how `nn-pack-inputs` packed the network's inputs into
+    /// one, an array of {name, offset, type} dictionaries in order.
+    static constexpr ::llvm::StringLiteral kInputPartsAttrName =
+        "nn.input_parts";
     /// `nn.deferred_count` on `func` (0 when absent): how many values the
     /// input half of a split backward hands to its weight half.
     static unsigned getDeferredCount(::mlir::Operation *func);

@@ -190,6 +190,83 @@ def NN_EqualOp : NN_PureOp<"equal", [Commutative, NN_VJP]> {
   }];
 }
 
+def NN_CmpEq : I32EnumAttrCase<"eq", 0>;
+def NN_CmpNe : I32EnumAttrCase<"ne", 1>;
+def NN_CmpLt : I32EnumAttrCase<"lt", 2>;
+def NN_CmpLe : I32EnumAttrCase<"le", 3>;
+def NN_CmpGt : I32EnumAttrCase<"gt", 4>;
+def NN_CmpGe : I32EnumAttrCase<"ge", 5>;
+def NN_ComparePredicate : I32EnumAttr<"ComparePredicate",
+    "the relation nn.compare tests",
+    [NN_CmpEq, NN_CmpNe, NN_CmpLt, NN_CmpLe, NN_CmpGt, NN_CmpGe]> {
+  let cppNamespace = "::mlir::gpipe::nn";
+}
+
+def NN_CompareOp : NN_PureOp<"compare", [NN_VJP]> {
+  let summary = "Elementwise comparison";
+  let description = [{
+    `lhs <predicate> rhs` elementwise with broadcasting, for two tensors of
+    the same element type (ONNX Less, LessOrEqual, Greater, GreaterOrEqual;
+    `ne` for Not(Equal)); the result is `i1`. A NaN compares false except
+    under `ne`. No gradient flows through it.
+
+    ```mlir
+    %m = nn.compare le, %pos, %limit : (tensor<16x16xi64>, tensor<16x1xi64>) -> tensor<16x16xi1>
+    ```
+  }];
+  let arguments = (ins NN_ComparePredicate:$predicate, NN_Tensor:$lhs,
+                       NN_Tensor:$rhs);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_LogicalAnd : I32EnumAttrCase<"and_", 0, "and">;
+def NN_LogicalOr : I32EnumAttrCase<"or_", 1, "or">;
+def NN_LogicalXor : I32EnumAttrCase<"xor_", 2, "xor">;
+def NN_LogicalKind : I32EnumAttr<"LogicalKind",
+    "the connective nn.logical applies",
+    [NN_LogicalAnd, NN_LogicalOr, NN_LogicalXor]> {
+  let cppNamespace = "::mlir::gpipe::nn";
+}
+
+def NN_LogicalOp : NN_PureOp<"logical", [NN_VJP]> {
+  let summary = "Elementwise and, or, xor of booleans";
+  let description = [{
+    ONNX And, Or and Xor on `i1` tensors with broadcasting.
+
+    ```mlir
+    %m = nn.logical and, %a, %b : (tensor<8x16xi1>, tensor<16xi1>) -> tensor<8x16xi1>
+    ```
+  }];
+  let arguments = (ins NN_LogicalKind:$kind, NN_BoolTensor:$lhs,
+                       NN_BoolTensor:$rhs);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat = [{
+    $kind `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_BroadcastToOp : NN_PureOp<"broadcast_to", [NN_VJP]> {
+  let summary = "Numpy broadcast to the result's shape (ONNX Expand)";
+  let description = [{
+    Repeats the input along the result's dims where the input has size 1 or
+    lacks the dim (dims aligned from the right, as numpy does). Its gradient
+    sums the result's gradient over the repeated dims. Grouped-query
+    attention repeats its key and value heads with it; a class token shared
+    by every sample is broadcast to the batch with it.
+
+    ```mlir
+    %r = nn.broadcast_to %t : tensor<1x1x64xf32> -> tensor<8x1x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
 def NN_WhereOp : NN_PureOp<"where", [NN_VJP]> {
   let summary = "Elementwise select";
   let description = [{
@@ -251,7 +328,42 @@ def NN_GeluOp : NN_UnaryOp<"gelu", NN_FloatTensor> {
     ```
   }];
 }
+def NN_SinOp : NN_UnaryOp<"sin", NN_FloatTensor> { let summary = "Sine"; }
+def NN_CosOp : NN_UnaryOp<"cos", NN_FloatTensor> { let summary = "Cosine"; }
 def NN_NotOp : NN_UnaryOp<"not", NN_BoolTensor> { let summary = "Logical not"; }
+
+def NN_ClipOp : NN_PureOp<"clip", [NN_VJP, SameOperandsAndResultType]> {
+  let summary = "Clamp to [min, max] (ONNX Clip; ReLU6 is min 0, max 6)";
+  let description = [{
+    `min(max(x, min), max)` elementwise; NaN stays NaN. The gradient passes
+    where `min < x < max` (strictly, as PyTorch's hardtanh and ReLU6) and is
+    0 elsewhere. HardSigmoid and HardSwish import as compositions with it.
+
+    ```mlir
+    %r = nn.clip %x {max = 6.000000e+00 : f32, min = 0.000000e+00 : f32} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, F32Attr:$min, F32Attr:$max);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def NN_ClipGradOp : NN_PureOp<"clip_grad", [SameOperandsAndResultType]> {
+  let summary = "Gradient of nn.clip";
+  let description = [{
+    `dx = min < x < max ? dy : 0` for `x` (`input`) and the gradient `dy`
+    (`grad`) of `nn.clip %x {min, max}`.
+
+    ```mlir
+    %dx = nn.clip_grad %x, %dy {max = 6.000000e+00 : f32, min = 0.000000e+00 : f32} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$grad,
+                       F32Attr:$min, F32Attr:$max);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
+  let hasVerifier = 0;
+}
 
 def NN_DropoutOp : NN_PureOp<"dropout", [NN_VJP, SameOperandsAndResultType]> {
   let summary = "Dropout in training mode, with a counter-based mask";

@@ -154,6 +154,37 @@ def NNCopyTiedParametersPass
   let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
 }
 
+def NNPackInputsPass : Pass<"nn-pack-inputs", "::mlir::ModuleOp"> {
+  let summary = "Give the network one input: its inputs packed per sample";
+  let description = [{
+    A pipeline feeds its first stage one tensor per micro-batch. A network
+    with several inputs (`input_ids`, `attention_mask`, `token_type_ids`)
+    gets one argument `[B, S]` instead: each input reshaped to `[B, n]` and
+    concatenated along dim 1, sliced apart again at the entry. The module
+    records the parts (`nn.input_parts`: name, type, offset in a sample's
+    row) for the runtime, which packs a data file's tensors by these names.
+    The inputs must share the element type and dim 0 (the batch); the error
+    names those that do not. A function of one argument is left alone.
+
+    Before:
+    ```mlir
+    func.func @forward(%ids: tensor<8x16xi64>, %mask: tensor<8x16xi64>) -> tensor<8x3xf32>
+    ```
+    After:
+    ```mlir
+    func.func @forward(%packed: tensor<8x32xi64>) -> tensor<8x3xf32> {
+      %0 = nn.slice %packed {offsets = array<i64: 0, 0>, sizes = array<i64: 8, 16>, strides = array<i64: 1, 1>} : tensor<8x32xi64> -> tensor<8x16xi64>
+      %1 = nn.slice %packed {offsets = array<i64: 0, 16>, sizes = array<i64: 8, 16>, strides = array<i64: 1, 1>} : tensor<8x32xi64> -> tensor<8x16xi64>
+      ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
+  let options = [
+    Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
+           "Name of the network function">,
+  ];
+}
+
 def NNAttachLossPass : Pass<"nn-attach-loss", "::mlir::ModuleOp"> {
   let summary = "Append a loss to the network function";
   let description = [{

@@ -63,6 +63,30 @@ enum class LossKind {
 /// cannot take.
 LogicalResult attachLoss(func::FuncOp func, LossKind kind);
 
+/// Tensors that share their element type and their dim 0 (the batch, B) as
+/// one tensor `[B, S]`: each reshaped to `[B, n]` (n its elements per
+/// sample), concatenated along dim 1 in order. A single value of shape
+/// `[B, n]` is returned as is.
+Value packRows(OpBuilder &builder, Location loc, ValueRange values);
+/// The inverse of packRows: `types[j]` sliced out of `packed` and reshaped.
+SmallVector<Value> unpackRows(OpBuilder &builder, Location loc, Value packed,
+                              TypeRange types);
+/// Whether `types` can be packed by packRows: ranked tensors of rank >= 1
+/// with one element type and one dim 0.
+bool canPackRows(TypeRange types);
+
+/// The module attribute recording how `nn-pack-inputs` packed the network's
+/// inputs: an array of {name, type, offset} dictionaries, one per input in
+/// order (offset: its first element within a sample's packed row).
+inline constexpr llvm::StringLiteral kInputPartsAttrName =
+    NNDialect::kInputPartsAttrName;
+
+/// Gives `func` one argument: its arguments packed per sample (packRows),
+/// unpacked at the entry, and records the parts on `module`. A function of
+/// one argument is left alone. Reports the arguments that cannot share one
+/// packed tensor.
+LogicalResult packInputs(ModuleOp module, func::FuncOp func);
+
 /// Refuses, at the op or argument that has it, a tensor the pipeline cannot
 /// compile: a dimension of size 0, or more than 1 PiB (a byte size that
 /// overflows included). `nn-attach-loss` (training) and `nn-inference` run
