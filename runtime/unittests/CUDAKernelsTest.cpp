@@ -368,6 +368,28 @@ TEST(CUDAValidation, ElementwiseAndCasts) {
                            c.data(), 1, nullptr, out.data(), 2),
       gpipe_rt_cuda_logical(GPIPE_RT_AND, nullptr, a.data(), 2, nullptr,
                             c.data(), 1, nullptr, out.data(), 2));
+  expectSameFailure(
+      gpipe_rt_cpu_cumsum(GPIPE_RT_F64, nullptr, a.data(), 2, 0, 0, 0, nullptr),
+      gpipe_rt_cuda_cumsum(GPIPE_RT_F64, nullptr, a.data(), 2, 0, 0, 0,
+                           nullptr));
+  expectSameFailure(gpipe_rt_cpu_cumsum(gpipe_rt_dtype(42), nullptr, a.data(),
+                                        2, 0, 0, 0, nullptr),
+                    gpipe_rt_cuda_cumsum(gpipe_rt_dtype(42), nullptr, a.data(),
+                                         2, 0, 0, 0, nullptr));
+  expectSameFailure(
+      gpipe_rt_cpu_cumsum(GPIPE_RT_F32, nullptr, a.data(), 2, 2, 0, 0, nullptr),
+      gpipe_rt_cuda_cumsum(GPIPE_RT_F32, nullptr, a.data(), 2, 2, 0, 0,
+                           nullptr));
+  expectSameFailure(gpipe_rt_cpu_cumsum(GPIPE_RT_I64, nullptr, a.data(), 2, -1,
+                                        1, 1, nullptr),
+                    gpipe_rt_cuda_cumsum(GPIPE_RT_I64, nullptr, a.data(), 2, -1,
+                                         1, 1, nullptr));
+  expectSameFailure(
+      gpipe_rt_cpu_cumsum(GPIPE_RT_F32, nullptr, a.data(), 2, 1, 0, 0, &one),
+      gpipe_rt_cuda_cumsum(GPIPE_RT_F32, nullptr, a.data(), 2, 1, 0, 0, &one));
+  expectSameFailure(
+      gpipe_rt_cpu_cumsum(GPIPE_RT_F32, &one, a.data(), 2, 1, 1, 0, nullptr),
+      gpipe_rt_cuda_cumsum(GPIPE_RT_F32, &one, a.data(), 2, 1, 1, 0, nullptr));
   expectSameFailure(gpipe_rt_cpu_broadcast(GPIPE_RT_F32, nullptr, a.data(), 2,
                                            nullptr, wrong.data(), 2),
                     gpipe_rt_cuda_broadcast(GPIPE_RT_F32, nullptr, a.data(), 2,
@@ -544,7 +566,7 @@ TEST(CUDAKernels, Binary) {
   uint32_t seed = 1;
   for (auto [ls, rs] : kBroadcastCases) {
     Shape os = broadcastOf(ls, rs);
-    for (int op = GPIPE_RT_ADD; op <= GPIPE_RT_POW; ++op) {
+    for (int op = GPIPE_RT_ADD; op <= GPIPE_RT_MIN; ++op) {
       bool pow = op == GPIPE_RT_POW;
       std::vector<float> lhs =
           randomFloats(numel(ls), seed++, pow ? 0.1f : -2, pow ? 3.0f : 2);
@@ -738,6 +760,58 @@ TEST(CUDAKernels, Logical) {
                                      rankOf(os));
       });
       expectSame(got, want, "op " + std::to_string(op));
+    }
+  }
+}
+
+TEST(CUDAKernels, Cumsum) {
+  REQUIRE_CUDA();
+  const std::vector<Shape> shapes = {{3, 4, 5}, {6, 70}, {2, 1, 300}, {0, 3}};
+  uint32_t seed = 150;
+  for (const Shape &s : shapes) {
+    size_t n = size_t(numel(s));
+    std::vector<float> xf = randomFloats(numel(s), seed++, -4.0f, 4.0f);
+    for (size_t i = 0; i < xf.size(); i += 7)
+      xf[i] = -0.0f;
+    for (size_t i = 3; i < xf.size(); i += 11)
+      xf[i] *= 1e7f;
+    std::vector<int64_t> xi = randomIndices(numel(s), 1000, seed++);
+    for (size_t i = 0; i < xi.size(); i += 5)
+      xi[i] = std::numeric_limits<int64_t>::max() - int64_t(i);
+    DeviceBuffer df = DeviceBuffer::of(xf), di = DeviceBuffer::of(xi);
+    for (int64_t axis = 0; axis < rankOf(s); ++axis) {
+      for (int flags = 0; flags < 4; ++flags) {
+        int32_t exclusive = flags & 1, reverse = (flags >> 1) & 1;
+        std::string what = ::testing::PrintToString(s) + " axis " +
+                           std::to_string(axis) + " flags " +
+                           std::to_string(flags);
+        std::vector<float> wantF(n);
+        ASSERT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_F32, xf.data(), s.data(),
+                                      rankOf(s), axis, exclusive, reverse,
+                                      wantF.data()),
+                  GPIPE_RT_SUCCESS);
+        expectSame(runTwice<float>(n,
+                                   [&](float *out) {
+                                     return gpipe_rt_cuda_cumsum(
+                                         GPIPE_RT_F32, df.get(), s.data(),
+                                         rankOf(s), axis, exclusive, reverse,
+                                         out);
+                                   }),
+                   wantF, "f32 " + what);
+        std::vector<int64_t> wantI(n);
+        ASSERT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_I64, xi.data(), s.data(),
+                                      rankOf(s), axis, exclusive, reverse,
+                                      wantI.data()),
+                  GPIPE_RT_SUCCESS);
+        expectSame(runTwice<int64_t>(n,
+                                     [&](int64_t *out) {
+                                       return gpipe_rt_cuda_cumsum(
+                                           GPIPE_RT_I64, di.get(), s.data(),
+                                           rankOf(s), axis, exclusive, reverse,
+                                           out);
+                                     }),
+                   wantI, "i64 " + what);
+      }
     }
   }
 }

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -84,6 +85,10 @@ double applyBinary(gpipe_rt_binary_op op, double a, double b) {
     return a * b;
   case GPIPE_RT_DIV:
     return a / b;
+  case GPIPE_RT_MAX:
+    return a != a ? a : b != b ? b : std::max(a, b);
+  case GPIPE_RT_MIN:
+    return a != a ? a : b != b ? b : std::min(a, b);
   case GPIPE_RT_POW:
     return std::pow(a, b);
   }
@@ -100,7 +105,8 @@ TEST_P(BinaryTest, MatchesReferenceForEveryOp) {
   const BinaryCase &c = GetParam();
   Shape out = broadcastShapes(c.lhs, c.rhs);
   for (gpipe_rt_binary_op op :
-       {GPIPE_RT_ADD, GPIPE_RT_SUB, GPIPE_RT_MUL, GPIPE_RT_DIV, GPIPE_RT_POW}) {
+       {GPIPE_RT_ADD, GPIPE_RT_SUB, GPIPE_RT_MUL, GPIPE_RT_DIV, GPIPE_RT_POW,
+        GPIPE_RT_MAX, GPIPE_RT_MIN}) {
     std::vector<float> a = randomFloats(numel(c.lhs), 1);
     std::vector<float> b = randomFloats(numel(c.rhs), 2);
     if (op == GPIPE_RT_POW)
@@ -446,7 +452,7 @@ TEST(Cast, ConvertsBetweenTypes) {
 }
 
 //===----------------------------------------------------------------------===//
-// compare, logical, broadcast, clip
+// compare, logical, cumsum, broadcast, clip
 //===----------------------------------------------------------------------===//
 
 const std::vector<std::pair<Shape, Shape>> kBroadcastPairs = {
@@ -657,6 +663,207 @@ TEST(Logical, ErrorsAreReported) {
                                  a.data(), 2, nullptr, out.data(), 2),
             GPIPE_RT_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "logical: result is null but holds 6 elements");
+}
+
+/// ONNX CumSum written from its definition: element i of a line is the sum
+/// of the terms j <= i (j < i if `exclusive`; j >= i, or j > i, if
+/// `reverse`), added one at a time in summation order starting from the
+/// first term (0 when there is none). `add` adds two terms.
+template <typename T, typename Add>
+std::vector<T> referenceCumsum(const std::vector<T> &x, const Shape &s,
+                               int64_t axis, bool exclusive, bool reverse,
+                               Add add) {
+  std::vector<T> out(x.size());
+  int64_t n = s[size_t(axis)];
+  for (int64_t flat = 0; flat < numel(s); ++flat) {
+    std::vector<int64_t> idx = unravel(flat, s);
+    int64_t i = idx[size_t(axis)];
+    bool any = false;
+    T acc = T(0);
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t j = reverse ? n - 1 - k : k;
+      bool included =
+          reverse ? (exclusive ? j > i : j >= i) : (exclusive ? j < i : j <= i);
+      if (!included)
+        continue;
+      idx[size_t(axis)] = j;
+      T term = x[size_t(ravel(idx, s))];
+      acc = any ? add(acc, term) : term;
+      any = true;
+    }
+    out[size_t(flat)] = acc;
+  }
+  return out;
+}
+
+float addF32(float a, float b) { return a + b; }
+
+/// i64 sums wrap: two's complement addition through uint64_t.
+int64_t addI64(int64_t a, int64_t b) {
+  return int64_t(uint64_t(a) + uint64_t(b));
+}
+
+/// Runs cumsum on `x` (of `dtype`, stored as T) and returns the result.
+template <typename T>
+std::vector<T> runCumsum(gpipe_rt_dtype dtype, const std::vector<T> &x,
+                         const Shape &s, int64_t axis, bool exclusive,
+                         bool reverse) {
+  std::vector<T> got(x.size(), T(7));
+  EXPECT_EQ(gpipe_rt_cpu_cumsum(dtype, x.data(), s.data(), rankOf(s), axis,
+                                exclusive, reverse, got.data()),
+            GPIPE_RT_SUCCESS)
+      << lastError();
+  return got;
+}
+
+/// Bitwise equality (tells -0 from +0).
+template <typename T>
+void expectSameBits(const std::vector<T> &got, const std::vector<T> &want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(T)), 0)
+        << "element " << i << ": got " << got[i] << ", want " << want[i];
+}
+
+TEST(Cumsum, EveryAxisAndFlagMatchesReference) {
+  const std::vector<Shape> shapes = {{3, 4, 5}, {2, 1, 37}, {9}};
+  uint32_t seed = 70;
+  for (const Shape &s : shapes) {
+    std::vector<float> xf = randomFloats(numel(s), seed++, -4.0f, 4.0f);
+    // Signed zeros and values of different magnitudes, so that a sum in
+    // another order or from +0 would show.
+    for (size_t i = 0; i < xf.size(); i += 7)
+      xf[i] = -0.0f;
+    for (size_t i = 3; i < xf.size(); i += 11)
+      xf[i] *= 1e7f;
+    std::mt19937_64 gen(seed++);
+    std::vector<int64_t> xi(static_cast<size_t>(numel(s)));
+    for (int64_t &v : xi)
+      v = int64_t(gen());
+    for (size_t i = 0; i < xi.size(); i += 5)
+      xi[i] = std::numeric_limits<int64_t>::max() - int64_t(i);
+    for (int64_t axis = 0; axis < rankOf(s); ++axis) {
+      for (int flags = 0; flags < 4; ++flags) {
+        bool exclusive = flags & 1, reverse = flags & 2;
+        SCOPED_TRACE(::testing::PrintToString(s) + " axis " +
+                     std::to_string(axis) + " exclusive " +
+                     std::to_string(exclusive) + " reverse " +
+                     std::to_string(reverse));
+        expectSameBits(
+            runCumsum(GPIPE_RT_F32, xf, s, axis, exclusive, reverse),
+            referenceCumsum(xf, s, axis, exclusive, reverse, addF32));
+        expectSameBits(
+            runCumsum(GPIPE_RT_I64, xi, s, axis, exclusive, reverse),
+            referenceCumsum(xi, s, axis, exclusive, reverse, addI64));
+      }
+    }
+  }
+}
+
+TEST(Cumsum, OnnxExamplesSignedZerosAndWraparound) {
+  Shape s{5};
+  std::vector<float> x{1, 2, 3, 4, 5};
+  EXPECT_EQ(runCumsum(GPIPE_RT_F32, x, s, 0, false, false),
+            (std::vector<float>{1, 3, 6, 10, 15}));
+  EXPECT_EQ(runCumsum(GPIPE_RT_F32, x, s, 0, true, false),
+            (std::vector<float>{0, 1, 3, 6, 10}));
+  EXPECT_EQ(runCumsum(GPIPE_RT_F32, x, s, 0, false, true),
+            (std::vector<float>{15, 14, 12, 9, 5}));
+  EXPECT_EQ(runCumsum(GPIPE_RT_F32, x, s, 0, true, true),
+            (std::vector<float>{14, 12, 9, 5, 0}));
+  // A 2-D input along either axis.
+  Shape m{2, 3};
+  std::vector<float> y{1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(runCumsum(GPIPE_RT_F32, y, m, 0, false, false),
+            (std::vector<float>{1, 2, 3, 5, 7, 9}));
+  EXPECT_EQ(runCumsum(GPIPE_RT_F32, y, m, 1, false, false),
+            (std::vector<float>{1, 3, 6, 4, 9, 15}));
+  // The sum starts from the first term: -0 stays -0; the empty sum of an
+  // exclusive scan is +0.
+  Shape two{2};
+  std::vector<float> zeros{-0.0f, -0.0f};
+  std::vector<float> inclusive =
+      runCumsum(GPIPE_RT_F32, zeros, two, 0, false, false);
+  EXPECT_TRUE(std::signbit(inclusive[0]));
+  EXPECT_TRUE(std::signbit(inclusive[1]));
+  std::vector<float> exclusive =
+      runCumsum(GPIPE_RT_F32, zeros, two, 0, true, false);
+  EXPECT_FALSE(std::signbit(exclusive[0]));
+  EXPECT_TRUE(std::signbit(exclusive[1]));
+  // In order from the first term: (1 + 1e8) - 1e8 is 0 in f32; from the
+  // last, (-1e8 + 1e8) + 1 is 1.
+  std::vector<float> order{1.0f, 1e8f, -1e8f};
+  EXPECT_EQ(runCumsum(GPIPE_RT_F32, order, Shape{3}, 0, false, false)[2], 0.0f);
+  EXPECT_EQ(runCumsum(GPIPE_RT_F32, order, Shape{3}, 0, false, true)[0], 1.0f);
+  // i64 wraps around.
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  std::vector<int64_t> big{max, 1, -1, min};
+  EXPECT_EQ(runCumsum(GPIPE_RT_I64, big, Shape{4}, 0, false, false),
+            (std::vector<int64_t>{max, min, max, -1}));
+  EXPECT_EQ(runCumsum(GPIPE_RT_I64, big, Shape{4}, 0, true, true),
+            (std::vector<int64_t>{min, max, min, 0}));
+}
+
+TEST(Cumsum, ErrorsAreReported) {
+  Shape s{3, 4, 5};
+  std::vector<float> x(60), y(60);
+  EXPECT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_F64, x.data(), s.data(), 3, 0, 0, 0,
+                                y.data()),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(),
+            "cumsum: unsupported element type f64 (supported: f32, i64)");
+  EXPECT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_I32, x.data(), s.data(), 3, 0, 0, 0,
+                                y.data()),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(),
+            "cumsum: unsupported element type i32 (supported: f32, i64)");
+  EXPECT_EQ(gpipe_rt_cpu_cumsum(gpipe_rt_dtype(42), x.data(), s.data(), 3, 0, 0,
+                                0, y.data()),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "cumsum: unknown element type 42");
+  EXPECT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_F32, x.data(), s.data(), 3, 3, 0, 0,
+                                y.data()),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "cumsum: axis 3 is out of range for [3, 4, 5]");
+  EXPECT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_F32, x.data(), s.data(), 3, -1, 0, 0,
+                                y.data()),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "cumsum: axis -1 is out of range for [3, 4, 5]");
+  // A scalar has no axis.
+  EXPECT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_F32, x.data(), nullptr, 0, 0, 0, 0,
+                                y.data()),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "cumsum: axis 0 is out of range for []");
+  EXPECT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_F32, nullptr, s.data(), 3, 1, 0, 0,
+                                y.data()),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "cumsum: input is null but holds 60 elements");
+  EXPECT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_I64, x.data(), s.data(), 3, 1, 1, 1,
+                                nullptr),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "cumsum: result is null but holds 60 elements");
+  EXPECT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_F32, x.data(), nullptr, 2, 0, 0, 0,
+                                y.data()),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "cumsum: input has rank 2 but a null shape");
+  EXPECT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_F32, x.data(), s.data(), 9, 0, 0, 0,
+                                y.data()),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "cumsum: input has rank 9, expected 0 to 8");
+  Shape neg{3, -4};
+  EXPECT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_F32, x.data(), neg.data(), 2, 0, 0, 0,
+                                y.data()),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "cumsum: input dim 1 is negative (-4)");
+  // An empty tensor computes nothing, along its empty axis or another.
+  Shape empty{0, 3};
+  EXPECT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_F32, nullptr, empty.data(), 2, 0, 0, 0,
+                                nullptr),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_I64, nullptr, empty.data(), 2, 1, 1, 1,
+                                nullptr),
+            GPIPE_RT_SUCCESS);
 }
 
 TEST(Broadcast, MatchesReferenceForEveryElementSize) {
@@ -1784,6 +1991,20 @@ TEST(KernelThreads, SameBitsOnAnyNumberOfThreads) {
                                      out.data(), shape, 2),
               GPIPE_RT_SUCCESS);
     keep(out);
+    // Along the contiguous axis, along the first (one block of lines) and
+    // along a middle one (blocks split between threads).
+    EXPECT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_F32, a.data(), shape, 2, 1, 0, 0,
+                                  out.data()),
+              GPIPE_RT_SUCCESS);
+    keep(out);
+    EXPECT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_F32, a.data(), shape, 2, 0, 1, 1,
+                                  out.data()),
+              GPIPE_RT_SUCCESS);
+    keep(out);
+    EXPECT_EQ(gpipe_rt_cpu_cumsum(GPIPE_RT_F32, c.data(), shape3, 3, 1, 0, 1,
+                                  outs.data()),
+              GPIPE_RT_SUCCESS);
+    keep(outs);
     std::vector<uint8_t> less(static_cast<size_t>(count));
     EXPECT_EQ(gpipe_rt_cpu_compare(GPIPE_RT_CMP_LT, GPIPE_RT_F32, a.data(),
                                    shape, 2, bias.data(), rowShape, 1,
@@ -1919,4 +2140,56 @@ TEST(KernelTiming, CountsEachClassOnTheCallingThread) {
   EXPECT_EQ(read(GPIPE_RT_KERNEL_CLASS_GEMM), before);
   gpipe_rt_cpu_set_kernel_timing(0);
   EXPECT_EQ(read(GPIPE_RT_KERNEL_CLASS_COUNT), 0u);
+}
+
+// Integer arithmetic (position ids): broadcasting, wraparound, truncating
+// division, a zero divisor and pow refused.
+TEST(BinaryI64, OpsBroadcastWrapAndErrors) {
+  const int64_t lhs[6] = {7, -7, INT64_MAX, 0, 5, -9};
+  const int64_t rhs[3] = {2, 3, -4};
+  const int64_t lhsShape[2] = {2, 3}, rhsShape[1] = {3}, outShape[2] = {2, 3};
+  auto reference = [](gpipe_rt_binary_op op, int64_t a, int64_t b) {
+    switch (op) {
+    case GPIPE_RT_ADD:
+      return int64_t(uint64_t(a) + uint64_t(b));
+    case GPIPE_RT_SUB:
+      return int64_t(uint64_t(a) - uint64_t(b));
+    case GPIPE_RT_MUL:
+      return int64_t(uint64_t(a) * uint64_t(b));
+    case GPIPE_RT_DIV:
+      return a / b;
+    case GPIPE_RT_MAX:
+      return std::max(a, b);
+    default:
+      return std::min(a, b);
+    }
+  };
+  for (gpipe_rt_binary_op op : {GPIPE_RT_ADD, GPIPE_RT_SUB, GPIPE_RT_MUL,
+                                GPIPE_RT_DIV, GPIPE_RT_MAX, GPIPE_RT_MIN}) {
+    int64_t out[6] = {};
+    ASSERT_EQ(gpipe_rt_cpu_binary_i64(op, lhs, lhsShape, 2, rhs, rhsShape, 1,
+                                      out, outShape, 2),
+              GPIPE_RT_SUCCESS);
+    for (int i = 0; i < 6; ++i)
+      EXPECT_EQ(out[i], reference(op, lhs[i], rhs[i % 3])) << op << " " << i;
+  }
+  // -7 / 3 truncates toward zero; INT64_MAX * -4 wraps.
+  int64_t out[6] = {};
+  ASSERT_EQ(gpipe_rt_cpu_binary_i64(GPIPE_RT_DIV, lhs, lhsShape, 2, rhs,
+                                    rhsShape, 1, out, outShape, 2),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(out[1], -2);
+  ASSERT_EQ(gpipe_rt_cpu_binary_i64(GPIPE_RT_MUL, lhs, lhsShape, 2, rhs,
+                                    rhsShape, 1, out, outShape, 2),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(out[2], int64_t(uint64_t(INT64_MAX) * uint64_t(-4)));
+  const int64_t zero[3] = {1, 0, 1};
+  EXPECT_EQ(gpipe_rt_cpu_binary_i64(GPIPE_RT_DIV, lhs, lhsShape, 2, zero,
+                                    rhsShape, 1, out, outShape, 2),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gpipe_rt_last_error()).find("division by zero"),
+            std::string::npos);
+  EXPECT_EQ(gpipe_rt_cpu_binary_i64(GPIPE_RT_POW, lhs, lhsShape, 2, rhs,
+                                    rhsShape, 1, out, outShape, 2),
+            GPIPE_RT_INVALID_ARGUMENT);
 }

@@ -387,7 +387,7 @@ std::string unaryFunc(const std::string &op, const Shape &s) {
 //===----------------------------------------------------------------------===//
 
 TEST_F(VJPTest, BinaryOpsWithBroadcasting) {
-  for (const char *op : {"add", "sub", "mul", "div", "pow"}) {
+  for (const char *op : {"add", "sub", "mul", "div", "pow", "max", "min"}) {
     for (int i = 0; i < 6; ++i) {
       Shape out = randomShape(0, 4);
       Shape a = broadcastOperand(out), b = broadcastOperand(out);
@@ -399,6 +399,11 @@ TEST_F(VJPTest, BinaryOpsWithBroadcasting) {
         gens = {ArgGen(), positive()};
       if (name == "pow")
         gens = {positive(), ArgGen{-1.5f, 1.5f}};
+      // Apart, so finite differences never straddle the kink; each
+      // operand wins in turn.
+      if (name == "max" || name == "min")
+        gens = i % 2 ? std::vector<ArgGen>{ArgGen{1.0f, 2.0f}, ArgGen{-2.0f, -1.0f}}
+                     : std::vector<ArgGen>{ArgGen{-2.0f, -1.0f}, ArgGen{1.0f, 2.0f}};
       check(op, binaryFunc(op, a, b), gens);
     }
   }

@@ -223,6 +223,17 @@ mlir::gpipe::getKernelCall(Operation *operation,
         .done();
   }
   auto binary = [&](gpipe_rt_binary_op kind) -> FailureOr<KernelCall> {
+    // Integer arithmetic (position ids): the i64 kernel, pow excepted.
+    if (cast<ShapedType>(operation->getResult(0).getType())
+            .getElementType()
+            .isInteger(64) &&
+        kind != GPIPE_RT_POW)
+      return b.kernel(KernelId::k_binary_i64)
+          .integer(kind)
+          .tensor(operation->getOperand(0))
+          .tensor(operation->getOperand(1))
+          .tensor(operation->getResult(0))
+          .done();
     if (failed(b.f32Only()))
       return failure();
     return b.kernel(KernelId::k_binary_f32)
@@ -247,6 +258,8 @@ mlir::gpipe::getKernelCall(Operation *operation,
       .Case<nn::MulOp>([&](auto) { return binary(GPIPE_RT_MUL); })
       .Case<nn::DivOp>([&](auto) { return binary(GPIPE_RT_DIV); })
       .Case<nn::PowOp>([&](auto) { return binary(GPIPE_RT_POW); })
+      .Case<nn::MaxOp>([&](auto) { return binary(GPIPE_RT_MAX); })
+      .Case<nn::MinOp>([&](auto) { return binary(GPIPE_RT_MIN); })
       .Case<nn::EqualOp>([&](nn::EqualOp eq) -> FailureOr<KernelCall> {
         FailureOr<gpipe_rt_dtype> dtype =
             b.dtype(eq.getLhs(), {GPIPE_RT_F32, GPIPE_RT_F64, GPIPE_RT_I32,
@@ -282,6 +295,20 @@ mlir::gpipe::getKernelCall(Operation *operation,
             .tensor(op.getLhs())
             .tensor(op.getRhs())
             .tensor(op.getResult())
+            .done();
+      })
+      .Case<nn::CumSumOp>([&](nn::CumSumOp op) -> FailureOr<KernelCall> {
+        FailureOr<gpipe_rt_dtype> dtype =
+            b.dtype(op.getInput(), {GPIPE_RT_F32, GPIPE_RT_I64});
+        if (failed(dtype))
+          return failure();
+        return b.kernel(KernelId::k_cumsum)
+            .integer(*dtype)
+            .tensor(op.getInput())
+            .integer(op.getAxis())
+            .integer(op.getExclusive())
+            .integer(op.getReverse())
+            .buffer(op.getResult())
             .done();
       })
       .Case<nn::BroadcastToOp>(

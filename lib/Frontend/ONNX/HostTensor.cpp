@@ -235,6 +235,12 @@ mlir::gpipe::onnximport::foldBinary(BinaryFn fn, const HostTensor &lhs,
       case BinaryFn::Max:
         v = (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b);
         break;
+      case BinaryFn::Mod:
+      case BinaryFn::FMod:
+        v = std::fmod(a, b);
+        if (fn == BinaryFn::Mod && v != 0 && ((v < 0) != (b < 0)))
+          v += b;
+        break;
       case BinaryFn::Min:
         v = (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b);
         break;
@@ -282,6 +288,14 @@ mlir::gpipe::onnximport::foldBinary(BinaryFn fn, const HostTensor &lhs,
       break;
     case BinaryFn::Max:
       v = std::max(a, b);
+      break;
+    case BinaryFn::Mod:
+    case BinaryFn::FMod:
+      if (b == 0)
+        return emitError() << "integer modulo by zero", failure();
+      v = (a == INT64_MIN && b == -1) ? 0 : a % b;
+      if (fn == BinaryFn::Mod && v != 0 && ((v < 0) != (b < 0)))
+        v += b;
       break;
     case BinaryFn::Min:
       v = std::min(a, b);

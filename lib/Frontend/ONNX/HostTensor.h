@@ -90,6 +90,10 @@ enum class BinaryFn {
   Div,
   Max,
   Min,
+  /// ONNX Mod with fmod 0: the sign of the divisor (integers).
+  Mod,
+  /// ONNX Mod with fmod 1: the sign of the dividend (C's fmod).
+  FMod,
   // Comparisons: an i1 result.
   Equal,
   Less,

@@ -135,6 +135,12 @@ LogicalResult Importer::importCast(NodeCtx &n) {
       return failure();
     return defineHost(n, 0, std::move(*r));
   }
+  // Integer data is computed in i64 (the kernels' integer type): a cast to
+  // a narrower integer keeps i64. Position ids and masks never come near
+  // the narrower type's range.
+  if (isa<IntegerType>(target) && !target.isInteger(1) &&
+      !target.isInteger(64) && !isHost(x))
+    target = builder.getI64Type();
   if (target == elementTypeOf(x))
     return defineAlias(n, 0, x);
   if (!isNNElementType(target))
@@ -153,8 +159,8 @@ LogicalResult Importer::importCast(NodeCtx &n) {
 //===----------------------------------------------------------------------===//
 
 /// Less, LessOrEqual, Greater, GreaterOrEqual, And, Or, Xor, Max and Min:
-/// folded on host constants; on data, nn.compare, nn.logical, or (Max and
-/// Min against a constant scalar) nn.clip.
+/// folded on host constants; on data, nn.compare, nn.logical, nn.max and
+/// nn.min.
 LogicalResult Importer::importBinaryLogic(NodeCtx &n) {
   BinaryFn fn = llvm::StringSwitch<BinaryFn>(n.opType)
                     .Case("Less", BinaryFn::Less)
@@ -167,11 +173,10 @@ LogicalResult Importer::importBinaryLogic(NodeCtx &n) {
                     .Case("Max", BinaryFn::Max)
                     .Case("Min", BinaryFn::Min);
   bool extremum = fn == BinaryFn::Max || fn == BinaryFn::Min;
-  // Max and Min are variadic; exporters write two operands.
-  if (failed(expectInputs(n, extremum ? 1 : 2, 2)))
+  if (extremum)
+    return importExtremum(n, fn);
+  if (failed(expectInputs(n, 2, 2)))
     return failure();
-  if (n.numInputs() == 1)
-    return defineAlias(n, 0, n.inputs[0]);
   int a = n.inputs[0], b = n.inputs[1];
   if (isHost(a) && isHost(b)) {
     FailureOr<HostTensor> r =
@@ -182,35 +187,6 @@ LogicalResult Importer::importBinaryLogic(NodeCtx &n) {
   }
   if (failed(requireSameElementType(n, {a, b})))
     return failure();
-  if (extremum) {
-    // max(x, c) = clip(x, c, +inf), min(x, c) = clip(x, -inf, c).
-    int x = isHost(a) ? b : a, c = isHost(a) ? a : b;
-    if (!isHost(c) || host(c).numElements() != 1 ||
-        !isa<FloatType>(elementTypeOf(x)))
-      return n.error() << "takes the elementwise " << n.opType
-                       << " of two non-constant tensors or a non-float one; "
-                          "gpipe supports it against a constant scalar",
-             failure();
-    if (ArrayRef<int64_t>(shapeOf(x)) !=
-        ArrayRef<int64_t>(typeOf(c).getRank() > typeOf(x).getRank()
-                              ? shapeOf(c)
-                              : shapeOf(x)))
-      return n.error() << "broadcasts its data operand " << typeOf(x)
-                       << " to a larger shape",
-             failure();
-    float bound = static_cast<float>(host(c).getDouble(0));
-    float inf = std::numeric_limits<float>::infinity();
-    FailureOr<Value> v = getValue(x, n.loc);
-    if (failed(v))
-      return failure();
-    return defineValue(
-        n, 0,
-        nn::ClipOp::create(builder, n.loc, typeOf(x), *v,
-                           builder.getF32FloatAttr(fn == BinaryFn::Max ? bound
-                                                                       : -inf),
-                           builder.getF32FloatAttr(fn == BinaryFn::Max ? inf
-                                                                       : bound)));
-  }
   if (fn == BinaryFn::And || fn == BinaryFn::Or || fn == BinaryFn::Xor) {
     if (!elementTypeOf(a).isInteger(1))
       return n.error() << "needs boolean operands, got " << typeOf(a),
@@ -271,8 +247,9 @@ LogicalResult Importer::importClip(NodeCtx &n) {
   float lo = -inf, hi = inf;
   if (failed(clipBound(n, 1, "min", lo)) || failed(clipBound(n, 2, "max", hi)))
     return failure();
+  // min > max: every element is max (ONNX, as numpy.clip).
   if (lo > hi)
-    return n.error() << "has min " << lo << " above max " << hi, failure();
+    lo = hi;
   int x = n.inputs[0];
   if (isHost(x)) {
     HostTensor r = host(x);
@@ -357,4 +334,78 @@ LogicalResult Importer::importIsNaN(NodeCtx &n) {
   return defineValue(n, 0,
                      nn::CompareOp::create(builder, n.loc, type,
                                            nn::ComparePredicate::ne, *v, *v));
+}
+
+/// Max and Min of one or more tensors: folded on constants, else a chain of
+/// nn.max / nn.min (float tensors).
+LogicalResult Importer::importExtremum(NodeCtx &n, BinaryFn fn) {
+  if (failed(expectInputs(n, 1, std::numeric_limits<int>::max())) ||
+      failed(requireSameElementType(n, n.inputs)))
+    return failure();
+  if (n.numInputs() == 1)
+    return defineAlias(n, 0, n.inputs[0]);
+  if (allHost(n)) {
+    HostTensor acc = host(n.inputs[0]);
+    for (int i = 1; i < n.numInputs(); ++i) {
+      FailureOr<HostTensor> r = foldBinary(fn, acc, host(n.inputs[i]),
+                                           [&] { return n.shapeError(); });
+      if (failed(r))
+        return failure();
+      acc = std::move(*r);
+    }
+    return defineHost(n, 0, std::move(acc));
+  }
+  if (!isa<FloatType>(elementTypeOf(n.inputs[0])))
+    return n.error() << "takes the elementwise " << n.opType << " of "
+                     << typeOf(n.inputs[0])
+                     << " tensors; gpipe supports it on float tensors or "
+                        "constants",
+           failure();
+  FailureOr<Value> acc = getValue(n, 0);
+  if (failed(acc))
+    return failure();
+  Value result = *acc;
+  for (int i = 1; i < n.numInputs(); ++i) {
+    FailureOr<Value> next = getValue(n, i);
+    if (failed(next))
+      return failure();
+    SmallVector<ArrayRef<int64_t>> shapes = {
+        cast<RankedTensorType>(result.getType()).getShape(), shapeOf(n.inputs[i])};
+    FailureOr<nn::Shape> shape =
+        nn::inferBroadcastShape(shapes, [&] { return n.shapeError(); });
+    if (failed(shape))
+      return failure();
+    auto type = RankedTensorType::get(*shape, elementTypeOf(n.inputs[0]));
+    result = fn == BinaryFn::Max
+                 ? nn::MaxOp::create(builder, n.loc, type, result, *next)
+                       .getResult()
+                 : nn::MinOp::create(builder, n.loc, type, result, *next)
+                       .getResult();
+  }
+  return defineValue(n, 0, result);
+}
+
+/// Mod of constants (window and padding arithmetic on shapes); `fmod`
+/// selects C's remainder (the dividend's sign) over the divisor's sign.
+LogicalResult Importer::importMod(NodeCtx &n) {
+  if (failed(expectInputs(n, 2, 2)))
+    return failure();
+  int64_t fmod = 0;
+  if (failed(getIntAttr(n, "fmod", fmod)))
+    return failure();
+  int a = n.inputs[0], b = n.inputs[1];
+  if (!isHost(a) || !isHost(b))
+    return n.error() << "takes the remainder of a non-constant tensor; gpipe "
+                        "folds Mod only on constants",
+           failure();
+  if (host(a).isFloat() && !fmod)
+    return n.error() << "has fmod 0 on float operands; ONNX requires fmod 1 "
+                        "there",
+           failure();
+  FailureOr<HostTensor> r =
+      foldBinary(fmod ? BinaryFn::FMod : BinaryFn::Mod, host(a), host(b),
+                 [&] { return n.shapeError(); });
+  if (failed(r))
+    return failure();
+  return defineHost(n, 0, std::move(*r));
 }

@@ -202,13 +202,29 @@ LogicalResult Importer::importLeakyRelu(NodeCtx &n) {
 LogicalResult Importer::importGelu(NodeCtx &n) {
   if (failed(expectInputs(n, 1, 1)) || failed(requireFloat(n, 0, "input")))
     return failure();
-  if (const onnx::AttributeProto *attr = findAttr(n.proto, "approximate"))
-    if (attr->s() != "none")
-      return n.error() << "has approximate '" << attr->s()
-                       << "'; gpipe supports only the exact GELU "
-                          "(approximate 'none')",
-             failure();
-  return importFloatUnary<nn::GeluOp>(n);
+  const onnx::AttributeProto *attr = findAttr(n.proto, "approximate");
+  if (!attr || attr->s() == "none")
+    return importFloatUnary<nn::GeluOp>(n);
+  if (attr->s() != "tanh")
+    return n.error() << "has approximate '" << attr->s()
+                     << "'; gpipe supports 'none' and 'tanh'",
+           failure();
+  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (Hendrycks and
+  // Gimpel's tanh approximation), in nn ops.
+  FailureOr<Value> x = getValue(n, 0);
+  if (failed(x))
+    return failure();
+  Location loc = n.loc;
+  auto c = [&](double v) { return scalarLike(*x, v, n); };
+  Value cube = nn::MulOp::create(builder, loc, nn::MulOp::create(builder, loc, *x, *x), *x);
+  Value inner = nn::AddOp::create(builder, loc, *x,
+                                  nn::MulOp::create(builder, loc, cube, c(0.044715)));
+  Value scaled = nn::MulOp::create(builder, loc, inner,
+                                   c(std::sqrt(2.0 / M_PI)));
+  Value t = nn::TanhOp::create(builder, loc, scaled.getType(), scaled);
+  Value onePlus = nn::AddOp::create(builder, loc, t, c(1.0));
+  Value half = nn::MulOp::create(builder, loc, *x, c(0.5));
+  return defineValue(n, 0, nn::MulOp::create(builder, loc, half, onePlus));
 }
 
 /// ReduceSum and ReduceMean over float tensors, as `nn.reduce_sum` (and a
@@ -285,9 +301,7 @@ LogicalResult Importer::importReduce(NodeCtx &n) {
 
 LogicalResult Importer::importLayerNorm(NodeCtx &n) {
   if (failed(expectInputs(n, 2, 3)) || failed(requireFloat(n, 0, "input")) ||
-      failed(requireSameElementType(n, n.inputs)) ||
-      failed(checkUnusedOutput(n, 1, "Mean")) ||
-      failed(checkUnusedOutput(n, 2, "InvStdDev")))
+      failed(requireSameElementType(n, n.inputs)))
     return failure();
   int x = n.inputs[0], scale = n.inputs[1], bias = n.input(2);
   int64_t axis = -1;
@@ -309,10 +323,45 @@ LogicalResult Importer::importLayerNorm(NodeCtx &n) {
   if (failed(vbOrNull))
     return failure();
   Value vb = *vbOrNull;
-  return defineValue(n, 0,
-                     nn::LayerNormOp::create(
-                         builder, n.loc, typeOf(x), *vx, *vs, vb,
-                         static_cast<uint64_t>(axis), llvm::APFloat(epsilon)));
+  if (failed(defineValue(n, 0,
+                         nn::LayerNormOp::create(
+                             builder, n.loc, typeOf(x), *vx, *vs, vb,
+                             static_cast<uint64_t>(axis),
+                             llvm::APFloat(epsilon)))))
+    return failure();
+  // The optional Mean and InvStdDev outputs (dims from `axis` on kept as
+  // 1), where read: the statistics the normalization used, in nn ops.
+  auto used = [&](int result) {
+    return result < n.proto.output_size() && !n.proto.output(result).empty() &&
+           consumed.contains(n.proto.output(result));
+  };
+  if (!used(1) && !used(2))
+    return success();
+  ArrayRef<int64_t> shape = shapeOf(x);
+  SmallVector<int64_t> axes;
+  int64_t count = 1;
+  for (int64_t d = axis; d < int64_t(shape.size()); ++d) {
+    axes.push_back(d);
+    count *= shape[d];
+  }
+  Location loc = n.loc;
+  auto mean = [&](Value v) {
+    Value sum = nn::ReduceSumOp::create(builder, loc, v, axes,
+                                        /*keepDims=*/true);
+    return nn::MulOp::create(builder, loc, sum,
+                             scalarLike(*vx, 1.0 / double(count), n))
+        .getResult();
+  };
+  Value mu = mean(*vx);
+  Value centered = nn::SubOp::create(builder, loc, *vx, mu);
+  Value var = mean(nn::MulOp::create(builder, loc, centered, centered));
+  Value shifted = nn::AddOp::create(builder, loc, var,
+                                    scalarLike(*vx, epsilon, n));
+  Value root = nn::SqrtOp::create(builder, loc, shifted.getType(), shifted);
+  Value inv = nn::ReciprocalOp::create(builder, loc, root.getType(), root);
+  if (failed(defineValue(n, 1, mu)))
+    return failure();
+  return defineValue(n, 2, inv);
 }
 
 //===----------------------------------------------------------------------===//

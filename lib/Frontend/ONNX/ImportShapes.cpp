@@ -503,6 +503,9 @@ LogicalResult Importer::importSlice(NodeCtx &n) {
   int64_t rank = in.size();
   SmallVector<int64_t> offsets(rank, 0), sizes(in), strides(rank, 1);
   SmallVector<bool> seen(rank, false);
+  // Axes walked backwards (a constant reversed: F.pad's pads), gathered on
+  // the host first.
+  std::optional<HostTensor> reversed;
   for (size_t j = 0; j < count; ++j) {
     int64_t axis = axes[j];
     if (failed(normalizeAxis(n, axis, rank)))
@@ -513,10 +516,29 @@ LogicalResult Importer::importSlice(NodeCtx &n) {
     int64_t step = steps[j];
     if (step == 0)
       return n.error() << "has a slice step of 0", failure();
-    if (step < 0)
-      return n.error() << "has a negative slice step " << step
-                       << "; negative slice steps are not supported",
-             failure();
+    if (step < 0) {
+      if (!isHost(x))
+        return n.error() << "has a negative slice step " << step
+                         << " on a non-constant tensor; gpipe walks "
+                            "backwards only through constants",
+               failure();
+      // ONNX: start clamps to [0, dim - 1], end to [-1, dim - 1].
+      int64_t dim = in[axis], start = starts[j], end = ends[j];
+      if (start < 0)
+        start += dim;
+      if (end < 0 && end >= -dim)
+        end += dim;
+      start = std::clamp<int64_t>(start, 0, dim - 1);
+      end = std::clamp<int64_t>(end, -1, dim - 1);
+      SmallVector<int64_t> picked;
+      for (int64_t i = start; i > end; i += step)
+        picked.push_back(i);
+      if (!reversed)
+        reversed = host(x);
+      reversed = foldGather(*reversed, picked,
+                            {int64_t(picked.size())}, axis);
+      continue;
+    }
     // ONNX clamping: negative indices count from the end, then both bounds
     // clamp to [0, dim].
     int64_t dim = in[axis], start = starts[j], end = ends[j];
@@ -529,6 +551,12 @@ LogicalResult Importer::importSlice(NodeCtx &n) {
     offsets[axis] = start;
     sizes[axis] = end > start ? (end - start - 1) / step + 1 : 0;
     strides[axis] = step;
+  }
+  if (reversed) {
+    for (int64_t d = 0; d < rank; ++d)
+      if (sizes[d] == in[d] && offsets[d] == 0 && strides[d] == 1)
+        sizes[d] = reversed->shape[d];
+    return defineHost(n, 0, foldSlice(*reversed, offsets, sizes, strides));
   }
   FailureOr<nn::Shape> shape = nn::inferSliceShape(
       in, offsets, sizes, strides, [&] { return n.shapeError(); });
@@ -708,10 +736,6 @@ LogicalResult Importer::importCumSum(NodeCtx &n) {
   if (failed(expectInputs(n, 2, 2)))
     return failure();
   int x = n.inputs[0];
-  if (!isHost(x))
-    return n.error() << "sums a non-constant " << typeOf(x)
-                     << "; gpipe folds CumSum only on constants",
-           failure();
   FailureOr<HostTensor> axisT = constScalar(n, 1, "axis");
   if (failed(axisT))
     return failure();
@@ -721,6 +745,21 @@ LogicalResult Importer::importCumSum(NodeCtx &n) {
       failed(getIntAttr(n, "exclusive", exclusive)) ||
       failed(getIntAttr(n, "reverse", reverse)))
     return failure();
+  if (!isHost(x)) {
+    Type element = elementTypeOf(x);
+    if (!element.isF32() && !element.isInteger(64))
+      return n.error() << "sums a non-constant " << typeOf(x)
+                       << "; gpipe sums f32 and i64 tensors",
+             failure();
+    FailureOr<Value> v = getValue(x, n.loc);
+    if (failed(v))
+      return failure();
+    return defineValue(n, 0,
+                       nn::CumSumOp::create(builder, n.loc, typeOf(x), *v,
+                                            builder.getI64IntegerAttr(axis),
+                                            builder.getBoolAttr(exclusive),
+                                            builder.getBoolAttr(reverse)));
+  }
   HostTensor in = host(x), r = host(x);
   int64_t len = shape[axis], inner = 1;
   for (size_t d = axis + 1; d < shape.size(); ++d)
@@ -754,9 +793,20 @@ LogicalResult Importer::importGatherElements(NodeCtx &n) {
   if (failed(expectInputs(n, 2, 2)))
     return failure();
   int data = n.inputs[0], indices = n.inputs[1];
+  // Any position of a constant of one repeated value (a token-type buffer
+  // of zeros, gathered by position ids computed from the data) is that
+  // value: the result is that constant in the indices' shape.
+  if (isHost(data) && !isHost(indices) && host(data).isSplat() &&
+      host(data).numElements() > 0 && shapeOf(data).size() == shapeOf(indices).size()) {
+    HostTensor r = HostTensor::zeros(elementTypeOf(data), shapeOf(indices));
+    for (int64_t e = 0, count = r.numElements(); e < count; ++e)
+      r.copyElement(e, host(data), 0);
+    return defineHost(n, 0, std::move(r));
+  }
   if (!isHost(data) || !isHost(indices))
     return n.error() << "gathers from non-constant tensors; gpipe folds "
-                        "GatherElements only on constants",
+                        "GatherElements only on constants (or a constant of "
+                        "one repeated value)",
            failure();
   if (host(indices).isFloat() || host(indices).isBool())
     return n.error() << "needs integer indices, got " << typeOf(indices),
@@ -874,10 +924,6 @@ LogicalResult Importer::importTrilu(NodeCtx &n) {
   if (failed(expectInputs(n, 1, 2)))
     return failure();
   int x = n.inputs[0];
-  if (!isHost(x))
-    return n.error() << "has a non-constant input; gpipe folds Trilu only on "
-                        "constants",
-           failure();
   if (shapeOf(x).size() < 2)
     return n.error() << "needs an input of rank >= 2, got " << typeOf(x),
            failure();
@@ -893,7 +939,23 @@ LogicalResult Importer::importTrilu(NodeCtx &n) {
   }
   if (failed(getIntAttr(n, "upper", upper)))
     return failure();
-  return defineHost(n, 0, foldTrilu(host(x), k, upper != 0));
+  if (isHost(x))
+    return defineHost(n, 0, foldTrilu(host(x), k, upper != 0));
+  // On data: a select by the constant triangle of the last two dims.
+  ArrayRef<int64_t> shape = shapeOf(x);
+  int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  HostTensor ones = HostTensor::zeros(builder.getI1Type(), {rows, cols});
+  for (int64_t& v : ones.ints)
+    v = 1;
+  HostTensor mask = foldTrilu(ones, k, upper != 0);
+  FailureOr<Value> v = getValue(x, n.loc);
+  if (failed(v))
+    return failure();
+  Value zero = scalarLike(*v, 0.0, n);
+  return defineValue(n, 0,
+                     nn::WhereOp::create(builder, n.loc, typeOf(x),
+                                         materialize(mask, n.loc, n.name), *v,
+                                         zero));
 }
 
 /// GatherND of host constants (what an exporter leaves of a buffer indexed

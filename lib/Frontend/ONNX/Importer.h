@@ -243,6 +243,11 @@ private:
                               Type resultElement,
                               function_ref<Value(Type, ArrayRef<Value>)> build);
   LogicalResult reshapeTo(NodeCtx &n, int input, ArrayRef<int64_t> shape);
+  /// Where slot `data` is i64 data and slot `constant` an integer constant
+  /// of another width, `constant` becomes a widened copy.
+  LogicalResult widenIntegerConstant(NodeCtx &n, int data, int &constant);
+  /// A rank-0 constant of `like`'s element type.
+  Value scalarLike(Value like, double value, NodeCtx &n);
 
   // Op handlers.
   template <typename OpTy, BinaryFn Fn> LogicalResult importArith(NodeCtx &n);
@@ -292,6 +297,8 @@ private:
   LogicalResult importCumSum(NodeCtx &n);
   LogicalResult importGatherElements(NodeCtx &n);
   LogicalResult importBinaryLogic(NodeCtx &n);
+  LogicalResult importExtremum(NodeCtx &n, BinaryFn fn);
+  LogicalResult importMod(NodeCtx &n);
   LogicalResult clipBound(NodeCtx &n, int operand, StringRef attr,
                           float &value);
   FailureOr<Value> emitClip(NodeCtx &n, Value x, float lo, float hi);
@@ -349,6 +356,10 @@ LogicalResult Importer::importArith(NodeCtx &n) {
       return failure();
     return defineHost(n, 0, std::move(*r));
   }
+  // Integer data is i64 (importCast): an integer constant beside it is too.
+  if (failed(widenIntegerConstant(n, a, b)) ||
+      failed(widenIntegerConstant(n, b, a)))
+    return failure();
   if (failed(requireSameElementType(n, {a, b})))
     return failure();
   return emitBroadcast(n, {a, b}, elementTypeOf(a),

@@ -339,3 +339,32 @@ LogicalResult Importer::reshapeTo(NodeCtx &n, int input,
   auto type = RankedTensorType::get(shape, elementTypeOf(input));
   return defineValue(n, 0, nn::ReshapeOp::create(builder, n.loc, type, *v));
 }
+
+Value Importer::scalarLike(Value like, double value, NodeCtx &n) {
+  Type element = cast<RankedTensorType>(like.getType()).getElementType();
+  HostTensor t = HostTensor::zeros(element, {});
+  if (t.isFloat())
+    t.floats[0] = roundToFloatType(element, value);
+  else
+    t.ints[0] = static_cast<int64_t>(value);
+  return materialize(t, n.loc, n.name);
+}
+
+LogicalResult Importer::widenIntegerConstant(NodeCtx &n, int data,
+                                             int &constant) {
+  if (isHost(data) || !isHost(constant) ||
+      !elementTypeOf(data).isInteger(64))
+    return success();
+  Type from = elementTypeOf(constant);
+  if (!isa<IntegerType>(from) || from.isInteger(1) || from.isInteger(64))
+    return success();
+  FailureOr<HostTensor> wide = foldCast(host(constant), elementTypeOf(data),
+                                        [&] { return n.shapeError(); });
+  if (failed(wide))
+    return failure();
+  Slot converted{slots[constant].name, wide->getType(), n.loc, Value(),
+                 std::move(*wide), ""};
+  constant = slots.size();
+  slots.push_back(std::move(converted));
+  return success();
+}

@@ -1,10 +1,12 @@
 """Make the model zoo: tiny real models from pip packages, exported to ONNX.
 
-Builds tiny configurations of six real model families (the classes of
+Builds tiny configurations of eight real model families (the classes of
 transformers and torchvision, randomly initialized, seeded, float32, every
 dropout probability 0), exports each with both PyTorch exporters and writes
 what PyTorch computes on them. Writes, into the folder this script lives in,
-for each family F in gpt2, llama, bert, vit, resnet18, mobilenetv2:
+for each family F in gpt2, llama, bert, vit, resnet18, mobilenetv2, roberta,
+bloom (or only the families named on the command line; the others' files
+are left as they are):
 
   F.torchscript.onnx     -- torch.onnx.export(dynamo=False), default opset
   F.dynamo.onnx          -- torch.onnx.export(dynamo=True), default opset,
@@ -92,7 +94,10 @@ SAMPLE_OVER_DEFAULT = 65536
 # One seed per family: the model's initialization and jitter use it, its
 # data the seed + 1000 (a generator of its own).
 SEEDS = {"gpt2": 1, "llama": 2, "bert": 3, "vit": 4, "resnet18": 5,
-         "mobilenetv2": 6}
+         "mobilenetv2": 6, "roberta": 7, "bloom": 8}
+# Families whose reference also holds logits_nomask and loss_nomask: the
+# same with an attention_mask of all ones.
+NOMASK = ("bert", "roberta", "bloom")
 EXPORTERS = ("torchscript", "dynamo")
 # Exports not written, and why.
 SKIPPED = {("resnet18", "dynamo"):
@@ -218,6 +223,62 @@ def make_bert(gen):
     return model, inputs, labels
 
 
+def make_roberta(gen):
+    # Position ids come from the input ids at run time: padding_idx (1) +
+    # the cumulative sum of (input_ids != 1), 1 on padding; positions of
+    # real tokens run 2..17, hence 32 + 2 positions (as roberta-base's
+    # 512 + 2). One token type, as in the published RoBERTa checkpoints;
+    # with no token_type_ids input the model reads its zeros buffer.
+    config = transformers.RobertaConfig(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, vocab_size=VOCAB, max_position_embeddings=34,
+        type_vocab_size=1, pad_token_id=1, num_labels=3,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        classifier_dropout=0.0)
+    model = logits_only(
+        transformers.RobertaForSequenceClassification(config),
+        ["input_ids", "attention_mask"])
+    # Eight different lengths in [5, 16], 5 and 16 among them (as bert's).
+    middle = torch.randperm(10, generator=gen)[:6] + 6
+    lengths = torch.cat([torch.tensor([5, SEQ]), middle])
+    lengths = lengths[torch.randperm(BATCH, generator=gen)]
+    ids = torch.randint(2, VOCAB, (BATCH, SEQ), generator=gen)
+    real = torch.arange(SEQ).expand(BATCH, SEQ) < lengths[:, None]
+    inputs = {
+        "input_ids": torch.where(real, ids, config.pad_token_id),
+        "attention_mask": real.to(torch.int64),
+    }
+    labels = torch.randint(0, 3, (BATCH,), generator=gen)
+    return model, inputs, labels
+
+
+def make_bloom(gen):
+    # ALiBi: the bias of key j is slope * (cumsum(mask) - 1) * mask at j,
+    # computed from attention_mask at run time. Tied embeddings (default).
+    config = transformers.BloomConfig(
+        hidden_size=32, n_layer=2, n_head=4, vocab_size=VOCAB,
+        hidden_dropout=0.0, attention_dropout=0.0, pad_token_id=3,
+        use_cache=False)
+    model = logits_only(transformers.BloomForCausalLM(config),
+                        ["input_ids", "attention_mask"], use_cache=False)
+    # Right padding on half the samples: lengths 16 (four times), 5 and
+    # three different ones in [6, 15].
+    middle = torch.randperm(10, generator=gen)[:3] + 6
+    lengths = torch.cat([torch.tensor([SEQ] * 4 + [5]), middle])
+    lengths = lengths[torch.randperm(BATCH, generator=gen)]
+    # A 17-token sequence per sample, pad tokens from its length on; the
+    # input is tokens 0..15, the labels tokens 1..16 (the next token
+    # everywhere, padding too: the loss is the mean over all 128).
+    seq = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=gen)
+    real = torch.arange(SEQ + 1).expand(BATCH, SEQ + 1) < lengths[:, None]
+    seq = torch.where(real, seq, config.pad_token_id)
+    inputs = {
+        "input_ids": seq[:, :SEQ].contiguous(),
+        "attention_mask": real[:, :SEQ].to(torch.int64),
+    }
+    return model, inputs, seq[:, 1:].contiguous()
+
+
 def make_vit(gen):
     config = transformers.ViTConfig(
         image_size=16, patch_size=4, num_channels=3, hidden_size=32,
@@ -250,7 +311,8 @@ def make_mobilenetv2(gen):
 
 MAKERS = {"gpt2": make_gpt2, "llama": make_llama, "bert": make_bert,
           "vit": make_vit, "resnet18": make_resnet18,
-          "mobilenetv2": make_mobilenetv2}
+          "mobilenetv2": make_mobilenetv2, "roberta": make_roberta,
+          "bloom": make_bloom}
 
 
 def has_batch_norm(model):
@@ -571,7 +633,7 @@ def compute(family, model, inputs, labels, train_mode):
 
     with torch.no_grad():
         computed["logits"] = model(*inputs.values()).numpy()
-    if family == "bert":
+    if family in NOMASK:
         nomask = dict(inputs, attention_mask=torch.ones_like(
             inputs["attention_mask"]))
         with torch.no_grad():

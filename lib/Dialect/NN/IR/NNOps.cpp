@@ -367,6 +367,8 @@ NN_BINARY(SubOp, 1)
 NN_BINARY(MulOp, 1)
 NN_BINARY(DivOp, 1)
 NN_BINARY(PowOp, 8)
+NN_BINARY(MaxOp, 1)
+NN_BINARY(MinOp, 1)
 #undef NN_BINARY
 
 #define NN_UNARY(OP, FLOPS)                                                   \
@@ -396,6 +398,19 @@ LogicalResult LogicalOp::verify() {
   return verifyBroadcastOp(*this, getOperands());
 }
 OpCost LogicalOp::getCost() { return detail::elementwiseCost(*this, 1); }
+
+LogicalResult CumSumOp::verify() {
+  if (getInput().getType() != getResult().getType())
+    return emitOpError("result type ")
+           << getResult().getType() << " differs from the input's "
+           << getInput().getType();
+  int64_t rank = cast<RankedTensorType>(getInput().getType()).getRank();
+  if (getAxis() < 0 || getAxis() >= rank)
+    return emitOpError("axis ") << getAxis() << " is out of range for rank "
+                                << rank;
+  return success();
+}
+OpCost CumSumOp::getCost() { return detail::elementwiseCost(*this, 1); }
 
 LogicalResult BroadcastToOp::verify() {
   if (failed(checkSameElementType(*this, getInput(), getResult(),

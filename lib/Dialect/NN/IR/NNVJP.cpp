@@ -147,6 +147,17 @@ LogicalResult LogicalOp::buildVJP(OpBuilder &, ValueRange,
   return success();
 }
 
+// The gradient of a cumulative sum is the cumulative sum the other way.
+LogicalResult CumSumOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  Value dy = beginVJP(*this, resultGrads, operandGrads);
+  if (dy)
+    operandGrads[0] =
+        CumSumOp::create(b, getLoc(), dy.getType(), dy, getAxisAttr(),
+                         getExclusiveAttr(), b.getBoolAttr(!getReverse()));
+  return success();
+}
+
 // The repeated copies' gradients summed back onto the input.
 LogicalResult BroadcastToOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                       SmallVectorImpl<Value> &operandGrads) {
@@ -215,6 +226,45 @@ LogicalResult DivOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
 
 // y = l ^ r: dl = dy * r * l ^ (r - 1), dr = dy * y * log(l). The exponent
 // gradient is defined for positive bases only (log of a negative base is
+// max and min (torch.maximum's and torch.minimum's gradients): the gradient
+// goes to the operand that was chosen, half to each on a tie.
+static LogicalResult extremumVJP(Operation *op, bool max, ValueRange resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads,
+                                 OpBuilder &b) {
+  Value dy = beginVJP(op, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  Location loc = op->getLoc();
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+  auto mask = RankedTensorType::get(tensorTypeOf(dy).getShape(), b.getI1Type());
+  auto compare = [&](ComparePredicate p) {
+    return CompareOp::create(b, loc, mask, p, lhs, rhs).getResult();
+  };
+  Value zero = scalar(b, loc, dy, 0.0);
+  Value half = MulOp::create(b, loc, dy, scalar(b, loc, dy, 0.5));
+  Value tie = WhereOp::create(b, loc, dy.getType(),
+                              compare(ComparePredicate::eq), half, zero);
+  Value lhsWins = compare(max ? ComparePredicate::gt : ComparePredicate::lt);
+  Value rhsWins = compare(max ? ComparePredicate::lt : ComparePredicate::gt);
+  operandGrads[0] = unbroadcast(
+      b, loc, WhereOp::create(b, loc, dy.getType(), lhsWins, dy, tie),
+      lhs.getType());
+  operandGrads[1] = unbroadcast(
+      b, loc, WhereOp::create(b, loc, dy.getType(), rhsWins, dy, tie),
+      rhs.getType());
+  return success();
+}
+
+LogicalResult MaxOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  return extremumVJP(*this, /*max=*/true, resultGrads, operandGrads, b);
+}
+
+LogicalResult MinOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  return extremumVJP(*this, /*max=*/false, resultGrads, operandGrads, b);
+}
+
 // NaN); when the exponent is a constant that gradient is never used and the
 // backward function drops it.
 LogicalResult PowOp::buildVJP(OpBuilder &b, ValueRange resultGrads,

@@ -249,6 +249,23 @@ LogicalResult Microbatcher::absorb(Operation *op, OpOperand &operand,
       return constantSlices.push_back({&operand, where}), success();
     why = "it is broadcast from a tensor that has that size there";
   }
+  // Rows of a batch-free table picked by constant indices that repeat for
+  // every sample (OPT's position embedding of a mask of ones): a gather by
+  // the first B/M slices of the indices serves.
+  if (auto gather = operand.get().getDefiningOp<GatherOp>()) {
+    auto indices = gather.getIndices().getDefiningOp<ConstantOp>();
+    int64_t axis = gather.getAxis();
+    int64_t indicesRank = shapeOf(gather.getIndices()).size();
+    if (indices && !lookup(gather.getData()) && dim >= axis &&
+        dim < axis + indicesRank) {
+      std::string sliceWhy;
+      if (sliceConstant(indices.getValue(), {dim - axis, b.outer, b.inner},
+                        batch, batch / m, sliceWhy))
+        return constantSlices.push_back({&operand, where}), success();
+      why = "it gathers by constant indices that differ per sample (" +
+            sliceWhy + ")";
+    }
+  }
   return op->emitError("cannot micro-batch: operand #")
          << operand.getOperandNumber() << " of '" << op->getName()
          << "' of type " << operand.get().getType() << " has size "
@@ -478,9 +495,16 @@ LogicalResult Microbatcher::visit(Operation *op) {
     return passThrough(op->getOperand(0), op->getResult(0));
 
   return TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, CompareOp, LogicalOp,
+      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, EqualOp,
+            CompareOp, LogicalOp,
             WhereOp, ClipGradOp>(
           [&](Operation *op) { return visitBroadcast(op); })
+      .Case<CumSumOp>([&](CumSumOp op) -> LogicalResult {
+        std::optional<BatchDim> b = lookup(op.getInput());
+        if (b && b->dim == op.getAxis())
+          return mixes(op, 0, *b), failure();
+        return passThrough(op.getInput(), op.getResult());
+      })
       .Case<BroadcastToOp>([&](BroadcastToOp op) {
         int64_t rank = shapeOf(op.getResult()).size();
         std::optional<BatchDim> result;
@@ -701,6 +725,25 @@ void Microbatcher::rewrite() {
                                      divided(repeat.getType(), w),
                                      repeat.getInput());
         maybeDead.push_back(repeat);
+      }
+      slice.use->set(copy);
+      continue;
+    }
+    if (auto gather = slice.use->get().getDefiningOp<GatherOp>()) {
+      Value &copy = sliced[{gather, w.dim, w.outer, w.inner}];
+      if (!copy) {
+        auto indices = gather.getIndices().getDefiningOp<ConstantOp>();
+        BatchDim at{w.dim - int64_t(gather.getAxis()), w.outer, w.inner};
+        std::string why;
+        ElementsAttr value =
+            sliceConstant(indices.getValue(), at, batch, batch / m, why);
+        OpBuilder builder(gather);
+        builder.setInsertionPointAfter(gather);
+        Value fewer = ConstantOp::create(builder, indices.getLoc(), value);
+        copy = GatherOp::create(builder, gather.getLoc(),
+                                divided(gather.getType(), w), gather.getData(),
+                                fewer, gather.getAxis());
+        maybeDead.push_back(gather);
       }
       slice.use->set(copy);
       continue;

@@ -37,6 +37,9 @@ typedef enum gpipe_rt_binary_op {
   GPIPE_RT_MUL = 2,
   GPIPE_RT_DIV = 3,
   GPIPE_RT_POW = 4,
+  /// NaN propagates (ONNX Max and Min, torch.maximum and torch.minimum).
+  GPIPE_RT_MAX = 5,
+  GPIPE_RT_MIN = 6,
 } gpipe_rt_binary_op;
 
 /// The operation of gpipe_rt_*_unary_f32.

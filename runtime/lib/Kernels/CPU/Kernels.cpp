@@ -775,6 +775,75 @@ extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_binary_f32(
     broadcastBinary(plan, lhs, rhs, out,
                     [](float a, float b) { return std::pow(a, b); });
     break;
+  case GPIPE_RT_MAX:
+    broadcastBinary(plan, lhs, rhs, out, [](float a, float b) {
+      return a != a ? a : b != b ? b : (a < b ? b : a);
+    });
+    break;
+  case GPIPE_RT_MIN:
+    broadcastBinary(plan, lhs, rhs, out, [](float a, float b) {
+      return a != a ? a : b != b ? b : (b < a ? b : a);
+    });
+    break;
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cpu_binary_i64(
+    gpipe_rt_binary_op op, const int64_t *lhs, const int64_t *lhsShape,
+    int32_t lhsRank, const int64_t *rhs, const int64_t *rhsShape,
+    int32_t rhsRank, int64_t *out, const int64_t *outShape, int32_t outRank) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
+  Kernel kernel = cpuKernel(binaryName(op));
+  BroadcastArgs<3> args;
+  GPIPE_RT_TRY(checkBinaryI64(kernel, op, lhs, lhsShape, lhsRank, rhs,
+                              rhsShape, rhsRank, out, outShape, outRank, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  if (op == GPIPE_RT_DIV) {
+    int64_t count = 1;
+    for (int32_t d = 0; d < rhsRank; ++d)
+      count *= rhsShape[d];
+    for (int64_t i = 0; i < count; ++i)
+      if (rhs[i] == 0)
+        return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+               << "integer division by zero at element " << i << " of rhs";
+  }
+  const StridedPlan<3> &plan = args.plan;
+  // Two's complement wraparound, as ONNX's integer ops.
+  auto wrap = [](uint64_t v) { return static_cast<int64_t>(v); };
+  switch (op) {
+  case GPIPE_RT_ADD:
+    broadcastBinary(plan, lhs, rhs, out, [&](int64_t a, int64_t b) {
+      return wrap(uint64_t(a) + uint64_t(b));
+    });
+    break;
+  case GPIPE_RT_SUB:
+    broadcastBinary(plan, lhs, rhs, out, [&](int64_t a, int64_t b) {
+      return wrap(uint64_t(a) - uint64_t(b));
+    });
+    break;
+  case GPIPE_RT_MUL:
+    broadcastBinary(plan, lhs, rhs, out, [&](int64_t a, int64_t b) {
+      return wrap(uint64_t(a) * uint64_t(b));
+    });
+    break;
+  case GPIPE_RT_DIV:
+    // Truncation toward zero; INT64_MIN / -1 wraps to INT64_MIN.
+    broadcastBinary(plan, lhs, rhs, out, [](int64_t a, int64_t b) {
+      return (a == INT64_MIN && b == -1) ? a : a / b;
+    });
+    break;
+  case GPIPE_RT_MAX:
+    broadcastBinary(plan, lhs, rhs, out,
+                    [](int64_t a, int64_t b) { return a < b ? b : a; });
+    break;
+  case GPIPE_RT_MIN:
+    broadcastBinary(plan, lhs, rhs, out,
+                    [](int64_t a, int64_t b) { return b < a ? b : a; });
+    break;
+  default:
+    break;
   }
   return GPIPE_RT_SUCCESS;
 }
@@ -906,6 +975,68 @@ GPIPE_RT_CPU_CLONES void clipGradRange(const float *in, const float *grad,
     float x = in[i];
     out[i] = lo < x && x < hi ? grad[i] : 0.0f;
   }
+}
+
+/// Lines [begin, end) of gpipe_rt_cpu_cumsum over `outer` x `n` x `inner`:
+/// line t = o * inner + i holds the n elements inner apart from
+/// o * n * inner + i. Each result is the one before it plus one term, so a
+/// line is summed in order from its first term (its last when `reverse`);
+/// consecutive lines of a block are walked side by side, a vector loop over
+/// them per position, which changes no line's order. T is float, or
+/// uint64_t for i64 (wrapping). `out` must not alias `in`.
+template <typename T>
+GPIPE_RT_MATH_INLINE void
+cumsumLines(const T *in, T *out, int64_t n, int64_t inner, bool exclusive,
+            bool reverse, int64_t begin, int64_t end) {
+  // Position k of the summation order is row reverse ? n - 1 - k : k.
+  int64_t first = reverse ? (n - 1) * inner : 0;
+  int64_t step = reverse ? -inner : inner;
+  while (begin < end) {
+    int64_t o = begin / inner, i0 = begin % inner;
+    int64_t width = std::min(inner - i0, end - begin);
+    const T *x = in + o * n * inner + i0 + first;
+    T *y = out + o * n * inner + i0 + first;
+    if (exclusive) {
+      // Nothing, the first term, then one more term each.
+      for (int64_t i = 0; i < width; ++i)
+        y[i] = T(0);
+      if (n > 1)
+        for (int64_t i = 0; i < width; ++i)
+          y[step + i] = x[i];
+      for (int64_t k = 2; k < n; ++k) {
+        const T *xp = x + (k - 1) * step;
+        const T *yp = y + (k - 1) * step;
+        T *yk = y + k * step;
+        for (int64_t i = 0; i < width; ++i)
+          yk[i] = yp[i] + xp[i];
+      }
+    } else {
+      for (int64_t i = 0; i < width; ++i)
+        y[i] = x[i];
+      for (int64_t k = 1; k < n; ++k) {
+        const T *xk = x + k * step;
+        const T *yp = y + (k - 1) * step;
+        T *yk = y + k * step;
+        for (int64_t i = 0; i < width; ++i)
+          yk[i] = yp[i] + xk[i];
+      }
+    }
+    begin += width;
+  }
+}
+
+GPIPE_RT_CPU_CLONES void cumsumF32Lines(const float *in, float *out, int64_t n,
+                                        int64_t inner, bool exclusive,
+                                        bool reverse, int64_t begin,
+                                        int64_t end) {
+  cumsumLines(in, out, n, inner, exclusive, reverse, begin, end);
+}
+
+GPIPE_RT_CPU_CLONES void cumsumI64Lines(const uint64_t *in, uint64_t *out,
+                                        int64_t n, int64_t inner,
+                                        bool exclusive, bool reverse,
+                                        int64_t begin, int64_t end) {
+  cumsumLines(in, out, n, inner, exclusive, reverse, begin, end);
 }
 } // namespace
 } // namespace gpipe::rt
@@ -1067,6 +1198,32 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_logical(
     });
     break;
   }
+  return GPIPE_RT_SUCCESS;
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cpu_cumsum(gpipe_rt_dtype dtype, const void *in, const int64_t *shape,
+                    int32_t rank, int64_t axis, int32_t exclusive,
+                    int32_t reverse, void *out) {
+  cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
+  CumsumArgs args;
+  GPIPE_RT_TRY(checkCumsum(cpuKernel("cumsum"), dtype, in, shape, rank, axis,
+                           out, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  int64_t n = args.n, inner = args.inner;
+  bool excl = exclusive != 0, rev = reverse != 0;
+  // Lines are independent: split them over the threads, never a line.
+  int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / n);
+  cpu::parallelFor(args.outer * inner, grain, [&](int64_t begin, int64_t end) {
+    if (dtype == GPIPE_RT_F32)
+      cumsumF32Lines(static_cast<const float *>(in), static_cast<float *>(out),
+                     n, inner, excl, rev, begin, end);
+    else // GPIPE_RT_I64; checkCumsum rejected the others.
+      cumsumI64Lines(static_cast<const uint64_t *>(in),
+                     static_cast<uint64_t *>(out), n, inner, excl, rev, begin,
+                     end);
+  });
   return GPIPE_RT_SUCCESS;
 }
 

@@ -464,8 +464,45 @@ __global__ void binaryKernel(int op, const float *lhs, const float *rhs,
     case GPIPE_RT_DIV:
       r = __fdiv_rn(a, b);
       break;
+    case GPIPE_RT_MAX:
+      r = a != a ? a : b != b ? b : (a < b ? b : a);
+      break;
+    case GPIPE_RT_MIN:
+      r = a != a ? a : b != b ? b : (b < a ? b : a);
+      break;
     default:
       r = powf(a, b);
+      break;
+    }
+    out[off[0]] = r;
+  }
+}
+
+__global__ void binaryI64Kernel(int op, const int64_t *lhs, const int64_t *rhs,
+                                int64_t *out, StridedPlan<3> plan, int64_t n) {
+  GPIPE_RT_GRID_LOOP(i, n) {
+    int64_t off[3];
+    planOffsets(plan, i, off);
+    int64_t a = lhs[off[1]], b = rhs[off[2]], r;
+    switch (op) {
+    case GPIPE_RT_ADD:
+      r = int64_t(uint64_t(a) + uint64_t(b));
+      break;
+    case GPIPE_RT_SUB:
+      r = int64_t(uint64_t(a) - uint64_t(b));
+      break;
+    case GPIPE_RT_MUL:
+      r = int64_t(uint64_t(a) * uint64_t(b));
+      break;
+    case GPIPE_RT_DIV:
+      // A zero divisor gives 0 here; the CPU reports it.
+      r = b == 0 ? 0 : (a == INT64_MIN && b == -1) ? a : a / b;
+      break;
+    case GPIPE_RT_MAX:
+      r = a < b ? b : a;
+      break;
+    default:
+      r = b < a ? b : a;
       break;
     }
     out[off[0]] = r;
@@ -618,6 +655,46 @@ __global__ void logicalKernel(int op, const uint8_t *lhs, const uint8_t *rhs,
       break;
     }
     out[off[0]] = r ? 1 : 0;
+  }
+}
+
+/// One term more of a cumulative sum: rounded on its own for f32, wrapping
+/// for i64 (held as uint64_t).
+__device__ __forceinline__ float cumsumAdd(float a, float b) {
+  return __fadd_rn(a, b);
+}
+__device__ __forceinline__ uint64_t cumsumAdd(uint64_t a, uint64_t b) {
+  return a + b;
+}
+
+/// Cumulative sums over `outer` x `n` x `inner`: a thread per line (the n
+/// elements inner apart from o * n * inner + i), summed in order from its
+/// first term (its last when `reverse`), as the CPU does.
+template <typename T>
+__global__ void cumsumKernel(const T *in, T *out, int64_t lines, int64_t n,
+                             int64_t inner, bool exclusive, bool reverse) {
+  GPIPE_RT_GRID_LOOP(t, lines) {
+    int64_t o = t / inner, i = t % inner;
+    int64_t start = o * n * inner + i + (reverse ? (n - 1) * inner : 0);
+    int64_t step = reverse ? -inner : inner;
+    const T *x = in + start;
+    T *y = out + start;
+    T acc = x[0];
+    if (exclusive) {
+      // Nothing, the first term, then one more term each.
+      y[0] = T(0);
+      for (int64_t k = 1; k < n; ++k) {
+        T term = x[k * step];
+        y[k * step] = acc;
+        acc = cumsumAdd(acc, term);
+      }
+    } else {
+      y[0] = acc;
+      for (int64_t k = 1; k < n; ++k) {
+        acc = cumsumAdd(acc, x[k * step]);
+        y[k * step] = acc;
+      }
+    }
   }
 }
 
@@ -1379,6 +1456,22 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_binary_f32(
   return launched(kernel);
 }
 
+extern "C" gpipe_rt_status gpipe_rt_cuda_binary_i64(
+    gpipe_rt_binary_op op, const int64_t *lhs, const int64_t *lhsShape,
+    int32_t lhsRank, const int64_t *rhs, const int64_t *rhsShape,
+    int32_t rhsRank, int64_t *out, const int64_t *outShape, int32_t outRank) {
+  Kernel kernel = cudaKernel(binaryName(op));
+  BroadcastArgs<3> args;
+  GPIPE_RT_TRY(checkBinaryI64(kernel, op, lhs, lhsShape, lhsRank, rhs,
+                              rhsShape, rhsRank, out, outShape, outRank, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  int64_t n = args.count;
+  binaryI64Kernel<<<blocksFor(n), kThreads, 0, currentStream()>>>(
+      int(op), lhs, rhs, out, args.plan, n);
+  return launched(kernel);
+}
+
 extern "C" gpipe_rt_status gpipe_rt_cuda_unary_f32(gpipe_rt_unary_op op,
                                                    const float *in, float *out,
                                                    int64_t count) {
@@ -1524,6 +1617,30 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_logical(
   int64_t n = args.count;
   logicalKernel<<<blocksFor(n), kThreads, 0, currentStream()>>>(
       int(op), lhs, rhs, out, args.plan, n);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status
+gpipe_rt_cuda_cumsum(gpipe_rt_dtype dtype, const void *in, const int64_t *shape,
+                     int32_t rank, int64_t axis, int32_t exclusive,
+                     int32_t reverse, void *out) {
+  Kernel kernel = cudaKernel("cumsum");
+  CumsumArgs args;
+  GPIPE_RT_TRY(checkCumsum(kernel, dtype, in, shape, rank, axis, out, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  int64_t lines = args.outer * args.inner;
+  unsigned blocks = blocksFor(lines);
+  cudaStream_t stream = currentStream();
+  bool excl = exclusive != 0, rev = reverse != 0;
+  if (dtype == GPIPE_RT_F32)
+    cumsumKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<const float *>(in), static_cast<float *>(out), lines,
+        args.n, args.inner, excl, rev);
+  else // GPIPE_RT_I64; checkCumsum rejected the others.
+    cumsumKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<const uint64_t *>(in), static_cast<uint64_t *>(out), lines,
+        args.n, args.inner, excl, rev);
   return launched(kernel);
 }
 

@@ -236,8 +236,31 @@ const char *binaryName(gpipe_rt_binary_op op) {
     return "div";
   case GPIPE_RT_POW:
     return "pow";
+  case GPIPE_RT_MAX:
+    return "max";
+  case GPIPE_RT_MIN:
+    return "min";
   }
   return "binary";
+}
+
+gpipe_rt_status checkBinaryI64(const Kernel &kernel, gpipe_rt_binary_op op,
+                               const int64_t *lhs, const int64_t *lhsShape,
+                               int32_t lhsRank, const int64_t *rhs,
+                               const int64_t *rhsShape, int32_t rhsRank,
+                               const int64_t *out, const int64_t *outShape,
+                               int32_t outRank, BroadcastArgs<3> &args) {
+  GPIPE_RT_TRY(checkBroadcast<3>(
+      kernel,
+      {{"lhs", lhs, lhsShape, lhsRank}, {"rhs", rhs, rhsShape, rhsRank}},
+      {"result", out, outShape, outRank}, args));
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  if (int(op) < GPIPE_RT_ADD || int(op) > GPIPE_RT_MIN ||
+      op == GPIPE_RT_POW)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "unknown op " << int(op) << " for i64 tensors";
+  return GPIPE_RT_SUCCESS;
 }
 
 gpipe_rt_status checkBinary(const Kernel &kernel, gpipe_rt_binary_op op,
@@ -250,7 +273,7 @@ gpipe_rt_status checkBinary(const Kernel &kernel, gpipe_rt_binary_op op,
       kernel,
       {{"lhs", lhs, lhsShape, lhsRank}, {"rhs", rhs, rhsShape, rhsRank}},
       {"result", out, outShape, outRank}, args));
-  if (args.count > 0 && (int(op) < GPIPE_RT_ADD || int(op) > GPIPE_RT_POW))
+  if (args.count > 0 && (int(op) < GPIPE_RT_ADD || int(op) > GPIPE_RT_MIN))
     return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "unknown op " << int(op);
   return GPIPE_RT_SUCCESS;
 }
@@ -338,6 +361,29 @@ gpipe_rt_status checkLogical(const Kernel &kernel, gpipe_rt_logical_op op,
   if (args.count > 0 && (int(op) < GPIPE_RT_AND || int(op) > GPIPE_RT_XOR))
     return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "unknown op " << int(op);
   return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkCumsum(const Kernel &kernel, gpipe_rt_dtype dtype,
+                            const void *in, const int64_t *shape, int32_t rank,
+                            int64_t axis, const void *out, CumsumArgs &args) {
+  size_t elemSize = 0;
+  GPIPE_RT_TRY(dtypeSize(kernel, dtype, elemSize));
+  if (dtype != GPIPE_RT_F32 && dtype != GPIPE_RT_I64)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "unsupported element type " << gpipe_rt_dtype_name(dtype)
+           << " (supported: f32, i64)";
+  Shape s;
+  GPIPE_RT_TRY(readShape(kernel, "input", shape, rank, s));
+  if (axis < 0 || axis >= s.rank)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "axis " << axis << " is out of range for " << s;
+  args.n = s.dims[axis];
+  productsAround(s, axis, args.outer, args.inner);
+  args.count = s.numElements;
+  if (args.count == 0)
+    return GPIPE_RT_SUCCESS;
+  GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
+  return checkPointer(kernel, "result", out, s.numElements);
 }
 
 gpipe_rt_status checkBroadcastTo(const Kernel &kernel, gpipe_rt_dtype dtype,

@@ -349,6 +349,15 @@ gpipe_rt_status checkBinary(const Kernel &kernel, gpipe_rt_binary_op op,
                             const float *out, const int64_t *outShape,
                             int32_t outRank, BroadcastArgs<3> &args);
 
+/// gpipe_rt_*_binary_i64: binary's checks, pow refused; a zero divisor of
+/// div is reported with its position in `rhs`.
+gpipe_rt_status checkBinaryI64(const Kernel &kernel, gpipe_rt_binary_op op,
+                               const int64_t *lhs, const int64_t *lhsShape,
+                               int32_t lhsRank, const int64_t *rhs,
+                               const int64_t *rhsShape, int32_t rhsRank,
+                               const int64_t *out, const int64_t *outShape,
+                               int32_t outRank, BroadcastArgs<3> &args);
+
 /// gpipe_rt_*_unary_f32.
 gpipe_rt_status checkUnary(const Kernel &kernel, gpipe_rt_unary_op op,
                            const float *in, const float *out, int64_t count);
@@ -396,6 +405,19 @@ gpipe_rt_status checkLogical(const Kernel &kernel, gpipe_rt_logical_op op,
                              const int64_t *rhsShape, int32_t rhsRank,
                              const uint8_t *out, const int64_t *outShape,
                              int32_t outRank, BroadcastArgs<3> &args);
+
+/// cumsum: the tensor as `outer` x `n` x `inner` around the axis, that is
+/// `outer * inner` independent lines of `n` elements `inner` apart.
+struct CumsumArgs {
+  int64_t outer = 1, n = 1, inner = 1;
+  /// Elements of the tensor; 0: nothing to compute.
+  int64_t count = 0;
+};
+
+/// gpipe_rt_*_cumsum: dtype f32 or i64, axis in [0, rank).
+gpipe_rt_status checkCumsum(const Kernel &kernel, gpipe_rt_dtype dtype,
+                            const void *in, const int64_t *shape, int32_t rank,
+                            int64_t axis, const void *out, CumsumArgs &args);
 
 /// broadcast: the walk (operands: result, input) and the element size.
 struct BroadcastToArgs : BroadcastArgs<2> {

@@ -172,6 +172,12 @@ def NN_MulOp : NN_BinaryOp<"mul", [Commutative]> {
 }
 def NN_DivOp : NN_BinaryOp<"div"> { let summary = "Elementwise division"; }
 def NN_PowOp : NN_BinaryOp<"pow"> { let summary = "Elementwise power"; }
+def NN_MaxOp : NN_BinaryOp<"max", [Commutative]> {
+  let summary = "Elementwise maximum (NaN propagates; ties share the gradient)";
+}
+def NN_MinOp : NN_BinaryOp<"min", [Commutative]> {
+  let summary = "Elementwise minimum (NaN propagates; ties share the gradient)";
+}
 
 def NN_EqualOp : NN_PureOp<"equal", [Commutative, NN_VJP]> {
   let summary = "Elementwise equality";
@@ -246,6 +252,24 @@ def NN_LogicalOp : NN_PureOp<"logical", [NN_VJP]> {
   let assemblyFormat = [{
     $kind `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
+}
+
+def NN_CumSumOp : NN_PureOp<"cumsum", [NN_VJP]> {
+  let summary = "Cumulative sum along an axis (ONNX CumSum)";
+  let description = [{
+    `out[..., i, ...]` is the sum of the input over `j <= i` along `axis`
+    (`j < i` if `exclusive`; from the end if `reverse`), added in order. On
+    f32 and i64 tensors (position ids counted from an attention mask). The
+    gradient is the reverse cumulative sum of the result's gradient.
+
+    ```mlir
+    %p = nn.cumsum %m {axis = 1 : i64, exclusive = false, reverse = false} : tensor<8x16xi64> -> tensor<8x16xi64>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input, I64Attr:$axis, BoolAttr:$exclusive,
+                       BoolAttr:$reverse);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
 def NN_BroadcastToOp : NN_PureOp<"broadcast_to", [NN_VJP]> {
