@@ -497,6 +497,27 @@ LogicalResult Importer::importPool(NodeCtx &n) {
   WindowAttrs w;
   if (global) {
     ArrayRef<int64_t> in = shapeOf(x);
+    // Other than 2-D (a sequence [N, C, L] pooled, as Swin's head): the
+    // mean over every dim after the channels, kept as 1s.
+    if (!max && in.size() >= 3 && in.size() != 4) {
+      SmallVector<int64_t> axes;
+      int64_t count = 1;
+      for (int64_t d = 2; d < int64_t(in.size()); ++d) {
+        axes.push_back(d);
+        count *= in[d];
+      }
+      FailureOr<Value> v = getValue(x, n.loc);
+      if (failed(v))
+        return failure();
+      Value sum = nn::ReduceSumOp::create(builder, n.loc, *v, axes,
+                                          /*keepDims=*/true);
+      return defineValue(
+          n, 0,
+          nn::MulOp::create(builder, n.loc, sum,
+                            scalarLike(*v, 1.0 / double(std::max<int64_t>(
+                                                     count, 1)),
+                                       n)));
+    }
     if (in.size() != 4)
       return n.error() << "has a rank-" << in.size() << " input " << typeOf(x)
                        << "; gpipe supports 2-D images [N, C, H, W]",
