@@ -13,6 +13,7 @@ Writes, into the folder this script lives in (with pip's `onnx`):
                         the batch are equal (a class token an exporter
                         expanded to the batch), concatenated with the data,
                         and an additive mask holding finfo(float32).min
+  pool_seq.onnx      -- GlobalAveragePool over a sequence [N, C, L]
 
   /tmp/venv-torch/bin/python make_ecosystem_ops.py
 
@@ -148,7 +149,21 @@ def batch_param():
          "batch_param.onnx")
 
 
+def pool_seq():
+    nodes = [
+        helper.make_node("GlobalAveragePool", ["x"], ["p"], name="/pool/GlobalAveragePool"),
+        helper.make_node("Flatten", ["p"], ["logits"], name="/pool/Flatten", axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "pool_seq",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 6])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [2, 4])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+         "pool_seq.onnx")
+
+
 if __name__ == "__main__":
+    pool_seq()
     mask_rotary()
     data_ops()
     batch_param()
