@@ -355,11 +355,12 @@ LogicalResult Importer::importExtremum(NodeCtx &n, BinaryFn fn) {
     }
     return defineHost(n, 0, std::move(acc));
   }
-  if (!isa<FloatType>(elementTypeOf(n.inputs[0])))
+  Type element = elementTypeOf(n.inputs[0]);
+  if (!element.isF32() && !element.isInteger(64))
     return n.error() << "takes the elementwise " << n.opType << " of "
                      << typeOf(n.inputs[0])
-                     << " tensors; gpipe supports it on float tensors or "
-                        "constants",
+                     << " tensors; gpipe supports it on f32 and i64 tensors "
+                        "or constants",
            failure();
   FailureOr<Value> acc = getValue(n, 0);
   if (failed(acc))

@@ -127,8 +127,18 @@ LogicalResult Importer::importPad(NodeCtx &n) {
 /// and a mask stream from the node's name; absent or false, and before
 /// opset 12 (which has no such flag), it is the identity of inference.
 LogicalResult Importer::importDropout(NodeCtx &n) {
-  if (failed(expectInputs(n, 1, 3)) || failed(checkUnusedOutput(n, 1, "mask")))
+  if (failed(expectInputs(n, 1, 3)))
     return failure();
+  // Where nothing is dropped, the mask output is all true.
+  auto keepAll = [&]() -> LogicalResult {
+    if (n.proto.output_size() < 2 || n.proto.output(1).empty())
+      return success();
+    HostTensor mask =
+        HostTensor::zeros(builder.getI1Type(), shapeOf(n.inputs[0]));
+    for (int64_t &v : mask.ints)
+      v = 1;
+    return defineHost(n, 1, std::move(mask));
+  };
   bool training = false;
   double ratio = 0.5;
   if (opset >= 12 && n.input(2) >= 0) {
@@ -137,8 +147,11 @@ LogicalResult Importer::importDropout(NodeCtx &n) {
       return failure();
     training = mode->getDouble(0) != 0.0;
   }
-  if (!training)
+  if (!training) {
+    if (failed(keepAll()))
+      return failure();
     return defineAlias(n, 0, n.inputs[0]);
+  }
   if (n.input(1) >= 0) {
     FailureOr<HostTensor> r = constScalar(n, 1, "ratio");
     if (failed(r))
@@ -147,6 +160,13 @@ LogicalResult Importer::importDropout(NodeCtx &n) {
   }
   if (!(ratio >= 0.0 && ratio < 1.0))
     return n.error() << "has ratio " << ratio << " outside [0, 1)", failure();
+  if (ratio == 0.0) {
+    if (failed(keepAll()))
+      return failure();
+    return defineAlias(n, 0, n.inputs[0]);
+  }
+  if (failed(checkUnusedOutput(n, 1, "mask")))
+    return failure();
   if (failed(requireFloat(n, 0, "input")))
     return failure();
   FailureOr<Value> x = getValue(n, 0);
