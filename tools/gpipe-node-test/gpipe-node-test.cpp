@@ -130,26 +130,6 @@ static std::string shapeString(llvm::ArrayRef<int64_t> shape) {
          "]";
 }
 
-static const char *dtypeName(gpipe_rt_dtype dtype) {
-  switch (dtype) {
-  case GPIPE_RT_F32:
-    return "f32";
-  case GPIPE_RT_F64:
-    return "f64";
-  case GPIPE_RT_F16:
-    return "f16";
-  case GPIPE_RT_BF16:
-    return "bf16";
-  case GPIPE_RT_I64:
-    return "i64";
-  case GPIPE_RT_I32:
-    return "i32";
-  case GPIPE_RT_BOOL:
-    return "bool";
-  }
-  return "?";
-}
-
 /// Element `index` of `data` (of `dtype`) as a double; integers and booleans
 /// convert exactly up to 2^53.
 static double elementAsDouble(const void *data, gpipe_rt_dtype dtype,
@@ -270,8 +250,8 @@ static std::optional<std::string>
 compare(llvm::StringRef name, const HostTensor &got, const HostTensor &want) {
   std::string where = "output '" + name.str() + "'";
   if (got.getDType() != want.getDType())
-    return where + " has element type " + dtypeName(got.getDType()) +
-           ", expected " + dtypeName(want.getDType());
+    return where + " has element type " + gpipe_rt_dtype_name(got.getDType()) +
+           ", expected " + gpipe_rt_dtype_name(want.getDType());
   if (got.getShape() != want.getShape())
     return where + " has shape " + shapeString(got.getShape()) + ", expected " +
            shapeString(want.getShape());
@@ -280,7 +260,7 @@ compare(llvm::StringRef name, const HostTensor &got, const HostTensor &want) {
   bool isFloat = dtype == GPIPE_RT_F32 || dtype == GPIPE_RT_F64;
   if (!isFloat && dtype != GPIPE_RT_I64 && dtype != GPIPE_RT_I32 &&
       dtype != GPIPE_RT_BOOL)
-    return where + " has element type " + dtypeName(dtype) +
+    return where + " has element type " + gpipe_rt_dtype_name(dtype) +
            ", which this tool cannot compare";
 
   int64_t mismatches = 0, worst = -1;

@@ -191,6 +191,24 @@ static std::vector<int64_t> broadcastIndices(ArrayRef<int64_t> out,
 // Elementwise folds
 //===----------------------------------------------------------------------===//
 
+/// `a fn b` for a comparison `fn` (NaN compares false).
+template <typename T> static bool compareValues(BinaryFn fn, T a, T b) {
+  switch (fn) {
+  case BinaryFn::Equal:
+    return a == b;
+  case BinaryFn::Less:
+    return a < b;
+  case BinaryFn::LessOrEqual:
+    return a <= b;
+  case BinaryFn::Greater:
+    return a > b;
+  case BinaryFn::GreaterOrEqual:
+    return a >= b;
+  default:
+    return false;
+  }
+}
+
 FailureOr<HostTensor>
 mlir::gpipe::onnximport::foldBinary(BinaryFn fn, const HostTensor &lhs,
                                     const HostTensor &rhs,
@@ -216,6 +234,12 @@ mlir::gpipe::onnximport::foldBinary(BinaryFn fn, const HostTensor &lhs,
   std::vector<int64_t> li = broadcastIndices(*shape, lhs.shape);
   std::vector<int64_t> ri = broadcastIndices(*shape, rhs.shape);
   for (size_t e = 0; e < li.size(); ++e) {
+    if (isComparison(fn)) {
+      r.ints[e] = lhs.isFloat()
+                      ? compareValues(fn, lhs.floats[li[e]], rhs.floats[ri[e]])
+                      : compareValues(fn, lhs.ints[li[e]], rhs.ints[ri[e]]);
+      continue;
+    }
     if (lhs.isFloat()) {
       double a = lhs.floats[li[e]], b = rhs.floats[ri[e]], v = 0;
       switch (fn) {
@@ -244,24 +268,7 @@ mlir::gpipe::onnximport::foldBinary(BinaryFn fn, const HostTensor &lhs,
       case BinaryFn::Min:
         v = (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b);
         break;
-      case BinaryFn::Equal:
-        r.ints[e] = a == b;
-        continue;
-      case BinaryFn::Less:
-        r.ints[e] = a < b;
-        continue;
-      case BinaryFn::LessOrEqual:
-        r.ints[e] = a <= b;
-        continue;
-      case BinaryFn::Greater:
-        r.ints[e] = a > b;
-        continue;
-      case BinaryFn::GreaterOrEqual:
-        r.ints[e] = a >= b;
-        continue;
-      case BinaryFn::And:
-      case BinaryFn::Or:
-      case BinaryFn::Xor:
+      default:
         break;
       }
       r.floats[e] = roundToFloatType(resultType, v);
@@ -300,21 +307,6 @@ mlir::gpipe::onnximport::foldBinary(BinaryFn fn, const HostTensor &lhs,
     case BinaryFn::Min:
       v = std::min(a, b);
       break;
-    case BinaryFn::Equal:
-      r.ints[e] = a == b;
-      continue;
-    case BinaryFn::Less:
-      r.ints[e] = a < b;
-      continue;
-    case BinaryFn::LessOrEqual:
-      r.ints[e] = a <= b;
-      continue;
-    case BinaryFn::Greater:
-      r.ints[e] = a > b;
-      continue;
-    case BinaryFn::GreaterOrEqual:
-      r.ints[e] = a >= b;
-      continue;
     case BinaryFn::And:
       v = (a != 0) && (b != 0);
       break;
@@ -323,6 +315,8 @@ mlir::gpipe::onnximport::foldBinary(BinaryFn fn, const HostTensor &lhs,
       break;
     case BinaryFn::Xor:
       v = (a != 0) != (b != 0);
+      break;
+    default:
       break;
     }
     r.ints[e] = wrapToIntType(resultType, v);

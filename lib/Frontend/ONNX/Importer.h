@@ -80,7 +80,7 @@ HostTensor toHost(const RawTensor &raw);
 bool allFinite(const RawTensor &raw);
 /// Whether a float tensor holds a value of magnitude 1e30 or more: an
 /// additive attention mask (finfo.min), a constant, not a weight.
-bool isMaskConstant(const RawTensor &raw);
+bool isMaskConstant(const HostTensor &values);
 /// Whether the `count` slices of `raw` along dim 0 (of size `count`) hold
 /// the same bytes.
 bool slicesEqual(const RawTensor &raw, int64_t count);

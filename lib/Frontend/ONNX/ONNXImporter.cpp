@@ -98,12 +98,14 @@ LogicalResult Importer::importInitializer(const onnx::TensorProto &proto) {
       frozenUsed.insert(pattern);
     }
   }
+  // The values, decoded once for the checks below and the slot.
+  HostTensor values = toHost(*raw);
   // A batch-sized initializer of one repeated value is a folded mask (an
   // all-zero additive attention mask expanded to the batch), not a weight.
   bool batchSplat = batchSize > 1 && !raw->shape.empty() &&
-                    raw->shape[0] == batchSize && toHost(*raw).isSplat();
+                    raw->shape[0] == batchSize && values.isSplat();
   if (isa<FloatType>(raw->elementType) && allFinite(*raw) &&
-      !raw->shape.empty() && !buffer && !isMaskConstant(*raw) &&
+      !raw->shape.empty() && !buffer && !isMaskConstant(values) &&
       !batchSplat) {
     if (name == options.funcName)
       return emitError(loc) << "initializer '" << name
@@ -126,7 +128,7 @@ LogicalResult Importer::importInitializer(const onnx::TensorProto &proto) {
     // ones are left alone (two identity initializations are not a tie), as
     // are matrices of one repeated value.
     if (raw->shape.size() == 2 && raw->shape[0] != raw->shape[1] &&
-        !toHost(*raw).isSplat()) {
+        !values.isSplat()) {
       int64_t rows = raw->shape[0], cols = raw->shape[1];
       size_t width = byteWidth(raw->elementType);
       std::vector<char> transposed(raw->bytes.size());
@@ -168,7 +170,7 @@ LogicalResult Importer::importInitializer(const onnx::TensorProto &proto) {
       slot.paramType = paramType;
     return bind(name, std::move(slot), loc);
   }
-  return bind(name, Slot{"", type, loc, Value(), toHost(*raw), ""}, loc);
+  return bind(name, Slot{"", type, loc, Value(), std::move(values), ""}, loc);
 }
 
 FailureOr<RankedTensorType>

@@ -240,12 +240,10 @@ bool allFinite(const RawTensor &raw) {
 /// (-3.4e38), which a trained value never reaches.
 static constexpr double kMaskMagnitude = 1e30;
 
-bool isMaskConstant(const RawTensor &raw) {
-  if (!isa<FloatType>(raw.elementType))
-    return false;
-  HostTensor t = toHost(raw);
-  return llvm::any_of(t.floats,
-                      [](double d) { return std::abs(d) >= kMaskMagnitude; });
+bool isMaskConstant(const HostTensor &t) {
+  return t.isFloat() && llvm::any_of(t.floats, [](double d) {
+           return std::abs(d) >= kMaskMagnitude;
+         });
 }
 
 bool slicesEqual(const RawTensor &raw, int64_t count) {

@@ -244,12 +244,14 @@ const char *binaryName(gpipe_rt_binary_op op) {
   return "binary";
 }
 
-gpipe_rt_status checkBinaryI64(const Kernel &kernel, gpipe_rt_binary_op op,
-                               const int64_t *lhs, const int64_t *lhsShape,
-                               int32_t lhsRank, const int64_t *rhs,
-                               const int64_t *rhsShape, int32_t rhsRank,
-                               const int64_t *out, const int64_t *outShape,
-                               int32_t outRank, BroadcastArgs<3> &args) {
+/// The broadcast and the op of binary_f32 (`integer` false) and binary_i64
+/// (pow refused).
+static gpipe_rt_status
+checkBinaryOperands(const Kernel &kernel, gpipe_rt_binary_op op,
+                    const void *lhs, const int64_t *lhsShape, int32_t lhsRank,
+                    const void *rhs, const int64_t *rhsShape, int32_t rhsRank,
+                    const void *out, const int64_t *outShape, int32_t outRank,
+                    bool integer, BroadcastArgs<3> &args) {
   GPIPE_RT_TRY(checkBroadcast<3>(
       kernel,
       {{"lhs", lhs, lhsShape, lhsRank}, {"rhs", rhs, rhsShape, rhsRank}},
@@ -257,10 +259,21 @@ gpipe_rt_status checkBinaryI64(const Kernel &kernel, gpipe_rt_binary_op op,
   if (args.count == 0)
     return GPIPE_RT_SUCCESS;
   if (int(op) < GPIPE_RT_ADD || int(op) > GPIPE_RT_MIN ||
-      op == GPIPE_RT_POW)
+      (integer && op == GPIPE_RT_POW))
     return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "unknown op " << int(op) << " for i64 tensors";
+           << "unknown op " << int(op) << (integer ? " for i64 tensors" : "");
   return GPIPE_RT_SUCCESS;
+}
+
+gpipe_rt_status checkBinaryI64(const Kernel &kernel, gpipe_rt_binary_op op,
+                               const int64_t *lhs, const int64_t *lhsShape,
+                               int32_t lhsRank, const int64_t *rhs,
+                               const int64_t *rhsShape, int32_t rhsRank,
+                               const int64_t *out, const int64_t *outShape,
+                               int32_t outRank, BroadcastArgs<3> &args) {
+  return checkBinaryOperands(kernel, op, lhs, lhsShape, lhsRank, rhs, rhsShape,
+                             rhsRank, out, outShape, outRank,
+                             /*integer=*/true, args);
 }
 
 gpipe_rt_status checkBinary(const Kernel &kernel, gpipe_rt_binary_op op,
@@ -269,13 +282,9 @@ gpipe_rt_status checkBinary(const Kernel &kernel, gpipe_rt_binary_op op,
                             const int64_t *rhsShape, int32_t rhsRank,
                             const float *out, const int64_t *outShape,
                             int32_t outRank, BroadcastArgs<3> &args) {
-  GPIPE_RT_TRY(checkBroadcast<3>(
-      kernel,
-      {{"lhs", lhs, lhsShape, lhsRank}, {"rhs", rhs, rhsShape, rhsRank}},
-      {"result", out, outShape, outRank}, args));
-  if (args.count > 0 && (int(op) < GPIPE_RT_ADD || int(op) > GPIPE_RT_MIN))
-    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "unknown op " << int(op);
-  return GPIPE_RT_SUCCESS;
+  return checkBinaryOperands(kernel, op, lhs, lhsShape, lhsRank, rhs, rhsShape,
+                             rhsRank, out, outShape, outRank,
+                             /*integer=*/false, args);
 }
 
 gpipe_rt_status checkUnary(const Kernel &kernel, gpipe_rt_unary_op op,
