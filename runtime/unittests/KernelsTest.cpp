@@ -91,6 +91,13 @@ double applyBinary(gpipe_rt_binary_op op, double a, double b) {
     return a != a ? a : b != b ? b : std::min(a, b);
   case GPIPE_RT_POW:
     return std::pow(a, b);
+  case GPIPE_RT_REMAINDER: {
+    // a - b * floor(a / b): fmod's exact remainder moved to b's sign.
+    double r = std::fmod(a, b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+  }
+  case GPIPE_RT_FMOD:
+    return std::fmod(a, b);
   }
   return 0;
 }
@@ -106,13 +113,13 @@ TEST_P(BinaryTest, MatchesReferenceForEveryOp) {
   Shape out = broadcastShapes(c.lhs, c.rhs);
   for (gpipe_rt_binary_op op :
        {GPIPE_RT_ADD, GPIPE_RT_SUB, GPIPE_RT_MUL, GPIPE_RT_DIV, GPIPE_RT_POW,
-        GPIPE_RT_MAX, GPIPE_RT_MIN}) {
+        GPIPE_RT_MAX, GPIPE_RT_MIN, GPIPE_RT_REMAINDER, GPIPE_RT_FMOD}) {
     std::vector<float> a = randomFloats(numel(c.lhs), 1);
     std::vector<float> b = randomFloats(numel(c.rhs), 2);
     if (op == GPIPE_RT_POW)
       for (float &x : a)
         x = std::abs(x) + 0.25f;
-    if (op == GPIPE_RT_DIV)
+    if (op == GPIPE_RT_DIV || op == GPIPE_RT_REMAINDER || op == GPIPE_RT_FMOD)
       for (float &x : b)
         x = x < 0 ? x - 0.5f : x + 0.5f;
     std::vector<float> got(static_cast<size_t>(numel(out)), -1.0f);
@@ -242,6 +249,12 @@ double applyUnary(gpipe_rt_unary_op op, double x) {
     return std::sin(x);
   case GPIPE_RT_COS:
     return std::cos(x);
+  case GPIPE_RT_FLOOR:
+    return std::floor(x);
+  case GPIPE_RT_CEIL:
+    return std::ceil(x);
+  case GPIPE_RT_ROUND:
+    return std::nearbyint(x);
   }
   return 0;
 }
@@ -250,7 +263,8 @@ TEST(Unary, EveryOpMatchesReference) {
   for (gpipe_rt_unary_op op :
        {GPIPE_RT_NEG, GPIPE_RT_RECIPROCAL, GPIPE_RT_SQRT, GPIPE_RT_EXP,
         GPIPE_RT_LOG, GPIPE_RT_ERF, GPIPE_RT_TANH, GPIPE_RT_SIGMOID,
-        GPIPE_RT_RELU, GPIPE_RT_GELU, GPIPE_RT_SIN, GPIPE_RT_COS}) {
+        GPIPE_RT_RELU, GPIPE_RT_GELU, GPIPE_RT_SIN, GPIPE_RT_COS,
+        GPIPE_RT_FLOOR, GPIPE_RT_CEIL, GPIPE_RT_ROUND}) {
     SCOPED_TRACE(int(op));
     // 1003 elements: a vector body and a remainder.
     std::vector<float> x = randomFloats(1003, 5, -3.0f, 3.0f);
@@ -318,11 +332,11 @@ TEST(Unary, SinAndCosAtSpecialValues) {
 
 TEST(Unary, UnknownOpIsReported) {
   float x = 1.0f, y = 0.0f;
-  EXPECT_EQ(gpipe_rt_cpu_unary_f32(GPIPE_RT_COS, &x, &y, 1), GPIPE_RT_SUCCESS);
+  EXPECT_EQ(gpipe_rt_cpu_unary_f32(GPIPE_RT_ROUND, &x, &y, 1), GPIPE_RT_SUCCESS);
   EXPECT_EQ(
-      gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op(GPIPE_RT_COS + 1), &x, &y, 1),
+      gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op(GPIPE_RT_ROUND + 1), &x, &y, 1),
       GPIPE_RT_INVALID_ARGUMENT);
-  EXPECT_EQ(lastError(), "unary: unknown op 12");
+  EXPECT_EQ(lastError(), "unary: unknown op 15");
   EXPECT_EQ(gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op(-1), &x, &y, 1),
             GPIPE_RT_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "unary: unknown op -1");
@@ -2143,7 +2157,7 @@ TEST(KernelTiming, CountsEachClassOnTheCallingThread) {
 }
 
 // Integer arithmetic (position ids): broadcasting, wraparound, truncating
-// division, a zero divisor and pow refused.
+// division, both remainders, exact powers and a zero divisor.
 TEST(BinaryI64, OpsBroadcastWrapAndErrors) {
   const int64_t lhs[6] = {7, -7, INT64_MAX, 0, 5, -9};
   const int64_t rhs[3] = {2, 3, -4};
@@ -2160,12 +2174,24 @@ TEST(BinaryI64, OpsBroadcastWrapAndErrors) {
       return a / b;
     case GPIPE_RT_MAX:
       return std::max(a, b);
+    case GPIPE_RT_FMOD:
+      return a % b;
+    case GPIPE_RT_REMAINDER:
+      return (a % b != 0 && ((a % b < 0) != (b < 0))) ? a % b + b : a % b;
+    case GPIPE_RT_POW: {
+      uint64_t r = 1;
+      for (int64_t i = 0; i < b; ++i)
+        r *= uint64_t(a);
+      return b < 0 ? (a == 1 ? 1 : a == -1 ? (b % 2 ? -1 : 1) : 0)
+                   : int64_t(r);
+    }
     default:
       return std::min(a, b);
     }
   };
-  for (gpipe_rt_binary_op op : {GPIPE_RT_ADD, GPIPE_RT_SUB, GPIPE_RT_MUL,
-                                GPIPE_RT_DIV, GPIPE_RT_MAX, GPIPE_RT_MIN}) {
+  for (gpipe_rt_binary_op op :
+       {GPIPE_RT_ADD, GPIPE_RT_SUB, GPIPE_RT_MUL, GPIPE_RT_DIV, GPIPE_RT_MAX,
+        GPIPE_RT_MIN, GPIPE_RT_FMOD, GPIPE_RT_REMAINDER, GPIPE_RT_POW}) {
     int64_t out[6] = {};
     ASSERT_EQ(gpipe_rt_cpu_binary_i64(op, lhs, lhsShape, 2, rhs, rhsShape, 1,
                                       out, outShape, 2),
@@ -2189,7 +2215,53 @@ TEST(BinaryI64, OpsBroadcastWrapAndErrors) {
             GPIPE_RT_INVALID_ARGUMENT);
   EXPECT_NE(std::string(gpipe_rt_last_error()).find("division by zero"),
             std::string::npos);
-  EXPECT_EQ(gpipe_rt_cpu_binary_i64(GPIPE_RT_POW, lhs, lhsShape, 2, rhs,
+  // -7 mod 3 is 2 (the divisor's sign), fmod -1 (the dividend's); 7^-4
+  // truncates to 0; a zero divisor of either remainder is an error.
+  ASSERT_EQ(gpipe_rt_cpu_binary_i64(GPIPE_RT_REMAINDER, lhs, lhsShape, 2, rhs,
                                     rhsShape, 1, out, outShape, 2),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(out[1], 2);
+  ASSERT_EQ(gpipe_rt_cpu_binary_i64(GPIPE_RT_FMOD, lhs, lhsShape, 2, rhs,
+                                    rhsShape, 1, out, outShape, 2),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(out[1], -1);
+  ASSERT_EQ(gpipe_rt_cpu_binary_i64(GPIPE_RT_POW, lhs, lhsShape, 2, rhs,
+                                    rhsShape, 1, out, outShape, 2),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(out[0], 49);
+  EXPECT_EQ(out[1], -343);
+  EXPECT_EQ(out[2], 0);
+  EXPECT_EQ(gpipe_rt_cpu_binary_i64(GPIPE_RT_REMAINDER, lhs, lhsShape, 2,
+                                    zero, rhsShape, 1, out, outShape, 2),
             GPIPE_RT_INVALID_ARGUMENT);
+}
+
+// The float remainders' special values: ONNX's Mod edge cases (numpy's
+// rules): a zero remainder takes the divisor's sign, an infinite divisor
+// leaves a dividend of its sign and gives the divisor otherwise, and an
+// infinite dividend or a zero divisor gives NaN.
+TEST(Binary, RemainderSpecialValues) {
+  const float inf = INFINITY;
+  std::vector<float> a = {0.0f, -0.0f, -3.0f, 3.0f, -1.0f, 1.0f, inf, 1.0f,
+                          -4.5f};
+  std::vector<float> b = {-2.0f, 2.0f, inf, inf, -inf, -inf, 2.0f, 0.0f, 2.0f};
+  std::vector<float> got(a.size());
+  const int64_t shape[1] = {int64_t(a.size())};
+  ASSERT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_REMAINDER, a.data(), shape, 1,
+                                    b.data(), shape, 1, got.data(), shape, 1),
+            GPIPE_RT_SUCCESS);
+  EXPECT_TRUE(got[0] == 0.0f && std::signbit(got[0]));
+  EXPECT_TRUE(got[1] == 0.0f && !std::signbit(got[1]));
+  EXPECT_EQ(got[2], inf);
+  EXPECT_EQ(got[3], 3.0f);
+  EXPECT_EQ(got[4], -1.0f);
+  EXPECT_EQ(got[5], -inf);
+  EXPECT_TRUE(std::isnan(got[6]));
+  EXPECT_TRUE(std::isnan(got[7]));
+  EXPECT_EQ(got[8], 1.5f);
+  ASSERT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_FMOD, a.data(), shape, 1,
+                                    b.data(), shape, 1, got.data(), shape, 1),
+            GPIPE_RT_SUCCESS);
+  EXPECT_EQ(got[2], -3.0f);
+  EXPECT_EQ(got[8], -0.5f);
 }

@@ -409,6 +409,27 @@ TEST_F(VJPTest, BinaryOpsWithBroadcasting) {
   }
 }
 
+// The remainders: dr/da = 1, dr/db = -q. The operands keep a / b inside
+// (2, 3) or (-3, -2), away from the jumps at integers, so q is 2 or 3
+// (remainder) and 2 (fmod) in turn, with either operand broadcast.
+TEST_F(VJPTest, RemaindersWithBroadcasting) {
+  for (const char *op : {"remainder", "fmod"}) {
+    for (int i = 0; i < 4; ++i) {
+      Shape out = randomShape(0, 3);
+      Shape a = broadcastOperand(out), b = broadcastOperand(out);
+      ArgGen dividend = i % 2 ? ArgGen{-2.8f, -2.2f} : ArgGen{2.2f, 2.8f};
+      check(op, binaryFunc(op, a, b), {dividend, ArgGen{1.0f, 1.05f}});
+    }
+  }
+}
+
+// Floor, ceil and round pass no gradient; off the integers their finite
+// differences are 0 too.
+TEST_F(VJPTest, RoundingOpsHaveNoGradient) {
+  for (const char *op : {"floor", "ceil", "round"})
+    check(op, unaryFunc(op, randomShape(1, 3)), {ArgGen{0.1f, 0.4f}});
+}
+
 TEST_F(VJPTest, UnaryOps) {
   struct Unary {
     const char *op;

@@ -62,6 +62,9 @@ mlir::gpipe::getRuntimeUnaryOp(StringRef name) {
       .Case("nn.log", GPIPE_RT_LOG)
       .Case("nn.sin", GPIPE_RT_SIN)
       .Case("nn.cos", GPIPE_RT_COS)
+      .Case("nn.floor", GPIPE_RT_FLOOR)
+      .Case("nn.ceil", GPIPE_RT_CEIL)
+      .Case("nn.round", GPIPE_RT_ROUND)
       .Case("nn.erf", GPIPE_RT_ERF)
       .Case("nn.tanh", GPIPE_RT_TANH)
       .Case("nn.sigmoid", GPIPE_RT_SIGMOID)
@@ -223,11 +226,10 @@ mlir::gpipe::getKernelCall(Operation *operation,
         .done();
   }
   auto binary = [&](gpipe_rt_binary_op kind) -> FailureOr<KernelCall> {
-    // Integer arithmetic (position ids): the i64 kernel, pow excepted.
+    // Integer arithmetic (position ids): the i64 kernel.
     if (cast<ShapedType>(operation->getResult(0).getType())
             .getElementType()
-            .isInteger(64) &&
-        kind != GPIPE_RT_POW)
+            .isInteger(64))
       return b.kernel(KernelId::k_binary_i64)
           .integer(kind)
           .tensor(operation->getOperand(0))
@@ -260,6 +262,8 @@ mlir::gpipe::getKernelCall(Operation *operation,
       .Case<nn::PowOp>([&](auto) { return binary(GPIPE_RT_POW); })
       .Case<nn::MaxOp>([&](auto) { return binary(GPIPE_RT_MAX); })
       .Case<nn::MinOp>([&](auto) { return binary(GPIPE_RT_MIN); })
+      .Case<nn::RemainderOp>([&](auto) { return binary(GPIPE_RT_REMAINDER); })
+      .Case<nn::FModOp>([&](auto) { return binary(GPIPE_RT_FMOD); })
       .Case<nn::EqualOp>([&](nn::EqualOp eq) -> FailureOr<KernelCall> {
         FailureOr<gpipe_rt_dtype> dtype =
             b.dtype(eq.getLhs(), {GPIPE_RT_F32, GPIPE_RT_F64, GPIPE_RT_I32,

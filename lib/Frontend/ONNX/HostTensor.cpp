@@ -262,7 +262,10 @@ mlir::gpipe::onnximport::foldBinary(BinaryFn fn, const HostTensor &lhs,
       case BinaryFn::Mod:
       case BinaryFn::FMod:
         v = std::fmod(a, b);
-        if (fn == BinaryFn::Mod && v != 0 && ((v < 0) != (b < 0)))
+        // Mod: the divisor's sign, a zero remainder included (numpy.mod).
+        if (fn == BinaryFn::Mod && v == 0)
+          v = std::copysign(0.0, b);
+        else if (fn == BinaryFn::Mod && ((v < 0) != (b < 0)))
           v += b;
         break;
       case BinaryFn::Min:
@@ -355,6 +358,15 @@ mlir::gpipe::onnximport::foldUnary(UnaryFn fn, const HostTensor &input,
     for (double &d : r.floats)
       d = roundToFloatType(r.elementType,
                            fn == UnaryFn::Sin ? std::sin(d) : std::cos(d));
+    return r;
+  case UnaryFn::Floor:
+  case UnaryFn::Ceil:
+  case UnaryFn::Round:
+    // Integers are their own rounding.
+    for (double &d : r.floats)
+      d = fn == UnaryFn::Floor  ? std::floor(d)
+          : fn == UnaryFn::Ceil ? std::ceil(d)
+                                : std::nearbyint(d);
     return r;
   case UnaryFn::Not:
     if (!input.isBool())

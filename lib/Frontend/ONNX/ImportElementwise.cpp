@@ -23,35 +23,47 @@ using llvm::StringRef;
 // Elementwise ops
 //===----------------------------------------------------------------------===//
 
+/// Pow: the result has the base's type. Float bases and integer bases with
+/// a float exponent are computed in f32 (a float power of an integer is
+/// truncated back to it, as ONNX's reference casts numpy's result); integer
+/// powers of integers in i64, exactly.
 LogicalResult Importer::importPow(NodeCtx &n) {
-  if (failed(expectInputs(n, 2, 2)) || failed(requireFloat(n, 0, "base")))
+  if (failed(expectInputs(n, 2, 2)))
     return failure();
   int base = n.inputs[0], exponent = n.inputs[1];
-  if (elementTypeOf(exponent) != elementTypeOf(base)) {
-    // ONNX lets the exponent have its own type; nn.pow does not.
-    if (!isHost(exponent))
-      return n.error() << "raises " << typeOf(base) << " to a non-constant "
-                       << typeOf(exponent)
-                       << " exponent of another element type",
-             failure();
-    FailureOr<HostTensor> cast = foldCast(host(exponent), elementTypeOf(base),
-                                          [&] { return n.shapeError(); });
-    if (failed(cast))
-      return failure();
-    Slot converted{slots[exponent].name,
-                   cast->getType(),
-                   n.loc,
-                   Value(),
-                   std::move(*cast),
-                   ""};
-    exponent = slots.size();
-    slots.push_back(std::move(converted));
-  }
-  return emitBroadcast(n, {base, exponent}, elementTypeOf(base),
-                       [&](Type type, ArrayRef<Value> v) -> Value {
-                         return nn::PowOp::create(builder, n.loc, type, v[0],
-                                                  v[1]);
-                       });
+  Type declared = elementTypeOf(base), exponentType = elementTypeOf(exponent);
+  auto isNumber = [](Type t) {
+    return isa<FloatType>(t) || (isa<IntegerType>(t) && !t.isInteger(1));
+  };
+  if (!isNumber(declared) || !isNumber(exponentType))
+    return n.error() << "raises " << typeOf(base) << " to a "
+                     << typeOf(exponent)
+                     << " power; Pow takes numbers, not booleans",
+           failure();
+  bool integerPower = isa<IntegerType>(declared) && isa<IntegerType>(exponentType);
+  Type compute = integerPower ? builder.getI64Type()
+                              : computeTypeOf(isa<FloatType>(declared)
+                                                  ? declared
+                                                  : builder.getF32Type());
+  if (!compute.isF32() && !compute.isInteger(64))
+    return n.error() << "raises " << typeOf(base)
+                     << "; gpipe computes powers of f32, f64 and integer "
+                        "tensors",
+           failure();
+  SmallVector<ArrayRef<int64_t>> shapes = {shapeOf(base), shapeOf(exponent)};
+  FailureOr<nn::Shape> shape =
+      nn::inferBroadcastShape(shapes, [&] { return n.shapeError(); });
+  if (failed(shape))
+    return failure();
+  FailureOr<Value> x = getValueAs(base, compute, n.loc);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> y = getValueAs(exponent, compute, n.loc);
+  if (failed(y))
+    return failure();
+  Value result = nn::PowOp::create(
+      builder, n.loc, RankedTensorType::get(*shape, compute), *x, *y);
+  return defineValue(n, 0, castElements(result, declared, n.loc));
 }
 
 LogicalResult Importer::importEqual(NodeCtx &n) {
@@ -355,19 +367,20 @@ LogicalResult Importer::importExtremum(NodeCtx &n, BinaryFn fn) {
     }
     return defineHost(n, 0, std::move(acc));
   }
-  Type element = elementTypeOf(n.inputs[0]);
+  Type declared = elementTypeOf(n.inputs[0]);
+  Type element = computeTypeOf(declared);
   if (!element.isF32() && !element.isInteger(64))
     return n.error() << "takes the elementwise " << n.opType << " of "
                      << typeOf(n.inputs[0])
-                     << " tensors; gpipe supports it on f32 and i64 tensors "
-                        "or constants",
+                     << " tensors; gpipe supports it on f32, f64 and integer "
+                        "tensors or constants",
            failure();
-  FailureOr<Value> acc = getValue(n, 0);
+  FailureOr<Value> acc = getValueAs(n.inputs[0], element, n.loc);
   if (failed(acc))
     return failure();
   Value result = *acc;
   for (int i = 1; i < n.numInputs(); ++i) {
-    FailureOr<Value> next = getValue(n, i);
+    FailureOr<Value> next = getValueAs(n.inputs[i], element, n.loc);
     if (failed(next))
       return failure();
     SmallVector<ArrayRef<int64_t>> shapes = {
@@ -376,18 +389,19 @@ LogicalResult Importer::importExtremum(NodeCtx &n, BinaryFn fn) {
         nn::inferBroadcastShape(shapes, [&] { return n.shapeError(); });
     if (failed(shape))
       return failure();
-    auto type = RankedTensorType::get(*shape, elementTypeOf(n.inputs[0]));
+    auto type = RankedTensorType::get(*shape, element);
     result = fn == BinaryFn::Max
                  ? nn::MaxOp::create(builder, n.loc, type, result, *next)
                        .getResult()
                  : nn::MinOp::create(builder, n.loc, type, result, *next)
                        .getResult();
   }
-  return defineValue(n, 0, result);
+  return defineValue(n, 0, castElements(result, declared, n.loc));
 }
 
-/// Mod of constants (window and padding arithmetic on shapes); `fmod`
-/// selects C's remainder (the dividend's sign) over the divisor's sign.
+/// Mod: folded on constants (window and padding arithmetic on shapes);
+/// on data nn.remainder (`fmod` 0: the divisor's sign, numpy.mod) or
+/// nn.fmod (`fmod` 1: the dividend's sign, C's fmod).
 LogicalResult Importer::importMod(NodeCtx &n) {
   if (failed(expectInputs(n, 2, 2)))
     return failure();
@@ -395,18 +409,27 @@ LogicalResult Importer::importMod(NodeCtx &n) {
   if (failed(getIntAttr(n, "fmod", fmod)))
     return failure();
   int a = n.inputs[0], b = n.inputs[1];
-  if (!isHost(a) || !isHost(b))
-    return n.error() << "takes the remainder of a non-constant tensor; gpipe "
-                        "folds Mod only on constants",
-           failure();
-  if (host(a).isFloat() && !fmod)
-    return n.error() << "has fmod 0 on float operands; ONNX requires fmod 1 "
-                        "there",
-           failure();
-  FailureOr<HostTensor> r =
-      foldBinary(fmod ? BinaryFn::FMod : BinaryFn::Mod, host(a), host(b),
-                 [&] { return n.shapeError(); });
-  if (failed(r))
+  if (isHost(a) && isHost(b)) {
+    FailureOr<HostTensor> r =
+        foldBinary(fmod ? BinaryFn::FMod : BinaryFn::Mod, host(a), host(b),
+                   [&] { return n.shapeError(); });
+    if (failed(r))
+      return failure();
+    return defineHost(n, 0, std::move(*r));
+  }
+  if (failed(widenIntegerConstant(n, a, b)) ||
+      failed(widenIntegerConstant(n, b, a)) ||
+      failed(requireSameElementType(n, {a, b})))
     return failure();
-  return defineHost(n, 0, std::move(*r));
+  Type declared = elementTypeOf(a), compute = computeTypeOf(declared);
+  if (!compute.isF32() && !compute.isInteger(64))
+    return n.error() << "takes the remainder of " << typeOf(a)
+                     << " tensors; gpipe supports f32, f64 and integer ones",
+           failure();
+  return emitBroadcastComputed(
+      n, {a, b}, declared, [&](Type type, ArrayRef<Value> v) -> Value {
+        if (fmod)
+          return nn::FModOp::create(builder, n.loc, type, v[0], v[1]);
+        return nn::RemainderOp::create(builder, n.loc, type, v[0], v[1]);
+      });
 }

@@ -376,10 +376,12 @@ LogicalResult Importer::getWindow(NodeCtx &n, int x,
                                   std::optional<ArrayRef<int64_t>> weightKernel,
                                   WindowAttrs &w) {
   ArrayRef<int64_t> in = shapeOf(x);
-  if (in.size() != 4)
+  if (in.size() != 3 && in.size() != 4)
     return n.error() << "has a rank-" << in.size() << " input " << typeOf(x)
-                     << "; gpipe supports 2-D images [N, C, H, W]",
+                     << "; gpipe supports 1-D sequences [N, C, L] and 2-D "
+                        "images [N, C, H, W]",
            failure();
+  size_t spatial = in.size() - 2;
   std::optional<SmallVector<int64_t>> kernel, strides, dilations, pads;
   int64_t ceilMode = 0;
   if (failed(getIntsAttr(n, "kernel_shape", kernel)) ||
@@ -402,28 +404,28 @@ LogicalResult Importer::getWindow(NodeCtx &n, int x,
     if (!v)
       v.emplace(size, fill);
     if (v->size() != size)
-      return n.error() << "has " << v->size() << " " << name
-                       << "; a 2-D window needs " << size,
+      return n.error() << "has " << v->size() << " " << name << "; a "
+                       << spatial << "-D window needs " << size,
              failure();
     return success();
   };
-  if (failed(expect(kernel, "kernel sizes", 2, 1)) ||
-      failed(expect(strides, "strides", 2, 1)) ||
-      failed(expect(dilations, "dilations", 2, 1)))
+  if (failed(expect(kernel, "kernel sizes", spatial, 1)) ||
+      failed(expect(strides, "strides", spatial, 1)) ||
+      failed(expect(dilations, "dilations", spatial, 1)))
     return failure();
   std::string autoPad = "NOTSET";
   if (const onnx::AttributeProto *attr = findAttr(n.proto, "auto_pad"))
     autoPad = attr->s();
   if (autoPad == "NOTSET") {
-    if (failed(expect(pads, "pads", 4, 0)))
+    if (failed(expect(pads, "pads", 2 * spatial, 0)))
       return failure();
   } else if (autoPad == "VALID") {
-    pads.emplace(4, 0);
+    pads.emplace(2 * spatial, 0);
   } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     // Output ceil(in / stride); the total padding split evenly, the odd one
     // at the end (UPPER) or the beginning (LOWER).
-    pads.emplace(4, 0);
-    for (int d = 0; d < 2; ++d) {
+    pads.emplace(2 * spatial, 0);
+    for (size_t d = 0; d < spatial; ++d) {
       int64_t size = in[2 + d], stride = (*strides)[d];
       int64_t out = (size + stride - 1) / stride;
       int64_t extent = (*dilations)[d] * ((*kernel)[d] - 1) + 1;
@@ -431,7 +433,7 @@ LogicalResult Importer::getWindow(NodeCtx &n, int x,
           std::max<int64_t>(0, (out - 1) * stride + extent - size);
       int64_t small = total / 2, large = total - small;
       (*pads)[d] = autoPad == "SAME_UPPER" ? small : large;
-      (*pads)[d + 2] = autoPad == "SAME_UPPER" ? large : small;
+      (*pads)[d + spatial] = autoPad == "SAME_UPPER" ? large : small;
     }
   } else {
     return n.error() << "has auto_pad '" << autoPad
@@ -443,7 +445,32 @@ LogicalResult Importer::getWindow(NodeCtx &n, int x,
   w.dilations = std::move(*dilations);
   w.pads = std::move(*pads);
   w.ceilMode = ceilMode != 0;
+  // A 1-D window is the 2-D one of height 1 over [N, C, 1, L].
+  w.oneD = spatial == 1;
+  if (w.oneD) {
+    w.kernel.insert(w.kernel.begin(), 1);
+    w.strides.insert(w.strides.begin(), 1);
+    w.dilations.insert(w.dilations.begin(), 1);
+    w.pads = {0, w.pads[0], 0, w.pads[1]};
+  }
   return success();
+}
+
+/// `v` ([N, C, L], or a 1-D convolution's weight [O, C, k]) with a unit dim
+/// inserted at 2: the 2-D form of a 1-D window.
+static Value liftTo2D(OpBuilder &b, Location loc, Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape.insert(shape.begin() + 2, 1);
+  return nn::ReshapeOp::create(b, loc, type.clone(shape), v);
+}
+
+/// The inverse of liftTo2D on a 2-D window's result [N, C, 1, L'].
+static Value dropTo1D(OpBuilder &b, Location loc, Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape.erase(shape.begin() + 2);
+  return nn::ReshapeOp::create(b, loc, type.clone(shape), v);
 }
 
 LogicalResult Importer::importConv(NodeCtx &n) {
@@ -455,21 +482,30 @@ LogicalResult Importer::importConv(NodeCtx &n) {
   if (failed(getIntAttr(n, "group", groups)))
     return failure();
   ArrayRef<int64_t> wShape = shapeOf(weight);
-  if (wShape.size() != 4)
+  if (wShape.size() != 4 && wShape.size() != 3)
     return n.error() << "has a weight of type " << typeOf(weight)
-                     << "; gpipe supports 2-D convolutions [O, C/group, kh, "
-                        "kw]",
+                     << "; gpipe supports 1-D and 2-D convolutions [O, "
+                        "C/group, k] and [O, C/group, kh, kw]",
            failure();
   WindowAttrs w;
   if (failed(getWindow(n, x, wShape.drop_front(2), w)))
     return failure();
+  if (w.oneD != (wShape.size() == 3))
+    return n.error() << "convolves " << typeOf(x) << " with a weight of type "
+                     << typeOf(weight) << " of another number of dims",
+           failure();
+  SmallVector<int64_t> inShape(shapeOf(x)), weightShape(wShape);
+  if (w.oneD) {
+    inShape.insert(inShape.begin() + 2, 1);
+    weightShape.insert(weightShape.begin() + 2, 1);
+  }
   if (w.ceilMode)
     return n.error() << "has ceil_mode, which Conv does not define",
            failure();
   std::optional<ArrayRef<int64_t>> biasShape =
       optionalShapeOf(bias);
   FailureOr<nn::Shape> shape = nn::inferConv2DShape(
-      shapeOf(x), wShape, biasShape, w.strides, w.pads, w.dilations, groups,
+      inShape, weightShape, biasShape, w.strides, w.pads, w.dilations, groups,
       [&] { return n.shapeError(); });
   if (failed(shape))
     return failure();
@@ -480,11 +516,16 @@ LogicalResult Importer::importConv(NodeCtx &n) {
   if (failed(vbOrNull))
     return failure();
   Value vb = *vbOrNull;
+  Value input = *vx, filter = *vw;
+  if (w.oneD) {
+    input = liftTo2D(builder, n.loc, input);
+    filter = liftTo2D(builder, n.loc, filter);
+  }
   auto type = RankedTensorType::get(*shape, elementTypeOf(x));
+  Value result = nn::Conv2DOp::create(builder, n.loc, type, input, filter, vb,
+                                      w.strides, w.pads, w.dilations, groups);
   return defineValue(n, 0,
-                     nn::Conv2DOp::create(builder, n.loc, type, *vx, *vw, vb,
-                                          w.strides, w.pads, w.dilations,
-                                          groups));
+                     w.oneD ? dropTo1D(builder, n.loc, result) : result);
 }
 
 LogicalResult Importer::importPool(NodeCtx &n) {
@@ -537,22 +578,27 @@ LogicalResult Importer::importPool(NodeCtx &n) {
                      << "; gpipe's average pooling has none",
            failure();
   nn::Window2D window{w.kernel, w.strides, w.pads, w.dilations, w.ceilMode};
-  FailureOr<nn::Shape> shape = nn::inferPool2DShape(
-      shapeOf(x), window, [&] { return n.shapeError(); });
+  SmallVector<int64_t> inShape(shapeOf(x));
+  if (w.oneD)
+    inShape.insert(inShape.begin() + 2, 1);
+  FailureOr<nn::Shape> shape =
+      nn::inferPool2DShape(inShape, window, [&] { return n.shapeError(); });
   if (failed(shape))
     return failure();
   FailureOr<Value> vx = getValue(x, n.loc);
   if (failed(vx))
     return failure();
+  Value input = w.oneD ? liftTo2D(builder, n.loc, *vx) : *vx;
   auto type = RankedTensorType::get(*shape, elementTypeOf(x));
   Value result =
-      max ? Value(nn::MaxPool2DOp::create(builder, n.loc, type, *vx, w.kernel,
-                                          w.strides, w.pads, w.dilations,
-                                          w.ceilMode))
-          : Value(nn::AvgPool2DOp::create(builder, n.loc, type, *vx, w.kernel,
-                                          w.strides, w.pads,
+      max ? Value(nn::MaxPool2DOp::create(builder, n.loc, type, input,
+                                          w.kernel, w.strides, w.pads,
+                                          w.dilations, w.ceilMode))
+          : Value(nn::AvgPool2DOp::create(builder, n.loc, type, input,
+                                          w.kernel, w.strides, w.pads,
                                           countIncludePad != 0, w.ceilMode));
-  return defineValue(n, 0, result);
+  return defineValue(n, 0,
+                     w.oneD ? dropTo1D(builder, n.loc, result) : result);
 }
 
 LogicalResult Importer::importBatchNorm(NodeCtx &n) {

@@ -97,11 +97,38 @@ LogicalResult Importer::importIdentity(NodeCtx &n) {
   return defineAlias(n, 0, n.inputs[0]);
 }
 
-/// Pad. PyTorch's AvgPool2d export pads by zero before the pooling; only
-/// that (every pad 0, any mode) is supported: it is the identity.
+/// Where position `p` (of the padded axis, counted from the input's first
+/// element, so the pad before it is negative) reads from an input axis of
+/// `dim` elements under Pad's `mode`; -1 for a constant-mode pad.
+static int64_t padSource(StringRef mode, int64_t p, int64_t dim) {
+  if (p >= 0 && p < dim)
+    return p;
+  if (mode == "edge")
+    return std::clamp<int64_t>(p, 0, dim - 1);
+  if (mode == "wrap")
+    return ((p % dim) + dim) % dim;
+  if (mode == "reflect") {
+    // Mirrored about the first and last elements, which are not repeated:
+    // period 2 (dim - 1).
+    if (dim == 1)
+      return 0;
+    int64_t period = 2 * (dim - 1), q = ((p % period) + period) % period;
+    return q < dim ? q : period - q;
+  }
+  return -1;
+}
+
+/// Pad in its four modes. Each padded axis of data is a gather of constant
+/// positions (edge, reflect and wrap read the input; a negative pad crops)
+/// and, in constant mode, an nn.where that writes the value at the pads:
+/// ops whose gradients and micro-batching gpipe has (a pad along the batch
+/// dim is refused there). Constants fold.
 LogicalResult Importer::importPad(NodeCtx &n) {
   if (failed(expectInputs(n, 1, 4)))
     return failure();
+  int x = n.inputs[0];
+  ArrayRef<int64_t> in = shapeOf(x);
+  int64_t rank = in.size();
   std::optional<SmallVector<int64_t>> pads;
   if (opset < 11) {
     if (failed(getIntsAttr(n, "pads", pads)))
@@ -112,14 +139,150 @@ LogicalResult Importer::importPad(NodeCtx &n) {
       return failure();
     pads = std::move(*v);
   }
-  if (!pads || llvm::any_of(*pads, [](int64_t p) { return p != 0; }))
-    return n.error() << "pads by "
+  SmallVector<int64_t> axes;
+  if (opset >= 18 && n.input(3) >= 0) {
+    FailureOr<SmallVector<int64_t>> a = constInts(n, 3, "axes");
+    if (failed(a))
+      return failure();
+    for (int64_t axis : *a) {
+      if (failed(normalizeAxis(n, axis, rank)))
+        return failure();
+      if (llvm::is_contained(axes, axis))
+        return n.error() << "pads axis " << axis << " twice", failure();
+      axes.push_back(axis);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  if (!pads || pads->size() != 2 * axes.size())
+    return n.error() << "has pads "
                      << (pads ? nn::formatShape(*pads) : std::string("[]"))
-                     << "; gpipe supports only Pad nodes that pad nothing "
-                        "(give the padding to the Conv or pooling node "
-                        "instead)",
+                     << "; expected 2 per padded axis (" << 2 * axes.size()
+                     << ")",
            failure();
-  return defineAlias(n, 0, n.inputs[0]);
+  std::string mode = "constant";
+  if (const onnx::AttributeProto *attr = findAttr(n.proto, "mode"))
+    mode = attr->s();
+  if (mode != "constant" && mode != "reflect" && mode != "edge" &&
+      mode != "wrap")
+    return n.error() << "has mode '" << mode
+                     << "'; Pad's modes are constant, reflect, edge and wrap",
+           failure();
+
+  // The constant: input 2 from opset 11, the `value` attribute before.
+  Type element = elementTypeOf(x);
+  double value = 0.0;
+  if (opset < 11) {
+    float v = 0.0f;
+    if (failed(getFloatAttr(n, "value", v)))
+      return failure();
+    value = v;
+  } else if (n.input(2) >= 0) {
+    FailureOr<HostTensor> v = constScalar(n, 2, "constant_value");
+    if (failed(v))
+      return failure();
+    value = v->getDouble(0);
+  }
+
+  // Each padded axis: the source positions of its output elements.
+  SmallVector<std::pair<int64_t, SmallVector<int64_t>>> gathers;
+  for (auto [j, axis] : llvm::enumerate(axes)) {
+    int64_t before = (*pads)[j], after = (*pads)[j + axes.size()];
+    int64_t dim = in[axis], size = dim + before + after;
+    if (before == 0 && after == 0)
+      continue;
+    if (size < 0)
+      return n.error() << "crops axis " << axis << " of size " << dim
+                       << " by more than its size (pads " << before << ", "
+                       << after << ")",
+             failure();
+    bool grows = before > 0 || after > 0;
+    if (grows && mode != "constant" && dim == 0)
+      return n.error() << "pads the empty axis " << axis << " in mode '"
+                       << mode << "', which reads the input",
+             failure();
+    if (mode == "reflect" && (before >= dim || after >= dim) && dim > 1)
+      return n.error() << "reflects axis " << axis << " of size " << dim
+                       << " by " << std::max(before, after)
+                       << "; a reflect pad must be smaller than the axis",
+             failure();
+    SmallVector<int64_t> sources;
+    for (int64_t p = -before; p < dim + after; ++p)
+      sources.push_back(padSource(mode, p, dim));
+    gathers.emplace_back(axis, std::move(sources));
+  }
+  if (gathers.empty())
+    return defineAlias(n, 0, x);
+
+  if (isHost(x)) {
+    HostTensor r = host(x);
+    for (auto &[axis, sources] : gathers) {
+      SmallVector<int64_t> clamped;
+      for (int64_t s : sources)
+        clamped.push_back(std::max<int64_t>(s, 0));
+      if (r.shape[axis] == 0) {
+        // Constant pads of an empty axis: every element is the value.
+        nn::Shape shape(r.shape);
+        shape[axis] = sources.size();
+        r = HostTensor::zeros(element, shape);
+        for (double &f : r.floats)
+          f = roundToFloatType(element, value);
+        for (int64_t &i : r.ints)
+          i = wrapToIntType(element, int64_t(value));
+        continue;
+      }
+      r = foldGather(r, clamped, {int64_t(clamped.size())}, axis);
+      int64_t inner = 1;
+      for (size_t d = axis + 1; d < r.shape.size(); ++d)
+        inner *= r.shape[d];
+      int64_t len = sources.size();
+      for (int64_t e = 0, end = r.numElements(); e < end; ++e) {
+        if (sources[(e / inner) % len] >= 0)
+          continue;
+        if (r.isFloat())
+          r.floats[e] = roundToFloatType(element, value);
+        else
+          r.ints[e] = wrapToIntType(element, int64_t(value));
+      }
+    }
+    return defineHost(n, 0, std::move(r));
+  }
+
+  FailureOr<Value> v = getValue(x, n.loc);
+  if (failed(v))
+    return failure();
+  Value r = *v;
+  for (auto &[axis, sources] : gathers) {
+    if (shapeOf(x)[axis] == 0)
+      return n.error() << "pads the empty axis " << axis
+                       << " of a non-constant tensor",
+             failure();
+    SmallVector<int64_t> clamped;
+    bool padsConstant = false;
+    for (int64_t s : sources) {
+      clamped.push_back(std::max<int64_t>(s, 0));
+      padsConstant |= s < 0;
+    }
+    r = gatherPositions(r, clamped, axis, n);
+    if (!padsConstant)
+      continue;
+    // Where the value goes: a mask along this axis, broadcast over the rest.
+    nn::Shape maskShape(rank, 1);
+    maskShape[axis] = sources.size();
+    HostTensor mask = HostTensor::zeros(builder.getI1Type(), maskShape);
+    for (auto [i, s] : llvm::enumerate(sources))
+      mask.ints[i] = s >= 0;
+    HostTensor fill = HostTensor::zeros(element, {});
+    if (fill.isFloat())
+      fill.floats[0] = roundToFloatType(element, value);
+    else
+      fill.ints[0] = wrapToIntType(element, int64_t(value));
+    Value keep = materialize(mask, n.loc, n.name);
+    Value padding = materialize(fill, n.loc, n.name);
+    r = nn::WhereOp::create(builder, n.loc, r.getType(), keep, r, padding);
+  }
+  return defineValue(n, 0, r);
 }
 
 /// Dropout. From opset 12 the `training_mode` input says whether it drops:
@@ -523,9 +686,9 @@ LogicalResult Importer::importSlice(NodeCtx &n) {
   int64_t rank = in.size();
   SmallVector<int64_t> offsets(rank, 0), sizes(in), strides(rank, 1);
   SmallVector<bool> seen(rank, false);
-  // Axes walked backwards (a constant reversed: F.pad's pads), gathered on
-  // the host first.
-  std::optional<HostTensor> reversed;
+  // Axes walked backwards (a constant reversed: F.pad's pads; flipped
+  // data): the positions each one picks, gathered after the forward slice.
+  SmallVector<std::pair<int64_t, SmallVector<int64_t>>> backwards;
   for (size_t j = 0; j < count; ++j) {
     int64_t axis = axes[j];
     if (failed(normalizeAxis(n, axis, rank)))
@@ -537,11 +700,6 @@ LogicalResult Importer::importSlice(NodeCtx &n) {
     if (step == 0)
       return n.error() << "has a slice step of 0", failure();
     if (step < 0) {
-      if (!isHost(x))
-        return n.error() << "has a negative slice step " << step
-                         << " on a non-constant tensor; gpipe walks "
-                            "backwards only through constants",
-               failure();
       // ONNX: start clamps to [0, dim - 1], end to [-1, dim - 1].
       int64_t dim = in[axis], start = starts[j], end = ends[j];
       if (start < 0)
@@ -553,10 +711,7 @@ LogicalResult Importer::importSlice(NodeCtx &n) {
       SmallVector<int64_t> picked;
       for (int64_t i = start; i > end; i += step)
         picked.push_back(i);
-      if (!reversed)
-        reversed = host(x);
-      reversed = foldGather(*reversed, picked,
-                            {int64_t(picked.size())}, axis);
+      backwards.emplace_back(axis, std::move(picked));
       continue;
     }
     // ONNX clamping: negative indices count from the end, then both bounds
@@ -572,25 +727,40 @@ LogicalResult Importer::importSlice(NodeCtx &n) {
     sizes[axis] = end > start ? (end - start - 1) / step + 1 : 0;
     strides[axis] = step;
   }
-  if (reversed) {
-    for (int64_t d = 0; d < rank; ++d)
-      if (sizes[d] == in[d] && offsets[d] == 0 && strides[d] == 1)
-        sizes[d] = reversed->shape[d];
-    return defineHost(n, 0, foldSlice(*reversed, offsets, sizes, strides));
-  }
   FailureOr<nn::Shape> shape = nn::inferSliceShape(
       in, offsets, sizes, strides, [&] { return n.shapeError(); });
   if (failed(shape))
     return failure();
-  if (isHost(x))
-    return defineHost(n, 0, foldSlice(host(x), offsets, sizes, strides));
+  if (isHost(x)) {
+    HostTensor r = foldSlice(host(x), offsets, sizes, strides);
+    for (auto &[axis, picked] : backwards)
+      r = foldGather(r, picked, {int64_t(picked.size())}, axis);
+    return defineHost(n, 0, std::move(r));
+  }
   FailureOr<Value> v = getValue(x, n.loc);
   if (failed(v))
     return failure();
-  auto type = RankedTensorType::get(*shape, elementTypeOf(x));
-  return defineValue(
-      n, 0,
-      nn::SliceOp::create(builder, n.loc, type, *v, offsets, sizes, strides));
+  Value r = *v;
+  if (backwards.empty() || ArrayRef<int64_t>(*shape) != in) {
+    auto type = RankedTensorType::get(*shape, elementTypeOf(x));
+    r = nn::SliceOp::create(builder, n.loc, type, r, offsets, sizes, strides);
+  }
+  for (auto &[axis, picked] : backwards)
+    r = gatherPositions(r, picked, axis, n);
+  return defineValue(n, 0, r);
+}
+
+Value Importer::gatherPositions(Value v, ArrayRef<int64_t> positions,
+                                int64_t axis, NodeCtx &n) {
+  HostTensor indices = HostTensor::zeros(builder.getI64Type(),
+                                         {int64_t(positions.size())});
+  indices.ints.assign(positions.begin(), positions.end());
+  auto type = cast<RankedTensorType>(v.getType());
+  nn::Shape shape(type.getShape());
+  shape[axis] = positions.size();
+  return nn::GatherOp::create(builder, n.loc, type.clone(shape), v,
+                              materialize(indices, n.loc, n.name),
+                              static_cast<uint64_t>(axis));
 }
 
 LogicalResult Importer::importConcat(NodeCtx &n) {
@@ -766,19 +936,19 @@ LogicalResult Importer::importCumSum(NodeCtx &n) {
       failed(getIntAttr(n, "reverse", reverse)))
     return failure();
   if (!isHost(x)) {
-    Type element = elementTypeOf(x);
+    Type declared = elementTypeOf(x), element = computeTypeOf(declared);
     if (!element.isF32() && !element.isInteger(64))
       return n.error() << "sums a non-constant " << typeOf(x)
-                       << "; gpipe sums f32 and i64 tensors",
+                       << "; gpipe sums f32, f64 and integer tensors",
              failure();
-    FailureOr<Value> v = getValue(x, n.loc);
+    FailureOr<Value> v = getValueAs(x, element, n.loc);
     if (failed(v))
       return failure();
-    return defineValue(n, 0,
-                       nn::CumSumOp::create(builder, n.loc, typeOf(x), *v,
-                                            builder.getI64IntegerAttr(axis),
-                                            builder.getBoolAttr(exclusive),
-                                            builder.getBoolAttr(reverse)));
+    Value sum = nn::CumSumOp::create(
+        builder, n.loc, typeOf(x).clone(element), *v,
+        builder.getI64IntegerAttr(axis), builder.getBoolAttr(exclusive),
+        builder.getBoolAttr(reverse));
+    return defineValue(n, 0, castElements(sum, declared, n.loc));
   }
   HostTensor in = host(x), r = host(x);
   int64_t len = shape[axis], inner = 1;

@@ -138,9 +138,12 @@ struct NodeCtx {
 };
 
 /// A 2-D window's attributes as an ONNX node spells them.
+/// A Conv's or pooling's window, in 2-D form ([h, w]; pads [top, left,
+/// bottom, right]); a 1-D window (`oneD`) is the 2-D one of height 1.
 struct WindowAttrs {
   SmallVector<int64_t> kernel, strides, pads, dilations;
   bool ceilMode = false;
+  bool oneD = false;
 };
 
 class Importer {
@@ -243,9 +246,28 @@ private:
                               Type resultElement,
                               function_ref<Value(Type, ArrayRef<Value>)> build);
   LogicalResult reshapeTo(NodeCtx &n, int input, ArrayRef<int64_t> shape);
+  /// The element type the kernels compute data of type `element` in: f32
+  /// for f64 and i64 for i32 (docs/Frontend.md, "Element types"); other
+  /// types are their own.
+  Type computeTypeOf(Type element);
+  /// Slot `i`'s value converted to element type `element`: a constant is
+  /// converted on the host, data by an nn.cast.
+  FailureOr<Value> getValueAs(int i, Type element, Location loc);
+  /// `v` converted to element type `element` (an nn.cast where it differs).
+  Value castElements(Value v, Type element, Location loc);
+  /// Like emitBroadcast, for ops whose result has the operands' element
+  /// type `declared`: the operands are converted to computeTypeOf(declared),
+  /// `build` computes there, and the result is converted back.
+  LogicalResult
+  emitBroadcastComputed(NodeCtx &n, ArrayRef<int> operands, Type declared,
+                        function_ref<Value(Type, ArrayRef<Value>)> build);
   /// Where slot `data` is i64 data and slot `constant` an integer constant
   /// of another width, `constant` becomes a widened copy.
   LogicalResult widenIntegerConstant(NodeCtx &n, int data, int &constant);
+  /// `v` gathered along `axis` at the given positions (a constant index
+  /// list): flips, pads and strided picks of data.
+  Value gatherPositions(Value v, ArrayRef<int64_t> positions, int64_t axis,
+                        NodeCtx &n);
   /// A rank-0 constant of `like`'s element type.
   Value scalarLike(Value like, double value, NodeCtx &n);
 
@@ -362,20 +384,22 @@ LogicalResult Importer::importArith(NodeCtx &n) {
     return failure();
   if (failed(requireSameElementType(n, {a, b})))
     return failure();
-  return emitBroadcast(n, {a, b}, elementTypeOf(a),
-                       [&](Type type, ArrayRef<Value> v) -> Value {
-                         return OpTy::create(builder, n.loc, type, v[0], v[1]);
-                       });
+  return emitBroadcastComputed(
+      n, {a, b}, elementTypeOf(a), [&](Type type, ArrayRef<Value> v) -> Value {
+        return OpTy::create(builder, n.loc, type, v[0], v[1]);
+      });
 }
 
 template <typename OpTy> LogicalResult Importer::importFloatUnary(NodeCtx &n) {
   if (failed(expectInputs(n, 1, 1)) || failed(requireFloat(n, 0, "input")))
     return failure();
-  FailureOr<Value> v = getValue(n, 0);
+  Type declared = elementTypeOf(n.inputs[0]);
+  Type compute = computeTypeOf(declared);
+  FailureOr<Value> v = getValueAs(n.inputs[0], compute, n.loc);
   if (failed(v))
     return failure();
-  return defineValue(n, 0,
-                     OpTy::create(builder, n.loc, typeOf(n.inputs[0]), *v));
+  Value r = OpTy::create(builder, n.loc, typeOf(n.inputs[0]).clone(compute), *v);
+  return defineValue(n, 0, castElements(r, declared, n.loc));
 }
 
 template <typename OpTy, UnaryFn Fn>

@@ -321,6 +321,60 @@ Importer::emitBroadcast(NodeCtx &n, ArrayRef<int> operands, Type resultElement,
       n, 0, build(RankedTensorType::get(*shape, resultElement), values));
 }
 
+Type Importer::computeTypeOf(Type element) {
+  if (element.isF64())
+    return builder.getF32Type();
+  if (auto integer = dyn_cast<IntegerType>(element);
+      integer && integer.getWidth() > 1 && integer.getWidth() < 64)
+    return builder.getI64Type();
+  return element;
+}
+
+FailureOr<Value> Importer::getValueAs(int i, Type element, Location loc) {
+  if (elementTypeOf(i) == element)
+    return getValue(i, loc);
+  if (isHost(i)) {
+    FailureOr<HostTensor> converted =
+        foldCast(host(i), element, [&] { return emitError(loc); });
+    if (failed(converted))
+      return failure();
+    return materialize(*converted, slots[i].loc, slots[i].name);
+  }
+  FailureOr<Value> v = getValue(i, loc);
+  if (failed(v))
+    return failure();
+  return castElements(*v, element, loc);
+}
+
+Value Importer::castElements(Value v, Type element, Location loc) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getElementType() == element)
+    return v;
+  return nn::CastOp::create(builder, loc, type.clone(element), v);
+}
+
+LogicalResult Importer::emitBroadcastComputed(
+    NodeCtx &n, ArrayRef<int> operands, Type declared,
+    function_ref<Value(Type, ArrayRef<Value>)> build) {
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (int i : operands)
+    shapes.push_back(shapeOf(i));
+  FailureOr<nn::Shape> shape =
+      nn::inferBroadcastShape(shapes, [&] { return n.shapeError(); });
+  if (failed(shape))
+    return failure();
+  Type compute = computeTypeOf(declared);
+  SmallVector<Value> values;
+  for (int i : operands) {
+    FailureOr<Value> v = getValueAs(i, compute, n.loc);
+    if (failed(v))
+      return failure();
+    values.push_back(*v);
+  }
+  Value result = build(RankedTensorType::get(*shape, compute), values);
+  return defineValue(n, 0, castElements(result, declared, n.loc));
+}
+
 /// Defines result 0 as input `input` reshaped to `shape` (same element
 /// count, checked here).
 LogicalResult Importer::reshapeTo(NodeCtx &n, int input,

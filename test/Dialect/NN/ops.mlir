@@ -109,6 +109,23 @@ func.func @binary_integer(%a: tensor<2x3xi64>, %b: tensor<3xi64>) -> tensor<2x3x
 
 // -----
 
+// CHECK-LABEL: func.func @remainders_and_rounding
+// CHECK:         nn.remainder %{{.*}}, %{{.*}} : (tensor<2x3xi64>, tensor<3xi64>) -> tensor<2x3xi64>
+// CHECK:         nn.fmod %{{.*}}, %{{.*}} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+// CHECK:         nn.floor %{{.*}} : tensor<4xf32>
+// CHECK:         nn.ceil %{{.*}} : tensor<4xf32>
+// CHECK:         nn.round %{{.*}} : tensor<4xf32>
+func.func @remainders_and_rounding(%a: tensor<2x3xi64>, %b: tensor<3xi64>, %x: tensor<4xf32>, %s: tensor<f32>) -> (tensor<2x3xi64>, tensor<4xf32>) {
+  %r = nn.remainder %a, %b : (tensor<2x3xi64>, tensor<3xi64>) -> tensor<2x3xi64>
+  %m = nn.fmod %x, %s : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %f = nn.floor %m : tensor<4xf32>
+  %c = nn.ceil %f : tensor<4xf32>
+  %o = nn.round %c : tensor<4xf32>
+  return %r, %o : tensor<2x3xi64>, tensor<4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @equal_where
 // CHECK-SAME:    (%[[A:.*]]: tensor<4x4xi64>, %[[B:.*]]: tensor<i64>, %[[X:.*]]: tensor<2x4x4xf32>, %[[Y:.*]]: tensor<f32>)
 // CHECK:         %[[M:.*]] = nn.equal %[[A]], %[[B]] : (tensor<4x4xi64>, tensor<i64>) -> tensor<4x4xi1>

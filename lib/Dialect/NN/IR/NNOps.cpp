@@ -369,6 +369,8 @@ NN_BINARY(DivOp, 1)
 NN_BINARY(PowOp, 8)
 NN_BINARY(MaxOp, 1)
 NN_BINARY(MinOp, 1)
+NN_BINARY(RemainderOp, 4)
+NN_BINARY(FModOp, 4)
 #undef NN_BINARY
 
 #define NN_UNARY(OP, FLOPS)                                                   \
@@ -384,6 +386,9 @@ NN_UNARY(SigmoidOp, 10)
 NN_UNARY(ReluOp, 1)
 NN_UNARY(GeluOp, 14)
 NN_UNARY(SinOp, 8)
+NN_UNARY(FloorOp, 1)
+NN_UNARY(CeilOp, 1)
+NN_UNARY(RoundOp, 1)
 NN_UNARY(CosOp, 8)
 NN_UNARY(NotOp, 1)
 NN_UNARY(ClipGradOp, 2)

@@ -265,6 +265,36 @@ LogicalResult MinOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   return extremumVJP(*this, /*max=*/false, resultGrads, operandGrads, b);
 }
 
+// r = a - b * q with q = floor(a / b) (remainder) or trunc(a / b) (fmod), a
+// step function of the operands: dr/da = 1 and dr/db = -q = (r - a) / b
+// (torch.remainder's and torch.fmod's derivatives, written with r so that
+// q need not be computed again).
+static LogicalResult remainderVJP(Operation *op, ValueRange resultGrads,
+                                  SmallVectorImpl<Value> &operandGrads,
+                                  OpBuilder &b) {
+  Value dy = beginVJP(op, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  Location loc = op->getLoc();
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+  operandGrads[0] = unbroadcast(b, loc, dy, lhs.getType());
+  Value minusQ = DivOp::create(
+      b, loc, SubOp::create(b, loc, op->getResult(0), lhs), rhs);
+  operandGrads[1] =
+      unbroadcast(b, loc, MulOp::create(b, loc, dy, minusQ), rhs.getType());
+  return success();
+}
+
+LogicalResult RemainderOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  return remainderVJP(*this, resultGrads, operandGrads, b);
+}
+
+LogicalResult FModOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                               SmallVectorImpl<Value> &operandGrads) {
+  return remainderVJP(*this, resultGrads, operandGrads, b);
+}
+
 // NaN); when the exponent is a constant that gradient is never used and the
 // backward function drops it.
 LogicalResult PowOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
@@ -346,6 +376,19 @@ LogicalResult ExpOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
     operandGrads[0] = MulOp::create(b, getLoc(), dy, getResult());
   return success();
 }
+
+// Floor, ceil and round are piecewise constant: their derivative is 0
+// wherever it exists (PyTorch's too), so no gradient flows back.
+#define NN_NO_GRADIENT(OP)                                                     \
+  LogicalResult OP::buildVJP(OpBuilder &, ValueRange resultGrads,              \
+                             SmallVectorImpl<Value> &operandGrads) {           \
+    beginVJP(*this, resultGrads, operandGrads);                                \
+    return success();                                                          \
+  }
+NN_NO_GRADIENT(FloorOp)
+NN_NO_GRADIENT(CeilOp)
+NN_NO_GRADIENT(RoundOp)
+#undef NN_NO_GRADIENT
 
 // y = sin(x): dx = dy * cos(x).
 LogicalResult SinOp::buildVJP(OpBuilder &b, ValueRange resultGrads,

@@ -495,9 +495,8 @@ LogicalResult Microbatcher::visit(Operation *op) {
     return passThrough(op->getOperand(0), op->getResult(0));
 
   return TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, EqualOp,
-            CompareOp, LogicalOp,
-            WhereOp, ClipGradOp>(
+      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, RemainderOp,
+            FModOp, EqualOp, CompareOp, LogicalOp, WhereOp, ClipGradOp>(
           [&](Operation *op) { return visitBroadcast(op); })
       .Case<CumSumOp>([&](CumSumOp op) -> LogicalResult {
         std::optional<BatchDim> b = lookup(op.getInput());

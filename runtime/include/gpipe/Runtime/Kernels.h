@@ -40,6 +40,13 @@ typedef enum gpipe_rt_binary_op {
   /// NaN propagates (ONNX Max and Min, torch.maximum and torch.minimum).
   GPIPE_RT_MAX = 5,
   GPIPE_RT_MIN = 6,
+  /// The remainder with the divisor's sign: a - b * floor(a / b) (Python's
+  /// %, torch.remainder, ONNX Mod with fmod 0); a zero remainder takes the
+  /// divisor's sign.
+  GPIPE_RT_REMAINDER = 7,
+  /// The remainder with the dividend's sign: a - b * trunc(a / b) (C's
+  /// fmod, torch.fmod, ONNX Mod with fmod 1).
+  GPIPE_RT_FMOD = 8,
 } gpipe_rt_binary_op;
 
 /// The operation of gpipe_rt_*_unary_f32.
@@ -57,6 +64,10 @@ typedef enum gpipe_rt_unary_op {
   GPIPE_RT_LOG = 9,
   GPIPE_RT_SIN = 10,
   GPIPE_RT_COS = 11,
+  GPIPE_RT_FLOOR = 12,
+  GPIPE_RT_CEIL = 13,
+  /// To the nearest integer, ties to even (ONNX Round, torch.round).
+  GPIPE_RT_ROUND = 14,
 } gpipe_rt_unary_op;
 
 /// The predicate of gpipe_rt_*_compare.

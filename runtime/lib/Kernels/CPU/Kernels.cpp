@@ -23,6 +23,7 @@
 #include "CPU/CPUInternal.h"
 #include "CPU/Parallel.h"
 #include "Common/KernelArgs.h"
+#include "Common/Remainders.h"
 
 #include <cblas.h>
 
@@ -785,6 +786,15 @@ extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_binary_f32(
       return a != a ? a : b != b ? b : (b < a ? b : a);
     });
     break;
+  case GPIPE_RT_REMAINDER:
+    broadcastBinary(plan, lhs, rhs, out, [](float a, float b) {
+      return math::floorRemainder(a, b);
+    });
+    break;
+  case GPIPE_RT_FMOD:
+    broadcastBinary(plan, lhs, rhs, out,
+                    [](float a, float b) { return fmodf(a, b); });
+    break;
   }
   return GPIPE_RT_SUCCESS;
 }
@@ -800,7 +810,7 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_binary_i64(
                               rhsShape, rhsRank, out, outShape, outRank, args));
   if (args.count == 0)
     return GPIPE_RT_SUCCESS;
-  if (op == GPIPE_RT_DIV) {
+  if (op == GPIPE_RT_DIV || op == GPIPE_RT_REMAINDER || op == GPIPE_RT_FMOD) {
     int64_t count = 1;
     for (int32_t d = 0; d < rhsRank; ++d)
       count *= rhsShape[d];
@@ -842,7 +852,19 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_binary_i64(
     broadcastBinary(plan, lhs, rhs, out,
                     [](int64_t a, int64_t b) { return b < a ? b : a; });
     break;
-  default:
+  case GPIPE_RT_POW:
+    broadcastBinary(plan, lhs, rhs, out,
+                    [](int64_t a, int64_t b) { return math::integerPower(a, b); });
+    break;
+  case GPIPE_RT_REMAINDER:
+    broadcastBinary(plan, lhs, rhs, out, [](int64_t a, int64_t b) {
+      return math::integerRemainder(a, b);
+    });
+    break;
+  case GPIPE_RT_FMOD:
+    // INT64_MIN % -1 is 0 (and undefined behaviour in C++).
+    broadcastBinary(plan, lhs, rhs, out,
+                    [](int64_t a, int64_t b) { return b == -1 ? 0 : a % b; });
     break;
   }
   return GPIPE_RT_SUCCESS;
@@ -902,6 +924,19 @@ GPIPE_RT_CPU_CLONES void unaryRange(gpipe_rt_unary_op op, const float *in,
   case GPIPE_RT_COS:
     for (int64_t i = begin; i < end; ++i)
       out[i] = std::cos(in[i]);
+    break;
+  case GPIPE_RT_FLOOR:
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = std::floor(in[i]);
+    break;
+  case GPIPE_RT_CEIL:
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = std::ceil(in[i]);
+    break;
+  case GPIPE_RT_ROUND:
+    // The default rounding mode rounds ties to even.
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = std::nearbyint(in[i]);
     break;
   }
 }

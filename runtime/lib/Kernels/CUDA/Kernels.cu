@@ -35,6 +35,7 @@
 #include "gpipe/Runtime/CUDAKernels.h"
 
 #include "Common/KernelArgs.h"
+#include "Common/Remainders.h"
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -470,6 +471,12 @@ __global__ void binaryKernel(int op, const float *lhs, const float *rhs,
     case GPIPE_RT_MIN:
       r = a != a ? a : b != b ? b : (b < a ? b : a);
       break;
+    case GPIPE_RT_REMAINDER:
+      r = math::floorRemainder(a, b);
+      break;
+    case GPIPE_RT_FMOD:
+      r = fmodf(a, b);
+      break;
     default:
       r = powf(a, b);
       break;
@@ -500,6 +507,15 @@ __global__ void binaryI64Kernel(int op, const int64_t *lhs, const int64_t *rhs,
       break;
     case GPIPE_RT_MAX:
       r = a < b ? b : a;
+      break;
+    case GPIPE_RT_POW:
+      r = math::integerPower(a, b);
+      break;
+    case GPIPE_RT_REMAINDER:
+      r = b == 0 ? 0 : math::integerRemainder(a, b);
+      break;
+    case GPIPE_RT_FMOD:
+      r = (b == 0 || b == -1) ? 0 : a % b;
       break;
     default:
       r = b < a ? b : a;
@@ -553,6 +569,15 @@ __global__ void unaryKernel(int op, const float *in, float *out, int64_t n) {
       break;
     case GPIPE_RT_COS:
       r = cosf(x);
+      break;
+    case GPIPE_RT_FLOOR:
+      r = floorf(x);
+      break;
+    case GPIPE_RT_CEIL:
+      r = ceilf(x);
+      break;
+    case GPIPE_RT_ROUND:
+      r = rintf(x);
       break;
     default: // GELU
       r = __fmul_rn(__fmul_rn(x, 0.5f),

@@ -240,12 +240,15 @@ const char *binaryName(gpipe_rt_binary_op op) {
     return "max";
   case GPIPE_RT_MIN:
     return "min";
+  case GPIPE_RT_REMAINDER:
+    return "remainder";
+  case GPIPE_RT_FMOD:
+    return "fmod";
   }
   return "binary";
 }
 
-/// The broadcast and the op of binary_f32 (`integer` false) and binary_i64
-/// (pow refused).
+/// The broadcast and the op of binary_f32 (`integer` false) and binary_i64.
 static gpipe_rt_status
 checkBinaryOperands(const Kernel &kernel, gpipe_rt_binary_op op,
                     const void *lhs, const int64_t *lhsShape, int32_t lhsRank,
@@ -258,8 +261,7 @@ checkBinaryOperands(const Kernel &kernel, gpipe_rt_binary_op op,
       {"result", out, outShape, outRank}, args));
   if (args.count == 0)
     return GPIPE_RT_SUCCESS;
-  if (int(op) < GPIPE_RT_ADD || int(op) > GPIPE_RT_MIN ||
-      (integer && op == GPIPE_RT_POW))
+  if (int(op) < GPIPE_RT_ADD || int(op) > GPIPE_RT_FMOD)
     return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
            << "unknown op " << int(op) << (integer ? " for i64 tensors" : "");
   return GPIPE_RT_SUCCESS;
@@ -291,7 +293,7 @@ gpipe_rt_status checkUnary(const Kernel &kernel, gpipe_rt_unary_op op,
                            const float *in, const float *out, int64_t count) {
   GPIPE_RT_TRY(checkBuffers(kernel, count, {{"input", in}, {"result", out}}));
   // The ops are numbered 0 (neg) to 11 (cos) without gaps.
-  if (int(op) < GPIPE_RT_NEG || int(op) > GPIPE_RT_COS)
+  if (int(op) < GPIPE_RT_NEG || int(op) > GPIPE_RT_ROUND)
     return Error(GPIPE_RT_INVALID_ARGUMENT, kernel) << "unknown op " << int(op);
   return GPIPE_RT_SUCCESS;
 }

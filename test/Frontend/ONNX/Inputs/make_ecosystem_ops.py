@@ -14,6 +14,7 @@ Writes, into the folder this script lives in (with pip's `onnx`):
                         expanded to the batch), concatenated with the data,
                         and an additive mask holding finfo(float32).min
   pool_seq.onnx      -- GlobalAveragePool over a sequence [N, C, L]
+  pad_reflect_big.onnx -- a reflect Pad larger than its axis (an error)
 
   /tmp/venv-torch/bin/python make_ecosystem_ops.py
 
@@ -162,7 +163,22 @@ def pool_seq():
          "pool_seq.onnx")
 
 
+def pad_reflect_big():
+    nodes = [
+        const("pads", np.array([0, 0, 3, 0, 0, 1], np.int64)),
+        helper.make_node("Pad", ["x", "pads"], ["logits"], name="/pad/Pad",
+                         mode="reflect"),
+    ]
+    graph = helper.make_graph(
+        nodes, "pad_reflect_big",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 3])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [2, 4, 7])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+         "pad_reflect_big.onnx")
+
+
 if __name__ == "__main__":
+    pad_reflect_big()
     pool_seq()
     mask_rotary()
     data_ops()

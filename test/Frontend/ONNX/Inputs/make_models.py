@@ -23,8 +23,14 @@ Writes, into the folder this script lives in:
   truncated.onnx, not_onnx.onnx, unsupported_op.onnx, unsupported_ops.onnx,
   one_class.onnx, dynamic_dim.onnx,
   shape_mismatch.onnx, bad_initializer.onnx,
-  bn_inference.onnx, pad_nonzero.onnx, conv1d.onnx, conv_groups.onnx
-                                        -- deliberately bad inputs
+  bn_inference.onnx, conv_groups.onnx  -- deliberately bad inputs
+  pad_nonzero.onnx, conv1d.onnx         -- a Pad and a 1-D Conv (once refused)
+  seq_cnn.onnx, seq_cnn_dynamo.onnx, seq_cnn.golden.safetensors
+                                        -- a 1-D CNN with every Pad mode, a
+                                           flip and remainders, from both
+                                           exporters, and PyTorch's first step
+                                           (make_seq_cnn: needs pip's torch,
+                                           for the torch.export-based one)
 
 Needs Debian's python3-torch (1.13) and python3-onnx:
   apt-get install python3-torch python3-onnx python3-numpy
@@ -73,7 +79,7 @@ def jitter(model):
             p.add_(0.02 * torch.randn_like(p))
 
 
-def export(model, example, name, fold=True):
+def export(model, example, name, fold=True, **options):
     """Jitter, then export model to name; returns the model."""
     model.eval()
     jitter(model)
@@ -85,6 +91,7 @@ def export(model, example, name, fold=True):
         output_names=["logits"],
         opset_version=OPSET,
         do_constant_folding=fold,
+        **options,
     )
     onnx.checker.check_model(onnx.load(out_path(name)))
     return model
@@ -1231,6 +1238,50 @@ def make_adversarial_inputs():
                "layernorm_negative_epsilon.onnx")
 
 
+class SeqCNN(nn.Module):
+    """A 1-D CNN over sequences [N, C, L] with the padding and indexing
+    forms exporters write as their own nodes: Conv1d, every F.pad mode
+    (constant, reflect, replicate = ONNX edge, circular = ONNX wrap, and a
+    negative pad that crops), MaxPool1d and AvgPool1d, a flip (Slice with
+    step -1) and torch.remainder and torch.fmod of data (Mod)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv1d(3, 6, 3, padding=1)
+        self.conv2 = nn.Conv1d(6, 6, 3, groups=2)
+        self.head = nn.Linear(6 * 5, 5)
+
+    def forward(self, x):
+        h = torch.relu(self.conv1(x))                       # [N, 6, 24]
+        h = nn.functional.pad(h, (2, 1), mode="reflect")    # 27
+        h = nn.functional.max_pool1d(h, 3, stride=2)        # 13
+        h = nn.functional.pad(h, (1, 2), mode="replicate")  # 16
+        h = torch.flip(h, dims=[2])
+        h = h + 0.5 * torch.remainder(h, 0.75) - 0.25 * torch.fmod(h, 0.6)
+        h = nn.functional.pad(h, (1, 1), mode="circular")   # 18
+        h = torch.tanh(self.conv2(h))                       # 16
+        h = nn.functional.pad(h, (1, -2), value=0.3)        # 15
+        h = nn.functional.avg_pool1d(h, 3)                  # 5
+        return self.head(h.flatten(1))
+
+
+def make_seq_cnn():
+    torch.manual_seed(GOLDEN_SEED + 60)
+    model = SeqCNN()
+    example = torch.randn(4, 3, 24)
+    export(model, example, "seq_cnn.onnx", dynamo=False)
+    gen = torch.Generator().manual_seed(GOLDEN_SEED + 61)
+    inputs = torch.randn(4, 3, 24, generator=gen)
+    labels = torch.randint(0, 5, (4,), generator=gen)
+    write_golden(model, "seq_cnn.onnx", inputs, labels)
+    # The same model (the same weights: no second jitter) from the
+    # torch.export-based exporter: opset 18, Pad with an axes input,
+    # remainder as Floor of a Div.
+    torch.onnx.export(model, (example,), out_path("seq_cnn_dynamo.onnx"),
+                      input_names=["input"], output_names=["logits"],
+                      dynamo=True, external_data=False)
+
+
 def main():
     torch.manual_seed(0)
     make_mlp()
@@ -1249,6 +1300,7 @@ def main():
     make_cnn_eval()
     make_gpt_tied()
     make_adversarial_inputs()
+    make_seq_cnn()
 
 
 if __name__ == "__main__":

@@ -178,6 +178,31 @@ def NN_MaxOp : NN_BinaryOp<"max", [Commutative]> {
 def NN_MinOp : NN_BinaryOp<"min", [Commutative]> {
   let summary = "Elementwise minimum (NaN propagates; ties share the gradient)";
 }
+def NN_RemainderOp : NN_BinaryOp<"remainder"> {
+  let summary = "Elementwise remainder with the divisor's sign";
+  let description = [{
+    `lhs - rhs * floor(lhs / rhs)`, the remainder that takes the divisor's
+    sign (Python's `%`, `torch.remainder`, ONNX `Mod` with `fmod = 0`), of
+    two f32 or i64 tensors with numpy broadcasting. An integer division by
+    zero is a runtime error.
+
+    ```mlir
+    %r = nn.remainder %a, %b : (tensor<4x8xi64>, tensor<i64>) -> tensor<4x8xi64>
+    ```
+  }];
+}
+def NN_FModOp : NN_BinaryOp<"fmod"> {
+  let summary = "Elementwise remainder with the dividend's sign";
+  let description = [{
+    `lhs - rhs * trunc(lhs / rhs)`, the remainder that takes the dividend's
+    sign (C's `fmod`, `torch.fmod`, ONNX `Mod` with `fmod = 1`), of two f32
+    or i64 tensors with numpy broadcasting.
+
+    ```mlir
+    %r = nn.fmod %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+}
 
 def NN_EqualOp : NN_PureOp<"equal", [Commutative, NN_VJP]> {
   let summary = "Elementwise equality";
@@ -354,6 +379,15 @@ def NN_GeluOp : NN_UnaryOp<"gelu", NN_FloatTensor> {
 }
 def NN_SinOp : NN_UnaryOp<"sin", NN_FloatTensor> { let summary = "Sine"; }
 def NN_CosOp : NN_UnaryOp<"cos", NN_FloatTensor> { let summary = "Cosine"; }
+def NN_FloorOp : NN_UnaryOp<"floor", NN_FloatTensor> {
+  let summary = "Round down (no gradient: the derivative is 0 almost everywhere)";
+}
+def NN_CeilOp : NN_UnaryOp<"ceil", NN_FloatTensor> {
+  let summary = "Round up (no gradient)";
+}
+def NN_RoundOp : NN_UnaryOp<"round", NN_FloatTensor> {
+  let summary = "Round to the nearest integer, ties to even (no gradient)";
+}
 def NN_NotOp : NN_UnaryOp<"not", NN_BoolTensor> { let summary = "Logical not"; }
 
 def NN_ClipOp : NN_PureOp<"clip", [NN_VJP, SameOperandsAndResultType]> {
