@@ -9,6 +9,7 @@
 // every result compared with ONNX's expected output. Usage:
 //
 //   gpipe-node-test CASES_DIR [--filter SUBSTR] [--verbose] [--isolate=false]
+//                   [--compiled]
 //
 // CASES_DIR/INDEX lists "<case> <op type>" per line; CASES_DIR/<case> holds
 // model.onnx and data.safetensors, whose tensors "in.<input>" and
@@ -22,6 +23,15 @@
 // process (--isolate=false runs them in this one): a crash fails that case
 // alone. Exits 0 whatever passed (the caller judges the rate); 1 only when
 // CASES_DIR cannot be read.
+//
+// --compiled also takes every case that passes through the code a user
+// runs: gpipe-compile --inference (1 stage, 1 micro-batch) and gpipe-run
+// --predict on the case's inputs, its one output compared with ONNX's as
+// above. A case gpipe-compile or gpipe-run refuses (inputs that do not
+// share a batch dim, element types the data files do not carry) is counted
+// as refused, with the tool's first error; a compiled result that differs
+// is printed as COMPILED-WRONG, and the summary line
+// "compiled forward: M match, W differ, R refused (of P passed)" follows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +49,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
@@ -77,6 +89,10 @@ static cl::opt<bool>
             cl::desc("Run each case in a child process, so that a crash "
                      "fails that case alone"),
             cl::init(true));
+static cl::opt<bool> compiled(
+    "compiled",
+    cl::desc("Also compile each passing case with gpipe-compile --inference "
+             "and run it with gpipe-run --predict, comparing its output"));
 
 /// Tolerances for floating-point results.
 static constexpr double absoluteTolerance = 1e-5;
@@ -486,6 +502,127 @@ static Result runCaseIsolated(const DialectRegistry &registry,
   return result;
 }
 
+namespace {
+/// How the compiled forward of a case ended.
+struct CompiledResult {
+  enum Kind { Match, Differs, Refused } kind = Match;
+  std::string reason;
+};
+} // namespace
+
+/// The first line of `path` that holds "error:", from there on, or the
+/// file's first line.
+static std::string firstError(llvm::StringRef path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!text)
+    return "(no output)";
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*text)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef line : lines)
+    if (size_t at = line.find("error:"); at != llvm::StringRef::npos)
+      return line.substr(at).trim().str();
+  return lines.empty() ? "(no output)" : lines.front().trim().str();
+}
+
+/// Runs `program` with `args`, its stdout and stderr to `log`; whether it
+/// exited 0.
+static bool runTool(llvm::StringRef program, llvm::ArrayRef<std::string> args,
+                    llvm::StringRef log) {
+  llvm::SmallVector<llvm::StringRef> argv = {program};
+  for (const std::string &a : args)
+    argv.push_back(a);
+  std::optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), log, log};
+  return llvm::sys::ExecuteAndWait(program, argv, std::nullopt, redirects) ==
+         0;
+}
+
+/// Case `dir` (which passed in the interpreter) compiled for inference by
+/// `compiler` and run by `runner` in a fresh directory under `scratch`.
+static CompiledResult runCompiled(llvm::StringRef dir, llvm::StringRef compiler,
+                                  llvm::StringRef runner,
+                                  llvm::StringRef scratch) {
+  CompiledResult result;
+  auto refuse = [&](std::string reason) {
+    result.kind = CompiledResult::Refused;
+    result.reason = std::move(reason);
+    return result;
+  };
+  std::string reason;
+  llvm::SmallString<256> dataPath(dir);
+  llvm::sys::path::append(dataPath, "data.safetensors");
+  rt::SafeTensorsFile data;
+  if (rt::Status s = rt::SafeTensorsFile::read(dataPath.str().str(), data);
+      !s.ok())
+    return refuse("cannot read data: " + oneLine(s.message()));
+  std::optional<std::vector<std::string>> inputs =
+      readNameList(data, "inputs", reason);
+  std::optional<std::vector<std::string>> outputs =
+      readNameList(data, "outputs", reason);
+  if (!inputs || !outputs)
+    return refuse(reason);
+  if (outputs->size() != 1)
+    return refuse("gpipe-run --predict saves one output; the case has " +
+                  std::to_string(outputs->size()));
+
+  llvm::SmallString<256> work(scratch);
+  llvm::sys::path::append(work, llvm::sys::path::filename(dir));
+  if (std::error_code ec = llvm::sys::fs::create_directories(work))
+    return refuse("cannot create " + work.str().str() + ": " + ec.message());
+  auto in = [&](llvm::StringRef name) {
+    llvm::SmallString<256> path(work);
+    llvm::sys::path::append(path, name);
+    return path.str().str();
+  };
+
+  // The graph inputs by their ONNX names (the initializers the extraction
+  // made constant are in the model).
+  std::vector<rt::SafeTensorRef> tensors;
+  for (const std::string &name : *inputs) {
+    const rt::SafeTensorInfo *info = data.find("in." + name);
+    if (!info)
+      continue;
+    tensors.push_back({name, info->dtype, info->shape, data.data(*info),
+                       size_t(info->byteSize())});
+  }
+  if (rt::Status s = rt::writeSafeTensors(in("inputs.safetensors"), tensors);
+      !s.ok())
+    return refuse("cannot write the inputs: " + oneLine(s.message()));
+
+  llvm::SmallString<256> model(dir);
+  llvm::sys::path::append(model, "model.onnx");
+  if (!runTool(compiler,
+               {model.str().str(), "--inference", "--stages", "1",
+                "--microbatches", "1", "--quiet", "-o", in("model.so")},
+               in("compile.log")))
+    return refuse("gpipe-compile: " + firstError(in("compile.log")));
+  if (!runTool(runner,
+               {in("model.so"), "--predict", "--data",
+                in("inputs.safetensors"), "--save-outputs",
+                in("outputs.safetensors")},
+               in("run.log")))
+    return refuse("gpipe-run: " + firstError(in("run.log")));
+
+  rt::SafeTensorsFile saved;
+  if (rt::Status s = rt::SafeTensorsFile::read(in("outputs.safetensors"), saved);
+      !s.ok())
+    return refuse("cannot read the outputs: " + oneLine(s.message()));
+  std::optional<HostTensor> got = readTensor(saved, "output", reason);
+  std::optional<HostTensor> want =
+      got ? readTensor(data, "out." + outputs->front(), reason) : std::nullopt;
+  if (!got || !want) {
+    result.kind = CompiledResult::Differs;
+    result.reason = reason;
+    return result;
+  }
+  if (std::optional<std::string> mismatch =
+          compare(outputs->front(), *got, *want)) {
+    result.kind = CompiledResult::Differs;
+    result.reason = *mismatch;
+  }
+  return result;
+}
+
 int main(int argc, char **argv) {
   // The interpreter's kernels call OpenBLAS.
   gpipe_tools::ensureSingleThreadedBlas(argv);
@@ -520,6 +657,25 @@ int main(int argc, char **argv) {
   std::map<std::string, std::pair<int, int>> perOp;
   std::map<Outcome, int> failures;
   int passed = 0;
+
+  // --compiled: the tools beside this one, and a scratch directory.
+  std::string compiler, runner;
+  llvm::SmallString<256> scratch;
+  int compiledMatch = 0, compiledDiffer = 0, compiledRefused = 0;
+  if (compiled) {
+    std::string self = llvm::sys::fs::getMainExecutable(
+        argv[0], reinterpret_cast<void *>(&runCompiled));
+    llvm::StringRef bin = llvm::sys::path::parent_path(self);
+    compiler = (bin + "/gpipe-compile").str();
+    runner = (bin + "/gpipe-run").str();
+    if (std::error_code ec =
+            llvm::sys::fs::createUniqueDirectory("gpipe-node-test", scratch)) {
+      llvm::errs() << "gpipe-node-test: error: cannot create a scratch "
+                      "directory: "
+                   << ec.message() << "\n";
+      return 1;
+    }
+  }
   for (const Case &c : cases) {
     llvm::SmallString<256> dir(casesDir);
     llvm::sys::path::append(dir, c.name);
@@ -532,6 +688,21 @@ int main(int argc, char **argv) {
       ++opPassed;
       if (verbose)
         llvm::outs() << "PASS " << c.name << " (" << c.op << ")\n";
+      if (compiled) {
+        CompiledResult r = runCompiled(dir, compiler, runner, scratch);
+        if (r.kind == CompiledResult::Match) {
+          ++compiledMatch;
+        } else if (r.kind == CompiledResult::Differs) {
+          ++compiledDiffer;
+          llvm::outs() << "COMPILED-WRONG " << c.name << " (" << c.op
+                       << "): " << oneLine(r.reason) << "\n";
+        } else {
+          ++compiledRefused;
+          if (verbose)
+            llvm::outs() << "COMPILED-REFUSED " << c.name << " (" << c.op
+                         << "): " << oneLine(r.reason) << "\n";
+        }
+      }
       continue;
     }
     ++failures[result.outcome];
@@ -557,5 +728,12 @@ int main(int argc, char **argv) {
   llvm::outs() << llvm::formatv("node tests: {0} passed, {1} failed ({2:F1}% "
                                 "of {3})\n",
                                 passed, total - passed, rate, total);
+  if (compiled) {
+    llvm::outs() << llvm::formatv(
+        "compiled forward: {0} match, {1} differ, {2} refused (of {3} "
+        "passed)\n",
+        compiledMatch, compiledDiffer, compiledRefused, passed);
+    llvm::sys::fs::remove_directories(scratch);
+  }
   return 0;
 }

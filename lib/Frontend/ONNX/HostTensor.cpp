@@ -351,13 +351,17 @@ mlir::gpipe::onnximport::foldUnary(UnaryFn fn, const HostTensor &input,
     return r;
   case UnaryFn::Sin:
   case UnaryFn::Cos:
+  case UnaryFn::Log:
+  case UnaryFn::Exp:
     if (!input.isFloat())
       return emitError() << "expected a float tensor, got "
                          << input.elementType,
              failure();
     for (double &d : r.floats)
-      d = roundToFloatType(r.elementType,
-                           fn == UnaryFn::Sin ? std::sin(d) : std::cos(d));
+      d = roundToFloatType(r.elementType, fn == UnaryFn::Sin   ? std::sin(d)
+                                          : fn == UnaryFn::Cos ? std::cos(d)
+                                          : fn == UnaryFn::Log ? std::log(d)
+                                                               : std::exp(d));
     return r;
   case UnaryFn::Floor:
   case UnaryFn::Ceil:

@@ -105,7 +105,7 @@ enum class BinaryFn {
   Or,
   Xor,
 };
-enum class UnaryFn { Neg, Sqrt, Not, Sin, Cos, Floor, Ceil, Round };
+enum class UnaryFn { Neg, Sqrt, Not, Sin, Cos, Floor, Ceil, Round, Log, Exp };
 
 /// Whether `fn` compares (its result is i1).
 inline bool isComparison(BinaryFn fn) {

@@ -128,17 +128,24 @@ LogicalResult Importer::importWhere(NodeCtx &n) {
                        });
 }
 
+/// Cast, and CastLike (opset 15: to the element type of its second input).
 LogicalResult Importer::importCast(NodeCtx &n) {
-  if (failed(expectInputs(n, 1, 1)))
+  bool like = n.opType == "CastLike";
+  if (failed(expectInputs(n, like ? 2 : 1, like ? 2 : 1)))
     return failure();
-  int64_t to = 0;
-  if (failed(getIntAttr(n, "to", to)))
-    return failure();
-  Type target = elementTypeFor(ctx, to);
-  if (!target)
-    return n.error() << "casts to " << onnxTypeName(to)
-                     << ", which gpipe does not support",
-           failure();
+  Type target;
+  if (like) {
+    target = elementTypeOf(n.inputs[1]);
+  } else {
+    int64_t to = 0;
+    if (failed(getIntAttr(n, "to", to)))
+      return failure();
+    target = elementTypeFor(ctx, to);
+    if (!target)
+      return n.error() << "casts to " << onnxTypeName(to)
+                       << ", which gpipe does not support",
+             failure();
+  }
   int x = n.inputs[0];
   if (isHost(x)) {
     FailureOr<HostTensor> r =
@@ -164,6 +171,49 @@ LogicalResult Importer::importCast(NodeCtx &n) {
     return failure();
   auto type = RankedTensorType::get(shapeOf(x), target);
   return defineValue(n, 0, nn::CastOp::create(builder, n.loc, type, *v));
+}
+
+/// Sum of one or more tensors with broadcasting: folded on constants, else
+/// a chain of nn.add in the inputs' order (ONNX's; the order fixes the
+/// rounding).
+LogicalResult Importer::importSum(NodeCtx &n) {
+  if (failed(expectInputs(n, 1, std::numeric_limits<int>::max())) ||
+      failed(requireSameElementType(n, n.inputs)))
+    return failure();
+  if (n.numInputs() == 1)
+    return defineAlias(n, 0, n.inputs[0]);
+  if (allHost(n)) {
+    HostTensor acc = host(n.inputs[0]);
+    for (int i = 1; i < n.numInputs(); ++i) {
+      FailureOr<HostTensor> r = foldBinary(BinaryFn::Add, acc, host(n.inputs[i]),
+                                           [&] { return n.shapeError(); });
+      if (failed(r))
+        return failure();
+      acc = std::move(*r);
+    }
+    return defineHost(n, 0, std::move(acc));
+  }
+  Type declared = elementTypeOf(n.inputs[0]), element = computeTypeOf(declared);
+  FailureOr<Value> acc = getValueAs(n.inputs[0], element, n.loc);
+  if (failed(acc))
+    return failure();
+  Value result = *acc;
+  for (int i = 1; i < n.numInputs(); ++i) {
+    FailureOr<Value> next = getValueAs(n.inputs[i], element, n.loc);
+    if (failed(next))
+      return failure();
+    SmallVector<ArrayRef<int64_t>> shapes = {
+        cast<RankedTensorType>(result.getType()).getShape(),
+        shapeOf(n.inputs[i])};
+    FailureOr<nn::Shape> shape =
+        nn::inferBroadcastShape(shapes, [&] { return n.shapeError(); });
+    if (failed(shape))
+      return failure();
+    result = nn::AddOp::create(builder, n.loc,
+                               RankedTensorType::get(*shape, element), result,
+                               *next);
+  }
+  return defineValue(n, 0, castElements(result, declared, n.loc));
 }
 
 //===----------------------------------------------------------------------===//

@@ -281,6 +281,7 @@ private:
   LogicalResult importNot(NodeCtx &n);
   LogicalResult importWhere(NodeCtx &n);
   LogicalResult importCast(NodeCtx &n);
+  LogicalResult importSum(NodeCtx &n);
   LogicalResult importConstant(NodeCtx &n);
   LogicalResult importShape(NodeCtx &n);
   LogicalResult importIdentity(NodeCtx &n);
