@@ -14,8 +14,9 @@
 
 #include "gpipe/Interpreter/Interpreter.h"
 
-#include "gpipe/Conversion/KernelCalls/KernelCalls.h"
+#include "gpipe/Dialect/NN/KernelCalls/KernelCalls.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/Dialect/NN/IR/NNElementsBytes.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/KernelSignatures.h"
@@ -153,73 +154,17 @@ std::string HostTensor::getTypeString() const {
 FailureOr<HostTensor>
 mlir::gpipe::hostTensorFromAttr(ElementsAttr attr,
                                 function_ref<InFlightDiagnostic()> emitError) {
-  auto type = dyn_cast<RankedTensorType>(attr.getType());
-  if (!type || !type.hasStaticShape())
-    return emitError() << "expected a statically shaped tensor value, got "
-                       << attr.getType();
+  FailureOr<std::vector<char>> bytes = nn::getElementsBytes(attr, emitError);
+  if (failed(bytes))
+    return failure();
+  auto type = cast<RankedTensorType>(attr.getType());
   FailureOr<gpipe_rt_dtype> dtype = getRuntimeDType(type.getElementType());
   if (failed(dtype))
     return emitError() << "unsupported element type " << type.getElementType();
   HostTensor t(*dtype, type.getShape());
-  int64_t n = t.getNumElements();
-
-  if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
-    void *out = t.getMutableData();
-    auto store = [&](auto values, auto *dst) {
-      int64_t i = 0;
-      for (auto v : values)
-        dst[i++] = v;
-    };
-    switch (*dtype) {
-    case GPIPE_RT_F32:
-      store(dense.getValues<float>(), static_cast<float *>(out));
-      break;
-    case GPIPE_RT_F64:
-      store(dense.getValues<double>(), static_cast<double *>(out));
-      break;
-    case GPIPE_RT_I64:
-      store(dense.getValues<int64_t>(), static_cast<int64_t *>(out));
-      break;
-    case GPIPE_RT_I32:
-      store(dense.getValues<int32_t>(), static_cast<int32_t *>(out));
-      break;
-    case GPIPE_RT_BOOL: {
-      uint8_t *dst = static_cast<uint8_t *>(out);
-      int64_t i = 0;
-      for (bool v : dense.getValues<bool>())
-        dst[i++] = v ? 1 : 0;
-      break;
-    }
-    case GPIPE_RT_F16:
-    case GPIPE_RT_BF16: {
-      uint16_t *dst = static_cast<uint16_t *>(out);
-      int64_t i = 0;
-      for (const APFloat &v : dense.getValues<APFloat>())
-        dst[i++] = uint16_t(v.bitcastToAPInt().getZExtValue());
-      break;
-    }
-    }
-    return t;
-  }
-
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
-    DenseResourceElementsHandle handle = resource.getRawHandle();
-    AsmResourceBlob *blob = handle.getBlob();
-    if (!blob)
-      return emitError() << "dense_resource '" << handle.getKey()
-                         << "' has no data (elided or never loaded)";
-    ArrayRef<char> data = blob->getData();
-    if (data.size() != t.getByteSize())
-      return emitError() << "dense_resource '" << handle.getKey() << "' holds "
-                         << data.size() << " bytes but " << type << " needs "
-                         << t.getByteSize();
-    if (n > 0)
-      std::memcpy(t.getMutableData(), data.data(), data.size());
-    return t;
-  }
-
-  return emitError() << "cannot read elements attribute of kind "
-                     << attr.getAbstractAttribute().getName();
+  if (!bytes->empty())
+    std::memcpy(t.getMutableData(), bytes->data(), bytes->size());
+  return t;
 }
 
 //===----------------------------------------------------------------------===//

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/Conversion/KernelCalls/KernelCalls.h"
+#include "gpipe/Dialect/NN/KernelCalls/KernelCalls.h"
 #include "gpipe/Dialect/NN/IR/NNDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -17,7 +17,7 @@
 #ifndef GPIPE_INTERPRETER_INTERPRETER_H
 #define GPIPE_INTERPRETER_INTERPRETER_H
 
-#include "gpipe/Conversion/KernelCalls/KernelCalls.h"
+#include "gpipe/Dialect/NN/KernelCalls/KernelCalls.h"
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Common.h"
 

@@ -24,15 +24,14 @@
 #define GPIPE_LIB_CONVERSION_GPIPETORUNTIME_EMITTER_H
 
 #include "gpipe/Analysis/Timeline.h"
-#include "gpipe/Conversion/KernelCalls/KernelCalls.h"
+#include "gpipe/Dialect/NN/KernelCalls/KernelCalls.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/StageBuffers.h"
 #include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
 #include "gpipe/Dialect/GPipe/Utils/ScheduleConversion.h"
 #include "gpipe/Dialect/NN/IR/NNLayerLoc.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
-#include "gpipe/Interpreter/Interpreter.h"
-#include "gpipe/Runtime/CPUKernels.h"
+#include "gpipe/Dialect/NN/IR/NNElementsBytes.h"
 #include "gpipe/Runtime/Program.h"
 #include "gpipe/Runtime/Vocabulary.h"
 

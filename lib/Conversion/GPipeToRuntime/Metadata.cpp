@@ -94,7 +94,7 @@ LogicalResult Emitter::emitMetadata() {
   };
   auto dtypeName = [](Type type) {
     return std::string(
-        gpipe_rt_dtype_name(*getRuntimeDType(
+        ::gpipe::rt::dtypeName(*getRuntimeDType(
             cast<ShapedType>(type).getElementType())));
   };
   llvm::json::Object root;
@@ -278,18 +278,17 @@ LogicalResult Emitter::emitMetadata() {
       entry["init"] = "tied";
       entry["tied_to"] = first.getValue().str();
     } else if (std::optional<ElementsAttr> value = p.getInitialValue()) {
-      FailureOr<HostTensor> tensor =
-          hostTensorFromAttr(*value, [&] { return p.emitOpError(); });
-      if (failed(tensor))
-        return failure();
-      if (tensor->getDType() != GPIPE_RT_F32)
+      if (!cast<ShapedType>(value->getType()).getElementType().isF32())
         return p.emitOpError("initial value must be f32"), failure();
+      FailureOr<std::vector<char>> bytes =
+          nn::getElementsBytes(*value, [&] { return p.emitOpError(); });
+      if (failed(bytes))
+        return failure();
       while (data.size() % 64)
         data.push_back('\0');
       entry["init"] = "data";
       entry["data_offset"] = int64_t(data.size());
-      data.append(static_cast<const char *>(tensor->getData()),
-                  tensor->getByteSize());
+      data.append(bytes->data(), bytes->size());
     } else {
       entry["init"] =
           p.getInit() ? nn::stringifyInitKind(*p.getInit()).str() : "zeros";

@@ -269,12 +269,11 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
       continue;
     }
     if (auto constant = dyn_cast<nn::ConstantOp>(op)) {
-      FailureOr<HostTensor> value = hostTensorFromAttr(
+      FailureOr<std::vector<char>> value = nn::getElementsBytes(
           constant.getValue(), [&] { return constant.emitOpError(); });
       if (failed(value))
         return failure();
-      StringRef bytes(static_cast<const char *>(value->getData()),
-                      value->getByteSize());
+      StringRef bytes(value->data(), value->size());
       address[constant.getResult()] = bytesGlobal(at, opLoc, bytes, "const");
       continue;
     }

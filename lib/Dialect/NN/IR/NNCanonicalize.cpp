@@ -10,7 +10,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Dialect/NN/IR/NNOps.h"
-#include "gpipe/Dialect/NN/Transforms/Transforms.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"

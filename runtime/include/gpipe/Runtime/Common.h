@@ -40,13 +40,8 @@ void gpipe_rt_clear_error(void);
 
 /// Element types. Booleans (`i1`) are one byte per element holding 0 or 1.
 typedef enum gpipe_rt_dtype {
-  GPIPE_RT_F32 = 0,
-  GPIPE_RT_F64 = 1,
-  GPIPE_RT_F16 = 2,
-  GPIPE_RT_BF16 = 3,
-  GPIPE_RT_I64 = 4,
-  GPIPE_RT_I32 = 5,
-  GPIPE_RT_BOOL = 6,
+#define GPIPE_RT_DTYPE(ENUM, VALUE, NAME, BYTES) ENUM = VALUE,
+#include "gpipe/Runtime/DTypes.def"
 } gpipe_rt_dtype;
 
 /// Bytes per element of `dtype`, 0 for a value outside the enum.
@@ -57,6 +52,29 @@ const char *gpipe_rt_dtype_name(gpipe_rt_dtype dtype);
 
 #ifdef __cplusplus
 } // extern "C"
+
+namespace gpipe::rt {
+/// gpipe_rt_dtype_size and gpipe_rt_dtype_name from the header alone, for
+/// code that does not link the runtime (the compiler).
+constexpr size_t dtypeSize(gpipe_rt_dtype dtype) {
+  switch (dtype) {
+#define GPIPE_RT_DTYPE(ENUM, VALUE, NAME, BYTES)                               \
+  case ENUM:                                                                   \
+    return BYTES;
+#include "gpipe/Runtime/DTypes.def"
+  }
+  return 0;
+}
+constexpr const char *dtypeName(gpipe_rt_dtype dtype) {
+  switch (dtype) {
+#define GPIPE_RT_DTYPE(ENUM, VALUE, NAME, BYTES)                               \
+  case ENUM:                                                                   \
+    return NAME;
+#include "gpipe/Runtime/DTypes.def"
+  }
+  return "?";
+}
+} // namespace gpipe::rt
 #endif
 
 #endif /* GPIPE_RUNTIME_COMMON_H */

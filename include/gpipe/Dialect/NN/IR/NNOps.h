@@ -24,4 +24,16 @@
 #define GET_OP_CLASSES
 #include "gpipe/Dialect/NN/IR/NNOps.h.inc"
 
+namespace mlir {
+class RewritePatternSet;
+} // namespace mlir
+
+namespace mlir::gpipe::nn {
+/// Patterns raising primitive forms to fused ops: gemm/matmul(+bias add) to
+/// nn.linear, the erf-decomposed GELU to nn.gelu. Registered as the
+/// canonicalization patterns of the ops they root at, and run alone by
+/// nn-raise-fused-ops.
+void populateRaiseFusedOpsPatterns(RewritePatternSet &patterns);
+} // namespace mlir::gpipe::nn
+
 #endif // GPIPE_DIALECT_NN_IR_NNOPS_H

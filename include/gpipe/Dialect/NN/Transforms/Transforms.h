@@ -17,11 +17,6 @@
 
 namespace mlir::gpipe::nn {
 
-/// Patterns raising primitive forms to fused ops: gemm/matmul(+bias add) to
-/// nn.linear, the erf-decomposed GELU to nn.gelu. Also registered as
-/// canonicalization patterns of the ops they root at.
-void populateRaiseFusedOpsPatterns(RewritePatternSet &patterns);
-
 /// How finely `formLayers` cuts.
 enum class LayerGranularity {
   /// `Anchor`, then consecutive layers of one name scope merge (a

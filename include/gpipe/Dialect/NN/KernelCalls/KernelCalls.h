@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef GPIPE_CONVERSION_KERNELCALLS_KERNELCALLS_H
-#define GPIPE_CONVERSION_KERNELCALLS_KERNELCALLS_H
+#ifndef GPIPE_DIALECT_NN_KERNELCALLS_KERNELCALLS_H
+#define GPIPE_DIALECT_NN_KERNELCALLS_KERNELCALLS_H
 
 #include "gpipe/Runtime/Common.h"
 #include "gpipe/Runtime/KernelSignatures.h"
@@ -109,4 +109,4 @@ std::optional<gpipe_rt_unary_op> getRuntimeUnaryOp(llvm::StringRef opName);
 
 } // namespace mlir::gpipe
 
-#endif // GPIPE_CONVERSION_KERNELCALLS_KERNELCALLS_H
+#endif // GPIPE_DIALECT_NN_KERNELCALLS_KERNELCALLS_H

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/Conversion/KernelCalls/KernelCalls.h"
+#include "gpipe/Dialect/NN/KernelCalls/KernelCalls.h"
 
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 
@@ -171,7 +171,7 @@ public:
     if (!allowed.empty()) {
       diag << " (supported: ";
       llvm::interleaveComma(allowed, diag, [&](gpipe_rt_dtype d) {
-        diag << gpipe_rt_dtype_name(d);
+        diag << ::gpipe::rt::dtypeName(d);
       });
       diag << ")";
     }
