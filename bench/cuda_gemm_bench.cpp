@@ -89,8 +89,7 @@ int main(int argc, char **argv) {
       micro = value;
   }
   int32_t devices = 0;
-  if (gpipe_rt_cuda_device_count(&devices) != GPIPE_RT_SUCCESS ||
-      devices < 1) {
+  if (gpipe_rt_cuda_device_count(&devices) != GPIPE_RT_SUCCESS || devices < 1) {
     std::printf("cuda_gemm_bench: no usable GPU: %s\n",
                 devices < 1 && *gpipe_rt_cuda_last_error()
                     ? gpipe_rt_cuda_last_error()
@@ -101,10 +100,8 @@ int main(int argc, char **argv) {
   cudaGetDeviceProperties(&prop, 0);
   int64_t rows = seq * micro;
   std::vector<Shape> shapes = {
-      {"ceiling 8192^3", 8192, 8192, 8192},
-      {"qkv", rows, width, 3 * width},
-      {"attn out", rows, width, width},
-      {"mlp up", rows, width, 4 * width},
+      {"ceiling 8192^3", 8192, 8192, 8192}, {"qkv", rows, width, 3 * width},
+      {"attn out", rows, width, width},     {"mlp up", rows, width, 4 * width},
       {"mlp down", rows, 4 * width, width},
   };
   std::printf("cuBLAS fp32 GEMMs on %s (GPT block: width %lld, %lld tokens "
@@ -120,8 +117,8 @@ int main(int argc, char **argv) {
       ok = false;
       continue;
     }
-    double tflops = 2.0 * double(s.rows) * double(s.in) * double(s.out) /
-                    seconds * 1e-12;
+    double tflops =
+        2.0 * double(s.rows) * double(s.in) * double(s.out) / seconds * 1e-12;
     if (ceiling == 0)
       ceiling = tflops;
     std::printf("  %-16s %8lld %8lld %8lld %10.1f %8.2f\n", s.name,

@@ -68,8 +68,7 @@ Result run(const std::string &args, const std::string &dir,
     return r;
   }
   std::vector<double> rates;
-  for (size_t i = result.steps.size() > 1 ? 1 : 0; i < result.steps.size();
-       ++i)
+  for (size_t i = result.steps.size() > 1 ? 1 : 0; i < result.steps.size(); ++i)
     rates.push_back(result.steps[i].samplesPerSecond);
   r.samplesPerSecond = gpipe::bench::median(rates);
   return r;
@@ -99,8 +98,9 @@ int main(int argc, char **argv) {
               "step (pred.)", "samples/s", "ideal", "efficiency");
   double base = std::nan("");
   for (int d : {1, 2, 4}) {
-    std::string args = std::string(gpt) + " --stages 4 --microbatches 8 "
-                                          "--schedule 1f1b --batch " +
+    std::string args = std::string(gpt) +
+                       " --stages 4 --microbatches 8 "
+                       "--schedule 1f1b --batch " +
                        std::to_string(32 * d) + " --data-parallel " +
                        std::to_string(d);
     Result r = run(args, dir, "sim-d" + std::to_string(d), 0);
@@ -136,10 +136,10 @@ int main(int argc, char **argv) {
                        std::to_string(shape.k) + " --microbatches " +
                        std::to_string(shape.m) + " --data-parallel " +
                        std::to_string(shape.d);
-    Result r = run(args, dir,
-                   "run-k" + std::to_string(shape.k) + "d" +
-                       std::to_string(shape.d),
-                   opts.steps);
+    Result r =
+        run(args, dir,
+            "run-k" + std::to_string(shape.k) + "d" + std::to_string(shape.d),
+            opts.steps);
     if (!r.error.empty()) {
       std::printf("%4d %4d %4d  error: %s\n", shape.k, shape.d, shape.m,
                   r.error.c_str());

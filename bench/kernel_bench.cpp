@@ -164,16 +164,16 @@ int main(int argc, char **argv) {
           w2Shape[] = {F, D}, dwShape[] = {D, F};
   cases.push_back({"linear 1024x256 * 256x1024", rows * F,
                    [&] {
-                     return gpipe_rt_cpu_linear_f32(
-                         ln.data(), xShape, 2, w1.data(), w1Shape, nullptr, 0,
-                         out.data(), hShape, 2);
+                     return gpipe_rt_cpu_linear_f32(ln.data(), xShape, 2,
+                                                    w1.data(), w1Shape, nullptr,
+                                                    0, out.data(), hShape, 2);
                    },
                    2.0 * double(rows * D * F)});
   cases.push_back({"linear 1024x1024 * 1024x256", rows * D,
                    [&] {
-                     return gpipe_rt_cpu_linear_f32(
-                         h.data(), hShape, 2, w2.data(), w2Shape, nullptr, 0,
-                         lnOut.data(), xShape, 2);
+                     return gpipe_rt_cpu_linear_f32(h.data(), hShape, 2,
+                                                    w2.data(), w2Shape, nullptr,
+                                                    0, lnOut.data(), xShape, 2);
                    },
                    2.0 * double(rows * D * F)});
   cases.push_back({"gemm (1024x256)^T * 1024x1024", D * F,

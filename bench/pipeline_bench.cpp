@@ -29,17 +29,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/Runtime/CPUKernels.h"
 #include "BenchCommon.h"
+#include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Engine.h"
 
 #include <chrono>
-#include <fcntl.h>
 #include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <string>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <cstdlib>
-#include <string>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -79,9 +79,9 @@ double compile(const std::string &args, const std::string &output,
   int status = 0;
   struct rusage usage;
   bool waited = pid > 0 && wait4(pid, &status, 0, &usage) == pid;
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (!waited || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::fprintf(stderr, "pipeline_bench: failed: %s\n", line.c_str());
     return -1;
@@ -140,8 +140,7 @@ Measurement train(const std::string &path, int steps) {
   m.stepSeconds = seconds / counted;
   m.samplesPerSecond = samples / seconds;
   m.gemmSeconds =
-      double(gpipe_rt_cpu_gemm_nanoseconds() - gemmAfterFirst) * 1e-9 /
-      counted;
+      double(gpipe_rt_cpu_gemm_nanoseconds() - gemmAfterFirst) * 1e-9 / counted;
   return m;
 }
 
@@ -222,9 +221,9 @@ int main(int argc, char **argv) {
   std::printf("\ncompile time against depth (GPT preset, width 16, K=4, "
               "M=4):\n");
   std::printf("  blocks  seconds  ms/block  peak RSS (MiB)\n");
-  std::vector<int> blocks = opts.quick ? std::vector<int>{250, 500, 1000}
-                                       : std::vector<int>{1000, 2000, 4000,
-                                                          10000};
+  std::vector<int> blocks = opts.quick
+                                ? std::vector<int>{250, 500, 1000}
+                                : std::vector<int>{1000, 2000, 4000, 10000};
   double firstPerBlock = 0, lastPerBlock = 0, lastSeconds = 0;
   for (int depth : blocks) {
     std::string args = "--preset gpt --depth " + std::to_string(depth) +
@@ -244,8 +243,8 @@ int main(int argc, char **argv) {
   std::printf("  per block, deepest / shallowest: %.2fx (linear: about 1x)",
               lastPerBlock / firstPerBlock);
   if (!opts.quick)
-    std::printf("; 10,000 blocks in %.0f s (target < 300 s: %s)",
-                lastSeconds, lastSeconds < 300 ? "met" : "NOT met");
+    std::printf("; 10,000 blocks in %.0f s (target < 300 s: %s)", lastSeconds,
+                lastSeconds < 300 ? "met" : "NOT met");
   std::printf("\n");
 
   std::printf("\nsize against M (GPT preset, K=4, 2 samples per "
@@ -288,8 +287,8 @@ int main(int argc, char **argv) {
   std::printf("  M=1024 / M=8: IR %.3fx, library %.3fx (target <= 1.1x: "
               "%s), compile %.2fx (target <= 1.5x: %s)\n",
               irRatio, libRatio,
-              irRatio <= 1.1 && libRatio <= 1.1 ? "met" : "NOT met",
-              timeRatio, timeRatio <= 1.5 ? "met" : "NOT met");
+              irRatio <= 1.1 && libRatio <= 1.1 ? "met" : "NOT met", timeRatio,
+              timeRatio <= 1.5 ? "met" : "NOT met");
   std::string cleanup = "rm -rf " + dir;
   return std::system(cleanup.c_str()) == 0 ? 0 : 1;
 }

@@ -115,8 +115,8 @@ std::string kept(const std::vector<int64_t> &bytes) {
   return text;
 }
 
-const char *const kSchedules[] = {"gpipe", "1f1b",      "interleaved-1f1b",
-                                  "zb-h1", "zb-h2",     "zbv",
+const char *const kSchedules[] = {"gpipe",     "1f1b",   "interleaved-1f1b",
+                                  "zb-h1",     "zb-h2",  "zbv",
                                   "dualpipev", "zb-auto"};
 
 struct Shape {
@@ -132,8 +132,8 @@ void runModel(const std::string &title, const std::string &model,
   std::printf("  %-17s %2s %3s %-4s %9s %9s %7s %8s  %s\n", "schedule", "K",
               "M", "", "predicted", "measured", "closed", "vs 1f1b",
               "kept KiB per rank at peak");
-  const Shape shapes[] = {{2, 8, false}, {4, 8, false}, {8, 8, true},
-                          {8, 16, true}};
+  const Shape shapes[] = {
+      {2, 8, false}, {4, 8, false}, {8, 8, true}, {8, 16, true}};
   for (const Shape &shape : shapes) {
     std::vector<Row> rows;
     for (const char *schedule : kSchedules) {

@@ -62,9 +62,9 @@ struct Fixture {
     // truncated and rewritten file back at close, which would make each
     // input cost a disk write.
     const char *tmp = std::getenv("TMPDIR");
-    std::string base = tmp && *tmp                  ? tmp
+    std::string base = tmp && *tmp                       ? tmp
                        : ::access("/dev/shm", W_OK) == 0 ? "/dev/shm"
-                                                          : "/tmp";
+                                                         : "/tmp";
     std::string pattern = base + "/gpipe-fuzz-checkpoint-XXXXXX";
     if (!::mkdtemp(pattern.data()))
       die("cannot create a temporary directory in " + base);

@@ -17,8 +17,8 @@ using namespace gpipe::rt;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   SafeTensorsFile file;
-  Status status = SafeTensorsFile::parse(std::vector<uint8_t>(data, data + size),
-                                         "fuzz.safetensors", file);
+  Status status = SafeTensorsFile::parse(
+      std::vector<uint8_t>(data, data + size), "fuzz.safetensors", file);
   if (!status.ok()) {
     if (status.message().empty()) {
       std::fprintf(stderr, "rejected without a message\n");

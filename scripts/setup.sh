@@ -13,7 +13,7 @@ PKGS=(
   libopenblas-dev libopenmpi-dev openmpi-bin
   libonnx-dev libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libgtest-dev
-  clang-22 libclang-rt-22-dev
+  clang-22 libclang-rt-22-dev clang-format-22
   zlib1g-dev libzstd-dev libedit-dev libcurl4-openssl-dev libxml2-dev
 )
 

@@ -2,9 +2,9 @@
 #===- test.sh - Set up, build and run every gpipe test --------------------===#
 #
 # Builds (scripts/build.sh), runs the lit suite (check-gpipe), the
-# GoogleTest suite (ctest) and each fuzz target briefly (scripts/fuzz.sh;
-# FUZZ_SECONDS per target, 30 by default, 0 to skip), and ends with one
-# summary line over all three.
+# GoogleTest suite (ctest), the format gate (scripts/format.sh) and each
+# fuzz target briefly (scripts/fuzz.sh; FUZZ_SECONDS per target, 30 by
+# default, 0 to skip), and ends with one summary line over all of them.
 #
 #===-----------------------------------------------------------------------===#
 set -uo pipefail
@@ -41,6 +41,12 @@ if [ "$ctest_skip" -gt 0 ] && [ -x "$build/runtime/GPipeRuntimeCUDATests" ]; the
   echo "skipped: $ctest_skip GPU tests (${reason:-see ctest -V})"
 fi
 
+# The format gate (scripts/format.sh): one check over every C/C++/CUDA file.
+echo "== format (scripts/format.sh) =="
+format_pass=0
+format_fail=0
+if "$root/scripts/format.sh"; then format_pass=1; else format_fail=1; fi
+
 # Each fuzz target for FUZZ_SECONDS (30 by default; 0 skips them) in the
 # clang build scripts/fuzz.sh makes (build-san/); a target passes when it
 # found nothing.
@@ -58,11 +64,11 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   if [ "$fuzz_status" -ne 0 ] && [ "$fuzz_fail" -eq 0 ]; then fuzz_fail=1; fi
 fi
 
-passed=$((lit_pass + ctest_total - ctest_fail - ctest_skip + fuzz_pass))
-failed=$((lit_fail + ctest_fail + fuzz_fail))
+passed=$((lit_pass + ctest_total - ctest_fail - ctest_skip + fuzz_pass + format_pass))
+failed=$((lit_fail + ctest_fail + fuzz_fail + format_fail))
 if [ "$lit_status" -ne 0 ] && [ "$lit_fail" -eq 0 ]; then failed=$((failed + 1)); fi
 if [ "$ctest_status" -ne 0 ] && [ "$ctest_fail" -eq 0 ]; then failed=$((failed + 1)); fi
 echo
-echo "lit: $lit_pass passed, $lit_fail failed; gtest: $((ctest_total - ctest_fail - ctest_skip)) passed, $ctest_fail failed, $ctest_skip skipped; fuzz: $fuzz_pass passed, $fuzz_fail failed"
+echo "lit: $lit_pass passed, $lit_fail failed; gtest: $((ctest_total - ctest_fail - ctest_skip)) passed, $ctest_fail failed, $ctest_skip skipped; fuzz: $fuzz_pass passed, $fuzz_fail failed; format: $format_pass passed, $format_fail failed"
 echo "total: $passed passed, $failed failed, $((lit_skip + ctest_skip)) skipped"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

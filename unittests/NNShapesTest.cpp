@@ -81,10 +81,12 @@ TEST_F(NNShapesTest, LinearLayouts) {
   auto plain = inferLinearShape(S{2, 16, 32}, S{32, 96}, S{96}, false, emit());
   ASSERT_TRUE(succeeded(plain));
   EXPECT_EQ(*plain, (S{2, 16, 96}));
-  auto torch = inferLinearShape(S{8, 16}, S{32, 16}, std::nullopt, true, emit());
+  auto torch =
+      inferLinearShape(S{8, 16}, S{32, 16}, std::nullopt, true, emit());
   ASSERT_TRUE(succeeded(torch));
   EXPECT_EQ(*torch, (S{8, 32}));
-  EXPECT_TRUE(failed(inferLinearShape(S{8, 16}, S{32, 16}, S{16}, true, emit())));
+  EXPECT_TRUE(
+      failed(inferLinearShape(S{8, 16}, S{32, 16}, S{16}, true, emit())));
 }
 
 TEST_F(NNShapesTest, SplitSliceConcat) {
@@ -97,7 +99,8 @@ TEST_F(NNShapesTest, SplitSliceConcat) {
   auto slice = inferSliceShape(S{4, 16}, {0, 1}, {4, 8}, {1, 2}, emit());
   ASSERT_TRUE(succeeded(slice));
   EXPECT_EQ(*slice, (S{4, 8}));
-  EXPECT_TRUE(failed(inferSliceShape(S{4, 16}, {0, 2}, {4, 8}, {1, 2}, emit())));
+  EXPECT_TRUE(
+      failed(inferSliceShape(S{4, 16}, {0, 2}, {4, 8}, {1, 2}, emit())));
 
   auto cat = inferConcatShape({S{2, 3}, S{2, 5}}, 1, emit());
   ASSERT_TRUE(succeeded(cat));

@@ -19,7 +19,8 @@ namespace mlir::gpipe {
 
 using Json = nlohmann::json;
 
-const MeasuredLayer *ProfileMeasurement::findLayer(std::string_view name) const {
+const MeasuredLayer *
+ProfileMeasurement::findLayer(std::string_view name) const {
   for (const MeasuredLayer &layer : layers)
     if (layer.name == name)
       return &layer;
@@ -199,13 +200,14 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
       return std::nullopt;
     profile.measurements.push_back(std::move(out));
   }
-  std::stable_sort(profile.measurements.begin(), profile.measurements.end(),
-                   [](const ProfileMeasurement &a, const ProfileMeasurement &b) {
-                     return std::tie(a.workers, a.remat, a.schedule,
-                                     a.microbatchSamples, b.blasThreads) <
-                            std::tie(b.workers, b.remat, b.schedule,
-                                     b.microbatchSamples, a.blasThreads);
-                   });
+  std::stable_sort(
+      profile.measurements.begin(), profile.measurements.end(),
+      [](const ProfileMeasurement &a, const ProfileMeasurement &b) {
+        return std::tie(a.workers, a.remat, a.schedule, a.microbatchSamples,
+                        b.blasThreads) <
+               std::tie(b.workers, b.remat, b.schedule, b.microbatchSamples,
+                        a.blasThreads);
+      });
   // The most BLAS threads first within a key: keep that one.
   auto sameKey = [](const ProfileMeasurement &a, const ProfileMeasurement &b) {
     return std::tie(a.workers, a.remat, a.schedule, a.microbatchSamples) ==
@@ -271,11 +273,10 @@ std::string MeasuredProfile::scheduleFallback(int64_t workers,
   return "";
 }
 
-const ProfileMeasurement *MeasuredProfile::select(int64_t samples,
-                                                  int64_t workers,
-                                                  double &scale,
-                                                  std::string_view remat,
-                                                  std::string_view schedule) const {
+const ProfileMeasurement *
+MeasuredProfile::select(int64_t samples, int64_t workers, double &scale,
+                        std::string_view remat,
+                        std::string_view schedule) const {
   // The nearest number of workers, then the policy, then the nearest size;
   // the larger wins a tie (the measurements are in ascending order, so "<="
   // keeps the later one).
@@ -286,10 +287,9 @@ const ProfileMeasurement *MeasuredProfile::select(int64_t samples,
       nearestWorkers = &m;
   std::string policy =
       nearestWorkers ? rematFallback(nearestWorkers->workers, remat) : "";
-  std::string kind =
-      nearestWorkers
-          ? scheduleFallback(nearestWorkers->workers, policy, schedule)
-          : "";
+  std::string kind = nearestWorkers ? scheduleFallback(nearestWorkers->workers,
+                                                       policy, schedule)
+                                    : "";
   const ProfileMeasurement *best = nullptr;
   for (const ProfileMeasurement &m : measurements)
     if (nearestWorkers && m.workers == nearestWorkers->workers &&
@@ -306,10 +306,11 @@ namespace {
 
 /// MeasuredProfile::estimate without the recompute times of other
 /// policies.
-std::optional<ProfileMeasurement>
-estimateOne(const MeasuredProfile &profile, int64_t samples, int64_t workers,
-            std::string_view remat, std::string_view schedule,
-            std::string &how) {
+std::optional<ProfileMeasurement> estimateOne(const MeasuredProfile &profile,
+                                              int64_t samples, int64_t workers,
+                                              std::string_view remat,
+                                              std::string_view schedule,
+                                              std::string &how) {
   how.clear();
   double scale = 1.0;
   const ProfileMeasurement *nearest =

@@ -13,12 +13,12 @@
 #include "gpipe/Analysis/ScheduleVerifier.h"
 
 #include <algorithm>
-#include <limits>
-#include <set>
 #include <cstdio>
+#include <limits>
 #include <map>
-#include <queue>
 #include <numeric>
+#include <queue>
+#include <set>
 #include <tuple>
 
 using namespace mlir::gpipe;
@@ -250,7 +250,9 @@ int64_t placeByTime(const std::vector<PlannedBuffer> &buffers,
   using LiveSet = std::multiset<Live>;
   LiveSet live;
   using Expiry = std::pair<int, LiveSet::iterator>;
-  auto later = [](const Expiry &a, const Expiry &b) { return a.first > b.first; };
+  auto later = [](const Expiry &a, const Expiry &b) {
+    return a.first > b.first;
+  };
   std::priority_queue<Expiry, std::vector<Expiry>, decltype(later)> expiries(
       later);
   // The free gaps between live buffers (below the top), by start and by
@@ -298,8 +300,8 @@ int64_t placeByTime(const std::vector<PlannedBuffer> &buffers,
   for (size_t p : persistent) {
     arena = std::max(arena, offsets[p] + sizes[p]);
     if (sizes[p] > 0)
-      insertLive({offsets[p], offsets[p] + sizes[p],
-                  std::numeric_limits<int>::max()});
+      insertLive(
+          {offsets[p], offsets[p] + sizes[p], std::numeric_limits<int>::max()});
   }
   for (size_t idx : order) {
     const PlannedBuffer &buffer = buffers[idx];
@@ -324,7 +326,8 @@ int64_t placeByTime(const std::vector<PlannedBuffer> &buffers,
     }
     offsets[idx] = found >= 0 ? found : top;
     arena = std::max(arena, offsets[idx] + size);
-    auto it = insertLive({offsets[idx], offsets[idx] + size, buffer.lastAction});
+    auto it =
+        insertLive({offsets[idx], offsets[idx] + size, buffer.lastAction});
     expiries.push({buffer.lastAction, it});
   }
   return arena;
@@ -368,10 +371,10 @@ int64_t mlir::gpipe::allocateArena(std::vector<PlannedBuffer> &buffers,
   std::vector<int64_t> sizeOffsets = offsets;
   int64_t sizeArena = std::numeric_limits<int64_t>::max();
   if (rest.size() <= kMaxBuffersForBestFit)
-    sizeArena = placeBestFit(
-        sizes, persistent, bySize, sizeOffsets, [&](size_t a, size_t b) {
-          return overlapsInTime(buffers[a], buffers[b]);
-        });
+    sizeArena = placeBestFit(sizes, persistent, bySize, sizeOffsets,
+                             [&](size_t a, size_t b) {
+                               return overlapsInTime(buffers[a], buffers[b]);
+                             });
 
   // In order of creation, first fit.
   std::vector<size_t> byTime = rest;
@@ -691,9 +694,8 @@ int64_t allocateSlots(RankMemoryPlan &rank, int64_t alignment) {
     }
   }
   std::vector<size_t> bySize = rest, byTime = rest;
-  std::stable_sort(bySize.begin(), bySize.end(), [&](size_t a, size_t b) {
-    return spans[a] > spans[b];
-  });
+  std::stable_sort(bySize.begin(), bySize.end(),
+                   [&](size_t a, size_t b) { return spans[a] > spans[b]; });
   std::stable_sort(byTime.begin(), byTime.end(), [&](size_t a, size_t b) {
     return rank.slots[a].firstAction < rank.slots[b].firstAction;
   });

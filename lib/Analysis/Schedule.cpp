@@ -90,11 +90,11 @@ Schedule mlir::gpipe::insertTiedSums(const Schedule &schedule,
         named = a.stage;
     }
     if (named >= 0) {
-      auto firstStep = std::find_if(kept.begin(), kept.end(), [](const Action &a) {
-        return a.kind == ActionKind::Step;
-      });
-      kept.insert(firstStep,
-                  Action::compute(ActionKind::SumTied, named, -1));
+      auto firstStep =
+          std::find_if(kept.begin(), kept.end(), [](const Action &a) {
+            return a.kind == ActionKind::Step;
+          });
+      kept.insert(firstStep, Action::compute(ActionKind::SumTied, named, -1));
     }
     program = std::move(kept);
   }
@@ -731,8 +731,7 @@ Schedule mlir::gpipe::buildGPipeSchedule(int numStages, int numMicrobatches,
                 options);
 }
 
-Schedule mlir::gpipe::buildForwardSchedule(int numStages,
-                                           int numMicrobatches,
+Schedule mlir::gpipe::buildForwardSchedule(int numStages, int numMicrobatches,
                                            const BoundaryTraffic &traffic,
                                            const ScheduleOptions &options) {
   Schedule order = makeComputeSkeleton(numStages, numMicrobatches);
@@ -1437,9 +1436,9 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
   }
   case ScheduleFamily::ZBAuto: {
     // A search over candidate orders, each completed with its sends and
-    // receives (two placements) and simulated with the per-stage durations under blocking
-    // rendezvous; the shortest that keeps every stage within its memory
-    // limit wins (ties: the first). Candidates: the list scheduler with
+    // receives (two placements) and simulated with the per-stage durations
+    // under blocking rendezvous; the shortest that keeps every stage within its
+    // memory limit wins (ties: the first). Candidates: the list scheduler with
     // the automatic rules and with ZB-H1's (F before I after the warm-up,
     // a W left for later when an I is due), with several stages per rank
     // also the later stage first; and a plain order that the list
@@ -1454,7 +1453,7 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     for (int s = 0; s < numStages; ++s) {
       bool given = s < static_cast<int>(options.maxActivations.size()) &&
                    options.maxActivations[s] >= 1;
-      limits.push_back(given ? options.maxActivations[s]
+      limits.push_back(given    ? options.maxActivations[s]
                        : V == 1 ? K
                                 : numStages - s);
     }
@@ -1467,21 +1466,21 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     std::vector<ComputeOrders> candidates;
     ListSchedulerInput in = listInput(/*perStage=*/true);
     for (const std::vector<int> &limit : {limits, tighter})
-    for (bool h1Rules : {false, true}) {
-      in.maxActivations = limit;
-      in.forwardFirst = in.waitForInput = h1Rules;
-      // ZB-H1's rules come with 1F1B's warm-up.
-      in.warmupForwards.clear();
-      if (h1Rules && V == 1)
-        for (int s = 0; s < numStages; ++s)
-          in.warmupForwards.push_back(K - s);
-      for (bool laterFirst : {false, true}) {
-        if (laterFirst && V == 1)
-          continue;
-        in.laterStageFirst = laterFirst;
-        candidates.push_back(runZeroBubbleListScheduler(in));
+      for (bool h1Rules : {false, true}) {
+        in.maxActivations = limit;
+        in.forwardFirst = in.waitForInput = h1Rules;
+        // ZB-H1's rules come with 1F1B's warm-up.
+        in.warmupForwards.clear();
+        if (h1Rules && V == 1)
+          for (int s = 0; s < numStages; ++s)
+            in.warmupForwards.push_back(K - s);
+        for (bool laterFirst : {false, true}) {
+          if (laterFirst && V == 1)
+            continue;
+          in.laterStageFirst = laterFirst;
+          candidates.push_back(runZeroBubbleListScheduler(in));
+        }
       }
-    }
     if (V == 1) {
       // ZB-H1's and ZB-H2's own orders (built for uniform durations); the
       // memory check below drops what exceeds the limits.
@@ -1522,24 +1521,24 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     std::optional<ScheduleOrError> best;
     double bestMakespan = 0;
     for (const ComputeOrders &candidate : candidates)
-    for (bool align : {true, false}) {
-      if (candidate.empty())
-        continue;
-      ScheduleOrError built =
-          finishOrders(M, placement, candidate, traffic, options, align);
-      if (!built.ok())
-        continue;
-      Timeline timeline = simulate(built.schedule, durations);
-      if (!timeline.ok())
-        continue;
-      bool fits = true;
-      for (int s = 0; s < numStages; ++s)
-        fits &= timeline.peakActivations[s] <= limits[s];
-      if (!fits || (best && timeline.makespan >= bestMakespan))
-        continue;
-      best = std::move(built);
-      bestMakespan = timeline.makespan;
-    }
+      for (bool align : {true, false}) {
+        if (candidate.empty())
+          continue;
+        ScheduleOrError built =
+            finishOrders(M, placement, candidate, traffic, options, align);
+        if (!built.ok())
+          continue;
+        Timeline timeline = simulate(built.schedule, durations);
+        if (!timeline.ok())
+          continue;
+        bool fits = true;
+        for (int s = 0; s < numStages; ++s)
+          fits &= timeline.peakActivations[s] <= limits[s];
+        if (!fits || (best && timeline.makespan >= bestMakespan))
+          continue;
+        best = std::move(built);
+        bestMakespan = timeline.makespan;
+      }
     if (!best) {
       result.error = "zb-auto: no order fits the memory limits";
       return result;
@@ -1642,11 +1641,16 @@ int parseSmallInt(std::string_view digits) {
 
 bool parseKindName(std::string_view name, ActionKind &kind) {
   static const std::pair<const char *, ActionKind> kNames[] = {
-      {"F", ActionKind::Forward},       {"B", ActionKind::Backward},
-      {"I", ActionKind::BackwardInput}, {"W", ActionKind::BackwardWeight},
-      {"R", ActionKind::Recompute},     {"SEND_F", ActionKind::SendF},
-      {"RECV_F", ActionKind::RecvF},    {"SEND_B", ActionKind::SendB},
-      {"RECV_B", ActionKind::RecvB},    {"REDUCE_GRAD", ActionKind::ReduceGrad},
+      {"F", ActionKind::Forward},
+      {"B", ActionKind::Backward},
+      {"I", ActionKind::BackwardInput},
+      {"W", ActionKind::BackwardWeight},
+      {"R", ActionKind::Recompute},
+      {"SEND_F", ActionKind::SendF},
+      {"RECV_F", ActionKind::RecvF},
+      {"SEND_B", ActionKind::SendB},
+      {"RECV_B", ActionKind::RecvB},
+      {"REDUCE_GRAD", ActionKind::ReduceGrad},
       {"SUM_TIED", ActionKind::SumTied},
       {"STEP", ActionKind::Step},
   };

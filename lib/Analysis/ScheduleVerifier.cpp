@@ -189,8 +189,8 @@ bool Verifier::checkTopLevel() {
                std::to_string(needed) +
                (schedule.forwardOnly ? " forward actions"
                                      : " forward and backward actions") +
-               ", the schedule has " +
-               std::to_string(numActions) + " actions in all");
+               ", the schedule has " + std::to_string(numActions) +
+               " actions in all");
     ok = false;
   }
   return ok;
@@ -388,11 +388,10 @@ void Verifier::checkCoverage() {
         Pos user = firstOf({&b, &in, &w, &re});
         report(VerifyProblemKind::Coverage,
                name() + " has no forward" +
-                   (user.rank >= 0 ? "; its first other action is at " +
-                                         at(user)
-                                   : std::string()));
-      }
-      else if (f.size() > 1)
+                   (user.rank >= 0
+                        ? "; its first other action is at " + at(user)
+                        : std::string()));
+      } else if (f.size() > 1)
         report(VerifyProblemKind::Coverage,
                name() + " has " + std::to_string(f.size()) + " forwards (" +
                    onRank() + " actions " + listIndices(f) + ")");
@@ -439,8 +438,8 @@ void Verifier::checkCoverage() {
         if (!list->empty())
           report(VerifyProblemKind::Coverage,
                  at(list->front()) +
-                     " has no place in a forward-only schedule (" +
-                     stageName + " updates no parameters)");
+                     " has no place in a forward-only schedule (" + stageName +
+                     " updates no parameters)");
       continue;
     }
     if (steps[s].empty()) {
@@ -455,8 +454,7 @@ void Verifier::checkCoverage() {
              stageName + " has no step" +
                  (last.rank >= 0 ? "; it belongs after " + at(last)
                                  : std::string()));
-    }
-    else if (steps[s].size() > 1)
+    } else if (steps[s].size() > 1)
       report(VerifyProblemKind::Coverage,
              stageName + " has " + std::to_string(steps[s].size()) +
                  " steps (rank " + std::to_string(schedule.stageToRank[s]) +
@@ -570,8 +568,9 @@ void Verifier::checkOrder() {
         for (int j = i + 1; j < e; ++j)
           if (program[j].kind == ActionKind::SumTied) {
             report(VerifyProblemKind::Order,
-                   at(r, j) + " sums tied gradients after the parameter "
-                              "update at " +
+                   at(r, j) +
+                       " sums tied gradients after the parameter "
+                       "update at " +
                        at(r, i) + "; SUM_TIED comes before the steps");
             break;
           }

@@ -534,10 +534,10 @@ std::string mlir::gpipe::toSVG(const Schedule &schedule,
       if (a.kind == ActionKind::ReduceGrad) {
         // The all-reduce runs beside the rank's work: a band along the
         // bottom of the row.
-        svg += "<rect x=\"" + num(x) + "\" y=\"" +
-               num(boxY + boxHeight - 6) + "\" width=\"" +
-               num(std::max(w, 1.5)) + "\" height=\"6\" fill=\"" + style.fill +
-               "\"><title>" + tip + "</title></rect>\n";
+        svg += "<rect x=\"" + num(x) + "\" y=\"" + num(boxY + boxHeight - 6) +
+               "\" width=\"" + num(std::max(w, 1.5)) +
+               "\" height=\"6\" fill=\"" + style.fill + "\"><title>" + tip +
+               "</title></rect>\n";
         continue;
       }
       if (isTransferKind(a.kind)) {

@@ -79,8 +79,8 @@ FailureOr<unsigned> mlir::gpipe::foldConstantOps(Operation *root,
       return failure();
     OpBuilder builder(op);
     for (auto [result, value] : llvm::zip(op->getResults(), *results)) {
-      ElementsAttr attr = elementsAttrFromHostTensor(
-          value, op->getContext(), hintFor(op));
+      ElementsAttr attr =
+          elementsAttrFromHostTensor(value, op->getContext(), hintFor(op));
       result.replaceAllUsesWith(
           nn::ConstantOp::create(builder, op->getLoc(), attr).getResult());
     }

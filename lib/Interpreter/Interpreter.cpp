@@ -14,10 +14,10 @@
 
 #include "gpipe/Interpreter/Interpreter.h"
 
-#include "gpipe/Dialect/NN/KernelCalls/KernelCalls.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/NN/IR/NNElementsBytes.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
+#include "gpipe/Dialect/NN/KernelCalls/KernelCalls.h"
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/KernelSignatures.h"
 
@@ -647,15 +647,15 @@ ElementsAttr mlir::gpipe::elementsAttrFromHostTensor(const HostTensor &tensor,
   }
   ArrayRef<char> bytes(static_cast<const char *>(tensor.getData()),
                        tensor.getByteSize());
-  size_t width = tensor.getByteSize() /
-                 std::max<int64_t>(1, tensor.getNumElements());
-  bool splat = tensor.getNumElements() > 0 &&
-               llvm::all_of(llvm::seq<int64_t>(1, tensor.getNumElements()),
-                            [&](int64_t i) {
-                              return std::memcmp(bytes.data(),
-                                                 bytes.data() + i * width,
-                                                 width) == 0;
-                            });
+  size_t width =
+      tensor.getByteSize() / std::max<int64_t>(1, tensor.getNumElements());
+  bool splat =
+      tensor.getNumElements() > 0 &&
+      llvm::all_of(llvm::seq<int64_t>(1, tensor.getNumElements()),
+                   [&](int64_t i) {
+                     return std::memcmp(bytes.data(), bytes.data() + i * width,
+                                        width) == 0;
+                   });
   if (tensor.getNumElements() <= inlineLimit || splat)
     return DenseElementsAttr::getFromRawBuffer(
         type, splat ? bytes.take_front(width) : bytes);

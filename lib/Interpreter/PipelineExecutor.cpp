@@ -357,11 +357,12 @@ LogicalResult Executor::readStages() {
     return emitPipelineError(pipeline) << "has no stages";
   // Its gradients and updates are per parameter name; a tied parameter's
   // copies would each get their own.
-  for (auto param : pipeline->getParentOfType<ModuleOp>().getOps<nn::ParameterOp>())
+  for (auto param :
+       pipeline->getParentOfType<ModuleOp>().getOps<nn::ParameterOp>())
     if (FlatSymbolRefAttr first = param.getTiedToAttr())
       return emitPipelineError(pipeline)
-             << "reads @" << param.getSymName() << ", a copy of tied parameter @"
-             << first.getValue()
+             << "reads @" << param.getSymName()
+             << ", a copy of tied parameter @" << first.getValue()
              << "; the reference executor does not sum tied copies' "
                 "gradients (compile the model and train it with gpipe-run)";
   // Which rank runs each stage.
@@ -473,9 +474,8 @@ Outcome Executor::runForward(Operation *op, Stage &stage, int64_t mb) {
                        "nor a forward of the previous stage on this rank)";
     return Outcome::Failed;
   }
-  FailureOr<std::vector<HostTensor>> results =
-      interpretFunction(stage.forward, forwardArgs(stage, mb), params,
-                        rngKey(mb));
+  FailureOr<std::vector<HostTensor>> results = interpretFunction(
+      stage.forward, forwardArgs(stage, mb), params, rngKey(mb));
   if (failed(results)) {
     actionError(op) << "the stage's forward @" << stage.forward.getSymName()
                     << " failed";
@@ -628,8 +628,8 @@ Outcome Executor::runBackward(Operation *op, Stage &stage, int64_t mb,
   GradientAccumulation accumulation;
   if (kind != ActionKind::BackwardInput) {
     accumulation.first = nextWeightMb[size_t(stage.index)] == 0;
-    for (auto [index, gemm] : nn::NNDialect::getAccumulatingGemms(
-             func, layout.firstParamResult)) {
+    for (auto [index, gemm] :
+         nn::NNDialect::getAccumulatingGemms(func, layout.firstParamResult)) {
       unsigned k = index - layout.firstParamResult;
       const HostTensor *p =
           k < layout.params.size() ? params.lookup(layout.params[k]) : nullptr;
@@ -683,8 +683,7 @@ Outcome Executor::runBackward(Operation *op, Stage &stage, int64_t mb,
   return Outcome::Ran;
 }
 
-Outcome Executor::runSend(SendOp send, Stage &stage, int64_t rank,
-                          int64_t mb) {
+Outcome Executor::runSend(SendOp send, Stage &stage, int64_t rank, int64_t mb) {
   Slot &slot = slots[size_t(stage.index)][size_t(mb)];
   bool forward = send.isForward();
   int64_t peerStage = stage.index + (forward ? 1 : -1);
@@ -721,8 +720,7 @@ Outcome Executor::runSend(SendOp send, Stage &stage, int64_t rank,
   return Outcome::Ran;
 }
 
-Outcome Executor::runRecv(RecvOp recv, Stage &stage, int64_t rank,
-                          int64_t mb) {
+Outcome Executor::runRecv(RecvOp recv, Stage &stage, int64_t rank, int64_t mb) {
   Slot &slot = slots[size_t(stage.index)][size_t(mb)];
   bool forward = recv.isForward();
   int64_t peerStage = stage.index + (forward ? -1 : 1);

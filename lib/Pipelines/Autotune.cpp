@@ -73,9 +73,8 @@ static void configure(GPipePipelineOptions &to,
   to.inference = bool(from.inference);
   to.fuse = bool(from.fuse);
   to.granularity = nn::LayerGranularity(from.granularity);
-  to.recomputeLayers = ArrayRef<std::string>(
-      std::vector<std::string>(from.recomputeLayers.begin(),
-                               from.recomputeLayers.end()));
+  to.recomputeLayers = ArrayRef<std::string>(std::vector<std::string>(
+      from.recomputeLayers.begin(), from.recomputeLayers.end()));
   applyAutotuneChoice(to, c);
 }
 
@@ -134,8 +133,8 @@ static void evaluate(ModuleOp model, const GPipePipelineOptions &options,
           stage, stage.getForwardAttr());
       int64_t layers = 0;
       if (forward && !forward.isExternal())
-        layers = llvm::range_size(
-            forward.getBody().front().getOps<nn::LayerOp>());
+        layers =
+            llvm::range_size(forward.getBody().front().getOps<nn::LayerOp>());
       c.balance.push_back(layers);
     }
   if (auto v = pipeline.getVirtualStages())
@@ -170,8 +169,7 @@ mlir::gpipe::chooseRecomputeLayers(ModuleOp model,
   os << "remat auto: keeping every activation needs "
      << formatBytes(none.getPeakBytes()) << " on the fullest rank";
   if (none.fits) {
-    os << ", within the budget of " << formatBytes(budget)
-       << ": remat none\n";
+    os << ", within the budget of " << formatBytes(budget) << ": remat none\n";
     return RecomputeChoice{Remat::None, {}, none.getPeakBytes()};
   }
   os << ", over the budget of " << formatBytes(budget) << "\n";
@@ -206,10 +204,9 @@ mlir::gpipe::chooseRecomputeLayers(ModuleOp model,
                       seconds > 0 ? double(bytes) / seconds : double(bytes),
                       i});
   }
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const Ranked &a, const Ranked &b) {
-                     return a.score > b.score;
-                   });
+  std::stable_sort(
+      ranked.begin(), ranked.end(),
+      [](const Ranked &a, const Ranked &b) { return a.score > b.score; });
   // Per layer, the rank holding it in the last compile: the next layer is
   // the best one on a rank still over the budget.
   auto ranksOf = [&](ModuleOp compiled) {
@@ -283,8 +280,7 @@ mlir::gpipe::autotune(ModuleOp model, const GPipePipelineOptions &options,
                       std::optional<int64_t> maxStages) {
   auto network = model.lookupSymbol<func::FuncOp>("forward");
   if (!network || network.getNumArguments() == 0)
-    return model.emitError("autotune: no network function @forward"),
-           failure();
+    return model.emitError("autotune: no network function @forward"), failure();
   auto input = dyn_cast<ShapedType>(network.getArgumentTypes().front());
   if (!input || !input.hasStaticShape() || input.getRank() == 0)
     return network.emitError("autotune: the network's input has no static "
@@ -326,11 +322,11 @@ mlir::gpipe::autotune(ModuleOp model, const GPipePipelineOptions &options,
   AutotuneResult result;
   result.minRanks = maxStages ? 1 : int64_t(options.stages);
   result.maxRanks = maxStages ? *maxStages : int64_t(options.stages);
-  result.costModel = options.profileFile.empty()
-                         ? "the built-in profile '" +
-                               getProfile(ProfileKind(options.profile)).name + "'"
-                         : "the measured profile '" +
-                               std::string(options.profileFile) + "'";
+  result.costModel =
+      options.profileFile.empty()
+          ? "the built-in profile '" +
+                getProfile(ProfileKind(options.profile)).name + "'"
+          : "the measured profile '" + std::string(options.profileFile) + "'";
   for (int64_t k = result.minRanks; k <= result.maxRanks; ++k) {
     for (int64_t m : microbatches)
       for (ScheduleKind schedule : schedules)
@@ -367,8 +363,9 @@ mlir::gpipe::autotune(ModuleOp model, const GPipePipelineOptions &options,
                    });
   for (const AutotuneCandidate &c : result.candidates) {
     int g = group(c);
-    (g == 0 ? result.numFitting : g == 1 ? result.numOverBudget
-                                         : result.numFailed)++;
+    (g == 0   ? result.numFitting
+     : g == 1 ? result.numOverBudget
+              : result.numFailed)++;
   }
   return result;
 }
@@ -393,8 +390,7 @@ void mlir::gpipe::printAutotuneReport(const AutotuneResult &result,
              ? std::to_string(result.maxRanks)
              : std::to_string(result.minRanks) + " to " +
                    std::to_string(result.maxRanks))
-     << " ranks on the cost model of "
-     << result.costModel << ", " 
+     << " ranks on the cost model of " << result.costModel << ", "
      << result.numFitting << " fit";
   if (budget)
     os << " the budget of " << formatBytes(*budget) << ", "
@@ -420,10 +416,9 @@ void mlir::gpipe::printAutotuneReport(const AutotuneResult &result,
                     std::to_string(c.microbatches),
                     stringifyScheduleKind(c.schedule).str(),
                     std::to_string(std::max<int64_t>(1, c.virtualStages)),
-                    stringifyRemat(c.remat).str(), balance,
-                    ms(c.stepSeconds), percent(c.bubble),
-                    ms(c.maxBusySeconds), formatBytes(c.getPeakBytes()),
-                    c.fits ? "yes" : "no"});
+                    stringifyRemat(c.remat).str(), balance, ms(c.stepSeconds),
+                    percent(c.bubble), ms(c.maxBusySeconds),
+                    formatBytes(c.getPeakBytes()), c.fits ? "yes" : "no"});
   }
   std::vector<size_t> widths(rows.front().size(), 0);
   for (const auto &row : rows)
@@ -489,8 +484,7 @@ void mlir::gpipe::printAutotuneReport(const AutotuneResult &result,
   os << "\n";
   if (result.numOverBudget > 0) {
     for (const AutotuneCandidate &c : result.candidates)
-      if (c.error.empty() && !c.fits &&
-          c.stepSeconds < best->stepSeconds) {
+      if (c.error.empty() && !c.fits && c.stepSeconds < best->stepSeconds) {
         os << "     faster but over the budget: " << c.getFlags() << " ("
            << ms(c.stepSeconds) << " ms) needs "
            << formatBytes(c.getPeakBytes()) << "\n";

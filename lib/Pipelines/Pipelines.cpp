@@ -34,17 +34,15 @@ withMemoryBudget(std::unique_ptr<Pass> pass,
                  const GPipePipelineOptions &options) {
   if (options.memoryBudget.empty() &&
       options.memoryBudget.getNumOccurrences() > 0)
-    (void)pass->initializeOptions("memory-budget=", [](const Twine &) {
-      return failure();
-    });
+    (void)pass->initializeOptions("memory-budget=",
+                                  [](const Twine &) { return failure(); });
   return pass;
 }
 
 /// `buildGPipePipeline` with the partition's cost model on `profile`.
 static void buildPipeline(OpPassManager &pm,
                           const GPipePipelineOptions &options,
-                          ProfileKind profile, bool partitionOnly,
-                          bool fuse) {
+                          ProfileKind profile, bool partitionOnly, bool fuse) {
   // What depends on constants alone (masks, position tables) is computed
   // now, once.
   pm.addPass(createNNFoldConstantsPass());
@@ -76,8 +74,9 @@ static void buildPipeline(OpPassManager &pm,
   GPipePartitionPassOptions partition;
   partition.stages = options.stages;
   partition.microbatches = options.microbatches;
-  partition.schedule = options.scheduleFile.empty() ? ScheduleKind(options.schedule)
-                                                   : ScheduleKind::Custom;
+  partition.schedule = options.scheduleFile.empty()
+                           ? ScheduleKind(options.schedule)
+                           : ScheduleKind::Custom;
   partition.virtualStages = options.virtualStages;
   partition.dataParallel = options.dataParallel;
   // An imported schedule may split any backward.

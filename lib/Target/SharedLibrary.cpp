@@ -41,11 +41,13 @@ using namespace mlir;
 namespace {
 
 /// The host target machine, PIC, or an error message.
-std::unique_ptr<llvm::TargetMachine> createHostTargetMachine(std::string &error) {
+std::unique_ptr<llvm::TargetMachine>
+createHostTargetMachine(std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getProcessTriple());
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return nullptr;
   llvm::TargetOptions options;
@@ -78,17 +80,17 @@ LogicalResult addModelMetadata(ModuleOp module, llvm::Module &llvmModule) {
   os << *json;
   os.flush();
   llvm::LLVMContext &context = llvmModule.getContext();
-  llvm::Constant *bytes = llvm::ConstantDataArray::getString(
-      context, text, /*AddNull=*/true);
+  llvm::Constant *bytes =
+      llvm::ConstantDataArray::getString(context, text, /*AddNull=*/true);
   auto *global = new llvm::GlobalVariable(
       llvmModule, bytes->getType(), /*isConstant=*/true,
       llvm::GlobalValue::InternalLinkage, bytes, "__gpipe_metadata");
   global->setAlignment(llvm::Align(64));
   auto *type = llvm::FunctionType::get(llvm::PointerType::get(context, 0),
                                        /*isVarArg=*/false);
-  auto *accessor = llvm::Function::Create(
-      type, llvm::GlobalValue::ExternalLinkage, "gpipe_model_metadata",
-      llvmModule);
+  auto *accessor =
+      llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
+                             "gpipe_model_metadata", llvmModule);
   llvm::IRBuilder<> builder(
       llvm::BasicBlock::Create(context, "entry", accessor));
   builder.CreateRet(global);
@@ -168,7 +170,8 @@ static uint64_t elfExtent(llvm::StringRef bytes) {
   Elf64_Ehdr header;
   std::memcpy(&header, bytes.data(), sizeof header);
   uint64_t need = sizeof header;
-  uint64_t tableEnd = header.e_phoff + uint64_t(header.e_phnum) * sizeof(Elf64_Phdr);
+  uint64_t tableEnd =
+      header.e_phoff + uint64_t(header.e_phnum) * sizeof(Elf64_Phdr);
   need = std::max(need, tableEnd);
   if (tableEnd <= bytes.size())
     for (unsigned i = 0; i < header.e_phnum; ++i) {
@@ -178,8 +181,8 @@ static uint64_t elfExtent(llvm::StringRef bytes) {
       need = std::max(need, uint64_t(ph.p_offset) + ph.p_filesz);
     }
   if (header.e_shnum)
-    need = std::max(need, header.e_shoff + uint64_t(header.e_shnum) *
-                                               header.e_shentsize);
+    need = std::max(need, header.e_shoff +
+                              uint64_t(header.e_shnum) * header.e_shentsize);
   return need;
 }
 
@@ -188,8 +191,8 @@ LogicalResult mlir::gpipe::emitSharedLibrary(ModuleOp module,
                                              TimingScope &timing) {
   // The object goes to a temporary file next to nothing the user owns.
   llvm::SmallString<128> objectPath;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-          "gpipe-model", "o", objectPath))
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("gpipe-model", "o", objectPath))
     return emitError(module.getLoc(), "cannot create a temporary file: ")
                << ec.message(),
            failure();
@@ -249,18 +252,18 @@ LogicalResult mlir::gpipe::emitSharedLibrary(ModuleOp module,
       target = real;
   }
   llvm::sys::fs::file_status targetStatus;
-  bool special = !llvm::sys::fs::status(target, targetStatus) &&
-                 targetStatus.type() != llvm::sys::fs::file_type::regular_file &&
-                 targetStatus.type() !=
-                     llvm::sys::fs::file_type::directory_file &&
-                 targetStatus.type() != llvm::sys::fs::file_type::file_not_found;
+  bool special =
+      !llvm::sys::fs::status(target, targetStatus) &&
+      targetStatus.type() != llvm::sys::fs::file_type::regular_file &&
+      targetStatus.type() != llvm::sys::fs::file_type::directory_file &&
+      targetStatus.type() != llvm::sys::fs::file_type::file_not_found;
   std::string temporary =
       (target + ".tmp." + llvm::Twine(llvm::sys::Process::getProcessId()))
           .str();
   if (special) {
     llvm::SmallString<128> path;
-    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-            "gpipe-model", "so", path))
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("gpipe-model", "so", path))
       return emitError(module.getLoc(), "cannot create a temporary file: ")
                  << ec.message(),
              failure();
@@ -273,8 +276,8 @@ LogicalResult mlir::gpipe::emitSharedLibrary(ModuleOp module,
   TimingScope linking = timing.nest("link");
   llvm::SmallVector<llvm::StringRef> args = {
       driver, "-shared", "-o", temporary, objectPath, "-Wl,-z,noexecstack"};
-  int rc = llvm::sys::ExecuteAndWait(driver, args, std::nullopt, {}, 0, 0,
-                                     &message);
+  int rc =
+      llvm::sys::ExecuteAndWait(driver, args, std::nullopt, {}, 0, 0, &message);
   if (rc != 0) {
     llvm::sys::fs::remove(temporary);
     return emitError(module.getLoc(), "linking ")

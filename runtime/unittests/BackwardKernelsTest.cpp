@@ -52,7 +52,6 @@ bool bitwiseEqual(const std::vector<float> &a, const std::vector<float> &b) {
          std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-
 //===----------------------------------------------------------------------===//
 // reduce_sum
 //===----------------------------------------------------------------------===//

@@ -337,10 +337,11 @@ TEST(CUDAValidation, ElementwiseAndCasts) {
                           2, nullptr, a.data(), 2));
   expectSameFailure(gpipe_rt_cpu_not(nullptr, nullptr, 3),
                     gpipe_rt_cuda_not(nullptr, nullptr, 3));
-  expectSameFailure(gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op(GPIPE_RT_ROUND + 1),
-                                           nullptr, nullptr, 0),
-                    gpipe_rt_cuda_unary_f32(gpipe_rt_unary_op(GPIPE_RT_ROUND + 1),
-                                            nullptr, nullptr, 0));
+  expectSameFailure(
+      gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op(GPIPE_RT_ROUND + 1), nullptr,
+                             nullptr, 0),
+      gpipe_rt_cuda_unary_f32(gpipe_rt_unary_op(GPIPE_RT_ROUND + 1), nullptr,
+                              nullptr, 0));
   uint8_t byte = 0;
   float one = 1.0f;
   expectSameFailure(
@@ -1055,8 +1056,8 @@ TEST(CUDAKernels, Matmul) {
     DeviceBuffer dl = DeviceBuffer::of(lhs), dr = DeviceBuffer::of(rhs);
     std::vector<float> got = runTwice<float>(want.size(), [&](float *out) {
       return gpipe_rt_cuda_matmul_f32(dl.get<float>(), ls.data(), rankOf(ls),
-                                      dr.get<float>(), rs.data(), rankOf(rs), 0, 0,
-                                      out, os.data(), rankOf(os));
+                                      dr.get<float>(), rs.data(), rankOf(rs), 0,
+                                      0, out, os.data(), rankOf(os));
     });
     expectCloseToScale(got, want, "matmul case " + std::to_string(seed));
   }
@@ -1178,8 +1179,8 @@ TEST(CUDAKernels, Bf16Contractions) {
             GPIPE_RT_SUCCESS);
   std::vector<float> gotGemm = runTwice<float>(wantGemm.size(), [&](float *o) {
     return gpipe_rt_cuda_gemm_bf16(dx.get<float>(), a.data(), dw.get<float>(),
-                                   b.data(), nullptr, nullptr, 0, 0.5f, 0.0f,
-                                   0, 1, o, c.data());
+                                   b.data(), nullptr, nullptr, 0, 0.5f, 0.0f, 0,
+                                   1, o, c.data());
   });
   expectCloseToScale(gotGemm, wantGemm);
 

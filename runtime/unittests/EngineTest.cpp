@@ -724,16 +724,20 @@ Json loopedMetadata() {
     return Json{{"loop", {{"lower", lower}, {"upper", upper}, {"body", body}}}};
   };
   m["ranks"][0]["actions"] = {
-      loop(0, 2, {compute("forward", 0, 0),
-                  untagged(transfer("send", 0, 0, 1, "forward", 0))}),
-      loop(0, 2, {untagged(transfer("recv", 0, 0, 1, "backward", 0)),
-                  compute("backward", 0, 0)}),
+      loop(0, 2,
+           {compute("forward", 0, 0),
+            untagged(transfer("send", 0, 0, 1, "forward", 0))}),
+      loop(0, 2,
+           {untagged(transfer("recv", 0, 0, 1, "backward", 0)),
+            compute("backward", 0, 0)}),
       compute("step", 0, -1)};
   m["ranks"][1]["actions"] = {
-      loop(0, 2, {untagged(transfer("recv", 1, 0, 0, "forward", 0)),
-                  compute("forward", 1, 0)}),
-      loop(0, 2, {compute("backward", 1, 0),
-                  untagged(transfer("send", 1, 0, 0, "backward", 0))}),
+      loop(0, 2,
+           {untagged(transfer("recv", 1, 0, 0, "forward", 0)),
+            compute("forward", 1, 0)}),
+      loop(0, 2,
+           {compute("backward", 1, 0),
+            untagged(transfer("send", 1, 0, 0, "backward", 0))}),
       compute("step", 1, -1)};
   return m;
 }

@@ -70,7 +70,6 @@ void expectWithin(const std::vector<float> &got,
         << "element " << i << ": got " << got[i] << ", want " << want[i];
 }
 
-
 //===----------------------------------------------------------------------===//
 // Binary ops
 //===----------------------------------------------------------------------===//
@@ -332,7 +331,8 @@ TEST(Unary, SinAndCosAtSpecialValues) {
 
 TEST(Unary, UnknownOpIsReported) {
   float x = 1.0f, y = 0.0f;
-  EXPECT_EQ(gpipe_rt_cpu_unary_f32(GPIPE_RT_ROUND, &x, &y, 1), GPIPE_RT_SUCCESS);
+  EXPECT_EQ(gpipe_rt_cpu_unary_f32(GPIPE_RT_ROUND, &x, &y, 1),
+            GPIPE_RT_SUCCESS);
   EXPECT_EQ(
       gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op(GPIPE_RT_ROUND + 1), &x, &y, 1),
       GPIPE_RT_INVALID_ARGUMENT);
@@ -1130,8 +1130,8 @@ TEST_P(MatmulTest, TransposedOperands) {
   referenceMatmul(a, c.lhs, b, c.rhs, c.out, want, bound);
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb) {
-      SCOPED_TRACE(::testing::Message() << "transLhs=" << ta
-                                        << " transRhs=" << tb);
+      SCOPED_TRACE(::testing::Message()
+                   << "transLhs=" << ta << " transRhs=" << tb);
       Shape ls = c.lhs, rs = c.rhs;
       std::vector<float> sa = ta ? swapLastTwo(a, ls) : a;
       std::vector<float> sb = tb ? swapLastTwo(b, rs) : b;
@@ -1171,7 +1171,8 @@ TEST(Matmul, ShapeErrors) {
   Shape a3{2, 3, 5}, b3{3, 5, 2}, o3{2, 3, 2};
   std::vector<float> x3(30), y3(30), z3(12);
   EXPECT_EQ(gpipe_rt_cpu_matmul_f32(x3.data(), a3.data(), 3, y3.data(),
-                                    b3.data(), 3, 0, 0, z3.data(), o3.data(), 3),
+                                    b3.data(), 3, 0, 0, z3.data(), o3.data(),
+                                    3),
             GPIPE_RT_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(),
             "matmul: batch dims of [2, 3, 5] and [3, 5, 2] do not broadcast");
@@ -1184,9 +1185,8 @@ TEST(Matmul, ShapeErrors) {
   // [3, 5] x [2, 5] transposed is [3, 2]: the result shape is checked too.
   Shape bt{2, 5}, wrong{3, 5};
   std::vector<float> y2(10), z2(15);
-  EXPECT_EQ(gpipe_rt_cpu_matmul_f32(x.data(), a.data(), 2, y2.data(),
-                                    bt.data(), 2, 0, 1, z2.data(),
-                                    wrong.data(), 2),
+  EXPECT_EQ(gpipe_rt_cpu_matmul_f32(x.data(), a.data(), 2, y2.data(), bt.data(),
+                                    2, 0, 1, z2.data(), wrong.data(), 2),
             GPIPE_RT_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "matmul: [3, 5] x [2, 5] transposed gives [3, 2], "
                          "not the result shape [3, 5]");
@@ -1306,8 +1306,8 @@ TEST(Bf16, OperandsRoundToNearestEven) {
   Shape s{1, 1};
   for (const Case &c : cases) {
     float one = 1.0f, out = NAN;
-    ASSERT_EQ(gpipe_rt_cpu_matmul_bf16(&c.a, s.data(), 2, &one, s.data(), 2, 0, 0,
-                                       &out, s.data(), 2),
+    ASSERT_EQ(gpipe_rt_cpu_matmul_bf16(&c.a, s.data(), 2, &one, s.data(), 2, 0,
+                                       0, &out, s.data(), 2),
               GPIPE_RT_SUCCESS)
         << lastError();
     EXPECT_EQ(out, c.want) << c.a;
@@ -1327,8 +1327,7 @@ TEST(Bf16, ContractionsAreFp32OnRoundedOperands) {
     v = bf16Reference(v);
   for (float &v : wr)
     v = bf16Reference(v);
-  std::vector<float> got(static_cast<size_t>(numel(out))), want(got),
-      raw(got);
+  std::vector<float> got(static_cast<size_t>(numel(out))), want(got), raw(got);
   ASSERT_EQ(gpipe_rt_cpu_linear_bf16(x.data(), in.data(), 3, w.data(),
                                      ws.data(), bias.data(), 1, got.data(),
                                      out.data(), 3),
@@ -1337,9 +1336,8 @@ TEST(Bf16, ContractionsAreFp32OnRoundedOperands) {
                                     ws.data(), bias.data(), 1, want.data(),
                                     out.data(), 3),
             GPIPE_RT_SUCCESS);
-  ASSERT_EQ(gpipe_rt_cpu_linear_f32(x.data(), in.data(), 3, w.data(),
-                                    ws.data(), bias.data(), 1, raw.data(),
-                                    out.data(), 3),
+  ASSERT_EQ(gpipe_rt_cpu_linear_f32(x.data(), in.data(), 3, w.data(), ws.data(),
+                                    bias.data(), 1, raw.data(), out.data(), 3),
             GPIPE_RT_SUCCESS);
   EXPECT_EQ(got, want);
   EXPECT_NE(got, raw);
@@ -1362,15 +1360,15 @@ TEST(Bf16, ContractionsAreFp32OnRoundedOperands) {
   ASSERT_EQ(gpipe_rt_cpu_matmul_bf16(x.data(), l.data(), 3, w.data(), r.data(),
                                      2, 0, 0, m16.data(), o.data(), 3),
             GPIPE_RT_SUCCESS);
-  ASSERT_EQ(gpipe_rt_cpu_matmul_f32(xr.data(), l.data(), 3, wr.data(),
-                                    r.data(), 2, 0, 0, m32.data(), o.data(), 3),
+  ASSERT_EQ(gpipe_rt_cpu_matmul_f32(xr.data(), l.data(), 3, wr.data(), r.data(),
+                                    2, 0, 0, m32.data(), o.data(), 3),
             GPIPE_RT_SUCCESS);
   EXPECT_EQ(m16, m32);
   // The scope ends with the call: the next f32 GEMM is plain fp32 again.
   std::vector<float> again(got.size());
-  ASSERT_EQ(gpipe_rt_cpu_linear_f32(x.data(), in.data(), 3, w.data(),
-                                    ws.data(), bias.data(), 1, again.data(),
-                                    out.data(), 3),
+  ASSERT_EQ(gpipe_rt_cpu_linear_f32(x.data(), in.data(), 3, w.data(), ws.data(),
+                                    bias.data(), 1, again.data(), out.data(),
+                                    3),
             GPIPE_RT_SUCCESS);
   EXPECT_EQ(again, raw);
 }
@@ -1794,14 +1792,14 @@ TEST(Dropout, CounterBasedMaskScaledAndChecked) {
   EXPECT_NEAR(double(dropped) / double(n), 0.25, 0.01);
   // The mask depends on (key, stream, index) only: a prefix, a repeat and
   // the output in place give the same bits; another key another mask.
-  ASSERT_EQ(gpipe_rt_cpu_dropout_f32(in.data(), prefix.data(), 64, ratio, 11,
-                                     3),
-            GPIPE_RT_SUCCESS);
+  ASSERT_EQ(
+      gpipe_rt_cpu_dropout_f32(in.data(), prefix.data(), 64, ratio, 11, 3),
+      GPIPE_RT_SUCCESS);
   EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), out.begin()));
   again = in;
-  ASSERT_EQ(gpipe_rt_cpu_dropout_f32(again.data(), again.data(), n, ratio, 11,
-                                     3),
-            GPIPE_RT_SUCCESS);
+  ASSERT_EQ(
+      gpipe_rt_cpu_dropout_f32(again.data(), again.data(), n, ratio, 11, 3),
+      GPIPE_RT_SUCCESS);
   EXPECT_EQ(again, out);
   ASSERT_EQ(gpipe_rt_cpu_dropout_f32(in.data(), other.data(), n, ratio, 12, 3),
             GPIPE_RT_SUCCESS);
@@ -1921,9 +1919,8 @@ TEST(Blas, GemmBitsDoNotDependOnTheThreadCount) {
           gpipe_rt_cpu_set_blas_threads(threads);
           std::vector<float> out(size_t(c.m * c.n));
           ASSERT_EQ(gpipe_rt_cpu_gemm_f32(a.data(), aShape, b.data(), bShape,
-                                          bias.data(), outShape, 2, 0.5f,
-                                          0.25f, transA, transB, out.data(),
-                                          outShape),
+                                          bias.data(), outShape, 2, 0.5f, 0.25f,
+                                          transA, transB, out.data(), outShape),
                     GPIPE_RT_SUCCESS);
           outs.push_back(std::move(out));
         }
@@ -1967,8 +1964,9 @@ TEST(KernelThreads, SameBitsOnAnyNumberOfThreads) {
   // Every kernel's outputs, concatenated.
   auto runAll = [&] {
     std::vector<float> all;
-    std::vector<float> out(static_cast<size_t>(count)), out2(static_cast<size_t>(count)),
-        outs(static_cast<size_t>(count3)), stats(static_cast<size_t>(2 * rows)), grads(static_cast<size_t>(2 * n));
+    std::vector<float> out(static_cast<size_t>(count)),
+        out2(static_cast<size_t>(count)), outs(static_cast<size_t>(count3)),
+        stats(static_cast<size_t>(2 * rows)), grads(static_cast<size_t>(2 * n));
     auto keep = [&](const std::vector<float> &v) {
       all.insert(all.end(), v.begin(), v.end());
     };
@@ -1989,9 +1987,9 @@ TEST(KernelThreads, SameBitsOnAnyNumberOfThreads) {
                                       b.data(), shape, 2, out.data(), shape, 2),
               GPIPE_RT_SUCCESS);
     keep(out);
-    EXPECT_EQ(gpipe_rt_cpu_where(mask.data(), shape, 2, GPIPE_RT_F32,
-                                 a.data(), shape, 2, b.data(), shape, 2,
-                                 out.data(), shape, 2),
+    EXPECT_EQ(gpipe_rt_cpu_where(mask.data(), shape, 2, GPIPE_RT_F32, a.data(),
+                                 shape, 2, b.data(), shape, 2, out.data(),
+                                 shape, 2),
               GPIPE_RT_SUCCESS);
     keep(out);
     EXPECT_EQ(gpipe_rt_cpu_clip_f32(a.data(), out.data(), count, -1.0f, 2.0f),
@@ -2055,8 +2053,8 @@ TEST(KernelThreads, SameBitsOnAnyNumberOfThreads) {
                                      outs.data()),
               GPIPE_RT_SUCCESS);
     keep(outs);
-    EXPECT_EQ(gpipe_rt_cpu_transpose(GPIPE_RT_F32, c.data(), shape3, 3,
-                                     perm3b, outs.data()),
+    EXPECT_EQ(gpipe_rt_cpu_transpose(GPIPE_RT_F32, c.data(), shape3, 3, perm3b,
+                                     outs.data()),
               GPIPE_RT_SUCCESS);
     keep(outs);
     // Data movement: a strided slice and a plain copy, each apart from its
@@ -2071,9 +2069,9 @@ TEST(KernelThreads, SameBitsOnAnyNumberOfThreads) {
     EXPECT_EQ(gpipe_rt_cpu_copy(GPIPE_RT_F32, b.data(), out.data(), count),
               GPIPE_RT_SUCCESS);
     keep(out);
-    EXPECT_EQ(gpipe_rt_cpu_copy(GPIPE_RT_F32, out.data(), out.data() + 7,
-                                count - 7),
-              GPIPE_RT_SUCCESS);
+    EXPECT_EQ(
+        gpipe_rt_cpu_copy(GPIPE_RT_F32, out.data(), out.data() + 7, count - 7),
+        GPIPE_RT_SUCCESS);
     keep(out);
     return all;
   };
@@ -2110,7 +2108,8 @@ TEST(KernelTiming, CountsEachClassOnTheCallingThread) {
     return gpipe_rt_cpu_thread_kernel_nanoseconds(c);
   };
   Shape in{64, 64}, ws{64, 64}, out{64, 64};
-  std::vector<float> x = randomFloats(numel(in), 1), w = randomFloats(64 * 64, 2);
+  std::vector<float> x = randomFloats(numel(in), 1),
+                     w = randomFloats(64 * 64, 2);
   std::vector<float> y(size_t(numel(out)));
   auto linear = [&] {
     ASSERT_EQ(gpipe_rt_cpu_linear_f32(x.data(), in.data(), 2, w.data(),
@@ -2182,8 +2181,7 @@ TEST(BinaryI64, OpsBroadcastWrapAndErrors) {
       uint64_t r = 1;
       for (int64_t i = 0; i < b; ++i)
         r *= uint64_t(a);
-      return b < 0 ? (a == 1 ? 1 : a == -1 ? (b % 2 ? -1 : 1) : 0)
-                   : int64_t(r);
+      return b < 0 ? (a == 1 ? 1 : a == -1 ? (b % 2 ? -1 : 1) : 0) : int64_t(r);
     }
     default:
       return std::min(a, b);
@@ -2231,8 +2229,8 @@ TEST(BinaryI64, OpsBroadcastWrapAndErrors) {
   EXPECT_EQ(out[0], 49);
   EXPECT_EQ(out[1], -343);
   EXPECT_EQ(out[2], 0);
-  EXPECT_EQ(gpipe_rt_cpu_binary_i64(GPIPE_RT_REMAINDER, lhs, lhsShape, 2,
-                                    zero, rhsShape, 1, out, outShape, 2),
+  EXPECT_EQ(gpipe_rt_cpu_binary_i64(GPIPE_RT_REMAINDER, lhs, lhsShape, 2, zero,
+                                    rhsShape, 1, out, outShape, 2),
             GPIPE_RT_INVALID_ARGUMENT);
 }
 
@@ -2242,8 +2240,8 @@ TEST(BinaryI64, OpsBroadcastWrapAndErrors) {
 // infinite dividend or a zero divisor gives NaN.
 TEST(Binary, RemainderSpecialValues) {
   const float inf = INFINITY;
-  std::vector<float> a = {0.0f, -0.0f, -3.0f, 3.0f, -1.0f, 1.0f, inf, 1.0f,
-                          -4.5f};
+  std::vector<float> a = {0.0f, -0.0f, -3.0f, 3.0f, -1.0f,
+                          1.0f, inf,   1.0f,  -4.5f};
   std::vector<float> b = {-2.0f, 2.0f, inf, inf, -inf, -inf, 2.0f, 0.0f, 2.0f};
   std::vector<float> got(a.size());
   const int64_t shape[1] = {int64_t(a.size())};
@@ -2259,8 +2257,8 @@ TEST(Binary, RemainderSpecialValues) {
   EXPECT_TRUE(std::isnan(got[6]));
   EXPECT_TRUE(std::isnan(got[7]));
   EXPECT_EQ(got[8], 1.5f);
-  ASSERT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_FMOD, a.data(), shape, 1,
-                                    b.data(), shape, 1, got.data(), shape, 1),
+  ASSERT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_FMOD, a.data(), shape, 1, b.data(),
+                                    shape, 1, got.data(), shape, 1),
             GPIPE_RT_SUCCESS);
   EXPECT_EQ(got[2], -3.0f);
   EXPECT_EQ(got[8], -0.5f);

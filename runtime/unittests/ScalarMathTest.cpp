@@ -22,9 +22,9 @@ namespace {
 /// `want`.
 double ulps(float got, long double want) {
   float w = float(want);
-  float spacing = std::nextafter(std::fabs(w),
-                                 std::numeric_limits<float>::infinity()) -
-                  std::fabs(w);
+  float spacing =
+      std::nextafter(std::fabs(w), std::numeric_limits<float>::infinity()) -
+      std::fabs(w);
   if (spacing == 0 || !std::isfinite(spacing))
     spacing = std::numeric_limits<float>::denorm_min();
   return double(std::fabs((long double)got - want) / spacing);
@@ -128,9 +128,11 @@ TEST(ScalarMath, SigmoidAndGeluFollowTheirDefinitions) {
     long double g = (long double)x * 0.5L *
                     (1.0L + std::erf((long double)x / std::sqrt(2.0L)));
     // Absolute: 1 + erf cancels for negative x in float.
-    EXPECT_NEAR(math::geluf(x), double(g), 1e-6 * std::max(1.0, std::fabs(double(x))))
+    EXPECT_NEAR(math::geluf(x), double(g),
+                1e-6 * std::max(1.0, std::fabs(double(x))))
         << x;
-    long double cdf = 0.5L * (1.0L + std::erf((long double)x / std::sqrt(2.0L)));
+    long double cdf =
+        0.5L * (1.0L + std::erf((long double)x / std::sqrt(2.0L)));
     long double pdf = std::exp(-0.5L * x * x) / std::sqrt(2.0L * M_PI);
     EXPECT_NEAR(math::geluGradf(x, 1.5f), double(1.5L * (cdf + x * pdf)),
                 2e-6 * std::max(1.0, std::fabs(double(x))))

@@ -19,8 +19,8 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <random>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -174,7 +174,8 @@ std::vector<float> inOrder(const std::vector<std::vector<float>> &g) {
 
 TEST(ReduceShare, EveryElementSummedInReplicaOrder) {
   for (int64_t replicas : {1, 2, 3, 4, 5})
-    for (int64_t count : {int64_t(1), replicas - 1, int64_t(7), int64_t(1037)}) {
+    for (int64_t count :
+         {int64_t(1), replicas - 1, int64_t(7), int64_t(1037)}) {
       if (count < 1)
         continue;
       std::vector<std::vector<float>> g = gradients(replicas, count);
@@ -185,18 +186,20 @@ TEST(ReduceShare, EveryElementSummedInReplicaOrder) {
       // then make the whole.
       std::vector<float> whole(static_cast<size_t>(count));
       for (int64_t d = 0; d < replicas; ++d) {
-        int64_t lo = std::min(count, d * share), hi = std::min(count, lo + share);
+        int64_t lo = std::min(count, d * share),
+                hi = std::min(count, lo + share);
         std::vector<float> mine = g[size_t(d)];
         std::vector<float> others(
             static_cast<size_t>(std::max<int64_t>(replicas - 1, 1) * share));
         for (int64_t j = 0, slot = 0; j < replicas; ++j)
           if (j != d)
-            std::memcpy(others.data() + slot++ * share, g[size_t(j)].data() + lo,
-                        size_t(hi - lo) * 4);
+            std::memcpy(others.data() + slot++ * share,
+                        g[size_t(j)].data() + lo, size_t(hi - lo) * 4);
         sumShare(mine.data(), others.data(), replicas, d, count);
         std::copy(mine.begin() + lo, mine.begin() + hi, whole.begin() + lo);
       }
-      EXPECT_EQ(std::memcmp(whole.data(), expected.data(), size_t(count) * 4), 0)
+      EXPECT_EQ(std::memcmp(whole.data(), expected.data(), size_t(count) * 4),
+                0)
           << replicas << " replicas, " << count << " gradients";
     }
 }
@@ -227,8 +230,8 @@ TEST(LocalTransport, ReducesOverReplicaThreadsBitwise) {
       r.grads = g[size_t(d)].data();
       r.scratch = scratch[size_t(d)].data();
       r.count = count;
-      ok[size_t(d)] = transport->startReduction(r) &&
-                      transport->finishReduction(d, 0);
+      ok[size_t(d)] =
+          transport->startReduction(r) && transport->finishReduction(d, 0);
     });
   for (std::thread &t : threads)
     t.join();

@@ -21,8 +21,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
-#include "llvm/Support/CommandLine.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <memory>
@@ -113,16 +113,16 @@ inline LogicalResult checkUnusedModelFlags(MLIRContext &context) {
     bool mlp, gpt, resnet;
   };
   const SizeFlag flags[] = {
-      {depth, true, true, true},       {width, true, true, true},
-      {heads, false, true, false},     {seqLen, false, true, false},
-      {batch, true, true, true},       {vocab, false, true, false},
+      {depth, true, true, true},        {width, true, true, true},
+      {heads, false, true, false},      {seqLen, false, true, false},
+      {batch, true, true, true},        {vocab, false, true, false},
       {inFeatures, true, false, false}, {classes, true, false, true},
       {imageSize, false, false, true}};
   auto usedBy = [](const SizeFlag &flag) -> std::string {
     std::string names;
-    for (auto [used, name] : {std::pair{flag.mlp, "mlp"},
-                              std::pair{flag.gpt, "gpt"},
-                              std::pair{flag.resnet, "resnet"}})
+    for (auto [used, name] :
+         {std::pair{flag.mlp, "mlp"}, std::pair{flag.gpt, "gpt"},
+          std::pair{flag.resnet, "resnet"}})
       if (used)
         names += (names.empty() ? "" : "|") + std::string(name);
     return "--preset " + names;
@@ -136,8 +136,8 @@ inline LogicalResult checkUnusedModelFlags(MLIRContext &context) {
       continue;
     if (preset.empty())
       return emitError(UnknownLoc::get(&context))
-             << "--" << flag.option.ArgStr << " applies to "
-             << usedBy(flag) << " only; a model file has its own sizes"
+             << "--" << flag.option.ArgStr << " applies to " << usedBy(flag)
+             << " only; a model file has its own sizes"
              << (StringRef(inputFile).ends_with(".onnx")
                      ? " (--dim NAME=SIZE sets a symbolic ONNX dim)"
                      : "");
@@ -178,8 +178,7 @@ inline OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
       return nullptr;
     }
     // The preset's own defaults where a flag is not given.
-    mlir::gpipe::PresetOptions options =
-        mlir::gpipe::getPresetDefaults(preset);
+    mlir::gpipe::PresetOptions options = mlir::gpipe::getPresetDefaults(preset);
     auto take = [](const cl::opt<int64_t> &flag, int64_t &value) {
       if (flag.getNumOccurrences())
         value = flag;

@@ -1,4 +1,5 @@
-//===- OutOfMemory.h - A clear error when a tool runs out of memory -*- C++ -*-===//
+//===- OutOfMemory.h - A clear error when a tool runs out of memory -*- C++
+//-*-===//
 //
 // Installs, for operator new and LLVM's own allocators, a handler that
 // prints "<tool>: error: out of memory while <doing>" and exits with 1 like

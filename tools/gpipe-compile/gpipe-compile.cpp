@@ -1,4 +1,5 @@
-//===- gpipe-compile.cpp - Compile a model to a pipeline library -*- C++ -*-===//
+//===- gpipe-compile.cpp - Compile a model to a pipeline library -*- C++
+//-*-===//
 //
 // The ahead-of-time compiler driver: loads a model (ONNX, nn IR, or a
 // built-in preset), runs the compile lib/Pipelines defines (the
@@ -229,8 +230,8 @@ int main(int argc, char **argv) {
   if (failed(pm.run(*module)))
     return 1;
   gpipe_tools::outOfMemoryDoing = "writing the output";
-  if (failed(mlir::gpipe::writeCompileOutput(*module, stop, outputFile,
-                                              timing)))
+  if (failed(
+          mlir::gpipe::writeCompileOutput(*module, stop, outputFile, timing)))
     return 1;
 
   if (!options.quiet && outputFile != "-" &&

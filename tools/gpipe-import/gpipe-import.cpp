@@ -38,13 +38,14 @@ static cl::OptionCategory category("gpipe-import options");
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("file"), cl::init("-"),
                                        cl::cat(category));
-static cl::opt<bool> raw("raw",
-                         cl::desc("Print the import as is: no fusion, no layers"),
-                         cl::cat(category));
-static cl::opt<mlir::gpipe::nn::LayerGranularity> granularity(
-    "granularity", cl::desc("Layer granularity"),
-    cl::init(mlir::gpipe::nn::LayerGranularity::Scope),
-    mlir::gpipe::nn::getLayerGranularityValues(), cl::cat(category));
+static cl::opt<bool>
+    raw("raw", cl::desc("Print the import as is: no fusion, no layers"),
+        cl::cat(category));
+static cl::opt<mlir::gpipe::nn::LayerGranularity>
+    granularity("granularity", cl::desc("Layer granularity"),
+                cl::init(mlir::gpipe::nn::LayerGranularity::Scope),
+                mlir::gpipe::nn::getLayerGranularityValues(),
+                cl::cat(category));
 static cl::opt<bool> summary("summary",
                              cl::desc("Print a table of the layers to stderr"),
                              cl::cat(category));
@@ -122,8 +123,8 @@ int main(int argc, char **argv) {
   output->os().flush();
   if (std::error_code ec = output->os().error()) {
     output->os().clear_error();
-    llvm::errs() << "gpipe-import: error: cannot write " << outputFile
-                 << ": " << ec.message() << "\n";
+    llvm::errs() << "gpipe-import: error: cannot write " << outputFile << ": "
+                 << ec.message() << "\n";
     return 1;
   }
   output->keep();

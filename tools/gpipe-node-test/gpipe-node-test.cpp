@@ -50,12 +50,12 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Program.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
@@ -533,8 +533,7 @@ static bool runTool(llvm::StringRef program, llvm::ArrayRef<std::string> args,
   for (const std::string &a : args)
     argv.push_back(a);
   std::optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), log, log};
-  return llvm::sys::ExecuteAndWait(program, argv, std::nullopt, redirects) ==
-         0;
+  return llvm::sys::ExecuteAndWait(program, argv, std::nullopt, redirects) == 0;
 }
 
 /// Case `dir` (which passed in the interpreter) compiled for inference by
@@ -597,14 +596,14 @@ static CompiledResult runCompiled(llvm::StringRef dir, llvm::StringRef compiler,
                in("compile.log")))
     return refuse("gpipe-compile: " + firstError(in("compile.log")));
   if (!runTool(runner,
-               {in("model.so"), "--predict", "--data",
-                in("inputs.safetensors"), "--save-outputs",
-                in("outputs.safetensors")},
+               {in("model.so"), "--predict", "--data", in("inputs.safetensors"),
+                "--save-outputs", in("outputs.safetensors")},
                in("run.log")))
     return refuse("gpipe-run: " + firstError(in("run.log")));
 
   rt::SafeTensorsFile saved;
-  if (rt::Status s = rt::SafeTensorsFile::read(in("outputs.safetensors"), saved);
+  if (rt::Status s =
+          rt::SafeTensorsFile::read(in("outputs.safetensors"), saved);
       !s.ok())
     return refuse("cannot read the outputs: " + oneLine(s.message()));
   std::optional<HostTensor> got = readTensor(saved, "output", reason);

@@ -40,8 +40,8 @@ int main(int argc, char **argv) {
       mlir::MlirOptMainConfig::createFromCLOptions();
   // Listing dialects or passes reads no input.
   if (config.shouldShowDialects() || config.shouldListPasses())
-    return mlir::asMainReturnCode(mlir::MlirOptMain(
-        argc, argv, inputFilename, outputFilename, registry));
+    return mlir::asMainReturnCode(
+        mlir::MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input =
@@ -74,8 +74,8 @@ int main(int argc, char **argv) {
   output->os().flush();
   if (std::error_code ec = output->os().error()) {
     output->os().clear_error();
-    llvm::errs() << "gpipe-opt: error: cannot write " << outputFilename
-                 << ": " << ec.message() << "\n";
+    llvm::errs() << "gpipe-opt: error: cannot write " << outputFilename << ": "
+                 << ec.message() << "\n";
     return 1;
   }
   output->keep();

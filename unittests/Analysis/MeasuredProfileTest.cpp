@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/Analysis/CostModel.h"
 #include "gpipe/Analysis/MeasuredProfile.h"
+#include "gpipe/Analysis/CostModel.h"
 
 #include <gtest/gtest.h>
 
@@ -168,8 +168,9 @@ TEST(MeasuredProfile, Errors) {
       R"({"format": "gpipe-profile", "version": 1, "measurements": [
           {"microbatch_samples": 0, "layers": []}]})",
       error));
-  EXPECT_EQ(error,
-            "measurements[0]: expected a positive integer 'microbatch_samples'");
+  EXPECT_EQ(
+      error,
+      "measurements[0]: expected a positive integer 'microbatch_samples'");
   EXPECT_FALSE(MeasuredProfile::parse(
       R"({"format": "gpipe-profile", "version": 1, "measurements": [
           {"microbatch_samples": 4, "layers": [],
@@ -182,7 +183,8 @@ TEST(MeasuredProfile, Errors) {
 
 TEST(LayerCosts, MeasuredRecomputeAndPerLayerRemat) {
   CostModelInput input;
-  input.measured = {{1.0, 2.0, 0.5}, {3.0, 6.0, std::nullopt}, {1.0, 1.0, 0.25}};
+  input.measured = {
+      {1.0, 2.0, 0.5}, {3.0, 6.0, std::nullopt}, {1.0, 1.0, 0.25}};
   input.outputBytes = {0, 0};
   input.rematerializeLayer = {1, 1, 0};
   LayerCosts costs = computeLayerCosts(input, cpuProfile());

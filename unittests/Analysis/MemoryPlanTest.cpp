@@ -761,10 +761,8 @@ TEST(MemoryPlanTest, ForwardOnlySchedule) {
   Schedule schedule =
       buildForwardSchedule(2, 3, BoundaryTraffic::uniform(2, 256));
   ASSERT_TRUE(schedule.forwardOnly);
-  EXPECT_EQ(cells(schedule.ranks[0]),
-            "0F0,0SEND_F0,0F1,0SEND_F1,0F2,0SEND_F2");
-  EXPECT_EQ(cells(schedule.ranks[1]),
-            "1RECV_F0,1F0,1RECV_F1,1F1,1RECV_F2,1F2");
+  EXPECT_EQ(cells(schedule.ranks[0]), "0F0,0SEND_F0,0F1,0SEND_F1,0F2,0SEND_F2");
+  EXPECT_EQ(cells(schedule.ranks[1]), "1RECV_F0,1F0,1RECV_F1,1F1,1RECV_F2,1F2");
   VerifyResult verified = verifySchedule(schedule);
   EXPECT_TRUE(verified.ok()) << verified.getMessage();
 
@@ -799,12 +797,11 @@ TEST(MemoryPlanTest, ForwardOnlySchedule) {
 
   // A backward in a forward-only schedule is refused.
   Schedule withBackward = schedule;
-  withBackward.ranks[1].push_back(
-      Action::compute(ActionKind::Backward, 1, 0));
+  withBackward.ranks[1].push_back(Action::compute(ActionKind::Backward, 1, 0));
   VerifyResult refused = verifySchedule(withBackward);
   EXPECT_FALSE(refused.ok());
-  EXPECT_NE(refused.getMessage().find(
-                "has no place in a forward-only schedule"),
-            std::string::npos)
+  EXPECT_NE(
+      refused.getMessage().find("has no place in a forward-only schedule"),
+      std::string::npos)
       << refused.getMessage();
 }

@@ -405,7 +405,8 @@ struct Mutator {
 
   /// Applies `mutation` to `s`; false if it does not apply to this schedule.
   bool apply(Schedule &s, Mutation mutation) {
-    auto comms = find(s, [](const Action &a) { return isTransferKind(a.kind); });
+    auto comms =
+        find(s, [](const Action &a) { return isTransferKind(a.kind); });
     if (comms.empty())
       return false;
     auto [r, i] = comms[pick(static_cast<int>(comms.size()))];

@@ -142,9 +142,9 @@ protected:
         const Data &data, uint64_t seed, int steps = 1,
         std::optional<ParameterStore> *finalParams = nullptr,
         const std::string &remat = "stage", bool fuse = true) {
-    SCOPED_TRACE(::testing::Message() << "K=" << k << " M=" << m << " "
-                                      << schedule << " remat=" << remat
-                                      << " fuse=" << fuse);
+    SCOPED_TRACE(::testing::Message()
+                 << "K=" << k << " M=" << m << " " << schedule
+                 << " remat=" << remat << " fuse=" << fuse);
     OwningOpRef<ModuleOp> module =
         compile(network, k, m, schedule, remat, fuse);
     if (!module) {

@@ -402,8 +402,10 @@ TEST_F(VJPTest, BinaryOpsWithBroadcasting) {
       // Apart, so finite differences never straddle the kink; each
       // operand wins in turn.
       if (name == "max" || name == "min")
-        gens = i % 2 ? std::vector<ArgGen>{ArgGen{1.0f, 2.0f}, ArgGen{-2.0f, -1.0f}}
-                     : std::vector<ArgGen>{ArgGen{-2.0f, -1.0f}, ArgGen{1.0f, 2.0f}};
+        gens =
+            i % 2
+                ? std::vector<ArgGen>{ArgGen{1.0f, 2.0f}, ArgGen{-2.0f, -1.0f}}
+                : std::vector<ArgGen>{ArgGen{-2.0f, -1.0f}, ArgGen{1.0f, 2.0f}};
       check(op, binaryFunc(op, a, b), gens);
     }
   }
@@ -461,9 +463,9 @@ TEST_F(VJPTest, ClipBothBoundsAndOneSided) {
         "{max = 0x7F800000 : f32, min = 2.500000e-01 : f32}"}) {
     for (const Shape &s : {Shape{7}, Shape{3, 4}}) {
       std::string t = typeOf(s);
-      check("clip", "func.func @f(%a: " + t + ") -> " + t +
-                        " {\n  %r = nn.clip %a " + bounds + " : " + t +
-                        "\n  return %r : " + t + "\n}\n",
+      check("clip",
+            "func.func @f(%a: " + t + ") -> " + t + " {\n  %r = nn.clip %a " +
+                bounds + " : " + t + "\n  return %r : " + t + "\n}\n",
             {ArgGen{-8.0f, 8.0f}});
     }
   }
@@ -478,10 +480,10 @@ TEST_F(VJPTest, BroadcastToLeadingAndUnitDims) {
                          {{}, {2, 2}}}) {
     std::string ti = typeOf(in), to = typeOf(out);
     check("broadcast_to", "func.func @f(%a: " + ti + ") -> " + to +
-                              " {\n  %r = nn.broadcast_to %a : " + ti +
-                              " -> " + to + "\n  %m = nn.mul %r, %r : (" +
-                              to + ", " + to + ") -> " + to +
-                              "\n  return %m : " + to + "\n}\n");
+                              " {\n  %r = nn.broadcast_to %a : " + ti + " -> " +
+                              to + "\n  %m = nn.mul %r, %r : (" + to + ", " +
+                              to + ") -> " + to + "\n  return %m : " + to +
+                              "\n}\n");
   }
 }
 
@@ -602,8 +604,7 @@ TEST_F(VJPTest, LinearBothLayoutsWithAndWithoutBias) {
           out.back() = 4;
           std::ostringstream os;
           if (asParams) {
-            os << "nn.parameter @w : " << typeOf(w)
-               << " init uniform(1.0)\n";
+            os << "nn.parameter @w : " << typeOf(w) << " init uniform(1.0)\n";
             if (bias)
               os << "nn.parameter @bias : " << typeOf({4})
                  << " init normal(1.0)\n";

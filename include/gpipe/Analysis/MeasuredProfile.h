@@ -102,11 +102,11 @@ struct MeasuredProfile {
   /// extrapolated beyond them; where the line's fixed cost a would be
   /// below 0, the nearest size scaled in proportion, and where its cost per
   /// sample b would be, the nearest size's time (noise, not a machine);
-  /// with one size, that size scaled in proportion. `how` receives "" for a measured size, else
-  /// what was done ("interpolated between 4 and 8 samples", "scaled from 8
-  /// samples"). Layers the chosen policy's measurement did not recompute
-  /// take their recompute time from a measurement of another policy that
-  /// did (estimated the same way). std::nullopt for a profile without
+  /// with one size, that size scaled in proportion. `how` receives "" for a
+  /// measured size, else what was done ("interpolated between 4 and 8 samples",
+  /// "scaled from 8 samples"). Layers the chosen policy's measurement did not
+  /// recompute take their recompute time from a measurement of another policy
+  /// that did (estimated the same way). std::nullopt for a profile without
   /// measurements.
   std::optional<ProfileMeasurement>
   estimate(int64_t samples, int64_t workers, std::string &how,

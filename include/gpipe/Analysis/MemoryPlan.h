@@ -74,13 +74,13 @@
 //
 // Allocation. Offline interval allocation of the slots (the interval graph
 // of a rank is fully known at compile time): persistent slots first, packed
-// from offset 0; then every other slot greedily, largest first, into the best-fitting
-// (smallest sufficient) gap among the buffers already placed that are live at
-// the same time, or on top of them. A second order (by first action, first
-// fit) is tried too and the smaller arena kept; ties keep the first. Offsets
-// and sizes are multiples of `alignment`. Deterministic. The arena is never
-// smaller than the peak of aligned live bytes; `getArenaOverhead` says by how
-// much it exceeds the exact peak.
+// from offset 0; then every other slot greedily, largest first, into the
+// best-fitting (smallest sufficient) gap among the buffers already placed that
+// are live at the same time, or on top of them. A second order (by first
+// action, first fit) is tried too and the smaller arena kept; ties keep the
+// first. Offsets and sizes are multiples of `alignment`. Deterministic. The
+// arena is never smaller than the peak of aligned live bytes;
+// `getArenaOverhead` says by how much it exceeds the exact peak.
 //
 //===----------------------------------------------------------------------===//
 

@@ -24,17 +24,17 @@
 namespace mlir::gpipe {
 
 struct PresetOptions {
-  int64_t depth = 4;       ///< hidden layers (MLP), transformer blocks (GPT)
-                           ///< or residual blocks (ResNet)
-  int64_t width = 64;      ///< hidden features (MLP), model dim (GPT) or
-                           ///< the first stage's channels (ResNet)
-  int64_t heads = 4;       ///< attention heads (GPT)
-  int64_t seqLen = 32;     ///< tokens per sample (GPT)
-  int64_t batch = 16;      ///< samples per mini-batch
-  int64_t vocab = 65;      ///< vocabulary size (GPT, char-level)
-  int64_t inFeatures = 32; ///< input features (MLP)
-  int64_t classes = 10;    ///< output classes (MLP, ResNet)
-  int64_t imageSize = 32;  ///< image height and width (ResNet, 3 channels)
+  int64_t depth = 4;          ///< hidden layers (MLP), transformer blocks (GPT)
+                              ///< or residual blocks (ResNet)
+  int64_t width = 64;         ///< hidden features (MLP), model dim (GPT) or
+                              ///< the first stage's channels (ResNet)
+  int64_t heads = 4;          ///< attention heads (GPT)
+  int64_t seqLen = 32;        ///< tokens per sample (GPT)
+  int64_t batch = 16;         ///< samples per mini-batch
+  int64_t vocab = 65;         ///< vocabulary size (GPT, char-level)
+  int64_t inFeatures = 32;    ///< input features (MLP)
+  int64_t classes = 10;       ///< output classes (MLP, ResNet)
+  int64_t imageSize = 32;     ///< image height and width (ResNet, 3 channels)
   bool tieEmbeddings = false; ///< the head reuses the token embedding (GPT)
 };
 

@@ -1,4 +1,5 @@
-//===- Autotune.h - The joint search behind gpipe-compile --autotune -*- C++ -*-===//
+//===- Autotune.h - The joint search behind gpipe-compile --autotune -*- C++
+//-*-===//
 //
 // Searches micro-batch count (the divisors of a replica's batch), schedule
 // (every generated one the compiler has), re-materialization (stage, none)
@@ -99,9 +100,9 @@ struct RecomputeChoice {
   std::vector<std::string> layers;
   int64_t peakBytes = 0;
 };
-FailureOr<RecomputeChoice> chooseRecomputeLayers(
-    ModuleOp model, const GPipePipelineOptions &options, int64_t budget,
-    llvm::raw_ostream &os);
+FailureOr<RecomputeChoice>
+chooseRecomputeLayers(ModuleOp model, const GPipePipelineOptions &options,
+                      int64_t budget, llvm::raw_ostream &os);
 
 /// Sets `options` to `candidate`'s stages, micro-batches, schedule, virtual
 /// stages, remat and balance.

@@ -1,4 +1,5 @@
-//===- ResourceBlobs.h - Resource blobs MLIR's parser mishandles -*- C++ -*-===//
+//===- ResourceBlobs.h - Resource blobs MLIR's parser mishandles -*- C++
+//-*-===//
 //
 // A `dense_resource` blob in the `{-# dialect_resources ... #-}` section of
 // textual IR is a hex string whose first 4 bytes (little endian) are the

@@ -57,7 +57,8 @@ Value Emitter::bytesGlobal(OpBuilder &at, Location loc, StringRef bytes,
   } else {
     OpBuilder g(ctx);
     g.setInsertionPointToEnd(module.getBody());
-    auto type = LLVM::LLVMArrayType::get(i8Ty, std::max<size_t>(bytes.size(), 1));
+    auto type =
+        LLVM::LLVMArrayType::get(i8Ty, std::max<size_t>(bytes.size(), 1));
     std::string name = "__gpipe_" + prefix.str() + std::to_string(numGlobals++);
     std::string data = bytes.empty() ? std::string(1, '\0') : bytes.str();
     global = LLVM::GlobalOp::create(g, loc, type, /*isConstant=*/true,
@@ -80,8 +81,8 @@ void Emitter::emitChecked(OpBuilder &at, Location loc, LLVM::LLVMFuncOp callee,
   auto call = LLVM::CallOp::create(at, loc, callee, args);
   Value status = call.getResult();
   Value zero = constI32(at, loc, 0);
-  Value bad = LLVM::ICmpOp::create(at, loc, LLVM::ICmpPredicate::ne, status,
-                                   zero);
+  Value bad =
+      LLVM::ICmpOp::create(at, loc, LLVM::ICmpPredicate::ne, status, zero);
   Block *current = at.getInsertionBlock();
   Block *next = new Block();
   current->getParent()->getBlocks().insertAfter(Region::iterator(current),
@@ -89,8 +90,7 @@ void Emitter::emitChecked(OpBuilder &at, Location loc, LLVM::LLVMFuncOp callee,
   SmallVector<Value> failArgs = {status};
   if (site >= 0)
     failArgs.push_back(constI64(at, loc, site));
-  LLVM::CondBrOp::create(at, loc, bad, failBlock, failArgs, next,
-                         ValueRange());
+  LLVM::CondBrOp::create(at, loc, bad, failBlock, failArgs, next, ValueRange());
   at.setInsertionPointToStart(next);
 }
 
@@ -188,8 +188,8 @@ LogicalResult Emitter::run() {
     // A forward-only stage (inference) has no backward to lower.
     LoweredFunction bw;
     if (backward) {
-      FailureOr<LoweredFunction> lowered = lowerStageFunction(
-          backward, StageFunctionKind::Backward, int64_t(s));
+      FailureOr<LoweredFunction> lowered =
+          lowerStageFunction(backward, StageFunctionKind::Backward, int64_t(s));
       if (failed(lowered))
         return failure();
       bw = *lowered;
@@ -250,4 +250,3 @@ LogicalResult Emitter::run() {
       return failure();
   return emitMetadata();
 }
-

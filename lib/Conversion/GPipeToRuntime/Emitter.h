@@ -24,14 +24,14 @@
 #define GPIPE_LIB_CONVERSION_GPIPETORUNTIME_EMITTER_H
 
 #include "gpipe/Analysis/Timeline.h"
-#include "gpipe/Dialect/NN/KernelCalls/KernelCalls.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/StageBuffers.h"
 #include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
 #include "gpipe/Dialect/GPipe/Utils/ScheduleConversion.h"
+#include "gpipe/Dialect/NN/IR/NNElementsBytes.h"
 #include "gpipe/Dialect/NN/IR/NNLayerLoc.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
-#include "gpipe/Dialect/NN/IR/NNElementsBytes.h"
+#include "gpipe/Dialect/NN/KernelCalls/KernelCalls.h"
 #include "gpipe/Runtime/Program.h"
 #include "gpipe/Runtime/Vocabulary.h"
 
@@ -83,10 +83,11 @@ inline FailureOr<int64_t> dtypeOf(Operation *op, Value v,
   FailureOr<gpipe_rt_dtype> dtype =
       shaped ? getRuntimeDType(shaped.getElementType())
              : FailureOr<gpipe_rt_dtype>(failure());
-  if (failed(dtype) || (!allowed.empty() && !llvm::is_contained(allowed, *dtype)))
+  if (failed(dtype) ||
+      (!allowed.empty() && !llvm::is_contained(allowed, *dtype)))
     return mlir::emitError(op->getLoc())
-           << "'" << op->getName() << "': element type of " << v.getType()
-           << " is not supported by the CPU code generator",
+               << "'" << op->getName() << "': element type of " << v.getType()
+               << " is not supported by the CPU code generator",
            failure();
   return static_cast<int64_t>(*dtype);
 }
@@ -133,9 +134,8 @@ public:
   Emitter(ModuleOp module, PipelineOp pipeline, PipelineSchedule &schedule,
           StringRef source, StringRef target, StringRef precision)
       : module(module), pipeline(pipeline), converted(schedule),
-        memory(pipeline.getMemoryPlanAttr()), source(source),
-        target(target), precision(precision),
-        ctx(module.getContext()), b(ctx) {
+        memory(pipeline.getMemoryPlanAttr()), source(source), target(target),
+        precision(precision), ctx(module.getContext()), b(ctx) {
     ptrTy = LLVM::LLVMPointerType::get(ctx);
     i8Ty = IntegerType::get(ctx, 8);
     i32Ty = IntegerType::get(ctx, 32);
@@ -178,9 +178,8 @@ private:
   /// its inputs', `addressOf` gives); continues after it.
   LogicalResult emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
                               llvm::function_ref<Value(Value)> addressOf);
-  FailureOr<LoweredFunction> lowerStageFunction(func::FuncOp func,
-                                                StageFunctionKind kind,
-                                                int64_t stage);
+  FailureOr<LoweredFunction>
+  lowerStageFunction(func::FuncOp func, StageFunctionKind kind, int64_t stage);
   /// A micro-batch in generated code: a constant, or a value of a loop.
   struct Microbatch {
     Value value;

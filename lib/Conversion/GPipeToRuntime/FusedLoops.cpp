@@ -41,10 +41,18 @@ struct LoopMath {
           b, loc, vec, DenseElementsAttr::get(vec, b.getF32FloatAttr(c)));
     return LLVM::ConstantOp::create(b, loc, floatTy, b.getF32FloatAttr(c));
   }
-  Value add(Value x, Value y) const { return LLVM::FAddOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) const { return LLVM::FSubOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) const { return LLVM::FMulOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) const { return LLVM::FDivOp::create(b, loc, x, y); }
+  Value add(Value x, Value y) const {
+    return LLVM::FAddOp::create(b, loc, x, y);
+  }
+  Value sub(Value x, Value y) const {
+    return LLVM::FSubOp::create(b, loc, x, y);
+  }
+  Value mul(Value x, Value y) const {
+    return LLVM::FMulOp::create(b, loc, x, y);
+  }
+  Value div(Value x, Value y) const {
+    return LLVM::FDivOp::create(b, loc, x, y);
+  }
   Value neg(Value x) const { return LLVM::FNegOp::create(b, loc, x); }
   Value sqrt(Value x) const { return LLVM::SqrtOp::create(b, loc, x); }
   Mask lt(Value x, Value y) const {
@@ -104,16 +112,18 @@ FailureOr<Value> computeOp(const LoopMath &m, Operation *op,
 
 /// How an input of the loop is read.
 struct LoopInput {
-  Value base;       ///< its buffer
-  bool isBool;      ///< an i1 tensor: one byte per element
-  bool contiguous;  ///< varies along the inner dims (else one value per row)
-  SmallVector<int64_t> rowStrides; ///< per outer dim, in elements (0: broadcast)
+  Value base;      ///< its buffer
+  bool isBool;     ///< an i1 tensor: one byte per element
+  bool contiguous; ///< varies along the inner dims (else one value per row)
+  SmallVector<int64_t>
+      rowStrides; ///< per outer dim, in elements (0: broadcast)
 };
 
 } // namespace
 
-LogicalResult Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
-                                     llvm::function_ref<Value(Value)> addressOf) {
+LogicalResult
+Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
+                       llvm::function_ref<Value(Value)> addressOf) {
   constexpr int64_t kLanes = 8;
   Location loc = fused.getLoc();
   ArrayRef<int64_t> shape = shapeOf(fused.getResult(0));
@@ -155,8 +165,7 @@ LogicalResult Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
   for (auto [value, d] : llvm::zip(fused.getInputs(), dims)) {
     LoopInput in;
     in.base = addressOf(value);
-    in.isBool =
-        cast<ShapedType>(value.getType()).getElementType().isInteger(1);
+    in.isBool = cast<ShapedType>(value.getType()).getElementType().isInteger(1);
     in.contiguous = false;
     for (int64_t i = split; i < rank; ++i)
       in.contiguous |= d[i] != 1;
@@ -213,8 +222,8 @@ LogicalResult Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
       Value poison = LLVM::PoisonOp::create(b, loc, vecTy);
       Value one = LLVM::InsertElementOp::create(b, loc, vecTy, poison, scalar,
                                                 constI64(b, loc, 0));
-      return LLVM::ShuffleVectorOp::create(
-          b, loc, one, one, SmallVector<int32_t>(lanes, 0));
+      return LLVM::ShuffleVectorOp::create(b, loc, one, one,
+                                           SmallVector<int32_t>(lanes, 0));
     };
     llvm::DenseMap<Value, Value> values;
     for (auto [arg, in, rowOffset] :
@@ -236,14 +245,14 @@ LogicalResult Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
       }
       if (in.isBool) {
         Value zero =
-            lanes > 1 ? LLVM::ConstantOp::create(
-                            b, loc, byteTy,
-                            DenseElementsAttr::get(cast<VectorType>(byteTy),
-                                                   b.getI8IntegerAttr(0)))
-                            .getResult()
-                      : LLVM::ConstantOp::create(b, loc, i8Ty,
-                                                 b.getI8IntegerAttr(0))
-                            .getResult();
+            lanes > 1
+                ? LLVM::ConstantOp::create(
+                      b, loc, byteTy,
+                      DenseElementsAttr::get(cast<VectorType>(byteTy),
+                                             b.getI8IntegerAttr(0)))
+                      .getResult()
+                : LLVM::ConstantOp::create(b, loc, i8Ty, b.getI8IntegerAttr(0))
+                      .getResult();
         v = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, v, zero);
       }
       values[arg] = v;

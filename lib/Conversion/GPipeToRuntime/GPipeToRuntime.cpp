@@ -71,8 +71,7 @@ struct ConvertGPipeToRuntimePass
     // Only the LLVM dialect remains.
     for (Operation &other :
          llvm::make_early_inc_range(module.getBody()->getOperations()))
-      if (other.getDialect() &&
-          other.getDialect()->getNamespace() != "llvm")
+      if (other.getDialect() && other.getDialect()->getNamespace() != "llvm")
         other.erase();
   }
 };

@@ -93,13 +93,13 @@ LogicalResult Emitter::emitMetadata() {
     return shape;
   };
   auto dtypeName = [](Type type) {
-    return std::string(
-        ::gpipe::rt::dtypeName(*getRuntimeDType(
-            cast<ShapedType>(type).getElementType())));
+    return std::string(::gpipe::rt::dtypeName(
+        *getRuntimeDType(cast<ShapedType>(type).getElementType())));
   };
   llvm::json::Object root;
   root["format"] = "gpipe-model";
-  root[::gpipe::abi::key::kSchemaVersion] = ::gpipe::abi::kMetadataSchemaVersion;
+  root[::gpipe::abi::key::kSchemaVersion] =
+      ::gpipe::abi::kMetadataSchemaVersion;
   root["abi_version"] = GPIPE_RT_ABI_VERSION;
   root["producer"] = "gpipe-compile 0.1";
   root["source"] = source;
@@ -123,16 +123,17 @@ LogicalResult Emitter::emitMetadata() {
   llvm::json::Object input{{"shape", toJSON(batchShape(inputType))},
                            {"dtype", dtypeName(inputType)}};
   // Several model inputs packed into one (nn-pack-inputs): each by name.
-  if (auto parts = pipeline->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
-          nn::kInputPartsAttrName)) {
+  if (auto parts =
+          pipeline->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
+              nn::kInputPartsAttrName)) {
     llvm::json::Array list;
     for (auto part : parts.getAsRange<DictionaryAttr>()) {
       auto name = part.getAs<StringAttr>("name");
       auto type = part.getAs<TypeAttr>("type");
       auto offset = part.getAs<IntegerAttr>("offset");
       if (!name || !type || !offset)
-        return mlir::emitError(loc) << "malformed " << nn::kInputPartsAttrName
-                                    << " entry " << part;
+        return mlir::emitError(loc)
+               << "malformed " << nn::kInputPartsAttrName << " entry " << part;
       list.push_back(llvm::json::Object{
           {"name", name.getValue().str()},
           // The network's own input type: the whole mini-batch already.
@@ -226,18 +227,18 @@ LogicalResult Emitter::emitMetadata() {
   // Predicted timeline. closed_form_bubble keeps its meaning, GPipe's
   // (K-1)/(M+K-1); schedule_closed_form_bubble is the pipeline's own
   // schedule's, null where it has none.
-  Timeline timeline =
-      simulate(schedule, getStageDurations(converted.stages));
+  Timeline timeline = simulate(schedule, getStageDurations(converted.stages));
   std::optional<double> ownClosedForm =
       getScheduleClosedFormBubble(pipeline, converted.stages);
   root["predicted"] = llvm::json::Object{
       {"bubble", timeline.error.empty() ? timeline.bubbleFraction : -1.0},
       {"closed_form_bubble", getIdealBubbleFraction(K, M)},
-      {"schedule_closed_form_bubble",
-       ownClosedForm ? llvm::json::Value(*ownClosedForm)
-                     : llvm::json::Value(nullptr)},
+      {"schedule_closed_form_bubble", ownClosedForm
+                                          ? llvm::json::Value(*ownClosedForm)
+                                          : llvm::json::Value(nullptr)},
       {"step_seconds", timeline.makespan},
-      {"timeline", [&]() -> llvm::json::Value {
+      {"timeline",
+       [&]() -> llvm::json::Value {
          // Per rank, [start, end] of every action of the expanded program
          // in microseconds: what `gpipe-run --trace X.svg` draws above the
          // measured step. Left out of very long programs.
@@ -307,11 +308,11 @@ LogicalResult Emitter::emitMetadata() {
       for (auto layer :
            forwards[s].source.getBody().front().getOps<nn::LayerOp>())
         layers.push_back(layer.getName().str());
-    stageInfo.push_back(llvm::json::Object{
-        {"index", int64_t(s)},
-        {"rank", schedule.getRankOfStage(int(s))},
-        {"name", stage.getSymName().str()},
-        {"layers", std::move(layers)}});
+    stageInfo.push_back(
+        llvm::json::Object{{"index", int64_t(s)},
+                           {"rank", schedule.getRankOfStage(int(s))},
+                           {"name", stage.getSymName().str()},
+                           {"layers", std::move(layers)}});
   }
   root["stage_info"] = std::move(stageInfo);
 
@@ -381,14 +382,12 @@ LogicalResult Emitter::emitMetadata() {
   {
     OpBuilder at(ctx);
     at.setInsertionPointToEnd(module.getBody());
-    auto func = LLVM::LLVMFuncOp::create(
-        at, loc, "gpipe_model_abi_version",
-        LLVM::LLVMFunctionType::get(i32Ty, {}));
+    auto func =
+        LLVM::LLVMFuncOp::create(at, loc, "gpipe_model_abi_version",
+                                 LLVM::LLVMFunctionType::get(i32Ty, {}));
     Block *entry = func.addEntryBlock(at);
     at.setInsertionPointToStart(entry);
-    LLVM::ReturnOp::create(at, loc,
-                           constI32(at, loc, GPIPE_RT_ABI_VERSION));
+    LLVM::ReturnOp::create(at, loc, constI32(at, loc, GPIPE_RT_ABI_VERSION));
   }
   return success();
 }
-

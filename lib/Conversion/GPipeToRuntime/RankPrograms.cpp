@@ -79,8 +79,8 @@ LogicalResult Emitter::lowerRank(ProgramOp program) {
     LLVM::CondBrOp::create(at, l, more, body, exit);
     at.setInsertionPointToStart(body);
     // Action j of trip t has the expanded index next + t * period + j.
-    Value trip = LLVM::SubOp::create(at, l, iv,
-                                     constI64(at, l, loop.getLowerBound()));
+    Value trip =
+        LLVM::SubOp::create(at, l, iv, constI64(at, l, loop.getLowerBound()));
     // Each operand named first: the order of a call's arguments is
     // unspecified, and the IR must not depend on the compiler.
     Value tripOffset =
@@ -89,16 +89,15 @@ LogicalResult Emitter::lowerRank(ProgramOp program) {
     Value first = LLVM::AddOp::create(at, l, nextIndex, tripOffset);
     for (auto [j, inner] : llvm::enumerate(bodyOps)) {
       auto action = cast<ActionOpInterface>(inner);
-      Value mb = action.getMicrobatchBase()
-                     ? LLVM::AddOp::create(
-                           at, inner.getLoc(), iv,
-                           constI64(at, inner.getLoc(),
-                                    action.getMicrobatchOffset()))
-                           .getResult()
-                     : constI64(at, inner.getLoc(),
-                                action.getMicrobatchOffset());
-      Value index = LLVM::AddOp::create(at, inner.getLoc(), first,
-                                        constI64(at, inner.getLoc(), int64_t(j)));
+      Value mb =
+          action.getMicrobatchBase()
+              ? LLVM::AddOp::create(
+                    at, inner.getLoc(), iv,
+                    constI64(at, inner.getLoc(), action.getMicrobatchOffset()))
+                    .getResult()
+              : constI64(at, inner.getLoc(), action.getMicrobatchOffset());
+      Value index = LLVM::AddOp::create(
+          at, inner.getLoc(), first, constI64(at, inner.getLoc(), int64_t(j)));
       if (failed(lowerAction(at, program, action, {mb, std::nullopt}, index,
                              std::nullopt, firstBackward, rank, arena, abort)))
         return failure();
@@ -134,11 +133,14 @@ LogicalResult Emitter::lowerAction(OpBuilder &at, ProgramOp program,
 
   auto missing = [&](StringRef what) {
     return mlir::emitError(loc)
-           << "rank " << r << " (" << getActionKindName(kind) << " of stage "
-           << s << "): the memory plan has no " << what << " slot",
+               << "rank " << r << " (" << getActionKindName(kind)
+               << " of stage " << s << "): the memory plan has no " << what
+               << " slot",
            failure();
   };
-  auto ptrAt = [&](int64_t offset) { return offsetPtr(at, loc, arena, offset); };
+  auto ptrAt = [&](int64_t offset) {
+    return offsetPtr(at, loc, arena, offset);
+  };
   // The address of micro-batch mb's copy in the slot of (kind, stage).
   auto slotPtr = [&](SlotKind slotKind, int stage) -> std::optional<Value> {
     SlotAttr slot = plan.lookup(slotKind, stage);
@@ -148,8 +150,8 @@ LogicalResult Emitter::lowerAction(OpBuilder &at, ProgramOp program,
       return ptrAt(slot.getOffsetOf(mb.constant.value_or(0)));
     Value copy = LLVM::URemOp::create(at, loc, mb.value,
                                       constI64(at, loc, slot.getCount()));
-    Value scaled = LLVM::MulOp::create(at, loc, copy,
-                                       constI64(at, loc, slot.getStride()));
+    Value scaled =
+        LLVM::MulOp::create(at, loc, copy, constI64(at, loc, slot.getStride()));
     Value base = constI64(at, loc, slot.getOffset());
     Value offset = LLVM::AddOp::create(at, loc, base, scaled);
     return LLVM::GEPOp::create(at, loc, ptrTy, i8Ty, arena,
@@ -200,8 +202,8 @@ LogicalResult Emitter::lowerAction(OpBuilder &at, ProgramOp program,
     if (fn.buffers.scratchBytes > 0 &&
         (!scratch || scratch.getSize() < fn.buffers.scratchBytes))
       return mlir::emitError(loc)
-                 << "rank " << r << ": @" << fn.source.getSymName()
-                 << " needs " << fn.buffers.scratchBytes
+                 << "rank " << r << ": @" << fn.source.getSymName() << " needs "
+                 << fn.buffers.scratchBytes
                  << " scratch bytes, the memory plan's scratch slot holds "
                  << (scratch ? scratch.getSize() : 0)
                  << "; re-run gpipe-plan-memory",
@@ -325,8 +327,8 @@ LogicalResult Emitter::lowerAction(OpBuilder &at, ProgramOp program,
             LLVM::ICmpOp::create(at, loc, LLVM::ICmpPredicate::eq, index,
                                  constI64(at, loc, fb->second)));
     }
-    SmallVector<Value> operands = {rank, mb.value, ptrAt(scratchOffset),
-                                   *params, *grads, firstFlag};
+    SmallVector<Value> operands = {rank,    mb.value, ptrAt(scratchOffset),
+                                   *params, *grads,   firstFlag};
     operands.append(args);
     operands.append(results);
     emitChecked(at, loc, fn.func, operands, abort, -1);
@@ -407,4 +409,3 @@ LogicalResult Emitter::lowerAction(OpBuilder &at, ProgramOp program,
   LLVM::CallOp::create(at, loc, end, ValueRange{rank, index});
   return success();
 }
-

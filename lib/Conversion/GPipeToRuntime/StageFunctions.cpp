@@ -10,9 +10,9 @@ using namespace mlir;
 using namespace mlir::gpipe;
 using namespace mlir::gpipe::lowering;
 
-FailureOr<LoweredFunction>
-Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
-                            int64_t stage) {
+FailureOr<LoweredFunction> Emitter::lowerStageFunction(func::FuncOp func,
+                                                       StageFunctionKind kind,
+                                                       int64_t stage) {
   int64_t numStages = converted.stages.size();
   bool last = stage + 1 == numStages;
   if (func.isExternal() || !func.getBody().hasOneBlock())
@@ -77,11 +77,11 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
   fail->addArgument(i64Ty, loc);
   {
     OpBuilder f = OpBuilder::atBlockBegin(fail);
-    auto report = declare("gpipe_rt_kernel_error", i32Ty,
-                          {ptrTy, i64Ty, i32Ty});
-    LLVM::CallOp::create(f, loc, report,
-                         ValueRange{rank, fail->getArgument(1),
-                                    fail->getArgument(0)});
+    auto report =
+        declare("gpipe_rt_kernel_error", i32Ty, {ptrTy, i64Ty, i32Ty});
+    LLVM::CallOp::create(
+        f, loc, report,
+        ValueRange{rank, fail->getArgument(1), fail->getArgument(0)});
     LLVM::ReturnOp::create(f, loc, fail->getArgument(0));
   }
 
@@ -123,16 +123,16 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
             at, opLoc, type, at.getIntegerAttr(type, a.integer)));
         break;
       case KernelArg::Real:
-        args.push_back(LLVM::ConstantOp::create(
-            at, opLoc, type, at.getFloatAttr(type, a.real)));
+        args.push_back(LLVM::ConstantOp::create(at, opLoc, type,
+                                                at.getFloatAttr(type, a.real)));
         break;
       case KernelArg::AccumulateBeta: {
         // 0 on the step's first micro-batch (the gradient starts), else 1.
         // Each operand named first: the order of a call's arguments is
         // unspecified, and the IR must not depend on the compiler.
         Value zeroI32 = constI32(at, opLoc, 0);
-        Value isFirst = LLVM::ICmpOp::create(
-            at, opLoc, LLVM::ICmpPredicate::ne, first, zeroI32);
+        Value isFirst = LLVM::ICmpOp::create(at, opLoc, LLVM::ICmpPredicate::ne,
+                                             first, zeroI32);
         Value zero = LLVM::ConstantOp::create(at, opLoc, type,
                                               at.getFloatAttr(type, 0.0));
         Value one = LLVM::ConstantOp::create(at, opLoc, type,
@@ -152,8 +152,8 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
         break;
       case KernelArg::Buffers:
       case KernelArg::IntsList: {
-        size_t n = a.kind == KernelArg::Buffers ? a.values.size()
-                                                : a.intsList.size();
+        size_t n =
+            a.kind == KernelArg::Buffers ? a.values.size() : a.intsList.size();
         auto arrayTy = LLVM::LLVMArrayType::get(ptrTy, n);
         Value one = constI64(at, opLoc, 1);
         Value array = LLVM::AllocaOp::create(at, opLoc, ptrTy, arrayTy, one, 8);
@@ -169,8 +169,8 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
       }
       }
     }
-    LLVM::LLVMFuncOp callee = declare(
-        "gpipe_rt_cpu_" + std::string(signature.name), i32Ty, types);
+    LLVM::LLVMFuncOp callee =
+        declare("gpipe_rt_cpu_" + std::string(signature.name), i32Ty, types);
     int64_t site = sites.size();
     llvm::json::Object siteInfo{{"op", op->getName().getStringRef().str()},
                                 {"loc", locationString(opLoc)},
@@ -193,8 +193,7 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
     sites.push_back(llvm::json::Object{{"op", "copy"},
                                        {"loc", locationString(l)},
                                        {"function", func.getSymName().str()}});
-    emitChecked(at, l,
-                copy,
+    emitChecked(at, l, copy,
                 ValueRange{constI32(at, l, dc->first), addressOf(v), dest,
                            constI64(at, l, dc->second)},
                 fail, site);
@@ -215,8 +214,8 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
     if (mark == currentMark)
       return;
     currentMark = mark;
-    auto layer = declare("gpipe_rt_layer", LLVM::LLVMVoidType::get(ctx),
-                         {ptrTy, i64Ty});
+    auto layer =
+        declare("gpipe_rt_layer", LLVM::LLVMVoidType::get(ctx), {ptrTy, i64Ty});
     LLVM::CallOp::create(at, op->getLoc(), layer,
                          ValueRange{rank, constI64(at, op->getLoc(), mark)});
   };
@@ -245,9 +244,8 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
       auto it = sp.params.find(name);
       if (it == sp.params.end())
         return mlir::emitError(func.getLoc())
-                   << "@" << func.getSymName()
-                   << " returns the gradient of @" << name
-                   << ", which its stage's forward does not read",
+                   << "@" << func.getSymName() << " returns the gradient of @"
+                   << name << ", which its stage's forward does not read",
                failure();
       accumulatedAt[index] = it->second.first;
       accumulatingGemms.insert(gemm);
@@ -342,8 +340,8 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
       }
       if (i == 0 && last) {
         // The loss: reported, not stored.
-        auto report = declare("gpipe_rt_report_loss", i32Ty,
-                              {ptrTy, i64Ty, ptrTy});
+        auto report =
+            declare("gpipe_rt_report_loss", i32Ty, {ptrTy, i64Ty, ptrTy});
         auto call = LLVM::CallOp::create(at, loc, report,
                                          ValueRange{rank, mb, addressOf(v)});
         Value zero = constI32(at, loc, 0);
@@ -371,8 +369,8 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
     // to the weight half: copied into the Deferred buffer.
     unsigned numDeferred =
         paramGrads ? 0 : nn::NNDialect::getDeferredCount(func);
-    if (numDeferred > returned.size() - std::min<size_t>(numInputGrads,
-                                                         returned.size()))
+    if (numDeferred >
+        returned.size() - std::min<size_t>(numInputGrads, returned.size()))
       return mlir::emitError(func.getLoc())
                  << "@" << func.getSymName() << " returns " << returned.size()
                  << " results, fewer than its " << numInputGrads
@@ -421,10 +419,10 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
         continue; // its GEMM added it into the gradient
       Value g = returned[numInputGrads + k];
       int64_t site = sites.size();
-      sites.push_back(llvm::json::Object{
-          {"op", "accumulate @" + name.str()},
-          {"loc", locationString(func.getLoc())},
-          {"function", func.getSymName().str()}});
+      sites.push_back(
+          llvm::json::Object{{"op", "accumulate @" + name.str()},
+                             {"loc", locationString(func.getLoc())},
+                             {"function", func.getSymName().str()}});
       emitChecked(at, loc, accumulate,
                   ValueRange{offsetPtr(at, loc, grads, it->second.first),
                              addressOf(g), constI64(at, loc, it->second.second),
@@ -439,8 +437,8 @@ Emitter::lowerStageFunction(func::FuncOp func, StageFunctionKind kind,
 void Emitter::emitReportOutput(OpBuilder &at, Location loc,
                                LLVM::LLVMFuncOp func, Value rank, Value mb,
                                Value value, int64_t bytes) {
-  auto report = declare("gpipe_rt_report_output", i32Ty,
-                        {ptrTy, i64Ty, ptrTy, i64Ty});
+  auto report =
+      declare("gpipe_rt_report_output", i32Ty, {ptrTy, i64Ty, ptrTy, i64Ty});
   auto call = LLVM::CallOp::create(
       at, loc, report, ValueRange{rank, mb, value, constI64(at, loc, bytes)});
   Value zero = constI32(at, loc, 0);

@@ -221,11 +221,10 @@ mlir::gpipe::onnximport::foldBinary(BinaryFn fn, const HostTensor &lhs,
       nn::inferBroadcastShape({lhs.shape, rhs.shape}, emitError);
   if (failed(shape))
     return failure();
-  bool logical = fn == BinaryFn::And || fn == BinaryFn::Or ||
-                 fn == BinaryFn::Xor;
+  bool logical =
+      fn == BinaryFn::And || fn == BinaryFn::Or || fn == BinaryFn::Xor;
   if (logical && !lhs.isBool())
-    return emitError() << "expected boolean operands, got "
-                       << lhs.elementType,
+    return emitError() << "expected boolean operands, got " << lhs.elementType,
            failure();
   Type resultType = isComparison(fn)
                         ? IntegerType::get(lhs.elementType.getContext(), 1)

@@ -40,7 +40,8 @@ LogicalResult Importer::importPow(NodeCtx &n) {
                      << typeOf(exponent)
                      << " power; Pow takes numbers, not booleans",
            failure();
-  bool integerPower = isa<IntegerType>(declared) && isa<IntegerType>(exponentType);
+  bool integerPower =
+      isa<IntegerType>(declared) && isa<IntegerType>(exponentType);
   Type compute = integerPower ? builder.getI64Type()
                               : computeTypeOf(isa<FloatType>(declared)
                                                   ? declared
@@ -185,8 +186,9 @@ LogicalResult Importer::importSum(NodeCtx &n) {
   if (allHost(n)) {
     HostTensor acc = host(n.inputs[0]);
     for (int i = 1; i < n.numInputs(); ++i) {
-      FailureOr<HostTensor> r = foldBinary(BinaryFn::Add, acc, host(n.inputs[i]),
-                                           [&] { return n.shapeError(); });
+      FailureOr<HostTensor> r =
+          foldBinary(BinaryFn::Add, acc, host(n.inputs[i]),
+                     [&] { return n.shapeError(); });
       if (failed(r))
         return failure();
       acc = std::move(*r);
@@ -209,9 +211,8 @@ LogicalResult Importer::importSum(NodeCtx &n) {
         nn::inferBroadcastShape(shapes, [&] { return n.shapeError(); });
     if (failed(shape))
       return failure();
-    result = nn::AddOp::create(builder, n.loc,
-                               RankedTensorType::get(*shape, element), result,
-                               *next);
+    result = nn::AddOp::create(
+        builder, n.loc, RankedTensorType::get(*shape, element), result, *next);
   }
   return defineValue(n, 0, castElements(result, declared, n.loc));
 }
@@ -434,17 +435,18 @@ LogicalResult Importer::importExtremum(NodeCtx &n, BinaryFn fn) {
     if (failed(next))
       return failure();
     SmallVector<ArrayRef<int64_t>> shapes = {
-        cast<RankedTensorType>(result.getType()).getShape(), shapeOf(n.inputs[i])};
+        cast<RankedTensorType>(result.getType()).getShape(),
+        shapeOf(n.inputs[i])};
     FailureOr<nn::Shape> shape =
         nn::inferBroadcastShape(shapes, [&] { return n.shapeError(); });
     if (failed(shape))
       return failure();
     auto type = RankedTensorType::get(*shape, element);
-    result = fn == BinaryFn::Max
-                 ? nn::MaxOp::create(builder, n.loc, type, result, *next)
-                       .getResult()
-                 : nn::MinOp::create(builder, n.loc, type, result, *next)
-                       .getResult();
+    result =
+        fn == BinaryFn::Max
+            ? nn::MaxOp::create(builder, n.loc, type, result, *next).getResult()
+            : nn::MinOp::create(builder, n.loc, type, result, *next)
+                  .getResult();
   }
   return defineValue(n, 0, castElements(result, declared, n.loc));
 }

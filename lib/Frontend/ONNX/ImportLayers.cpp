@@ -35,8 +35,7 @@ LogicalResult Importer::importGemm(NodeCtx &n) {
   if (failed(requireFloat(n, 0, "operand A")) ||
       failed(requireSameElementType(n, {a, b, c})))
     return failure();
-  std::optional<ArrayRef<int64_t>> cShape =
-      optionalShapeOf(c);
+  std::optional<ArrayRef<int64_t>> cShape = optionalShapeOf(c);
   FailureOr<nn::Shape> shape =
       nn::inferGemmShape(shapeOf(a), shapeOf(b), cShape, transA != 0,
                          transB != 0, [&] { return n.shapeError(); });
@@ -216,11 +215,12 @@ LogicalResult Importer::importGelu(NodeCtx &n) {
     return failure();
   Location loc = n.loc;
   auto c = [&](double v) { return scalarLike(*x, v, n); };
-  Value cube = nn::MulOp::create(builder, loc, nn::MulOp::create(builder, loc, *x, *x), *x);
-  Value inner = nn::AddOp::create(builder, loc, *x,
-                                  nn::MulOp::create(builder, loc, cube, c(0.044715)));
-  Value scaled = nn::MulOp::create(builder, loc, inner,
-                                   c(std::sqrt(2.0 / M_PI)));
+  Value cube = nn::MulOp::create(builder, loc,
+                                 nn::MulOp::create(builder, loc, *x, *x), *x);
+  Value inner = nn::AddOp::create(
+      builder, loc, *x, nn::MulOp::create(builder, loc, cube, c(0.044715)));
+  Value scaled =
+      nn::MulOp::create(builder, loc, inner, c(std::sqrt(2.0 / M_PI)));
   Value t = nn::TanhOp::create(builder, loc, scaled.getType(), scaled);
   Value onePlus = nn::AddOp::create(builder, loc, t, c(1.0));
   Value half = nn::MulOp::create(builder, loc, *x, c(0.5));
@@ -311,8 +311,7 @@ LogicalResult Importer::importLayerNorm(NodeCtx &n) {
       failed(checkEpsilon(n, epsilon)) ||
       failed(normalizeAxis(n, axis, shapeOf(x).size())))
     return failure();
-  std::optional<ArrayRef<int64_t>> biasShape =
-      optionalShapeOf(bias);
+  std::optional<ArrayRef<int64_t>> biasShape = optionalShapeOf(bias);
   if (failed(nn::verifyLayerNormShapes(shapeOf(x), shapeOf(scale), biasShape,
                                        axis, [&] { return n.shapeError(); })))
     return failure();
@@ -324,10 +323,10 @@ LogicalResult Importer::importLayerNorm(NodeCtx &n) {
     return failure();
   Value vb = *vbOrNull;
   if (failed(defineValue(n, 0,
-                         nn::LayerNormOp::create(
-                             builder, n.loc, typeOf(x), *vx, *vs, vb,
-                             static_cast<uint64_t>(axis),
-                             llvm::APFloat(epsilon)))))
+                         nn::LayerNormOp::create(builder, n.loc, typeOf(x), *vx,
+                                                 *vs, vb,
+                                                 static_cast<uint64_t>(axis),
+                                                 llvm::APFloat(epsilon)))))
     return failure();
   // The optional Mean and InvStdDev outputs (dims from `axis` on kept as
   // 1), where read: the statistics the normalization used, in nn ops.
@@ -355,8 +354,8 @@ LogicalResult Importer::importLayerNorm(NodeCtx &n) {
   Value mu = mean(*vx);
   Value centered = nn::SubOp::create(builder, loc, *vx, mu);
   Value var = mean(nn::MulOp::create(builder, loc, centered, centered));
-  Value shifted = nn::AddOp::create(builder, loc, var,
-                                    scalarLike(*vx, epsilon, n));
+  Value shifted =
+      nn::AddOp::create(builder, loc, var, scalarLike(*vx, epsilon, n));
   Value root = nn::SqrtOp::create(builder, loc, shifted.getType(), shifted);
   Value inv = nn::ReciprocalOp::create(builder, loc, root.getType(), root);
   if (failed(defineValue(n, 1, mu)))
@@ -429,8 +428,7 @@ LogicalResult Importer::getWindow(NodeCtx &n, int x,
       int64_t size = in[2 + d], stride = (*strides)[d];
       int64_t out = (size + stride - 1) / stride;
       int64_t extent = (*dilations)[d] * ((*kernel)[d] - 1) + 1;
-      int64_t total =
-          std::max<int64_t>(0, (out - 1) * stride + extent - size);
+      int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - size);
       int64_t small = total / 2, large = total - small;
       (*pads)[d] = autoPad == "SAME_UPPER" ? small : large;
       (*pads)[d + spatial] = autoPad == "SAME_UPPER" ? large : small;
@@ -500,13 +498,11 @@ LogicalResult Importer::importConv(NodeCtx &n) {
     weightShape.insert(weightShape.begin() + 2, 1);
   }
   if (w.ceilMode)
-    return n.error() << "has ceil_mode, which Conv does not define",
-           failure();
-  std::optional<ArrayRef<int64_t>> biasShape =
-      optionalShapeOf(bias);
-  FailureOr<nn::Shape> shape = nn::inferConv2DShape(
-      inShape, weightShape, biasShape, w.strides, w.pads, w.dilations, groups,
-      [&] { return n.shapeError(); });
+    return n.error() << "has ceil_mode, which Conv does not define", failure();
+  std::optional<ArrayRef<int64_t>> biasShape = optionalShapeOf(bias);
+  FailureOr<nn::Shape> shape =
+      nn::inferConv2DShape(inShape, weightShape, biasShape, w.strides, w.pads,
+                           w.dilations, groups, [&] { return n.shapeError(); });
   if (failed(shape))
     return failure();
   FailureOr<Value> vx = getValue(x, n.loc), vw = getValue(weight, n.loc);
@@ -524,8 +520,7 @@ LogicalResult Importer::importConv(NodeCtx &n) {
   auto type = RankedTensorType::get(*shape, elementTypeOf(x));
   Value result = nn::Conv2DOp::create(builder, n.loc, type, input, filter, vb,
                                       w.strides, w.pads, w.dilations, groups);
-  return defineValue(n, 0,
-                     w.oneD ? dropTo1D(builder, n.loc, result) : result);
+  return defineValue(n, 0, w.oneD ? dropTo1D(builder, n.loc, result) : result);
 }
 
 LogicalResult Importer::importPool(NodeCtx &n) {
@@ -554,10 +549,9 @@ LogicalResult Importer::importPool(NodeCtx &n) {
                                           /*keepDims=*/true);
       return defineValue(
           n, 0,
-          nn::MulOp::create(builder, n.loc, sum,
-                            scalarLike(*v, 1.0 / double(std::max<int64_t>(
-                                                     count, 1)),
-                                       n)));
+          nn::MulOp::create(
+              builder, n.loc, sum,
+              scalarLike(*v, 1.0 / double(std::max<int64_t>(count, 1)), n)));
     }
     if (in.size() != 4)
       return n.error() << "has a rank-" << in.size() << " input " << typeOf(x)
@@ -591,14 +585,13 @@ LogicalResult Importer::importPool(NodeCtx &n) {
   Value input = w.oneD ? liftTo2D(builder, n.loc, *vx) : *vx;
   auto type = RankedTensorType::get(*shape, elementTypeOf(x));
   Value result =
-      max ? Value(nn::MaxPool2DOp::create(builder, n.loc, type, input,
-                                          w.kernel, w.strides, w.pads,
-                                          w.dilations, w.ceilMode))
-          : Value(nn::AvgPool2DOp::create(builder, n.loc, type, input,
-                                          w.kernel, w.strides, w.pads,
+      max ? Value(nn::MaxPool2DOp::create(builder, n.loc, type, input, w.kernel,
+                                          w.strides, w.pads, w.dilations,
+                                          w.ceilMode))
+          : Value(nn::AvgPool2DOp::create(builder, n.loc, type, input, w.kernel,
+                                          w.strides, w.pads,
                                           countIncludePad != 0, w.ceilMode));
-  return defineValue(n, 0,
-                     w.oneD ? dropTo1D(builder, n.loc, result) : result);
+  return defineValue(n, 0, w.oneD ? dropTo1D(builder, n.loc, result) : result);
 }
 
 LogicalResult Importer::importBatchNorm(NodeCtx &n) {
@@ -627,8 +620,8 @@ LogicalResult Importer::importBatchNorm(NodeCtx &n) {
                         "inference with --inference",
            failure();
   for (int r = 1; r < n.proto.output_size(); ++r)
-    if (failed(checkUnusedOutput(n, r, r < 3 ? "running statistics"
-                                             : "saved statistics")))
+    if (failed(checkUnusedOutput(
+            n, r, r < 3 ? "running statistics" : "saved statistics")))
       return failure();
   if (!(momentum >= 0.0f && momentum <= 1.0f))
     return n.error() << "has momentum " << momentum << " outside [0, 1]",
@@ -655,10 +648,10 @@ LogicalResult Importer::importBatchNorm(NodeCtx &n) {
              failure();
   // ONNX weighs the old running statistic with `momentum`; nn.batch_norm,
   // like PyTorch, the new one.
-  return defineValue(n, 0,
-                     nn::BatchNormOp::create(
-                         builder, n.loc, typeOf(n.inputs[0]), operands[0],
-                         operands[1], operands[2], operands[3], operands[4],
-                         llvm::APFloat(epsilon),
-                         llvm::APFloat(float(1.0 - double(momentum)))));
+  return defineValue(
+      n, 0,
+      nn::BatchNormOp::create(builder, n.loc, typeOf(n.inputs[0]), operands[0],
+                              operands[1], operands[2], operands[3],
+                              operands[4], llvm::APFloat(epsilon),
+                              llvm::APFloat(float(1.0 - double(momentum)))));
 }

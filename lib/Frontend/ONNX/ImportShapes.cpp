@@ -199,8 +199,8 @@ LogicalResult Importer::importPad(NodeCtx &n) {
              failure();
     bool grows = before > 0 || after > 0;
     if (grows && mode != "constant" && dim == 0)
-      return n.error() << "pads the empty axis " << axis << " in mode '"
-                       << mode << "', which reads the input",
+      return n.error() << "pads the empty axis " << axis << " in mode '" << mode
+                       << "', which reads the input",
              failure();
     if (mode == "reflect" && (before >= dim || after >= dim) && dim > 1)
       return n.error() << "reflects axis " << axis << " of size " << dim
@@ -408,8 +408,8 @@ LogicalResult Importer::importGather(NodeCtx &n) {
           to[0] == from[0] * from[1] &&
           nn::numElements(from.drop_front(2)) ==
               nn::numElements(to.drop_front(1))) {
-        int64_t rows = from[1], per = normalized->numElements() /
-                                      std::max<int64_t>(1, samples);
+        int64_t rows = from[1],
+                per = normalized->numElements() / std::max<int64_t>(1, samples);
         bool repeats = true;
         for (int64_t b = 0; b < samples && repeats; ++b)
           for (int64_t e = 0; e < per && repeats; ++e) {
@@ -752,8 +752,8 @@ LogicalResult Importer::importSlice(NodeCtx &n) {
 
 Value Importer::gatherPositions(Value v, ArrayRef<int64_t> positions,
                                 int64_t axis, NodeCtx &n) {
-  HostTensor indices = HostTensor::zeros(builder.getI64Type(),
-                                         {int64_t(positions.size())});
+  HostTensor indices =
+      HostTensor::zeros(builder.getI64Type(), {int64_t(positions.size())});
   indices.ints.assign(positions.begin(), positions.end());
   auto type = cast<RankedTensorType>(v.getType());
   nn::Shape shape(type.getShape());
@@ -915,7 +915,8 @@ LogicalResult Importer::importExpand(NodeCtx &n) {
 LogicalResult Importer::importSize(NodeCtx &n) {
   if (failed(expectInputs(n, 1, 1)))
     return failure();
-  HostTensor t = HostTensor::fromI64(ctx, {nn::numElements(shapeOf(n.inputs[0]))});
+  HostTensor t =
+      HostTensor::fromI64(ctx, {nn::numElements(shapeOf(n.inputs[0]))});
   t.shape.clear();
   return defineHost(n, 0, std::move(t));
 }
@@ -944,10 +945,10 @@ LogicalResult Importer::importCumSum(NodeCtx &n) {
     FailureOr<Value> v = getValueAs(x, element, n.loc);
     if (failed(v))
       return failure();
-    Value sum = nn::CumSumOp::create(
-        builder, n.loc, typeOf(x).clone(element), *v,
-        builder.getI64IntegerAttr(axis), builder.getBoolAttr(exclusive),
-        builder.getBoolAttr(reverse));
+    Value sum = nn::CumSumOp::create(builder, n.loc, typeOf(x).clone(element),
+                                     *v, builder.getI64IntegerAttr(axis),
+                                     builder.getBoolAttr(exclusive),
+                                     builder.getBoolAttr(reverse));
     return defineValue(n, 0, castElements(sum, declared, n.loc));
   }
   HostTensor in = host(x), r = host(x);
@@ -964,12 +965,14 @@ LogicalResult Importer::importCumSum(NodeCtx &n) {
         int64_t e = (o * len + kk) * inner + i;
         if (in.isFloat()) {
           double v = in.floats[e];
-          r.floats[e] = roundToFloatType(in.elementType, exclusive ? fsum : fsum + v);
+          r.floats[e] =
+              roundToFloatType(in.elementType, exclusive ? fsum : fsum + v);
           fsum = roundToFloatType(in.elementType, fsum + v);
         } else {
           uint64_t v = static_cast<uint64_t>(in.ints[e]);
-          r.ints[e] = wrapToIntType(in.elementType,
-                                    static_cast<int64_t>(exclusive ? isum : isum + v));
+          r.ints[e] =
+              wrapToIntType(in.elementType,
+                            static_cast<int64_t>(exclusive ? isum : isum + v));
           isum += v;
         }
       }
@@ -987,7 +990,8 @@ LogicalResult Importer::importGatherElements(NodeCtx &n) {
   // of zeros, gathered by position ids computed from the data) is that
   // value: the result is that constant in the indices' shape.
   if (isHost(data) && !isHost(indices) && host(data).isSplat() &&
-      host(data).numElements() > 0 && shapeOf(data).size() == shapeOf(indices).size()) {
+      host(data).numElements() > 0 &&
+      shapeOf(data).size() == shapeOf(indices).size()) {
     HostTensor r = HostTensor::zeros(elementTypeOf(data), shapeOf(indices));
     for (int64_t e = 0, count = r.numElements(); e < count; ++e)
       r.copyElement(e, host(data), 0);
@@ -1013,8 +1017,8 @@ LogicalResult Importer::importGatherElements(NodeCtx &n) {
   for (size_t d = 0; d < dshape.size(); ++d)
     if (int64_t(d) != axis && ishape[d] > dshape[d])
       return n.error() << "has indices " << typeOf(indices)
-                       << " larger than the data " << typeOf(data)
-                       << " in dim " << d,
+                       << " larger than the data " << typeOf(data) << " in dim "
+                       << d,
              failure();
   HostTensor r = HostTensor::zeros(elementTypeOf(data), ishape);
   const HostTensor &src = host(data), &idx = host(indices);
@@ -1027,8 +1031,8 @@ LogicalResult Importer::importGatherElements(NodeCtx &n) {
     }
     int64_t k = idx.ints[e];
     if (k < -dshape[axis] || k >= dshape[axis])
-      return n.error() << "has index " << k << " out of range for dim "
-                       << axis << " of size " << dshape[axis],
+      return n.error() << "has index " << k << " out of range for dim " << axis
+                       << " of size " << dshape[axis],
              failure();
     pos[axis] = k < 0 ? k + dshape[axis] : k;
     int64_t flat = 0;
@@ -1135,7 +1139,7 @@ LogicalResult Importer::importTrilu(NodeCtx &n) {
   ArrayRef<int64_t> shape = shapeOf(x);
   int64_t rows = shape[shape.size() - 2], cols = shape.back();
   HostTensor ones = HostTensor::zeros(builder.getI1Type(), {rows, cols});
-  for (int64_t& v : ones.ints)
+  for (int64_t &v : ones.ints)
     v = 1;
   HostTensor mask = foldTrilu(ones, k, upper != 0);
   FailureOr<Value> v = getValue(x, n.loc);
@@ -1175,14 +1179,13 @@ LogicalResult Importer::importGatherND(NodeCtx &n) {
   int64_t k = ishape.back();
   if (k < 1 || b + k > r)
     return n.error() << "has index tuples of length " << k
-                     << ", which do not fit data " << typeOf(data)
-                     << " after " << b << " batch dims",
+                     << ", which do not fit data " << typeOf(data) << " after "
+                     << b << " batch dims",
            failure();
   for (int64_t d = 0; d < b; ++d)
     if (dshape[d] != ishape[d])
       return n.error() << "has batch dim " << d << " of size " << ishape[d]
-                       << " in the indices but " << dshape[d]
-                       << " in the data",
+                       << " in the indices but " << dshape[d] << " in the data",
              failure();
   nn::Shape outShape(ishape.begin(), ishape.end() - 1);
   outShape.append(dshape.begin() + b + k, dshape.end());

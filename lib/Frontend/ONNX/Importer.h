@@ -399,7 +399,8 @@ template <typename OpTy> LogicalResult Importer::importFloatUnary(NodeCtx &n) {
   FailureOr<Value> v = getValueAs(n.inputs[0], compute, n.loc);
   if (failed(v))
     return failure();
-  Value r = OpTy::create(builder, n.loc, typeOf(n.inputs[0]).clone(compute), *v);
+  Value r =
+      OpTy::create(builder, n.loc, typeOf(n.inputs[0]).clone(compute), *v);
   return defineValue(n, 0, castElements(r, declared, n.loc));
 }
 

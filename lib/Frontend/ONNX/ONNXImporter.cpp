@@ -68,7 +68,8 @@ ArrayRef<char> Importer::parameterBytes(StringRef name) {
     AsmResourceBlob *blob = resource.getRawHandle().getBlob();
     return blob ? blob->getData() : ArrayRef<char>();
   }
-  if (auto dense = dyn_cast<DenseElementsAttr>(value); dense && !dense.isSplat())
+  if (auto dense = dyn_cast<DenseElementsAttr>(value);
+      dense && !dense.isSplat())
     return dense.getRawData();
   return {};
 }
@@ -89,8 +90,8 @@ LogicalResult Importer::importInitializer(const onnx::TensorProto &proto) {
     llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(pattern);
     if (!glob) {
       llvm::consumeError(glob.takeError());
-      return emitError(loc) << "--freeze pattern '" << pattern
-                            << "' is not a valid glob",
+      return emitError(loc)
+                 << "--freeze pattern '" << pattern << "' is not a valid glob",
              failure();
     }
     if (glob->match(name)) {
@@ -136,11 +137,11 @@ LogicalResult Importer::importInitializer(const onnx::TensorProto &proto) {
         for (int64_t j = 0; j < cols; ++j)
           std::memcpy(&transposed[(j * rows + i) * width],
                       &raw->bytes[(i * cols + j) * width], width);
-      auto it = matrices.find({llvm::xxh3_64bits(ArrayRef<uint8_t>(
-                                   reinterpret_cast<const uint8_t *>(
-                                       transposed.data()),
-                                   transposed.size())),
-                               cols, rows});
+      auto it = matrices.find(
+          {llvm::xxh3_64bits(ArrayRef<uint8_t>(
+               reinterpret_cast<const uint8_t *>(transposed.data()),
+               transposed.size())),
+           cols, rows});
       if (it != matrices.end() &&
           parameterBytes(it->second) == ArrayRef<char>(transposed)) {
         int tied = names.lookup(it->second);
@@ -667,9 +668,8 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
   }
   if (unsupported.size() == 1 && unsupported.front().second.second == 0) {
     auto &[op, where] = unsupported.front();
-    return emitError(firstUnsupported)
-               << "unsupported ONNX op '" << op << "' (node '" << where.first
-               << "')",
+    return emitError(firstUnsupported) << "unsupported ONNX op '" << op
+                                       << "' (node '" << where.first << "')",
            nullptr;
   }
   if (!unsupported.empty()) {

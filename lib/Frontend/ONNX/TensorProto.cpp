@@ -72,8 +72,6 @@ unsigned byteWidth(Type elementType) {
   return std::max(1u, (elementType.getIntOrFloatBitWidth() + 7) / 8);
 }
 
-
-
 /// Decodes `proto`; `what` names it in messages ("initializer 'w'").
 FailureOr<RawTensor> decodeTensor(MLIRContext *ctx,
                                   const onnx::TensorProto &proto, Location loc,

@@ -8,9 +8,9 @@
 
 #include "Importer.h"
 
-#include "llvm/ADT/StringExtras.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
 
@@ -188,8 +188,8 @@ LogicalResult Importer::normalizeAxis(NodeCtx &n, int64_t &axis, int64_t rank,
   return success();
 }
 
-const onnx::AttributeProto *
-onnximport::findAttr(const onnx::NodeProto &node, StringRef name) {
+const onnx::AttributeProto *onnximport::findAttr(const onnx::NodeProto &node,
+                                                 StringRef name) {
   for (const onnx::AttributeProto &attr : node.attribute())
     if (attr.name() == name)
       return &attr;
@@ -406,8 +406,7 @@ Value Importer::scalarLike(Value like, double value, NodeCtx &n) {
 
 LogicalResult Importer::widenIntegerConstant(NodeCtx &n, int data,
                                              int &constant) {
-  if (isHost(data) || !isHost(constant) ||
-      !elementTypeOf(data).isInteger(64))
+  if (isHost(data) || !isHost(constant) || !elementTypeOf(data).isInteger(64))
     return success();
   Type from = elementTypeOf(constant);
   if (!isa<IntegerType>(from) || from.isInteger(1) || from.isInteger(64))
@@ -416,8 +415,12 @@ LogicalResult Importer::widenIntegerConstant(NodeCtx &n, int data,
                                         [&] { return n.shapeError(); });
   if (failed(wide))
     return failure();
-  Slot converted{slots[constant].name, wide->getType(), n.loc, Value(),
-                 std::move(*wide), ""};
+  Slot converted{slots[constant].name,
+                 wide->getType(),
+                 n.loc,
+                 Value(),
+                 std::move(*wide),
+                 ""};
   constant = slots.size();
   slots.push_back(std::move(converted));
   return success();

@@ -89,11 +89,11 @@ Value PresetBuilder::parameter(StringRef name, ArrayRef<int64_t> shape,
     opBuilder.setInsertionPoint(forward);
     FloatAttr scale =
         init.scale ? opBuilder.getF64FloatAttr(*init.scale) : FloatAttr();
-    nn::ParameterOp::create(opBuilder, paramLoc, name, type,
-                            /*initial_value=*/ElementsAttr(),
-                            nn::InitKindAttr::get(opBuilder.getContext(),
-                                                  init.rule),
-                            scale, /*tied_to=*/FlatSymbolRefAttr());
+    nn::ParameterOp::create(
+        opBuilder, paramLoc, name, type,
+        /*initial_value=*/ElementsAttr(),
+        nn::InitKindAttr::get(opBuilder.getContext(), init.rule), scale,
+        /*tied_to=*/FlatSymbolRefAttr());
   }
   return nn::ParamOp::create(opBuilder, paramLoc, Type(type), name);
 }
@@ -238,12 +238,11 @@ static LogicalResult checkResNetOptions(Location loc, const PresetOptions &o) {
   if (o.imageSize < 4)
     return emitError(loc) << "--image-size must be at least 4, got "
                           << o.imageSize;
-  return checkTensorSizes(
-      loc, "resnet",
-      {{o.batch, o.width, o.imageSize, o.imageSize},
-       {4 * o.width, 4 * o.width, 3, 3},
-       {o.classes, 4 * o.width},
-       {o.batch, 3, o.imageSize, o.imageSize}});
+  return checkTensorSizes(loc, "resnet",
+                          {{o.batch, o.width, o.imageSize, o.imageSize},
+                           {4 * o.width, 4 * o.width, 3, 3},
+                           {o.classes, 4 * o.width},
+                           {o.batch, 3, o.imageSize, o.imageSize}});
 }
 
 //===----------------------------------------------------------------------===//

@@ -50,8 +50,8 @@ public:
     nn::Window2D window{window2D, strides, pads, dilations, false};
     FailureOr<nn::Shape> image = nn::inferWindowShape(
         in.drop_front(2), window, [&] { return emitError(x.getLoc()); });
-    auto type = f32Tensor(pb.getContext(),
-                          {in[0], out, (*image)[0], (*image)[1]});
+    auto type =
+        f32Tensor(pb.getContext(), {in[0], out, (*image)[0], (*image)[1]});
     return nn::Conv2DOp::create(pb.builder(), pb.loc(scope, "Conv"), type, x,
                                 weight, Value(), strides, pads, dilations, 1);
   }
@@ -78,9 +78,9 @@ public:
 
   /// A basic block `scope`: conv-bn-relu-conv-bn, plus the shortcut, relu.
   Value block(StringRef scope, Value x, int64_t out, int64_t stride) {
-    Value y = relu(scope, batchNorm(joinScope(scope, "bn1"),
-                                    conv(joinScope(scope, "conv1"), x, out, 3,
-                                         stride)));
+    Value y = relu(
+        scope, batchNorm(joinScope(scope, "bn1"),
+                         conv(joinScope(scope, "conv1"), x, out, 3, stride)));
     y = batchNorm(joinScope(scope, "bn2"),
                   conv(joinScope(scope, "conv2"), y, out, 3, 1));
     Value shortcut = x;
@@ -127,9 +127,9 @@ OwningOpRef<ModuleOp> presets::buildResNet(MLIRContext *context,
       pb.builder(), pb.loc("avgpool", "GlobalAveragePool"),
       f32Tensor(context, {shape[0], shape[1], 1, 1}), x, kernel, ones, zeros,
       false, false);
-  Value flat = nn::ReshapeOp::create(pb.builder(), pb.loc("", "Flatten"),
-                                     f32Tensor(context, {shape[0], shape[1]}),
-                                     pooled);
+  Value flat =
+      nn::ReshapeOp::create(pb.builder(), pb.loc("", "Flatten"),
+                            f32Tensor(context, {shape[0], shape[1]}), pooled);
   double bound = 1.0 / std::sqrt(static_cast<double>(shape[1]));
   return pb.finish(pb.linear("fc", flat, options.classes,
                              InitRule::uniform(bound),

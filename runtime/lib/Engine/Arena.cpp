@@ -29,8 +29,7 @@ int64_t persistentEnd(const RankPlan &plan, int64_t stateMultiple) {
     if (stage.gradsOffset >= 0)
       end = std::max(end, stage.gradsOffset + stage.paramBytes);
     if (stateMultiple && stage.stateOffset >= 0)
-      end = std::max(end,
-                     stage.stateOffset + stage.paramBytes * stateMultiple);
+      end = std::max(end, stage.stateOffset + stage.paramBytes * stateMultiple);
   }
   return end;
 }
@@ -102,8 +101,8 @@ Status checkGuard(const RankPlan &plan, const uint8_t *arena) {
 }
 
 Status collectTensors(const ModelMetadata &meta,
-                    const std::vector<uint8_t *> &arenas, bool gradients,
-                    std::map<std::string, std::vector<float>> &out) {
+                      const std::vector<uint8_t *> &arenas, bool gradients,
+                      std::map<std::string, std::vector<float>> &out) {
   out.clear();
   for (const RankPlan &rank : meta.ranks)
     for (const StagePlan &stage : rank.stages)
@@ -177,8 +176,7 @@ void collectOptimizerState(const ModelMetadata &meta,
     for (const StagePlan &stage : rank.stages)
       for (const ParamSlot &slot : stage.params)
         for (size_t k = 0; stage.stateOffset >= 0 && k < slots.size(); ++k) {
-          const uint8_t *src = arenas[size_t(rank.rank)] +
-                               stage.stateOffset +
+          const uint8_t *src = arenas[size_t(rank.rank)] + stage.stateOffset +
                                int64_t(k) * stage.paramBytes + slot.offset;
           std::vector<float> &v = out[slots[k] + "." + slot.name];
           v.resize(size_t(slot.elements));

@@ -123,8 +123,8 @@ Status checkGuard(const RankPlan &plan, const uint8_t *arena);
 /// `arenas` (by rank), keyed by parameter name. A tied parameter's copies
 /// are one tensor: an error says so if they are not bit for bit the same.
 Status collectTensors(const ModelMetadata &meta,
-                    const std::vector<uint8_t *> &arenas, bool gradients,
-                    std::map<std::string, std::vector<float>> &out);
+                      const std::vector<uint8_t *> &arenas, bool gradients,
+                      std::map<std::string, std::vector<float>> &out);
 
 /// Copies `state`'s parameters and optimizer state into the host views, by
 /// name (null views, other processes' ranks, are skipped).

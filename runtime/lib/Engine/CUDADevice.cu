@@ -59,7 +59,7 @@ Status cudaError(const char *what, cudaError_t error) {
                        " (" + cudaGetErrorString(error) + ")");
 }
 
-#define GPIPE_CUDA_TRY(what, call)                                            \
+#define GPIPE_CUDA_TRY(what, call)                                             \
   do {                                                                         \
     cudaError_t gpipeError = (call);                                           \
     if (gpipeError != cudaSuccess)                                             \
@@ -122,8 +122,7 @@ public:
   CudaRank(CudaDevice &device, int gpu, int64_t rank, int64_t slots,
            int64_t slotBytes, int64_t actions)
       : device(device), gpu(gpu), rank(rank), slots(slots),
-        slotBytes(slotBytes), actions(actions),
-        capacity(2 * actions + 8) {}
+        slotBytes(slotBytes), actions(actions), capacity(2 * actions + 8) {}
   ~CudaRank() override;
 
   /// The kernels run on the GPU; no host BLAS to size.
@@ -214,10 +213,9 @@ public:
     if (error != cudaSuccess || count == 0)
       return Status::error(
           "no usable CUDA GPU for this --target cuda model: " +
-          (error != cudaSuccess
-               ? std::string(cudaGetErrorName(error)) + " (" +
-                     cudaGetErrorString(error) + ")"
-               : std::string("the driver reports no device")) +
+          (error != cudaSuccess ? std::string(cudaGetErrorName(error)) + " (" +
+                                      cudaGetErrorString(error) + ")"
+                                : std::string("the driver reports no device")) +
           "; run it on a machine with an NVIDIA GPU, or recompile with "
           "--target cpu");
     if (gpu < 0 || gpu >= count)
@@ -239,9 +237,9 @@ public:
     GPIPE_CUDA_TRY("cudaDeviceGetDefaultMemPool",
                    cudaDeviceGetDefaultMemPool(&pool, gpu));
     uint64_t keep = UINT64_MAX;
-    GPIPE_CUDA_TRY("cudaMemPoolSetAttribute",
-                   cudaMemPoolSetAttribute(
-                       pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    GPIPE_CUDA_TRY(
+        "cudaMemPoolSetAttribute",
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
     return Status::success();
   }
 
@@ -333,8 +331,8 @@ public:
     gpipe_rt_cuda_set_stream(nullptr);
     Status s = update(config, step, params, grads, state, count);
     bool checked = s.ok() && gpipe_rt_cuda_check() == GPIPE_RT_SUCCESS;
-    std::string failure = checked || !s.ok() ? std::string()
-                                             : gpipe_rt_cuda_last_error();
+    std::string failure =
+        checked || !s.ok() ? std::string() : gpipe_rt_cuda_last_error();
     gpipe_rt_cuda_set_stream(previous);
     if (!failure.empty())
       return Status::error("optimizer: " + failure);
@@ -351,8 +349,8 @@ public:
     Status s = updateRunningStats(runningMean, runningVar, meanStat, varStat,
                                   channels, count, momentum);
     bool checked = s.ok() && gpipe_rt_cuda_check() == GPIPE_RT_SUCCESS;
-    std::string failure = checked || !s.ok() ? std::string()
-                                             : gpipe_rt_cuda_last_error();
+    std::string failure =
+        checked || !s.ok() ? std::string() : gpipe_rt_cuda_last_error();
     gpipe_rt_cuda_set_stream(previous);
     if (!failure.empty())
       return Status::error("running statistics: " + failure);
@@ -361,13 +359,12 @@ public:
 
   /// Enqueues the running-statistics update on the thread's current stream.
   static Status updateRunningStats(float *runningMean, float *runningVar,
-                                   const float *meanStat,
-                                   const float *varStat, int64_t channels,
-                                   int64_t count, double momentum) {
-    if (gpipe_rt_cuda_running_stats_update_f32(runningMean, runningVar,
-                                               meanStat, varStat, channels,
-                                               count, momentum) !=
-        GPIPE_RT_SUCCESS)
+                                   const float *meanStat, const float *varStat,
+                                   int64_t channels, int64_t count,
+                                   double momentum) {
+    if (gpipe_rt_cuda_running_stats_update_f32(
+            runningMean, runningVar, meanStat, varStat, channels, count,
+            momentum) != GPIPE_RT_SUCCESS)
       return Status::error(std::string("running statistics: ") +
                            gpipe_rt_cuda_last_error());
     return Status::success();
@@ -382,11 +379,11 @@ public:
     if (config.kind == OptimizerKind::Adam)
       status = gpipe_rt_cuda_adamw_update_f32(
           params, grads, state, state ? state + count : nullptr, count,
-          config.lr, config.beta1, config.beta2, config.eps,
-          config.weightDecay, step);
+          config.lr, config.beta1, config.beta2, config.eps, config.weightDecay,
+          step);
     else if (config.momentum == 0.0 && config.weightDecay == 0.0)
-      status = gpipe_rt_cuda_sgd_update_f32(params, grads, count,
-                                            float(config.lr));
+      status =
+          gpipe_rt_cuda_sgd_update_f32(params, grads, count, float(config.lr));
     else
       status = gpipe_rt_cuda_momentum_update_f32(
           params, grads, config.momentum != 0.0 ? state : nullptr, count,
@@ -616,7 +613,8 @@ Status CudaRank::beginStep() {
   ++step;
   probes = 0;
   pendingError.clear();
-  GPIPE_CUDA_TRY("recording the step's start", cudaEventRecord(stepStart, compute));
+  GPIPE_CUDA_TRY("recording the step's start",
+                 cudaEventRecord(stepStart, compute));
   return Status::success();
 }
 
@@ -668,8 +666,8 @@ Status CudaRank::poison(void *dst) {
 bool CudaRank::inspect(const float *src, int64_t count, Inspection &out) {
   if (probes >= capacity) {
     if (pendingError.empty())
-      pendingError = "more than " + std::to_string(capacity) +
-                     " inspections in one step";
+      pendingError =
+          "more than " + std::to_string(capacity) + " inspections in one step";
     ++probes;
     return false;
   }
@@ -700,9 +698,9 @@ Status CudaRank::optimizerStep(const OptimizerConfig &config, int64_t step,
 }
 
 Status CudaRank::runningStatsUpdate(float *runningMean, float *runningVar,
-                                    const float *meanStat,
-                                    const float *varStat, int64_t channels,
-                                    int64_t count, double momentum) {
+                                    const float *meanStat, const float *varStat,
+                                    int64_t channels, int64_t count,
+                                    double momentum) {
   return CudaDevice::updateRunningStats(runningMean, runningVar, meanStat,
                                         varStat, channels, count, momentum);
 }
@@ -776,12 +774,12 @@ Status CudaRank::finishStep(Clock::time_point deadline,
     if (recordedBegin[size_t(a)] != step || recordedEnd[size_t(a)] != step)
       continue;
     float beginMs = 0.0f, endMs = 0.0f;
-    GPIPE_CUDA_TRY("reading a timing event",
-                   cudaEventElapsedTime(&beginMs, stepStart,
-                                        timing[size_t(2 * a)]));
-    GPIPE_CUDA_TRY("reading a timing event",
-                   cudaEventElapsedTime(&endMs, stepStart,
-                                        timing[size_t(2 * a + 1)]));
+    GPIPE_CUDA_TRY(
+        "reading a timing event",
+        cudaEventElapsedTime(&beginMs, stepStart, timing[size_t(2 * a)]));
+    GPIPE_CUDA_TRY(
+        "reading a timing event",
+        cudaEventElapsedTime(&endMs, stepStart, timing[size_t(2 * a + 1)]));
     timings.push_back(
         {a, int64_t(double(beginMs) * 1e6), int64_t(double(endMs) * 1e6)});
   }

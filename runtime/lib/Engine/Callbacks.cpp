@@ -55,8 +55,9 @@ Status RunState::firstError() const {
 std::string RunState::workerName(int64_t worker) const {
   int64_t k = numRanks();
   std::string rank = "rank " + std::to_string(worker % k);
-  return numReplicas() > 1 ? "replica " + std::to_string(worker / k) + " " + rank
-                           : rank;
+  return numReplicas() > 1
+             ? "replica " + std::to_string(worker / k) + " " + rank
+             : rank;
 }
 
 std::string RunState::where(const gpipe_rt_rank *rank, int64_t action) const {
@@ -118,16 +119,16 @@ int32_t RunState::handleInspection(gpipe_rt_rank *rank,
   case InspectionSite::Payload:
     if (r.badIndex < 0)
       return 0;
-    return nonFinite(
-        rank,
-        site.forward ? NonFiniteSite::forward(site.stage, site.mb)
-                     : NonFiniteSite::backward(site.stage, site.mb),
-        where(rank, site.action) + ": non-finite " +
-            (site.forward ? "activation" : "gradient") + " (" +
-            floatText(r.badValue) + " at element " +
-            std::to_string(r.badIndex) + ") leaving stage " +
-            std::to_string(site.stage) + " for micro-batch " +
-            std::to_string(site.mb));
+    return nonFinite(rank,
+                     site.forward
+                         ? NonFiniteSite::forward(site.stage, site.mb)
+                         : NonFiniteSite::backward(site.stage, site.mb),
+                     where(rank, site.action) + ": non-finite " +
+                         (site.forward ? "activation" : "gradient") + " (" +
+                         floatText(r.badValue) + " at element " +
+                         std::to_string(r.badIndex) + ") leaving stage " +
+                         std::to_string(site.stage) + " for micro-batch " +
+                         std::to_string(site.mb));
   case InspectionSite::Loss:
     rank->losses[size_t(site.mb)] = double(r.first);
     if (r.badIndex < 0)
@@ -320,8 +321,7 @@ int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *out,
                    uint64_t(rank->replica) * uint64_t(meta.replicaBatchSize()) +
                    uint64_t(mb) * uint64_t(rows);
   const bool poison =
-      !labels && spec.dtype == GPIPE_RT_F32 &&
-      rank->replica == 0 &&
+      !labels && spec.dtype == GPIPE_RT_F32 && rank->replica == 0 &&
       nanDue(options.injectNan, rank->rank, rank->step, mb, bytes);
   // One staging slot per (input or labels, micro-batch) and step.
   int64_t slot = (labels ? meta.microbatches : 0) + mb;
@@ -356,9 +356,9 @@ int32_t RunState::reportLoss(gpipe_rt_rank *rank, int64_t mb,
   };
   if (mb < 0 || mb >= meta.microbatches || !loss) {
     fail(rank, at() + (loss ? ": micro-batch " + std::to_string(mb) +
-                                " is outside [0, " +
-                                std::to_string(meta.microbatches) + ")"
-                          : std::string(": null loss")));
+                                  " is outside [0, " +
+                                  std::to_string(meta.microbatches) + ")"
+                            : std::string(": null loss")));
     return 1;
   }
   if (rank->lossReported[size_t(mb)]) {
@@ -407,9 +407,9 @@ int32_t RunState::reportOutput(gpipe_rt_rank *rank, int64_t mb,
     return 1;
   }
   rank->outputReported[size_t(mb)] = 1;
-  Status s = rank->device->copyOut(
-      rank->outputs.data() + size_t(mb * rows * outputSampleBytes()), data,
-      bytes);
+  Status s = rank->device->copyOut(rank->outputs.data() +
+                                       size_t(mb * rows * outputSampleBytes()),
+                                   data, bytes);
   if (!s.ok()) {
     fail(rank, at() + ": " + s.message());
     return 1;
@@ -427,7 +427,8 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
   };
   const StagePlan *held = rank->plan->findStage(stage);
   if (!held) {
-    fail(rank, at() + ": the rank does not hold stage " + std::to_string(stage));
+    fail(rank,
+         at() + ": the rank does not hold stage " + std::to_string(stage));
     return 1;
   }
   const StagePlan &plan = *held;
@@ -499,8 +500,7 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
 }
 
 int32_t RunState::reduceGradients(gpipe_rt_rank *rank, int64_t action,
-                                  float *grads, float *scratch,
-                                  int64_t count) {
+                                  float *grads, float *scratch, int64_t count) {
   if (isAborted())
     return 1;
   auto at = [&] {
@@ -516,8 +516,8 @@ int32_t RunState::reduceGradients(gpipe_rt_rank *rank, int64_t action,
   const int64_t stage = rank->plan->actions[size_t(action)].stage;
   const StagePlan *held = rank->plan->findStage(stage);
   if (!held || count != held->paramBytes / 4 ||
-      (count > 0 && reinterpret_cast<uint8_t *>(grads) !=
-                        rank->arena + held->gradsOffset)) {
+      (count > 0 &&
+       reinterpret_cast<uint8_t *>(grads) != rank->arena + held->gradsOffset)) {
     fail(rank, at() + ": " + std::to_string(count) +
                    " gradients that are not stage " + std::to_string(stage) +
                    "'s planned gradient block");
@@ -610,11 +610,12 @@ extern "C" void gpipe_rt_action_end(gpipe_rt_rank *rank, int64_t action) {
   rank->run->actionEnd(rank, action);
 }
 
-int32_t RunState::sumTied(gpipe_rt_rank *rank, int64_t action,
-                          float *scratch) {
+int32_t RunState::sumTied(gpipe_rt_rank *rank, int64_t action, float *scratch) {
   if (isAborted())
     return 1;
-  auto at = [&] { return where(rank, currentAction(rank)) + ": gpipe_rt_sum_tied"; };
+  auto at = [&] {
+    return where(rank, currentAction(rank)) + ": gpipe_rt_sum_tied";
+  };
   int64_t numActions = int64_t(rank->plan->actions.size());
   if (action < 0 || action >= numActions ||
       rank->plan->actions[size_t(action)].kind != ActionKind::SumTied) {
@@ -661,9 +662,8 @@ int32_t RunState::sumTied(gpipe_rt_rank *rank, int64_t action,
   for (size_t g = 0; g < meta.tiedGroups.size(); ++g) {
     const TiedGroup &group = meta.tiedGroups[g];
     const std::vector<TiedGroup::Member> &members = group.members;
-    if (std::none_of(members.begin(), members.end(), [&](const auto &m) {
-          return m.rank == rank->rank;
-        }))
+    if (std::none_of(members.begin(), members.end(),
+                     [&](const auto &m) { return m.rank == rank->rank; }))
       continue;
     const int64_t count = meta.parameters[group.parameter].elements;
     auto tag = [&](size_t copy, bool gather) {
@@ -684,8 +684,9 @@ int32_t RunState::sumTied(gpipe_rt_rank *rank, int64_t action,
           add = gradsOf(members[c]);
         } else {
           if (!scratch) {
-            fail(rank, at() + ": the plan reserved no Tied buffer for "
-                              "parameter '" +
+            fail(rank, at() +
+                           ": the plan reserved no Tied buffer for "
+                           "parameter '" +
                            meta.parameters[group.parameter].name + "'");
             return 1;
           }
@@ -768,12 +769,11 @@ extern "C" int32_t gpipe_rt_reduce_grad(gpipe_rt_rank *rank, int64_t action,
   return rank->run->reduceGradients(rank, action, grads, scratch, count);
 }
 
-extern "C" uint64_t gpipe_rt_rng_key(gpipe_rt_rank *rank,
-                                     int64_t microbatch) {
+extern "C" uint64_t gpipe_rt_rng_key(gpipe_rt_rank *rank, int64_t microbatch) {
   const gpipe::rt::ModelMetadata &meta = rank->run->meta;
-  return ::gpipe::abi::getRngKey(
-      rank->run->options.seed, rank->step,
-      rank->replica * meta.microbatches + microbatch);
+  return ::gpipe::abi::getRngKey(rank->run->options.seed, rank->step,
+                                 rank->replica * meta.microbatches +
+                                     microbatch);
 }
 
 extern "C" int32_t gpipe_rt_kernel_error(gpipe_rt_rank *rank, int64_t site,

@@ -15,14 +15,14 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <limits>
 #include <map>
 #include <mutex>
-#include <climits>
-#include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -89,8 +89,7 @@ int64_t firstNonFinite(const float *src, int64_t count) {
 /// The CPU kernel behind both CPU devices' runningStatsUpdate.
 Status cpuRunningStatsUpdate(float *runningMean, float *runningVar,
                              const float *meanStat, const float *varStat,
-                             int64_t channels, int64_t count,
-                             double momentum) {
+                             int64_t channels, int64_t count, double momentum) {
   if (gpipe_rt_cpu_running_stats_update_f32(runningMean, runningVar, meanStat,
                                             varStat, channels, count,
                                             momentum) != GPIPE_RT_SUCCESS)

@@ -77,19 +77,22 @@ Status RunState::chooseBlasThreads(RunResult &result) {
   int64_t asked = options.blasThreads;
   if (asked < 0 || asked > 1024)
     return Status::error("the BLAS threads per rank must be 0 (automatic) "
-                         "to 1024, got " + std::to_string(asked));
+                         "to 1024, got " +
+                         std::to_string(asked));
   if (meta.target != "cpu") {
     result.blasThreads = 0;
-    result.blasThreadsReason = "the kernels run on the " + meta.target +
-                               " device";
+    result.blasThreadsReason =
+        "the kernels run on the " + meta.target + " device";
     return Status::success();
   }
   int64_t local = numLocal();
   if (asked > 1 && local > 1)
     return Status::error(
         std::to_string(asked) + " BLAS threads per rank: this process runs " +
-        std::to_string(local) + " rank threads, and the kernels have one "
-        "thread pool per process, so each rank runs its GEMMs on 1 thread (leave "
+        std::to_string(local) +
+        " rank threads, and the kernels have one "
+        "thread pool per process, so each rank runs its GEMMs on 1 thread "
+        "(leave "
         "the count automatic, or run one rank per process: mpirun with "
         "--transport mpi)");
   if (asked > 0) {
@@ -97,8 +100,8 @@ Status RunState::chooseBlasThreads(RunResult &result) {
     result.blasThreadsReason = "asked for";
   } else if (local > 1) {
     blasThreads = 1;
-    result.blasThreadsReason = std::to_string(local) +
-                               " rank threads share one kernel thread pool";
+    result.blasThreadsReason =
+        std::to_string(local) + " rank threads share one kernel thread pool";
   } else {
     // The CPUs this process may use, shared with the other processes
     // mpirun started on this node (unless it bound each to its own).
@@ -118,8 +121,8 @@ Status RunState::chooseBlasThreads(RunResult &result) {
         processes = n;
     }
     struct rlimit limit;
-    bool limited = getrlimit(RLIMIT_AS, &limit) == 0 &&
-                   limit.rlim_cur != RLIM_INFINITY;
+    bool limited =
+        getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
     if (limited) {
       blasThreads = 1;
       result.blasThreadsReason =
@@ -129,9 +132,9 @@ Status RunState::chooseBlasThreads(RunResult &result) {
       blasThreads = std::clamp<int64_t>(cpus / processes, 1, 1024);
       result.blasThreadsReason =
           std::to_string(cpus) + (cpus == 1 ? " CPU" : " CPUs") +
-          (processes > 1 ? " for " + std::to_string(processes) +
-                               " processes on this node"
-                         : " for one rank");
+          (processes > 1
+               ? " for " + std::to_string(processes) + " processes on this node"
+               : " for one rank");
     }
   }
   result.blasThreads = blasThreads;
@@ -159,8 +162,8 @@ Status RunState::prepareData(RunResult &result) {
 Status RunState::startTransport() {
   switch (options.transport) {
   case TransportKind::Local:
-    transport =
-        makeLocalTransport(*this, *device, numWorkers(), options.timeoutSeconds);
+    transport = makeLocalTransport(*this, *device, numWorkers(),
+                                   options.timeoutSeconds);
     break;
   case TransportKind::Mpi:
     transport = makeMpiTransport(*this, *device, options.timeoutSeconds);
@@ -254,8 +257,8 @@ Status RunState::prepareRanks() {
     rank.lossReported.assign(size_t(meta.microbatches), 0);
     rank.outputReported.assign(size_t(meta.microbatches), 0);
     if (isLocal(w) && (options.predict || options.keepOutputs))
-      rank.outputs.assign(
-          size_t(meta.replicaBatchSize() * outputSampleBytes()), 0);
+      rank.outputs.assign(size_t(meta.replicaBatchSize() * outputSampleBytes()),
+                          0);
     if (options.recordTrace)
       rank.events.reserve(std::min<size_t>(
           size_t(options.steps) * rank.plan->actions.size(), size_t(1) << 20));
@@ -411,7 +414,8 @@ Status readParameterTensors(const std::string &path,
     const SafeTensorInfo *info = file.find(p.name);
     if (!info)
       return Status::error(path + ": no tensor for the model's parameter '" +
-                           p.name + "' (the parameters must come from the "
+                           p.name +
+                           "' (the parameters must come from the "
                            "same model)");
     if (info->dtype != SafeTensorsDType::F32)
       return Status::error(path + ": tensor '" + p.name + "' is " +

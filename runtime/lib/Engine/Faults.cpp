@@ -48,8 +48,7 @@ bool injectFaultAt(const std::optional<FaultInjection> &fault, int64_t rank,
                    int64_t replica, int64_t step, int64_t action,
                    const std::atomic<bool> &aborted) {
   if (!fault || fault->rank != rank || fault->replica != replica ||
-      fault->step != step + 1 ||
-      fault->action != action)
+      fault->step != step + 1 || fault->action != action)
     return false;
   switch (fault->mode) {
   case FaultInjection::Mode::Kill:
@@ -117,7 +116,8 @@ Status parseFaultInjection(std::string_view spec, FaultInjection &fault) {
       fault.action = parsed;
     } else {
       return Status::error("bad fault spec '" + text + "': unknown key '" +
-                           key + "' (expected rank, replica, step, action, mode)");
+                           key +
+                           "' (expected rank, replica, step, action, mode)");
     }
     if (comma == std::string::npos)
       break;

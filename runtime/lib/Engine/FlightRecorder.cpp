@@ -98,8 +98,8 @@ size_t FlightRecorder::renderInto(char *out, size_t capacity, const char *who,
     const RecordedAction &e = recent[(first + i) % n];
     const ActionSpec &a = plan.actions[size_t(e.action)];
     append("%sstep %lld #%lld %s", i ? "; " : " ",
-           static_cast<long long>(e.step + 1),
-           static_cast<long long>(e.action), actionKindName(a.kind));
+           static_cast<long long>(e.step + 1), static_cast<long long>(e.action),
+           actionKindName(a.kind));
     if (a.isTransfer())
       append(" %s %s rank %lld", abi::getDirectionName(a.direction()),
              a.isSend() ? "to" : "from", static_cast<long long>(a.peer));
@@ -118,15 +118,15 @@ size_t FlightRecorder::renderInto(char *out, size_t capacity, const char *who,
   return append.length;
 }
 
-std::string FlightRecorder::render(const std::string &who,
-                                   const RankPlan &plan, int64_t nowNs) const {
+std::string FlightRecorder::render(const std::string &who, const RankPlan &plan,
+                                   int64_t nowNs) const {
   char text[4096];
   size_t n = renderInto(text, sizeof text, who.c_str(), plan, nowNs);
   return std::string(text, n);
 }
 
 void installTerminationHandler() {
-  struct sigaction action {};
+  struct sigaction action{};
   action.sa_handler = onTerminate;
   sigaction(SIGTERM, &action, nullptr);
 }
@@ -134,8 +134,8 @@ void installTerminationHandler() {
 void publishFlightRecorder(const FlightRecorder &recorder, const char *who,
                            const RankPlan &plan, int64_t nowNs) {
   int next = flightCurrent.load() == 0 ? 1 : 0;
-  size_t n = recorder.renderInto(flightText[next], sizeof flightText[next],
-                                 who, plan, nowNs);
+  size_t n = recorder.renderInto(flightText[next], sizeof flightText[next], who,
+                                 plan, nowNs);
   flightLength[next].store(n);
   flightCurrent.store(next);
 }

@@ -1,4 +1,5 @@
-//===- HeapCount.cpp - Counting the heap allocations of a thread -*- C++ -*-===//
+//===- HeapCount.cpp - Counting the heap allocations of a thread -*- C++
+//-*-===//
 //
 // The replaceable global allocation functions ([new.delete]), every form,
 // over malloc and free with a per-thread count. Defined in the same object
@@ -17,7 +18,7 @@
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define GPIPE_SANITIZED_HEAP 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||    \
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||     \
     __has_feature(memory_sanitizer)
 #define GPIPE_SANITIZED_HEAP 1
 #endif
@@ -113,9 +114,7 @@ void operator delete(void *p) noexcept { std::free(p); }
 void operator delete[](void *p) noexcept { std::free(p); }
 void operator delete(void *p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void *p, std::size_t) noexcept { std::free(p); }
-void operator delete(void *p, const std::nothrow_t &) noexcept {
-  std::free(p);
-}
+void operator delete(void *p, const std::nothrow_t &) noexcept { std::free(p); }
 void operator delete[](void *p, const std::nothrow_t &) noexcept {
   std::free(p);
 }

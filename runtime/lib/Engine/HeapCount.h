@@ -1,4 +1,5 @@
-//===- HeapCount.h - Counting the heap allocations of a thread ---*- C++ -*-===//
+//===- HeapCount.h - Counting the heap allocations of a thread ---*- C++
+//-*-===//
 //
 // The engine replaces the global operator new (HeapCount.cpp) with one that
 // counts, per thread, the allocations it makes, so that a rank can tell how

@@ -16,15 +16,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/Runtime/Engine.h"
 #include "gpipe/Runtime/Device.h"
+#include "gpipe/Runtime/Engine.h"
 #include "gpipe/Runtime/Vocabulary.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <dlfcn.h>
 #include <elf.h>
@@ -32,8 +32,8 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <type_traits>
 #include <sys/stat.h>
+#include <type_traits>
 #include <unistd.h>
 
 namespace gpipe::rt {
@@ -453,8 +453,7 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
     return r.fail(where + ".grads_offset",
                   "an inference model has no gradients; expected -1");
   if (!region("parameters", plan.paramsOffset, plan.paramBytes) ||
-      (!m.inference &&
-       !region("gradients", plan.gradsOffset, plan.paramBytes)))
+      (!m.inference && !region("gradients", plan.gradsOffset, plan.paramBytes)))
     return false;
   int64_t stateBytes = plan.paramBytes * m.stateMultiple();
   if (stateBytes > 0 && plan.stateOffset < 0)
@@ -501,11 +500,11 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
                             std::to_string(plan.paramBytes));
     // Each copy of a parameter is held once.
     if (parameterHolders[slot.parameter] & (uint64_t(1) << (slot.copy & 63)))
-      return r.fail(at, "parameter '" + slot.name +
-                            (slot.copy ? " (copy " + std::to_string(slot.copy) +
-                                             ")"
-                                       : std::string()) +
-                            "' is held by more than one stage");
+      return r.fail(at,
+                    "parameter '" + slot.name +
+                        (slot.copy ? " (copy " + std::to_string(slot.copy) + ")"
+                                   : std::string()) +
+                        "' is held by more than one stage");
     parameterHolders[slot.parameter] |= uint64_t(1) << (slot.copy & 63);
     if (slot.elements)
       ranges.push_back({slot.offset, slot.offset + slot.elements * 4});
@@ -570,8 +569,8 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
     if (slot.offset >= plan.trainableBytes && slot.elements > 0) {
       bool listed = false;
       for (const RunningStatsSlot &stats : plan.runningStats)
-        listed |= slot.offset == stats.meanOffset ||
-                  slot.offset == stats.varOffset;
+        listed |=
+            slot.offset == stats.meanOffset || slot.offset == stats.varOffset;
       if (!listed)
         return r.fail(where, "parameter '" + slot.name +
                                  "' lies after the trainable bytes but is no "
@@ -702,10 +701,10 @@ bool parseRankActions(Reader &r, const Json &rankJson,
     // copies.
     std::vector<ActionSpec> templates(body->size());
     for (size_t bi = 0; bi < body->size(); ++bi) {
-      std::string bodyAt = at + "." + abi::key::kBody + "[" +
-                           std::to_string(bi) + "]";
-      if (!parseAction(r, (*body)[bi], bodyAt, m, rank, numRanks,
-                       templates[bi], /*inLoop=*/true))
+      std::string bodyAt =
+          at + "." + abi::key::kBody + "[" + std::to_string(bi) + "]";
+      if (!parseAction(r, (*body)[bi], bodyAt, m, rank, numRanks, templates[bi],
+                       /*inLoop=*/true))
         return false;
       for (int64_t mb : {lower, upper - 1}) {
         ActionSpec edge = templates[bi];
@@ -922,8 +921,8 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
                   ? remat->get<std::string>()
                   : remat->dump(-1, ' ', false, Json::error_handler_t::replace);
   if (m.precision != "fp32" && m.precision != "bf16")
-    return r.fail("precision", "is '" + m.precision +
-                                   "' (expected fp32 or bf16)");
+    return r.fail("precision",
+                  "is '" + m.precision + "' (expected fp32 or bf16)");
   if (m.stages < 1)
     return r.fail("stages", "must be at least 1");
   if (m.microbatches < 1)
@@ -947,14 +946,14 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
   if (!input || !parseTensorSpec(r, *input, "input", false, m.input))
     return false;
   if (m.input.shape[0] % (m.microbatches * m.dataParallel))
-    return r.fail("input.shape",
-                  "batch " + std::to_string(m.input.shape[0]) +
-                      " is not a multiple of the " +
-                      std::to_string(m.microbatches) + " micro-batches" +
-                      (m.dataParallel > 1
-                           ? " x " + std::to_string(m.dataParallel) +
-                                 " replicas"
-                           : std::string()));
+    return r.fail(
+        "input.shape",
+        "batch " + std::to_string(m.input.shape[0]) +
+            " is not a multiple of the " + std::to_string(m.microbatches) +
+            " micro-batches" +
+            (m.dataParallel > 1
+                 ? " x " + std::to_string(m.dataParallel) + " replicas"
+                 : std::string()));
   if (!parseInputParts(r, *input, m.input))
     return false;
   std::string mode;
@@ -1011,15 +1010,15 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
     if (r.member(*predicted, "predicted", "schedule_closed_form_bubble",
                  /*optional=*/true)) {
       double own = nan;
-      if (!r.number(*predicted, "predicted", "schedule_closed_form_bubble",
-                    own, nan))
+      if (!r.number(*predicted, "predicted", "schedule_closed_form_bubble", own,
+                    nan))
         return false;
       m.predictedScheduleClosedFormBubble = own;
     }
     // Added within schema version 2: per rank, the predicted compute time
     // of a step.
-    if (const Json *busy =
-            r.array(*predicted, "predicted", "busy_seconds", /*optional=*/true)) {
+    if (const Json *busy = r.array(*predicted, "predicted", "busy_seconds",
+                                   /*optional=*/true)) {
       for (const Json &v : *busy) {
         if (!v.is_number() || !std::isfinite(v.get<double>()) ||
             v.get<double>() < 0)
@@ -1254,8 +1253,10 @@ Status checkSharedObjectFile(const std::string &path) {
   };
   auto truncated = [&](uint64_t need) {
     ::close(fd);
-    return Status::error(path + " is not a complete shared library "
-                         "(truncated: " + std::to_string(size) +
+    return Status::error(path +
+                         " is not a complete shared library "
+                         "(truncated: " +
+                         std::to_string(size) +
                          " bytes, the ELF headers need " +
                          std::to_string(need) + "); recompile it");
   };
@@ -1269,8 +1270,7 @@ Status checkSharedObjectFile(const std::string &path) {
   Ehdr header;
   if (!readAt(&header, sizeof header, 0))
     return truncated(sizeof(Ehdr));
-  const unsigned char hostClass =
-      sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32;
+  const unsigned char hostClass = sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32;
   const unsigned char hostData =
       __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
   if (header.e_ident[EI_CLASS] != hostClass)
@@ -1350,8 +1350,7 @@ Status ModelImage::load(const std::string &path, ModelImage &image) {
       }
     }
     if (!handle)
-      return Status::error("cannot load model library " + path + ": " +
-                           reason);
+      return Status::error("cannot load model library " + path + ": " + reason);
   }
   std::shared_ptr<void> owner(handle, [](void *h) { dlclose(h); });
   auto symbol = [&](const char *name) { return dlsym(handle, name); };

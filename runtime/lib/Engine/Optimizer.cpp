@@ -18,8 +18,8 @@
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Engine.h"
 
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 
 namespace gpipe::rt {
 
@@ -47,8 +47,7 @@ Status resolveOptimizer(const ModelMetadata &metadata,
                         const OptimizerOptions &options,
                         OptimizerConfig &config) {
   config = OptimizerConfig();
-  config.kind =
-      options.kind ? *options.kind : metadata.optimizer;
+  config.kind = options.kind ? *options.kind : metadata.optimizer;
   bool adam = config.kind == OptimizerKind::Adam;
   config.lr = options.lr.value_or(adam ? 1e-3 : 0.01);
   config.momentum = options.momentum.value_or(

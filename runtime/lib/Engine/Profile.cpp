@@ -180,7 +180,8 @@ Status buildProfileMeasurement(const ModelMetadata &meta,
   // tag), from the later start to the later end.
   std::map<std::tuple<int64_t, int64_t, int64_t>, const TraceEvent *> recvs;
   for (const TraceEvent &e : result.trace) {
-    const ActionSpec &a = meta.ranks[size_t(e.rank % K)].actions[size_t(e.action)];
+    const ActionSpec &a =
+        meta.ranks[size_t(e.rank % K)].actions[size_t(e.action)];
     if (a.isRecv())
       recvs[{e.step, e.rank, a.tag}] = &e;
   }
@@ -190,7 +191,8 @@ Status buildProfileMeasurement(const ModelMetadata &meta,
   for (const TraceEvent &e : result.trace) {
     if (std::find(steps.begin(), steps.end(), e.step) == steps.end())
       continue;
-    const ActionSpec &a = meta.ranks[size_t(e.rank % K)].actions[size_t(e.action)];
+    const ActionSpec &a =
+        meta.ranks[size_t(e.rank % K)].actions[size_t(e.action)];
     if (a.isSend()) {
       int64_t replica = e.rank / K;
       auto it = recvs.find({e.step, replica * K + a.peer, a.tag});
@@ -305,11 +307,10 @@ Status writeProfile(const std::string &path, const ModelMetadata &meta,
                            "another path (it is left as it is)");
     for (const char *key : {"source", "target", "precision"})
       if (old.value(key, "") != root[key].get<std::string>())
-        return Status::error(
-            "--profile " + path + ": the file profiles " + key + " '" +
-            old.value(key, "") + "', this run '" +
-            root[key].get<std::string>() +
-            "'; give another path (it is left as it is)");
+        return Status::error("--profile " + path + ": the file profiles " +
+                             key + " '" + old.value(key, "") + "', this run '" +
+                             root[key].get<std::string>() +
+                             "'; give another path (it is left as it is)");
     if (old.contains("measurements") && old["measurements"].is_array())
       for (const Json &m : old["measurements"]) {
         if (!m.is_object())
@@ -326,8 +327,7 @@ Status writeProfile(const std::string &path, const ModelMetadata &meta,
         // A repeat: the faster run stays.
         int64_t runs = m.value("runs", int64_t(1)) + 1;
         double oldStep = m.value("step_seconds", 0.0);
-        if (oldStep > 0 &&
-            oldStep <= measurement.value("step_seconds", 0.0))
+        if (oldStep > 0 && oldStep <= measurement.value("step_seconds", 0.0))
           measurement = m;
         measurement["runs"] = runs;
       }

@@ -58,10 +58,9 @@ bool RunState::exchangeStepRecords(int64_t step) {
       bool reported = mine.outputReported[size_t(mb)];
       put(record, uint8_t(reported));
       if (reported)
-        record.insert(record.end(),
-                      mine.outputs.begin() + long(size_t(mb) * outputBytes),
-                      mine.outputs.begin() +
-                          long(size_t(mb + 1) * outputBytes));
+        record.insert(
+            record.end(), mine.outputs.begin() + long(size_t(mb) * outputBytes),
+            mine.outputs.begin() + long(size_t(mb + 1) * outputBytes));
     }
   if (!nonFiniteMessage.empty()) {
     put(record, nonFiniteSite);

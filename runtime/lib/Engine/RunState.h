@@ -30,6 +30,7 @@
 #include "Arena.h"
 #include "FlightRecorder.h"
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -39,7 +40,6 @@
 #include <string>
 #include <thread>
 #include <tuple>
-#include <array>
 #include <vector>
 
 namespace gpipe::rt {
@@ -172,9 +172,9 @@ namespace gpipe::rt {
 /// updates): the optimizer over the trainable parameters, then each batch
 /// norm's running statistics from their accumulated sums.
 template <typename AnyDevice>
-Status stepStage(AnyDevice &device, const OptimizerConfig &config,
-                 int64_t step, const StagePlan &plan, float *params,
-                 const float *grads, float *state) {
+Status stepStage(AnyDevice &device, const OptimizerConfig &config, int64_t step,
+                 const StagePlan &plan, float *params, const float *grads,
+                 float *state) {
   Status s = device.optimizerStep(config, step, params, grads, state,
                                   plan.trainableBytes / 4);
   for (const RunningStatsSlot &stats : plan.runningStats) {

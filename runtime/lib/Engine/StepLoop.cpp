@@ -20,11 +20,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
-#include <system_error>
 #include <limits>
+#include <optional>
 #include <pthread.h>
 #include <sched.h>
+#include <system_error>
 
 namespace gpipe::rt {
 namespace {
@@ -69,8 +69,7 @@ void RunState::startRankThreads() {
   int64_t local = 0;
   for (int64_t w = 0; w < numWorkers(); ++w)
     local += isLocal(w);
-  if (!mpi && local > 1 &&
-      sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+  if (!mpi && local > 1 && sched_getaffinity(0, sizeof allowed, &allowed) == 0)
     for (int c = 0; c < CPU_SETSIZE; ++c)
       if (CPU_ISSET(c, &allowed))
         cpus.push_back(c);
@@ -99,8 +98,8 @@ void RunState::startRankThreads() {
         mainCv.notify_all();
       });
     } catch (const std::system_error &e) {
-      fail(startStep + 1, "cannot start the thread of " + workerName(w) +
-                              ": " + e.what() +
+      fail(startStep + 1, "cannot start the thread of " + workerName(w) + ": " +
+                              e.what() +
                               " (out of memory or threads; a memory limit "
                               "such as ulimit -v too low?)");
       break;
@@ -119,7 +118,7 @@ void RunState::joinRankThreads() {
     while (exitedThreads < threads.size()) {
       if (abortFlag && !deadline)
         deadline = Clock::now() + std::chrono::nanoseconds(std::min<int64_t>(
-                                       timeoutNs, 2'000'000'000));
+                                      timeoutNs, 2'000'000'000));
       if (deadline && Clock::now() >= *deadline)
         break;
       mainCv.wait_for(lock, std::chrono::milliseconds(100));
@@ -132,8 +131,7 @@ void RunState::joinRankThreads() {
       std::string message =
           firstError().message() + "\nthe run stopped, but " +
           std::to_string(threads.size() - exitedThreads) + " of " +
-          std::to_string(threads.size()) +
-          " rank threads did not end within " +
+          std::to_string(threads.size()) + " rank threads did not end within " +
           formatSeconds(std::min(options.timeoutSeconds, 2.0)) +
           " s after it (stuck inside a kernel or library call, such as "
           "OpenBLAS failing to map its buffers under a memory limit); "
@@ -158,8 +156,7 @@ void RunState::joinRankThreads() {
 
 void RunState::rankMain(gpipe_rt_rank *rank) {
   if (Status s = rank->device->bind(blasThreads); !s.ok()) {
-    fail(startStep + 1,
-         workerName(rank->index) + ": " + s.message());
+    fail(startStep + 1, workerName(rank->index) + ": " + s.message());
     return;
   }
   gpipe_model_rank_fn fn = model.rankFunction(rank->rank);
@@ -219,8 +216,8 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
       return;
     }
     if (rank->current >= 0 || rank->nextAction != int64_t(numActions)) {
-      fail(rank, workerName(rank->index) + ": " +
-                     rank->plan->symbol + " returned after beginning " +
+      fail(rank, workerName(rank->index) + ": " + rank->plan->symbol +
+                     " returned after beginning " +
                      std::to_string(rank->nextAction) + " of its " +
                      std::to_string(numActions) + " actions" +
                      (rank->current >= 0
@@ -232,9 +229,8 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     if (!finishStep(rank))
       return;
     abandon.armed = false;
-    rank->heapAllocations = heapBefore < 0
-                                ? -1
-                                : heapAllocationsOnThisThread() - heapBefore;
+    rank->heapAllocations =
+        heapBefore < 0 ? -1 : heapAllocationsOnThisThread() - heapBefore;
     if (options.timeKernels)
       for (int c = 0; c < GPIPE_RT_KERNEL_CLASS_COUNT; ++c)
         rank->kernelNs[size_t(c)] =
@@ -263,8 +259,7 @@ bool RunState::finishStep(gpipe_rt_rank *rank) {
     return false;
   }
   if (inspections.size() != rank->deferred.size()) {
-    fail(rank, workerName(rank->index) +
-                   ": the device answered " +
+    fail(rank, workerName(rank->index) + ": the device answered " +
                    std::to_string(inspections.size()) + " of " +
                    std::to_string(rank->deferred.size()) + " inspections");
     return false;
@@ -501,8 +496,8 @@ bool RunState::collectOutputs(int64_t step, RunResult &result) {
         return false;
       }
       for (int64_t j = 0; j < rows; ++j) {
-        int64_t sample = step * batch + d * meta.replicaBatchSize() +
-                         mb * rows + j - first;
+        int64_t sample =
+            step * batch + d * meta.replicaBatchSize() + mb * rows + j - first;
         // The padding of a partial last mini-batch.
         if (sample >= result.outputSamples)
           continue;

@@ -16,11 +16,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <sstream>
 #include <tuple>
-#include <cstdio>
-#include <cstring>
 #include <unistd.h>
 
 namespace gpipe::rt {
@@ -259,43 +259,40 @@ Status writeTimelineSVG(const std::string &path, const ModelMetadata &metadata,
   auto x = [&](double us) { return left + us / spanUs * width; };
 
   std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << left + width + 20
-      << "\" height=\"" << height
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\""
+      << left + width + 20 << "\" height=\"" << height
       << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"10\" y=\"20\" font-size=\"14\">"
-      << escape(metadata.source) << ": " << K << " ranks, "
-      << metadata.microbatches << " micro-batches, schedule "
-      << escape(metadata.schedule) << ", remat " << escape(metadata.remat)
-      << "</text>\n"
-      << "<text x=\"10\" y=\"36\">" << (hasPrediction
-                                               ? "the compiler's predicted "
-                                                 "step above the measured "
-                                                 "one, on one time scale"
-                                               : "measured (the model "
-                                                 "carries no predicted "
-                                                 "timeline)")
+      << "<text x=\"10\" y=\"20\" font-size=\"14\">" << escape(metadata.source)
+      << ": " << K << " ranks, " << metadata.microbatches
+      << " micro-batches, schedule " << escape(metadata.schedule) << ", remat "
+      << escape(metadata.remat) << "</text>\n"
+      << "<text x=\"10\" y=\"36\">"
+      << (hasPrediction ? "the compiler's predicted "
+                          "step above the measured "
+                          "one, on one time scale"
+                        : "measured (the model "
+                          "carries no predicted "
+                          "timeline)")
       << "</text>\n";
-  auto drawPanel = [&](int panel, const std::string &title,
-                       const Rows &rows,
+  auto drawPanel = [&](int panel, const std::string &title, const Rows &rows,
                        const std::vector<double> &busyMs) {
     double y0 = top + panel * panelHeight;
-    svg << "<text x=\"10\" y=\"" << y0 + 16
-        << "\" font-weight=\"bold\">" << escape(title) << "</text>\n";
+    svg << "<text x=\"10\" y=\"" << y0 + 16 << "\" font-weight=\"bold\">"
+        << escape(title) << "</text>\n";
     for (int64_t r = 0; r < K; ++r) {
       double y = y0 + panelTitle + r * (rowHeight + rowGap);
       svg << "<text x=\"10\" y=\"" << y + 15 << "\">rank " << r << " (busy "
           << fixed(busyMs[size_t(r)], 2) << " ms)</text>\n";
       for (const auto &[action, begin, end] : rows[size_t(r)]) {
-        const ActionSpec &a =
-            metadata.ranks[size_t(r)].actions[size_t(action)];
+        const ActionSpec &a = metadata.ranks[size_t(r)].actions[size_t(action)];
         bool transfer = a.isTransfer();
         double bx = x(begin), bw = std::max(0.5, x(end) - x(begin));
         double by = transfer ? y + rowHeight - 4 : y;
         double bh = transfer ? 4 : rowHeight;
-        svg << "<rect x=\"" << fixed(bx, 2) << "\" y=\"" << by
-            << "\" width=\"" << fixed(bw, 2) << "\" height=\"" << bh
-            << "\" fill=\"" << kindColour(a.kind)
+        svg << "<rect x=\"" << fixed(bx, 2) << "\" y=\"" << by << "\" width=\""
+            << fixed(bw, 2) << "\" height=\"" << bh << "\" fill=\""
+            << kindColour(a.kind)
             << "\" stroke=\"white\" stroke-width=\"0.5\"><title>"
             << escape(actionLabel(a)) << ": " << fixed(end - begin, 1)
             << " us</title></rect>\n";
@@ -328,8 +325,9 @@ Status writeTimelineSVG(const std::string &path, const ModelMetadata &metadata,
                   " ms per step",
               predicted, busyOf(predicted));
   }
-  drawPanel(panel, "measured, step " + std::to_string(step + 1) + " (the median): " +
-                       fixed(measuredEnd * 1e-3, 3) + " ms",
+  drawPanel(panel,
+            "measured, step " + std::to_string(step + 1) +
+                " (the median): " + fixed(measuredEnd * 1e-3, 3) + " ms",
             measured, busyOf(measured));
 
   // Time axis and legend.
@@ -342,21 +340,20 @@ Status writeTimelineSVG(const std::string &path, const ModelMetadata &metadata,
   else if (spanUs / tick > 10)
     tick *= 2;
   for (double t = 0; t <= spanUs + 1e-9; t += tick)
-    svg << "<line x1=\"" << fixed(x(t), 2) << "\" y1=\"" << axisY
-        << "\" x2=\"" << fixed(x(t), 2) << "\" y2=\"" << axisY + 4
+    svg << "<line x1=\"" << fixed(x(t), 2) << "\" y1=\"" << axisY << "\" x2=\""
+        << fixed(x(t), 2) << "\" y2=\"" << axisY + 4
         << "\" stroke=\"black\"/><text x=\"" << fixed(x(t), 2) << "\" y=\""
         << axisY + 16 << "\" text-anchor=\"middle\">" << shortMs(t * 1e-3)
         << " ms</text>\n";
   double lx = left;
-  for (auto [kind, name] :
-       {std::pair{ActionKind::Forward, "forward"},
-        {ActionKind::Backward, "backward"},
-        {ActionKind::BackwardInput, "backward (input)"},
-        {ActionKind::BackwardWeight, "backward (weight)"},
-        {ActionKind::Recompute, "recompute"},
-        {ActionKind::Step, "optimizer step"},
-        {ActionKind::ReduceGrad, "reduce / tied sum"},
-        {ActionKind::SendF, "send / receive"}}) {
+  for (auto [kind, name] : {std::pair{ActionKind::Forward, "forward"},
+                            {ActionKind::Backward, "backward"},
+                            {ActionKind::BackwardInput, "backward (input)"},
+                            {ActionKind::BackwardWeight, "backward (weight)"},
+                            {ActionKind::Recompute, "recompute"},
+                            {ActionKind::Step, "optimizer step"},
+                            {ActionKind::ReduceGrad, "reduce / tied sum"},
+                            {ActionKind::SendF, "send / receive"}}) {
     svg << "<rect x=\"" << lx << "\" y=\"" << axisY + 30
         << "\" width=\"12\" height=\"12\" fill=\"" << kindColour(kind)
         << "\"/><text x=\"" << lx + 16 << "\" y=\"" << axisY + 40 << "\">"

@@ -16,8 +16,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdint>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -184,15 +184,13 @@ Status readTensors(const SafeTensorsFile &file,
   for (const auto &[name, shape] : expected) {
     const SafeTensorInfo *info = file.find(name);
     if (!info)
-      return Status::error(file.name() + ": tensor '" + name +
-                           "' is missing");
+      return Status::error(file.name() + ": tensor '" + name + "' is missing");
     if (info->shape != shape)
       return Status::error(file.name() + ": tensor '" + name + "' has shape " +
                            shapeText(info->shape) + ", the model's is " +
                            shapeText(shape));
     if (info->dtype != SafeTensorsDType::F32)
-      return Status::error(file.name() + ": tensor '" + name +
-                           "' is not F32");
+      return Status::error(file.name() + ": tensor '" + name + "' is not F32");
     std::vector<float> &values = out[name];
     Status s = file.readF32(name, values);
     if (!s.ok())
@@ -218,8 +216,7 @@ std::string checkpointName(int64_t step) {
 }
 
 Status writeCheckpoint(const std::string &dir, const TrainingState &state,
-                       const ModelMetadata &meta, int keep,
-                       std::string *path,
+                       const ModelMetadata &meta, int keep, std::string *path,
                        std::vector<std::string> *warnings) {
   Status s = makeDirectories(dir);
   if (!s.ok())
@@ -244,14 +241,10 @@ Status writeCheckpoint(const std::string &dir, const TrainingState &state,
   if (::mkdir(temp.c_str(), 0755) != 0)
     return Status::error("cannot create " + temp + ": " + errnoText());
   nlohmann::json manifest = {
-      {"format", "gpipe-checkpoint"},
-      {"version", 2},
-      {"step", state.step},
-      {"seed", std::to_string(state.seed)},
-      {"optimizer", state.optimizer},
-      {"optimizer_steps", state.optimizerSteps},
-      {"source", state.source},
-      {"files", nlohmann::json::object()},
+      {"format", "gpipe-checkpoint"}, {"version", 2},
+      {"step", state.step},           {"seed", std::to_string(state.seed)},
+      {"optimizer", state.optimizer}, {"optimizer_steps", state.optimizerSteps},
+      {"source", state.source},       {"files", nlohmann::json::object()},
   };
   for (const auto &[file, bytes] :
        {std::pair<const char *, const std::vector<uint8_t> &>{kParams, params},
@@ -267,7 +260,7 @@ Status writeCheckpoint(const std::string &dir, const TrainingState &state,
   manifest[kManifestChecksum] = manifestChecksum(manifest);
   std::string text = manifest.dump(2) + "\n";
   s = writeFileDurably(temp + "/" + kManifest,
-                   std::vector<uint8_t>(text.begin(), text.end()));
+                       std::vector<uint8_t>(text.begin(), text.end()));
   if (!s.ok()) {
     removeTree(temp);
     return s;
@@ -312,8 +305,8 @@ Status writeCheckpoint(const std::string &dir, const TrainingState &state,
     if (names[i] != name)
       if (std::string why = removeTree(dir + "/" + names[i]);
           !why.empty() && warnings)
-        warnings->push_back("could not remove the old checkpoint " + dir +
-                            "/" + names[i] + " (" + why +
+        warnings->push_back("could not remove the old checkpoint " + dir + "/" +
+                            names[i] + " (" + why +
                             "); it stays beside the newest " +
                             std::to_string(std::max(keep, 1)));
   for (const std::string &t : listEntries(dir, kTempPrefix)) {
@@ -348,8 +341,7 @@ Status readCheckpointUnguarded(const std::string &path,
     if (it == manifest.end())
       return Status::error(path + "/" + kManifest + ": no '" + key + "'");
     if (!it->is_number_integer() ||
-        (it->is_number_unsigned() &&
-         it->get<uint64_t>() > uint64_t(INT64_MAX)))
+        (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(INT64_MAX)))
       return Status::error(path + "/" + kManifest + ": '" + key +
                            "' is not an integer of 64 bits: " + it->dump());
     out = it->get<int64_t>();
@@ -414,8 +406,8 @@ Status readCheckpointUnguarded(const std::string &path,
       stateShapes[slot + "." + p.name] = p.shape;
   }
   for (const auto &[file, shapes, out] :
-       {std::tuple<const char *, const std::map<std::string,
-                                                std::vector<int64_t>> &,
+       {std::tuple<const char *,
+                   const std::map<std::string, std::vector<int64_t>> &,
                    std::map<std::string, std::vector<float>> &>{
             kParams, paramShapes, state.parameters},
         {kOptimizer, stateShapes, state.optimizerState}}) {
@@ -483,9 +475,9 @@ Status findLatestCheckpoint(const std::string &dir, const ModelMetadata &meta,
       skipped->push_back(candidate + ": " + s.message());
     reasons += "\n  " + candidate + ": " + s.message();
   }
-  return Status::error("no usable checkpoint in " + dir +
-                       (names.empty() ? std::string(" (it holds none)")
-                                      : ":" + reasons));
+  return Status::error(
+      "no usable checkpoint in " + dir +
+      (names.empty() ? std::string(" (it holds none)") : ":" + reasons));
 }
 
 } // namespace gpipe::rt

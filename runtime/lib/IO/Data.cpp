@@ -105,8 +105,9 @@ Status readTensor(const SafeTensorsFile &file, const char *name,
   if (!info) {
     // A single input also goes by the model's name for it.
     std::string also = !spec.name.empty() && spec.name != name
-                           ? " (or '" + spec.name + "', the model's name "
-                                                    "for its input)"
+                           ? " (or '" + spec.name +
+                                 "', the model's name "
+                                 "for its input)"
                            : "";
     return Status::error(file.name() + ": no tensor '" + name + "'" + also +
                          "; the model expects " + want + " (the file holds " +
@@ -143,8 +144,10 @@ Status readTensor(const SafeTensorsFile &file, const char *name,
       int64_t perSample = samples ? count / samples : 1;
       return Status::error(
           file.name() + ": tensor '" + name + "': " +
-          (std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf") + " at position " +
-          positionString(i, info->shape) + " (sample " +
+          (std::isnan(v) ? "nan"
+           : v > 0       ? "inf"
+                         : "-inf") +
+          " at position " + positionString(i, info->shape) + " (sample " +
           std::to_string(perSample ? i / perSample : 0) +
           "); training data must be finite: fix or drop that sample");
     }
@@ -436,11 +439,13 @@ Status datasetFromSafeTensors(const SafeTensorsFile &file,
   int64_t batch = metadata.batchSize();
   // Inference pads a partial last mini-batch instead (RunOptions::predict).
   if (inputSamples < batch && !metadata.inference)
-    return Status::error(
-        file.name() + ": " + std::to_string(inputSamples) + " sample" +
-        (inputSamples == 1 ? "" : "s") + ", fewer than one mini-batch of " +
-        std::to_string(batch) + " (every batch would repeat samples); give "
-        "at least " + std::to_string(batch) + " samples");
+    return Status::error(file.name() + ": " + std::to_string(inputSamples) +
+                         " sample" + (inputSamples == 1 ? "" : "s") +
+                         ", fewer than one mini-batch of " +
+                         std::to_string(batch) +
+                         " (every batch would repeat samples); give "
+                         "at least " +
+                         std::to_string(batch) + " samples");
   data->samples = inputSamples;
   data->inputSampleBytes = metadata.input.sampleBytes();
   if (metadata.labels) {
@@ -552,8 +557,8 @@ Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
     return Status::success();
   }
   if (hint == "images") {
-    if (in.dtype != GPIPE_RT_F32 || in.shape.size() != 4 ||
-        !metadata.labels || metadata.labels->dtype != GPIPE_RT_I64 ||
+    if (in.dtype != GPIPE_RT_F32 || in.shape.size() != 4 || !metadata.labels ||
+        metadata.labels->dtype != GPIPE_RT_I64 ||
         metadata.labels->shape.size() != 1 || metadata.labels->classes < 1)
       return Status::error("built-in images need f32 input [B, C, H, W] and "
                            "i64 labels [B]; pass --data FILE.safetensors");

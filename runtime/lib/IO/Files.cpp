@@ -64,8 +64,7 @@ bool writeAll(int fd, const std::vector<uint8_t> &bytes) {
 
 } // namespace
 
-Status replaceFile(const std::string &path,
-                   const std::vector<uint8_t> &bytes) {
+Status replaceFile(const std::string &path, const std::vector<uint8_t> &bytes) {
   // A symbolic link: replace what it points to and keep the link.
   std::string target = path;
   struct stat st;

@@ -25,14 +25,14 @@
 #include "gpipe/Runtime/Engine.h"
 #include "gpipe/Runtime/Transport.h"
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
-#include <thread>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <tuple>
 #include <vector>
 

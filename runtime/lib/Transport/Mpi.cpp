@@ -124,8 +124,7 @@ Wait send(const void *data, int64_t bytes, int peer, int tag,
   do {
     int64_t n = std::min(bytes - done, kChunkBytes);
     MPI_Request request;
-    MPI_Issend(p + done, int(n), MPI_BYTE, peer, tag, MPI_COMM_WORLD,
-               &request);
+    MPI_Issend(p + done, int(n), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &request);
     Wait w = waitFor(request, deadline, abortMessage);
     if (w != Wait::Done)
       return w;
@@ -204,8 +203,8 @@ Wait gather(const std::vector<uint8_t> &mine,
   all[0] = mine;
   for (int peer = 1; peer < n; ++peer) {
     uint64_t bytes = 0;
-    Wait w = recv(&bytes, sizeof bytes, peer, gatherTag(), deadline,
-                  abortMessage);
+    Wait w =
+        recv(&bytes, sizeof bytes, peer, gatherTag(), deadline, abortMessage);
     if (w != Wait::Done)
       return w;
     all[size_t(peer)].resize(bytes);
@@ -236,7 +235,8 @@ Wait broadcast(std::vector<uint8_t> &data, Clock::time_point deadline,
     return Wait::Done;
   }
   uint64_t bytes = 0;
-  Wait w = recv(&bytes, sizeof bytes, 0, broadcastTag(), deadline, abortMessage);
+  Wait w =
+      recv(&bytes, sizeof bytes, 0, broadcastTag(), deadline, abortMessage);
   if (w != Wait::Done)
     return w;
   data.resize(bytes);
@@ -394,8 +394,8 @@ Wait Reduce::wait(Clock::time_point deadline, std::string &abortMessage,
       for (size_t i = 0; i < state->requests.size(); ++i) {
         int done = 0;
         MPI_Test(&state->requests[i], &done, MPI_STATUS_IGNORE);
-        if (!done && std::find(late.begin(), late.end(), state->peers[i]) ==
-                         late.end())
+        if (!done &&
+            std::find(late.begin(), late.end(), state->peers[i]) == late.end())
           late.push_back(state->peers[i]);
       }
       std::sort(late.begin(), late.end());

@@ -85,9 +85,8 @@ public:
   /// Starts the exchange of `count` gradients at `grads` (host memory) in
   /// `out` (made when null, else restarted: it must be complete); fails
   /// when a share exceeds MPI's int count.
-  static Status start(float *grads, float *scratch, int64_t count,
-                      int replicas, int replica, int64_t stage,
-                      std::unique_ptr<Reduce> &out);
+  static Status start(float *grads, float *scratch, int64_t count, int replicas,
+                      int replica, int64_t stage, std::unique_ptr<Reduce> &out);
   ~Reduce();
   /// Advances without waiting; true once complete.
   bool test();

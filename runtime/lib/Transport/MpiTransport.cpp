@@ -33,8 +33,7 @@ Status checkMpiProcesses(const ModelMetadata &meta) {
   if (mpi::size() != numWorkers)
     return Status::error(
         "mpirun started " + std::to_string(mpi::size()) +
-        " processes but the model has " + std::to_string(numRanks) +
-        " ranks" +
+        " processes but the model has " + std::to_string(numRanks) + " ranks" +
         (meta.dataParallel > 1
              ? " x " + std::to_string(meta.dataParallel) + " replicas"
              : std::string()) +
@@ -142,12 +141,12 @@ bool MpiTransport::transfer(const Transfer &t) {
 
 bool MpiTransport::startReduction(const Reduction &r) {
   Pending &pending = reductions[r.stage];
-  Status s = pending.active
-                 ? Status::error("the stage's gradients are already being "
-                                 "reduced this step")
-                 : mpi::Reduce::start(r.grads, r.scratch, r.count,
-                                      int(replicas), int(r.replica), r.stage,
-                                      pending.op);
+  Status s =
+      pending.active
+          ? Status::error("the stage's gradients are already being "
+                          "reduced this step")
+          : mpi::Reduce::start(r.grads, r.scratch, r.count, int(replicas),
+                               int(r.replica), r.stage, pending.op);
   if (!s.ok()) {
     run.failRank(r.worker, run.where(r.worker, r.action) + ": " + s.message());
     return false;
@@ -165,10 +164,10 @@ bool MpiTransport::finishReduction(int64_t, int64_t stage) {
   pending.active = false;
   const Reduction &r = pending.request;
   std::string abortMessage, missing;
-  mpi::Wait w = pending.op->wait(
-      mpi::Clock::now() +
-          std::chrono::nanoseconds(int64_t(timeoutSeconds * 1e9)),
-      abortMessage, missing);
+  mpi::Wait w =
+      pending.op->wait(mpi::Clock::now() + std::chrono::nanoseconds(
+                                               int64_t(timeoutSeconds * 1e9)),
+                       abortMessage, missing);
   if (w == mpi::Wait::Done)
     return true;
   run.failRank(r.worker,

@@ -44,8 +44,7 @@ int64_t getReduceShare(int64_t count, int64_t replicas) {
   return replicas > 0 ? (count + replicas - 1) / replicas : count;
 }
 
-std::pair<int64_t, int64_t> getReduceShareRange(int64_t count,
-                                                int64_t replicas,
+std::pair<int64_t, int64_t> getReduceShareRange(int64_t count, int64_t replicas,
                                                 int64_t replica) {
   const int64_t share = getReduceShare(count, replicas);
   const int64_t begin = std::min(count, replica * share);
@@ -64,10 +63,9 @@ void sumShare(float *mine, const float *others, int64_t replicas,
   for (int64_t at = lo; at < hi; at += kBlock) {
     const int64_t n = std::min(kBlock, hi - at);
     for (int64_t j = 0; j < replicas; ++j) {
-      const float *x = j == replica
-                           ? mine + at
-                           : others + (j < replica ? j : j - 1) * share +
-                                 (at - lo);
+      const float *x =
+          j == replica ? mine + at
+                       : others + (j < replica ? j : j - 1) * share + (at - lo);
       if (j == 0)
         for (int64_t i = 0; i < n; ++i)
           acc[i] = x[i];

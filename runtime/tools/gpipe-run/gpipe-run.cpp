@@ -21,9 +21,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <csignal>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
@@ -178,9 +178,10 @@ const char *volatile gDoing = "starting";
 /// Only what needs no memory: the handler may run on any rank's thread.
 void outOfMemory() {
   std::fflush(stdout);
-  std::fprintf(stderr, "gpipe-run: error: out of memory while %s; free "
-                       "memory, or compile a smaller plan (fewer or smaller "
-                       "micro-batches, remat)\n",
+  std::fprintf(stderr,
+               "gpipe-run: error: out of memory while %s; free "
+               "memory, or compile a smaller plan (fewer or smaller "
+               "micro-batches, remat)\n",
                gDoing);
   std::fflush(stderr);
   if (gMpi)
@@ -203,7 +204,8 @@ void checkArenasFit(const ModelMetadata &meta) {
     if (rank.arenaBytes > physical)
       fatal("rank " + std::to_string(rank.rank) + "'s arena needs " +
             bytesString(rank.arenaBytes) + ", more than this machine's " +
-            bytesString(physical) + " of memory; compile a smaller plan "
+            bytesString(physical) +
+            " of memory; compile a smaller plan "
             "(a smaller batch, more micro-batches or stages, remat)");
     total = rank.arenaBytes > INT64_MAX - total ? INT64_MAX
                                                 : total + rank.arenaBytes;
@@ -212,7 +214,8 @@ void checkArenasFit(const ModelMetadata &meta) {
   if (!gMpi && total > physical)
     fatal("the " + std::to_string(meta.ranks.size()) + " ranks' arenas need " +
           bytesString(total) + " together, more than this machine's " +
-          bytesString(physical) + " of memory; compile a smaller plan "
+          bytesString(physical) +
+          " of memory; compile a smaller plan "
           "(a smaller batch, more micro-batches or stages, remat)");
 }
 
@@ -242,8 +245,7 @@ int64_t parseInteger(const std::string &flag, const std::string &text,
 /// creating and removing one (permissions, read-only file systems and
 /// full quotas all show). Empty when it can, else why not.
 std::string probeWritable(const std::string &dir) {
-  std::string probe =
-      dir + "/.gpipe-run-probe-" + std::to_string(::getpid());
+  std::string probe = dir + "/.gpipe-run-probe-" + std::to_string(::getpid());
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
   if (fd < 0)
     return std::strerror(errno);
@@ -254,8 +256,8 @@ std::string probeWritable(const std::string &dir) {
 
 std::string parentOf(const std::string &path) {
   size_t slash = path.find_last_not_of('/');
-  slash = slash == std::string::npos ? std::string::npos
-                                     : path.rfind('/', slash);
+  slash =
+      slash == std::string::npos ? std::string::npos : path.rfind('/', slash);
   if (slash == std::string::npos)
     return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
@@ -281,8 +283,7 @@ void checkOutputPath(const std::string &flag, const std::string &path) {
     return;
   }
   if (std::string why = probeWritable(dir); !why.empty())
-    fatal(flag + " " + path + ": cannot create files in '" + dir +
-          "': " + why);
+    fatal(flag + " " + path + ": cannot create files in '" + dir + "': " + why);
 }
 
 /// The same for the checkpoint directory, created when the first
@@ -381,9 +382,8 @@ Args parseArgs(int argc, char **argv) {
       args.resumeDir = value;
       continue;
     }
-    if (flag == "--quiet" || flag == "--resume" ||
-        flag == "--emulate-device" || flag == "--predict" ||
-        flag == "--kernel-times") {
+    if (flag == "--quiet" || flag == "--resume" || flag == "--emulate-device" ||
+        flag == "--predict" || flag == "--kernel-times") {
       if (inlineValue)
         usageError(flag + " takes no value");
       if (flag == "--resume")
@@ -395,13 +395,29 @@ Args parseArgs(int argc, char **argv) {
                                   : args.emulateDevice) = true;
       continue;
     }
-    static const char *const kValued[] = {
-        "--data",        "--steps",        "--optimizer", "--lr",
-        "--momentum",    "--weight-decay", "--seed",      "--save-grads",
-        "--save-params", "--trace",        "--timeout",   "--inject-fault",
-        "--checkpoint-dir", "--checkpoint-every", "--keep-checkpoints",
-        "--on-nonfinite", "--inject-nan", "--transport", "--gpu",
-        "--params", "--save-outputs", "--profile", "--blas-threads"};
+    static const char *const kValued[] = {"--data",
+                                          "--steps",
+                                          "--optimizer",
+                                          "--lr",
+                                          "--momentum",
+                                          "--weight-decay",
+                                          "--seed",
+                                          "--save-grads",
+                                          "--save-params",
+                                          "--trace",
+                                          "--timeout",
+                                          "--inject-fault",
+                                          "--checkpoint-dir",
+                                          "--checkpoint-every",
+                                          "--keep-checkpoints",
+                                          "--on-nonfinite",
+                                          "--inject-nan",
+                                          "--transport",
+                                          "--gpu",
+                                          "--params",
+                                          "--save-outputs",
+                                          "--profile",
+                                          "--blas-threads"};
     bool known = false;
     for (const char *k : kValued)
       known |= flag == k;
@@ -457,15 +473,14 @@ Args parseArgs(int argc, char **argv) {
     } else if (flag == "--blas-threads") {
       run.blasThreads = parseInteger(flag, value, 1);
       if (run.blasThreads > 1024)
-        usageError("--blas-threads must be at most 1024, got '" + value +
-                   "'");
+        usageError("--blas-threads must be at most 1024, got '" + value + "'");
     } else if (flag == "--timeout") {
       run.timeoutSeconds = parseNumber(flag, value);
       if (!(run.timeoutSeconds > 0))
         usageError("--timeout must be positive, got '" + value + "'");
       if (run.timeoutSeconds > 1e6)
-        usageError("--timeout must be at most 1000000 seconds, got '" +
-                   value + "'");
+        usageError("--timeout must be at most 1000000 seconds, got '" + value +
+                   "'");
     } else if (flag == "--checkpoint-dir") {
       if (value.empty())
         usageError("--checkpoint-dir is empty; give the directory to write "
@@ -608,23 +623,22 @@ void printKernelTimes(const RunResult &result) {
   std::printf("kernel time per step (ms, all ranks, %lld steps after the "
               "first 2): busy %.3f\n",
               static_cast<long long>(result.steadySteps), busy * 1e3);
-  std::printf("  GEMM %.3f (%.1f%%; inside sgemm %.3f), elementwise %.3f "
-              "(%.1f%%), normalization and losses %.3f (%.1f%%), data "
-              "movement %.3f (%.1f%%), optimizer %.3f (%.1f%%), outside "
-              "kernels %.3f (%.1f%%: the library's own code, runtime "
-              "calls, optimizer steps)\n",
-              ms(k[GPIPE_RT_KERNEL_CLASS_GEMM]),
-              share(k[GPIPE_RT_KERNEL_CLASS_GEMM]),
-              ms(k[GPIPE_RT_KERNEL_CLASS_SGEMM]),
-              ms(k[GPIPE_RT_KERNEL_CLASS_ELEMENTWISE]),
-              share(k[GPIPE_RT_KERNEL_CLASS_ELEMENTWISE]),
-              ms(k[GPIPE_RT_KERNEL_CLASS_NORMALIZATION]),
-              share(k[GPIPE_RT_KERNEL_CLASS_NORMALIZATION]),
-              ms(k[GPIPE_RT_KERNEL_CLASS_MOVEMENT]),
-              share(k[GPIPE_RT_KERNEL_CLASS_MOVEMENT]),
-              ms(k[GPIPE_RT_KERNEL_CLASS_OPTIMIZER]),
-              share(k[GPIPE_RT_KERNEL_CLASS_OPTIMIZER]), ms(outside),
-              share(outside));
+  std::printf(
+      "  GEMM %.3f (%.1f%%; inside sgemm %.3f), elementwise %.3f "
+      "(%.1f%%), normalization and losses %.3f (%.1f%%), data "
+      "movement %.3f (%.1f%%), optimizer %.3f (%.1f%%), outside "
+      "kernels %.3f (%.1f%%: the library's own code, runtime "
+      "calls, optimizer steps)\n",
+      ms(k[GPIPE_RT_KERNEL_CLASS_GEMM]), share(k[GPIPE_RT_KERNEL_CLASS_GEMM]),
+      ms(k[GPIPE_RT_KERNEL_CLASS_SGEMM]),
+      ms(k[GPIPE_RT_KERNEL_CLASS_ELEMENTWISE]),
+      share(k[GPIPE_RT_KERNEL_CLASS_ELEMENTWISE]),
+      ms(k[GPIPE_RT_KERNEL_CLASS_NORMALIZATION]),
+      share(k[GPIPE_RT_KERNEL_CLASS_NORMALIZATION]),
+      ms(k[GPIPE_RT_KERNEL_CLASS_MOVEMENT]),
+      share(k[GPIPE_RT_KERNEL_CLASS_MOVEMENT]),
+      ms(k[GPIPE_RT_KERNEL_CLASS_OPTIMIZER]),
+      share(k[GPIPE_RT_KERNEL_CLASS_OPTIMIZER]), ms(outside), share(outside));
 }
 
 } // namespace
@@ -664,13 +678,13 @@ int main(int argc, char **argv) {
   // Training and inference libraries are different programs.
   if (args.predict && !meta.inference)
     fatal(args.model + " was compiled for training; --predict needs a "
-          "library compiled with gpipe-compile --inference");
+                       "library compiled with gpipe-compile --inference");
   if (!args.predict && meta.inference)
     fatal(args.model + " was compiled with --inference and cannot train; "
-          "run it with --predict --data X.safetensors");
+                       "run it with --predict --data X.safetensors");
   if (!args.saveOutputs.empty() && !meta.output)
     fatal(args.model + " describes no output (compiled by an older "
-          "gpipe-compile?); recompile it to use --save-outputs");
+                       "gpipe-compile?); recompile it to use --save-outputs");
   checkArenasFit(meta);
   gDoing = "setting up the run";
   RunOptions &run = args.run;
@@ -687,12 +701,14 @@ int main(int argc, char **argv) {
     fatal("--transport nccl moves GPU buffers, for --target cuda models; "
           "this one runs on the CPU: use --transport mpi");
   if (args.gpu >= 0 && meta.target == "cpu")
-    fatal("--gpu " + std::to_string(args.gpu) + " is for --target cuda "
+    fatal("--gpu " + std::to_string(args.gpu) +
+          " is for --target cuda "
           "models; this one runs on the CPU");
   if (args.emulateDevice) {
     if (meta.target != "cpu")
       fatal("--emulate-device runs --target cpu models; this one is "
-            "compiled for --target " + meta.target);
+            "compiled for --target " +
+            meta.target);
     run.device = makeEmulatedDevice();
   } else {
     s = makeDevice(meta.target, gpu, run.device);
@@ -707,23 +723,24 @@ int main(int argc, char **argv) {
   run.profileLayers = !args.profile.empty();
   if (args.kernelTimes && meta.target != "cpu")
     fatal("--kernel-times times the CPU kernels; this model is compiled for "
-          "--target " + meta.target + " (use --trace for its actions)");
+          "--target " +
+          meta.target + " (use --trace for its actions)");
   run.timeKernels = args.kernelTimes;
   run.recordTrace = !args.trace.empty() || run.profileLayers;
 
   // Checkpoints: resume from the newest complete one, write new ones.
   // Under MPI every process must run the same model.
   if (gMpi) {
-    std::string model = meta.source + "|" + std::to_string(meta.stages) +
-                        "|" + std::to_string(meta.microbatches);
+    std::string model = meta.source + "|" + std::to_string(meta.stages) + "|" +
+                        std::to_string(meta.microbatches);
     for (const RankPlan &rank : meta.ranks)
       model += "|" + std::to_string(rank.arenaBytes);
     for (const ParameterSpec &p : meta.parameters)
       model += "|" + p.name;
     char hash[32];
-    std::snprintf(hash, sizeof hash, "%016llx",
-                  (unsigned long long)gpipe_rt_hash_name(model.data(),
-                                                         model.size()));
+    std::snprintf(
+        hash, sizeof hash, "%016llx",
+        (unsigned long long)gpipe_rt_hash_name(model.data(), model.size()));
     s = checkSameOnEveryProcess(meta.source + " (" + hash + ")", "the model",
                                 run.timeoutSeconds);
     if (!s.ok())
@@ -779,7 +796,8 @@ int main(int argc, char **argv) {
       closedir(d);
     }
   if (haveCheckpoints && !args.resume)
-    fatal(args.checkpointDir + " already holds checkpoints; pass --resume to "
+    fatal(args.checkpointDir +
+          " already holds checkpoints; pass --resume to "
           "continue from them, or choose another --checkpoint-dir");
 
   TrainingState resumed;
@@ -805,10 +823,10 @@ int main(int argc, char **argv) {
       // What the checkpoint holds, for comparing across MPI processes.
       uint64_t hash = 0;
       for (const auto &[name, values] : resumed.parameters)
-        hash ^= gpipe_rt_hash_name(
-                    reinterpret_cast<const char *>(values.data()),
-                    values.size() * 4) +
-                gpipe_rt_hash_name(name.data(), name.size());
+        hash ^=
+            gpipe_rt_hash_name(reinterpret_cast<const char *>(values.data()),
+                               values.size() * 4) +
+            gpipe_rt_hash_name(name.data(), name.size());
       char text[64];
       std::snprintf(text, sizeof text, "step %lld, contents %016llx",
                     (long long)resumed.step, (unsigned long long)hash);
@@ -980,18 +998,16 @@ int main(int argc, char **argv) {
   const StepMetrics &first = result.steps.front(), &last = result.steps.back();
   if (args.predict)
     std::printf("predicted %lld samples in %lld batches (%.3f s)\n",
-                (long long)result.outputSamples,
-                (long long)result.steps.size(), result.totalSeconds);
+                (long long)result.outputSamples, (long long)result.steps.size(),
+                result.totalSeconds);
   else
     std::printf("loss: %.6f -> %.6f over %lld steps (%.3f s)\n", first.loss,
-                last.loss, (long long)result.steps.size(),
-                result.totalSeconds);
+                last.loss, (long long)result.steps.size(), result.totalSeconds);
   // The schedule's own closed form; a model without the key is older and
   // has only GPipe's (K-1)/(M+K-1), said as such.
   std::string closedForm;
   if (!meta.predictedScheduleClosedFormBubble)
-    closedForm = "closed form " +
-                 numberOrNA(meta.predictedClosedFormBubble) +
+    closedForm = "closed form " + numberOrNA(meta.predictedClosedFormBubble) +
                  " (gpipe, (K-1)/(M+K-1))";
   else if (std::isnan(*meta.predictedScheduleClosedFormBubble))
     closedForm = "no closed form (" + meta.schedule + ")";
@@ -1012,8 +1028,8 @@ int main(int argc, char **argv) {
       seconds.erase(seconds.begin());
     std::sort(seconds.begin(), seconds.end());
     size_t n = seconds.size();
-    double median = n % 2 ? seconds[n / 2]
-                          : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
+    double median =
+        n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
     std::printf("step time: measured %.6f s (median%s), predicted %.6f s "
                 "(%+.1f%%)\n",
                 median, result.steps.size() > 1 ? " after the first" : "",
@@ -1034,15 +1050,15 @@ int main(int argc, char **argv) {
     std::printf("\n");
   }
   if (result.blasThreads > 0)
-    std::printf("BLAS: %lld thread%s per rank (%s)\n",
-                (long long)result.blasThreads,
-                result.blasThreads == 1 ? "" : "s",
-                result.blasThreadsReason.c_str());
+    std::printf(
+        "BLAS: %lld thread%s per rank (%s)\n", (long long)result.blasThreads,
+        result.blasThreads == 1 ? "" : "s", result.blasThreadsReason.c_str());
   if (args.kernelTimes)
     printKernelTimes(result);
   for (const ArenaReport &a : result.arenas)
     std::printf("arena %s: measured %s, planned %s: %s\n",
-                workerLabel(meta, a.rank).c_str(), bytesString(a.measuredBytes).c_str(),
+                workerLabel(meta, a.rank).c_str(),
+                bytesString(a.measuredBytes).c_str(),
                 bytesString(a.plannedBytes).c_str(),
                 a.measuredBytes == a.plannedBytes ? "equal" : "DIFFERENT");
   // What the process held at its peak next to what the plan covers: the
@@ -1061,15 +1077,15 @@ int main(int argc, char **argv) {
                   "plan's arenas %s%s\n",
                   bytesString(peak).c_str(), gMpi ? ", process 0" : "",
                   bytesString(planned).c_str(), onHost ? "" : " on the GPU");
-      std::printf("  %s%s: code and libraries (OpenBLAS, Open MPI%s), the "
-                  "model library, the training data, host copies of the "
-                  "parameters and optimizer state (outputs, checkpoints), "
-                  "thread stacks, the allocator's free memory\n",
-                  onHost ? "fixed overhead, the other " : "all host memory, ",
-                  onHost ? bytesString(std::max<int64_t>(0, peak - planned))
-                               .c_str()
-                         : bytesString(peak).c_str(),
-                  onHost ? "" : ", CUDA");
+      std::printf(
+          "  %s%s: code and libraries (OpenBLAS, Open MPI%s), the "
+          "model library, the training data, host copies of the "
+          "parameters and optimizer state (outputs, checkpoints), "
+          "thread stacks, the allocator's free memory\n",
+          onHost ? "fixed overhead, the other " : "all host memory, ",
+          onHost ? bytesString(std::max<int64_t>(0, peak - planned)).c_str()
+                 : bytesString(peak).c_str(),
+          onHost ? "" : ", CUDA");
     }
   }
   if (result.steadySteps > 0 && result.steadyHeapAllocations < 0)
@@ -1085,8 +1101,10 @@ int main(int argc, char **argv) {
   for (const ArenaReport &a : result.arenas)
     if (a.measuredBytes != a.plannedBytes)
       fatal(workerLabel(meta, a.rank) + " touched " +
-            std::to_string(a.measuredBytes) + " bytes of its arena but the "
-            "memory plan reserved " + std::to_string(a.plannedBytes) +
+            std::to_string(a.measuredBytes) +
+            " bytes of its arena but the "
+            "memory plan reserved " +
+            std::to_string(a.plannedBytes) +
             " (a compiler bug: please report it with the model)");
 
   gDoing = "writing the outputs";
@@ -1096,17 +1114,18 @@ int main(int argc, char **argv) {
     char loss[32];
     std::snprintf(loss, sizeof loss, "%.9g",
                   result.steps.empty() ? 0.0 : result.steps.front().loss);
-    s = writeParameterTensors(args.saveGrads, meta, result.firstGradients,
-                              {{"step", std::to_string(result.steps.front().step)},
-                               {"loss", loss}});
+    s = writeParameterTensors(
+        args.saveGrads, meta, result.firstGradients,
+        {{"step", std::to_string(result.steps.front().step)}, {"loss", loss}});
     if (!s.ok())
       fatal(s.message());
     std::printf("wrote the first step's gradients to %s\n",
                 args.saveGrads.c_str());
   }
   if (!args.saveParams.empty()) {
-    s = writeParameterTensors(args.saveParams, meta, result.finalParameters,
-                              {{"step", std::to_string(result.steps.back().step)}});
+    s = writeParameterTensors(
+        args.saveParams, meta, result.finalParameters,
+        {{"step", std::to_string(result.steps.back().step)}});
     if (!s.ok())
       fatal(s.message());
     std::printf("wrote the final parameters to %s\n", args.saveParams.c_str());

@@ -275,16 +275,19 @@ constexpr int kNumMutations = 11;
 
 const char *getMutationName(Mutation m) {
   static const char *const kNames[] = {
-      "swap I and W", "drop W",       "W before its I",   "wrong rank",
-      "duplicate",    "reorder transfers", "move transfer", "change peer",
-      "change micro-batch", "swap any", "drop any"};
+      "swap I and W",  "drop W",      "W before its I",
+      "wrong rank",    "duplicate",   "reorder transfers",
+      "move transfer", "change peer", "change micro-batch",
+      "swap any",      "drop any"};
   return kNames[static_cast<int>(m)];
 }
 
 /// Applies `mutation` to a random place of `schedule`; false when the
 /// schedule has no place for it (no W, one rank, ...).
 bool mutateSplit(Schedule &schedule, Mutation mutation, std::mt19937 &rng) {
-  auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  auto pick = [&](int n) {
+    return std::uniform_int_distribution<int>(0, n - 1)(rng);
+  };
   int numRanks = schedule.getNumRanks();
   // Positions of the actions satisfying `pred`.
   auto positions = [&](auto pred) {
@@ -295,7 +298,9 @@ bool mutateSplit(Schedule &schedule, Mutation mutation, std::mt19937 &rng) {
           found.push_back({r, i});
     return found;
   };
-  auto isW = [](const Action &a) { return a.kind == ActionKind::BackwardWeight; };
+  auto isW = [](const Action &a) {
+    return a.kind == ActionKind::BackwardWeight;
+  };
   auto isTransfer = [](const Action &a) { return isTransferKind(a.kind); };
   // The I of the W at (r, i), on the same rank.
   auto inputOf = [&](int r, int i) {
@@ -376,12 +381,13 @@ bool mutateSplit(Schedule &schedule, Mutation mutation, std::mt19937 &rng) {
           others.push_back(j);
       if (others.empty())
         return false;
-      std::swap(program[i], program[others[pick(static_cast<int>(others.size()))]]);
+      std::swap(program[i],
+                program[others[pick(static_cast<int>(others.size()))]]);
     } else {
       Action action = program[i];
       program.erase(program.begin() + i);
-      program.insert(program.begin() + pick(static_cast<int>(program.size()) + 1),
-                     action);
+      program.insert(
+          program.begin() + pick(static_cast<int>(program.size()) + 1), action);
     }
     return true;
   }
@@ -402,8 +408,9 @@ bool mutateSplit(Schedule &schedule, Mutation mutation, std::mt19937 &rng) {
     auto ms = positions([](const Action &a) { return hasMicrobatch(a.kind); });
     auto [r, i] = ms[pick(static_cast<int>(ms.size()))];
     Action &action = schedule.ranks[r][i];
-    action.microbatch = (action.microbatch + 1 + pick(2) * (schedule.numMicrobatches - 2)) %
-                        schedule.numMicrobatches;
+    action.microbatch =
+        (action.microbatch + 1 + pick(2) * (schedule.numMicrobatches - 2)) %
+        schedule.numMicrobatches;
     return schedule.numMicrobatches > 1;
   }
   case Mutation::SwapAny: {
@@ -467,17 +474,17 @@ std::string runIndependently(const Schedule &s) {
     };
     switch (a.kind) {
     case ActionKind::Forward:
-      return st == 0 || (rankOf(st - 1) == r
-                             ? count(ActionKind::Forward, st - 1, mb) > 0
-                             : count(ActionKind::RecvF, st, mb) > 0);
+      return st == 0 ||
+             (rankOf(st - 1) == r ? count(ActionKind::Forward, st - 1, mb) > 0
+                                  : count(ActionKind::RecvF, st, mb) > 0);
     case ActionKind::Recompute:
       return count(ActionKind::Forward, st, mb) > 0;
     case ActionKind::Backward:
     case ActionKind::BackwardInput:
       return count(ActionKind::Forward, st, mb) > 0 &&
-             (st == S - 1 || (rankOf(st + 1) == r
-                                  ? gradientReady(st + 1, mb)
-                                  : count(ActionKind::RecvB, st, mb) > 0));
+             (st == S - 1 ||
+              (rankOf(st + 1) == r ? gradientReady(st + 1, mb)
+                                   : count(ActionKind::RecvB, st, mb) > 0));
     case ActionKind::BackwardWeight:
       return count(ActionKind::BackwardInput, st, mb) > 0;
     case ActionKind::SendF:
@@ -552,8 +559,8 @@ std::string runIndependently(const Schedule &s) {
       int b = count(ActionKind::Backward, st, mb);
       int i = count(ActionKind::BackwardInput, st, mb);
       int w = count(ActionKind::BackwardWeight, st, mb);
-      if (f != 1 || !((b == 1 && i == 0 && w == 0) ||
-                      (b == 0 && i == 1 && w == 1)) ||
+      if (f != 1 ||
+          !((b == 1 && i == 0 && w == 0) || (b == 0 && i == 1 && w == 1)) ||
           count(ActionKind::Recompute, st, mb) > 1)
         return "stage " + std::to_string(st) + " micro-batch " +
                std::to_string(mb) + " runs F " + std::to_string(f) + ", B " +
@@ -585,7 +592,8 @@ TEST_F(ScheduleConversionTest, SplitAndVirtualMutantsAreRejectedAtAnAction) {
       bases.push_back({ScheduleFamily::ZBV, k, 2, 2 * k, recompute});
       bases.push_back({ScheduleFamily::DualPipeV, k, 2, 2 * k, recompute});
       bases.push_back({ScheduleFamily::Interleaved1F1B, k, 2, k, recompute});
-      bases.push_back({ScheduleFamily::Interleaved1F1B, k, 3, 2 * k, recompute});
+      bases.push_back(
+          {ScheduleFamily::Interleaved1F1B, k, 3, 2 * k, recompute});
       bases.push_back({ScheduleFamily::ZBAuto, k, 2, k + 2, recompute});
     }
   }
@@ -598,8 +606,8 @@ TEST_F(ScheduleConversionTest, SplitAndVirtualMutantsAreRejectedAtAnAction) {
     ScheduleOrError built =
         buildSchedule(b.family, b.ranks, b.virtualStages, b.microbatches,
                       BoundaryTraffic::uniform(numStages, 4 * 8 * 4), options);
-    ASSERT_TRUE(built.ok()) << getScheduleFamilyName(b.family) << ": "
-                            << built.error;
+    ASSERT_TRUE(built.ok())
+        << getScheduleFamilyName(b.family) << ": " << built.error;
     ASSERT_TRUE(verifySchedule(built.schedule).ok());
     ASSERT_EQ(runIndependently(built.schedule), "")
         << getScheduleFamilyName(b.family);

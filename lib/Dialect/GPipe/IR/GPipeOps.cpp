@@ -49,8 +49,7 @@ parseMicrobatch(OpAsmParser &parser,
     if (failed(*hasOperand))
       return failure();
     base = operand;
-    if (succeeded(parser.parseOptionalPlus()) &&
-        parser.parseInteger(constant))
+    if (succeeded(parser.parseOptionalPlus()) && parser.parseInteger(constant))
       return failure();
   } else if (parser.parseInteger(constant)) {
     return failure();
@@ -99,8 +98,7 @@ LogicalResult GPipeDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kOffsetsAttrName) {
     auto offsets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
-    if (!offsets ||
-        offsets.size() != static_cast<int64_t>(op->getNumResults()))
+    if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults()))
       return op->emitError("'")
              << kOffsetsAttrName << "' must hold one i64 per result ("
              << op->getNumResults() << ")";
@@ -772,8 +770,9 @@ LogicalResult ArenaAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     for (SlotAttr other : slots.take_front(i))
       if (other.getKind() == slot.getKind() &&
           other.getStage() == slot.getStage())
-        return emitError() << "two slots for " << stringifySlotKind(slot.getKind())
-                           << " of stage " << slot.getStage();
+        return emitError() << "two slots for "
+                           << stringifySlotKind(slot.getKind()) << " of stage "
+                           << slot.getStage();
   return success();
 }
 

@@ -192,7 +192,8 @@ LogicalResult mlir::gpipe::importSchedule(PipelineOp pipeline, StringRef text,
 namespace {
 
 struct GPipeImportSchedulePass
-    : public mlir::gpipe::impl::GPipeImportSchedulePassBase<GPipeImportSchedulePass> {
+    : public mlir::gpipe::impl::GPipeImportSchedulePassBase<
+          GPipeImportSchedulePass> {
   using GPipeImportSchedulePassBase::GPipeImportSchedulePassBase;
 
   void runOnOperation() override {

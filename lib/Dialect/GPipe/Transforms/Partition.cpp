@@ -194,11 +194,11 @@ static func::FuncOp buildStageForward(OpBuilder &builder, Network &net,
 /// `workers` ranks under the remat policy `remat` and the schedule
 /// `schedule`: fills `costInput`'s measured per-layer times (estimated
 /// from the sizes it has when it lacks this one) and `device`'s link, and
-/// `out` with the times for this pipeline's micro-batch size and ranks. Errors (no file, no profile, a layer it lacks) are emitted.
+/// `out` with the times for this pipeline's micro-batch size and ranks. Errors
+/// (no file, no profile, a layer it lacks) are emitted.
 static LogicalResult readMeasuredProfile(StringRef path, func::FuncOp func,
                                          const Network &net, int64_t workers,
-                                         StringRef remat,
-                                         StringRef schedule,
+                                         StringRef remat, StringRef schedule,
                                          std::optional<ProfileMeasurement> &out,
                                          CostModelInput &costInput,
                                          DeviceProfile &device) {
@@ -277,14 +277,13 @@ static void wrapRecompute(func::FuncOp backward,
   SmallVector<Value> escaping;
   for (Operation *op : body)
     for (Value result : op->getResults())
-      if (llvm::any_of(result.getUsers(), [&](Operation *user) {
-            return !inBody.contains(user);
-          }))
+      if (llvm::any_of(result.getUsers(),
+                       [&](Operation *user) { return !inBody.contains(user); }))
         escaping.push_back(result);
   OpBuilder builder(body.front());
   Location loc = body.front()->getLoc();
-  auto remat = RematOp::create(builder, loc, ValueRange(escaping).getTypes(),
-                               policy);
+  auto remat =
+      RematOp::create(builder, loc, ValueRange(escaping).getTypes(), policy);
   Block *inner = new Block();
   remat.getBody().push_back(inner);
   for (Operation *op : body)
@@ -404,9 +403,12 @@ void GPipePartitionPass::runOnOperation() {
   if (std::string error =
           custom ? std::string()
                  : checkScheduleShape(
-          family, static_cast<int>(std::min<int64_t>(stages, INT32_MAX)),
-          static_cast<int>(std::min<int64_t>(virtualStages, INT32_MAX)),
-          static_cast<int>(std::min<int64_t>(microbatches, INT32_MAX)));
+                       family,
+                       static_cast<int>(std::min<int64_t>(stages, INT32_MAX)),
+                       static_cast<int>(
+                           std::min<int64_t>(virtualStages, INT32_MAX)),
+                       static_cast<int>(
+                           std::min<int64_t>(microbatches, INT32_MAX)));
       !error.empty()) {
     mlir::emitError(func.getLoc(), error);
     return fail();
@@ -451,10 +453,11 @@ void GPipePartitionPass::runOnOperation() {
       return layer.getName() == name;
     });
     if (it == net->layers.end()) {
-      InFlightDiagnostic diag = mlir::emitError(func.getLoc(),
-                                                "recompute-layers names '")
-                                << name << "', which is no layer of the "
-                                           "network; its layers are";
+      InFlightDiagnostic diag =
+          mlir::emitError(func.getLoc(), "recompute-layers names '")
+          << name
+          << "', which is no layer of the "
+             "network; its layers are";
       for (nn::LayerOp layer : net->layers)
         diag << " " << layer.getName();
       return fail();
@@ -467,9 +470,8 @@ void GPipePartitionPass::runOnOperation() {
   costInput.rematerialize = !forwardOnly && *rematKind == Remat::Stage;
   for (nn::LayerOp layer : net->layers)
     costInput.rematerializeLayer.push_back(
-        !forwardOnly &&
-        (*rematKind == Remat::Stage ||
-         llvm::is_contained(recomputed, layer.getNameAttr())));
+        !forwardOnly && (*rematKind == Remat::Stage ||
+                         llvm::is_contained(recomputed, layer.getNameAttr())));
   PartitionProblem problem;
   problem.numStages = static_cast<int>(numStages);
   for (nn::LayerOp layer : net->layers) {
@@ -484,9 +486,8 @@ void GPipePartitionPass::runOnOperation() {
       for (Value r : op->getResults())
         scratch += nn::tensorBytes(r.getType());
     });
-    problem.layerMemory.push_back((forwardOnly ? 1 : 2) *
-                                      paramBytesOf(layer, module) +
-                                  scratch);
+    problem.layerMemory.push_back(
+        (forwardOnly ? 1 : 2) * paramBytesOf(layer, module) + scratch);
   }
   // A measured profile replaces the estimates.
   std::optional<ProfileMeasurement> measuredInput;
@@ -494,8 +495,7 @@ void GPipePartitionPass::runOnOperation() {
       failed(readMeasuredProfile(profileFile, func, *net, ranks * replicas,
                                  stringifyRemat(*rematKind),
                                  stringifyScheduleKind(*scheduleKind),
-                                 measuredInput,
-                                 costInput, *device)))
+                                 measuredInput, costInput, *device)))
     return fail();
   const ProfileMeasurement *measured =
       measuredInput ? &*measuredInput : nullptr;
@@ -600,8 +600,8 @@ void GPipePartitionPass::runOnOperation() {
     // Each micro-batch's mean loss over M x D: summed over the micro-batches
     // and then over the replicas, the gradient of the mini-batch mean.
     if (last)
-      options.lossScale =
-          1.0 / (static_cast<double>(microbatches) * static_cast<double>(replicas));
+      options.lossScale = 1.0 / (static_cast<double>(microbatches) *
+                                 static_cast<double>(replicas));
     // remat=none: the forward also returns what the backward reads.
     options.saveActivations = *rematKind != Remat::Stage;
     options.recomputeLayers = recomputed;
@@ -647,8 +647,7 @@ void GPipePartitionPass::runOnOperation() {
       double w = overheadOf("backward_weight");
       bool all = true;
       for (int l = first[s]; l < first[s + 1] && all; ++l) {
-        const MeasuredLayer *m =
-            measured->findLayer(net->layers[l].getName());
+        const MeasuredLayer *m = measured->findLayer(net->layers[l].getName());
         all = m->backwardInput && m->backwardWeight;
         if (all) {
           in += *m->backwardInput + costs.recompute[l];
@@ -703,8 +702,8 @@ void GPipePartitionPass::runOnOperation() {
       int64_t gradBytes = 0;
       for (int l = first[s]; l < first[s + 1]; ++l)
         gradBytes += paramBytesOf(net->layers[l], module);
-      reduceTime = builder.getF64FloatAttr(
-          allReduceTime(gradBytes, replicas, *device));
+      reduceTime =
+          builder.getF64FloatAttr(allReduceTime(gradBytes, replicas, *device));
     }
     FunctionType type = fwd.getFunctionType();
     auto stage = StageOp::create(

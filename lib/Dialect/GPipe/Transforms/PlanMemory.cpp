@@ -76,9 +76,8 @@ static int64_t planFrame(func::FuncOp func, StageFunctionKind kind,
                          unsigned numForwardArgs, int64_t alignment,
                          std::vector<PlannedFrame> &frames) {
   FunctionLiveness liveness(func);
-  StageFunctionBuffers buffers =
-      planStageFunction(func, liveness, kind, index, numStages,
-                        numForwardArgs, alignment);
+  StageFunctionBuffers buffers = planStageFunction(
+      func, liveness, kind, index, numStages, numForwardArgs, alignment);
   int64_t bytes = buffers.scratchBytes;
   if (!func.isExternal())
     frames.push_back({func, std::move(liveness), std::move(buffers)});
@@ -202,11 +201,10 @@ static std::string describeStages(const Schedule &schedule, int rank) {
 }
 
 static BreakdownAttr getBreakdownAttr(MLIRContext *ctx,
-                                     const MemoryBreakdown &breakdown) {
+                                      const MemoryBreakdown &breakdown) {
   return BreakdownAttr::get(ctx, breakdown.parameters, breakdown.gradients,
-                            breakdown.optimizerState,
-                            breakdown.keptActivations, breakdown.scratch,
-                            breakdown.boundary);
+                            breakdown.optimizerState, breakdown.keptActivations,
+                            breakdown.scratch, breakdown.boundary);
 }
 
 SlotKind mlir::gpipe::getSlotKind(BufferKind kind) {
@@ -240,7 +238,6 @@ SlotKind mlir::gpipe::getSlotKind(BufferKind kind) {
   }
   return SlotKind::Scratch;
 }
-
 
 /// Writes `gpipe.frame` on `func` and `gpipe.offsets` on the ops of its body
 /// from `buffers`.
@@ -371,10 +368,9 @@ GPipePlanMemoryPass::planPipeline(PipelineOp op, OptimizerKind optimizer,
       slots.push_back(SlotAttr::get(ctx, getSlotKind(slot.kind), slot.stage,
                                     slot.offset, slot.size, slot.count,
                                     slot.stride));
-    program.setArenaAttr(ArenaAttr::get(ctx, rank.arenaBytes, rank.peakBytes,
-                                        rank.peakAction,
-                                        getBreakdownAttr(ctx, rank.atPeak),
-                                        slots));
+    program.setArenaAttr(
+        ArenaAttr::get(ctx, rank.arenaBytes, rank.peakBytes, rank.peakAction,
+                       getBreakdownAttr(ctx, rank.atPeak), slots));
   }
   // Every stage function's frame: where each value of one micro-batch's
   // run lives in the scratch region (the lowering places values there and
@@ -386,9 +382,9 @@ GPipePlanMemoryPass::planPipeline(PipelineOp op, OptimizerKind optimizer,
     int rank = schedule.getRankOfStage(s);
     kept.push_back(rank >= 0 ? plan.ranks[rank].peakKeptMicrobatches[s] : 0);
   }
-  op.setMemoryPlanAttr(MemoryPlanAttr::get(
-      ctx, optimizer, input.alignment,
-      budget.value_or(0), maxPeak, maxArena, kept));
+  op.setMemoryPlanAttr(MemoryPlanAttr::get(ctx, optimizer, input.alignment,
+                                           budget.value_or(0), maxPeak,
+                                           maxArena, kept));
 
   if (!budget)
     return success();

@@ -141,7 +141,6 @@ static StageInfo getStageInfo(StageOp stage, ModuleOp module,
   return info;
 }
 
-
 //===----------------------------------------------------------------------===//
 // The report
 //===----------------------------------------------------------------------===//
@@ -197,8 +196,9 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module) {
   if (replicas > 1) {
     os << "data parallel: " << replicas << " replicas";
     if (converted)
-      os << " x " << converted->schedule.getNumRanks() << " ranks = "
-         << replicas * converted->schedule.getNumRanks() << " processes";
+      os << " x " << converted->schedule.getNumRanks()
+         << " ranks = " << replicas * converted->schedule.getNumRanks()
+         << " processes";
     os << "; each stage's gradients summed over the replicas:";
     for (auto [s, stage] : llvm::enumerate(*stages)) {
       os << (s ? ", " : " ") << "stage " << s << " "
@@ -309,24 +309,23 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module) {
         continue;
       int64_t peak = arena.getPeak(), size = arena.getSize();
       os << "  rank " << r << ": peak " << formatBytesExactly(peak);
-      if (converted &&
-          r < converted->schedule.ranks.size() && arena.getPeakAt() >= 0 &&
+      if (converted && r < converted->schedule.ranks.size() &&
+          arena.getPeakAt() >= 0 &&
           size_t(arena.getPeakAt()) < converted->schedule.ranks[r].size())
-        os << " at " << toString(converted->schedule.ranks[r][arena.getPeakAt()]);
+        os << " at "
+           << toString(converted->schedule.ranks[r][arena.getPeakAt()]);
       os << ", arena " << formatBytesExactly(size);
       if (peak > 0)
         os << " +"
-           << formatPercent(static_cast<double>(size) /
-                                static_cast<double>(peak) -
-                            1.0);
+           << formatPercent(
+                  static_cast<double>(size) / static_cast<double>(peak) - 1.0);
       BreakdownAttr at = arena.getBreakdown();
-      os << "; params " << formatBytes(at.getParams())
-         << ", grads " << formatBytes(at.getGrads())
-         << ", optimizer " << formatBytes(at.getOptimizer())
-         << ", kept activations " << formatBytes(at.getKept())
-         << ", scratch " << formatBytes(at.getScratch())
-         << ", send/recv " << formatBytes(at.getBoundary())
-         << "\n";
+      os << "; params " << formatBytes(at.getParams()) << ", grads "
+         << formatBytes(at.getGrads()) << ", optimizer "
+         << formatBytes(at.getOptimizer()) << ", kept activations "
+         << formatBytes(at.getKept()) << ", scratch "
+         << formatBytes(at.getScratch()) << ", send/recv "
+         << formatBytes(at.getBoundary()) << "\n";
     }
   }
   return text;

@@ -64,9 +64,8 @@ mlir::gpipe::getScheduleClosedFormBubble(PipelineOp pipeline,
   backward /= static_cast<double>(stages.size());
   int K = static_cast<int>(numStages / V);
   int M = static_cast<int>(pipeline.getNumMicrobatches());
-  std::optional<double> idle =
-      getClosedFormIdleTime(family, K, static_cast<int>(V), M, forward,
-                            backward / 2, backward / 2);
+  std::optional<double> idle = getClosedFormIdleTime(
+      family, K, static_cast<int>(V), M, forward, backward / 2, backward / 2);
   if (!idle)
     return std::nullopt;
   double work = static_cast<double>(V) * M * (forward + backward);
@@ -135,8 +134,8 @@ mlir::gpipe::generateSchedule(PipelineOp pipeline, ScheduleKind kind,
            << stringifyScheduleKind(kind) << " schedule";
   ScheduleOrError built;
   if (pipeline.isForwardOnly())
-    built.schedule = buildForwardSchedule(numRanks, numMicrobatches, traffic,
-                                          options);
+    built.schedule =
+        buildForwardSchedule(numRanks, numMicrobatches, traffic, options);
   else
     built = buildSchedule(family, numRanks, virtualStages, numMicrobatches,
                           traffic, options);

@@ -52,7 +52,8 @@ mlir::gpipe::verifyPipelineSchedule(PipelineOp pipeline,
 namespace {
 
 struct GPipeVerifySchedulePass
-    : public mlir::gpipe::impl::GPipeVerifySchedulePassBase<GPipeVerifySchedulePass> {
+    : public mlir::gpipe::impl::GPipeVerifySchedulePassBase<
+          GPipeVerifySchedulePass> {
   void runOnOperation() override {
     SymbolTableCollection symbolTable;
     bool failedAny = false;

@@ -124,8 +124,8 @@ mlir::gpipe::toSchedule(PipelineOp pipeline,
       auto it = stageIndex.find(actionOp.getStageSymbol());
       if (it == stageIndex.end()) {
         status = op->emitOpError("stage ")
-                 << actionOp.getStageSymbol()
-                 << " is not a stage of pipeline @" << pipeline.getSymName();
+                 << actionOp.getStageSymbol() << " is not a stage of pipeline @"
+                 << pipeline.getSymName();
         return;
       }
       Action action;
@@ -340,8 +340,7 @@ static bool isShifted(const Action &a, const Action &b, int shift) {
 }
 
 SmallVector<ProgramSegment>
-mlir::gpipe::findMicrobatchLoops(ArrayRef<Action> actions,
-                                 size_t maxPeriod) {
+mlir::gpipe::findMicrobatchLoops(ArrayRef<Action> actions, size_t maxPeriod) {
   SmallVector<ProgramSegment> segments;
   size_t n = actions.size();
   size_t i = 0, single = 0; // single: start of the pending run of singles

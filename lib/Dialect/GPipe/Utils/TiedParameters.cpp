@@ -29,9 +29,10 @@ mlir::gpipe::getTiedGroups(ArrayRef<StageOp> stages) {
   }
   llvm::MapVector<StringRef, SmallVector<TiedCopy>> byFirst;
   auto copyOf = [&](nn::ParameterOp p) {
-    return TiedCopy{p.getSymName(), readBy.lookup(p.getSymName()),
-                    int64_t(p.getTensorType().getNumElements()) *
-                        int64_t(p.getTensorType().getElementTypeBitWidth() / 8)};
+    return TiedCopy{
+        p.getSymName(), readBy.lookup(p.getSymName()),
+        int64_t(p.getTensorType().getNumElements()) *
+            int64_t(p.getTensorType().getElementTypeBitWidth() / 8)};
   };
   for (nn::ParameterOp p : module.getOps<nn::ParameterOp>()) {
     FlatSymbolRefAttr first = p.getTiedToAttr();
@@ -56,8 +57,8 @@ mlir::gpipe::getTiedGroups(ArrayRef<StageOp> stages) {
 }
 
 /// Which of `numStages` stages read a copy in `groups`.
-static std::vector<bool>
-holdingStages(size_t numStages, ArrayRef<SmallVector<TiedCopy>> groups) {
+static std::vector<bool> holdingStages(size_t numStages,
+                                       ArrayRef<SmallVector<TiedCopy>> groups) {
   std::vector<bool> holds(numStages, false);
   for (const SmallVector<TiedCopy> &group : groups)
     for (const TiedCopy &copy : group)
@@ -76,7 +77,7 @@ mlir::gpipe::getTiedReceiveBytes(ArrayRef<StageOp> stages,
   std::vector<int64_t> bytes(stages.size(), 0);
   auto rankOf = [&](int stage) {
     return stage >= 0 && size_t(stage) < stageToRank.size() ? stageToRank[stage]
-                                                             : -1;
+                                                            : -1;
   };
   // The SUM_TIED of a rank is named by its lowest stage holding a copy.
   SmallVector<SmallVector<TiedCopy>> groups = getTiedGroups(stages);

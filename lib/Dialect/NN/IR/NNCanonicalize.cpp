@@ -73,9 +73,8 @@ struct MatMulToLinear : OpRewritePattern<MatMulOp> {
       return rewriter.notifyMatchFailure(op, "right operand is batched");
     if (op.getTransLhs())
       return rewriter.notifyMatchFailure(op, "left operand is transposed");
-    rewriter.replaceOpWithNewOp<LinearOp>(op, op.getType(), op.getLhs(),
-                                          op.getRhs(), Value(),
-                                          op.getTransRhs());
+    rewriter.replaceOpWithNewOp<LinearOp>(
+        op, op.getType(), op.getLhs(), op.getRhs(), Value(), op.getTransRhs());
     return success();
   }
 };
@@ -114,8 +113,7 @@ struct FoldTransposeIntoMatMul : OpRewritePattern<MatMulOp> {
         std::swap(shape[rank - 2], shape[rank - 1]);
         source = TransposeOp::create(
             rewriter, transpose.getLoc(),
-            RankedTensorType::get(shape, type.getElementType()), source,
-            perm);
+            RankedTensorType::get(shape, type.getElementType()), source, perm);
       }
       bool transLhs = op.getTransLhs(), transRhs = op.getTransRhs();
       (i == 0 ? transLhs : transRhs) ^= true;
@@ -135,8 +133,8 @@ struct AddBiasToLinear : OpRewritePattern<AddOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AddOp op,
                                 PatternRewriter &rewriter) const override {
-    for (auto [mine, other] :
-         {std::pair(op.getLhs(), op.getRhs()), std::pair(op.getRhs(), op.getLhs())}) {
+    for (auto [mine, other] : {std::pair(op.getLhs(), op.getRhs()),
+                               std::pair(op.getRhs(), op.getLhs())}) {
       auto linear = mine.getDefiningOp<LinearOp>();
       if (!linear || linear.getBias() || !linear->hasOneUse() ||
           linear.getType() != op.getType())

@@ -67,12 +67,12 @@ FailureOr<std::vector<char>> mlir::gpipe::nn::getElementsBytes(
     else if (element.isInteger(1))
       store<uint8_t>(dense.getValues<bool>(), out);
     else // f16, bf16: their bits
-      store<uint16_t>(llvm::map_range(dense.getValues<APFloat>(),
-                                      [](const APFloat &v) {
-                                        return v.bitcastToAPInt()
-                                            .getZExtValue();
-                                      }),
-                      out);
+      store<uint16_t>(
+          llvm::map_range(dense.getValues<APFloat>(),
+                          [](const APFloat &v) {
+                            return v.bitcastToAPInt().getZExtValue();
+                          }),
+          out);
     return bytes;
   }
 

@@ -24,9 +24,9 @@
 using namespace mlir;
 using namespace mlir::gpipe::nn;
 
+#include "gpipe/Dialect/NN/IR/NNEnums.cpp.inc"
 #include "gpipe/Dialect/NN/IR/NNInterfaces.cpp.inc"
 #include "gpipe/Dialect/NN/IR/NNOpsDialect.cpp.inc"
-#include "gpipe/Dialect/NN/IR/NNEnums.cpp.inc"
 
 void NNDialect::initialize() {
   addOperations<
@@ -40,8 +40,8 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
   StringRef name = attr.getName().getValue();
   Attribute value = attr.getValue();
   auto fail = [&](StringRef expected) {
-    return op->emitError("'") << name << "' must be " << expected << ", got "
-                              << value;
+    return op->emitError("'")
+           << name << "' must be " << expected << ", got " << value;
   };
   bool onFunc = isa<func::FuncOp>(op);
   if (name == kDifferentiateAttrName)
@@ -235,8 +235,8 @@ static ParseResult parseInitRule(OpAsmParser &parser, InitKindAttr &init,
   return success();
 }
 
-static void printInitRule(OpAsmPrinter &printer, Operation *,
-                          InitKindAttr init, FloatAttr scale) {
+static void printInitRule(OpAsmPrinter &printer, Operation *, InitKindAttr init,
+                          FloatAttr scale) {
   if (!init)
     return;
   printer << "init " << stringifyInitKind(init.getValue());
@@ -266,9 +266,8 @@ LogicalResult ParameterOp::verify() {
              << ", itself a copy; tie copies to the first parameter";
     if (target.getType() != getType())
       return emitOpError("parameter '")
-             << getSymName() << "' of type " << getType()
-             << " is tied to @" << first.getValue() << " of type "
-             << target.getType();
+             << getSymName() << "' of type " << getType() << " is tied to @"
+             << first.getValue() << " of type " << target.getType();
   } else if (getInitialValue().has_value() == getInit().has_value())
     return emitOpError("parameter '")
            << getSymName()
@@ -305,14 +304,13 @@ OpCost ParameterOp::getCost() { return {}; }
 LogicalResult ParamOp::verify() { return success(); }
 
 LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  auto param = symbolTable.lookupNearestSymbolFrom<ParameterOp>(*this,
-                                                                getNameAttr());
+  auto param =
+      symbolTable.lookupNearestSymbolFrom<ParameterOp>(*this, getNameAttr());
   if (!param)
     return emitOpError("'") << getName() << "' does not name an nn.parameter";
   if (param.getType() != getType())
-    return emitOpError("type ")
-           << getType() << " does not match parameter '" << getName()
-           << "' of type " << param.getType();
+    return emitOpError("type ") << getType() << " does not match parameter '"
+                                << getName() << "' of type " << param.getType();
   return success();
 }
 
@@ -359,8 +357,8 @@ static LogicalResult verifyBinary(Operation *op) {
 
 // Flops per output element of the elementwise ops. Transcendentals count as
 // a handful of operations; only ratios matter to the partitioner.
-#define NN_BINARY(OP, FLOPS)                                                  \
-  LogicalResult OP::verify() { return verifyBinary(*this); }                  \
+#define NN_BINARY(OP, FLOPS)                                                   \
+  LogicalResult OP::verify() { return verifyBinary(*this); }                   \
   OpCost OP::getCost() { return detail::elementwiseCost(*this, FLOPS); }
 NN_BINARY(AddOp, 1)
 NN_BINARY(SubOp, 1)
@@ -373,7 +371,7 @@ NN_BINARY(RemainderOp, 4)
 NN_BINARY(FModOp, 4)
 #undef NN_BINARY
 
-#define NN_UNARY(OP, FLOPS)                                                   \
+#define NN_UNARY(OP, FLOPS)                                                    \
   OpCost OP::getCost() { return detail::elementwiseCost(*this, FLOPS); }
 NN_UNARY(NegOp, 1)
 NN_UNARY(ReciprocalOp, 1)
@@ -411,8 +409,8 @@ LogicalResult CumSumOp::verify() {
            << getInput().getType();
   int64_t rank = cast<RankedTensorType>(getInput().getType()).getRank();
   if (getAxis() < 0 || getAxis() >= rank)
-    return emitOpError("axis ") << getAxis() << " is out of range for rank "
-                                << rank;
+    return emitOpError("axis ")
+           << getAxis() << " is out of range for rank " << rank;
   return success();
 }
 OpCost CumSumOp::getCost() { return detail::elementwiseCost(*this, 1); }
@@ -449,7 +447,9 @@ LogicalResult ClipOp::verify() {
 }
 OpCost ClipOp::getCost() { return detail::elementwiseCost(*this, 2); }
 
-LogicalResult EqualOp::verify() { return verifyBroadcastOp(*this, getOperands()); }
+LogicalResult EqualOp::verify() {
+  return verifyBroadcastOp(*this, getOperands());
+}
 OpCost EqualOp::getCost() { return detail::elementwiseCost(*this, 1); }
 
 LogicalResult WhereOp::verify() {
@@ -506,9 +506,9 @@ LogicalResult MatMulOp::verify() {
       failed(checkSameElementType(*this, getLhs(), getResult(),
                                   "operands and result")))
     return failure();
-  return checkResultShape(*this, inferMatMulShape(shapeOf(getLhs()),
-                                                  shapeOf(getRhs()), NN_EMIT,
-                                                  getTransLhs(), getTransRhs()));
+  return checkResultShape(
+      *this, inferMatMulShape(shapeOf(getLhs()), shapeOf(getRhs()), NN_EMIT,
+                              getTransLhs(), getTransRhs()));
 }
 
 /// 2*M*N*K for a product of [.., M, K] and [.., K, N] with `batch` batches.
@@ -538,18 +538,18 @@ LogicalResult GemmOp::verify() {
       failed(checkSameElementType(*this, getA(), getResult(),
                                   "operands and result")))
     return failure();
-  return checkResultShape(
-      *this, inferGemmShape(shapeOf(getA()), shapeOf(getB()),
-                            optionalShape(getC()), getTransA(), getTransB(),
-                            NN_EMIT));
+  return checkResultShape(*this,
+                          inferGemmShape(shapeOf(getA()), shapeOf(getB()),
+                                         optionalShape(getC()), getTransA(),
+                                         getTransB(), NN_EMIT));
 }
 
 OpCost GemmOp::getCost() {
   OpCost cost = detail::elementwiseCost(*this, 0);
   ArrayRef<int64_t> out = shapeOf(getResult());
   int64_t k = getTransA() ? shapeOf(getA())[0] : shapeOf(getA())[1];
-  cost.flops = matmulFlops(1, out[0], out[1], k) +
-               (getC() ? 2 * numElements(out) : 0);
+  cost.flops =
+      matmulFlops(1, out[0], out[1], k) + (getC() ? 2 * numElements(out) : 0);
   return cost;
 }
 
@@ -637,8 +637,8 @@ LogicalResult Conv2DOp::verify() {
     return failure();
   return checkResultShape(
       *this, inferConv2DShape(shapeOf(getInput()), shapeOf(getWeight()),
-                              optionalShape(getBias()), getStrides(),
-                              getPads(), getDilations(), getGroups(), NN_EMIT));
+                              optionalShape(getBias()), getStrides(), getPads(),
+                              getDilations(), getGroups(), NN_EMIT));
 }
 
 OpCost Conv2DOp::getCost() {
@@ -677,8 +677,7 @@ OpCost Conv2DGradOp::getCost() {
 }
 
 /// The window attributes of a pooling op or its gradient.
-template <typename Op>
-static Window2D poolWindow(Op op) {
+template <typename Op> static Window2D poolWindow(Op op) {
   static const int64_t ones[] = {1, 1};
   Window2D window{op.getKernel(), op.getStrides(), op.getPads(),
                   ArrayRef<int64_t>(ones), op.getCeilMode()};
@@ -689,8 +688,7 @@ static Window2D poolWindow(Op op) {
 }
 
 /// A pooling op's result has the window's shape of its input.
-template <typename Op>
-static LogicalResult verifyPool(Op op) {
+template <typename Op> static LogicalResult verifyPool(Op op) {
   return checkResultShape(
       op, inferPool2DShape(shapeOf(op.getInput()), poolWindow(op),
                            [&] { return op.emitOpError(); }));
@@ -698,22 +696,21 @@ static LogicalResult verifyPool(Op op) {
 
 /// A pooling gradient's incoming gradient has the window's shape of the
 /// forward input `input`.
-template <typename Op>
-static LogicalResult verifyPoolGrad(Op op, Value input) {
+template <typename Op> static LogicalResult verifyPoolGrad(Op op, Value input) {
   FailureOr<Shape> out = inferPool2DShape(shapeOf(input), poolWindow(op),
                                           [&] { return op.emitOpError(); });
   if (failed(out))
     return failure();
   if (shapeOf(op.getGrad()) != ArrayRef<int64_t>(*out))
     return op.emitOpError("expected a result gradient of shape ")
-           << formatShape(*out) << ", got " << formatShape(shapeOf(op.getGrad()));
+           << formatShape(*out) << ", got "
+           << formatShape(shapeOf(op.getGrad()));
   return success();
 }
 
 /// One operation per window element of each element of `windowed` (the
 /// forward's output, the backward's incoming gradient).
-template <typename Op>
-static OpCost poolCost(Op op, Value windowed) {
+template <typename Op> static OpCost poolCost(Op op, Value windowed) {
   OpCost cost = mlir::gpipe::nn::detail::elementwiseCost(op, 0);
   cost.flops =
       numElements(shapeOf(windowed)) * op.getKernel()[0] * op.getKernel()[1];
@@ -746,11 +743,11 @@ OpCost AvgPool2DGradOp::getCost() { return poolCost(*this, getGrad()); }
 
 LogicalResult BatchNormOp::verify() {
   if (failed(checkFloatOperands(*this)) ||
-      failed(verifyBatchNormShapes(
-          shapeOf(getInput()),
-          {shapeOf(getScale()), shapeOf(getBias()), shapeOf(getRunningMean()),
-           shapeOf(getRunningVar())},
-          NN_EMIT)))
+      failed(verifyBatchNormShapes(shapeOf(getInput()),
+                                   {shapeOf(getScale()), shapeOf(getBias()),
+                                    shapeOf(getRunningMean()),
+                                    shapeOf(getRunningVar())},
+                                   NN_EMIT)))
     return failure();
   float momentum = getMomentum().convertToFloat();
   if (!(momentum >= 0.0f && momentum <= 1.0f))
@@ -805,15 +802,15 @@ LogicalResult GatherOp::verify() {
   if (failed(checkSameElementType(*this, getData(), getResult(),
                                   "data and result")))
     return failure();
-  return checkResultShape(*this,
-                          inferGatherShape(shapeOf(getData()),
-                                           shapeOf(getIndices()), getAxis(),
-                                           NN_EMIT));
+  return checkResultShape(*this, inferGatherShape(shapeOf(getData()),
+                                                  shapeOf(getIndices()),
+                                                  getAxis(), NN_EMIT));
 }
 OpCost GatherOp::getCost() {
   // Only the gathered rows are read, not the whole table.
   OpCost cost;
-  cost.bytesRead = 2 * tensorBytes(getType()) + tensorBytes(getIndices().getType());
+  cost.bytesRead =
+      2 * tensorBytes(getType()) + tensorBytes(getIndices().getType());
   cost.bytesWritten = tensorBytes(getType());
   return cost;
 }
@@ -876,9 +873,9 @@ LogicalResult SliceOp::verify() {
   if (failed(checkSameElementType(*this, getInput(), getResult(),
                                   "input and result")))
     return failure();
-  return checkResultShape(*this, inferSliceShape(shapeOf(getInput()),
-                                                 getOffsets(), getSizes(),
-                                                 getStrides(), NN_EMIT));
+  return checkResultShape(*this,
+                          inferSliceShape(shapeOf(getInput()), getOffsets(),
+                                          getSizes(), getStrides(), NN_EMIT));
 }
 OpCost SliceOp::getCost() {
   OpCost cost;
@@ -904,13 +901,12 @@ OpCost InsertSliceOp::getCost() {
 LogicalResult ConcatOp::verify() {
   SmallVector<ArrayRef<int64_t>> shapes;
   for (Value v : getInputs()) {
-    if (failed(checkSameElementType(*this, v, getResult(),
-                                    "inputs and result")))
+    if (failed(
+            checkSameElementType(*this, v, getResult(), "inputs and result")))
       return failure();
     shapes.push_back(shapeOf(v));
   }
-  return checkResultShape(*this,
-                          inferConcatShape(shapes, getAxis(), NN_EMIT));
+  return checkResultShape(*this, inferConcatShape(shapes, getAxis(), NN_EMIT));
 }
 OpCost ConcatOp::getCost() { return detail::elementwiseCost(*this, 0); }
 
@@ -945,8 +941,7 @@ LogicalResult MSEOp::verify() {
   if (getInput().getType() != getTarget().getType())
     return emitOpError("expected input and target of one type, got ")
            << getInput().getType() << " and " << getTarget().getType();
-  return checkSameElementType(*this, getInput(), getResult(),
-                              "input and loss");
+  return checkSameElementType(*this, getInput(), getResult(), "input and loss");
 }
 OpCost MSEOp::getCost() {
   OpCost cost = detail::elementwiseCost(*this, 0);
@@ -1074,10 +1069,9 @@ OpCost CrossEntropyGradOp::getCost() {
 LogicalResult LayerOp::verify() {
   Block &body = getBodyBlock();
   if (body.getNumArguments() != getInputs().size())
-    return emitOpError("layer '")
-           << getName() << "' has " << getInputs().size()
-           << " inputs but its body takes " << body.getNumArguments()
-           << " arguments";
+    return emitOpError("layer '") << getName() << "' has " << getInputs().size()
+                                  << " inputs but its body takes "
+                                  << body.getNumArguments() << " arguments";
   for (auto [arg, in] : llvm::zip(body.getArguments(), getInputs()))
     if (arg.getType() != in.getType())
       return emitOpError("layer '")

@@ -35,7 +35,8 @@ int64_t mlir::gpipe::nn::numElements(ArrayRef<int64_t> shape) {
 }
 
 /// The numpy broadcast of `shapes`, or nothing if they are incompatible.
-static std::optional<Shape> broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes) {
+static std::optional<Shape>
+broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes) {
   size_t rank = 0;
   for (ArrayRef<int64_t> s : shapes)
     rank = std::max(rank, s.size());
@@ -84,11 +85,10 @@ FailureOr<Shape> mlir::gpipe::nn::inferMatMulShape(ArrayRef<int64_t> lhs,
   int64_t m = transLhs ? lCols : lRows, k = transLhs ? lRows : lCols;
   int64_t k2 = transRhs ? rCols : rRows, n = transRhs ? rRows : rCols;
   if (k != k2)
-    return emitError() << "matmul inner dimensions differ: "
-                       << formatShape(lhs) << (transLhs ? " transposed" : "")
-                       << " times " << formatShape(rhs)
-                       << (transRhs ? " transposed" : "") << " (" << k
-                       << " vs " << k2 << ")",
+    return emitError() << "matmul inner dimensions differ: " << formatShape(lhs)
+                       << (transLhs ? " transposed" : "") << " times "
+                       << formatShape(rhs) << (transRhs ? " transposed" : "")
+                       << " (" << k << " vs " << k2 << ")",
            failure();
   std::optional<Shape> batch =
       broadcastShapes({lhs.drop_back(2), rhs.drop_back(2)});
@@ -105,10 +105,10 @@ FailureOr<Shape> mlir::gpipe::nn::inferMatMulShape(ArrayRef<int64_t> lhs,
   return result;
 }
 
-FailureOr<Shape> mlir::gpipe::nn::inferGemmShape(
-    ArrayRef<int64_t> a, ArrayRef<int64_t> b,
-    std::optional<ArrayRef<int64_t>> c, bool transA, bool transB,
-    EmitErrorFn emitError) {
+FailureOr<Shape>
+mlir::gpipe::nn::inferGemmShape(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
+                                std::optional<ArrayRef<int64_t>> c, bool transA,
+                                bool transB, EmitErrorFn emitError) {
   if (a.size() != 2 || b.size() != 2)
     return emitError() << "expected gemm operands of rank 2, got "
                        << formatShape(a) << " and " << formatShape(b),
@@ -132,10 +132,11 @@ FailureOr<Shape> mlir::gpipe::nn::inferGemmShape(
   return result;
 }
 
-FailureOr<Shape> mlir::gpipe::nn::inferLinearShape(
-    ArrayRef<int64_t> input, ArrayRef<int64_t> weight,
-    std::optional<ArrayRef<int64_t>> bias, bool transposeWeight,
-    EmitErrorFn emitError) {
+FailureOr<Shape>
+mlir::gpipe::nn::inferLinearShape(ArrayRef<int64_t> input,
+                                  ArrayRef<int64_t> weight,
+                                  std::optional<ArrayRef<int64_t>> bias,
+                                  bool transposeWeight, EmitErrorFn emitError) {
   if (input.empty() || weight.size() != 2)
     return emitError() << "expected linear input of rank >= 1 and a 2-D "
                           "weight, got "
@@ -145,14 +146,13 @@ FailureOr<Shape> mlir::gpipe::nn::inferLinearShape(
   int64_t out = transposeWeight ? weight[0] : weight[1];
   if (input.back() != in)
     return emitError() << "linear input features " << input.back()
-                       << " do not match the " << in
-                       << " input features of "
+                       << " do not match the " << in << " input features of "
                        << (transposeWeight ? "transposed " : "") << "weight "
                        << formatShape(weight),
            failure();
   if (bias && (bias->size() != 1 || (*bias)[0] != out))
-    return emitError() << "expected linear bias of shape [" << out
-                       << "], got " << formatShape(*bias),
+    return emitError() << "expected linear bias of shape [" << out << "], got "
+                       << formatShape(*bias),
            failure();
   Shape result(input.begin(), input.end());
   result.back() = out;
@@ -169,8 +169,8 @@ FailureOr<Shape> mlir::gpipe::nn::inferWindowShape(ArrayRef<int64_t> image,
                          << v.size();
     for (int64_t x : v)
       if (x < least)
-        return emitError() << "expected " << name << " >= " << least
-                           << ", got " << formatShape(v);
+        return emitError() << "expected " << name << " >= " << least << ", got "
+                           << formatShape(v);
     return success();
   };
   if (image.size() != 2 || failed(pair(window.kernel, "kernel sizes", 2, 1)) ||
@@ -212,9 +212,8 @@ FailureOr<Shape> mlir::gpipe::nn::inferConv2DShape(
     return emitError() << "expected a weight [O, C/groups, kh, kw], got "
                        << formatShape(weight);
   if (groups < 1 || input[1] % groups != 0 || weight[0] % groups != 0)
-    return emitError() << "groups " << groups << " must divide the "
-                       << input[1] << " input and " << weight[0]
-                       << " output channels";
+    return emitError() << "groups " << groups << " must divide the " << input[1]
+                       << " input and " << weight[0] << " output channels";
   if (weight[1] * groups != input[1])
     return emitError() << "weight " << formatShape(weight) << " with groups "
                        << groups << " expects " << weight[1] * groups
@@ -223,8 +222,8 @@ FailureOr<Shape> mlir::gpipe::nn::inferConv2DShape(
     return emitError() << "expected bias of shape [" << weight[0] << "], got "
                        << formatShape(*bias);
   Window2D window{weight.drop_front(2), strides, pads, dilations, false};
-  FailureOr<Shape> image = inferWindowShape(input.drop_front(2), window,
-                                            emitError);
+  FailureOr<Shape> image =
+      inferWindowShape(input.drop_front(2), window, emitError);
   if (failed(image))
     return failure();
   return Shape{input[0], weight[0], (*image)[0], (*image)[1]};
@@ -249,9 +248,10 @@ FailureOr<Shape> mlir::gpipe::nn::inferPool2DShape(ArrayRef<int64_t> input,
   return Shape{input[0], input[1], (*image)[0], (*image)[1]};
 }
 
-LogicalResult mlir::gpipe::nn::verifyBatchNormShapes(
-    ArrayRef<int64_t> input, ArrayRef<ArrayRef<int64_t>> perChannel,
-    EmitErrorFn emitError) {
+LogicalResult
+mlir::gpipe::nn::verifyBatchNormShapes(ArrayRef<int64_t> input,
+                                       ArrayRef<ArrayRef<int64_t>> perChannel,
+                                       EmitErrorFn emitError) {
   if (input.size() < 2)
     return emitError() << "expected an input [N, C, ...] of rank >= 2, got "
                        << formatShape(input);
@@ -270,10 +270,11 @@ LogicalResult mlir::gpipe::nn::verifyAxis(ArrayRef<int64_t> shape, int64_t axis,
   return success();
 }
 
-LogicalResult mlir::gpipe::nn::verifyLayerNormShapes(
-    ArrayRef<int64_t> input, ArrayRef<int64_t> scale,
-    std::optional<ArrayRef<int64_t>> bias, int64_t axis,
-    EmitErrorFn emitError) {
+LogicalResult
+mlir::gpipe::nn::verifyLayerNormShapes(ArrayRef<int64_t> input,
+                                       ArrayRef<int64_t> scale,
+                                       std::optional<ArrayRef<int64_t>> bias,
+                                       int64_t axis, EmitErrorFn emitError) {
   if (failed(verifyAxis(input, axis, emitError)))
     return failure();
   ArrayRef<int64_t> normalized = input.drop_front(axis);
@@ -364,8 +365,7 @@ FailureOr<Shape> mlir::gpipe::nn::inferSliceShape(ArrayRef<int64_t> input,
                                                   ArrayRef<int64_t> strides,
                                                   EmitErrorFn emitError) {
   size_t rank = input.size();
-  if (offsets.size() != rank || sizes.size() != rank ||
-      strides.size() != rank)
+  if (offsets.size() != rank || sizes.size() != rank || strides.size() != rank)
     return emitError() << "slice needs one offset, size and stride per dim "
                           "of "
                        << formatShape(input) << ", got " << offsets.size()
@@ -400,8 +400,8 @@ mlir::gpipe::nn::inferConcatShape(ArrayRef<ArrayRef<int64_t>> inputs,
       ok = static_cast<int64_t>(i) == axis || s[i] == result[i];
     if (!ok)
       return emitError() << "concat inputs " << formatShape(inputs[0])
-                         << " and " << formatShape(s)
-                         << " differ outside axis " << axis,
+                         << " and " << formatShape(s) << " differ outside axis "
+                         << axis,
              failure();
     result[axis] += s[axis];
   }
@@ -446,8 +446,7 @@ LogicalResult mlir::gpipe::nn::verifyReshape(ArrayRef<int64_t> input,
 }
 
 LogicalResult mlir::gpipe::nn::verifyCrossEntropyShapes(
-    ArrayRef<int64_t> logits, ArrayRef<int64_t> labels,
-    EmitErrorFn emitError) {
+    ArrayRef<int64_t> logits, ArrayRef<int64_t> labels, EmitErrorFn emitError) {
   if (logits.empty())
     return emitError() << "expected logits of rank >= 1, got "
                        << formatShape(logits);

@@ -228,7 +228,8 @@ LogicalResult DivOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
 // gradient is defined for positive bases only (log of a negative base is
 // max and min (torch.maximum's and torch.minimum's gradients): the gradient
 // goes to the operand that was chosen, half to each on a tie.
-static LogicalResult extremumVJP(Operation *op, bool max, ValueRange resultGrads,
+static LogicalResult extremumVJP(Operation *op, bool max,
+                                 ValueRange resultGrads,
                                  SmallVectorImpl<Value> &operandGrads,
                                  OpBuilder &b) {
   Value dy = beginVJP(op, resultGrads, operandGrads);
@@ -278,8 +279,8 @@ static LogicalResult remainderVJP(Operation *op, ValueRange resultGrads,
   Location loc = op->getLoc();
   Value lhs = op->getOperand(0), rhs = op->getOperand(1);
   operandGrads[0] = unbroadcast(b, loc, dy, lhs.getType());
-  Value minusQ = DivOp::create(
-      b, loc, SubOp::create(b, loc, op->getResult(0), lhs), rhs);
+  Value minusQ =
+      DivOp::create(b, loc, SubOp::create(b, loc, op->getResult(0), lhs), rhs);
   operandGrads[1] =
       unbroadcast(b, loc, MulOp::create(b, loc, dy, minusQ), rhs.getType());
   return success();
@@ -396,8 +397,8 @@ LogicalResult SinOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   Value dy = beginVJP(*this, resultGrads, operandGrads);
   if (dy)
     operandGrads[0] = MulOp::create(
-        b, getLoc(), dy, CosOp::create(b, getLoc(), getInput().getType(),
-                                       getInput()));
+        b, getLoc(), dy,
+        CosOp::create(b, getLoc(), getInput().getType(), getInput()));
   return success();
 }
 
@@ -663,9 +664,9 @@ LogicalResult Conv2DOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   if (!dy)
     return success();
   Type weightType = getWeight().getType();
-  auto biasType = RankedTensorType::get(
-      {tensorTypeOf(getWeight()).getShape()[0]},
-      tensorTypeOf(getWeight()).getElementType());
+  auto biasType =
+      RankedTensorType::get({tensorTypeOf(getWeight()).getShape()[0]},
+                            tensorTypeOf(getWeight()).getElementType());
   auto grad = Conv2DGradOp::create(
       b, getLoc(), TypeRange{getInput().getType(), weightType, biasType},
       getInput(), getWeight(), dy, getStrides(), getPads(), getDilations(),

@@ -937,8 +937,7 @@ LogicalResult mlir::gpipe::verifyKernelCall(Operation *op,
       fits = ::gpipe::abi::isInteger(role);
       break;
     case KernelArg::RngKey:
-      fits = role == ArgRole::INT &&
-             param.type == ::gpipe::abi::ArgType::I64;
+      fits = role == ArgRole::INT && param.type == ::gpipe::abi::ArgType::I64;
       break;
     case KernelArg::Real:
     case KernelArg::AccumulateBeta:

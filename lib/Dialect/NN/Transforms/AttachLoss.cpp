@@ -97,8 +97,7 @@ static constexpr int64_t kMaxTensorBytes = int64_t(1) << 50;
 /// byte size overflows or exceeds kMaxTensorBytes (it would wrap around
 /// into a tiny memory plan).
 LogicalResult mlir::gpipe::nn::checkTensorSizes(func::FuncOp func) {
-  auto check = [&](Value value, Location loc,
-                   StringRef what) -> LogicalResult {
+  auto check = [&](Value value, Location loc, StringRef what) -> LogicalResult {
     auto type = dyn_cast<RankedTensorType>(value.getType());
     if (!type || !type.hasStaticShape())
       return success();
@@ -108,19 +107,18 @@ LogicalResult mlir::gpipe::nn::checkTensorSizes(func::FuncOp func) {
                               << " has a dimension of size 0 (a layer of "
                                  "width 0?); every dimension must be at "
                                  "least 1";
-    int64_t bytes = std::max<int64_t>(
-        1, (int64_t(type.getElementTypeBitWidth()) + 7) / 8);
+    int64_t bytes =
+        std::max<int64_t>(1, (int64_t(type.getElementTypeBitWidth()) + 7) / 8);
     bool overflow = false;
     for (int64_t dim : type.getShape())
-      overflow |= llvm::MulOverflow(bytes, dim, bytes) ||
-                  bytes > kMaxTensorBytes;
+      overflow |=
+          llvm::MulOverflow(bytes, dim, bytes) || bytes > kMaxTensorBytes;
     if (!overflow)
       return success();
     InFlightDiagnostic diag = emitError(loc);
     diag << what << " of type " << type << " holds ";
     llvm::interleave(
-        type.getShape(), [&](int64_t d) { diag << d; },
-        [&] { diag << " x "; });
+        type.getShape(), [&](int64_t d) { diag << d; }, [&] { diag << " x "; });
     return diag << " elements, more than the 1 PiB a tensor may take; use a "
                    "smaller batch or smaller layers";
   };

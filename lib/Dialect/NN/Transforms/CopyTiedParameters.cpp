@@ -73,8 +73,8 @@ struct NNCopyTiedParametersPass
         for (size_t k = 1; k < groups.size(); ++k) {
           auto copy = ParameterOp::create(
               builder, first.getLoc(), (name + "#" + Twine(k)).str(),
-              first.getType(), /*initial_value=*/ElementsAttr(),
-              InitKindAttr(), FloatAttr(), FlatSymbolRefAttr::get(first));
+              first.getType(), /*initial_value=*/ElementsAttr(), InitKindAttr(),
+              FloatAttr(), FlatSymbolRefAttr::get(first));
           // Unique in the module: "#k" again with a suffix if taken.
           symbols.insert(copy);
           builder.setInsertionPointAfter(copy);

@@ -70,7 +70,8 @@ static void inlineLayers(Block &block) {
       // A layer that yields one of its own arguments yields its input:
       // the argument dies with the layer.
       for (Value &v : yielded)
-        if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == &body)
+        if (auto arg = dyn_cast<BlockArgument>(v);
+            arg && arg.getOwner() == &body)
           v = layer.getInputs()[arg.getArgNumber()];
       yield.erase();
       for (auto [arg, input] :

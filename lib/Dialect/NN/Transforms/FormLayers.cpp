@@ -113,8 +113,8 @@ static Value materializeFree(Value v, OpBuilder &builder, IRMapping &mapping) {
   return clone->getResult(cast<OpResult>(v).getResultNumber());
 }
 
-FailureOr<unsigned>
-mlir::gpipe::nn::formLayers(func::FuncOp func, LayerGranularity granularity) {
+FailureOr<unsigned> mlir::gpipe::nn::formLayers(func::FuncOp func,
+                                                LayerGranularity granularity) {
   if (func.isExternal() || !func.getBody().hasOneBlock())
     return func.emitOpError("expected a network body of one block"), failure();
   Block &body = func.getBody().front();
@@ -207,8 +207,7 @@ mlir::gpipe::nn::formLayers(func::FuncOp func, LayerGranularity granularity) {
       return live.size() == 1;
     if (main != 1)
       return false;
-    return live.size() == 1 ||
-           canPackRows(ValueRange(live).getTypes());
+    return live.size() == 1 || canPackRows(ValueRange(live).getTypes());
   };
 
   SmallVector<Segment> segments(1);
@@ -316,18 +315,20 @@ mlir::gpipe::nn::formLayers(func::FuncOp func, LayerGranularity granularity) {
       int64_t total = 0;
       for (Value v : outputs) {
         auto type = cast<RankedTensorType>(v.getType());
-        total += type.getNumElements() / std::max<int64_t>(1, type.getDimSize(0));
+        total +=
+            type.getNumElements() / std::max<int64_t>(1, type.getDimSize(0));
       }
-      resultTypes.push_back(RankedTensorType::get(
-          {first.getDimSize(0), total}, first.getElementType()));
+      resultTypes.push_back(RankedTensorType::get({first.getDimSize(0), total},
+                                                  first.getElementType()));
     } else {
-      llvm::append_range(resultTypes, ValueRange(outputs.getArrayRef()).getTypes());
+      llvm::append_range(resultTypes,
+                         ValueRange(outputs.getArrayRef()).getTypes());
     }
 
     builder.setInsertionPoint(seg.ops.front());
-    auto layer = LayerOp::create(builder, seg.ops.front()->getLoc(),
-                                 resultTypes, builder.getStringAttr(name),
-                                 inputs.getArrayRef());
+    auto layer =
+        LayerOp::create(builder, seg.ops.front()->getLoc(), resultTypes,
+                        builder.getStringAttr(name), inputs.getArrayRef());
     Block *layerBody = builder.createBlock(&layer.getBody());
     IRMapping mapping;
     for (Value in : inputs)

@@ -120,8 +120,8 @@ private:
     SmallVector<Type> types;
     for (Value v : outputs)
       types.push_back(v.getType());
-    auto fused = FusedOp::create(builder, last->getLoc(), types,
-                                 inputs.getArrayRef());
+    auto fused =
+        FusedOp::create(builder, last->getLoc(), types, inputs.getArrayRef());
     Block *body = new Block();
     fused.getBody().push_back(body);
     IRMapping mapping;

@@ -242,8 +242,9 @@ LogicalResult Microbatcher::absorb(Operation *op, OpOperand &operand,
   // A batch-free tensor repeated along that dim (a class token broadcast to
   // the batch): every slice is the same, so a smaller broadcast serves.
   if (auto repeat = operand.get().getDefiningOp<BroadcastToOp>()) {
-    int64_t inDim = dim - static_cast<int64_t>(shapeOf(repeat.getResult()).size() -
-                                               shapeOf(repeat.getInput()).size());
+    int64_t inDim =
+        dim - static_cast<int64_t>(shapeOf(repeat.getResult()).size() -
+                                   shapeOf(repeat.getInput()).size());
     if (!lookup(repeat.getInput()) &&
         (inDim < 0 || shapeOf(repeat.getInput())[inDim] == 1))
       return constantSlices.push_back({&operand, where}), success();
@@ -335,7 +336,8 @@ LogicalResult Microbatcher::visitMatMul(MatMulOp op) {
     return mixes(op, 0, *lb), failure();
   if (rb && rb->dim == rhsInnerDim)
     return mixes(op, 1, *rb), failure();
-  bool lhsRows = lb && lb->dim == lhsRowDim, rhsCols = rb && rb->dim == rhsColDim;
+  bool lhsRows = lb && lb->dim == lhsRowDim,
+       rhsCols = rb && rb->dim == rhsColDim;
   // Samples of the rows paired with samples of the columns: an outer
   // product over the batch.
   if ((lhsRows || rhsCols) && lb && rb)
@@ -507,8 +509,9 @@ LogicalResult Microbatcher::visit(Operation *op) {
       .Case<BroadcastToOp>([&](BroadcastToOp op) {
         int64_t rank = shapeOf(op.getResult()).size();
         std::optional<BatchDim> result;
-        if (failed(broadcast(op, {{&op.getInputMutable(),
-                                   (int64_t)shapeOf(op.getInput()).size()}},
+        if (failed(broadcast(op,
+                             {{&op.getInputMutable(),
+                               (int64_t)shapeOf(op.getInput()).size()}},
                              rank, result)))
           return failure();
         if (result)
@@ -776,8 +779,7 @@ void Microbatcher::rewrite() {
 // Entry points
 //===----------------------------------------------------------------------===//
 
-LogicalResult mlir::gpipe::nn::microbatchFunction(func::FuncOp func,
-                                                  int64_t m,
+LogicalResult mlir::gpipe::nn::microbatchFunction(func::FuncOp func, int64_t m,
                                                   int64_t replicas) {
   if (m < 1)
     return func.emitError("expected a positive number of micro-batches, got ")
@@ -791,8 +793,7 @@ LogicalResult mlir::gpipe::nn::microbatchFunction(func::FuncOp func,
   if (replicas > 1) {
     if (m > std::numeric_limits<int64_t>::max() / replicas)
       return func.emitError("cannot micro-batch: ")
-             << m << " micro-batches x " << replicas
-             << " replicas is too many";
+             << m << " micro-batches x " << replicas << " replicas is too many";
     parts += " x " + std::to_string(replicas) + " replicas";
     m *= replicas;
   }

@@ -57,9 +57,10 @@ Value mlir::gpipe::nn::packRows(OpBuilder &builder, Location loc,
     int64_t n = rowSize(type);
     total += n;
     auto rowType = RankedTensorType::get({batch, n}, type.getElementType());
-    rows.push_back(type == rowType
-                       ? v
-                       : ReshapeOp::create(builder, loc, rowType, v).getResult());
+    rows.push_back(
+        type == rowType
+            ? v
+            : ReshapeOp::create(builder, loc, rowType, v).getResult());
   }
   if (rows.size() == 1)
     return rows.front();
@@ -67,9 +68,8 @@ Value mlir::gpipe::nn::packRows(OpBuilder &builder, Location loc,
   return ConcatOp::create(builder, loc, packed, rows, /*axis=*/1);
 }
 
-SmallVector<Value> mlir::gpipe::nn::unpackRows(OpBuilder &builder,
-                                               Location loc, Value packed,
-                                               TypeRange types) {
+SmallVector<Value> mlir::gpipe::nn::unpackRows(OpBuilder &builder, Location loc,
+                                               Value packed, TypeRange types) {
   SmallVector<Value> values;
   auto packedType = cast<RankedTensorType>(packed.getType());
   int64_t batch = packedType.getDimSize(0), offset = 0;
@@ -79,10 +79,9 @@ SmallVector<Value> mlir::gpipe::nn::unpackRows(OpBuilder &builder,
     auto rowType = RankedTensorType::get({batch, n}, type.getElementType());
     Value row = packed;
     if (rowType != packedType)
-      row = SliceOp::create(builder, loc, rowType, packed,
-                            ArrayRef<int64_t>{0, offset},
-                            ArrayRef<int64_t>{batch, n},
-                            ArrayRef<int64_t>{1, 1});
+      row = SliceOp::create(
+          builder, loc, rowType, packed, ArrayRef<int64_t>{0, offset},
+          ArrayRef<int64_t>{batch, n}, ArrayRef<int64_t>{1, 1});
     if (row.getType() != type)
       row = ReshapeOp::create(builder, loc, type, row);
     values.push_back(row);
@@ -105,8 +104,7 @@ static std::string argumentName(BlockArgument arg) {
   return "input" + std::to_string(arg.getArgNumber());
 }
 
-LogicalResult mlir::gpipe::nn::packInputs(ModuleOp module,
-                                          func::FuncOp func) {
+LogicalResult mlir::gpipe::nn::packInputs(ModuleOp module, func::FuncOp func) {
   if (func.isExternal() || !func.getBody().hasOneBlock())
     return func.emitOpError("expected a network body of one block");
   Block &entry = func.getBody().front();
@@ -116,13 +114,13 @@ LogicalResult mlir::gpipe::nn::packInputs(ModuleOp module,
   MLIRContext *ctx = func.getContext();
   auto partOf = [&](BlockArgument arg, int64_t offset) -> Attribute {
     return DictionaryAttr::get(
-        ctx, {NamedAttribute(StringAttr::get(ctx, "name"),
-                             StringAttr::get(ctx, argumentName(arg))),
-              NamedAttribute(StringAttr::get(ctx, "offset"),
-                             IntegerAttr::get(IntegerType::get(ctx, 64),
-                                              offset)),
-              NamedAttribute(StringAttr::get(ctx, "type"),
-                             TypeAttr::get(arg.getType()))});
+        ctx,
+        {NamedAttribute(StringAttr::get(ctx, "name"),
+                        StringAttr::get(ctx, argumentName(arg))),
+         NamedAttribute(StringAttr::get(ctx, "offset"),
+                        IntegerAttr::get(IntegerType::get(ctx, 64), offset)),
+         NamedAttribute(StringAttr::get(ctx, "type"),
+                        TypeAttr::get(arg.getType()))});
   };
   // One input stays as it is; only its name is recorded.
   if (count == 1) {
@@ -178,8 +176,8 @@ LogicalResult mlir::gpipe::nn::packInputs(ModuleOp module,
   for (unsigned i = 0; i < count; ++i)
     entry.getArgument(i + 1).replaceAllUsesWith(inputs[i]);
   entry.eraseArguments(1, count);
-  func.setFunctionType(FunctionType::get(ctx, entry.getArgumentTypes(),
-                                         func.getResultTypes()));
+  func.setFunctionType(
+      FunctionType::get(ctx, entry.getArgumentTypes(), func.getResultTypes()));
   return success();
 }
 

@@ -20,7 +20,8 @@ using namespace mlir;
 
 namespace {
 struct NNRaiseFusedOpsPass
-    : public mlir::gpipe::nn::impl::NNRaiseFusedOpsPassBase<NNRaiseFusedOpsPass> {
+    : public mlir::gpipe::nn::impl::NNRaiseFusedOpsPassBase<
+          NNRaiseFusedOpsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     mlir::gpipe::nn::populateRaiseFusedOpsPatterns(patterns);

@@ -64,10 +64,8 @@ static void markNeeded(Block &body, ArrayRef<Value> roots,
   }
 }
 
-FailureOr<SplitBackward>
-mlir::gpipe::nn::splitBackwardFunction(func::FuncOp backward,
-                                       StringRef inputName,
-                                       StringRef weightName) {
+FailureOr<SplitBackward> mlir::gpipe::nn::splitBackwardFunction(
+    func::FuncOp backward, StringRef inputName, StringRef weightName) {
   if (backward.isExternal() || !backward.getBody().hasOneBlock())
     return mlir::emitError(backward.getLoc(), "cannot split @")
                << backward.getSymName() << ": it has no single-block body",
@@ -84,8 +82,8 @@ mlir::gpipe::nn::splitBackwardFunction(func::FuncOp backward,
   auto paramGrads = backward->getAttrOfType<ArrayAttr>(kParamGradsAttrName);
   if (!paramGrads)
     return mlir::emitError(backward.getLoc(), "cannot split @")
-               << backward.getSymName() << ": it lacks '"
-               << kParamGradsAttrName << "'",
+               << backward.getSymName() << ": it lacks '" << kParamGradsAttrName
+               << "'",
            failure();
   Block &body = backward.getBody().front();
   Operation *ret = body.getTerminator();
@@ -105,8 +103,7 @@ mlir::gpipe::nn::splitBackwardFunction(func::FuncOp backward,
   // reads are handed over (in definition order, so the split is
   // deterministic).
   llvm::DenseSet<Operation *> inputOps, weightOps;
-  markNeeded(body, SmallVector<Value>(inputRoots), inputOps, nullptr,
-             nullptr);
+  markNeeded(body, SmallVector<Value>(inputRoots), inputOps, nullptr, nullptr);
   llvm::SetVector<Value> handed;
   markNeeded(body, SmallVector<Value>(weightRoots), weightOps, &inputOps,
              &handed);
@@ -179,7 +176,8 @@ mlir::gpipe::nn::splitBackwardFunction(func::FuncOp backward,
     map.map(body.getArguments(),
             entry->getArguments().take_front(body.getNumArguments()));
     for (auto [v, arg] : llvm::zip_equal(
-             deferred, entry->getArguments().drop_front(body.getNumArguments())))
+             deferred,
+             entry->getArguments().drop_front(body.getNumArguments())))
       map.map(v, arg);
     OpBuilder b = OpBuilder::atBlockEnd(entry);
     for (Operation &op : body.without_terminator())

@@ -24,7 +24,8 @@ extern "C" {
 /// gpipe_rt_cpu_set_kernel_threads. OpenBLAS itself always runs on the
 /// calling thread; the runtime splits a large GEMM into blocks of whole
 /// rows (gpipe_rt_cpu_gemm_row_block), one single-threaded sgemm each,
-/// which gives the bits of one call on every thread count. Values below 1 are treated as 1.
+/// which gives the bits of one call on every thread count. Values below 1 are
+/// treated as 1.
 void gpipe_rt_cpu_set_blas_threads(int32_t threads);
 
 /// The current BLAS (= kernel) thread count.

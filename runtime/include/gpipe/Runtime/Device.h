@@ -1,4 +1,5 @@
-//===- Device.h - Where a pipeline's arenas live and its kernels run -*- C++ -*-===//
+//===- Device.h - Where a pipeline's arenas live and its kernels run -*- C++
+//-*-===//
 //
 // The engine (Engine.h) is the same for every target: it owns threads, the
 // step barrier, transfers' rendezvous, data, the optimizer's hyper-parameters,
@@ -94,9 +95,9 @@ public:
   /// A batch norm's running statistics after a step, from the step's sums
   /// (Kernels.def, running_stats_update_f32), on device memory.
   virtual Status runningStatsUpdate(float *runningMean, float *runningVar,
-                                    const float *meanStat,
-                                    const float *varStat, int64_t channels,
-                                    int64_t count, double momentum) = 0;
+                                    const float *meanStat, const float *varStat,
+                                    int64_t channels, int64_t count,
+                                    double momentum) = 0;
 
   /// The message of the kernel call that just failed on this thread ("" if
   /// the device keeps none; the engine then reads gpipe_rt_last_error()).
@@ -173,9 +174,9 @@ public:
   /// (Kernels.def, running_stats_update_f32), on device memory, finished
   /// when it returns.
   virtual Status runningStatsUpdate(float *runningMean, float *runningVar,
-                                    const float *meanStat,
-                                    const float *varStat, int64_t channels,
-                                    int64_t count, double momentum) = 0;
+                                    const float *meanStat, const float *varStat,
+                                    int64_t channels, int64_t count,
+                                    double momentum) = 0;
 
   /// Whether the device speaks the nccl transport, and the calls it needs:
   /// an id process 0 makes and every process receives (over MPI), then the
@@ -193,9 +194,9 @@ public:
   /// Data parallelism: splits the communicator into replica groups (the
   /// processes with the same `color`, the pipeline rank, ordered by `key`,
   /// the replica); once, after ncclInit.
-  virtual Status ncclReplicaGroup(int color, int key,
-                                  std::chrono::steady_clock::time_point
-                                      deadline);
+  virtual Status
+  ncclReplicaGroup(int color, int key,
+                   std::chrono::steady_clock::time_point deadline);
   /// Sums `count` floats at `grads` over the replica group in place
   /// (ncclAllReduce on the rank's communication stream, after its compute
   /// so far; its later compute waits for the sum). NCCL chooses the

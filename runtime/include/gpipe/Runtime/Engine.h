@@ -723,7 +723,7 @@ void finalizeMpi();
 /// error calls `what`), e.g. the checkpoint each resumes from. Succeeds at
 /// once without MPI.
 Status checkSameOnEveryProcess(const std::string &value,
-                              const std::string &what, double timeoutSeconds);
+                               const std::string &what, double timeoutSeconds);
 
 /// Whether `message` (a run's error) reports another process's failure
 /// rather than this one's.

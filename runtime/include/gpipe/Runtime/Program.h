@@ -1,4 +1,5 @@
-/*===- Program.h - The ABI between compiled models and the runtime -*- C -*-===*\
+/*===- Program.h - The ABI between compiled models and the runtime -*- C
+-*-===*\
 |*                                                                            *|
 |* A model compiled by gpipe-compile is a shared library holding one native  *|
 |* function per pipeline rank: the rank's scheduled program for ONE training *|
@@ -133,8 +134,8 @@ int32_t gpipe_rt_recv(gpipe_rt_rank *rank, int64_t action, void *data,
 
 /// Copies micro-batch `microbatch` of the current step's input (stage 0) or
 /// labels (last stage) into `data` (`bytes` = one micro-batch).
-int32_t gpipe_rt_load_input(gpipe_rt_rank *rank, int64_t microbatch,
-                            void *data, int64_t bytes);
+int32_t gpipe_rt_load_input(gpipe_rt_rank *rank, int64_t microbatch, void *data,
+                            int64_t bytes);
 int32_t gpipe_rt_load_labels(gpipe_rt_rank *rank, int64_t microbatch,
                              void *data, int64_t bytes);
 
@@ -156,8 +157,8 @@ int32_t gpipe_rt_report_output(gpipe_rt_rank *rank, int64_t microbatch,
 /// `count` parameters with their gradients (summed over the micro-batches)
 /// and the optimizer state the plan reserved (null when none).
 int32_t gpipe_rt_optimizer_step(gpipe_rt_rank *rank, int64_t stage,
-                                float *params, const float *grads,
-                                float *state, int64_t count);
+                                float *params, const float *grads, float *state,
+                                int64_t count);
 
 /// `gpipe.reduce_grad` of action `action`'s stage (data parallelism):
 /// starts summing the stage's `count` gradients at `grads` over the

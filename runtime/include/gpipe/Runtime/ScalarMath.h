@@ -119,14 +119,14 @@ expReduced(const B &b, typename B::Value x, typename B::Value &n) {
 template <typename B>
 GPIPE_RT_MATH_INLINE typename B::Value exp(const B &b, typename B::Value x) {
   using V = typename B::Value;
-  const float kMax = 88.72283935546875f;  // e^kMax just below FLT_MAX
+  const float kMax = 88.72283935546875f;   // e^kMax just below FLT_MAX
   const float kMin = -103.97207641601562f; // e^kMin: half the least denormal
   // Finite whatever x is (NaN computes at 0 and is put back at the end):
   // converting NaN to an integer is undefined.
-  V clamped = b.select(
-      b.isNan(x), b.lit(0.0f),
-      b.select(b.gt(x, b.lit(kMax)), b.lit(kMax),
-               b.select(b.lt(x, b.lit(kMin)), b.lit(kMin), x)));
+  V clamped =
+      b.select(b.isNan(x), b.lit(0.0f),
+               b.select(b.gt(x, b.lit(kMax)), b.lit(kMax),
+                        b.select(b.lt(x, b.lit(kMin)), b.lit(kMin), x)));
   V n;
   V y = expReduced(b, clamped, n);
   // n in [-150, 128]: halves in [-75, 64], each a normal power of two; the

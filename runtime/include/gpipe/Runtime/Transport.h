@@ -97,8 +97,7 @@ struct Reduction {
 /// Replica d sums elements [d x share, min(count, (d+1) x share)).
 int64_t getReduceShare(int64_t count, int64_t replicas);
 /// Replica `replica`'s share of `count` gradients: [begin, end).
-std::pair<int64_t, int64_t> getReduceShareRange(int64_t count,
-                                                int64_t replicas,
+std::pair<int64_t, int64_t> getReduceShareRange(int64_t count, int64_t replicas,
                                                 int64_t replica);
 
 /// Replica `replica`'s sum of its share, in replica order: `mine` is its

@@ -79,9 +79,8 @@ constexpr bool hasMicrobatch(ActionKind k) {
 }
 /// The direction of a transfer kind (Forward for SEND_F and RECV_F).
 constexpr Direction getDirection(ActionKind k) {
-  return k == ActionKind::SendB || k == ActionKind::RecvB
-             ? Direction::Backward
-             : Direction::Forward;
+  return k == ActionKind::SendB || k == ActionKind::RecvB ? Direction::Backward
+                                                          : Direction::Forward;
 }
 /// The transfer kind of a send or receive going `dir`.
 constexpr ActionKind getTransferKind(bool send, Direction dir) {
@@ -94,18 +93,30 @@ constexpr ActionKind getTransferKind(bool send, Direction dir) {
 /// RECV_B REDUCE_GRAD STEP, and SUM_TIED.
 constexpr const char *getActionKindCSVName(ActionKind k) {
   switch (k) {
-  case ActionKind::Forward: return "F";
-  case ActionKind::Backward: return "B";
-  case ActionKind::BackwardInput: return "I";
-  case ActionKind::BackwardWeight: return "W";
-  case ActionKind::Recompute: return "R";
-  case ActionKind::SendF: return "SEND_F";
-  case ActionKind::RecvF: return "RECV_F";
-  case ActionKind::SendB: return "SEND_B";
-  case ActionKind::RecvB: return "RECV_B";
-  case ActionKind::ReduceGrad: return "REDUCE_GRAD";
-  case ActionKind::Step: return "STEP";
-  case ActionKind::SumTied: return "SUM_TIED";
+  case ActionKind::Forward:
+    return "F";
+  case ActionKind::Backward:
+    return "B";
+  case ActionKind::BackwardInput:
+    return "I";
+  case ActionKind::BackwardWeight:
+    return "W";
+  case ActionKind::Recompute:
+    return "R";
+  case ActionKind::SendF:
+    return "SEND_F";
+  case ActionKind::RecvF:
+    return "RECV_F";
+  case ActionKind::SendB:
+    return "SEND_B";
+  case ActionKind::RecvB:
+    return "RECV_B";
+  case ActionKind::ReduceGrad:
+    return "REDUCE_GRAD";
+  case ActionKind::Step:
+    return "STEP";
+  case ActionKind::SumTied:
+    return "SUM_TIED";
   }
   return "?";
 }
@@ -115,18 +126,28 @@ constexpr const char *getActionKindCSVName(ActionKind k) {
 /// step sum_tied (a transfer's direction is a key of its own).
 constexpr const char *getActionKindMetadataName(ActionKind k) {
   switch (k) {
-  case ActionKind::Forward: return "forward";
-  case ActionKind::Backward: return "backward";
-  case ActionKind::BackwardInput: return "backward_input";
-  case ActionKind::BackwardWeight: return "backward_weight";
-  case ActionKind::Recompute: return "recompute";
+  case ActionKind::Forward:
+    return "forward";
+  case ActionKind::Backward:
+    return "backward";
+  case ActionKind::BackwardInput:
+    return "backward_input";
+  case ActionKind::BackwardWeight:
+    return "backward_weight";
+  case ActionKind::Recompute:
+    return "recompute";
   case ActionKind::SendF:
-  case ActionKind::SendB: return "send";
+  case ActionKind::SendB:
+    return "send";
   case ActionKind::RecvF:
-  case ActionKind::RecvB: return "recv";
-  case ActionKind::ReduceGrad: return "reduce_grad";
-  case ActionKind::Step: return "step";
-  case ActionKind::SumTied: return "sum_tied";
+  case ActionKind::RecvB:
+    return "recv";
+  case ActionKind::ReduceGrad:
+    return "reduce_grad";
+  case ActionKind::Step:
+    return "step";
+  case ActionKind::SumTied:
+    return "sum_tied";
   }
   return "?";
 }
@@ -144,18 +165,28 @@ inline std::optional<Direction> parseDirection(std::string_view s) {
 }
 
 /// Parses the metadata's spelling; transfers need their direction.
-inline std::optional<ActionKind>
-parseActionKindMetadataName(std::string_view s, Direction dir) {
-  if (s == "forward") return ActionKind::Forward;
-  if (s == "backward") return ActionKind::Backward;
-  if (s == "backward_input") return ActionKind::BackwardInput;
-  if (s == "backward_weight") return ActionKind::BackwardWeight;
-  if (s == "recompute") return ActionKind::Recompute;
-  if (s == "send") return getTransferKind(true, dir);
-  if (s == "recv") return getTransferKind(false, dir);
-  if (s == "reduce_grad") return ActionKind::ReduceGrad;
-  if (s == "step") return ActionKind::Step;
-  if (s == "sum_tied") return ActionKind::SumTied;
+inline std::optional<ActionKind> parseActionKindMetadataName(std::string_view s,
+                                                             Direction dir) {
+  if (s == "forward")
+    return ActionKind::Forward;
+  if (s == "backward")
+    return ActionKind::Backward;
+  if (s == "backward_input")
+    return ActionKind::BackwardInput;
+  if (s == "backward_weight")
+    return ActionKind::BackwardWeight;
+  if (s == "recompute")
+    return ActionKind::Recompute;
+  if (s == "send")
+    return getTransferKind(true, dir);
+  if (s == "recv")
+    return getTransferKind(false, dir);
+  if (s == "reduce_grad")
+    return ActionKind::ReduceGrad;
+  if (s == "step")
+    return ActionKind::Step;
+  if (s == "sum_tied")
+    return ActionKind::SumTied;
   return std::nullopt;
 }
 
@@ -191,10 +222,9 @@ constexpr uint64_t splitMix64(uint64_t x) {
 /// index in the whole mini-batch (replica * M + m). Every rank, the
 /// interpreter and every K, schedule and remat policy derive the same key,
 /// so masks do not depend on how the model is split or recomputed.
-constexpr uint64_t getRngKey(uint64_t seed, int64_t step,
-                             int64_t microbatch) {
-  return splitMix64(seed ^ splitMix64(uint64_t(step) ^
-                                      splitMix64(uint64_t(microbatch))));
+constexpr uint64_t getRngKey(uint64_t seed, int64_t step, int64_t microbatch) {
+  return splitMix64(
+      seed ^ splitMix64(uint64_t(step) ^ splitMix64(uint64_t(microbatch))));
 }
 /// The boundary a transfer of `stage` crosses: a forward send leaves stage
 /// s over boundary s, a forward receive enters it over s - 1, and the other
@@ -202,8 +232,10 @@ constexpr uint64_t getRngKey(uint64_t seed, int64_t step,
 constexpr int64_t getTransferBoundary(ActionKind k, int64_t stage) {
   switch (k) {
   case ActionKind::SendF:
-  case ActionKind::RecvB: return stage;
-  default: return stage - 1;
+  case ActionKind::RecvB:
+    return stage;
+  default:
+    return stage - 1;
   }
 }
 

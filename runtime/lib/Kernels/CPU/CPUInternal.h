@@ -57,10 +57,10 @@ public:
     if (kernelDepth == 0)
       return;
     if (--kernelDepth == 0)
-      kernelNanoseconds[cls] += uint64_t(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(
-              std::chrono::steady_clock::now() - start)
-              .count());
+      kernelNanoseconds[cls] +=
+          uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now() - start)
+                       .count());
   }
   KernelTimer(const KernelTimer &) = delete;
   KernelTimer &operator=(const KernelTimer &) = delete;

@@ -47,7 +47,7 @@ extern "C" void openblas_set_num_threads(int threads);
 /// differ, not the arithmetic: the same IEEE operations in the same order
 /// without contraction (-ffp-contract=off), so every version computes the
 /// same bits.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&        \
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define GPIPE_RT_CPU_CLONES                                                    \
   __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -78,8 +78,7 @@ Kernel cpuKernel(const char *name) { return Kernel{name, &lastError}; }
 /// `n` elements of per-thread scratch that only grows: each rank runs its
 /// kernels on its own thread, so after the first steps the kernels allocate
 /// nothing. `Slot` tells apart the buffers one kernel holds at once.
-template <typename T, int Slot = 0>
-T *threadScratch(size_t n) {
+template <typename T, int Slot = 0> T *threadScratch(size_t n) {
   thread_local std::vector<T> buffer;
   if (buffer.size() < n)
     buffer.resize(n);
@@ -137,8 +136,8 @@ void forEachRunParallel(const StridedPlan<N> &plan, const Fn &fn,
     return;
   }
   int64_t perIndex = std::max<int64_t>(total / plan.dims[0], 1);
-  int64_t grain = std::max<int64_t>(
-      1, (cpu::kParallelGrain + perIndex - 1) / perIndex);
+  int64_t grain =
+      std::max<int64_t>(1, (cpu::kParallelGrain + perIndex - 1) / perIndex);
   cpu::parallelFor(plan.dims[0], grain, [&](int64_t begin, int64_t end) {
     StridedPlan<N> part = plan;
     part.dims[0] = end - begin;
@@ -317,8 +316,8 @@ float roundToBf16(float x) {
 
 /// The `rows` x `cols` matrix at `m` (leading dim `ld`) rounded to bf16
 /// into `copy` (same layout).
-const float *roundedCopy(const float *m, int64_t rows, int64_t cols,
-                         int64_t ld, std::vector<float> &copy) {
+const float *roundedCopy(const float *m, int64_t rows, int64_t cols, int64_t ld,
+                         std::vector<float> &copy) {
   copy.resize(size_t((rows - 1) * ld + cols));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)
@@ -366,10 +365,9 @@ void singleThreadedOpenBlas() {
 /// beta = 0 is a memset and beta = 1: OpenBLAS's driver scales C by beta
 /// (for 0: fills it with zeros, in a loop a few times slower than memset)
 /// and then always accumulates into it, so the bits are the same.
-void sgemmRows(bool transA, bool transB, int64_t row, int64_t rows,
-               int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-               const float *b, int64_t ldb, float beta, float *c,
-               int64_t ldc) {
+void sgemmRows(bool transA, bool transB, int64_t row, int64_t rows, int64_t n,
+               int64_t k, float alpha, const float *a, int64_t lda,
+               const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
   float *block = c + row * ldc;
   if (beta == 0.0f && rows > 0 && n > 0) {
     if (ldc == n)
@@ -459,8 +457,8 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
     return GPIPE_RT_SUCCESS;
   }
   singleThreadedOpenBlas();
-  bool timed = gemmTiming.load(std::memory_order_relaxed) ||
-               cpu::kernelDepth > 0;
+  bool timed =
+      gemmTiming.load(std::memory_order_relaxed) || cpu::kernelDepth > 0;
   auto start = timed ? std::chrono::steady_clock::now()
                      : std::chrono::steady_clock::time_point();
   if (bf16Operands) {
@@ -493,10 +491,9 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
     });
   }
   if (timed) {
-    uint64_t ns =
-        uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::steady_clock::now() - start)
-                     .count());
+    uint64_t ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count());
     if (gemmTiming.load(std::memory_order_relaxed))
       gemmNanoseconds.fetch_add(ns, std::memory_order_relaxed);
     if (cpu::kernelDepth > 0)
@@ -514,30 +511,29 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
 template <typename T, typename R, typename F>
 void broadcastBinary(const StridedPlan<3> &plan, const T *lhs, const T *rhs,
                      R *out, F f) {
-  forEachRunParallel(plan, [&](int64_t n, const int64_t *off,
-                               const int64_t *st) {
-    R *o = out + off[0];
-    const T *a = lhs + off[1];
-    const T *b = rhs + off[2];
-    if (st[1] && st[2]) {
-      for (int64_t i = 0; i < n; ++i)
-        o[i] = f(a[i], b[i]);
-    } else if (st[1]) {
-      T bv = *b;
-      for (int64_t i = 0; i < n; ++i)
-        o[i] = f(a[i], bv);
-    } else if (st[2]) {
-      T av = *a;
-      for (int64_t i = 0; i < n; ++i)
-        o[i] = f(av, b[i]);
-    } else {
-      R v = f(*a, *b);
-      for (int64_t i = 0; i < n; ++i)
-        o[i] = v;
-    }
-  });
+  forEachRunParallel(plan,
+                     [&](int64_t n, const int64_t *off, const int64_t *st) {
+                       R *o = out + off[0];
+                       const T *a = lhs + off[1];
+                       const T *b = rhs + off[2];
+                       if (st[1] && st[2]) {
+                         for (int64_t i = 0; i < n; ++i)
+                           o[i] = f(a[i], b[i]);
+                       } else if (st[1]) {
+                         T bv = *b;
+                         for (int64_t i = 0; i < n; ++i)
+                           o[i] = f(a[i], bv);
+                       } else if (st[2]) {
+                         T av = *a;
+                         for (int64_t i = 0; i < n; ++i)
+                           o[i] = f(av, b[i]);
+                       } else {
+                         R v = f(*a, *b);
+                         for (int64_t i = 0; i < n; ++i)
+                           o[i] = v;
+                       }
+                     });
 }
-
 
 template <typename T> T toInt(double v) {
   if (std::isnan(v))
@@ -605,19 +601,22 @@ void tiledTranspose(const StridedPlan<2> &plan, int32_t j, T *dst,
   int64_t nj = plan.dims[j], nl = plan.dims[last];
   int64_t dj = plan.strides[0][j], dl = plan.strides[0][last];
   int64_t sj = plan.strides[1][j], sl = plan.strides[1][last];
-  forEachRunParallel(outer, [&](int64_t, const int64_t *off, const int64_t *) {
-    T *d = dst + off[0];
-    const T *s = src + off[1];
-    for (int64_t j0 = 0; j0 < nj; j0 += kTile) {
-      int64_t j1 = std::min(nj, j0 + kTile);
-      for (int64_t l0 = 0; l0 < nl; l0 += kTile) {
-        int64_t l1 = std::min(nl, l0 + kTile);
-        for (int64_t a = j0; a < j1; ++a)
-          for (int64_t b = l0; b < l1; ++b)
-            d[a * dj + b * dl] = s[a * sj + b * sl];
-      }
-    }
-  }, nj * nl);
+  forEachRunParallel(
+      outer,
+      [&](int64_t, const int64_t *off, const int64_t *) {
+        T *d = dst + off[0];
+        const T *s = src + off[1];
+        for (int64_t j0 = 0; j0 < nj; j0 += kTile) {
+          int64_t j1 = std::min(nj, j0 + kTile);
+          for (int64_t l0 = 0; l0 < nl; l0 += kTile) {
+            int64_t l1 = std::min(nl, l0 + kTile);
+            for (int64_t a = j0; a < j1; ++a)
+              for (int64_t b = l0; b < l1; ++b)
+                d[a * dj + b * dl] = s[a * sj + b * sl];
+          }
+        }
+      },
+      nj * nl);
 }
 
 template <typename T>
@@ -686,10 +685,10 @@ namespace cpu {
 
 Kernel kernelNamed(const char *name) { return cpuKernel(name); }
 
-gpipe_rt_status sgemm(const Kernel &kernel, bool transA, bool transB,
-                      int64_t m, int64_t n, int64_t k, float alpha,
-                      const float *a, int64_t lda, const float *b, int64_t ldb,
-                      float beta, float *c, int64_t ldc) {
+gpipe_rt_status sgemm(const Kernel &kernel, bool transA, bool transB, int64_t m,
+                      int64_t n, int64_t k, float alpha, const float *a,
+                      int64_t lda, const float *b, int64_t ldb, float beta,
+                      float *c, int64_t ldc) {
   return checkedSgemm(kernel, transA, transB, m, n, k, alpha, a, lda, b, ldb,
                       beta, c, ldc);
 }
@@ -706,7 +705,6 @@ using namespace gpipe::rt;
 extern "C" const char *gpipe_rt_last_error(void) { return lastError.c_str(); }
 
 extern "C" void gpipe_rt_clear_error(void) { lastError.clear(); }
-
 
 extern "C" void gpipe_rt_cpu_set_blas_threads(int32_t threads) {
   gpipe_rt_cpu_set_kernel_threads(threads);
@@ -735,9 +733,7 @@ extern "C" int32_t gpipe_rt_cpu_get_blas_threads(void) {
   return gpipe_rt_cpu_get_kernel_threads();
 }
 
-extern "C" int64_t gpipe_rt_cpu_gemm_row_block(void) {
-  return gemmRowBlock();
-}
+extern "C" int64_t gpipe_rt_cpu_gemm_row_block(void) { return gemmRowBlock(); }
 
 //===----------------------------------------------------------------------===//
 // Elementwise
@@ -806,8 +802,8 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_binary_i64(
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   Kernel kernel = cpuKernel(binaryName(op));
   BroadcastArgs<3> args;
-  GPIPE_RT_TRY(checkBinaryI64(kernel, op, lhs, lhsShape, lhsRank, rhs,
-                              rhsShape, rhsRank, out, outShape, outRank, args));
+  GPIPE_RT_TRY(checkBinaryI64(kernel, op, lhs, lhsShape, lhsRank, rhs, rhsShape,
+                              rhsRank, out, outShape, outRank, args));
   if (args.count == 0)
     return GPIPE_RT_SUCCESS;
   if (op == GPIPE_RT_DIV || op == GPIPE_RT_REMAINDER || op == GPIPE_RT_FMOD) {
@@ -853,8 +849,9 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_binary_i64(
                     [](int64_t a, int64_t b) { return b < a ? b : a; });
     break;
   case GPIPE_RT_POW:
-    broadcastBinary(plan, lhs, rhs, out,
-                    [](int64_t a, int64_t b) { return math::integerPower(a, b); });
+    broadcastBinary(plan, lhs, rhs, out, [](int64_t a, int64_t b) {
+      return math::integerPower(a, b);
+    });
     break;
   case GPIPE_RT_REMAINDER:
     broadcastBinary(plan, lhs, rhs, out, [](int64_t a, int64_t b) {
@@ -943,8 +940,7 @@ GPIPE_RT_CPU_CLONES void unaryRange(gpipe_rt_unary_op op, const float *in,
 
 /// out[begin, end) of gpipe_rt_cpu_gelu_grad_f32.
 GPIPE_RT_CPU_CLONES void geluGradRange(const float *in, const float *grad,
-                                       float *out, int64_t begin,
-                                       int64_t end) {
+                                       float *out, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i)
     out[i] = math::geluGradf(in[i], grad[i]);
 }
@@ -1076,15 +1072,13 @@ GPIPE_RT_CPU_CLONES void cumsumI64Lines(const uint64_t *in, uint64_t *out,
 } // namespace
 } // namespace gpipe::rt
 
-extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_unary_f32(gpipe_rt_unary_op op,
-                                                  const float *in, float *out,
-                                                  int64_t count) {
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_unary_f32(
+    gpipe_rt_unary_op op, const float *in, float *out, int64_t count) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   GPIPE_RT_TRY(checkUnary(cpuKernel("unary"), op, in, out, count));
-  cpu::parallelFor(count, cpu::kParallelGrain,
-                   [&](int64_t begin, int64_t end) {
-                     unaryRange(op, in, out, begin, end);
-                   });
+  cpu::parallelFor(count, cpu::kParallelGrain, [&](int64_t begin, int64_t end) {
+    unaryRange(op, in, out, begin, end);
+  });
   return GPIPE_RT_SUCCESS;
 }
 
@@ -1129,12 +1123,11 @@ gpipe_rt_cpu_equal(gpipe_rt_dtype dtype, const void *lhs,
   return GPIPE_RT_SUCCESS;
 }
 
-extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status
-gpipe_rt_cpu_where(const uint8_t *cond, const int64_t *condShape,
-                   int32_t condRank, gpipe_rt_dtype dtype, const void *x,
-                   const int64_t *xShape, int32_t xRank, const void *y,
-                   const int64_t *yShape, int32_t yRank, void *out,
-                   const int64_t *outShape, int32_t outRank) {
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_where(
+    const uint8_t *cond, const int64_t *condShape, int32_t condRank,
+    gpipe_rt_dtype dtype, const void *x, const int64_t *xShape, int32_t xRank,
+    const void *y, const int64_t *yShape, int32_t yRank, void *out,
+    const int64_t *outShape, int32_t outRank) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   WhereArgs args;
   GPIPE_RT_TRY(checkWhere(cpuKernel("where"), cond, condShape, condRank, dtype,
@@ -1148,15 +1141,15 @@ gpipe_rt_cpu_where(const uint8_t *cond, const int64_t *condShape,
     const T *xs = static_cast<const T *>(x);
     const T *ys = static_cast<const T *>(y);
     forEachRunParallel(args.plan,
-               [&](int64_t n, const int64_t *off, const int64_t *st) {
-                 T *oo = o + off[0];
-                 const uint8_t *c = cond + off[1];
-                 const T *xx = xs + off[2];
-                 const T *yy = ys + off[3];
-                 int64_t sc = st[1], sx = st[2], sy = st[3];
-                 for (int64_t i = 0; i < n; ++i)
-                   oo[i] = c[i * sc] ? xx[i * sx] : yy[i * sy];
-               });
+                       [&](int64_t n, const int64_t *off, const int64_t *st) {
+                         T *oo = o + off[0];
+                         const uint8_t *c = cond + off[1];
+                         const T *xx = xs + off[2];
+                         const T *yy = ys + off[3];
+                         int64_t sc = st[1], sx = st[2], sy = st[3];
+                         for (int64_t i = 0; i < n; ++i)
+                           oo[i] = c[i * sc] ? xx[i * sx] : yy[i * sy];
+                       });
   };
   withBitsType(args.elemSize, run);
   return GPIPE_RT_SUCCESS;
@@ -1358,8 +1351,7 @@ gpipe_rt_cpu_matmul_f32(const float *lhs, const int64_t *lhsShape,
           checkedSgemm(kernel, ta, tb, m, n, k, 1.0f,
                        lhs + (off[1] + i * st[1]) * m * k, leadingDim(args.lda),
                        rhs + (off[2] + i * st[2]) * k * n, leadingDim(args.ldb),
-                       0.0f, out + (off[0] + i * st[0]) * m * n,
-                       leadingDim(n));
+                       0.0f, out + (off[0] + i * st[0]) * m * n, leadingDim(n));
       if (s != GPIPE_RT_SUCCESS) {
         int expected = GPIPE_RT_SUCCESS;
         status.compare_exchange_strong(expected, s);
@@ -1424,9 +1416,8 @@ gpipe_rt_cpu_matmul_bf16(const float *lhs, const int64_t *lhsShape,
                          const int64_t *outShape, int32_t outRank) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_GEMM);
   Bf16Scope bf16;
-  return gpipe_rt_cpu_matmul_f32(lhs, lhsShape, lhsRank, rhs, rhsShape,
-                                 rhsRank, transLhs, transRhs, out, outShape,
-                                 outRank);
+  return gpipe_rt_cpu_matmul_f32(lhs, lhsShape, lhsRank, rhs, rhsShape, rhsRank,
+                                 transLhs, transRhs, out, outShape, outRank);
 }
 
 extern "C" gpipe_rt_status
@@ -1477,9 +1468,9 @@ GPIPE_RT_CPU_CLONES void softmaxRows(const float *in, float *out, int64_t n,
 
 /// Outer indices [begin, end) of a softmax along a strided axis: keep
 /// `inner` running maxima and sums, walk the axis with contiguous vectors.
-GPIPE_RT_CPU_CLONES void softmaxStrided(const float *in, float *out,
-                                        int64_t n, int64_t inner,
-                                        int64_t begin, int64_t end) {
+GPIPE_RT_CPU_CLONES void softmaxStrided(const float *in, float *out, int64_t n,
+                                        int64_t inner, int64_t begin,
+                                        int64_t end) {
   float *mx = threadScratch<float>(size_t(inner));
   double *sm = threadScratch<double>(size_t(inner));
   for (int64_t o = begin; o < end; ++o) {
@@ -1510,10 +1501,9 @@ int64_t rowGrain(int64_t n) {
 } // namespace
 } // namespace gpipe::rt
 
-extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_softmax_f32(const float *in,
-                                                    const int64_t *shape,
-                                                    int32_t rank, int64_t axis,
-                                                    float *out) {
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status
+gpipe_rt_cpu_softmax_f32(const float *in, const int64_t *shape, int32_t rank,
+                         int64_t axis, float *out) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   AxisSplit args;
   GPIPE_RT_TRY(
@@ -1536,8 +1526,7 @@ namespace {
 GPIPE_RT_CPU_CLONES void layerNormRows(const float *in, const float *scale,
                                        const float *bias, float epsilon,
                                        float *out, float *mean, float *rstd,
-                                       int64_t n, int64_t begin,
-                                       int64_t end) {
+                                       int64_t n, int64_t begin, int64_t end) {
   for (int64_t r = begin; r < end; ++r) {
     const float *x = in + r * n;
     float *y = out + r * n;
@@ -1566,11 +1555,10 @@ GPIPE_RT_CPU_CLONES void layerNormRows(const float *in, const float *scale,
 } // namespace
 } // namespace gpipe::rt
 
-extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status
-gpipe_rt_cpu_layer_norm_f32(const float *in, const int64_t *shape, int32_t rank,
-                            int64_t axis, const float *scale, const float *bias,
-                            float epsilon, float *out, float *mean,
-                            float *rstd) {
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_layer_norm_f32(
+    const float *in, const int64_t *shape, int32_t rank, int64_t axis,
+    const float *scale, const float *bias, float epsilon, float *out,
+    float *mean, float *rstd) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   RowSplit args;
   GPIPE_RT_TRY(checkLayerNorm(cpuKernel("layer_norm"), in, shape, rank, axis,
@@ -1709,11 +1697,10 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_copy(gpipe_rt_dtype dtype,
   int64_t bytes = count * int64_t(elemSize);
   if (to + bytes <= from || from + bytes <= to) {
     // Apart: in pieces over the kernel threads.
-    cpu::parallelFor(bytes, 4 * cpu::kParallelGrain,
-                     [&](int64_t begin, int64_t end) {
-                       std::memcpy(to + begin, from + begin,
-                                   size_t(end - begin));
-                     });
+    cpu::parallelFor(
+        bytes, 4 * cpu::kParallelGrain, [&](int64_t begin, int64_t end) {
+          std::memcpy(to + begin, from + begin, size_t(end - begin));
+        });
   } else {
     std::memmove(out, in, size_t(bytes));
   }
@@ -1740,10 +1727,9 @@ gpipe_rt_cpu_cross_entropy_f32(const float *logits, const int64_t *logitsShape,
   for (int64_t r = 0; r < rows; ++r) {
     const float *x = logits + r * classes;
     float m = maxOf(x, classes);
-    double sum =
-        sumMapped(x, classes, [m](float v) {
-          return double(math::expNonPositivef(v - m));
-        });
+    double sum = sumMapped(x, classes, [m](float v) {
+      return double(math::expNonPositivef(v - m));
+    });
     double lse = double(m) + std::log(sum);
     total += lse - double(x[readIndex(labelType, labels, r)]);
   }
@@ -1965,14 +1951,10 @@ GPIPE_RT_CPU_CLONES void layerNormGradRows(const float *in, const float *scale,
 
 /// Columns [begin, end) of the scale and bias gradients: per column, the
 /// rows in order.
-GPIPE_RT_CPU_CLONES void layerNormGradColumns(const float *in,
-                                              const float *grad,
-                                              const double *mus,
-                                              const double *rss,
-                                              float *scaleGrad,
-                                              float *biasGrad, int64_t rows,
-                                              int64_t n, int64_t begin,
-                                              int64_t end) {
+GPIPE_RT_CPU_CLONES void
+layerNormGradColumns(const float *in, const float *grad, const double *mus,
+                     const double *rss, float *scaleGrad, float *biasGrad,
+                     int64_t rows, int64_t n, int64_t begin, int64_t end) {
   int64_t width = end - begin;
   double *scaleAcc = threadScratch<double, 1>(size_t(width));
   double *biasAcc = threadScratch<double, 2>(size_t(width));
@@ -1999,10 +1981,9 @@ GPIPE_RT_CPU_CLONES void layerNormGradColumns(const float *in,
 } // namespace
 } // namespace gpipe::rt
 
-extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status
-gpipe_rt_cpu_softmax_grad_f32(const float *output, const float *grad,
-                              const int64_t *shape, int32_t rank, int64_t axis,
-                              float *out) {
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_softmax_grad_f32(
+    const float *output, const float *grad, const int64_t *shape, int32_t rank,
+    int64_t axis, float *out) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_NORMALIZATION);
   AxisSplit args;
   GPIPE_RT_TRY(checkSoftmaxGrad(cpuKernel("softmax_grad"), output, grad, shape,
@@ -2052,16 +2033,13 @@ extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_layer_norm_grad_f32(
   return GPIPE_RT_SUCCESS;
 }
 
-extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_gelu_grad_f32(const float *in,
-                                                      const float *grad,
-                                                      float *out,
-                                                      int64_t count) {
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_gelu_grad_f32(
+    const float *in, const float *grad, float *out, int64_t count) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   GPIPE_RT_TRY(checkGeluGrad(cpuKernel("gelu_grad"), in, grad, out, count));
-  cpu::parallelFor(count, cpu::kParallelGrain,
-                   [&](int64_t begin, int64_t end) {
-                     geluGradRange(in, grad, out, begin, end);
-                   });
+  cpu::parallelFor(count, cpu::kParallelGrain, [&](int64_t begin, int64_t end) {
+    geluGradRange(in, grad, out, begin, end);
+  });
   return GPIPE_RT_SUCCESS;
 }
 
@@ -2105,10 +2083,9 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_cross_entropy_grad_f32(
     float *dx = out + r * classes;
     int64_t label = readIndex(labelType, labels, r);
     float m = maxOf(x, classes);
-    double sum =
-        sumMapped(x, classes, [m](float v) {
-          return double(math::expNonPositivef(v - m));
-        });
+    double sum = sumMapped(x, classes, [m](float v) {
+      return double(math::expNonPositivef(v - m));
+    });
     for (int64_t j = 0; j < classes; ++j) {
       double p = double(math::expNonPositivef(x[j] - m)) / sum;
       dx[j] = float((p - (j == label ? 1.0 : 0.0)) * factor);
@@ -2121,10 +2098,8 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_cross_entropy_grad_f32(
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
-extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_sgd_update_f32(float *param,
-                                                       const float *grad,
-                                                       int64_t count,
-                                                       float lr) {
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_sgd_update_f32(
+    float *param, const float *grad, int64_t count, float lr) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_OPTIMIZER);
   GPIPE_RT_TRY(checkSgdUpdate(cpuKernel("sgd_update"), param, grad, count));
   for (int64_t i = 0; i < count; ++i) {
@@ -2134,10 +2109,8 @@ extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_sgd_update_f32(float
   return GPIPE_RT_SUCCESS;
 }
 
-extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_accumulate_f32(float *acc,
-                                                       const float *grad,
-                                                       int64_t count,
-                                                       int32_t first) {
+extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_accumulate_f32(
+    float *acc, const float *grad, int64_t count, int32_t first) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   GPIPE_RT_TRY(checkAccumulate(cpuKernel("accumulate"), acc, grad, count));
   if (first) {
@@ -2154,9 +2127,9 @@ extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_accumulate_f32(float
 // Dropout
 //===----------------------------------------------------------------------===//
 
-extern "C" gpipe_rt_status gpipe_rt_cpu_dropout_f32(const float *in,
-                                                    float *out, int64_t count,
-                                                    float ratio, uint64_t key,
+extern "C" gpipe_rt_status gpipe_rt_cpu_dropout_f32(const float *in, float *out,
+                                                    int64_t count, float ratio,
+                                                    uint64_t key,
                                                     uint64_t stream) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_ELEMENTWISE);
   GPIPE_RT_TRY(checkDropout(cpuKernel("dropout"), in, out, count, ratio));

@@ -57,8 +57,8 @@ public:
   void setThreads(int n) { threads.store(std::max(n, 1)); }
   int getThreads() const { return threads.load(std::memory_order_relaxed); }
 
-  void run(int64_t n, int64_t grain,
-           void (*fn)(const void *, int64_t, int64_t), const void *ctx) {
+  void run(int64_t n, int64_t grain, void (*fn)(const void *, int64_t, int64_t),
+           const void *ctx) {
     int t = getThreads();
     if (t <= 1 || busy.exchange(true, std::memory_order_acquire)) {
       fn(ctx, 0, n);
@@ -81,7 +81,9 @@ public:
     uint64_t number = ++jobs & 0xffffffffu;
     ticket.store(number << 32 | chunks << 16);
     if (sleeping.load() > 0) {
-      { std::lock_guard<std::mutex> lock(mu); }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+      }
       cv.notify_all();
     }
     work(number);
@@ -143,7 +145,8 @@ private:
         }
         std::unique_lock<std::mutex> lock(mu);
         sleeping.fetch_add(1);
-        cv.wait(lock, [&] { return ticket.load() >> 32 != seen || stop.load(); });
+        cv.wait(lock,
+                [&] { return ticket.load() >> 32 != seen || stop.load(); });
         sleeping.fetch_sub(1);
         spins = 0;
       }

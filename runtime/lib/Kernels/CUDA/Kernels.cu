@@ -250,8 +250,8 @@ gpipe_rt_status errorRecord(const Kernel &kernel, ErrorRecord *&record) {
     // from pageable memory may still be in flight when it returns, and the
     // thread's stream (non-blocking) would not wait for it.
     ErrorRecord clean = cleanRecord();
-    cudaError_t error = cudaMemcpyAsync(ptr, &clean, sizeof(clean),
-                                        cudaMemcpyHostToDevice, currentStream());
+    cudaError_t error = cudaMemcpyAsync(
+        ptr, &clean, sizeof(clean), cudaMemcpyHostToDevice, currentStream());
     if (error == cudaSuccess)
       error = cudaStreamSynchronize(currentStream());
     if (error != cudaSuccess) {
@@ -864,8 +864,8 @@ gpipe_rt_status deviceSgemm(const Kernel &kernel, bool transA, bool transB,
       status = cublasGemmEx(handle, opB, opA, int(n), int(m), int(k), &alpha,
                             b16.as<__nv_bfloat16>(), CUDA_R_16BF, int(ldb),
                             a16.as<__nv_bfloat16>(), CUDA_R_16BF, int(lda),
-                            &beta, c, CUDA_R_32F, int(ldc),
-                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                            &beta, c, CUDA_R_32F, int(ldc), CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT);
     else
       status = cublasGemmStridedBatchedEx(
           handle, opB, opA, int(n), int(m), int(k), &alpha,
@@ -1487,8 +1487,8 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_binary_i64(
     int32_t rhsRank, int64_t *out, const int64_t *outShape, int32_t outRank) {
   Kernel kernel = cudaKernel(binaryName(op));
   BroadcastArgs<3> args;
-  GPIPE_RT_TRY(checkBinaryI64(kernel, op, lhs, lhsShape, lhsRank, rhs,
-                              rhsShape, rhsRank, out, outShape, outRank, args));
+  GPIPE_RT_TRY(checkBinaryI64(kernel, op, lhs, lhsShape, lhsRank, rhs, rhsShape,
+                              rhsRank, out, outShape, outRank, args));
   if (args.count == 0)
     return GPIPE_RT_SUCCESS;
   int64_t n = args.count;
@@ -2083,7 +2083,7 @@ gpipe_rt_cuda_reduce_sum_f32(const float *in, const int64_t *shape,
   reducedShape.numElements = 1;
   for (int32_t d = 0; d < s.rank; ++d) {
     Shape &part = args.reduced[d] ? reducedShape : keptShape;
-    int64_t(&strides)[1][kMaxRank] =
+    int64_t (&strides)[1][kMaxRank] =
         args.reduced[d] ? reducedStrides : keptStrides;
     strides[0][part.rank] = inStrides[d];
     part.dims[part.rank++] = s.dims[d];

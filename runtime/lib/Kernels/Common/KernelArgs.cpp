@@ -452,10 +452,9 @@ gpipe_rt_status checkCast(const Kernel &kernel, gpipe_rt_dtype inType,
 gpipe_rt_status checkMatmul(const Kernel &kernel, const float *lhs,
                             const int64_t *lhsShape, int32_t lhsRank,
                             const float *rhs, const int64_t *rhsShape,
-                            int32_t rhsRank, int32_t transLhs,
-                            int32_t transRhs, const float *out,
-                            const int64_t *outShape, int32_t outRank,
-                            MatmulArgs &args) {
+                            int32_t rhsRank, int32_t transLhs, int32_t transRhs,
+                            const float *out, const int64_t *outShape,
+                            int32_t outRank, MatmulArgs &args) {
   Shape a, b, res;
   GPIPE_RT_TRY(readShape(kernel, "lhs", lhsShape, lhsRank, a));
   GPIPE_RT_TRY(readShape(kernel, "rhs", rhsShape, rhsRank, b));
@@ -469,8 +468,9 @@ gpipe_rt_status checkMatmul(const Kernel &kernel, const float *lhs,
   int64_t k2 = transRhs ? bCols : bRows, n = transRhs ? bRows : bCols;
   if (k != k2)
     return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
-           << "inner dimensions differ: " << a << (transLhs ? " transposed" : "")
-           << " and " << b << (transRhs ? " transposed" : "");
+           << "inner dimensions differ: " << a
+           << (transLhs ? " transposed" : "") << " and " << b
+           << (transRhs ? " transposed" : "");
   // Batch shapes: everything but the matrix dims.
   Shape batches[2] = {a, b}, batch;
   batches[0].rank -= 2;

@@ -471,10 +471,9 @@ struct MatmulArgs {
 gpipe_rt_status checkMatmul(const Kernel &kernel, const float *lhs,
                             const int64_t *lhsShape, int32_t lhsRank,
                             const float *rhs, const int64_t *rhsShape,
-                            int32_t rhsRank, int32_t transLhs,
-                            int32_t transRhs, const float *out,
-                            const int64_t *outShape, int32_t outRank,
-                            MatmulArgs &args);
+                            int32_t rhsRank, int32_t transLhs, int32_t transRhs,
+                            const float *out, const int64_t *outShape,
+                            int32_t outRank, MatmulArgs &args);
 
 /// gemm: result[m, n] = alpha * op(a) op(b) + beta * c.
 struct GemmArgs {

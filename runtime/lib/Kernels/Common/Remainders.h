@@ -1,4 +1,5 @@
-//===- Remainders.h - Remainders and integer powers, CPU and CUDA -*- C++ -*-===//
+//===- Remainders.h - Remainders and integer powers, CPU and CUDA -*- C++
+//-*-===//
 //
 // The elementwise remainder and integer power of binary_f32 and binary_i64,
 // written once for the CPU kernels and the CUDA kernels (host and device

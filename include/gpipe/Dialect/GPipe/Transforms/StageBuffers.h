@@ -118,12 +118,10 @@ struct StageFunctionBuffers {
 /// saved values) before the seeds (and a weight half the deferred values
 /// after them). Offsets and sizes are multiples of
 /// `alignment`.
-StageFunctionBuffers planStageFunction(func::FuncOp func,
-                                       const FunctionLiveness &liveness,
-                                       StageFunctionKind kind, int64_t index,
-                                       int64_t numStages,
-                                       unsigned numForwardArgs,
-                                       int64_t alignment);
+StageFunctionBuffers
+planStageFunction(func::FuncOp func, const FunctionLiveness &liveness,
+                  StageFunctionKind kind, int64_t index, int64_t numStages,
+                  unsigned numForwardArgs, int64_t alignment);
 
 } // namespace mlir::gpipe
 

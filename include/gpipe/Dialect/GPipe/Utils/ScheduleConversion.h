@@ -63,8 +63,9 @@ BoundaryTraffic getBoundaryTraffic(ArrayRef<StageOp> stages);
 
 /// Converts a scheduled pipeline to plain data: the stage map comes from the
 /// programs, each stage on the rank that runs most of its actions (a stage
-/// no program names maps to rank -1, which the schedule verifier reports), each action's bytes and dtype from its payload type.
-/// Works on any pipeline that passes the op verifiers.
+/// no program names maps to rank -1, which the schedule verifier reports), each
+/// action's bytes and dtype from its payload type. Works on any pipeline that
+/// passes the op verifiers.
 FailureOr<PipelineSchedule>
 toSchedule(PipelineOp pipeline, SymbolTableCollection *symbolTable = nullptr);
 

@@ -1,4 +1,5 @@
-//===- TiedParameters.h - Which stages hold a tied weight's copies -*- C++ -*-===//
+//===- TiedParameters.h - Which stages hold a tied weight's copies -*- C++
+//-*-===//
 //
 // A parameter read by several layers has one copy per layer
 // (nn-copy-tied-parameters): the parameter itself, then its `tied_to`

@@ -30,8 +30,9 @@ std::string formatShape(llvm::ArrayRef<int64_t> shape);
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
 
 /// Numpy multidirectional broadcasting of any number of shapes.
-FailureOr<Shape> inferBroadcastShape(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
-                                     EmitErrorFn emitError);
+FailureOr<Shape>
+inferBroadcastShape(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
+                    EmitErrorFn emitError);
 /// Numpy matmul of operands of rank >= 2, each with its last two dims
 /// swapped first when `transLhs` / `transRhs` is set.
 FailureOr<Shape> inferMatMulShape(llvm::ArrayRef<int64_t> lhs,
@@ -84,9 +85,10 @@ FailureOr<Shape> inferPool2DShape(llvm::ArrayRef<int64_t> input,
                                   EmitErrorFn emitError);
 /// nn.batch_norm: input [N, C, ...] (rank >= 2); scale, bias and the running
 /// statistics [C].
-LogicalResult verifyBatchNormShapes(
-    llvm::ArrayRef<int64_t> input,
-    llvm::ArrayRef<llvm::ArrayRef<int64_t>> perChannel, EmitErrorFn emitError);
+LogicalResult
+verifyBatchNormShapes(llvm::ArrayRef<int64_t> input,
+                      llvm::ArrayRef<llvm::ArrayRef<int64_t>> perChannel,
+                      EmitErrorFn emitError);
 LogicalResult verifyAxis(llvm::ArrayRef<int64_t> shape, int64_t axis,
                          EmitErrorFn emitError);
 FailureOr<Shape> inferGatherShape(llvm::ArrayRef<int64_t> data,
@@ -103,8 +105,9 @@ FailureOr<Shape> inferSliceShape(llvm::ArrayRef<int64_t> input,
                                  llvm::ArrayRef<int64_t> sizes,
                                  llvm::ArrayRef<int64_t> strides,
                                  EmitErrorFn emitError);
-FailureOr<Shape> inferConcatShape(llvm::ArrayRef<llvm::ArrayRef<int64_t>> inputs,
-                                  int64_t axis, EmitErrorFn emitError);
+FailureOr<Shape>
+inferConcatShape(llvm::ArrayRef<llvm::ArrayRef<int64_t>> inputs, int64_t axis,
+                 EmitErrorFn emitError);
 FailureOr<Shape> inferUnsqueezeShape(llvm::ArrayRef<int64_t> input,
                                      llvm::ArrayRef<int64_t> axes,
                                      EmitErrorFn emitError);

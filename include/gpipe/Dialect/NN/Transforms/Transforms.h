@@ -99,26 +99,32 @@ LogicalResult prepareForInference(func::FuncOp func);
 /// Attribute names of the autodiff contract.
 /// Unit attribute on a forward function: `nn-differentiate` builds its
 /// backward function `<name>_bwd`.
-inline constexpr llvm::StringLiteral kDifferentiateAttrName = NNDialect::kDifferentiateAttrName;
+inline constexpr llvm::StringLiteral kDifferentiateAttrName =
+    NNDialect::kDifferentiateAttrName;
 /// On a backward function: the parameters whose gradients are its trailing
 /// results, in result order (an array of flat symbol references).
-inline constexpr llvm::StringLiteral kParamGradsAttrName = NNDialect::kParamGradsAttrName;
+inline constexpr llvm::StringLiteral kParamGradsAttrName =
+    NNDialect::kParamGradsAttrName;
 /// On a backward function: the positions of the forward arguments whose
 /// gradients are its leading results, in result order (`array<i64>`).
-inline constexpr llvm::StringLiteral kInputGradsAttrName = NNDialect::kInputGradsAttrName;
+inline constexpr llvm::StringLiteral kInputGradsAttrName =
+    NNDialect::kInputGradsAttrName;
 /// On a backward function built with a loss scale other than 1: the scale
 /// (f64), for the reader.
-inline constexpr llvm::StringLiteral kLossScaleAttrName = NNDialect::kLossScaleAttrName;
+inline constexpr llvm::StringLiteral kLossScaleAttrName =
+    NNDialect::kLossScaleAttrName;
 
 /// On a forward function and its backward built with `saveActivations`: the
 /// number N of saved forward values, the forward's last N results and the
 /// backward's N arguments after the forward's arguments (`i64`).
-inline constexpr llvm::StringLiteral kSavedCountAttrName = NNDialect::kSavedCountAttrName;
+inline constexpr llvm::StringLiteral kSavedCountAttrName =
+    NNDialect::kSavedCountAttrName;
 
 /// On the two halves of a split backward (`splitBackwardFunction`): the
 /// number N of values the input half hands to the weight half, the input
 /// half's last N results and the weight half's last N arguments (`i64`).
-inline constexpr llvm::StringLiteral kDeferredCountAttrName = NNDialect::kDeferredCountAttrName;
+inline constexpr llvm::StringLiteral kDeferredCountAttrName =
+    NNDialect::kDeferredCountAttrName;
 
 /// Options of `buildBackwardFunction`.
 struct BackwardOptions {
