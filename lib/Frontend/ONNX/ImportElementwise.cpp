@@ -174,47 +174,10 @@ LogicalResult Importer::importCast(NodeCtx &n) {
   return defineValue(n, 0, nn::CastOp::create(builder, n.loc, type, *v));
 }
 
-/// Sum of one or more tensors with broadcasting: folded on constants, else
-/// a chain of nn.add in the inputs' order (ONNX's; the order fixes the
-/// rounding).
+/// Sum of one or more tensors with broadcasting, a chain of nn.add in the
+/// inputs' order (ONNX's; the order fixes the rounding).
 LogicalResult Importer::importSum(NodeCtx &n) {
-  if (failed(expectInputs(n, 1, std::numeric_limits<int>::max())) ||
-      failed(requireSameElementType(n, n.inputs)))
-    return failure();
-  if (n.numInputs() == 1)
-    return defineAlias(n, 0, n.inputs[0]);
-  if (allHost(n)) {
-    HostTensor acc = host(n.inputs[0]);
-    for (int i = 1; i < n.numInputs(); ++i) {
-      FailureOr<HostTensor> r =
-          foldBinary(BinaryFn::Add, acc, host(n.inputs[i]),
-                     [&] { return n.shapeError(); });
-      if (failed(r))
-        return failure();
-      acc = std::move(*r);
-    }
-    return defineHost(n, 0, std::move(acc));
-  }
-  Type declared = elementTypeOf(n.inputs[0]), element = computeTypeOf(declared);
-  FailureOr<Value> acc = getValueAs(n.inputs[0], element, n.loc);
-  if (failed(acc))
-    return failure();
-  Value result = *acc;
-  for (int i = 1; i < n.numInputs(); ++i) {
-    FailureOr<Value> next = getValueAs(n.inputs[i], element, n.loc);
-    if (failed(next))
-      return failure();
-    SmallVector<ArrayRef<int64_t>> shapes = {
-        cast<RankedTensorType>(result.getType()).getShape(),
-        shapeOf(n.inputs[i])};
-    FailureOr<nn::Shape> shape =
-        nn::inferBroadcastShape(shapes, [&] { return n.shapeError(); });
-    if (failed(shape))
-      return failure();
-    result = nn::AddOp::create(
-        builder, n.loc, RankedTensorType::get(*shape, element), result, *next);
-  }
-  return defineValue(n, 0, castElements(result, declared, n.loc));
+  return importVariadic(n, BinaryFn::Add);
 }
 
 //===----------------------------------------------------------------------===//
@@ -237,7 +200,7 @@ LogicalResult Importer::importBinaryLogic(NodeCtx &n) {
                     .Case("Min", BinaryFn::Min);
   bool extremum = fn == BinaryFn::Max || fn == BinaryFn::Min;
   if (extremum)
-    return importExtremum(n, fn);
+    return importVariadic(n, fn);
   if (failed(expectInputs(n, 2, 2)))
     return failure();
   int a = n.inputs[0], b = n.inputs[1];
@@ -399,9 +362,10 @@ LogicalResult Importer::importIsNaN(NodeCtx &n) {
                                            nn::ComparePredicate::ne, *v, *v));
 }
 
-/// Max and Min of one or more tensors: folded on constants, else a chain of
-/// nn.max / nn.min (float tensors).
-LogicalResult Importer::importExtremum(NodeCtx &n, BinaryFn fn) {
+/// Sum, Max and Min of one or more tensors (`fn` Add, Max or Min): folded on
+/// constants, else a chain of nn.add, nn.max or nn.min in the inputs' order,
+/// computed in the element type's computing type (computeTypeOf).
+LogicalResult Importer::importVariadic(NodeCtx &n, BinaryFn fn) {
   if (failed(expectInputs(n, 1, std::numeric_limits<int>::max())) ||
       failed(requireSameElementType(n, n.inputs)))
     return failure();
@@ -442,11 +406,12 @@ LogicalResult Importer::importExtremum(NodeCtx &n, BinaryFn fn) {
     if (failed(shape))
       return failure();
     auto type = RankedTensorType::get(*shape, element);
-    result =
-        fn == BinaryFn::Max
-            ? nn::MaxOp::create(builder, n.loc, type, result, *next).getResult()
-            : nn::MinOp::create(builder, n.loc, type, result, *next)
-                  .getResult();
+    if (fn == BinaryFn::Add)
+      result = nn::AddOp::create(builder, n.loc, type, result, *next);
+    else if (fn == BinaryFn::Max)
+      result = nn::MaxOp::create(builder, n.loc, type, result, *next);
+    else
+      result = nn::MinOp::create(builder, n.loc, type, result, *next);
   }
   return defineValue(n, 0, castElements(result, declared, n.loc));
 }

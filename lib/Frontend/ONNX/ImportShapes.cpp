@@ -215,36 +215,40 @@ LogicalResult Importer::importPad(NodeCtx &n) {
   if (gathers.empty())
     return defineAlias(n, 0, x);
 
+  // The constant as a scalar of the input's type; a pad reads position 0
+  // and is then overwritten by (or selected against) the constant.
+  HostTensor fill = HostTensor::zeros(element, {});
+  if (fill.isFloat())
+    fill.floats[0] = roundToFloatType(element, value);
+  else
+    fill.ints[0] = wrapToIntType(element, int64_t(value));
+  auto clampedOf = [](ArrayRef<int64_t> sources) {
+    SmallVector<int64_t> clamped;
+    for (int64_t s : sources)
+      clamped.push_back(std::max<int64_t>(s, 0));
+    return clamped;
+  };
+
   if (isHost(x)) {
     HostTensor r = host(x);
     for (auto &[axis, sources] : gathers) {
-      SmallVector<int64_t> clamped;
-      for (int64_t s : sources)
-        clamped.push_back(std::max<int64_t>(s, 0));
+      int64_t len = sources.size();
       if (r.shape[axis] == 0) {
         // Constant pads of an empty axis: every element is the value.
         nn::Shape shape(r.shape);
-        shape[axis] = sources.size();
+        shape[axis] = len;
         r = HostTensor::zeros(element, shape);
-        for (double &f : r.floats)
-          f = roundToFloatType(element, value);
-        for (int64_t &i : r.ints)
-          i = wrapToIntType(element, int64_t(value));
+        for (int64_t e = 0, end = r.numElements(); e < end; ++e)
+          r.copyElement(e, fill, 0);
         continue;
       }
-      r = foldGather(r, clamped, {int64_t(clamped.size())}, axis);
+      r = foldGather(r, clampedOf(sources), {len}, axis);
       int64_t inner = 1;
       for (size_t d = axis + 1; d < r.shape.size(); ++d)
         inner *= r.shape[d];
-      int64_t len = sources.size();
-      for (int64_t e = 0, end = r.numElements(); e < end; ++e) {
-        if (sources[(e / inner) % len] >= 0)
-          continue;
-        if (r.isFloat())
-          r.floats[e] = roundToFloatType(element, value);
-        else
-          r.ints[e] = wrapToIntType(element, int64_t(value));
-      }
+      for (int64_t e = 0, end = r.numElements(); e < end; ++e)
+        if (sources[(e / inner) % len] < 0)
+          r.copyElement(e, fill, 0);
     }
     return defineHost(n, 0, std::move(r));
   }
@@ -258,14 +262,8 @@ LogicalResult Importer::importPad(NodeCtx &n) {
       return n.error() << "pads the empty axis " << axis
                        << " of a non-constant tensor",
              failure();
-    SmallVector<int64_t> clamped;
-    bool padsConstant = false;
-    for (int64_t s : sources) {
-      clamped.push_back(std::max<int64_t>(s, 0));
-      padsConstant |= s < 0;
-    }
-    r = gatherPositions(r, clamped, axis, n);
-    if (!padsConstant)
+    r = gatherPositions(r, clampedOf(sources), axis, n);
+    if (llvm::all_of(sources, [](int64_t s) { return s >= 0; }))
       continue;
     // Where the value goes: a mask along this axis, broadcast over the rest.
     nn::Shape maskShape(rank, 1);
@@ -273,11 +271,6 @@ LogicalResult Importer::importPad(NodeCtx &n) {
     HostTensor mask = HostTensor::zeros(builder.getI1Type(), maskShape);
     for (auto [i, s] : llvm::enumerate(sources))
       mask.ints[i] = s >= 0;
-    HostTensor fill = HostTensor::zeros(element, {});
-    if (fill.isFloat())
-      fill.floats[0] = roundToFloatType(element, value);
-    else
-      fill.ints[0] = wrapToIntType(element, int64_t(value));
     Value keep = materialize(mask, n.loc, n.name);
     Value padding = materialize(fill, n.loc, n.name);
     r = nn::WhereOp::create(builder, n.loc, r.getType(), keep, r, padding);

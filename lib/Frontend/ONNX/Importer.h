@@ -320,7 +320,7 @@ private:
   LogicalResult importCumSum(NodeCtx &n);
   LogicalResult importGatherElements(NodeCtx &n);
   LogicalResult importBinaryLogic(NodeCtx &n);
-  LogicalResult importExtremum(NodeCtx &n, BinaryFn fn);
+  LogicalResult importVariadic(NodeCtx &n, BinaryFn fn);
   LogicalResult importMod(NodeCtx &n);
   LogicalResult clipBound(NodeCtx &n, int operand, StringRef attr,
                           float &value);
