@@ -1,7 +1,8 @@
 //===- InitAllDialects.h - Register every dialect gpipe uses ----*- C++ -*-===//
 //
 // One place that lists the dialects gpipe's tools load: our own and the
-// upstream ones our IR mixes with.
+// upstream ones our IR mixes with (the rt form's loops, arithmetic and
+// vectors included).
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,14 +11,22 @@
 
 #include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
 #include "gpipe/Dialect/NN/IR/NNDialect.h"
+#include "gpipe/Dialect/RT/IR/RTDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Dialect.h"
 
 namespace mlir::gpipe {
 
 inline void registerAllDialects(DialectRegistry &registry) {
-  registry.insert<nn::NNDialect, GPipeDialect, func::FuncDialect,
+  registry.insert<nn::NNDialect, GPipeDialect, gpipe_rt::RTDialect,
+                  func::FuncDialect, scf::SCFDialect, cf::ControlFlowDialect,
+                  arith::ArithDialect, math::MathDialect, vector::VectorDialect,
                   LLVM::LLVMDialect>();
 }
 

@@ -194,11 +194,14 @@ void mlir::gpipe::buildGPipeCompilePipeline(
     pm.addPass(createGPipePlanReportPass());
   if (stop == CompileStage::Scheduled)
     return;
-  ConvertGPipeToRuntimePassOptions lower;
+  ConvertGPipeToRTPassOptions lower;
   lower.source = options.source;
   lower.target = options.target;
   lower.precision = options.precision;
-  pm.addPass(createConvertGPipeToRuntimePass(lower));
+  pm.addPass(createConvertGPipeToRTPass(lower));
+  if (stop == CompileStage::RT)
+    return;
+  pm.addPass(createConvertRTToLLVMPass());
 }
 
 LogicalResult mlir::gpipe::writeCompileOutput(ModuleOp module,
@@ -216,6 +219,7 @@ LogicalResult mlir::gpipe::writeCompileOutput(ModuleOp module,
   case CompileStage::NN:
   case CompileStage::Pipeline:
   case CompileStage::Scheduled:
+  case CompileStage::RT:
   case CompileStage::LLVM:
     module.print(output->os());
     break;

@@ -68,9 +68,10 @@ LogicalResult addModelMetadata(ModuleOp module, llvm::Module &llvmModule) {
   auto model = module->getAttrOfType<DictionaryAttr>(
       mlir::gpipe::GPipeDialect::kModelAttrName);
   if (!model)
-    return emitError(module.getLoc(),
-                     "the module carries no model metadata ('gpipe.model'); "
-                     "lower it with convert-gpipe-to-runtime first");
+    return emitError(
+        module.getLoc(),
+        "the module carries no model metadata ('gpipe.model'); "
+        "lower it with convert-gpipe-to-rt and convert-rt-to-llvm first");
   FailureOr<llvm::json::Value> json = mlir::gpipe::attributeToJSON(model);
   if (failed(json))
     return emitError(module.getLoc(),

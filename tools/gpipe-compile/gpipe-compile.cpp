@@ -5,9 +5,9 @@
 // built-in preset), runs the compile lib/Pipelines defines (the
 // gpipe-pipeline pass pipeline: layers, loss, micro-batches, partition into K
 // stages, schedule, verification, memory plan; the plan report;
-// convert-gpipe-to-runtime) and writes the form `--emit` stops at, by default
-// the shared library gpipe-run trains. Its compile flags are the options of
-// GPipeCompileOptions, parsed straight into that struct.
+// convert-gpipe-to-rt, convert-rt-to-llvm) and writes the form `--emit` stops
+// at, by default the shared library gpipe-run trains. Its compile flags are the
+// options of GPipeCompileOptions, parsed straight into that struct.
 //
 //===----------------------------------------------------------------------===//
 

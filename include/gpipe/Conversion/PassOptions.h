@@ -1,6 +1,6 @@
 //===- PassOptions.h - Enum-typed options of the conversions ----*- C++ -*-===//
 //
-// What convert-gpipe-to-runtime generates code for, as enums with their
+// What convert-gpipe-to-rt generates code for, as enums with their
 // option values declared once: the kernel library the calls go to (target)
 // and the GEMM arithmetic (precision). The pass's options (Passes.td), the
 // compile pipeline's options and gpipe-compile's flags all take these lists;

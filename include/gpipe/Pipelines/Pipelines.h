@@ -7,10 +7,10 @@
 //   `gpipe-pipeline{...}`;
 // - `GPipeCompileOptions` and `buildGPipeCompilePipeline` /
 //   `writeCompileOutput`: the whole compile, model -> pipeline -> plan report
-//   -> convert-gpipe-to-runtime -> LLVM IR -> object -> shared library,
-//   stopping at any `CompileStage`; gpipe-compile parses its command line
-//   straight into a `GPipeCompileOptions` (the same options, as flags) and
-//   calls these.
+//   -> convert-gpipe-to-rt -> convert-rt-to-llvm -> LLVM IR -> object ->
+//   shared library, stopping at any `CompileStage`; gpipe-compile parses its
+//   command line straight into a `GPipeCompileOptions` (the same options, as
+//   flags) and calls these.
 //
 // Every enum-typed option takes its values from the passes' lists, so a bad
 // value is rejected by the option parser naming the valid ones.
@@ -135,7 +135,9 @@ enum class CompileStage {
   NN,        ///< "nn": the model as loaded, before any pass
   Pipeline,  ///< "pipeline": partitioned into stage functions, unscheduled
   Scheduled, ///< "scheduled": scheduled, verified and memory-planned
-  LLVM,      ///< "llvm": the LLVM dialect (convert-gpipe-to-runtime)
+  RT,        ///< "rt": runtime calls, loops and arithmetic
+             ///< (convert-gpipe-to-rt)
+  LLVM,      ///< "llvm": the LLVM dialect (convert-rt-to-llvm)
   LLVMIR,    ///< "ir": LLVM IR text
   Object,    ///< "obj": a relocatable object file for the host
   Library,   ///< "so": the shared library gpipe-run loads
@@ -152,7 +154,7 @@ GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::CompileStage)
 
 namespace mlir::gpipe {
 
-/// nn, pipeline, scheduled, llvm, ir, obj, so.
+/// nn, pipeline, scheduled, rt, llvm, ir, obj, so.
 inline llvm::cl::ValuesClass getCompileStageValues() {
   return llvm::cl::values(
       clEnumValN(CompileStage::NN, "nn", "the model as loaded (nn IR)"),
@@ -160,6 +162,8 @@ inline llvm::cl::ValuesClass getCompileStageValues() {
                  "partitioned into stages, unscheduled"),
       clEnumValN(CompileStage::Scheduled, "scheduled",
                  "scheduled, verified and memory-planned"),
+      clEnumValN(CompileStage::RT, "rt",
+                 "runtime calls (the gpipe_rt form, with func, scf, arith)"),
       clEnumValN(CompileStage::LLVM, "llvm", "the LLVM dialect"),
       clEnumValN(CompileStage::LLVMIR, "ir", "LLVM IR"),
       clEnumValN(CompileStage::Object, "obj", "an object file"),
@@ -215,8 +219,8 @@ struct GPipeCompileOptions : public GPipePipelineOptions {
 
 /// The passes that take an nn module to `options.emit` (nothing for nn):
 /// `buildGPipePipeline` (to gpipe-partition only for `pipeline`), the plan
-/// report on standard output unless `quiet`, and from `llvm` on
-/// convert-gpipe-to-runtime.
+/// report on standard output unless `quiet`, from `rt` on
+/// convert-gpipe-to-rt and from `llvm` on convert-rt-to-llvm.
 void buildGPipeCompilePipeline(OpPassManager &pm,
                                const GPipeCompileOptions &options);
 

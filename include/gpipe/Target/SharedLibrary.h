@@ -1,7 +1,7 @@
 //===- SharedLibrary.h - LLVM dialect to a loadable model -------*- C++ -*-===//
 //
 // The back end of gpipe-compile: an LLVM-dialect module (the output of
-// convert-gpipe-to-runtime) becomes LLVM IR, an object file for the host
+// convert-rt-to-llvm) becomes LLVM IR, an object file for the host
 // through LLVM's TargetMachine, and a shared library linked by the system C
 // compiler driver. The library leaves the runtime's symbols undefined; the
 // process that loads it (gpipe-run) provides them.

@@ -2,13 +2,13 @@
 //
 // The one mapping from `nn` ops to runtime kernel calls, shared by the nn
 // interpreter (which executes a call on host tensors through the CPU
-// kernels) and by convert-gpipe-to-runtime (which emits it as an LLVM call
-// into the CPU or CUDA kernels). A KernelCall names a kernel of Kernels.def
-// and describes each of its arguments by position: an SSA value's buffer, a
-// null pointer, an integer, a float, an int64 array, or an array of buffers
-// or of int64 arrays. Shapes and attributes come from the op's static types,
-// so both consumers pass the kernels the same arguments and interpreted and
-// compiled stages compute the same bits.
+// kernels) and by convert-gpipe-to-rt (which emits it as a gpipe_rt.kernel
+// call into the CPU or CUDA kernels). A KernelCall names a kernel of
+// Kernels.def and describes each of its arguments by position: an SSA value's
+// buffer, a null pointer, an integer, a float, an int64 array, or an array of
+// buffers or of int64 arrays. Shapes and attributes come from the op's static
+// types, so both consumers pass the kernels the same arguments and interpreted
+// and compiled stages compute the same bits.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,12 +1,13 @@
-//===- GPipeToRuntime.cpp - Lower pipelines to runtime calls ----*- C++ -*-===//
+//===- GPipeToRT.cpp - Lower pipelines to runtime calls ---------*- C++ -*-===//
 //
-// Implements `convert-gpipe-to-runtime`: a scheduled, memory-planned
-// pipeline becomes LLVM-dialect functions that call the runtime's C ABI
-// (the kernels of Kernels.def, gpipe/Runtime/Program.h for everything else)
-// on buffers at the memory plan's offsets, plus the model's initial
-// parameter data and, as the module's `gpipe.model` attribute, its
-// metadata. See the pass description in Passes.td for the shape of the
-// output and Emitter.h for the parts of the emitter.
+// Implements `convert-gpipe-to-rt`: a scheduled, memory-planned pipeline
+// becomes `func.func`s in the `gpipe_rt` form that call the runtime (the
+// kernels of Kernels.def, gpipe/Runtime/Program.h for everything else) on
+// buffers at the memory plan's offsets, plus the model's initial parameter
+// data and, as the module's `gpipe.model` attribute, its metadata;
+// `convert-rt-to-llvm` takes it from there. See the pass description in
+// Passes.td for the shape of the output and Emitter.h for the parts of the
+// emitter.
 //
 // The kernel calls come from getKernelCall (KernelCalls.h), the mapping the
 // nn interpreter executes too (same kernels, same shapes and attributes), so
@@ -19,7 +20,7 @@
 #include "gpipe/Conversion/Passes.h"
 
 namespace mlir::gpipe {
-#define GEN_PASS_DEF_CONVERTGPIPETORUNTIMEPASS
+#define GEN_PASS_DEF_CONVERTGPIPETORTPASS
 #include "gpipe/Conversion/Passes.h.inc"
 } // namespace mlir::gpipe
 
@@ -33,10 +34,9 @@ namespace {
 // The pass
 //===----------------------------------------------------------------------===//
 
-struct ConvertGPipeToRuntimePass
-    : public mlir::gpipe::impl::ConvertGPipeToRuntimePassBase<
-          ConvertGPipeToRuntimePass> {
-  using ConvertGPipeToRuntimePassBase::ConvertGPipeToRuntimePassBase;
+struct ConvertGPipeToRTPass
+    : public mlir::gpipe::impl::ConvertGPipeToRTPassBase<ConvertGPipeToRTPass> {
+  using ConvertGPipeToRTPassBase::ConvertGPipeToRTPassBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -68,11 +68,17 @@ struct ConvertGPipeToRuntimePass
     if (failed(emitter.run()))
       return signalPassFailure();
 
-    // Only the LLVM dialect remains.
+    // Only the generated functions remain: the stage functions on tensors,
+    // the stages, the pipeline and the parameter declarations go.
     for (Operation &other :
-         llvm::make_early_inc_range(module.getBody()->getOperations()))
-      if (other.getDialect() && other.getDialect()->getNamespace() != "llvm")
+         llvm::make_early_inc_range(module.getBody()->getOperations())) {
+      auto func = dyn_cast<func::FuncOp>(other);
+      if (!func || !(func.getSymName().starts_with("__gpipe_") ||
+                     func.getSymName().starts_with("gpipe_model_")))
         other.erase();
+    }
+    module->setAttr(gpipe_rt::RTDialect::kTargetAttrName,
+                    StringAttr::get(module.getContext(), targetName));
   }
 };
 

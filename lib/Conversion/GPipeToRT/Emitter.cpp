@@ -1,4 +1,4 @@
-//===- Emitter.cpp - Declarations, globals, the order of work ---*- C++ -*-===//
+//===- Emitter.cpp - Parameter layout, the order of the work ----*- C++ -*-===//
 //
 // Part of the lowering's emitter; see Emitter.h.
 //
@@ -11,88 +11,6 @@
 using namespace mlir;
 using namespace mlir::gpipe;
 using namespace mlir::gpipe::lowering;
-
-LLVM::LLVMFuncOp Emitter::declare(StringRef kernelName, Type result,
-                                  ArrayRef<Type> args) {
-  // Kernels are named for the CPU library; other targets have the same
-  // entry points under their own prefix. A kernel's type is the one
-  // Kernels.def declares, whatever the caller passed: a call with other
-  // operands then fails the LLVM dialect's verifier instead of reaching the
-  // runtime.
-  std::string name = kernelName.str();
-  StringRef cpu = "gpipe_rt_cpu_";
-  SmallVector<Type> types(args.begin(), args.end());
-  if (kernelName.starts_with(cpu)) {
-    StringRef base = kernelName.drop_front(cpu.size());
-    if (target != "cpu")
-      name = "gpipe_rt_" + target + "_" + base.str();
-    if (std::optional<::gpipe::abi::KernelId> kernel =
-            ::gpipe::abi::lookupKernel(
-                std::string_view(base.data(), base.size()))) {
-      types.clear();
-      for (const ::gpipe::abi::KernelParam &param :
-           ::gpipe::abi::getKernelSignature(*kernel))
-        types.push_back(getArgType(ctx, param.type));
-      result = IntegerType::get(ctx, 32);
-    }
-  }
-  auto it = declared.find(name);
-  if (it != declared.end())
-    return it->second;
-  OpBuilder at(ctx);
-  at.setInsertionPointToEnd(module.getBody());
-  auto type = LLVM::LLVMFunctionType::get(result, types);
-  auto func = LLVM::LLVMFuncOp::create(at, module.getLoc(), name, type);
-  declared[name] = func;
-  return func;
-}
-
-Value Emitter::bytesGlobal(OpBuilder &at, Location loc, StringRef bytes,
-                           StringRef prefix) {
-  std::string key = prefix.str() + ":" + bytes.str();
-  LLVM::GlobalOp global;
-  auto it = globals.find(key);
-  if (it != globals.end()) {
-    global = it->second;
-  } else {
-    OpBuilder g(ctx);
-    g.setInsertionPointToEnd(module.getBody());
-    auto type =
-        LLVM::LLVMArrayType::get(i8Ty, std::max<size_t>(bytes.size(), 1));
-    std::string name = "__gpipe_" + prefix.str() + std::to_string(numGlobals++);
-    std::string data = bytes.empty() ? std::string(1, '\0') : bytes.str();
-    global = LLVM::GlobalOp::create(g, loc, type, /*isConstant=*/true,
-                                    LLVM::Linkage::Internal, name,
-                                    g.getStringAttr(data), /*alignment=*/64);
-    globals[key] = global;
-  }
-  return LLVM::AddressOfOp::create(at, loc, global);
-}
-
-Value Emitter::intsGlobal(OpBuilder &at, Location loc, ArrayRef<int64_t> ints) {
-  std::string bytes(ints.size() * sizeof(int64_t), '\0');
-  if (!ints.empty())
-    std::memcpy(bytes.data(), ints.data(), bytes.size());
-  return bytesGlobal(at, loc, bytes, "shape");
-}
-
-void Emitter::emitChecked(OpBuilder &at, Location loc, LLVM::LLVMFuncOp callee,
-                          ValueRange args, Block *failBlock, int64_t site) {
-  auto call = LLVM::CallOp::create(at, loc, callee, args);
-  Value status = call.getResult();
-  Value zero = constI32(at, loc, 0);
-  Value bad =
-      LLVM::ICmpOp::create(at, loc, LLVM::ICmpPredicate::ne, status, zero);
-  Block *current = at.getInsertionBlock();
-  Block *next = new Block();
-  current->getParent()->getBlocks().insertAfter(Region::iterator(current),
-                                                next);
-  SmallVector<Value> failArgs = {status};
-  if (site >= 0)
-    failArgs.push_back(constI64(at, loc, site));
-  LLVM::CondBrOp::create(at, loc, bad, failBlock, failArgs, next, ValueRange());
-  at.setInsertionPointToStart(next);
-}
 
 LogicalResult Emitter::collectParams() {
   for (StageOp stage : converted.stages) {
@@ -245,8 +163,9 @@ LogicalResult Emitter::run() {
     }
     extraOffsets.push_back(extraOff);
   }
-  for (ProgramOp program : pipeline.getPrograms())
-    if (failed(lowerRank(program)))
-      return failure();
-  return emitMetadata();
+  // The metadata describes the programs as they are; then they become
+  // code.
+  if (failed(emitMetadata()))
+    return failure();
+  return lowerPrograms();
 }

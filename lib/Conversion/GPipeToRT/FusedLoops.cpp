@@ -1,20 +1,24 @@
-//===- FusedLoops.cpp - nn.fused -> a vectorized loop -----------*- C++ -*-===//
+//===- FusedLoops.cpp - nn.fused -> scf loops of arith ops ------*- C++ -*-===//
 //
-// Part of the lowering's emitter; see Emitter.h. An nn.fused becomes a loop
-// nest over its results' shape: rows (the leading dims) outside, and inside
-// the longest run of trailing dims along which every input is either
-// contiguous or one repeated value; 8 lanes at a time (LLVM vectors, which
-// the code generator splits to the host's registers), then one at a time
-// for the rest. Each body op is computed with ScalarMath.h's templates on a
-// backend that emits LLVM instructions: the operations and their order are
-// the kernels', with no fast-math flags, so the loop's results are bitwise
-// the kernels'.
+// Part of the lowering's emitter; see Emitter.h. An nn.fused becomes an
+// scf.for nest over its results' shape: rows (the leading dims) outside,
+// and inside the longest run of trailing dims along which every input is
+// either contiguous or one repeated value; 8 lanes at a time (vector<8xf32>,
+// which the code generator splits to the host's registers), then one at a
+// time for the rest. Each body op is computed with ScalarMath.h's templates
+// on a backend that emits arith and math ops: the operations and their
+// order are the kernels', with no fast-math flags, so the loop's results are
+// bitwise the kernels'.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Emitter.h"
 
 #include "gpipe/Runtime/ScalarMath.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -24,8 +28,8 @@ using namespace mlir::gpipe::lowering;
 
 namespace {
 
-/// ScalarMath.h's backend that emits LLVM dialect ops on f32 or on a vector
-/// of f32.
+/// ScalarMath.h's backend that emits arith and math ops on f32 or on a
+/// vector of f32.
 struct LoopMath {
   using Value = mlir::Value;
   using Mask = mlir::Value;
@@ -35,50 +39,48 @@ struct LoopMath {
   Type floatTy; ///< f32 or vector<W x f32>
   Type intTy;   ///< i32 or vector<W x i32>
 
-  Value lit(float c) const {
-    if (auto vec = dyn_cast<VectorType>(floatTy))
-      return LLVM::ConstantOp::create(
-          b, loc, vec, DenseElementsAttr::get(vec, b.getF32FloatAttr(c)));
-    return LLVM::ConstantOp::create(b, loc, floatTy, b.getF32FloatAttr(c));
+  Value constant(Type type, Attribute scalar) const {
+    if (auto vec = dyn_cast<VectorType>(type))
+      return arith::ConstantOp::create(b, loc,
+                                       DenseElementsAttr::get(vec, scalar));
+    return arith::ConstantOp::create(b, loc, cast<TypedAttr>(scalar));
   }
+  Value lit(float c) const { return constant(floatTy, b.getF32FloatAttr(c)); }
   Value add(Value x, Value y) const {
-    return LLVM::FAddOp::create(b, loc, x, y);
+    return arith::AddFOp::create(b, loc, x, y);
   }
   Value sub(Value x, Value y) const {
-    return LLVM::FSubOp::create(b, loc, x, y);
+    return arith::SubFOp::create(b, loc, x, y);
   }
   Value mul(Value x, Value y) const {
-    return LLVM::FMulOp::create(b, loc, x, y);
+    return arith::MulFOp::create(b, loc, x, y);
   }
   Value div(Value x, Value y) const {
-    return LLVM::FDivOp::create(b, loc, x, y);
+    return arith::DivFOp::create(b, loc, x, y);
   }
-  Value neg(Value x) const { return LLVM::FNegOp::create(b, loc, x); }
-  Value sqrt(Value x) const { return LLVM::SqrtOp::create(b, loc, x); }
+  Value neg(Value x) const { return arith::NegFOp::create(b, loc, x); }
+  Value sqrt(Value x) const { return math::SqrtOp::create(b, loc, x); }
   Mask lt(Value x, Value y) const {
-    return LLVM::FCmpOp::create(b, loc, LLVM::FCmpPredicate::olt, x, y);
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y);
   }
   Mask gt(Value x, Value y) const {
-    return LLVM::FCmpOp::create(b, loc, LLVM::FCmpPredicate::ogt, x, y);
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, y);
   }
   Mask isNan(Value x) const {
-    return LLVM::FCmpOp::create(b, loc, LLVM::FCmpPredicate::uno, x, x);
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
   }
   Value select(Mask m, Value x, Value y) const {
-    return LLVM::SelectOp::create(b, loc, m, x, y);
+    return arith::SelectOp::create(b, loc, m, x, y);
   }
   Value intLit(int32_t c) const {
-    if (auto vec = dyn_cast<VectorType>(intTy))
-      return LLVM::ConstantOp::create(
-          b, loc, vec, DenseElementsAttr::get(vec, b.getI32IntegerAttr(c)));
-    return LLVM::ConstantOp::create(b, loc, intTy, b.getI32IntegerAttr(c));
+    return constant(intTy, b.getI32IntegerAttr(c));
   }
   /// (int32(n) + 127) << 23, as float bits: ScalarFloat::exp2i.
   Value exp2i(Value n) const {
-    Value i = LLVM::FPToSIOp::create(b, loc, intTy, n);
-    i = LLVM::AddOp::create(b, loc, i, intLit(127));
-    i = LLVM::ShlOp::create(b, loc, i, intLit(23));
-    return LLVM::BitcastOp::create(b, loc, floatTy, i);
+    Value i = arith::FPToSIOp::create(b, loc, intTy, n);
+    i = arith::AddIOp::create(b, loc, i, intLit(127));
+    i = arith::ShLIOp::create(b, loc, i, intLit(23));
+    return arith::BitcastOp::create(b, loc, floatTy, i);
   }
 };
 
@@ -183,25 +185,16 @@ Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
   for (Value r : fused.getResults())
     outputs.push_back(addressOf(r));
 
-  // for (iv = lo; iv < hi; iv += step) body(iv), continuing after it.
+  // scf.for %iv = lo to hi step step : i64 { body(iv) }, continuing after
+  // it.
   auto loop = [&](OpBuilder &b, int64_t lo, int64_t hi, int64_t step,
                   llvm::function_ref<void(OpBuilder &, Value)> body) {
-    Region *region = b.getInsertionBlock()->getParent();
-    Block *header = new Block(), *bodyBlock = new Block(), *exit = new Block();
-    region->push_back(header);
-    region->push_back(bodyBlock);
-    region->push_back(exit);
-    Value iv = header->addArgument(i64Ty, loc);
-    LLVM::BrOp::create(b, loc, ValueRange{constI64(b, loc, lo)}, header);
-    b.setInsertionPointToEnd(header);
-    Value more = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::slt, iv,
-                                      constI64(b, loc, hi));
-    LLVM::CondBrOp::create(b, loc, more, bodyBlock, exit);
-    b.setInsertionPointToEnd(bodyBlock);
-    body(b, iv);
-    Value next = LLVM::AddOp::create(b, loc, iv, constI64(b, loc, step));
-    LLVM::BrOp::create(b, loc, ValueRange{next}, header);
-    b.setInsertionPointToStart(exit);
+    auto forOp =
+        scf::ForOp::create(b, loc, constI64(b, loc, lo), constI64(b, loc, hi),
+                           constI64(b, loc, step));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(forOp.getBody()->getTerminator());
+    body(b, forOp.getInductionVar());
   };
 
   Block &bodyBlock = fused.getBodyBlock();
@@ -219,42 +212,27 @@ Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
     auto splat = [&](Value scalar, Type vecTy) -> Value {
       if (lanes == 1)
         return scalar;
-      Value poison = LLVM::PoisonOp::create(b, loc, vecTy);
-      Value one = LLVM::InsertElementOp::create(b, loc, vecTy, poison, scalar,
-                                                constI64(b, loc, 0));
-      return LLVM::ShuffleVectorOp::create(b, loc, one, one,
-                                           SmallVector<int32_t>(lanes, 0));
+      return vector::BroadcastOp::create(b, loc, vecTy, scalar);
     };
     llvm::DenseMap<Value, Value> values;
     for (auto [arg, in, rowOffset] :
          llvm::zip(bodyBlock.getArguments(), inputs, rowOffsets)) {
-      Value index = in.contiguous
-                        ? LLVM::AddOp::create(b, loc, rowOffset, i).getResult()
-                        : rowOffset;
+      Value index =
+          in.contiguous
+              ? arith::AddIOp::create(b, loc, rowOffset, i).getResult()
+              : rowOffset;
       Type elemTy = in.isBool ? i8Ty : f32Ty;
-      Value ptr = LLVM::GEPOp::create(b, loc, ptrTy, elemTy, in.base,
-                                      ArrayRef<LLVM::GEPArg>{index});
       Value v;
       if (in.contiguous) {
-        v = LLVM::LoadOp::create(b, loc, in.isBool ? byteTy : floatTy, ptr,
-                                 /*alignment=*/in.isBool ? 1 : 4);
+        v = gpipe_rt::LoadOp::create(b, loc, in.isBool ? byteTy : floatTy,
+                                     in.base, index);
       } else {
-        v = LLVM::LoadOp::create(b, loc, elemTy, ptr,
-                                 /*alignment=*/in.isBool ? 1 : 4);
+        v = gpipe_rt::LoadOp::create(b, loc, elemTy, in.base, index);
         v = splat(v, in.isBool ? byteTy : floatTy);
       }
-      if (in.isBool) {
-        Value zero =
-            lanes > 1
-                ? LLVM::ConstantOp::create(
-                      b, loc, byteTy,
-                      DenseElementsAttr::get(cast<VectorType>(byteTy),
-                                             b.getI8IntegerAttr(0)))
-                      .getResult()
-                : LLVM::ConstantOp::create(b, loc, i8Ty, b.getI8IntegerAttr(0))
-                      .getResult();
-        v = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, v, zero);
-      }
+      if (in.isBool)
+        v = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v,
+                                  m.constant(byteTy, b.getI8IntegerAttr(0)));
       values[arg] = v;
     }
     for (Operation &op : bodyBlock.without_terminator()) {
@@ -268,13 +246,9 @@ Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
       }
       values[op.getResult(0)] = *r;
     }
-    Value index = LLVM::AddOp::create(b, loc, outRow, i);
-    for (auto [yielded, out] : llvm::zip(yield.getValues(), outputs)) {
-      Value ptr = LLVM::GEPOp::create(b, loc, ptrTy, f32Ty, out,
-                                      ArrayRef<LLVM::GEPArg>{index});
-      LLVM::StoreOp::create(b, loc, values.lookup(yielded), ptr,
-                            /*alignment=*/4);
-    }
+    Value index = arith::AddIOp::create(b, loc, outRow, i);
+    for (auto [yielded, out] : llvm::zip(yield.getValues(), outputs))
+      gpipe_rt::StoreOp::create(b, loc, values.lookup(yielded), out, index);
   };
 
   // One row: the inputs' offsets from the row index `o`, then the lanes.
@@ -285,17 +259,18 @@ Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
       int64_t below = 1; // the product of the outer dims after d
       for (int64_t d = split - 1; d >= 0; --d) {
         if (in.rowStrides[d] != 0 && shape[d] != 1) {
-          Value idx = LLVM::UDivOp::create(b, loc, o, constI64(b, loc, below));
-          idx = LLVM::URemOp::create(b, loc, idx, constI64(b, loc, shape[d]));
-          idx = LLVM::MulOp::create(b, loc, idx,
-                                    constI64(b, loc, in.rowStrides[d]));
-          offset = LLVM::AddOp::create(b, loc, offset, idx);
+          Value idx =
+              arith::DivUIOp::create(b, loc, o, constI64(b, loc, below));
+          idx = arith::RemUIOp::create(b, loc, idx, constI64(b, loc, shape[d]));
+          idx = arith::MulIOp::create(b, loc, idx,
+                                      constI64(b, loc, in.rowStrides[d]));
+          offset = arith::AddIOp::create(b, loc, offset, idx);
         }
         below *= shape[d];
       }
       rowOffsets.push_back(offset);
     }
-    Value outRow = LLVM::MulOp::create(b, loc, o, constI64(b, loc, inner));
+    Value outRow = arith::MulIOp::create(b, loc, o, constI64(b, loc, inner));
     int64_t vectorEnd = inner - inner % kLanes;
     if (vectorEnd > 0)
       loop(b, 0, vectorEnd, kLanes, [&](OpBuilder &b, Value i) {

@@ -50,18 +50,21 @@ FailureOr<LoweredFunction> Emitter::lowerStageFunction(func::FuncOp func,
   lowered.numArgs = type.getNumInputs();
   lowered.numResults = type.getNumResults();
 
-  // (rank, mb, scratch, params, grads, first, args..., results...) -> i32
+  // (rank, mb, scratch, params, grads, first, args..., results...) -> i32,
+  // internal to the library.
   SmallVector<Type> argTypes = {ptrTy, i64Ty, ptrTy, ptrTy, ptrTy, i32Ty};
   for (unsigned i = 0; i < lowered.numArgs + lowered.numResults; ++i)
     argTypes.push_back(ptrTy);
   OpBuilder at(ctx);
   at.setInsertionPointToEnd(module.getBody());
   Location loc = func.getLoc();
-  auto llvmFunc = LLVM::LLVMFuncOp::create(
-      at, loc, ("__gpipe_" + func.getSymName()).str(),
-      LLVM::LLVMFunctionType::get(i32Ty, argTypes), LLVM::Linkage::Internal);
-  lowered.func = llvmFunc;
-  Block *entry = llvmFunc.addEntryBlock(at);
+  auto rtFunc =
+      func::FuncOp::create(at, loc, ("__gpipe_" + func.getSymName()).str(),
+                           FunctionType::get(ctx, argTypes, {i32Ty}));
+  rtFunc->setAttr("llvm.linkage",
+                  LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
+  lowered.func = rtFunc;
+  Block *entry = rtFunc.addEntryBlock();
   Value rank = entry->getArgument(0), mb = entry->getArgument(1);
   Value scratch = entry->getArgument(2), params = entry->getArgument(3);
   Value grads = entry->getArgument(4), first = entry->getArgument(5);
@@ -69,21 +72,6 @@ FailureOr<LoweredFunction> Emitter::lowerStageFunction(func::FuncOp func,
   auto resultPtr = [&](unsigned i) {
     return entry->getArgument(6 + lowered.numArgs + i);
   };
-
-  // The failure block: report the site, return the status.
-  Block *fail = new Block();
-  llvmFunc.getBody().push_back(fail);
-  fail->addArgument(i32Ty, loc);
-  fail->addArgument(i64Ty, loc);
-  {
-    OpBuilder f = OpBuilder::atBlockBegin(fail);
-    auto report =
-        declare("gpipe_rt_kernel_error", i32Ty, {ptrTy, i64Ty, i32Ty});
-    LLVM::CallOp::create(
-        f, loc, report,
-        ValueRange{rank, fail->getArgument(1), fail->getArgument(0)});
-    LLVM::ReturnOp::create(f, loc, fail->getArgument(0));
-  }
 
   at.setInsertionPointToStart(entry);
   llvm::DenseMap<Value, Value> address;
@@ -102,83 +90,80 @@ FailureOr<LoweredFunction> Emitter::lowerStageFunction(func::FuncOp func,
     return std::make_pair(*dtype, countOf(v));
   };
 
-  // One LLVM call per kernel call, its types from the kernel's signature.
+  // A failed kernel call reports its site and returns its status.
+  auto newSite = [&](llvm::json::Object info) {
+    sites.push_back(std::move(info));
+    return int64_t(sites.size() - 1);
+  };
+  auto emitKernel = [&](Location l, StringRef kernel, ValueRange args,
+                        int64_t site) {
+    Value status = gpipe_rt::KernelOp::create(at, l, i32Ty, kernel, args);
+    gpipe_rt::CheckOp::create(at, l, status, at.getI64IntegerAttr(site), rank);
+  };
+
+  // One gpipe_rt.kernel per kernel call, its types from the kernel's
+  // signature.
   auto callKernel = [&](Operation *op, const KernelCall &call) {
     Location opLoc = op->getLoc();
     const ::gpipe::abi::KernelSignature &signature = call.signature();
     SmallVector<Value> args;
-    SmallVector<Type> types;
     for (auto [param, a] : llvm::zip_equal(signature, call.args)) {
       Type type = getArgType(ctx, param.type);
-      types.push_back(type);
       switch (a.kind) {
       case KernelArg::Buffer:
         args.push_back(addressOf(a.value));
         break;
       case KernelArg::Null:
-        args.push_back(LLVM::ZeroOp::create(at, opLoc, ptrTy));
+        args.push_back(gpipe_rt::NullOp::create(at, opLoc));
         break;
       case KernelArg::Int:
-        args.push_back(LLVM::ConstantOp::create(
-            at, opLoc, type, at.getIntegerAttr(type, a.integer)));
+        args.push_back(arith::ConstantOp::create(
+            at, opLoc, at.getIntegerAttr(type, a.integer)));
         break;
       case KernelArg::Real:
-        args.push_back(LLVM::ConstantOp::create(at, opLoc, type,
-                                                at.getFloatAttr(type, a.real)));
+        args.push_back(arith::ConstantOp::create(
+            at, opLoc, cast<TypedAttr>(at.getFloatAttr(type, a.real))));
         break;
       case KernelArg::AccumulateBeta: {
         // 0 on the step's first micro-batch (the gradient starts), else 1.
         // Each operand named first: the order of a call's arguments is
         // unspecified, and the IR must not depend on the compiler.
         Value zeroI32 = constI32(at, opLoc, 0);
-        Value isFirst = LLVM::ICmpOp::create(at, opLoc, LLVM::ICmpPredicate::ne,
-                                             first, zeroI32);
-        Value zero = LLVM::ConstantOp::create(at, opLoc, type,
-                                              at.getFloatAttr(type, 0.0));
-        Value one = LLVM::ConstantOp::create(at, opLoc, type,
-                                             at.getFloatAttr(type, 1.0));
-        args.push_back(LLVM::SelectOp::create(at, opLoc, isFirst, zero, one));
+        Value isFirst = arith::CmpIOp::create(
+            at, opLoc, arith::CmpIPredicate::ne, first, zeroI32);
+        Value zero = arith::ConstantOp::create(
+            at, opLoc, cast<TypedAttr>(at.getFloatAttr(type, 0.0)));
+        Value one = arith::ConstantOp::create(
+            at, opLoc, cast<TypedAttr>(at.getFloatAttr(type, 1.0)));
+        args.push_back(arith::SelectOp::create(at, opLoc, isFirst, zero, one));
         break;
       }
-      case KernelArg::RngKey: {
-        auto key = declare("gpipe_rt_rng_key", i64Ty, {ptrTy, i64Ty});
-        args.push_back(
-            LLVM::CallOp::create(at, opLoc, key, ValueRange{rank, mb})
-                .getResult());
+      case KernelArg::RngKey:
+        args.push_back(gpipe_rt::RngKeyOp::create(at, opLoc, i64Ty, rank, mb));
         break;
-      }
       case KernelArg::Ints:
-        args.push_back(intsGlobal(at, opLoc, a.ints));
+        args.push_back(gpipe_rt::IntsOp::create(at, opLoc, a.ints));
         break;
       case KernelArg::Buffers:
       case KernelArg::IntsList: {
-        size_t n =
-            a.kind == KernelArg::Buffers ? a.values.size() : a.intsList.size();
-        auto arrayTy = LLVM::LLVMArrayType::get(ptrTy, n);
-        Value one = constI64(at, opLoc, 1);
-        Value array = LLVM::AllocaOp::create(at, opLoc, ptrTy, arrayTy, one, 8);
-        for (size_t k = 0; k < n; ++k) {
-          Value elem = a.kind == KernelArg::Buffers
-                           ? addressOf(a.values[k])
-                           : intsGlobal(at, opLoc, a.intsList[k]);
-          Value slot = offsetPtr(at, opLoc, array, int64_t(k * 8));
-          LLVM::StoreOp::create(at, opLoc, elem, slot);
-        }
-        args.push_back(array);
+        SmallVector<Value> elements;
+        if (a.kind == KernelArg::Buffers)
+          for (Value v : a.values)
+            elements.push_back(addressOf(v));
+        else
+          for (ArrayRef<int64_t> ints : a.intsList)
+            elements.push_back(gpipe_rt::IntsOp::create(at, opLoc, ints));
+        args.push_back(gpipe_rt::PtrArrayOp::create(at, opLoc, elements));
         break;
       }
       }
     }
-    LLVM::LLVMFuncOp callee =
-        declare("gpipe_rt_cpu_" + std::string(signature.name), i32Ty, types);
-    int64_t site = sites.size();
     llvm::json::Object siteInfo{{"op", op->getName().getStringRef().str()},
                                 {"loc", locationString(opLoc)},
                                 {"function", func.getSymName().str()}};
     if (StringAttr layer = nn::getLayerOf(op))
       siteInfo["layer"] = layer.str();
-    sites.push_back(std::move(siteInfo));
-    emitChecked(at, opLoc, callee, args, fail, site);
+    emitKernel(opLoc, signature.name, args, newSite(std::move(siteInfo)));
   };
 
   // Copies `v` into `dest` (a kernel call of its own site).
@@ -187,16 +172,14 @@ FailureOr<LoweredFunction> Emitter::lowerStageFunction(func::FuncOp func,
     if (failed(dc))
       return failure();
     Location l = anchor->getLoc();
-    LLVM::LLVMFuncOp copy =
-        declare("gpipe_rt_cpu_copy", i32Ty, {i32Ty, ptrTy, ptrTy, i64Ty});
-    int64_t site = sites.size();
-    sites.push_back(llvm::json::Object{{"op", "copy"},
-                                       {"loc", locationString(l)},
-                                       {"function", func.getSymName().str()}});
-    emitChecked(at, l, copy,
-                ValueRange{constI32(at, l, dc->first), addressOf(v), dest,
-                           constI64(at, l, dc->second)},
-                fail, site);
+    int64_t site =
+        newSite(llvm::json::Object{{"op", "copy"},
+                                   {"loc", locationString(l)},
+                                   {"function", func.getSymName().str()}});
+    emitKernel(l, "copy",
+               ValueRange{constI32(at, l, dc->first), addressOf(v), dest,
+                          constI64(at, l, dc->second)},
+               site);
     return success();
   };
 
@@ -214,10 +197,8 @@ FailureOr<LoweredFunction> Emitter::lowerStageFunction(func::FuncOp func,
     if (mark == currentMark)
       return;
     currentMark = mark;
-    auto layer =
-        declare("gpipe_rt_layer", LLVM::LLVMVoidType::get(ctx), {ptrTy, i64Ty});
-    LLVM::CallOp::create(at, op->getLoc(), layer,
-                         ValueRange{rank, constI64(at, op->getLoc(), mark)});
+    gpipe_rt::LayerOp::create(at, op->getLoc(), rank,
+                              constI64(at, op->getLoc(), mark));
   };
 
   const StageParams &sp = stageParams[stage];
@@ -271,8 +252,8 @@ FailureOr<LoweredFunction> Emitter::lowerStageFunction(func::FuncOp func,
           constant.getValue(), [&] { return constant.emitOpError(); });
       if (failed(value))
         return failure();
-      StringRef bytes(value->data(), value->size());
-      address[constant.getResult()] = bytesGlobal(at, opLoc, bytes, "const");
+      address[constant.getResult()] = gpipe_rt::BytesOp::create(
+          at, opLoc, StringRef(value->data(), value->size()));
       continue;
     }
     if (isa<nn::ReshapeOp, nn::UnsqueezeOp>(op))
@@ -315,7 +296,7 @@ FailureOr<LoweredFunction> Emitter::lowerStageFunction(func::FuncOp func,
     if (kind == StageFunctionKind::Forward && last &&
         isa<nn::CrossEntropyOp, nn::MSEOp>(op)) {
       Value prediction = op->getOperand(0);
-      emitReportOutput(at, opLoc, llvmFunc, rank, mb, addressOf(prediction),
+      emitReportOutput(at, opLoc, rank, mb, addressOf(prediction),
                        getValueBytes(prediction.getType()));
     }
     KernelCallOptions options{"CPU code generator", precision == "bf16"};
@@ -334,27 +315,16 @@ FailureOr<LoweredFunction> Emitter::lowerStageFunction(func::FuncOp func,
     for (auto [i, v] : llvm::enumerate(returned)) {
       if (i == 0 && last && pipeline.isForwardOnly()) {
         // The prediction of an inference pipeline: reported, not stored.
-        emitReportOutput(at, loc, llvmFunc, rank, mb, addressOf(v),
+        emitReportOutput(at, loc, rank, mb, addressOf(v),
                          getValueBytes(v.getType()));
         continue;
       }
       if (i == 0 && last) {
-        // The loss: reported, not stored.
-        auto report =
-            declare("gpipe_rt_report_loss", i32Ty, {ptrTy, i64Ty, ptrTy});
-        auto call = LLVM::CallOp::create(at, loc, report,
-                                         ValueRange{rank, mb, addressOf(v)});
-        Value zero = constI32(at, loc, 0);
-        Value bad = LLVM::ICmpOp::create(at, loc, LLVM::ICmpPredicate::ne,
-                                         call.getResult(), zero);
-        Block *next = new Block();
-        llvmFunc.getBody().push_back(next);
-        Block *abort = new Block();
-        llvmFunc.getBody().push_back(abort);
-        LLVM::CondBrOp::create(at, loc, bad, abort, next);
-        OpBuilder ab = OpBuilder::atBlockBegin(abort);
-        LLVM::ReturnOp::create(ab, loc, call.getResult());
-        at.setInsertionPointToStart(next);
+        // The loss: reported, not stored; a failing callback returns at
+        // once.
+        Value status = gpipe_rt::ReportLossOp::create(at, loc, i32Ty, rank, mb,
+                                                      addressOf(v));
+        gpipe_rt::CheckOp::create(at, loc, status, IntegerAttr(), Value());
         continue;
       }
       if (lowered.buffers.routed.lookup(v) == i &&
@@ -405,8 +375,6 @@ FailureOr<LoweredFunction> Emitter::lowerStageFunction(func::FuncOp func,
       if (failed(copyTo(terminator, returned[i], resultPtr(i))))
         return failure();
     }
-    LLVM::LLVMFuncOp accumulate = declare("gpipe_rt_cpu_accumulate_f32", i32Ty,
-                                          {ptrTy, ptrTy, i64Ty, i32Ty});
     for (unsigned k = 0; paramGrads && k < paramGrads.size(); ++k) {
       StringRef name = cast<FlatSymbolRefAttr>(paramGrads[k]).getValue();
       auto it = sp.params.find(name);
@@ -418,38 +386,24 @@ FailureOr<LoweredFunction> Emitter::lowerStageFunction(func::FuncOp func,
       if (accumulatedAt.count(numInputGrads + k))
         continue; // its GEMM added it into the gradient
       Value g = returned[numInputGrads + k];
-      int64_t site = sites.size();
-      sites.push_back(
-          llvm::json::Object{{"op", "accumulate @" + name.str()},
-                             {"loc", locationString(func.getLoc())},
-                             {"function", func.getSymName().str()}});
-      emitChecked(at, loc, accumulate,
-                  ValueRange{offsetPtr(at, loc, grads, it->second.first),
-                             addressOf(g), constI64(at, loc, it->second.second),
-                             first},
-                  fail, site);
+      int64_t site =
+          newSite(llvm::json::Object{{"op", "accumulate @" + name.str()},
+                                     {"loc", locationString(func.getLoc())},
+                                     {"function", func.getSymName().str()}});
+      emitKernel(loc, "accumulate_f32",
+                 ValueRange{offsetPtr(at, loc, grads, it->second.first),
+                            addressOf(g), constI64(at, loc, it->second.second),
+                            first},
+                 site);
     }
   }
-  LLVM::ReturnOp::create(at, loc, constI32(at, loc, 0));
+  func::ReturnOp::create(at, loc, constI32(at, loc, 0));
   return lowered;
 }
 
-void Emitter::emitReportOutput(OpBuilder &at, Location loc,
-                               LLVM::LLVMFuncOp func, Value rank, Value mb,
-                               Value value, int64_t bytes) {
-  auto report =
-      declare("gpipe_rt_report_output", i32Ty, {ptrTy, i64Ty, ptrTy, i64Ty});
-  auto call = LLVM::CallOp::create(
-      at, loc, report, ValueRange{rank, mb, value, constI64(at, loc, bytes)});
-  Value zero = constI32(at, loc, 0);
-  Value bad = LLVM::ICmpOp::create(at, loc, LLVM::ICmpPredicate::ne,
-                                   call.getResult(), zero);
-  Block *next = new Block();
-  func.getBody().push_back(next);
-  Block *abort = new Block();
-  func.getBody().push_back(abort);
-  LLVM::CondBrOp::create(at, loc, bad, abort, next);
-  OpBuilder ab = OpBuilder::atBlockBegin(abort);
-  LLVM::ReturnOp::create(ab, loc, call.getResult());
-  at.setInsertionPointToStart(next);
+void Emitter::emitReportOutput(OpBuilder &at, Location loc, Value rank,
+                               Value mb, Value value, int64_t bytes) {
+  Value status = gpipe_rt::ReportOutputOp::create(
+      at, loc, i32Ty, rank, mb, value, constI64(at, loc, bytes));
+  gpipe_rt::CheckOp::create(at, loc, status, IntegerAttr(), Value());
 }

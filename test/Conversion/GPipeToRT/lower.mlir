@@ -1,9 +1,11 @@
 // Lowering of a two-stage, two-micro-batch MLP pipeline to runtime calls.
 // The input is a checked-in, already planned module (what gpipe-pipeline
 // makes of a 32-64-10 MLP): the lowering reads the schedule, the loops and
-// the memory plan from it and decides nothing else.
-// RUN: gpipe-opt %s --convert-gpipe-to-runtime="source=lower.mlir" | FileCheck %s
-// RUN: gpipe-opt %s --convert-gpipe-to-runtime="source=lower.mlir" | FileCheck %s --check-prefix=META
+// the memory plan from it and decides nothing else. CHECK is the gpipe_rt
+// form convert-gpipe-to-rt writes, LLVM what convert-rt-to-llvm makes of it.
+// RUN: gpipe-opt %s --convert-gpipe-to-rt="source=lower.mlir" | FileCheck %s
+// RUN: gpipe-opt %s --convert-gpipe-to-rt="source=lower.mlir" | FileCheck %s --check-prefix=META
+// RUN: gpipe-opt %s --convert-gpipe-to-rt --convert-rt-to-llvm | FileCheck %s --check-prefix=LLVM
 // META: module attributes {gpipe.model = {abi_version = 2 : i64, alignment = 64 : i64, data_hint = "classification", format = "gpipe-model", input = {dtype = "f32", shape = [8, 32]}, labels = {classes = 10 : i64, dtype = "i64", shape = [8]}, loss = "cross-entropy", microbatches = 2 : i64, mode = "train", optimizer = "sgd", output = {dtype = "f32", shape = [8, 10]},
 // META-SAME: parameters = [{data_offset = 0 : i64, dtype = "f32", init = "data", name = "w0", shape = [32, 64]}
 // The programs, as compact as the IR: loops with the body's micro-batch
@@ -13,19 +15,17 @@
 // META-SAME: schema_version = 2 : i64
 // META-SAME: source = "lower.mlir", stage_info =
 // META-SAME: stages = 2 : i64, target = "cpu"
+// META-SAME: gpipe_rt.target = "cpu"
 // Every address comes from the plan: moving rank 0's input slot (and
 // growing its arena to hold it) moves the address the program computes.
-// RUN: sed -e 's/<size = 27648, peak = 27648/<size = 28672, peak = 27648/' -e 's/<input stage 0 at 25600 /<input stage 0 at 27648 /' %s | gpipe-opt --convert-gpipe-to-runtime | FileCheck %s --check-prefix=MOVED
+// RUN: sed -e 's/<size = 27648, peak = 27648/<size = 28672, peak = 27648/' -e 's/<input stage 0 at 25600 /<input stage 0 at 27648 /' %s | gpipe-opt --convert-gpipe-to-rt | FileCheck %s --check-prefix=MOVED
 // MOVED: arena_bytes = 28672
-// MOVED: llvm.func @gpipe_model_rank_0(
-// MOVED-NOT: llvm.mlir.constant(25600 : i64)
-// MOVED: llvm.mlir.constant(27648 : i64)
-// MOVED-NEXT: llvm.add
-// MOVED-NEXT: llvm.getelementptr
-// MOVED-NEXT: llvm.mlir.constant(8192 : i64)
+// MOVED: func.func @gpipe_model_rank_0(
+// MOVED-NOT: + 25600]
+// MOVED: gpipe_rt.offset %{{.*}}[%{{.*}} + 27648]
 // The CUDA target: the same program against the gpipe_rt_cuda_* library;
 // the generated code never touches a buffer itself.
-// RUN: gpipe-opt %s --convert-gpipe-to-runtime="target=cuda" | FileCheck %s --check-prefix=CUDA
+// RUN: gpipe-opt %s --convert-gpipe-to-rt="target=cuda" --convert-rt-to-llvm | FileCheck %s --check-prefix=CUDA
 // CUDA: target = "cuda"
 // CUDA-NOT: gpipe_rt_cpu_
 // CUDA-NOT: llvm.load
@@ -34,91 +34,121 @@
 // CUDA: llvm.call @gpipe_rt_cuda_cross_entropy_grad_at_f32(
 // CUDA: llvm.call @gpipe_rt_cuda_accumulate_f32(
 // CUDA: llvm.call @gpipe_rt_cuda_fill_f32(
-// RUN: not gpipe-opt %s --convert-gpipe-to-runtime="target=tpu" 2>&1 | FileCheck %s --check-prefix=BADTARGET
+// RUN: not gpipe-opt %s --convert-gpipe-to-rt="target=tpu" 2>&1 | FileCheck %s --check-prefix=BADTARGET
 // BADTARGET: unknown target 'tpu' (expected cpu or cuda)
 // bf16: every GEMM, forward and backward, calls its _bf16 twin with the
 // same arguments; nothing else changes.
-// RUN: gpipe-opt %s --convert-gpipe-to-runtime="precision=bf16" | FileCheck %s --check-prefix=BF16 --implicit-check-not=linear_f32 --implicit-check-not=gemm_f32 --implicit-check-not=matmul_f32
+// RUN: gpipe-opt %s --convert-gpipe-to-rt="precision=bf16" | FileCheck %s --check-prefix=BF16 --implicit-check-not=linear_f32 --implicit-check-not=gemm_f32 --implicit-check-not=matmul_f32
 // BF16: precision = "bf16"
-// BF16: llvm.call @gpipe_rt_cpu_linear_bf16(
-// BF16: llvm.call @gpipe_rt_cpu_gemm_bf16(
-// BF16: llvm.call @gpipe_rt_cpu_accumulate_f32(
-// RUN: gpipe-opt %s --convert-gpipe-to-runtime="target=cuda precision=bf16" | FileCheck %s --check-prefix=CUDABF16
+// BF16: gpipe_rt.kernel "linear_bf16"(
+// BF16: gpipe_rt.kernel "gemm_bf16"(
+// BF16: gpipe_rt.kernel "accumulate_f32"(
+// RUN: gpipe-opt %s --convert-gpipe-to-rt="target=cuda precision=bf16" --convert-rt-to-llvm | FileCheck %s --check-prefix=CUDABF16
 // CUDABF16: llvm.call @gpipe_rt_cuda_linear_bf16(
-// RUN: not gpipe-opt %s --convert-gpipe-to-runtime="precision=fp16" 2>&1 | FileCheck %s --check-prefix=BADPRECISION
+// RUN: not gpipe-opt %s --convert-gpipe-to-rt="precision=fp16" 2>&1 | FileCheck %s --check-prefix=BADPRECISION
 // BADPRECISION: unknown precision 'fp16' (expected fp32 or bf16)
 
-// Nothing but the LLVM dialect is left (and the gpipe.model attribute).
+// Nothing of nn or gpipe is left: functions on addresses.
 // CHECK-NOT: {{= (nn|gpipe)\.}}
 // CHECK-NOT: {{^ *(nn|gpipe)\.}}
-// CHECK-NOT: func.func
 
 // Stage 0's forward: linear into the scratch region, then ReLU straight into
 // the output buffer the send reads (the last of the function's 7 pointer
-// arguments).
-// CHECK: llvm.func internal @__gpipe_train_s0_fwd(%[[RANK:.*]]: !llvm.ptr, %[[MB:.*]]: i64, %[[SCRATCH:.*]]: !llvm.ptr, %[[PARAMS:.*]]: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i32, %[[IN:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr) -> i32
-// CHECK: llvm.call @gpipe_rt_cpu_linear_f32(%[[IN]], {{.*}}, %[[PARAMS]], {{.*}}, %[[SCRATCH]], {{.*}})
-// CHECK: llvm.call @gpipe_rt_cpu_unary_f32(%{{.*}}, %[[SCRATCH]], %[[OUT]], %{{.*}})
-// A failing kernel reports its call site and returns its status.
-// CHECK: ^bb{{[0-9]+}}(%[[STATUS:.*]]: i32, %[[SITE:.*]]: i64):
-// CHECK-NEXT: llvm.call @gpipe_rt_kernel_error(%[[RANK]], %[[SITE]], %[[STATUS]])
-// CHECK-NEXT: llvm.return %[[STATUS]]
+// arguments). A failing kernel reports its call site and returns its status.
+// CHECK: func.func @__gpipe_train_s0_fwd(%[[RANK:.*]]: !llvm.ptr, %[[MB:.*]]: i64, %[[SCRATCH:.*]]: !llvm.ptr, %[[PARAMS:.*]]: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i32, %[[IN:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr) -> i32 attributes {llvm.linkage = #llvm.linkage<internal>}
+// CHECK: gpipe_rt.layer %[[RANK]], %{{.*}}
+// CHECK: %[[LINEAR:.*]] = gpipe_rt.kernel "linear_f32"(%[[IN]], {{.*}}, %[[PARAMS]], {{.*}}, %[[SCRATCH]], {{.*}})
+// CHECK-NEXT: gpipe_rt.check %[[LINEAR]] site 0 of %[[RANK]]
+// CHECK: %[[RELU:.*]] = gpipe_rt.kernel "unary_f32"(%{{.*}}, %[[SCRATCH]], %[[OUT]], %{{.*}})
+// CHECK-NEXT: gpipe_rt.check %[[RELU]] site 1 of %[[RANK]]
+// CHECK: return
 
 // Stage 0's backward accumulates its parameter gradients in micro-batch
 // order: the i32 `first` flag selects copy or add.
-// CHECK-LABEL: llvm.func internal @__gpipe_train_s0_bwd(
+// CHECK-LABEL: func.func @__gpipe_train_s0_bwd(
 // CHECK-SAME: %[[GRADS:[a-z0-9]+]]: !llvm.ptr, %[[FIRST:[a-z0-9]+]]: i32, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr,
-// CHECK: llvm.call @gpipe_rt_cpu_gemm_f32(
-// CHECK: llvm.call @gpipe_rt_cpu_accumulate_f32(%[[GRADS]], %{{.*}}, %{{.*}}, %[[FIRST]])
+// CHECK: gpipe_rt.kernel "gemm_f32"(
+// CHECK: gpipe_rt.kernel "accumulate_f32"(%[[GRADS]], %{{.*}}, %{{.*}}, %[[FIRST]])
 
-// The last stage's forward reports its loss instead of storing it.
-// CHECK-LABEL: llvm.func internal @__gpipe_train_s1_fwd(
-// CHECK: llvm.call @gpipe_rt_cpu_cross_entropy_f32(
-// CHECK: llvm.call @gpipe_rt_report_loss(
+// The last stage's forward hands its prediction over before the loss, and
+// reports its loss instead of storing it; a failing callback returns at
+// once, without a site.
+// CHECK-LABEL: func.func @__gpipe_train_s1_fwd(
+// CHECK: gpipe_rt.report_output
+// CHECK: gpipe_rt.kernel "cross_entropy_f32"(
+// CHECK: %[[LOSS:.*]] = gpipe_rt.report_loss
+// CHECK-NEXT: gpipe_rt.check %[[LOSS]]{{$}}
+
+// The exported accessors; the metadata travels as the module's gpipe.model
+// attribute (its JSON text is written at translation, see META).
+// CHECK-LABEL: func.func @gpipe_model_data() -> !llvm.ptr
+// CHECK-NEXT: gpipe_rt.bytes
+// CHECK-LABEL: func.func @gpipe_model_abi_version() -> i32
 
 // Rank 0's program keeps the schedule's loops: for mb in [0, 2) { F (data
 // load, forward), SEND_F }, for mb in [0, 2) { RECV_B, B }, then STEP. Every
 // action is bracketed by begin/end with its index in the expanded program
 // (2 * trip + position in the loop body). The kept input of micro-batch mb
 // is copy mb mod 2 of its slot: arena + 25600 + (mb urem 2) * 512.
-// CHECK: llvm.func @gpipe_model_rank_0(%[[R:.*]]: !llvm.ptr, %[[ARENA:.*]]: !llvm.ptr) -> i32
-// CHECK: llvm.br ^[[HEADER:bb[0-9]+]](
-// CHECK: ^[[HEADER]](%[[IV:.*]]: i64):
-// CHECK: llvm.icmp "slt" %[[IV]]
-// CHECK: %[[TRIP:.*]] = llvm.sub %[[IV]]
-// CHECK: llvm.mul %[[TRIP]]
-// CHECK: %[[MB:.*]] = llvm.add %[[IV]]
-// CHECK: llvm.call @gpipe_rt_action_begin(%[[R]], %{{.*}})
-// CHECK: %[[COPY:.*]] = llvm.urem %[[MB]], %{{.*}} : i64
-// CHECK: %[[STRIDE:.*]] = llvm.mlir.constant(512 : i64)
-// CHECK: %[[SCALED:.*]] = llvm.mul %[[COPY]], %[[STRIDE]]
-// CHECK: %[[BASE:.*]] = llvm.mlir.constant(25600 : i64)
-// CHECK: %[[OFFSET:.*]] = llvm.add %[[BASE]], %[[SCALED]]
-// CHECK: %[[INPUT:.*]] = llvm.getelementptr %[[ARENA]][%[[OFFSET]]]
-// CHECK: llvm.call @gpipe_rt_load_input(%[[R]], %[[MB]], %[[INPUT]],
-// CHECK: llvm.call @__gpipe_train_s0_fwd(%[[R]], %[[MB]], {{.*}}, %[[INPUT]],
-// CHECK: llvm.call @gpipe_rt_action_end(
-// CHECK: llvm.call @gpipe_rt_send(
-// CHECK: llvm.br ^[[HEADER]](
-// CHECK: llvm.call @gpipe_rt_recv(
-// CHECK: llvm.call @__gpipe_train_s0_bwd(
-// CHECK: llvm.br ^
-// CHECK: llvm.call @gpipe_rt_optimizer_step(%[[R]],
-// CHECK: llvm.return
+// CHECK: func.func @gpipe_model_rank_0(%[[R:.*]]: !llvm.ptr, %[[ARENA:.*]]: !llvm.ptr) -> i32
+// CHECK: scf.for %[[IV:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: %[[IV64:.*]] = arith.index_cast %[[IV]] : index to i64
+// CHECK: %[[MB:.*]] = arith.addi %[[IV64]], %{{.*}} : i64
+// CHECK: %[[TRIP:.*]] = arith.subi %{{.*}}, %{{.*}} : i64
+// CHECK: %[[SCALEDTRIP:.*]] = arith.muli %[[TRIP]], %{{.*}} : i64
+// CHECK: %[[INDEX:.*]] = arith.addi %{{.*}}, %[[SCALEDTRIP]] : i64
+// CHECK: %[[BEGIN:.*]] = gpipe_rt.action_begin %[[R]], %[[INDEX]]
+// CHECK-NEXT: gpipe_rt.check %[[BEGIN]]{{$}}
+// CHECK: %[[COPY:.*]] = arith.remui %[[MB]], %{{.*}} : i64
+// CHECK: %[[SCALED:.*]] = arith.muli %[[COPY]], %{{.*}} : i64
+// CHECK: %[[INPUT:.*]] = gpipe_rt.offset %[[ARENA]][%[[SCALED]] + 25600]
+// CHECK: gpipe_rt.load_input %[[R]], %[[MB]], %[[INPUT]],
+// CHECK: %[[CALL:.*]] = func.call @__gpipe_train_s0_fwd(%[[R]], %[[MB]], {{.*}}, %[[INPUT]],
+// CHECK-NEXT: gpipe_rt.check %[[CALL]]{{$}}
+// CHECK-NEXT: gpipe_rt.action_end %[[R]], %[[INDEX]]
+// CHECK: gpipe_rt.send
+// CHECK: scf.for
+// CHECK: gpipe_rt.recv
+// CHECK: func.call @__gpipe_train_s0_bwd(
+// CHECK: gpipe_rt.step %[[R]],
+// CHECK: return
 
 // Rank 1 loads the labels and seeds its backward with 1.0.
-// CHECK-LABEL: llvm.func @gpipe_model_rank_1(
-// CHECK: llvm.call @gpipe_rt_recv(
-// CHECK: llvm.call @gpipe_rt_load_labels(
-// CHECK: llvm.call @__gpipe_train_s1_fwd(
-// CHECK: %[[SEED:.*]] = llvm.mlir.constant(1.000000e+00 : f32)
-// CHECK: llvm.call @gpipe_rt_cpu_fill_f32(%{{.*}}, %{{.*}}, %[[SEED]])
-// CHECK: llvm.call @__gpipe_train_s1_bwd(
+// CHECK-LABEL: func.func @gpipe_model_rank_1(
+// CHECK: gpipe_rt.recv
+// CHECK: gpipe_rt.load_labels
+// CHECK: func.call @__gpipe_train_s1_fwd(
+// CHECK: %[[SEED:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: gpipe_rt.kernel "fill_f32"(%{{.*}}, %{{.*}}, %[[SEED]])
+// CHECK: func.call @__gpipe_train_s1_bwd(
 
-// The exported accessors; the metadata travels as the module's gpipe.model
-// attribute (its JSON text is written at translation, see META).
-// CHECK: llvm.func @gpipe_model_data() -> !llvm.ptr
-// CHECK: llvm.func @gpipe_model_abi_version() -> i32
+// The LLVM dialect: internal stage functions whose failing kernels branch
+// to one block that reports the site; loops as blocks.
+// LLVM-NOT: func.func
+// LLVM-NOT: gpipe_rt.
+// LLVM: llvm.func internal @__gpipe_train_s0_fwd(%[[RANK:.*]]: !llvm.ptr,
+// LLVM: llvm.call @gpipe_rt_cpu_linear_f32(
+// LLVM: ^bb{{[0-9]+}}(%[[STATUS:.*]]: i32, %[[SITE:.*]]: i64, %[[WHO:.*]]: !llvm.ptr):
+// LLVM-NEXT: llvm.call @gpipe_rt_kernel_error(%[[WHO]], %[[SITE]], %[[STATUS]])
+// LLVM-NEXT: llvm.return %[[STATUS]]
+// LLVM: llvm.func @gpipe_model_data() -> !llvm.ptr
+// LLVM: llvm.func @gpipe_model_abi_version() -> i32
+// LLVM: llvm.func @gpipe_model_rank_0(%[[R:.*]]: !llvm.ptr, %[[ARENA:.*]]: !llvm.ptr) -> i32
+// LLVM: llvm.br ^[[HEADER:bb[0-9]+]](
+// LLVM: ^[[HEADER]](%[[IV:.*]]: i64):
+// LLVM: llvm.icmp "slt" %[[IV]]
+// LLVM: llvm.call @gpipe_rt_action_begin(%[[R]], %{{.*}})
+// LLVM: %[[COPY:.*]] = llvm.urem %[[IV]], %{{.*}} : i64
+// LLVM: %[[SCALED:.*]] = llvm.mul %[[COPY]], %{{.*}}
+// LLVM: %[[BASE:.*]] = llvm.mlir.constant(25600 : i64)
+// LLVM: %[[OFFSET:.*]] = llvm.add %[[BASE]], %[[SCALED]]
+// LLVM: %[[INPUT:.*]] = llvm.getelementptr %[[ARENA]][%[[OFFSET]]]
+// LLVM: llvm.call @gpipe_rt_load_input(%[[R]], %[[IV]], %[[INPUT]],
+// LLVM: llvm.call @__gpipe_train_s0_fwd(%[[R]], %[[IV]], {{.*}}, %[[INPUT]],
+// LLVM: llvm.call @gpipe_rt_action_end(
+// LLVM: llvm.call @gpipe_rt_send(
+// LLVM: llvm.br ^[[HEADER]](
+// LLVM: llvm.call @gpipe_rt_optimizer_step(%[[R]],
 
 module {
   nn.parameter @w0 : tensor<32x64xf32> = dense<0.00999999977> : tensor<32x64xf32>

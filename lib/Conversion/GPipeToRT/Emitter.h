@@ -1,27 +1,31 @@
-//===- Emitter.h - The lowering's emitter, shared by its parts -*- C++ -*-===//
+//===- Emitter.h - The lowering to gpipe_rt, shared by its parts -*- C++
+//-*-===//
 //
-// The emitter of `convert-gpipe-to-runtime`, split by responsibility over
-// the files of this folder:
+// `convert-gpipe-to-rt`, split by responsibility over the files of this
+// folder:
 //
-//   Emitter.cpp         declarations, read-only globals, checked calls, the
-//                       stages' parameter layout, the order of the work
-//   StageFunctions.cpp  each stage function -> an internal LLVM function
-//                       calling one kernel per op at its frame's offsets
-//   FusedLoops.cpp      each nn.fused in them -> a vectorized loop
-//   RankPrograms.cpp    each rank's program -> gpipe_model_rank_<r>, its
-//                       micro-batch loops kept, buffers at its arena's slots
+//   Emitter.cpp         the stages' parameter layout, the order of the work
+//   StageFunctions.cpp  each stage function -> a func.func on addresses
+//                       calling one gpipe_rt.kernel per op at its frame's
+//                       offsets
+//   FusedLoops.cpp      each nn.fused in them -> scf loops of arith, math
+//                       and vector ops
+//   RankPrograms.cpp    the conversion patterns of the programs: each
+//                       gpipe.program -> gpipe_model_rank_<r>, each
+//                       gpipe.for -> scf.for, each action -> runtime calls
+//                       on its arena's slots
 //   Metadata.cpp        what the runtime must know (schedule, plan, data),
 //                       as the module's `gpipe.model` attribute; the JSON
 //                       text is written at translation (lib/Target)
-//   GPipeToRuntime.cpp  the pass
+//   GPipeToRT.cpp       the pass
 //
-// Everything the emitter places comes from the IR: the memory plan's typed
-// attributes, the programs, the stage functions' frames.
+// Everything placed comes from the IR: the memory plan's typed attributes,
+// the programs, the stage functions' frames.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef GPIPE_LIB_CONVERSION_GPIPETORUNTIME_EMITTER_H
-#define GPIPE_LIB_CONVERSION_GPIPETORUNTIME_EMITTER_H
+#ifndef GPIPE_LIB_CONVERSION_GPIPETORT_EMITTER_H
+#define GPIPE_LIB_CONVERSION_GPIPETORT_EMITTER_H
 
 #include "gpipe/Analysis/Timeline.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
@@ -32,11 +36,15 @@
 #include "gpipe/Dialect/NN/IR/NNLayerLoc.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "gpipe/Dialect/NN/KernelCalls/KernelCalls.h"
+#include "gpipe/Dialect/RT/IR/RTOps.h"
 #include "gpipe/Runtime/Program.h"
 #include "gpipe/Runtime/Vocabulary.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
@@ -59,7 +67,7 @@ inline int64_t countOf(Value v) {
   return n;
 }
 
-/// The LLVM type a kernel argument is passed as.
+/// The type a kernel argument is passed as (what gpipe_rt.kernel verifies).
 inline Type getArgType(MLIRContext *ctx, ::gpipe::abi::ArgType type) {
   switch (type) {
   case ::gpipe::abi::ArgType::Ptr:
@@ -122,7 +130,7 @@ struct StageParams {
 
 /// A lowered stage function.
 struct LoweredFunction {
-  LLVM::LLVMFuncOp func;
+  func::FuncOp func;
   func::FuncOp source;
   StageFunctionBuffers buffers;
   unsigned numArgs = 0;
@@ -133,9 +141,9 @@ class Emitter {
 public:
   Emitter(ModuleOp module, PipelineOp pipeline, PipelineSchedule &schedule,
           StringRef source, StringRef target, StringRef precision)
-      : module(module), pipeline(pipeline), converted(schedule),
+      : pipeline(pipeline), converted(schedule), module(module),
         memory(pipeline.getMemoryPlanAttr()), source(source), target(target),
-        precision(precision), ctx(module.getContext()), b(ctx) {
+        precision(precision), ctx(module.getContext()) {
     ptrTy = LLVM::LLVMPointerType::get(ctx);
     i8Ty = IntegerType::get(ctx, 8);
     i32Ty = IntegerType::get(ctx, 32);
@@ -143,92 +151,14 @@ public:
     f32Ty = Float32Type::get(ctx);
   }
 
-  /// Emits everything at the end of the module (the nn/gpipe ops are erased
+  /// Emits the stage functions, the metadata and the accessors at the end
+  /// of the module, then converts the programs (the nn/gpipe ops are erased
   /// by the caller afterwards).
   LogicalResult run();
 
-private:
-  // Declarations and data.
-  LLVM::LLVMFuncOp declare(StringRef name, Type result, ArrayRef<Type> args);
-  Value bytesGlobal(OpBuilder &at, Location loc, StringRef bytes,
-                    StringRef prefix);
-  Value intsGlobal(OpBuilder &at, Location loc, ArrayRef<int64_t> ints);
-  Value constI32(OpBuilder &at, Location loc, int64_t v) {
-    return LLVM::ConstantOp::create(at, loc, i32Ty, at.getI32IntegerAttr(v));
-  }
-  Value constI64(OpBuilder &at, Location loc, int64_t v) {
-    return LLVM::ConstantOp::create(at, loc, i64Ty, at.getI64IntegerAttr(v));
-  }
-  Value offsetPtr(OpBuilder &at, Location loc, Value base, int64_t offset) {
-    if (offset == 0)
-      return base;
-    Value index = constI64(at, loc, offset);
-    return LLVM::GEPOp::create(at, loc, ptrTy, i8Ty, base,
-                               ArrayRef<LLVM::GEPArg>{index});
-  }
-
-  /// Emits a call returning an i32 status; branches to `failBlock` with the
-  /// status (and `site`, when >= 0) when it is nonzero. Continues in a new
-  /// block.
-  void emitChecked(OpBuilder &at, Location loc, LLVM::LLVMFuncOp callee,
-                   ValueRange args, Block *failBlock, int64_t site);
-
-  LogicalResult collectParams();
-  /// Emits `fused` at `at` as a loop over its results (whose buffers, like
-  /// its inputs', `addressOf` gives); continues after it.
-  LogicalResult emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
-                              llvm::function_ref<Value(Value)> addressOf);
-  FailureOr<LoweredFunction>
-  lowerStageFunction(func::FuncOp func, StageFunctionKind kind, int64_t stage);
-  /// A micro-batch in generated code: a constant, or a value of a loop.
-  struct Microbatch {
-    Value value;
-    std::optional<int64_t> constant;
-  };
-  LogicalResult lowerRank(ProgramOp program);
-  LogicalResult lowerAction(OpBuilder &at, ProgramOp program,
-                            ActionOpInterface action, Microbatch mb,
-                            Value index, std::optional<int64_t> constIndex,
-                            const std::map<int, int64_t> &firstBackward,
-                            Value rank, Value arena, Block *abort);
-  llvm::json::Array describeActions(Block &block);
-  LogicalResult emitMetadata();
-  /// The type of the last stage's prediction for one micro-batch: the
-  /// forward-only pipeline's output, or the logits (prediction) its loss
-  /// reads in training; none when the loss reads no tensor.
-  std::optional<Type> getPredictionType(func::FuncOp lastForward);
-  /// Emits gpipe_rt_report_output(rank, mb, value, bytes) of `value` (the
-  /// last stage's prediction) at `at`, returning the callback's status
-  /// from the function when it fails.
-  void emitReportOutput(OpBuilder &at, Location loc, LLVM::LLVMFuncOp func,
-                        Value rank, Value mb, Value value, int64_t bytes);
-
-  ModuleOp module;
+  // What the programs' conversion patterns (RankPrograms.cpp) read.
   PipelineOp pipeline;
-  /// The programs expanded (for the metadata's predictions and the rank of
-  /// each stage) and the stages in pipeline order.
   PipelineSchedule &converted;
-  /// What the memory plan assumed (optimizer, alignment); every program
-  /// carries its own arena.
-  MemoryPlanAttr memory;
-  std::string source;
-  /// The kernel library the calls go to: gpipe_rt_<target>_* ("cpu" or
-  /// "cuda"; same signatures, data pointers on that device).
-  std::string target;
-  /// "fp32" or "bf16": which GEMM kernels the calls go to.
-  std::string precision;
-  MLIRContext *ctx;
-  OpBuilder b;
-  Type ptrTy, i8Ty, i32Ty, i64Ty, f32Ty;
-
-  llvm::StringMap<LLVM::LLVMFuncOp> declared;
-  std::map<std::string, LLVM::GlobalOp> globals;
-  int64_t numGlobals = 0;
-  llvm::json::Array sites;
-  /// Each top-level layer's index among the model's layers (stage order),
-  /// what the stage functions' gpipe_rt_layer marks name.
-  llvm::DenseMap<StringAttr, int64_t> layerIndex;
-
   SmallVector<StageParams> stageParams;
   SmallVector<LoweredFunction> forwards, backwards;
   /// Per stage: the two halves of its split backward (none without).
@@ -240,8 +170,65 @@ private:
   /// one per saved result of the forward; and the extra inputs' offsets.
   SmallVector<SmallVector<int64_t>> savedOffsets, extraOffsets;
   SmallVector<unsigned> numSaved;
+
+private:
+  Value constI32(OpBuilder &at, Location loc, int64_t v) {
+    return arith::ConstantIntOp::create(at, loc, v, 32);
+  }
+  Value constI64(OpBuilder &at, Location loc, int64_t v) {
+    return arith::ConstantIntOp::create(at, loc, v, 64);
+  }
+  Value offsetPtr(OpBuilder &at, Location loc, Value base, int64_t offset) {
+    if (offset == 0)
+      return base;
+    return gpipe_rt::OffsetOp::create(at, loc, base, Value(), offset);
+  }
+
+  LogicalResult collectParams();
+  /// Emits `fused` at `at` as a loop over its results (whose buffers, like
+  /// its inputs', `addressOf` gives); continues after it.
+  LogicalResult emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
+                              llvm::function_ref<Value(Value)> addressOf);
+  FailureOr<LoweredFunction>
+  lowerStageFunction(func::FuncOp func, StageFunctionKind kind, int64_t stage);
+  /// Converts every program with RankPrograms.cpp's patterns.
+  LogicalResult lowerPrograms();
+  llvm::json::Array describeActions(Block &block);
+  LogicalResult emitMetadata();
+  /// The type of the last stage's prediction for one micro-batch: the
+  /// forward-only pipeline's output, or the logits (prediction) its loss
+  /// reads in training; none when the loss reads no tensor.
+  std::optional<Type> getPredictionType(func::FuncOp lastForward);
+  /// Emits gpipe_rt.report_output(rank, mb, value, bytes) of `value` (the
+  /// last stage's prediction) at `at`, returning the callback's status
+  /// from the function when it fails.
+  void emitReportOutput(OpBuilder &at, Location loc, Value rank, Value mb,
+                        Value value, int64_t bytes);
+
+  ModuleOp module;
+  /// What the memory plan assumed (optimizer, alignment); every program
+  /// carries its own arena.
+  MemoryPlanAttr memory;
+  std::string source;
+  /// The kernel library the calls go to: gpipe_rt_<target>_* ("cpu" or
+  /// "cuda"; same signatures, data pointers on that device).
+  std::string target;
+  /// "fp32" or "bf16": which GEMM kernels the calls go to.
+  std::string precision;
+  MLIRContext *ctx;
+  Type ptrTy, i8Ty, i32Ty, i64Ty, f32Ty;
+
+  llvm::json::Array sites;
+  /// Each top-level layer's index among the model's layers (stage order),
+  /// what the stage functions' gpipe_rt.layer marks name.
+  llvm::DenseMap<StringAttr, int64_t> layerIndex;
 };
+
+/// Adds the patterns that convert the programs of `emitter`'s pipeline
+/// (RankPrograms.cpp).
+void populateProgramConversionPatterns(Emitter &emitter,
+                                       RewritePatternSet &patterns);
 
 } // namespace mlir::gpipe::lowering
 
-#endif // GPIPE_LIB_CONVERSION_GPIPETORUNTIME_EMITTER_H
+#endif // GPIPE_LIB_CONVERSION_GPIPETORT_EMITTER_H

@@ -369,25 +369,17 @@ LogicalResult Emitter::emitMetadata() {
                   jsonToAttribute(ctx, llvm::json::Value(std::move(root))));
 
   // The exported accessors.
-  auto emitAccessor = [&](StringRef name, StringRef bytes, StringRef prefix) {
-    OpBuilder at(ctx);
-    at.setInsertionPointToEnd(module.getBody());
-    auto func = LLVM::LLVMFuncOp::create(
-        at, loc, name, LLVM::LLVMFunctionType::get(ptrTy, {}));
-    Block *entry = func.addEntryBlock(at);
-    at.setInsertionPointToStart(entry);
-    LLVM::ReturnOp::create(at, loc, bytesGlobal(at, loc, bytes, prefix));
-  };
-  emitAccessor("gpipe_model_data", data, "data");
-  {
-    OpBuilder at(ctx);
-    at.setInsertionPointToEnd(module.getBody());
-    auto func =
-        LLVM::LLVMFuncOp::create(at, loc, "gpipe_model_abi_version",
-                                 LLVM::LLVMFunctionType::get(i32Ty, {}));
-    Block *entry = func.addEntryBlock(at);
-    at.setInsertionPointToStart(entry);
-    LLVM::ReturnOp::create(at, loc, constI32(at, loc, GPIPE_RT_ABI_VERSION));
-  }
+  OpBuilder at(ctx);
+  at.setInsertionPointToEnd(module.getBody());
+  auto dataFunc = func::FuncOp::create(at, loc, "gpipe_model_data",
+                                       FunctionType::get(ctx, {}, {ptrTy}));
+  at.setInsertionPointToStart(dataFunc.addEntryBlock());
+  func::ReturnOp::create(at, loc,
+                         Value(gpipe_rt::BytesOp::create(at, loc, data)));
+  at.setInsertionPointToEnd(module.getBody());
+  auto version = func::FuncOp::create(at, loc, "gpipe_model_abi_version",
+                                      FunctionType::get(ctx, {}, {i32Ty}));
+  at.setInsertionPointToStart(version.addEntryBlock());
+  func::ReturnOp::create(at, loc, constI32(at, loc, GPIPE_RT_ABI_VERSION));
   return success();
 }

@@ -1,27 +1,27 @@
-// convert-gpipe-to-runtime needs a scheduled, memory-planned pipeline whose
+// convert-gpipe-to-rt needs a scheduled, memory-planned pipeline whose
 // recorded plan holds what its functions need (the lowering reads the plan,
 // it does not make one); the hand-written two-stage pipeline of
 // plan-memory.mlir lowers once planned.
 // RUN: split-file %s %t
-// RUN: not gpipe-opt %t/two-stages.mlir --gpipe-schedule --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=UNPLANNED
+// RUN: not gpipe-opt %t/two-stages.mlir --gpipe-schedule --convert-gpipe-to-rt 2>&1 | FileCheck %s --check-prefix=UNPLANNED
 // UNPLANNED: error: pipeline @train has no memory plan; run gpipe-plan-memory (or gpipe-pipeline) first
-// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory --convert-gpipe-to-runtime | FileCheck %s --check-prefix=LOWERED
-// LOWERED: llvm.func @gpipe_model_rank_0
-// LOWERED: llvm.func @gpipe_model_rank_1
+// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory --convert-gpipe-to-rt | FileCheck %s --check-prefix=LOWERED
+// LOWERED: func.func @gpipe_model_rank_0
+// LOWERED: func.func @gpipe_model_rank_1
 // A stale plan (a scratch slot smaller than a function's working set, a
 // slot missing) is refused.
-// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/<scratch stage -1 at 1536 size 256/<scratch stage -1 at 1536 size 128/' | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=STALE
+// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/<scratch stage -1 at 1536 size 256/<scratch stage -1 at 1536 size 128/' | not gpipe-opt --convert-gpipe-to-rt 2>&1 | FileCheck %s --check-prefix=STALE
 // STALE: error: rank 0: @b0 needs 256 scratch bytes, the memory plan's scratch slot holds 128; re-run gpipe-plan-memory
-// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/, <output_grad stage 0 at 1792 size 128 x 1 stride 128>//' | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=NOSLOT
+// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/, <output_grad stage 0 at 1792 size 128 x 1 stride 128>//' | not gpipe-opt --convert-gpipe-to-rt 2>&1 | FileCheck %s --check-prefix=NOSLOT
 // NOSLOT: error: rank 0 (RECV_B of stage 0): the memory plan has no transfer slot
 // A program without an arena.
-// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/gpipe.program rank 1 arena <.*> {/gpipe.program rank 1 {/' | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=NOARENA
+// RUN: gpipe-opt %t/two-stages.mlir --gpipe-schedule --gpipe-plan-memory | sed 's/gpipe.program rank 1 arena <.*> {/gpipe.program rank 1 {/' | not gpipe-opt --convert-gpipe-to-rt 2>&1 | FileCheck %s --check-prefix=NOARENA
 // NOARENA: error: rank 1 has no arena; re-run gpipe-plan-memory
 // A backward that does not say which results are parameter gradients.
-// RUN: sed 's/, nn.param_grads = \[@w1\]//' %t/two-stages.mlir | gpipe-opt --gpipe-schedule --gpipe-plan-memory | not gpipe-opt --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=GRADS
+// RUN: sed 's/, nn.param_grads = \[@w1\]//' %t/two-stages.mlir | gpipe-opt --gpipe-schedule --gpipe-plan-memory | not gpipe-opt --convert-gpipe-to-rt 2>&1 | FileCheck %s --check-prefix=GRADS
 // GRADS: error: @b1 returns 2 results but lists no nn.param_grads for the 1 after its input gradient
 // No pipeline at all.
-// RUN: not gpipe-opt %t/empty.mlir --convert-gpipe-to-runtime 2>&1 | FileCheck %s --check-prefix=NONE
+// RUN: not gpipe-opt %t/empty.mlir --convert-gpipe-to-rt 2>&1 | FileCheck %s --check-prefix=NONE
 // NONE: error: {{.*}}pipeline
 
 //--- two-stages.mlir

@@ -1,0 +1,22 @@
+//===- RTOps.h - gpipe_rt dialect ops ---------------------------*- C++ -*-===//
+//
+// Declares the ops of the `gpipe_rt` dialect (RTOps.td).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_DIALECT_RT_IR_RTOPS_H
+#define GPIPE_DIALECT_RT_IR_RTOPS_H
+
+#include "gpipe/Dialect/RT/IR/RTDialect.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "gpipe/Dialect/RT/IR/RTOps.h.inc"
+
+#endif // GPIPE_DIALECT_RT_IR_RTOPS_H
