@@ -67,23 +67,6 @@ inline int64_t countOf(Value v) {
   return n;
 }
 
-/// The type a kernel argument is passed as (what gpipe_rt.kernel verifies).
-inline Type getArgType(MLIRContext *ctx, ::gpipe::abi::ArgType type) {
-  switch (type) {
-  case ::gpipe::abi::ArgType::Ptr:
-    return LLVM::LLVMPointerType::get(ctx);
-  case ::gpipe::abi::ArgType::I32:
-    return IntegerType::get(ctx, 32);
-  case ::gpipe::abi::ArgType::I64:
-    return IntegerType::get(ctx, 64);
-  case ::gpipe::abi::ArgType::F32:
-    return Float32Type::get(ctx);
-  case ::gpipe::abi::ArgType::F64:
-    return Float64Type::get(ctx);
-  }
-  return Type();
-}
-
 /// The runtime element type of `v`, or an error at `op`.
 inline FailureOr<int64_t> dtypeOf(Operation *op, Value v,
                                   ArrayRef<gpipe_rt_dtype> allowed = {}) {

@@ -65,15 +65,14 @@ class ActionEmitter {
 public:
   ActionEmitter(ProgramState &state, ConversionPatternRewriter &b,
                 ActionOpInterface action, Value base)
-      : state(state), e(state.emitter), b(b), action(action),
-        loc(action->getLoc()), place(state.places.lookup(action)) {
+      : e(state.emitter), b(b), action(action), loc(action->getLoc()),
+        place(state.places.lookup(action)) {
     kind = action.getActionKind();
     s = stageIndexOf(e.pipeline, action);
     last = s + 1 == static_cast<int>(e.converted.stages.size());
     auto func = action->getParentOfType<func::FuncOp>();
     rank = func.getArgument(0);
     arena = func.getArgument(1);
-    ptrTy = rank.getType();
     i32Ty = b.getI32Type();
     int64_t offset = action.getMicrobatchOffset();
     if (base) {
@@ -160,7 +159,6 @@ private:
   }
   Value nullPtr() { return gpipe_rt::NullOp::create(b, loc); }
 
-  ProgramState &state;
   Emitter &e;
   ConversionPatternRewriter &b;
   ActionOpInterface action;
@@ -171,7 +169,7 @@ private:
   bool last;
   Value rank, arena, mb, index;
   std::optional<int64_t> mbConstant, indexConstant;
-  Type ptrTy, i32Ty;
+  Type i32Ty;
 };
 
 LogicalResult ActionEmitter::compute() {

@@ -106,9 +106,10 @@ FailureOr<LoweredFunction> Emitter::lowerStageFunction(func::FuncOp func,
   auto callKernel = [&](Operation *op, const KernelCall &call) {
     Location opLoc = op->getLoc();
     const ::gpipe::abi::KernelSignature &signature = call.signature();
+    SmallVector<Type> types =
+        *gpipe_rt::getKernelParamTypes(ctx, signature.name);
     SmallVector<Value> args;
-    for (auto [param, a] : llvm::zip_equal(signature, call.args)) {
-      Type type = getArgType(ctx, param.type);
+    for (auto [type, a] : llvm::zip_equal(types, call.args)) {
       switch (a.kind) {
       case KernelArg::Buffer:
         args.push_back(addressOf(a.value));

@@ -87,6 +87,19 @@ static Type getParamType(MLIRContext *ctx, ::gpipe::abi::ArgType type) {
   return Type();
 }
 
+FailureOr<SmallVector<Type>>
+mlir::gpipe_rt::getKernelParamTypes(MLIRContext *ctx, StringRef kernel) {
+  std::optional<::gpipe::abi::KernelId> id = ::gpipe::abi::lookupKernel(
+      std::string_view(kernel.data(), kernel.size()));
+  if (!id)
+    return failure();
+  SmallVector<Type> types;
+  for (const ::gpipe::abi::KernelParam &param :
+       ::gpipe::abi::getKernelSignature(*id))
+    types.push_back(getParamType(ctx, param.type));
+  return types;
+}
+
 LogicalResult KernelOp::verify() {
   StringRef name = getKernel();
   std::optional<::gpipe::abi::KernelId> kernel =
