@@ -67,6 +67,12 @@ inline int64_t countOf(Value v) {
   return n;
 }
 
+/// `base + bytes`: `base` itself when `bytes` is 0.
+inline Value offsetAddress(OpBuilder &at, Location loc, Value base,
+                           int64_t bytes) {
+  return at.createOrFold<gpipe_rt::OffsetOp>(loc, base, Value(), bytes);
+}
+
 /// The runtime element type of `v`, or an error at `op`.
 inline FailureOr<int64_t> dtypeOf(Operation *op, Value v,
                                   ArrayRef<gpipe_rt_dtype> allowed = {}) {
@@ -162,9 +168,7 @@ private:
     return arith::ConstantIntOp::create(at, loc, v, 64);
   }
   Value offsetPtr(OpBuilder &at, Location loc, Value base, int64_t offset) {
-    if (offset == 0)
-      return base;
-    return gpipe_rt::OffsetOp::create(at, loc, base, Value(), offset);
+    return offsetAddress(at, loc, base, offset);
   }
 
   LogicalResult collectParams();

@@ -19,6 +19,8 @@
 
 #include "gpipe/Conversion/Passes.h"
 
+#include "llvm/ADT/SmallVectorExtras.h"
+
 namespace mlir::gpipe {
 #define GEN_PASS_DEF_CONVERTGPIPETORTPASS
 #include "gpipe/Conversion/Passes.h.inc"
@@ -64,19 +66,16 @@ struct ConvertGPipeToRTPass
 
     std::string targetName = getTargetName(target);
     std::string precisionName = getPrecisionName(precision);
+    // What the module held before: the stage functions on tensors, the
+    // stages, the pipeline and the parameter declarations. The emitter
+    // appends its functions after them; then only those remain.
+    auto input = llvm::map_to_vector(module.getBody()->getOperations(),
+                                     [](Operation &other) { return &other; });
     Emitter emitter(module, op, *converted, source, targetName, precisionName);
     if (failed(emitter.run()))
       return signalPassFailure();
-
-    // Only the generated functions remain: the stage functions on tensors,
-    // the stages, the pipeline and the parameter declarations go.
-    for (Operation &other :
-         llvm::make_early_inc_range(module.getBody()->getOperations())) {
-      auto func = dyn_cast<func::FuncOp>(other);
-      if (!func || !(func.getSymName().starts_with("__gpipe_") ||
-                     func.getSymName().starts_with("gpipe_model_")))
-        other.erase();
-    }
+    for (Operation *other : input)
+      other->erase();
     module->setAttr(gpipe_rt::RTDialect::kTargetAttrName,
                     StringAttr::get(module.getContext(), targetName));
   }

@@ -121,9 +121,7 @@ private:
            << " slot";
   }
   Value offsetPtr(Value base, int64_t offset) {
-    if (offset == 0)
-      return base;
-    return gpipe_rt::OffsetOp::create(b, loc, base, Value(), offset);
+    return offsetAddress(b, loc, base, offset);
   }
   /// A call's status, checked: a failure returns it from the program.
   void check(Value status) {

@@ -1,4 +1,4 @@
-//===- StageFunctions.cpp - Stage functions to LLVM functions ---*- C++ -*-===//
+//===- StageFunctions.cpp - Stage functions to gpipe_rt calls ---*- C++ -*-===//
 //
 // Part of the lowering's emitter; see Emitter.h.
 //

@@ -43,29 +43,33 @@ using namespace mlir::gpipe_rt;
 
 namespace {
 
-/// Declares `name` of type `type` at the end of the module of `at` unless it
-/// is already there.
-LLVM::LLVMFuncOp getOrDeclare(ConversionPatternRewriter &rewriter,
-                              Operation *at, StringRef name,
-                              LLVM::LLVMFunctionType type) {
-  auto module = at->getParentOfType<ModuleOp>();
-  if (auto func = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
-    return func;
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToEnd(module.getBody());
-  return LLVM::LLVMFuncOp::create(rewriter, module.getLoc(), name, type);
-}
+/// The functions a module's calls go to, declared once each at the end of
+/// the module (a lookup per call would scan the module's symbols).
+struct Callees {
+  llvm::StringMap<LLVM::LLVMFuncOp> declared;
 
-/// A call of `callee` (declared from the operands' and result's types).
-LLVM::CallOp createCall(ConversionPatternRewriter &rewriter, Operation *op,
-                        StringRef callee, Type result, ValueRange args) {
-  SmallVector<Type> types(args.getTypes());
-  Type resultType =
-      result ? result : LLVM::LLVMVoidType::get(rewriter.getContext());
-  LLVM::LLVMFuncOp func = getOrDeclare(
-      rewriter, op, callee, LLVM::LLVMFunctionType::get(resultType, types));
-  return LLVM::CallOp::create(rewriter, op->getLoc(), func, args);
-}
+  /// A call of `callee` at `op`, declared from the operands' and result's
+  /// types on first use.
+  LLVM::CallOp call(ConversionPatternRewriter &rewriter, Operation *op,
+                    StringRef callee, Type result, ValueRange args) {
+    LLVM::LLVMFuncOp &func = declared[callee];
+    if (!func) {
+      auto module = op->getParentOfType<ModuleOp>();
+      func = module.lookupSymbol<LLVM::LLVMFuncOp>(callee);
+      if (!func) {
+        SmallVector<Type> types(args.getTypes());
+        Type resultType =
+            result ? result : LLVM::LLVMVoidType::get(rewriter.getContext());
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPointToEnd(module.getBody());
+        func = LLVM::LLVMFuncOp::create(
+            rewriter, module.getLoc(), callee,
+            LLVM::LLVMFunctionType::get(resultType, types));
+      }
+    }
+    return LLVM::CallOp::create(rewriter, op->getLoc(), func, args);
+  }
+};
 
 //===----------------------------------------------------------------------===//
 // Addresses and read-only data
@@ -186,17 +190,21 @@ struct PtrArrayOpLowering : ConvertOpToLLVMPattern<PtrArrayOp> {
 //===----------------------------------------------------------------------===//
 
 struct KernelOpLowering : ConvertOpToLLVMPattern<KernelOp> {
-  KernelOpLowering(LLVMTypeConverter &converter, StringRef target)
-      : ConvertOpToLLVMPattern(converter), target(target) {}
+  KernelOpLowering(LLVMTypeConverter &converter,
+                   std::shared_ptr<Callees> callees, StringRef target)
+      : ConvertOpToLLVMPattern(converter), callees(std::move(callees)),
+        target(target) {}
   LogicalResult
   matchAndRewrite(KernelOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     std::string callee = "gpipe_rt_" + target + "_" + op.getKernel().str();
-    rewriter.replaceOp(op, createCall(rewriter, op, callee,
+    rewriter.replaceOp(op, callees
+                               ->call(rewriter, op, callee,
                                       rewriter.getI32Type(), adaptor.getArgs())
                                .getResults());
     return success();
   }
+  std::shared_ptr<Callees> callees;
   std::string target;
 };
 
@@ -204,20 +212,23 @@ struct KernelOpLowering : ConvertOpToLLVMPattern<KernelOp> {
 /// op's operands.
 template <typename OpT>
 struct CallbackOpLowering : ConvertOpToLLVMPattern<OpT> {
-  using ConvertOpToLLVMPattern<OpT>::ConvertOpToLLVMPattern;
+  CallbackOpLowering(LLVMTypeConverter &converter,
+                     std::shared_ptr<Callees> callees)
+      : ConvertOpToLLVMPattern<OpT>(converter), callees(std::move(callees)) {}
   LogicalResult
   matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Type result =
         op->getNumResults() == 1 ? op->getResult(0).getType() : Type();
-    LLVM::CallOp call =
-        createCall(rewriter, op, OpT::kFunction, result, adaptor.getOperands());
+    LLVM::CallOp call = callees->call(rewriter, op, OpT::kFunction, result,
+                                      adaptor.getOperands());
     if (result)
       rewriter.replaceOp(op, call.getResults());
     else
       rewriter.eraseOp(op);
     return success();
   }
+  std::shared_ptr<Callees> callees;
 };
 
 /// `if (status != 0) { [gpipe_rt_kernel_error(rank, site, status);] return
@@ -228,8 +239,9 @@ struct CheckOpLowering : ConvertOpToLLVMPattern<CheckOp> {
   using FailureBlocks = DenseMap<std::pair<Region *, int>, Block *>;
 
   CheckOpLowering(LLVMTypeConverter &converter,
-                  std::shared_ptr<FailureBlocks> blocks)
-      : ConvertOpToLLVMPattern(converter), blocks(std::move(blocks)) {}
+                  std::shared_ptr<Callees> callees)
+      : ConvertOpToLLVMPattern(converter), callees(std::move(callees)),
+        blocks(std::make_shared<FailureBlocks>()) {}
 
   LogicalResult
   matchAndRewrite(CheckOp op, OpAdaptor adaptor,
@@ -253,7 +265,7 @@ struct CheckOpLowering : ConvertOpToLLVMPattern<CheckOp> {
       fail = rewriter.createBlock(body, body->end(), types, locs);
       Value status = fail->getArgument(0);
       if (report)
-        createCall(
+        callees->call(
             rewriter, op, "gpipe_rt_kernel_error", i32,
             ValueRange{fail->getArgument(2), fail->getArgument(1), status});
       LLVM::ReturnOp::create(rewriter, loc, status);
@@ -276,6 +288,7 @@ struct CheckOpLowering : ConvertOpToLLVMPattern<CheckOp> {
     rewriter.eraseOp(op);
     return success();
   }
+  std::shared_ptr<Callees> callees;
   std::shared_ptr<FailureBlocks> blocks;
 };
 
@@ -366,18 +379,17 @@ void mlir::gpipe_rt::populateRTToLLVMConversionPatterns(
     LLVMTypeConverter &converter, RewritePatternSet &patterns,
     StringRef target) {
   auto data = std::make_shared<ReadOnlyData>();
-  patterns
-      .add<OffsetOpLowering, NullOpLowering, PtrArrayOpLowering, LoadOpLowering,
-           StoreOpLowering, CallbackOpLowering<ActionBeginOp>,
-           CallbackOpLowering<ActionEndOp>, CallbackOpLowering<LayerOp>,
-           CallbackOpLowering<RngKeyOp>, CallbackOpLowering<LoadInputOp>,
-           CallbackOpLowering<LoadLabelsOp>, CallbackOpLowering<SendOp>,
-           CallbackOpLowering<RecvOp>, CallbackOpLowering<ReportLossOp>,
-           CallbackOpLowering<ReportOutputOp>, CallbackOpLowering<StepOp>,
-           CallbackOpLowering<ReduceGradOp>, CallbackOpLowering<SumTiedOp>>(
-          converter);
+  auto callees = std::make_shared<Callees>();
+  patterns.add<OffsetOpLowering, NullOpLowering, PtrArrayOpLowering,
+               LoadOpLowering, StoreOpLowering>(converter);
   patterns.add<BytesOpLowering, IntsOpLowering>(converter, data);
-  patterns.add<KernelOpLowering>(converter, target);
-  patterns.add<CheckOpLowering>(
-      converter, std::make_shared<CheckOpLowering::FailureBlocks>());
+  patterns
+      .add<CallbackOpLowering<ActionBeginOp>, CallbackOpLowering<ActionEndOp>,
+           CallbackOpLowering<LayerOp>, CallbackOpLowering<RngKeyOp>,
+           CallbackOpLowering<LoadInputOp>, CallbackOpLowering<LoadLabelsOp>,
+           CallbackOpLowering<SendOp>, CallbackOpLowering<RecvOp>,
+           CallbackOpLowering<ReportLossOp>, CallbackOpLowering<ReportOutputOp>,
+           CallbackOpLowering<StepOp>, CallbackOpLowering<ReduceGradOp>,
+           CallbackOpLowering<SumTiedOp>, CheckOpLowering>(converter, callees);
+  patterns.add<KernelOpLowering>(converter, callees, target);
 }
