@@ -11,7 +11,6 @@
 #include "gpipe/Conversion/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/NN/Transforms/Passes.h"
-#include "gpipe/Interpreter/Passes.h"
 #include "gpipe/Pipelines/Pipelines.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -22,7 +21,6 @@ inline void registerAllPasses() {
   nn::registerNNPasses();
   registerGPipePasses();
   registerGPipeConversionPasses();
-  registerGPipeInterpreterPasses();
   registerGPipePipelines();
 }
 

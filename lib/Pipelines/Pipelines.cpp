@@ -13,7 +13,6 @@
 #include "gpipe/Conversion/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/NN/Transforms/Passes.h"
-#include "gpipe/Interpreter/Passes.h"
 #include "gpipe/Target/SharedLibrary.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -45,7 +44,7 @@ static void buildPipeline(OpPassManager &pm,
                           ProfileKind profile, bool partitionOnly, bool fuse) {
   // What depends on constants alone (masks, position tables) is computed
   // now, once.
-  pm.addPass(createNNFoldConstantsPass());
+  pm.addPass(nn::createNNFoldConstantsPass());
   pm.addPass(createCanonicalizerPass());
   // Several model inputs travel as one tensor per sample.
   pm.addPass(nn::createNNPackInputsPass());

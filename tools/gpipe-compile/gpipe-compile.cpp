@@ -32,7 +32,6 @@
 
 #include "../common/ModelOptions.h"
 #include "../common/OutOfMemory.h"
-#include "../common/SingleThreadedBlas.h"
 
 #include <chrono>
 #include <csignal>
@@ -58,7 +57,6 @@ static std::string describeSource() {
 }
 
 int main(int argc, char **argv) {
-  gpipe_tools::ensureSingleThreadedBlas(argv);
   llvm::InitLLVM init(argc, argv);
   gpipe_tools::installOutOfMemoryHandler("gpipe-compile");
   // Past a file-size limit a write fails with EFBIG and takes its error

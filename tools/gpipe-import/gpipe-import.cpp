@@ -11,11 +11,9 @@
 #include "gpipe/Dialect/NN/Transforms/Passes.h"
 #include "gpipe/Dialect/NN/Transforms/Transforms.h"
 #include "gpipe/InitAllDialects.h"
-#include "gpipe/Interpreter/Passes.h"
 
 #include "../common/ModelOptions.h"
 #include "../common/OutOfMemory.h"
-#include "../common/SingleThreadedBlas.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/AsmState.h"
@@ -59,8 +57,6 @@ static cl::opt<bool> inference(
              "in inference mode (gpipe-compile --inference)"),
     cl::cat(category));
 int main(int argc, char **argv) {
-  // Folding constants runs the interpreter's kernels (OpenBLAS).
-  gpipe_tools::ensureSingleThreadedBlas(argv);
   llvm::InitLLVM init(argc, argv);
   gpipe_tools::installOutOfMemoryHandler("gpipe-import");
   // Past a file-size limit a write fails with EFBIG and takes its error
@@ -92,7 +88,7 @@ int main(int argc, char **argv) {
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return 1;
-    pm.addPass(mlir::gpipe::createNNFoldConstantsPass());
+    pm.addPass(mlir::gpipe::nn::createNNFoldConstantsPass());
     pm.addPass(createCanonicalizerPass());
     if (failed(pm.run(*module)))
       return 1;

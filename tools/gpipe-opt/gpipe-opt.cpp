@@ -13,7 +13,6 @@
 #include "gpipe/Support/ResourceBlobs.h"
 
 #include "../common/OutOfMemory.h"
-#include "../common/SingleThreadedBlas.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Support/FileUtilities.h"
@@ -25,7 +24,6 @@
 #include <csignal>
 
 int main(int argc, char **argv) {
-  gpipe_tools::ensureSingleThreadedBlas(argv);
   llvm::InitLLVM initLLVM(argc, argv);
   gpipe_tools::installOutOfMemoryHandler("gpipe-opt");
   // Past a file-size limit a write fails with EFBIG and takes its error

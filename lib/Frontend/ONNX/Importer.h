@@ -15,11 +15,10 @@
 
 #include "gpipe/Frontend/ONNXImporter.h"
 
-#include "HostTensor.h"
-
 #include "gpipe/Dialect/NN/IR/NNDialect.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "gpipe/Dialect/NN/IR/NNShapes.h"
+#include "gpipe/Dialect/NN/Utils/HostTensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -35,6 +34,28 @@
 #include <vector>
 
 namespace mlir::gpipe::onnximport {
+
+// The host evaluation the importer folds shape arithmetic with.
+using nn::BinaryFn;
+using nn::foldBinary;
+using nn::foldBroadcastTo;
+using nn::foldCast;
+using nn::foldConcat;
+using nn::foldGather;
+using nn::foldSlice;
+using nn::foldTranspose;
+using nn::foldTrilu;
+using nn::foldUnary;
+using nn::foldWhere;
+using nn::HostTensor;
+using nn::isComparison;
+using nn::isNNElementType;
+using nn::kMaxFoldElements;
+using nn::roundToFloatType;
+using nn::toBytes;
+using nn::toDenseAttr;
+using nn::UnaryFn;
+using nn::wrapToIntType;
 
 using llvm::ArrayRef;
 using llvm::SmallVector;

@@ -20,6 +20,13 @@ namespace mlir::gpipe::nn {
 #define GEN_PASS_REGISTRATION
 #include "gpipe/Dialect/NN/Transforms/Passes.h.inc"
 
+/// Folds every nn op of `root` whose operands are all nn.constant and that
+/// has a host evaluation (see nn-fold-constants); returns how many ops were
+/// folded. Reports an error (and fails) only for an op whose evaluation
+/// fails, such as an integer division by zero.
+FailureOr<unsigned> foldConstantOps(Operation *root,
+                                    int64_t maxElements = int64_t(1) << 24);
+
 } // namespace mlir::gpipe::nn
 
 #endif // GPIPE_DIALECT_NN_TRANSFORMS_PASSES_H

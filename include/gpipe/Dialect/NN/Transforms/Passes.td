@@ -9,6 +9,41 @@
 
 include "mlir/Pass/PassBase.td"
 
+def NNFoldConstantsPass : Pass<"nn-fold-constants"> {
+  let summary = "Evaluate the nn ops that depend on constants only";
+  let description = [{
+    A static-shape network computes much at compile time that an exporter
+    left in the graph: causal masks from position ranges, rotary tables
+    (`sin`, `cos` of positions times frequencies), masks compared against
+    buffers. Every `nn` op whose operands are all `nn.constant`s (parameters
+    are not constants) and that has a host evaluation is evaluated once and
+    replaced by an `nn.constant` of its results; what it fed then folds in
+    turn. The evaluation is HostTensor's (include/gpipe/Dialect/NN/Utils), the
+    one the ONNX importer folds shape arithmetic with: plain C++ on the
+    attributes, no kernel library. It covers elementwise arithmetic with
+    broadcasting (`add` to `fmod`, float `pow`), comparisons and logic,
+    `neg`, `sqrt`, `exp`, `log`, `sin`, `cos`, rounding, `where`, `cast`, and
+    data movement (`reshape`, `unsqueeze`, `transpose`, `broadcast_to`,
+    `slice`, `split`, `concat`, `gather`). Other ops (GEMMs, convolutions,
+    normalizations, reductions, random ops) stay in the graph and run in the
+    compiled model, as do results of more than `max-elements` elements.
+
+    Before:
+    ```mlir
+    %p = nn.constant dense<[0, 1, 2]> : tensor<3xi64>
+    %m = nn.compare le, %p, %q : (tensor<3xi64>, tensor<3x1xi64>) -> tensor<3x3xi1>
+    ```
+    After:
+    ```mlir
+    %m = nn.constant dense<[[true, false, false], ...]> : tensor<3x3xi1>
+    ```
+  }];
+  let options = [
+    Option<"maxElements", "max-elements", "int64_t", /*default=*/"1 << 24",
+           "Largest result (in elements) to fold">,
+  ];
+}
+
 def NNFormLayersPass : Pass<"nn-form-layers", "::mlir::func::FuncOp"> {
   let summary = "Group a flat network into nn.layer ops at single-activation cut points";
   let description = [{

@@ -1,16 +1,17 @@
-//===- HostTensor.h - Constants folded by the ONNX importer -----*- C++ -*-===//
+//===- HostTensor.h - Constant tensors evaluated on the host ----*- C++ -*-===//
 //
-// A constant tensor the ONNX importer holds on the host: an MLIR element
-// type, a static shape and the values (doubles for float types, int64 for
-// integer and boolean types). The importer evaluates shape arithmetic (Shape,
-// Gather, Slice, Concat, Div, ...) on these so that every shape reaching an
-// `nn` op is static, and materializes one as an `nn.constant` only when a
-// real op consumes it. Private to lib/Frontend/ONNX.
+// A constant tensor held on the host: an MLIR element type, a static shape
+// and the values (doubles for float types, int64 for integer and boolean
+// types), with the folds both constant evaluators share. The ONNX importer
+// evaluates shape arithmetic (Shape, Gather, Slice, Concat, Div, ...) on
+// these so that every shape reaching an `nn` op is static; `nn-fold-constants`
+// evaluates the nn ops left on constants. Plain C++ on attributes: no kernel
+// library, no BLAS.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef GPIPE_LIB_FRONTEND_ONNX_HOSTTENSOR_H
-#define GPIPE_LIB_FRONTEND_ONNX_HOSTTENSOR_H
+#ifndef GPIPE_DIALECT_NN_UTILS_HOSTTENSOR_H
+#define GPIPE_DIALECT_NN_UTILS_HOSTTENSOR_H
 
 #include "gpipe/Dialect/NN/IR/NNShapes.h"
 
@@ -22,7 +23,7 @@
 
 #include <vector>
 
-namespace mlir::gpipe::onnximport {
+namespace mlir::gpipe::nn {
 
 /// Folds stop at this many elements: anything larger is not shape
 /// arithmetic, and would only bloat the IR.
@@ -80,6 +81,16 @@ bool isNNElementType(Type type);
 
 /// The value as a `dense` attribute (APFloat/APInt per element).
 DenseElementsAttr toDenseAttr(const HostTensor &tensor);
+/// The value of a statically shaped `dense` or `dense_resource` attribute of
+/// an nn element type; an error through `emitError` otherwise.
+FailureOr<HostTensor>
+fromElementsAttr(ElementsAttr attr,
+                 function_ref<InFlightDiagnostic()> emitError);
+/// The value as an attribute for an `nn.constant`: `dense` up to
+/// `inlineLimit` elements, for splats and for booleans, else a
+/// `dense_resource` blob named after `hint`.
+ElementsAttr toElementsAttr(const HostTensor &tensor, StringRef hint,
+                            int64_t inlineLimit);
 /// The value in the little-endian packed layout of `dense_resource` blobs.
 std::vector<char> toBytes(const HostTensor &tensor);
 
@@ -90,6 +101,8 @@ enum class BinaryFn {
   Div,
   Max,
   Min,
+  /// Float operands only (std::pow).
+  Pow,
   /// ONNX Mod with fmod 0: the sign of the divisor (integers).
   Mod,
   /// ONNX Mod with fmod 1: the sign of the dividend (C's fmod).
@@ -144,6 +157,6 @@ HostTensor foldBroadcastTo(const HostTensor &input,
 /// matrix in the last two dims, zeroing the rest.
 HostTensor foldTrilu(const HostTensor &input, int64_t k, bool upper);
 
-} // namespace mlir::gpipe::onnximport
+} // namespace mlir::gpipe::nn
 
-#endif // GPIPE_LIB_FRONTEND_ONNX_HOSTTENSOR_H
+#endif // GPIPE_DIALECT_NN_UTILS_HOSTTENSOR_H

@@ -7,18 +7,24 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "HostTensor.h"
+#include "gpipe/Dialect/NN/Utils/HostTensor.h"
 
+#include "gpipe/Dialect/NN/IR/NNElementsBytes.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/APInt.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
 #include <cstring>
 
 using namespace mlir;
 using namespace mlir::gpipe;
-using namespace mlir::gpipe::onnximport;
+using namespace mlir::gpipe::nn;
 using llvm::ArrayRef;
 using llvm::SmallVector;
 
@@ -45,7 +51,7 @@ HostTensor HostTensor::fromI64(MLIRContext *context, ArrayRef<int64_t> values) {
   return t;
 }
 
-double mlir::gpipe::onnximport::roundToFloatType(Type type, double value) {
+double mlir::gpipe::nn::roundToFloatType(Type type, double value) {
   auto floatType = cast<FloatType>(type);
   if (floatType.isF64())
     return value;
@@ -60,7 +66,7 @@ double mlir::gpipe::onnximport::roundToFloatType(Type type, double value) {
   return f.convertToDouble();
 }
 
-int64_t mlir::gpipe::onnximport::wrapToIntType(Type type, int64_t value) {
+int64_t mlir::gpipe::nn::wrapToIntType(Type type, int64_t value) {
   unsigned width = type.getIntOrFloatBitWidth();
   if (width == 1)
     return value != 0;
@@ -75,13 +81,13 @@ int64_t mlir::gpipe::onnximport::wrapToIntType(Type type, int64_t value) {
   return static_cast<int64_t>(bits);
 }
 
-bool mlir::gpipe::onnximport::isNNElementType(Type type) {
+bool mlir::gpipe::nn::isNNElementType(Type type) {
   return type.isF32() || type.isF16() || type.isBF16() || type.isF64() ||
          type.isSignlessInteger(1) || type.isSignlessInteger(32) ||
          type.isSignlessInteger(64);
 }
 
-DenseElementsAttr mlir::gpipe::onnximport::toDenseAttr(const HostTensor &t) {
+DenseElementsAttr mlir::gpipe::nn::toDenseAttr(const HostTensor &t) {
   RankedTensorType type = t.getType();
   if (t.isFloat()) {
     const llvm::fltSemantics &sem =
@@ -110,7 +116,65 @@ DenseElementsAttr mlir::gpipe::onnximport::toDenseAttr(const HostTensor &t) {
   return DenseElementsAttr::get(type, values);
 }
 
-std::vector<char> mlir::gpipe::onnximport::toBytes(const HostTensor &t) {
+FailureOr<HostTensor> mlir::gpipe::nn::fromElementsAttr(
+    ElementsAttr attr, function_ref<InFlightDiagnostic()> emitError) {
+  auto type = dyn_cast<RankedTensorType>(attr.getType());
+  if (!type || !type.hasStaticShape() ||
+      !isNNElementType(type.getElementType()))
+    return emitError() << "expected a static tensor of an nn element type, got "
+                       << attr.getType(),
+           failure();
+  FailureOr<std::vector<char>> bytes = getElementsBytes(attr, emitError);
+  if (failed(bytes))
+    return failure();
+  Type element = type.getElementType();
+  HostTensor t = HostTensor::zeros(element, type.getShape());
+  const char *data = bytes->data();
+  for (int64_t i = 0, e = t.numElements(); i < e; ++i) {
+    if (element.isF32()) {
+      float f;
+      std::memcpy(&f, data + 4 * i, 4);
+      t.floats[i] = f;
+    } else if (element.isF64()) {
+      std::memcpy(&t.floats[i], data + 8 * i, 8);
+    } else if (element.isF16() || element.isBF16()) {
+      uint16_t bits;
+      std::memcpy(&bits, data + 2 * i, 2);
+      llvm::APFloat f(cast<FloatType>(element).getFloatSemantics(),
+                      llvm::APInt(16, bits));
+      t.floats[i] = f.convertToFloat();
+    } else if (element.isInteger(1)) {
+      t.ints[i] = data[i] != 0;
+    } else if (element.isInteger(32)) {
+      int32_t v;
+      std::memcpy(&v, data + 4 * i, 4);
+      t.ints[i] = v;
+    } else {
+      std::memcpy(&t.ints[i], data + 8 * i, 8);
+    }
+  }
+  return t;
+}
+
+ElementsAttr mlir::gpipe::nn::toElementsAttr(const HostTensor &t,
+                                             StringRef hint,
+                                             int64_t inlineLimit) {
+  if (t.numElements() <= inlineLimit || t.isBool() || t.isSplat())
+    return toDenseAttr(t);
+  std::string key;
+  for (char c : hint)
+    key += (llvm::isAlnum(c) || c == '_' || c == '.') ? c : '_';
+  if (key.empty() || !(llvm::isAlpha(key[0]) || key[0] == '_'))
+    key = "_" + key;
+  unsigned width = t.elementType.getIntOrFloatBitWidth();
+  // The resource manager makes the key unique among the context's blobs.
+  return DenseResourceElementsAttr::get(
+      t.getType(), key,
+      HeapAsmResourceBlob::allocateAndCopyWithAlign(toBytes(t),
+                                                    std::max(1u, width / 8)));
+}
+
+std::vector<char> mlir::gpipe::nn::toBytes(const HostTensor &t) {
   unsigned width = t.elementType.getIntOrFloatBitWidth();
   unsigned bytes = std::max(1u, (width + 7) / 8);
   std::vector<char> out;
@@ -209,10 +273,10 @@ template <typename T> static bool compareValues(BinaryFn fn, T a, T b) {
   }
 }
 
-FailureOr<HostTensor>
-mlir::gpipe::onnximport::foldBinary(BinaryFn fn, const HostTensor &lhs,
-                                    const HostTensor &rhs,
-                                    nn::EmitErrorFn emitError) {
+FailureOr<HostTensor> mlir::gpipe::nn::foldBinary(BinaryFn fn,
+                                                  const HostTensor &lhs,
+                                                  const HostTensor &rhs,
+                                                  nn::EmitErrorFn emitError) {
   if (lhs.elementType != rhs.elementType)
     return emitError() << "operands have different element types "
                        << lhs.elementType << " and " << rhs.elementType,
@@ -270,12 +334,18 @@ mlir::gpipe::onnximport::foldBinary(BinaryFn fn, const HostTensor &lhs,
       case BinaryFn::Min:
         v = (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b);
         break;
+      case BinaryFn::Pow:
+        v = std::pow(a, b);
+        break;
       default:
         break;
       }
       r.floats[e] = roundToFloatType(resultType, v);
       continue;
     }
+    if (fn == BinaryFn::Pow)
+      return emitError() << "integer power is not evaluated on the host",
+             failure();
     int64_t a = lhs.ints[li[e]], b = rhs.ints[ri[e]];
     uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
     int64_t v = 0;
@@ -326,9 +396,9 @@ mlir::gpipe::onnximport::foldBinary(BinaryFn fn, const HostTensor &lhs,
   return r;
 }
 
-FailureOr<HostTensor>
-mlir::gpipe::onnximport::foldUnary(UnaryFn fn, const HostTensor &input,
-                                   nn::EmitErrorFn emitError) {
+FailureOr<HostTensor> mlir::gpipe::nn::foldUnary(UnaryFn fn,
+                                                 const HostTensor &input,
+                                                 nn::EmitErrorFn emitError) {
   HostTensor r = input;
   switch (fn) {
   case UnaryFn::Neg:
@@ -383,10 +453,10 @@ mlir::gpipe::onnximport::foldUnary(UnaryFn fn, const HostTensor &input,
   return r;
 }
 
-FailureOr<HostTensor>
-mlir::gpipe::onnximport::foldWhere(const HostTensor &cond, const HostTensor &x,
-                                   const HostTensor &y,
-                                   nn::EmitErrorFn emitError) {
+FailureOr<HostTensor> mlir::gpipe::nn::foldWhere(const HostTensor &cond,
+                                                 const HostTensor &x,
+                                                 const HostTensor &y,
+                                                 nn::EmitErrorFn emitError) {
   if (!cond.isBool())
     return emitError() << "expected a boolean condition, got "
                        << cond.elementType,
@@ -412,9 +482,9 @@ mlir::gpipe::onnximport::foldWhere(const HostTensor &cond, const HostTensor &x,
   return r;
 }
 
-FailureOr<HostTensor>
-mlir::gpipe::onnximport::foldCast(const HostTensor &input, Type to,
-                                  nn::EmitErrorFn emitError) {
+FailureOr<HostTensor> mlir::gpipe::nn::foldCast(const HostTensor &input,
+                                                Type to,
+                                                nn::EmitErrorFn emitError) {
   HostTensor r = HostTensor::zeros(to, input.shape);
   for (int64_t e = 0, n = input.numElements(); e < n; ++e) {
     if (r.isFloat()) {
@@ -444,10 +514,10 @@ mlir::gpipe::onnximport::foldCast(const HostTensor &input, Type to,
 // Data movement folds
 //===----------------------------------------------------------------------===//
 
-HostTensor mlir::gpipe::onnximport::foldGather(const HostTensor &data,
-                                               ArrayRef<int64_t> indices,
-                                               ArrayRef<int64_t> indicesShape,
-                                               int64_t axis) {
+HostTensor mlir::gpipe::nn::foldGather(const HostTensor &data,
+                                       ArrayRef<int64_t> indices,
+                                       ArrayRef<int64_t> indicesShape,
+                                       int64_t axis) {
   nn::Shape shape(data.shape.begin(), data.shape.begin() + axis);
   shape.append(indicesShape.begin(), indicesShape.end());
   shape.append(data.shape.begin() + axis + 1, data.shape.end());
@@ -466,10 +536,10 @@ HostTensor mlir::gpipe::onnximport::foldGather(const HostTensor &data,
   return r;
 }
 
-HostTensor mlir::gpipe::onnximport::foldSlice(const HostTensor &input,
-                                              ArrayRef<int64_t> offsets,
-                                              ArrayRef<int64_t> sizes,
-                                              ArrayRef<int64_t> strides) {
+HostTensor mlir::gpipe::nn::foldSlice(const HostTensor &input,
+                                      ArrayRef<int64_t> offsets,
+                                      ArrayRef<int64_t> sizes,
+                                      ArrayRef<int64_t> strides) {
   HostTensor r = HostTensor::zeros(input.elementType, sizes);
   SmallVector<int64_t> inStride = stridesOf(input.shape);
   size_t rank = sizes.size();
@@ -488,10 +558,9 @@ HostTensor mlir::gpipe::onnximport::foldSlice(const HostTensor &input,
   return r;
 }
 
-HostTensor
-mlir::gpipe::onnximport::foldConcat(ArrayRef<const HostTensor *> inputs,
-                                    int64_t axis,
-                                    ArrayRef<int64_t> resultShape) {
+HostTensor mlir::gpipe::nn::foldConcat(ArrayRef<const HostTensor *> inputs,
+                                       int64_t axis,
+                                       ArrayRef<int64_t> resultShape) {
   HostTensor r = HostTensor::zeros(inputs.front()->elementType, resultShape);
   int64_t outer = nn::numElements(resultShape.take_front(axis));
   int64_t inner = nn::numElements(resultShape.drop_front(axis + 1));
@@ -506,10 +575,9 @@ mlir::gpipe::onnximport::foldConcat(ArrayRef<const HostTensor *> inputs,
   return r;
 }
 
-HostTensor
-mlir::gpipe::onnximport::foldTranspose(const HostTensor &input,
-                                       ArrayRef<int64_t> perm,
-                                       ArrayRef<int64_t> resultShape) {
+HostTensor mlir::gpipe::nn::foldTranspose(const HostTensor &input,
+                                          ArrayRef<int64_t> perm,
+                                          ArrayRef<int64_t> resultShape) {
   HostTensor r = HostTensor::zeros(input.elementType, resultShape);
   SmallVector<int64_t> inStride = stridesOf(input.shape);
   size_t rank = resultShape.size();
@@ -528,8 +596,8 @@ mlir::gpipe::onnximport::foldTranspose(const HostTensor &input,
   return r;
 }
 
-HostTensor mlir::gpipe::onnximport::foldBroadcastTo(const HostTensor &input,
-                                                    ArrayRef<int64_t> shape) {
+HostTensor mlir::gpipe::nn::foldBroadcastTo(const HostTensor &input,
+                                            ArrayRef<int64_t> shape) {
   HostTensor r = HostTensor::zeros(input.elementType, shape);
   std::vector<int64_t> src = broadcastIndices(shape, input.shape);
   for (size_t e = 0; e < src.size(); ++e)
@@ -537,8 +605,8 @@ HostTensor mlir::gpipe::onnximport::foldBroadcastTo(const HostTensor &input,
   return r;
 }
 
-HostTensor mlir::gpipe::onnximport::foldTrilu(const HostTensor &input,
-                                              int64_t k, bool upper) {
+HostTensor mlir::gpipe::nn::foldTrilu(const HostTensor &input, int64_t k,
+                                      bool upper) {
   HostTensor r = input;
   size_t rank = input.shape.size();
   int64_t rows = input.shape[rank - 2], cols = input.shape[rank - 1];
