@@ -163,6 +163,8 @@ LogicalResult Emitter::run() {
     }
     extraOffsets.push_back(extraOff);
   }
+  if (failed(convertStageFunctions()))
+    return failure();
   // The metadata describes the programs as they are; then they become
   // code.
   if (failed(emitMetadata()))

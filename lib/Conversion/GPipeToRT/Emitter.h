@@ -5,9 +5,11 @@
 // folder:
 //
 //   Emitter.cpp         the stages' parameter layout, the order of the work
-//   StageFunctions.cpp  each stage function -> a func.func on addresses
-//                       calling one gpipe_rt.kernel per op at its frame's
-//                       offsets
+//   StageFunctions.cpp  the conversion patterns of the stage functions:
+//                       each is cloned to a func.func on addresses, whose
+//                       nn ops become gpipe_rt.kernel calls at its frame's
+//                       offsets (layers and recomputations inlined, views
+//                       aliased, parameters and constants addressed)
 //   FusedLoops.cpp      each nn.fused in them -> scf loops of arith, math
 //                       and vector ops
 //   RankPrograms.cpp    the conversion patterns of the programs: each
@@ -117,6 +119,33 @@ struct StageParams {
   SmallVector<RunningStats> runningStats;
 };
 
+/// What the stage-function patterns (StageFunctions.cpp) need to know of
+/// one function beyond its ops' own attributes, computed before the
+/// conversion from the function as planned.
+struct StageFunctionInfo {
+  StageFunctionKind kind = StageFunctionKind::Forward;
+  int64_t stage = 0;
+  /// The pipeline's last stage.
+  bool last = false;
+  /// The function as the memory plan saw it (messages, sites).
+  StringRef sourceName;
+  unsigned numArgs = 0, numResults = 0;
+  /// A backward's input gradients (returned first) and handed-over values.
+  unsigned numInputGrads = 0, numDeferred = 0;
+  /// The parameters whose gradients a backward returns after them.
+  ArrayAttr paramGrads;
+  /// Result index -> its byte offset in the rank's gradients, for the
+  /// weight gradients a GEMM accumulates in place.
+  llvm::SmallDenseMap<unsigned, int64_t> accumulatedAt;
+  llvm::SmallPtrSet<Operation *, 8> accumulatingGemms;
+  /// Per program point: its top-level layer (sites name it), and the
+  /// gpipe_rt.layer mark that goes before it where the layer changes.
+  llvm::DenseMap<Operation *, StringAttr> layerOf;
+  llvm::DenseMap<Operation *, int64_t> layerMarks;
+  /// Per result: computed in its result buffer (no copy at the return).
+  SmallVector<bool> resultInPlace;
+};
+
 /// A lowered stage function.
 struct LoweredFunction {
   func::FuncOp func;
@@ -160,7 +189,34 @@ public:
   SmallVector<SmallVector<int64_t>> savedOffsets, extraOffsets;
   SmallVector<unsigned> numSaved;
 
-private:
+  // What the stage functions' conversion patterns (StageFunctions.cpp)
+  // read and call.
+  /// The clones being converted -> what their patterns need.
+  llvm::DenseMap<Operation *, StageFunctionInfo> stageInfos;
+  const StageParams &getStageParams(int64_t stage) const {
+    return stageParams[stage];
+  }
+  StringRef getTarget() const { return target; }
+  bool isBF16() const { return precision == "bf16"; }
+  /// Records a kernel call site (what a failure reports); returns its
+  /// index.
+  int64_t newSite(llvm::json::Object info) {
+    sites.push_back(std::move(info));
+    return int64_t(sites.size() - 1);
+  }
+  /// `gpipe_rt.kernel` `kernel`(args), then a check of its status at
+  /// `site`.
+  void emitKernel(OpBuilder &at, Location loc, StringRef kernel,
+                  ValueRange args, int64_t site, Value rank);
+  /// Emits `fused` at `at` as a loop over its results (whose buffers, like
+  /// its inputs', `addressOf` gives); continues after it.
+  LogicalResult emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
+                              llvm::function_ref<Value(Value)> addressOf);
+  /// Emits gpipe_rt.report_output(rank, mb, value, bytes) of `value` (the
+  /// last stage's prediction) at `at`, returning the callback's status
+  /// from the function when it fails.
+  void emitReportOutput(OpBuilder &at, Location loc, Value rank, Value mb,
+                        Value value, int64_t bytes);
   Value constI32(OpBuilder &at, Location loc, int64_t v) {
     return arith::ConstantIntOp::create(at, loc, v, 32);
   }
@@ -171,13 +227,15 @@ private:
     return offsetAddress(at, loc, base, offset);
   }
 
+private:
   LogicalResult collectParams();
-  /// Emits `fused` at `at` as a loop over its results (whose buffers, like
-  /// its inputs', `addressOf` gives); continues after it.
-  LogicalResult emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
-                              llvm::function_ref<Value(Value)> addressOf);
+  /// Checks `func` against its frame, clones it to `__gpipe_<name>` and
+  /// records what its conversion needs; convertStageFunctions converts it.
   FailureOr<LoweredFunction>
   lowerStageFunction(func::FuncOp func, StageFunctionKind kind, int64_t stage);
+  /// Converts every clone lowerStageFunction made with StageFunctions.cpp's
+  /// patterns.
+  LogicalResult convertStageFunctions();
   /// Converts every program with RankPrograms.cpp's patterns.
   LogicalResult lowerPrograms();
   llvm::json::Array describeActions(Block &block);
@@ -186,11 +244,6 @@ private:
   /// forward-only pipeline's output, or the logits (prediction) its loss
   /// reads in training; none when the loss reads no tensor.
   std::optional<Type> getPredictionType(func::FuncOp lastForward);
-  /// Emits gpipe_rt.report_output(rank, mb, value, bytes) of `value` (the
-  /// last stage's prediction) at `at`, returning the callback's status
-  /// from the function when it fails.
-  void emitReportOutput(OpBuilder &at, Location loc, Value rank, Value mb,
-                        Value value, int64_t bytes);
 
   ModuleOp module;
   /// What the memory plan assumed (optimizer, alignment); every program
