@@ -2,7 +2,7 @@
 //
 // One place that lists the dialects gpipe's tools load: our own and the
 // upstream ones our IR mixes with (the rt form's loops, arithmetic and
-// vectors included).
+// vectors included), and the interfaces attached to them from outside.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,11 +23,15 @@
 
 namespace mlir::gpipe {
 
+// KernelCalls.h (GPipeKernelCalls): the nn ops' kernel-call models.
+void registerKernelCallExternalModels(DialectRegistry &registry);
+
 inline void registerAllDialects(DialectRegistry &registry) {
   registry.insert<nn::NNDialect, GPipeDialect, gpipe_rt::RTDialect,
                   func::FuncDialect, scf::SCFDialect, cf::ControlFlowDialect,
                   arith::ArithDialect, math::MathDialect, vector::VectorDialect,
                   LLVM::LLVMDialect>();
+  registerKernelCallExternalModels(registry);
 }
 
 } // namespace mlir::gpipe

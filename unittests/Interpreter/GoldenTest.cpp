@@ -12,6 +12,7 @@
 
 #include "gpipe/Dialect/NN/IR/NNDialect.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
+#include "gpipe/Dialect/NN/KernelCalls/KernelCalls.h"
 #include "gpipe/Dialect/NN/Transforms/Transforms.h"
 #include "gpipe/Frontend/ONNXImporter.h"
 #include "gpipe/Interpreter/Interpreter.h"
@@ -57,6 +58,7 @@ protected:
   void SetUp() override {
     DialectRegistry registry;
     registry.insert<nn::NNDialect, func::FuncDialect>();
+    registerKernelCallExternalModels(registry);
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();
     // Any diagnostic fails the test with its text.

@@ -11,6 +11,7 @@
 
 #include "gpipe/Interpreter/Interpreter.h"
 #include "gpipe/Dialect/NN/IR/NNDialect.h"
+#include "gpipe/Dialect/NN/KernelCalls/KernelCalls.h"
 #include "gpipe/Runtime/CPUKernels.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -35,6 +36,7 @@ protected:
   void SetUp() override {
     DialectRegistry registry;
     registry.insert<nn::NNDialect, func::FuncDialect>();
+    registerKernelCallExternalModels(registry);
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();
     context.printOpOnDiagnostic(false);

@@ -32,6 +32,7 @@ protected:
   void SetUp() override {
     DialectRegistry registry;
     registry.insert<nn::NNDialect, func::FuncDialect>();
+    registerKernelCallExternalModels(registry);
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();
     context.printOpOnDiagnostic(false);

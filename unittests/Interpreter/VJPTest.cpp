@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Dialect/NN/IR/NNDialect.h"
+#include "gpipe/Dialect/NN/KernelCalls/KernelCalls.h"
 #include "gpipe/Dialect/NN/Transforms/Transforms.h"
 #include "gpipe/Interpreter/Interpreter.h"
 
@@ -126,6 +127,7 @@ protected:
   void SetUp() override {
     DialectRegistry registry;
     registry.insert<nn::NNDialect, func::FuncDialect>();
+    registerKernelCallExternalModels(registry);
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();
     context.printOpOnDiagnostic(false);

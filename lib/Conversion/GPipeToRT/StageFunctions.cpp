@@ -12,8 +12,9 @@
 //   nn.constant               read-only bytes (gpipe_rt.bytes)
 //   nn.reshape, nn.unsqueeze  their input's address (views)
 //   nn.fused                  scf loops of arith/math/vector (FusedLoops.cpp)
-//   any other nn op           gpipe_rt.kernel calls, as getKernelCall maps
-//                             it, at its results' planned addresses
+//   ops with a kernel         gpipe_rt.kernel calls, as their
+//                             KernelCallOpInterface model builds them, at
+//                             their results' planned addresses
 //   func.return               copies into the result buffers, the loss
 //                             report, gradient accumulation; returns 0
 //
@@ -425,19 +426,18 @@ struct FusedLowering : StagePattern<nn::FusedOp> {
   }
 };
 
-/// Any other nn op: the kernel calls getKernelCall maps it to, on its
-/// operands' and results' addresses.
-struct KernelCallLowering : ConversionPattern {
+/// An op with a kernel (KernelCallOpInterface): the kernel call its model
+/// builds, on its operands' and results' addresses.
+struct KernelCallLowering
+    : OpInterfaceConversionPattern<KernelCallOpInterface> {
   KernelCallLowering(const TypeConverter &converter, MLIRContext *ctx,
                      Emitter &emitter)
-      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx),
-        emitter(emitter) {}
+      : OpInterfaceConversionPattern(converter, ctx), emitter(emitter) {}
 
   LogicalResult
-  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+  matchAndRewrite(KernelCallOpInterface kernelOp, ArrayRef<Value> operands,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!isa<nn::NNDialect>(op->getDialect()))
-      return failure();
+    Operation *op = kernelOp;
     FailureOr<StageFrame> frame = getFrame(emitter, op);
     if (failed(frame))
       return failure();
@@ -445,7 +445,7 @@ struct KernelCallLowering : ConversionPattern {
     KernelCallOptions options{"CPU code generator", emitter.isBF16()};
     FailureOr<KernelCall> call = info.accumulatingGemms.contains(op)
                                      ? getAccumulatingGemmCall(op, options)
-                                     : getKernelCall(op, options);
+                                     : kernelOp.getKernelCall(options);
     if (failed(call))
       return failure();
     Location loc = op->getLoc();
@@ -561,6 +561,21 @@ private:
   Emitter &emitter;
 };
 
+/// An nn op nothing else converts: no kernel computes it.
+struct UnsupportedOp : ConversionPattern {
+  UnsupportedOp(const TypeConverter &converter, MLIRContext *ctx)
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/0, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op, ArrayRef<Value>,
+                                ConversionPatternRewriter &) const override {
+    // The others have patterns of their own, which report their errors.
+    if (isa<nn::NNDialect>(op->getDialect()) &&
+        !isa<KernelCallOpInterface, nn::ParamOp, nn::ConstantOp, nn::ReshapeOp,
+             nn::UnsqueezeOp, nn::LayerOp, nn::YieldOp, nn::FusedOp>(op))
+      op->emitOpError("is not supported by the CPU code generator");
+    return failure();
+  }
+};
+
 /// The return: what the function's kind hands back, then status 0.
 struct ReturnLowering : StagePattern<func::ReturnOp> {
   using StagePattern::StagePattern;
@@ -654,6 +669,7 @@ LogicalResult Emitter::convertStageFunctions() {
                FusedLowering, ReturnLowering>(converter, ctx, *this,
                                               /*benefit=*/2);
   patterns.add<KernelCallLowering>(converter, ctx, *this);
+  patterns.add<UnsupportedOp>(converter, ctx);
 
   ConversionTarget target(*ctx);
   target.addLegalDialect<gpipe_rt::RTDialect, arith::ArithDialect>();

@@ -19,6 +19,8 @@
 #include "gpipe/Runtime/KernelSignatures.h"
 #include "gpipe/Runtime/Kernels.h"
 
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 #include "mlir/Support/LLVM.h"
@@ -81,9 +83,13 @@ struct KernelCallOptions {
 /// is a buffer of the result's type that the consumer provides. An op
 /// without a kernel, an element type the kernel lacks, or operand types that
 /// do not fit the kernel's arguments are reported at the op, naming
-/// `options.consumer`.
+/// `options.consumer`. Asks the op's KernelCallOpInterface; an op without
+/// one (or a context without registerKernelCallExternalModels) is an error.
 FailureOr<KernelCall> getKernelCall(Operation *op,
                                     const KernelCallOptions &options);
+
+/// Attaches KernelCallOpInterface to the nn ops when the nn dialect loads.
+void registerKernelCallExternalModels(DialectRegistry &registry);
 
 /// The call of an nn.gemm that NNDialect::getAccumulatingGemms lists: the
 /// GEMM adds its product into its result's buffer, which is also its addend
@@ -108,5 +114,7 @@ FailureOr<gpipe_rt_dtype> getRuntimeDType(Type elementType);
 std::optional<gpipe_rt_unary_op> getRuntimeUnaryOp(llvm::StringRef opName);
 
 } // namespace mlir::gpipe
+
+#include "gpipe/Dialect/NN/KernelCalls/KernelCallOpInterface.h.inc"
 
 #endif // GPIPE_DIALECT_NN_KERNELCALLS_KERNELCALLS_H
