@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Runtime/Checkpoint.h"
-#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/ModelMetadata.h"
 
 #include <cstdint>
 #include <cstdio>

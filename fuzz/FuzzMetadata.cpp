@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/ModelMetadata.h"
 
 #include <cstdint>
 #include <cstdio>

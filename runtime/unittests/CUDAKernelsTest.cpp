@@ -19,7 +19,7 @@
 
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/CUDAKernels.h"
-#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/Optimizer.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>

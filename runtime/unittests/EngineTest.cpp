@@ -14,6 +14,9 @@
 
 #include "gpipe/Runtime/Engine.h"
 #include "gpipe/Runtime/CPUKernels.h"
+#include "gpipe/Runtime/Dataset.h"
+#include "gpipe/Runtime/Device.h"
+#include "gpipe/Runtime/SafeTensors.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

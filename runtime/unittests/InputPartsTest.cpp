@@ -10,7 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gpipe/Runtime/Dataset.h"
 #include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/SafeTensors.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

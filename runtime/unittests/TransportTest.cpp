@@ -11,7 +11,7 @@
 
 #include "gpipe/Runtime/Transport.h"
 #include "gpipe/Runtime/Device.h"
-#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/ModelMetadata.h"
 
 #include <gtest/gtest.h>
 

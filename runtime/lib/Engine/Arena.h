@@ -16,7 +16,7 @@
 
 #include "gpipe/Runtime/Checkpoint.h"
 #include "gpipe/Runtime/Device.h"
-#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/ModelImage.h"
 
 #include <cstdint>
 #include <cstdlib>

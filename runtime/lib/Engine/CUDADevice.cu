@@ -34,7 +34,7 @@
 
 #include "gpipe/Runtime/CUDADevice.h"
 #include "gpipe/Runtime/CUDAKernels.h"
-#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/Optimizer.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>

@@ -10,7 +10,7 @@
 
 #include "gpipe/Runtime/Device.h"
 #include "gpipe/Runtime/CPUKernels.h"
-#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/Optimizer.h"
 
 #include <algorithm>
 #include <cctype>

@@ -16,6 +16,7 @@
 
 #include "Faults.h"
 
+#include "gpipe/Runtime/Dataset.h"
 #include "gpipe/Runtime/SafeTensors.h"
 
 #include <algorithm>

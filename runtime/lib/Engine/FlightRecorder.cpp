@@ -10,7 +10,7 @@
 
 #include "FlightRecorder.h"
 
-#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/ModelMetadata.h"
 
 #include <algorithm>
 #include <atomic>

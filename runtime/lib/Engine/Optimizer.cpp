@@ -15,27 +15,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gpipe/Runtime/Optimizer.h"
 #include "gpipe/Runtime/CPUKernels.h"
-#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/ModelMetadata.h"
 
 #include <cmath>
 #include <cstdio>
 
 namespace gpipe::rt {
-
-const char *optimizerKindName(OptimizerKind kind) {
-  return abi::getOptimizerName(kind);
-}
-
-// The spellings getOptimizerName gives, and no aliases: the metadata and the
-// command line name optimizers one way.
-std::optional<OptimizerKind> parseOptimizerKind(std::string_view name) {
-  for (OptimizerKind kind :
-       {OptimizerKind::SGD, OptimizerKind::Momentum, OptimizerKind::Adam})
-    if (name == abi::getOptimizerName(kind))
-      return kind;
-  return std::nullopt;
-}
 
 int64_t OptimizerConfig::stateMultiple() const {
   if (kind == OptimizerKind::Adam)

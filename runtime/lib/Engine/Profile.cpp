@@ -20,6 +20,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/ModelMetadata.h"
+#include "gpipe/Runtime/Trace.h"
 
 #include "../IO/Files.h"
 

@@ -23,6 +23,7 @@
 #define GPIPE_RUNTIME_LIB_ENGINE_RUNSTATE_H
 
 #include "gpipe/Runtime/CPUKernels.h"
+#include "gpipe/Runtime/Dataset.h"
 #include "gpipe/Runtime/Device.h"
 #include "gpipe/Runtime/Engine.h"
 #include "gpipe/Runtime/Transport.h"

@@ -7,7 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gpipe/Runtime/Trace.h"
 #include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/ModelMetadata.h"
 
 #include "../IO/Files.h"
 

@@ -7,7 +7,7 @@
 
 #include "gpipe/Runtime/Checkpoint.h"
 #include "gpipe/Runtime/CPUKernels.h"
-#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/ModelMetadata.h"
 #include "gpipe/Runtime/SafeTensors.h"
 
 #include "Files.h"

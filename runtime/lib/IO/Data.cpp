@@ -22,7 +22,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Runtime/CPUKernels.h"
-#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/Dataset.h"
+#include "gpipe/Runtime/ModelMetadata.h"
+#include "gpipe/Runtime/SafeTensors.h"
 
 #include <algorithm>
 #include <cmath>

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/Dataset.h"
 
 namespace gpipe::rt {
 namespace {

@@ -22,7 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Runtime/Device.h"
-#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/ModelMetadata.h"
 #include "gpipe/Runtime/Transport.h"
 
 #include <atomic>

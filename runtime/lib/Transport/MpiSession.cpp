@@ -1,6 +1,6 @@
 //===- MpiSession.cpp - The MPI session of a gpipe-run process -*- C++ -*-===//
 //
-// Engine.h's view of MPI for programs started by mpirun: initialization and
+// MpiSession.h: MPI for programs started by mpirun: initialization and
 // the end of the session, a failed job's abort after the other processes
 // had a moment to print their flight recorders, and the check that every
 // process agrees on a value (the model it loaded, the checkpoint it resumes
@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/MpiSession.h"
 #include "gpipe/Runtime/Transport.h"
 
 #include "Transport/Mpi.h"

@@ -13,7 +13,7 @@
 #include "MpiTransport.h"
 
 #include "gpipe/Runtime/Device.h"
-#include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/ModelMetadata.h"
 
 #include "Transport/Mpi.h"
 

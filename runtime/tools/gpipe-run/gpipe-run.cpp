@@ -16,7 +16,11 @@
 
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Checkpoint.h"
+#include "gpipe/Runtime/Dataset.h"
+#include "gpipe/Runtime/Device.h"
 #include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/MpiSession.h"
+#include "gpipe/Runtime/Trace.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -87,7 +87,7 @@ public:
   /// ready now; false when it comes with finishStep, in the order asked.
   virtual bool inspect(const float *src, int64_t count, Inspection &out) = 0;
 
-  /// One optimizer step on device memory (Engine.h's applyOptimizer).
+  /// One optimizer step on device memory (Optimizer.h's applyOptimizer).
   virtual Status optimizerStep(const OptimizerConfig &config, int64_t step,
                                float *params, const float *grads, float *state,
                                int64_t count) = 0;

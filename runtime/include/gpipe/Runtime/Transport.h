@@ -48,6 +48,18 @@ class Device;
 class RankDevice;
 struct ModelMetadata;
 
+/// How ranks exchange activations and gradients (RunOptions::transport).
+enum class TransportKind {
+  /// One thread per rank in this process.
+  Local,
+  /// One process per rank under mpirun (MPI rank = pipeline rank); process
+  /// 0 gathers metrics, gradients and parameters for printing and saving.
+  Mpi,
+  /// As Mpi, but activations and gradients travel device to device through
+  /// NCCL (CUDA models; one GPU per process).
+  Nccl,
+};
+
 /// What a transport needs from the run it serves.
 class RunControl {
 public:
@@ -148,7 +160,7 @@ public:
 std::unique_ptr<Transport> makeLocalTransport(RunControl &run, Device &device,
                                               int64_t numRanks,
                                               double timeoutSeconds);
-/// One process per rank under mpirun (MPI initialized, Engine.h).
+/// One process per rank under mpirun (MPI initialized, MpiSession.h).
 std::unique_ptr<Transport> makeMpiTransport(RunControl &run, Device &device,
                                             double timeoutSeconds);
 /// As mpi, with payloads moved device to device by the device's NCCL.
@@ -158,8 +170,11 @@ std::unique_ptr<Transport> makeNcclTransport(RunControl &run, Device &device,
 /// "1.5", or "0.25": a timeout in the messages of failed waits.
 std::string formatSeconds(double seconds);
 /// The message of a run that stopped because another process failed with
-/// `message` (Engine.h isRemoteFailure recognizes it).
+/// `message` (isRemoteFailure recognizes it).
 std::string remoteFailure(const std::string &message);
+/// Whether `message` (a run's error) reports another process's failure
+/// rather than this one's.
+bool isRemoteFailure(const std::string &message);
 
 } // namespace gpipe::rt
 

@@ -1,0 +1,66 @@
+//===- Dataset.h - The samples a run trains on ------------------*- C++ -*-===//
+//
+// A Dataset hands out the input and label bytes of one sample at a time, in
+// the layout the model's metadata describes (ModelMetadata::input and
+// labels): read from a safetensors file, checked against the model, or
+// generated from the built-in data the metadata's data_hint names. Part of
+// GPipeRuntimeIO.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_DATASET_H
+#define GPIPE_RUNTIME_DATASET_H
+
+#include "gpipe/Runtime/Status.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace gpipe::rt {
+
+struct ModelMetadata;
+class SafeTensorsFile;
+
+/// Samples for the model's input and labels. Sample indices are taken
+/// modulo numSamples().
+class Dataset {
+public:
+  virtual ~Dataset();
+  /// For the run's header, e.g. "data.safetensors (1000 samples)".
+  virtual std::string describe() const = 0;
+  virtual int64_t numSamples() const = 0;
+  /// Writes sample `sample`'s input (metadata.input.sampleBytes() bytes).
+  virtual void copyInput(int64_t sample, uint8_t *out) const = 0;
+  /// Writes sample `sample`'s labels (metadata.labels->sampleBytes()).
+  virtual void copyLabels(int64_t sample, uint8_t *out) const = 0;
+};
+
+/// Reads `input` (and `labels` when the model has labels) from a safetensors
+/// file, checking names, shapes, dtypes and value ranges against
+/// `metadata`. A model with several inputs (TensorSpec::parts) reads each by
+/// its name and packs them into the input's rows, or reads them already
+/// packed as `input` [N, S].
+Status loadDataset(const std::string &path, const ModelMetadata &metadata,
+                   std::unique_ptr<Dataset> &dataset);
+/// Same, from a file already in memory.
+Status datasetFromSafeTensors(const SafeTensorsFile &file,
+                              const ModelMetadata &metadata,
+                              std::unique_ptr<Dataset> &dataset);
+/// The built-in data the metadata's data_hint names ("text-char",
+/// "classification" or "images"), generated from `seed`. A model with
+/// several inputs has none.
+Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
+                          std::unique_ptr<Dataset> &dataset);
+
+/// The built-in English text of "text-char" data.
+std::string_view defaultText();
+/// The 65 symbols of "text-char" data, id = position.
+std::string_view textAlphabet();
+/// `c`'s id in textAlphabet(); characters outside it map to ' '.
+int64_t textCharId(char c);
+
+} // namespace gpipe::rt
+
+#endif // GPIPE_RUNTIME_DATASET_H

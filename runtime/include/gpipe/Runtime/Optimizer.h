@@ -1,0 +1,69 @@
+//===- Optimizer.h - The optimizers of a training run -----------*- C++ -*-===//
+//
+// The parameter update a stage's gpipe.step applies: plain SGD, SGD with
+// momentum and AdamW, with PyTorch's semantics. The user's options resolve
+// against the optimizer whose state the model's plan reserves
+// (ModelMetadata::optimizer); devices (Device.h) apply the result to their
+// memory. The spellings of the optimizer kinds are ModelMetadata.h's
+// optimizerKindName and parseOptimizerKind. Part of GPipeRuntimeEngine.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_OPTIMIZER_H
+#define GPIPE_RUNTIME_OPTIMIZER_H
+
+#include "gpipe/Runtime/Status.h"
+#include "gpipe/Runtime/Vocabulary.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace gpipe::rt {
+
+struct ModelMetadata;
+
+using OptimizerKind = abi::OptimizerKind;
+
+/// Fully resolved hyper-parameters.
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::SGD;
+  double lr = 0.01;
+  /// SGD with momentum (PyTorch semantics, no dampening, no Nesterov).
+  double momentum = 0.0;
+  /// SGD: added to the gradient (g + wd * p); Adam: decoupled (AdamW).
+  double weightDecay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+
+  /// Optimizer-state blocks the update needs: 0 for plain SGD, 1 for SGD
+  /// with momentum > 0, 2 for Adam.
+  int64_t stateMultiple() const;
+};
+
+/// What the user asked for; unset fields take defaults that depend on the
+/// optimizer (and the optimizer defaults to the one the model reserved).
+struct OptimizerOptions {
+  std::optional<OptimizerKind> kind;
+  std::optional<double> lr, momentum, weightDecay;
+};
+
+/// Resolves `options` against the model: default optimizer = the
+/// metadata's; lr 0.01 (sgd, momentum) or 0.001 (adam); momentum 0.9 for
+/// "momentum", else 0; weight decay 0 (sgd, momentum) or 0.01 (AdamW, as
+/// torch.optim.AdamW). Fails when the result needs more optimizer state than
+/// the model reserves, or a value is out of range.
+Status resolveOptimizer(const ModelMetadata &metadata,
+                        const OptimizerOptions &options,
+                        OptimizerConfig &config);
+
+/// One optimizer step over `count` parameters in place. `step` counts this
+/// parameter block's steps from 1 (Adam's bias correction, momentum's first
+/// step). `state` holds config.stateMultiple() * count floats (momentum
+/// buffer; Adam's m then v) and may be null when that is 0. Plain SGD
+/// without weight decay is exactly gpipe_rt_cpu_sgd_update_f32.
+Status applyOptimizer(const OptimizerConfig &config, int64_t step,
+                      float *params, const float *grads, float *state,
+                      int64_t count);
+
+} // namespace gpipe::rt
+
+#endif // GPIPE_RUNTIME_OPTIMIZER_H
