@@ -14,6 +14,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <gtest/gtest.h>
 
@@ -151,3 +152,28 @@ func.func @f(%x: tensor<2xf64>) -> tensor<2xf64> {
 }
 
 } // namespace
+
+// Every nn op that computes has a kernel model: a new op without one would
+// fail only when a model using it is compiled. The ops listed here are
+// structure (layers, fused regions), declarations, reads of parameters and
+// constants, or views the lowering aliases instead of computing.
+TEST_F(KernelCallsTest, EveryComputingOpHasAKernelModel) {
+  const llvm::StringSet<> noKernel = {
+      "nn.parameter", "nn.param", "nn.constant", "nn.layer",
+      "nn.yield",     "nn.fused", "nn.reshape",  "nn.unsqueeze"};
+  auto *dialect = context.getLoadedDialect<nn::NNDialect>();
+  ASSERT_NE(dialect, nullptr);
+  unsigned withModel = 0;
+  for (RegisteredOperationName name : context.getRegisteredOperations()) {
+    if (&name.getDialect() != dialect)
+      continue;
+    bool hasModel = name.hasInterface<KernelCallOpInterface>();
+    if (noKernel.contains(name.getStringRef()))
+      EXPECT_FALSE(hasModel) << name.getStringRef().str();
+    else
+      EXPECT_TRUE(hasModel)
+          << name.getStringRef().str() << " has no KernelCallOpInterface model";
+    withModel += hasModel;
+  }
+  EXPECT_GT(withModel, 40u);
+}
