@@ -30,6 +30,7 @@
 #define GPIPE_LIB_CONVERSION_GPIPETORT_EMITTER_H
 
 #include "gpipe/Analysis/Timeline.h"
+#include "gpipe/Conversion/PassOptions.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/StageBuffers.h"
 #include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
@@ -158,7 +159,7 @@ struct LoweredFunction {
 class Emitter {
 public:
   Emitter(ModuleOp module, PipelineOp pipeline, PipelineSchedule &schedule,
-          StringRef source, StringRef target, StringRef precision)
+          StringRef source, TargetKind target, PrecisionKind precision)
       : pipeline(pipeline), converted(schedule), module(module),
         memory(pipeline.getMemoryPlanAttr()), source(source), target(target),
         precision(precision), ctx(module.getContext()) {
@@ -196,8 +197,9 @@ public:
   const StageParams &getStageParams(int64_t stage) const {
     return stageParams[stage];
   }
-  StringRef getTarget() const { return target; }
-  bool isBF16() const { return precision == "bf16"; }
+  TargetKind getTarget() const { return target; }
+  StringRef getTargetName() const { return gpipe::getTargetName(target); }
+  bool isBF16() const { return precision == PrecisionKind::BF16; }
   /// Records a kernel call site (what a failure reports); returns its
   /// index.
   int64_t newSite(llvm::json::Object info) {
@@ -250,11 +252,11 @@ private:
   /// carries its own arena.
   MemoryPlanAttr memory;
   std::string source;
-  /// The kernel library the calls go to: gpipe_rt_<target>_* ("cpu" or
-  /// "cuda"; same signatures, data pointers on that device).
-  std::string target;
-  /// "fp32" or "bf16": which GEMM kernels the calls go to.
-  std::string precision;
+  /// The kernel library the calls go to (same signatures, data pointers on
+  /// that device).
+  TargetKind target;
+  /// Which GEMM kernels the calls go to.
+  PrecisionKind precision;
   MLIRContext *ctx;
   Type ptrTy, i8Ty, i32Ty, i64Ty, f32Ty;
 

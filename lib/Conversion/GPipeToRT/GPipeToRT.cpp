@@ -64,20 +64,19 @@ struct ConvertGPipeToRTPass
     if (failed(converted))
       return signalPassFailure();
 
-    std::string targetName = getTargetName(target);
-    std::string precisionName = getPrecisionName(precision);
     // What the module held before: the stage functions on tensors, the
     // stages, the pipeline and the parameter declarations. The emitter
     // appends its functions after them; then only those remain.
     auto input = llvm::map_to_vector(module.getBody()->getOperations(),
                                      [](Operation &other) { return &other; });
-    Emitter emitter(module, op, *converted, source, targetName, precisionName);
+    Emitter emitter(module, op, *converted, source, target, precision);
     if (failed(emitter.run()))
       return signalPassFailure();
     for (Operation *other : input)
       other->erase();
-    module->setAttr(gpipe_rt::RTDialect::kTargetAttrName,
-                    StringAttr::get(module.getContext(), targetName));
+    module->setAttr(
+        gpipe_rt::RTDialect::kTargetAttrName,
+        StringAttr::get(module.getContext(), getTargetName(target)));
   }
 };
 

@@ -103,8 +103,8 @@ LogicalResult Emitter::emitMetadata() {
   root["abi_version"] = GPIPE_RT_ABI_VERSION;
   root["producer"] = "gpipe-compile 0.1";
   root["source"] = source;
-  root["target"] = target;
-  root["precision"] = precision;
+  root["target"] = gpipe::getTargetName(target);
+  root["precision"] = getPrecisionName(precision);
   root["stages"] = K;
   root["microbatches"] = M;
   if (D > 1)

@@ -406,9 +406,9 @@ struct FusedLowering : StagePattern<nn::FusedOp> {
     FailureOr<StageFrame> frame = getFrame(emitter, op);
     if (failed(frame))
       return failure();
-    if (emitter.getTarget() != "cpu")
+    if (emitter.getTarget() != TargetKind::CPU)
       return op.emitOpError("is a host loop; the ")
-             << emitter.getTarget() << " target runs kernels only (compile "
+             << emitter.getTargetName() << " target runs kernels only (compile "
              << "with --fuse=false, as gpipe-compile does for it)";
     SmallVector<Value> results = resultAddresses(op, *frame, rewriter);
     markLayer(op, *frame, rewriter);
