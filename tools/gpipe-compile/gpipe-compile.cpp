@@ -56,6 +56,138 @@ static std::string describeSource() {
   return llvm::sys::path::filename(inputFile).str();
 }
 
+using mlir::gpipe::GPipeCompileOptions;
+
+/// The flag combinations that are errors before anything is loaded (the
+/// target's own rules, the budget given empty, inference, the profile's
+/// target and precision, the output): the message, or empty. Settles the
+/// output file.
+static std::string checkFlags(GPipeCompileOptions &options) {
+  // Given empty is not the same as not given (no budget).
+  if (options.memoryBudget.empty() &&
+      options.memoryBudget.getNumOccurrences() > 0)
+    return mlir::gpipe::kEmptyMemoryBudget;
+  if (std::string error = mlir::gpipe::getInferenceOptionError(options);
+      !error.empty())
+    return error;
+
+  // A measured profile is of one target and precision.
+  if (!options.profileFile.empty()) {
+    std::string error;
+    std::optional<mlir::gpipe::MeasuredProfile> profile =
+        mlir::gpipe::MeasuredProfile::read(options.profileFile, error);
+    if (!profile)
+      return error;
+    const char *target = mlir::gpipe::getTargetName(options.target);
+    const char *precision = mlir::gpipe::getPrecisionName(options.precision);
+    if (profile->target != target || profile->precision != precision)
+      return "profile '" + options.profileFile + "' was measured on " +
+             profile->target + " " + profile->precision +
+             "; this compile is for " + target + " " + precision +
+             " (measure with a model compiled for it)";
+  }
+
+  mlir::gpipe::CompileStage stop = options.emit;
+  if (outputFile.empty()) {
+    if (!mlir::gpipe::isTextStage(stop))
+      return "no output: give -o model.so (or -o - with --emit of a text "
+             "form)";
+    outputFile = "-";
+  }
+  if (stop == mlir::gpipe::CompileStage::Library && outputFile == "-")
+    return "a shared library cannot be written to standard output";
+  return "";
+}
+
+/// The flags that choose the plan (budget, recomputation, the autotuner's
+/// range), checked once the model is loaded: the message, or empty. Sets
+/// `budget` from --memory-budget.
+static std::string checkPlanFlags(const GPipeCompileOptions &options,
+                                  std::optional<int64_t> &budget) {
+  if (!options.memoryBudget.empty()) {
+    budget = mlir::gpipe::parseBytes(options.memoryBudget);
+    if (!budget)
+      return "cannot read memory budget '" + options.memoryBudget +
+             "' (expected a size such as 16GiB)";
+  }
+  if (!options.recomputeLayers.empty() &&
+      options.remat != mlir::gpipe::Remat::Selective)
+    return "--recompute-layers names the layers --remat selective "
+           "recomputes; give --remat selective";
+  if (options.remat == mlir::gpipe::Remat::Auto &&
+      (!budget || options.autotune || options.inference))
+    return options.autotune
+               ? "--autotune searches remat stage and none; --remat auto "
+                 "chooses layers for one configuration: give one of them"
+           : options.inference
+               ? "--remat has no meaning with --inference: nothing is "
+                 "kept for a backward (there is none)"
+               : "--remat auto chooses the layers to recompute to fit "
+                 "--memory-budget; give a budget";
+  if (options.maxStages.getNumOccurrences() > 0 && !options.autotune)
+    return "--max-stages is the range --autotune searches; give "
+           "--autotune or --stages";
+  if (options.autotune && !options.scheduleFile.empty())
+    return "--autotune searches the generated schedules; it cannot take "
+           "--schedule-file";
+  if (options.autotune && options.maxStages.getNumOccurrences() > 0) {
+    if (options.maxStages < 1)
+      return "--max-stages must be at least 1, got " +
+             std::to_string(options.maxStages);
+    if (options.stages.getNumOccurrences() > 0)
+      return "--max-stages searches the ranks; leave --stages out";
+  }
+  return "";
+}
+
+/// --autotune: searches, prints the report, and sets `options` to the
+/// pick, which then compiles like any other configuration.
+static LogicalResult autotuneInto(ModuleOp module, GPipeCompileOptions &options,
+                                  std::optional<int64_t> budget,
+                                  TimingScope &timing) {
+  gpipe_tools::outOfMemoryDoing = "searching configurations";
+  TimingScope searching = timing.nest("autotune");
+  std::optional<int64_t> maxStages;
+  if (options.maxStages.getNumOccurrences() > 0)
+    maxStages = int64_t(options.maxStages);
+  FailureOr<mlir::gpipe::AutotuneResult> tuned =
+      mlir::gpipe::autotune(module, options, budget, maxStages);
+  searching.stop();
+  if (failed(tuned))
+    return failure();
+  mlir::gpipe::printAutotuneReport(*tuned, budget, llvm::outs());
+  llvm::outs().flush();
+  const mlir::gpipe::AutotuneCandidate *best = tuned->getBest();
+  if (!best)
+    return emitError(UnknownLoc::get(module.getContext()))
+           << (budget ? "autotune: no configuration fits the memory budget "
+                        "of " +
+                            mlir::gpipe::formatBytes(*budget)
+                      : std::string("autotune: no configuration compiles"));
+  llvm::outs() << "autotune: compiling " << best->getFlags() << "\n";
+  llvm::outs().flush();
+  mlir::gpipe::applyAutotuneChoice(options, *best);
+  return success();
+}
+
+/// --remat auto: sets `options` to the fewest layers to recompute that fit
+/// the budget.
+static LogicalResult chooseRecomputation(ModuleOp module,
+                                         GPipeCompileOptions &options,
+                                         int64_t budget, TimingScope &timing) {
+  gpipe_tools::outOfMemoryDoing = "choosing the layers to recompute";
+  TimingScope choosing = timing.nest("remat auto");
+  FailureOr<mlir::gpipe::RecomputeChoice> choice =
+      mlir::gpipe::chooseRecomputeLayers(module, options, budget, llvm::outs());
+  choosing.stop();
+  llvm::outs().flush();
+  if (failed(choice))
+    return failure();
+  options.remat = choice->remat;
+  options.recomputeLayers = ArrayRef<std::string>(choice->layers);
+  return success();
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   gpipe_tools::installOutOfMemoryHandler("gpipe-compile");
@@ -67,7 +199,7 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
-  mlir::gpipe::GPipeCompileOptions options;
+  GPipeCompileOptions options;
   options.registerAsCommandLineFlags(category);
   cl::HideUnrelatedOptions({&category, &gpipe_tools::getModelCategory(),
                             &gpipe_tools::getPresetCategory()});
@@ -96,40 +228,8 @@ int main(int argc, char **argv) {
   // autotuner's plans too).
   if (options.target != mlir::gpipe::TargetKind::CPU)
     options.fuse = false;
-
-  // Given empty is not the same as not given (no budget).
-  if (options.memoryBudget.empty() &&
-      options.memoryBudget.getNumOccurrences() > 0)
-    return fail(mlir::gpipe::kEmptyMemoryBudget);
-  if (std::string error = mlir::gpipe::getInferenceOptionError(options);
-      !error.empty())
+  if (std::string error = checkFlags(options); !error.empty())
     return fail(error);
-
-  // A measured profile is of one target and precision.
-  if (!options.profileFile.empty()) {
-    std::string error;
-    std::optional<mlir::gpipe::MeasuredProfile> profile =
-        mlir::gpipe::MeasuredProfile::read(options.profileFile, error);
-    if (!profile)
-      return fail(error);
-    const char *target = mlir::gpipe::getTargetName(options.target);
-    const char *precision = mlir::gpipe::getPrecisionName(options.precision);
-    if (profile->target != target || profile->precision != precision)
-      return fail("profile '" + options.profileFile + "' was measured on " +
-                  profile->target + " " + profile->precision +
-                  "; this compile is for " + target + " " + precision +
-                  " (measure with a model compiled for it)");
-  }
-
-  mlir::gpipe::CompileStage stop = options.emit;
-  if (outputFile.empty()) {
-    if (!mlir::gpipe::isTextStage(stop))
-      return fail("no output: give -o model.so (or -o - with --emit of a "
-                  "text form)");
-    outputFile = "-";
-  }
-  if (stop == mlir::gpipe::CompileStage::Library && outputFile == "-")
-    return fail("a shared library cannot be written to standard output");
 
   auto started = std::chrono::steady_clock::now();
   // --mlir-timing: the load, every pass and the back end's phases.
@@ -146,78 +246,14 @@ int main(int argc, char **argv) {
   options.source = describeSource();
 
   std::optional<int64_t> budget;
-  if (!options.memoryBudget.empty()) {
-    budget = mlir::gpipe::parseBytes(options.memoryBudget);
-    if (!budget)
-      return fail("cannot read memory budget '" + options.memoryBudget +
-                  "' (expected a size such as 16GiB)");
-  }
-  if (!options.recomputeLayers.empty() &&
-      options.remat != mlir::gpipe::Remat::Selective)
-    return fail("--recompute-layers names the layers --remat selective "
-                "recomputes; give --remat selective");
+  if (std::string error = checkPlanFlags(options, budget); !error.empty())
+    return fail(error);
+  if (options.autotune &&
+      failed(autotuneInto(*module, options, budget, timing)))
+    return 1;
   if (options.remat == mlir::gpipe::Remat::Auto &&
-      (!budget || options.autotune || options.inference))
-    return fail(options.autotune
-                    ? "--autotune searches remat stage and none; --remat auto "
-                      "chooses layers for one configuration: give one of them"
-                : options.inference
-                    ? "--remat has no meaning with --inference: nothing is "
-                      "kept for a backward (there is none)"
-                    : "--remat auto chooses the layers to recompute to fit "
-                      "--memory-budget; give a budget");
-
-  if (options.maxStages.getNumOccurrences() > 0 && !options.autotune)
-    return fail("--max-stages is the range --autotune searches; give "
-                "--autotune or --stages");
-  // --autotune: search, report, then compile the pick like any other.
-  if (options.autotune) {
-    if (!options.scheduleFile.empty())
-      return fail("--autotune searches the generated schedules; it cannot "
-                  "take --schedule-file");
-    gpipe_tools::outOfMemoryDoing = "searching configurations";
-    TimingScope searching = timing.nest("autotune");
-    std::optional<int64_t> maxStages;
-    if (options.maxStages.getNumOccurrences() > 0) {
-      if (options.maxStages < 1)
-        return fail("--max-stages must be at least 1, got " +
-                    std::to_string(options.maxStages));
-      if (options.stages.getNumOccurrences() > 0)
-        return fail("--max-stages searches the ranks; leave --stages out");
-      maxStages = int64_t(options.maxStages);
-    }
-    FailureOr<mlir::gpipe::AutotuneResult> tuned =
-        mlir::gpipe::autotune(*module, options, budget, maxStages);
-    searching.stop();
-    if (failed(tuned))
-      return 1;
-    mlir::gpipe::printAutotuneReport(*tuned, budget, llvm::outs());
-    llvm::outs().flush();
-    const mlir::gpipe::AutotuneCandidate *best = tuned->getBest();
-    if (!best)
-      return fail(budget ? "autotune: no configuration fits the memory "
-                           "budget of " +
-                               mlir::gpipe::formatBytes(*budget)
-                         : std::string("autotune: no configuration compiles"));
-    llvm::outs() << "autotune: compiling " << best->getFlags() << "\n";
-    llvm::outs().flush();
-    mlir::gpipe::applyAutotuneChoice(options, *best);
-  }
-
-  // --remat auto: the fewest layers to recompute that fit the budget.
-  if (options.remat == mlir::gpipe::Remat::Auto) {
-    gpipe_tools::outOfMemoryDoing = "choosing the layers to recompute";
-    TimingScope choosing = timing.nest("remat auto");
-    FailureOr<mlir::gpipe::RecomputeChoice> choice =
-        mlir::gpipe::chooseRecomputeLayers(*module, options, *budget,
-                                           llvm::outs());
-    choosing.stop();
-    llvm::outs().flush();
-    if (failed(choice))
-      return 1;
-    options.remat = choice->remat;
-    options.recomputeLayers = ArrayRef<std::string>(choice->layers);
-  }
+      failed(chooseRecomputation(*module, options, *budget, timing)))
+    return 1;
 
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))
@@ -228,12 +264,12 @@ int main(int argc, char **argv) {
   if (failed(pm.run(*module)))
     return 1;
   gpipe_tools::outOfMemoryDoing = "writing the output";
-  if (failed(
-          mlir::gpipe::writeCompileOutput(*module, stop, outputFile, timing)))
+  if (failed(mlir::gpipe::writeCompileOutput(*module, options.emit, outputFile,
+                                             timing)))
     return 1;
 
   if (!options.quiet && outputFile != "-" &&
-      stop != mlir::gpipe::CompileStage::NN) {
+      options.emit != mlir::gpipe::CompileStage::NN) {
     double seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - started)
                          .count();
