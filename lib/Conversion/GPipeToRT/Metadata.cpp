@@ -150,17 +150,18 @@ LogicalResult Emitter::emitMetadata() {
       input["parts"] = std::move(list);
   }
   root["input"] = std::move(input);
-  std::string loss;
+  std::optional<nn::LossKind> loss;
   int64_t classes = 0;
   lastForward.walk([&](Operation *op) {
     if (auto ce = dyn_cast<nn::CrossEntropyOp>(op)) {
-      loss = "cross-entropy";
+      loss = nn::LossKind::CrossEntropy;
       classes = shapeOf(ce.getLogits()).back();
     } else if (isa<nn::MSEOp>(op)) {
-      loss = "mse";
+      loss = nn::LossKind::MSE;
     }
   });
-  root["loss"] = loss;
+  root["loss"] = loss ? nn::getLossName(*loss) : "";
+  bool crossEntropy = loss == nn::LossKind::CrossEntropy;
   // What a run may save as its outputs (gpipe_rt_report_output): the last
   // stage's prediction over the mini-batch, the logits the loss reads in
   // training.
@@ -214,12 +215,12 @@ LogicalResult Emitter::emitMetadata() {
   bool tokens = cast<ShapedType>(inputType).getElementType().isInteger(64);
   root["vocab"] = tokens ? vocab : 0;
   std::string hint;
-  if (tokens && loss == "cross-entropy" && vocab > 0)
+  if (tokens && crossEntropy && vocab > 0)
     hint = "text-char";
-  else if (!tokens && loss == "cross-entropy" &&
+  else if (!tokens && crossEntropy &&
            cast<ShapedType>(inputType).getRank() == 2)
     hint = "classification";
-  else if (!tokens && loss == "cross-entropy" &&
+  else if (!tokens && crossEntropy &&
            cast<ShapedType>(inputType).getRank() == 4)
     hint = "images";
   root["data_hint"] = hint;

@@ -458,7 +458,7 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
   int64_t stateBytes = plan.paramBytes * m.stateMultiple();
   if (stateBytes > 0 && plan.stateOffset < 0)
     return r.fail(where + ".state_offset",
-                  "optimizer '" + std::string(optimizerKindName(m.optimizer)) +
+                  "optimizer '" + std::string(getOptimizerName(m.optimizer)) +
                       "' needs state but " + stageName + " has none");
   if (!region("optimizer state", plan.stateOffset, stateBytes))
     return false;
@@ -914,7 +914,7 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
       !r.integer(root, "", "data_parallel", m.dataParallel, 1) ||
       !r.integer(root, "", "alignment", m.alignment) ||
       !r.integer(root, "", "vocab", m.vocab, 0) ||
-      !r.string(root, "", "optimizer", optimizer))
+      !r.string(root, "", abi::key::kOptimizer, optimizer))
     return false;
   if (const Json *remat = r.member(root, "", "remat", true))
     m.remat = remat->is_string()
@@ -939,8 +939,7 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
   if (std::optional<OptimizerKind> kind = parseOptimizerKind(optimizer))
     m.optimizer = *kind;
   else
-    return r.fail("optimizer", "unknown optimizer '" + optimizer +
-                                   "' (expected sgd, momentum or adam)");
+    return r.fail(abi::key::kOptimizer, getUnknownOptimizerMessage(optimizer));
 
   const Json *input = r.member(root, "", "input");
   if (!input || !parseTensorSpec(r, *input, "input", false, m.input))

@@ -23,24 +23,16 @@
 
 namespace gpipe::rt {
 
-const char *optimizerKindName(OptimizerKind kind) {
-  return abi::getOptimizerName(kind);
-}
-
-// The spellings getOptimizerName gives, and no aliases: the metadata and the
-// command line name optimizers one way.
-std::optional<OptimizerKind> parseOptimizerKind(std::string_view name) {
-  for (OptimizerKind kind :
-       {OptimizerKind::SGD, OptimizerKind::Momentum, OptimizerKind::Adam})
-    if (name == abi::getOptimizerName(kind))
-      return kind;
-  return std::nullopt;
-}
-
 int64_t OptimizerConfig::stateMultiple() const {
   if (kind == OptimizerKind::Adam)
     return 2;
   return momentum > 0.0 ? 1 : 0;
+}
+
+OptimizerKind OptimizerConfig::stateKind() const {
+  if (kind == OptimizerKind::Adam)
+    return OptimizerKind::Adam;
+  return momentum > 0.0 ? OptimizerKind::Momentum : OptimizerKind::SGD;
 }
 
 Status resolveOptimizer(const ModelMetadata &metadata,
@@ -77,9 +69,9 @@ Status resolveOptimizer(const ModelMetadata &metadata,
         config.momentum > 0.0 ? OptimizerKind::Momentum : OptimizerKind::SGD;
   if (config.stateMultiple() > metadata.stateMultiple())
     return Status::error("model.so reserves optimizer state for " +
-                         std::string(optimizerKindName(metadata.optimizer)) +
+                         std::string(getOptimizerName(metadata.optimizer)) +
                          "; recompile with gpipe-compile --optimizer " +
-                         optimizerKindName(config.kind));
+                         getOptimizerName(config.kind));
   return Status::success();
 }
 
@@ -94,7 +86,7 @@ Status applyOptimizer(const OptimizerConfig &config, int64_t step,
     return Status::error("optimizer: null parameters or gradients");
   if (config.stateMultiple() > 0 && !state)
     return Status::error(std::string("optimizer: ") +
-                         optimizerKindName(config.kind) +
+                         getOptimizerName(config.kind) +
                          " needs optimizer state but none was passed");
   const float lr = float(config.lr);
   const float wd = float(config.weightDecay);

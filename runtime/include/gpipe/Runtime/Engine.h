@@ -334,10 +334,12 @@ Status loadModelLibrary(const std::string &path, ModelImage &image);
 // Optimizers
 //===----------------------------------------------------------------------===//
 
-/// The metadata's / command line's spelling ("sgd", "momentum", "adam");
-/// parsing accepts exactly these.
-const char *optimizerKindName(OptimizerKind kind);
-std::optional<OptimizerKind> parseOptimizerKind(std::string_view name);
+/// An optimizer's names are the vocabulary's (Optimizers.def): printed by
+/// its canonical name, parsed from that or an alias, one parser for the
+/// metadata and the command line.
+using abi::getOptimizerName;
+using abi::getUnknownOptimizerMessage;
+using abi::parseOptimizerKind;
 
 /// Fully resolved hyper-parameters.
 struct OptimizerConfig {
@@ -352,6 +354,10 @@ struct OptimizerConfig {
   /// Optimizer-state blocks the update needs: 0 for plain SGD, 1 for SGD
   /// with momentum > 0, 2 for Adam.
   int64_t stateMultiple() const;
+  /// The optimizer whose state the update keeps: adam, momentum for SGD
+  /// with momentum > 0 (whichever name asked for it), else sgd. A
+  /// checkpoint's state is named by it.
+  OptimizerKind stateKind() const;
 };
 
 /// What the user asked for; unset fields take defaults that depend on the

@@ -75,17 +75,16 @@ inline llvm::cl::ValuesClass getProfileKindValues() {
                  "the H200 with bf16 GEMMs on the tensor cores"));
 }
 
-/// sgd, momentum, adam (also spelled sgd-momentum and adamw).
+/// sgd, momentum (also sgd-momentum), adam (also adamw):
+/// gpipe/Runtime/Optimizers.def.
 inline llvm::cl::ValuesClass getOptimizerKindValues() {
-  return llvm::cl::values(
-      clEnumValN(OptimizerKind::SGD, "sgd", "plain SGD: no state"),
-      clEnumValN(OptimizerKind::Momentum, "momentum",
-                 "SGD with momentum: one velocity per parameter"),
-      clEnumValN(OptimizerKind::Momentum, "sgd-momentum",
-                 "the same as momentum"),
-      clEnumValN(OptimizerKind::Adam, "adam",
-                 "Adam/AdamW: two moments per parameter"),
-      clEnumValN(OptimizerKind::Adam, "adamw", "the same as adam"));
+  return llvm::cl::ValuesClass({
+#define GPIPE_OPTIMIZER(kind, name, stateFactor, help)                         \
+  clEnumValN(OptimizerKind::kind, name, help),
+#define GPIPE_OPTIMIZER_ALIAS(kind, alias, help)                               \
+  clEnumValN(OptimizerKind::kind, alias, help),
+#include "gpipe/Runtime/Optimizers.def"
+  });
 }
 
 /// auto, keep, insert (gpipe-import-schedule).
