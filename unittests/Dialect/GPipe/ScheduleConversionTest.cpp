@@ -700,4 +700,26 @@ TEST_F(ScheduleConversionTest, SplitAndVirtualMutantsAreRejectedAtAnAction) {
   messages.clear();
 }
 
+// The dialect's ScheduleKind (ODS) and the analyses' ScheduleFamily
+// (ScheduleFamilies.def) name every family alike, and getScheduleFamily
+// maps each kind to the family of its name; `custom` is no family.
+TEST(ScheduleKindTest, NamesMatchTheFamilies) {
+  std::set<std::string> kindNames;
+  for (uint32_t i = 0; i <= getMaxEnumValForScheduleKind(); ++i) {
+    std::optional<ScheduleKind> kind = symbolizeScheduleKind(i);
+    ASSERT_TRUE(kind);
+    if (*kind == ScheduleKind::Custom)
+      continue;
+    std::string name = stringifyScheduleKind(*kind).str();
+    kindNames.insert(name);
+    ScheduleFamily family;
+    ASSERT_TRUE(parseScheduleFamily(name, family)) << name;
+    EXPECT_EQ(getScheduleFamily(*kind), family) << name;
+  }
+  std::set<std::string> familyNames;
+  for (ScheduleFamily family : getScheduleFamilies())
+    familyNames.insert(getScheduleFamilyName(family));
+  EXPECT_EQ(kindNames, familyNames);
+}
+
 } // namespace

@@ -19,8 +19,9 @@
 
 namespace mlir::gpipe {
 
-/// The generator family of `kind` (same name; gpipe/Analysis/Schedule.h).
-/// `custom` has none: it maps to GPipe, so check for it first.
+/// The generator family of `kind`, the one of the same enumerator
+/// (gpipe/Analysis/ScheduleFamilies.def). `custom` has none: it maps to
+/// GPipe, so check for it first.
 ScheduleFamily getScheduleFamily(ScheduleKind kind);
 
 /// The bubble fraction of `pipeline`'s own schedule in closed form, where
