@@ -27,6 +27,8 @@ namespace gpipe::abi {
 /// The version of the metadata's layout (Program.h). Bumped with every
 /// change a reader must know about; the runtime refuses other versions.
 inline constexpr int kMetadataSchemaVersion = 2;
+/// The metadata's `format`.
+inline constexpr const char *kMetadataFormat = "gpipe-model";
 
 //===----------------------------------------------------------------------===//
 // Actions
@@ -262,7 +264,7 @@ constexpr int getOptimizerStateFactor(OptimizerKind k) {
   }
   return 0;
 }
-/// "sgd", "momentum", "adam".
+/// The canonical name: "sgd", "momentum", "adam".
 constexpr const char *getOptimizerName(OptimizerKind k) {
   switch (k) {
 #define GPIPE_OPTIMIZER(kind, name, stateFactor, help)                         \
@@ -285,8 +287,6 @@ constexpr std::optional<OptimizerKind> parseOptimizerKind(std::string_view s) {
 #include "gpipe/Runtime/Optimizers.def"
   return std::nullopt;
 }
-
-//===----------------------------------------------------------------------===//
 /// The canonical names as a message lists them: "sgd, momentum or adam".
 inline std::string getOptimizerNameList() {
   const char *names[] = {
@@ -329,10 +329,14 @@ constexpr const char *getLossName(LossKind k) {
   }
   return "?";
 }
+
+//===----------------------------------------------------------------------===//
 // Metadata keys
 //===----------------------------------------------------------------------===//
 
-/// The keys of the model metadata (Program.h), spelled once.
+/// The keys of the model metadata (Program.h) that the compiler writes and
+/// the runtime reads, spelled once: both sides name them by these constants,
+/// never by a literal.
 namespace key {
 inline constexpr const char *kFormat = "format";
 inline constexpr const char *kSchemaVersion = "schema_version";
@@ -346,7 +350,6 @@ inline constexpr const char *kRemat = "remat";
 inline constexpr const char *kOptimizer = "optimizer";
 inline constexpr const char *kAlignment = "alignment";
 inline constexpr const char *kRanks = "ranks";
-inline constexpr const char *kProgram = "program";
 inline constexpr const char *kActions = "actions";
 inline constexpr const char *kKind = "kind";
 inline constexpr const char *kStage = "stage";
