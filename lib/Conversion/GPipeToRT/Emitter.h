@@ -128,8 +128,9 @@ struct LoweredFunction {
 
 class Emitter {
 public:
-  Emitter(ModuleOp module, PipelineOp pipeline, PipelineSchedule &schedule,
-          StringRef source, StringRef target, StringRef precision)
+  Emitter(ModuleOp module, PipelineOp pipeline,
+          const PipelineSchedule &schedule, StringRef source, StringRef target,
+          StringRef precision)
       : pipeline(pipeline), converted(schedule), module(module),
         memory(pipeline.getMemoryPlanAttr()), source(source), target(target),
         precision(precision), ctx(module.getContext()) {
@@ -147,7 +148,7 @@ public:
 
   // What the programs' conversion patterns (RankPrograms.cpp) read.
   PipelineOp pipeline;
-  PipelineSchedule &converted;
+  const PipelineSchedule &converted;
   SmallVector<StageParams> stageParams;
   SmallVector<LoweredFunction> forwards, backwards;
   /// Per stage: the two halves of its split backward (none without).

@@ -128,7 +128,17 @@ TEST_F(ScheduleConversionTest, GeneratedSchedulesRoundTripExactly) {
             << toCSV(converted->schedule) << "vs\n"
             << toCSV(expected);
         EXPECT_TRUE(verifySchedule(converted->schedule).ok());
-        EXPECT_TRUE(succeeded(verifyPipelineSchedule(pipeline)));
+        // The analysis converts once and keeps the verifier's verdict.
+        ScheduleAnalysis schedules(pipeline->getParentOp());
+        FailureOr<const PipelineSchedule *> verified =
+            verifyPipelineSchedule(pipeline, schedules);
+        ASSERT_TRUE(succeeded(verified));
+        EXPECT_EQ((*verified)->schedule, expected);
+        EXPECT_TRUE(schedules.isVerified(pipeline));
+        FailureOr<const PipelineSchedule *> again =
+            schedules.getSchedule(pipeline);
+        ASSERT_TRUE(succeeded(again));
+        EXPECT_EQ(*again, *verified);
         // Every action keeps its op.
         for (size_t r = 0; r < converted->ops.size(); ++r)
           EXPECT_EQ(converted->ops[r].size(), expected.ranks[r].size());
