@@ -27,15 +27,6 @@ using namespace mlir::gpipe;
 // Names
 //===----------------------------------------------------------------------===//
 
-std::optional<OptimizerKind>
-mlir::gpipe::parseOptimizerKind(std::string_view name) {
-  std::string lower(name);
-  for (char &c : lower)
-    if (c >= 'A' && c <= 'Z')
-      c = static_cast<char>(c - 'A' + 'a');
-  return ::gpipe::abi::parseOptimizerKind(lower);
-}
-
 const char *mlir::gpipe::getBufferKindName(BufferKind kind) {
   switch (kind) {
   case BufferKind::Parameters:

@@ -243,15 +243,14 @@ std::vector<int> mlir::gpipe::getVShapePlacement(int numRanks) {
 
 namespace {
 
-constexpr std::pair<ScheduleFamily, const char *> kFamilyNames[] = {
-    {ScheduleFamily::GPipe, "gpipe"},
-    {ScheduleFamily::OneFOneB, "1f1b"},
-    {ScheduleFamily::Interleaved1F1B, "interleaved-1f1b"},
-    {ScheduleFamily::ZBH1, "zb-h1"},
-    {ScheduleFamily::ZBH2, "zb-h2"},
-    {ScheduleFamily::ZBV, "zbv"},
-    {ScheduleFamily::DualPipeV, "dualpipev"},
-    {ScheduleFamily::ZBAuto, "zb-auto"},
+struct FamilyInfo {
+  ScheduleFamily family;
+  const char *name;
+};
+
+constexpr FamilyInfo kFamilies[] = {
+#define GPIPE_SCHEDULE_FAMILY(kind, name, help) {ScheduleFamily::kind, name},
+#include "gpipe/Analysis/ScheduleFamilies.def"
 };
 
 bool usesVShape(ScheduleFamily family, int virtualStages) {
@@ -264,23 +263,23 @@ bool usesVShape(ScheduleFamily family, int virtualStages) {
 
 std::vector<ScheduleFamily> mlir::gpipe::getScheduleFamilies() {
   std::vector<ScheduleFamily> families;
-  for (const auto &entry : kFamilyNames)
-    families.push_back(entry.first);
+  for (const FamilyInfo &info : kFamilies)
+    families.push_back(info.family);
   return families;
 }
 
 const char *mlir::gpipe::getScheduleFamilyName(ScheduleFamily family) {
-  for (const auto &[value, name] : kFamilyNames)
-    if (value == family)
-      return name;
+  for (const FamilyInfo &info : kFamilies)
+    if (info.family == family)
+      return info.name;
   return "unknown";
 }
 
 bool mlir::gpipe::parseScheduleFamily(std::string_view name,
                                       ScheduleFamily &family) {
-  for (const auto &[value, text] : kFamilyNames) {
-    if (name == text) {
-      family = value;
+  for (const FamilyInfo &info : kFamilies) {
+    if (name == info.name) {
+      family = info.family;
       return true;
     }
   }

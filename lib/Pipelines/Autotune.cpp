@@ -109,12 +109,15 @@ static void evaluate(ModuleOp model, const GPipePipelineOptions &options,
     pipeline = op;
     return WalkResult::interrupt();
   });
-  FailureOr<PipelineSchedule> converted =
-      pipeline ? toSchedule(pipeline) : FailureOr<PipelineSchedule>(failure());
-  if (failed(converted)) {
+  ScheduleAnalysis schedules(*copy);
+  FailureOr<const PipelineSchedule *> schedule =
+      pipeline ? schedules.getSchedule(pipeline)
+               : FailureOr<const PipelineSchedule *>(failure());
+  if (failed(schedule)) {
     c.error = "no scheduled pipeline";
     return;
   }
+  const PipelineSchedule *converted = *schedule;
   Timeline timeline =
       simulate(converted->schedule, getStageDurations(converted->stages));
   if (!timeline.ok()) {
@@ -211,17 +214,20 @@ mlir::gpipe::chooseRecomputeLayers(ModuleOp model,
   // the best one on a rank still over the budget.
   auto ranksOf = [&](ModuleOp compiled) {
     llvm::StringMap<int64_t> rankOf;
+    ScheduleAnalysis schedules(compiled);
     compiled.walk([&](PipelineOp pipeline) {
-      FailureOr<PipelineSchedule> converted = toSchedule(pipeline);
+      FailureOr<const PipelineSchedule *> converted =
+          schedules.getSchedule(pipeline);
       if (failed(converted))
         return;
-      for (auto [s, stage] : llvm::enumerate(converted->stages)) {
+      for (auto [s, stageRef] : llvm::enumerate((*converted)->stages)) {
+        StageOp stage = stageRef;
         auto forward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
             stage, stage.getForwardAttr());
         if (forward && !forward.isExternal())
           for (auto layer : forward.getBody().front().getOps<nn::LayerOp>())
             rankOf[layer.getName()] =
-                converted->schedule.getRankOfStage(int(s));
+                (*converted)->schedule.getRankOfStage(int(s));
       }
     });
     return rankOf;

@@ -663,6 +663,43 @@ TEST(Optimizer, ResolvesDefaults) {
                          "recompile with gpipe-compile --optimizer adam");
 }
 
+// One parser for every place an optimizer is named (Optimizers.def): the
+// canonical names and the aliases, exactly as spelled.
+TEST(Optimizer, Names) {
+  EXPECT_EQ(parseOptimizerKind("sgd"), OptimizerKind::SGD);
+  EXPECT_EQ(parseOptimizerKind("momentum"), OptimizerKind::Momentum);
+  EXPECT_EQ(parseOptimizerKind("sgd-momentum"), OptimizerKind::Momentum);
+  EXPECT_EQ(parseOptimizerKind("adam"), OptimizerKind::Adam);
+  EXPECT_EQ(parseOptimizerKind("adamw"), OptimizerKind::Adam);
+  EXPECT_EQ(parseOptimizerKind("Adam"), std::nullopt);
+  EXPECT_EQ(parseOptimizerKind("SGD"), std::nullopt);
+  EXPECT_EQ(parseOptimizerKind(""), std::nullopt);
+  EXPECT_EQ(parseOptimizerKind("lamb"), std::nullopt);
+  for (OptimizerKind kind :
+       {OptimizerKind::SGD, OptimizerKind::Momentum, OptimizerKind::Adam})
+    EXPECT_EQ(parseOptimizerKind(getOptimizerName(kind)), kind);
+  EXPECT_EQ(gpipe::abi::getOptimizerNameList(), "sgd, momentum or adam");
+  EXPECT_EQ(getUnknownOptimizerMessage("lamb"),
+            "unknown optimizer 'lamb' (expected sgd, momentum or adam)");
+  static_assert(gpipe::abi::parseOptimizerKind("adamw") == OptimizerKind::Adam);
+  static_assert(gpipe::abi::getOptimizerStateFactor(OptimizerKind::Momentum) ==
+                1);
+}
+
+// The state a run keeps, and so names its checkpoints by.
+TEST(Optimizer, StateKind) {
+  OptimizerConfig config;
+  config.kind = OptimizerKind::SGD;
+  EXPECT_EQ(config.stateKind(), OptimizerKind::SGD);
+  config.momentum = 0.5;
+  EXPECT_EQ(config.stateKind(), OptimizerKind::Momentum);
+  config.kind = OptimizerKind::Momentum;
+  config.momentum = 0.0;
+  EXPECT_EQ(config.stateKind(), OptimizerKind::SGD);
+  config.kind = OptimizerKind::Adam;
+  EXPECT_EQ(config.stateKind(), OptimizerKind::Adam);
+}
+
 //===----------------------------------------------------------------------===//
 // Metadata validation
 //===----------------------------------------------------------------------===//
@@ -784,6 +821,13 @@ TEST(Metadata, Errors) {
   Json m = fakeMetadata();
   m.erase("microbatches");
   EXPECT_EQ(metadataError(m), "metadata: missing 'microbatches'");
+
+  m = fakeMetadata();
+  m["optimizer"] = "adamw";
+  EXPECT_EQ(metadataError(m), "");
+  m["optimizer"] = "Adam";
+  EXPECT_EQ(metadataError(m), "metadata: optimizer: unknown optimizer 'Adam' "
+                              "(expected sgd, momentum or adam)");
 
   m = fakeMetadata();
   m["format"] = "onnx";

@@ -730,7 +730,8 @@ TEST(MemoryPlanTest, Errors) {
 
 TEST(MemoryPlanTest, Names) {
   EXPECT_EQ(parseOptimizerKind("sgd"), OptimizerKind::SGD);
-  EXPECT_EQ(parseOptimizerKind("SGD-Momentum"), OptimizerKind::Momentum);
+  EXPECT_EQ(parseOptimizerKind("sgd-momentum"), OptimizerKind::Momentum);
+  EXPECT_EQ(parseOptimizerKind("SGD-Momentum"), std::nullopt);
   EXPECT_EQ(parseOptimizerKind("momentum"), OptimizerKind::Momentum);
   EXPECT_EQ(parseOptimizerKind("adamw"), OptimizerKind::Adam);
   EXPECT_EQ(parseOptimizerKind("lamb"), std::nullopt);

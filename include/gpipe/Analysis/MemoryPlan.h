@@ -141,13 +141,12 @@ enum class RematPolicy {
 /// The optimizer whose state the plan reserves, from the vocabulary the
 /// runtime shares (gpipe/Runtime/Vocabulary.h): state per parameter byte SGD
 /// 0, SGD with momentum 1 (velocity), Adam/AdamW 2 (first and second moments);
-/// named "sgd", "momentum", "adam".
+/// named "sgd", "momentum", "adam" (also "sgd-momentum", "adamw";
+/// gpipe/Runtime/Optimizers.def).
 using OptimizerKind = ::gpipe::abi::OptimizerKind;
 using ::gpipe::abi::getOptimizerName;
 using ::gpipe::abi::getOptimizerStateFactor;
-/// The vocabulary's `parseOptimizerKind`, ignoring case: "sgd", "momentum"
-/// (also "sgd-momentum"), "adam" (also "adamw").
-std::optional<OptimizerKind> parseOptimizerKind(std::string_view name);
+using ::gpipe::abi::parseOptimizerKind;
 
 /// Bytes of the Reduce buffer of a stage with `paramBytes` of parameters
 /// (f32) among `replicas` replicas: the other replicas' pieces of the share

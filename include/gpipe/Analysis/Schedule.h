@@ -268,16 +268,12 @@ std::vector<int> getInterleavedPlacement(int numRanks, int virtualStages);
 /// for K < 1.
 std::vector<int> getVShapePlacement(int numRanks);
 
-/// The schedules `buildSchedule` generates.
+/// The schedules `buildSchedule` generates, listed (with their names) in
+/// ScheduleFamilies.def: GPipe, OneFOneB, Interleaved1F1B, ZBH1, ZBH2, ZBV,
+/// DualPipeV, ZBAuto.
 enum class ScheduleFamily {
-  GPipe,           ///< "gpipe": fill-drain, V = 1
-  OneFOneB,        ///< "1f1b": PipeDream-flush, V = 1
-  Interleaved1F1B, ///< "interleaved-1f1b": Megatron-LM, V >= 2, round-robin
-  ZBH1,            ///< "zb-h1": zero bubble, 1F1B's peak memory, V = 1
-  ZBH2,            ///< "zb-h2": zero bubble, about twice the memory, V = 1
-  ZBV,             ///< "zbv": zero bubble V schedule, V = 2, V-shape
-  DualPipeV,       ///< "dualpipev": DeepSeek's DualPipe, V-shaped, V = 2
-  ZBAuto,          ///< "zb-auto": zero bubble heuristic, V = 1 or 2 (V-shape)
+#define GPIPE_SCHEDULE_FAMILY(kind, name, help) kind,
+#include "gpipe/Analysis/ScheduleFamilies.def"
 };
 
 /// Every family, in the order above.

@@ -85,7 +85,8 @@ LogicalResult Emitter::run() {
       for (auto layer : forward.getBody().front().getOps<nn::LayerOp>())
         layerIndex.try_emplace(layer.getNameAttr(), layerIndex.size());
   }
-  for (auto [s, stage] : llvm::enumerate(converted.stages)) {
+  for (auto [s, stageRef] : llvm::enumerate(converted.stages)) {
+    StageOp stage = stageRef;
     auto forward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
         stage, stage.getForwardAttr());
     func::FuncOp backward;

@@ -158,8 +158,9 @@ struct LoweredFunction {
 
 class Emitter {
 public:
-  Emitter(ModuleOp module, PipelineOp pipeline, PipelineSchedule &schedule,
-          StringRef source, TargetKind target, PrecisionKind precision)
+  Emitter(ModuleOp module, PipelineOp pipeline,
+          const PipelineSchedule &schedule, StringRef source,
+          TargetKind target, PrecisionKind precision)
       : pipeline(pipeline), converted(schedule), module(module),
         memory(pipeline.getMemoryPlanAttr()), source(source), target(target),
         precision(precision), ctx(module.getContext()) {
@@ -177,7 +178,7 @@ public:
 
   // What the programs' conversion patterns (RankPrograms.cpp) read.
   PipelineOp pipeline;
-  PipelineSchedule &converted;
+  const PipelineSchedule &converted;
   SmallVector<StageParams> stageParams;
   SmallVector<LoweredFunction> forwards, backwards;
   /// Per stage: the two halves of its split backward (none without).

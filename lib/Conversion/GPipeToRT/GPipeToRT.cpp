@@ -59,8 +59,8 @@ struct ConvertGPipeToRTPass
                    << "rank " << program.getRankIndex()
                    << " has no arena; re-run gpipe-plan-memory",
                signalPassFailure();
-    SymbolTableCollection symbols;
-    FailureOr<PipelineSchedule> converted = toSchedule(op, &symbols);
+    FailureOr<const PipelineSchedule *> converted =
+        getAnalysis<ScheduleAnalysis>().getSchedule(op);
     if (failed(converted))
       return signalPassFailure();
 
@@ -69,7 +69,7 @@ struct ConvertGPipeToRTPass
     // appends its functions after them; then only those remain.
     auto input = llvm::map_to_vector(module.getBody()->getOperations(),
                                      [](Operation &other) { return &other; });
-    Emitter emitter(module, op, *converted, source, target, precision);
+    Emitter emitter(module, op, **converted, source, target, precision);
     if (failed(emitter.run()))
       return signalPassFailure();
     for (Operation *other : input)

@@ -14,6 +14,7 @@
 using namespace mlir;
 using namespace mlir::gpipe;
 using namespace mlir::gpipe::lowering;
+namespace key = ::gpipe::abi::key;
 
 //===----------------------------------------------------------------------===//
 // Metadata
@@ -35,7 +36,6 @@ llvm::json::Array Emitter::describeActions(Block &block) {
   llvm::json::Array entries;
   for (Operation &op : block) {
     if (auto loop = dyn_cast<ForOp>(op)) {
-      namespace key = ::gpipe::abi::key;
       entries.push_back(llvm::json::Object{
           {key::kLoop,
            llvm::json::Object{
@@ -44,7 +44,6 @@ llvm::json::Array Emitter::describeActions(Block &block) {
                {key::kBody, describeActions(loop.getBody().front())}}}});
       continue;
     }
-    namespace key = ::gpipe::abi::key;
     auto action = cast<ActionOpInterface>(op);
     ActionKind kind = action.getActionKind();
     llvm::json::Object entry{
@@ -97,22 +96,21 @@ LogicalResult Emitter::emitMetadata() {
         *getRuntimeDType(cast<ShapedType>(type).getElementType())));
   };
   llvm::json::Object root;
-  root["format"] = "gpipe-model";
-  root[::gpipe::abi::key::kSchemaVersion] =
-      ::gpipe::abi::kMetadataSchemaVersion;
-  root["abi_version"] = GPIPE_RT_ABI_VERSION;
+  root[key::kFormat] = ::gpipe::abi::kMetadataFormat;
+  root[key::kSchemaVersion] = ::gpipe::abi::kMetadataSchemaVersion;
+  root[key::kAbiVersion] = GPIPE_RT_ABI_VERSION;
   root["producer"] = "gpipe-compile 0.1";
   root["source"] = source;
-  root["target"] = gpipe::getTargetName(target);
-  root["precision"] = getPrecisionName(precision);
-  root["stages"] = K;
-  root["microbatches"] = M;
+  root[key::kTarget] = gpipe::getTargetName(target);
+  root[key::kPrecision] = getPrecisionName(precision);
+  root[key::kStages] = K;
+  root[key::kMicrobatches] = M;
   if (D > 1)
     root["data_parallel"] = D;
-  root["schedule"] = stringifyScheduleKind(pipeline.getSchedule()).str();
-  root["remat"] = stringifyRemat(pipeline.getRemat()).str();
-  root["alignment"] = memory.getAlignment();
-  root["optimizer"] = ::gpipe::abi::getOptimizerName(memory.getOptimizer());
+  root[key::kSchedule] = stringifyScheduleKind(pipeline.getSchedule()).str();
+  root[key::kRemat] = stringifyRemat(pipeline.getRemat()).str();
+  root[key::kAlignment] = memory.getAlignment();
+  root[key::kOptimizer] = ::gpipe::abi::getOptimizerName(memory.getOptimizer());
 
   func::FuncOp firstForward = forwards.front().source;
   func::FuncOp lastForward = forwards.back().source;
@@ -121,7 +119,7 @@ LogicalResult Emitter::emitMetadata() {
     return mlir::emitError(loc) << "unsupported input type " << inputType,
            failure();
   llvm::json::Object input{{"shape", toJSON(batchShape(inputType))},
-                           {"dtype", dtypeName(inputType)}};
+                           {key::kDType, dtypeName(inputType)}};
   // Several model inputs packed into one (nn-pack-inputs): each by name.
   if (auto parts =
           pipeline->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
@@ -150,17 +148,18 @@ LogicalResult Emitter::emitMetadata() {
       input["parts"] = std::move(list);
   }
   root["input"] = std::move(input);
-  std::string loss;
+  std::optional<nn::LossKind> loss;
   int64_t classes = 0;
   lastForward.walk([&](Operation *op) {
     if (auto ce = dyn_cast<nn::CrossEntropyOp>(op)) {
-      loss = "cross-entropy";
+      loss = nn::LossKind::CrossEntropy;
       classes = shapeOf(ce.getLogits()).back();
     } else if (isa<nn::MSEOp>(op)) {
-      loss = "mse";
+      loss = nn::LossKind::MSE;
     }
   });
-  root["loss"] = loss;
+  root["loss"] = loss ? nn::getLossName(*loss) : "";
+  bool crossEntropy = loss == nn::LossKind::CrossEntropy;
   // What a run may save as its outputs (gpipe_rt_report_output): the last
   // stage's prediction over the mini-batch, the logits the loss reads in
   // training.
@@ -171,7 +170,7 @@ LogicalResult Emitter::emitMetadata() {
              failure();
     root["output"] =
         llvm::json::Object{{"shape", toJSON(batchShape(*prediction))},
-                           {"dtype", dtypeName(*prediction)}};
+                           {key::kDType, dtypeName(*prediction)}};
   } else {
     root["output"] = nullptr;
   }
@@ -179,7 +178,7 @@ LogicalResult Emitter::emitMetadata() {
   if (lastType.getNumInputs() > 1) {
     Type labelType = lastType.getInput(1);
     llvm::json::Object labels{{"shape", toJSON(batchShape(labelType))},
-                              {"dtype", dtypeName(labelType)}};
+                              {key::kDType, dtypeName(labelType)}};
     if (classes > 0)
       labels["classes"] = classes;
     root["labels"] = std::move(labels);
@@ -214,12 +213,12 @@ LogicalResult Emitter::emitMetadata() {
   bool tokens = cast<ShapedType>(inputType).getElementType().isInteger(64);
   root["vocab"] = tokens ? vocab : 0;
   std::string hint;
-  if (tokens && loss == "cross-entropy" && vocab > 0)
+  if (tokens && crossEntropy && vocab > 0)
     hint = "text-char";
-  else if (!tokens && loss == "cross-entropy" &&
+  else if (!tokens && crossEntropy &&
            cast<ShapedType>(inputType).getRank() == 2)
     hint = "classification";
-  else if (!tokens && loss == "cross-entropy" &&
+  else if (!tokens && crossEntropy &&
            cast<ShapedType>(inputType).getRank() == 4)
     hint = "images";
   root["data_hint"] = hint;
@@ -274,7 +273,7 @@ LogicalResult Emitter::emitMetadata() {
     auto type = cast<RankedTensorType>(p.getType());
     llvm::json::Object entry{{"name", p.getSymName().str()},
                              {"shape", toJSON(type.getShape())},
-                             {"dtype", "f32"}};
+                             {key::kDType, "f32"}};
     if (FlatSymbolRefAttr first = p.getTiedToAttr()) {
       entry["init"] = "tied";
       entry["tied_to"] = first.getValue().str();
@@ -342,7 +341,7 @@ LogicalResult Emitter::emitMetadata() {
             {"count", stats.countPerMicrobatch * M * D},
             {"momentum", stats.momentum}});
       rankStages.push_back(llvm::json::Object{
-          {"stage", s},
+          {key::kStage, s},
           {"trainable_bytes", stageParams[s].trainableBytes},
           {"running_stats", std::move(runningStats)},
           {"params_offset", offsetOf(SlotKind::Parameters)},
@@ -357,10 +356,10 @@ LogicalResult Emitter::emitMetadata() {
         {"arena_bytes", arena.getSize()},
         {"peak_bytes", arena.getPeak()},
         {"peak_kept_bytes", arena.getBreakdown().getKept()},
-        {"stages", std::move(rankStages)},
-        {"actions", describeActions(program.getBody().front())}});
+        {key::kStages, std::move(rankStages)},
+        {key::kActions, describeActions(program.getBody().front())}});
   }
-  root["ranks"] = std::move(ranks);
+  root[key::kRanks] = std::move(ranks);
   root["sites"] = std::move(sites);
 
   // The metadata travels as a typed attribute of the module; its JSON text

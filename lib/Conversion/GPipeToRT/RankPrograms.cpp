@@ -209,7 +209,8 @@ LogicalResult ActionEmitter::compute() {
   for (int64_t off : e.extraOffsets[s])
     args.push_back(offsetPtr(*extra, off));
   if (forward && s == 0) {
-    int64_t bytes = getPayloadBytes(e.converted.stages[s].getInputType());
+    int64_t bytes =
+        getPayloadBytes(StageOp(e.converted.stages[s]).getInputType());
     check(gpipe_rt::LoadInputOp::create(b, loc, i32Ty, rank, mb, *input,
                                         constI64(b, loc, bytes)));
   }

@@ -22,9 +22,7 @@
 namespace gpipe::rt {
 
 std::string stateKindName(const OptimizerConfig &config) {
-  if (config.kind == OptimizerKind::Adam)
-    return "adam";
-  return config.stateMultiple() > 0 ? "momentum" : "sgd";
+  return getOptimizerName(config.stateKind());
 }
 
 Status RunState::restoreCheckpoint() {

@@ -164,9 +164,9 @@ Status ModelImage::load(const std::string &path, ModelImage &image) {
       std::string target;
       if (metadata && metadata()) {
         Json json = Json::parse(metadata(), nullptr, false);
-        if (json.is_object() && json.contains("target") &&
-            json["target"].is_string())
-          target = json["target"].get<std::string>();
+        if (json.is_object() && json.contains(abi::key::kTarget) &&
+            json[abi::key::kTarget].is_string())
+          target = json[abi::key::kTarget].get<std::string>();
       }
       dlclose(lazy);
       // The kernels of a target other than cpu come from its backend

@@ -30,6 +30,12 @@ int64_t OptimizerConfig::stateMultiple() const {
   return momentum > 0.0 ? 1 : 0;
 }
 
+OptimizerKind OptimizerConfig::stateKind() const {
+  if (kind == OptimizerKind::Adam)
+    return OptimizerKind::Adam;
+  return momentum > 0.0 ? OptimizerKind::Momentum : OptimizerKind::SGD;
+}
+
 Status resolveOptimizer(const ModelMetadata &metadata,
                         const OptimizerOptions &options,
                         OptimizerConfig &config) {
@@ -64,9 +70,9 @@ Status resolveOptimizer(const ModelMetadata &metadata,
         config.momentum > 0.0 ? OptimizerKind::Momentum : OptimizerKind::SGD;
   if (config.stateMultiple() > metadata.stateMultiple())
     return Status::error("model.so reserves optimizer state for " +
-                         std::string(optimizerKindName(metadata.optimizer)) +
+                         std::string(getOptimizerName(metadata.optimizer)) +
                          "; recompile with gpipe-compile --optimizer " +
-                         optimizerKindName(config.kind));
+                         getOptimizerName(config.kind));
   return Status::success();
 }
 
@@ -81,7 +87,7 @@ Status applyOptimizer(const OptimizerConfig &config, int64_t step,
     return Status::error("optimizer: null parameters or gradients");
   if (config.stateMultiple() > 0 && !state)
     return Status::error(std::string("optimizer: ") +
-                         optimizerKindName(config.kind) +
+                         getOptimizerName(config.kind) +
                          " needs optimizer state but none was passed");
   const float lr = float(config.lr);
   const float wd = float(config.weightDecay);

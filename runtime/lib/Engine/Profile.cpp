@@ -250,7 +250,7 @@ Status buildProfileMeasurement(const ModelMetadata &meta,
         perByte.push_back(stepSums.median("step", {step}, 1.0) / bytes);
     }
     if (!perByte.empty())
-      optimizer = {{"name", optimizerKindName(result.optimizer.kind)},
+      optimizer = {{"name", getOptimizerName(result.optimizer.kind)},
                    {"seconds_per_byte", median(perByte)}};
   }
   std::vector<double> stepSeconds;

@@ -202,9 +202,10 @@ Status readTensors(const SafeTensorsFile &file,
 } // namespace
 
 std::vector<std::string> optimizerStateSlots(const std::string &optimizer) {
-  if (optimizer == "momentum")
+  std::optional<OptimizerKind> kind = parseOptimizerKind(optimizer);
+  if (kind == OptimizerKind::Momentum)
     return {"momentum_buffer"};
-  if (optimizer == "adam")
+  if (kind == OptimizerKind::Adam)
     return {"exp_avg", "exp_avg_sq"};
   return {};
 }

@@ -216,7 +216,7 @@ bool parseTensorSpec(Reader &r, const Json &v, const std::string &where,
   if (!r.shape(v, where, "shape", spec.shape))
     return false;
   std::string dtype;
-  if (!r.string(v, where, "dtype", dtype))
+  if (!r.string(v, where, abi::key::kDType, dtype))
     return false;
   std::optional<gpipe_rt_dtype> parsed = parseDType(dtype);
   bool allowed = parsed && (*parsed == GPIPE_RT_F32 || *parsed == GPIPE_RT_I64);
@@ -343,7 +343,7 @@ bool parseParameters(Reader &r, const Json &root, ModelMetadata &m,
     if (!names.insert(spec.name).second)
       return r.fail(where, "appears twice in 'parameters'");
     std::string dtype;
-    if (!r.string(p, where, "dtype", dtype, std::string("f32")))
+    if (!r.string(p, where, abi::key::kDType, dtype, std::string("f32")))
       return false;
     if (dtype != "f32")
       return r.fail(where + ".dtype",
@@ -411,7 +411,7 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
                     std::vector<uint64_t> &parameterHolders,
                     std::vector<Region> &regions) {
   StagePlan plan;
-  if (!r.integer(s, where, "stage", plan.stage) ||
+  if (!r.integer(s, where, abi::key::kStage, plan.stage) ||
       !r.integer(s, where, "params_offset", plan.paramsOffset) ||
       !r.integer(s, where, "grads_offset", plan.gradsOffset) ||
       !r.integer(s, where, "state_offset", plan.stateOffset, -1) ||
@@ -451,7 +451,7 @@ bool parseStagePlan(Reader &r, const Json &s, const std::string &where,
   int64_t stateBytes = plan.paramBytes * m.stateMultiple();
   if (stateBytes > 0 && plan.stateOffset < 0)
     return r.fail(where + ".state_offset",
-                  "optimizer '" + std::string(optimizerKindName(m.optimizer)) +
+                  "optimizer '" + std::string(getOptimizerName(m.optimizer)) +
                       "' needs state but " + stageName + " has none");
   if (!region("optimizer state", plan.stateOffset, stateBytes))
     return false;
@@ -748,8 +748,8 @@ bool checkTransfers(Reader &r, const ModelMetadata &m) {
       auto [it, inserted] = table.insert({key, {ri, ai}});
       if (!inserted)
         return r.fail(
-            "ranks[" + std::to_string(ri) + "].actions[" + std::to_string(ai) +
-                "]",
+            std::string(abi::key::kRanks) + "[" + std::to_string(ri) + "]." +
+                abi::key::kActions + "[" + std::to_string(ai) + "]",
             describeAction(rank, ai) + " reuses the tag of " +
                 describeAction(m.ranks[it->second.first], it->second.second));
     }
@@ -758,7 +758,8 @@ bool checkTransfers(Reader &r, const ModelMetadata &m) {
     const RankPlan &sr = m.ranks[send.first];
     auto it = recvs.find(key);
     if (it == recvs.end())
-      return r.fail("ranks[" + std::to_string(send.first) + "]",
+      return r.fail(std::string(abi::key::kRanks) + "[" +
+                        std::to_string(send.first) + "]",
                     describeAction(sr, send.second) +
                         " has no matching recv on rank " +
                         std::to_string(std::get<1>(key)));
@@ -767,14 +768,16 @@ bool checkTransfers(Reader &r, const ModelMetadata &m) {
     const ActionSpec &ra = rr.actions[it->second.second];
     if (sa.bytes != ra.bytes ||
         abi::getDirection(sa.kind) != abi::getDirection(ra.kind))
-      return r.fail("ranks[" + std::to_string(send.first) + "]",
+      return r.fail(std::string(abi::key::kRanks) + "[" +
+                        std::to_string(send.first) + "]",
                     describeAction(sr, send.second) + " does not match " +
                         describeAction(rr, it->second.second));
     recvs.erase(it);
   }
   if (!recvs.empty()) {
     auto &recv = recvs.begin()->second;
-    return r.fail("ranks[" + std::to_string(recv.first) + "]",
+    return r.fail(std::string(abi::key::kRanks) + "[" +
+                      std::to_string(recv.first) + "]",
                   describeAction(m.ranks[recv.first], recv.second) +
                       " has no matching send");
   }
@@ -782,18 +785,19 @@ bool checkTransfers(Reader &r, const ModelMetadata &m) {
 }
 
 bool parseRanks(Reader &r, const Json &root, ModelMetadata &m) {
-  const Json *ranks = r.array(root, "", "ranks");
+  const Json *ranks = r.array(root, "", abi::key::kRanks);
   if (!ranks)
     return false;
   if (ranks->empty())
-    return r.fail("ranks", "is empty");
+    return r.fail(abi::key::kRanks, "is empty");
   int64_t numRanks = int64_t(ranks->size());
   // Per parameter, a bit per copy held (tied parameters have several).
   std::vector<uint64_t> parameterHolders(m.parameters.size(), 0);
   std::vector<int64_t> stageHolder(size_t(m.stages), -1);
   for (size_t ri = 0; ri < ranks->size(); ++ri) {
     const Json &rj = (*ranks)[ri];
-    std::string where = "ranks[" + std::to_string(ri) + "]";
+    std::string where =
+        std::string(abi::key::kRanks) + "[" + std::to_string(ri) + "]";
     RankPlan rank;
     if (!r.integer(rj, where, "rank", rank.rank) ||
         !r.string(rj, where, "symbol", rank.symbol) ||
@@ -809,7 +813,7 @@ bool parseRanks(Reader &r, const Json &root, ModelMetadata &m) {
     if (!r.integer(rj, where, "peak_bytes", rank.peakBytes, rank.arenaBytes) ||
         !r.integer(rj, where, "peak_kept_bytes", rank.peakKeptBytes, -1))
       return false;
-    const Json *stages = r.array(rj, where, "stages");
+    const Json *stages = r.array(rj, where, abi::key::kStages);
     if (!stages)
       return false;
     std::vector<Region> regions;
@@ -842,7 +846,8 @@ bool parseRanks(Reader &r, const Json &root, ModelMetadata &m) {
   }
   for (int64_t s = 0; s < m.stages; ++s)
     if (stageHolder[size_t(s)] < 0)
-      return r.fail("ranks", "no rank holds stage " + std::to_string(s));
+      return r.fail(abi::key::kRanks,
+                    "no rank holds stage " + std::to_string(s));
   for (size_t i = 0; i < m.parameters.size(); ++i)
     if (!parameterHolders[i])
       return r.fail("parameters", "parameter '" + m.parameters[i].name +
@@ -881,59 +886,62 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
   if (!root.is_object())
     return r.fail("top level", "is not a JSON object");
   std::string format, optimizer;
-  if (!r.string(root, "", "format", format))
+  if (!r.string(root, "", abi::key::kFormat, format))
     return false;
-  if (format != "gpipe-model")
-    return r.fail("format", "is '" + format + "', expected 'gpipe-model'");
-  if (!r.integer(root, "", "abi_version", m.abiVersion))
+  if (format != abi::kMetadataFormat)
+    return r.fail(abi::key::kFormat, "is '" + format + "', expected '" +
+                                         abi::kMetadataFormat + "'");
+  if (!r.integer(root, "", abi::key::kAbiVersion, m.abiVersion))
     return false;
   if (m.abiVersion != GPIPE_RT_ABI_VERSION)
-    return r.fail("abi_version", "is " + std::to_string(m.abiVersion) +
-                                     ", this runtime speaks " +
-                                     std::to_string(GPIPE_RT_ABI_VERSION));
-  if (const auto it = root.find("target");
+    return r.fail(abi::key::kAbiVersion,
+                  "is " + std::to_string(m.abiVersion) +
+                      ", this runtime speaks " +
+                      std::to_string(GPIPE_RT_ABI_VERSION));
+  if (const auto it = root.find(abi::key::kTarget);
       it != root.end() && it->is_string() && *it != "cpu" && *it != "cuda")
-    return r.fail("target", "is '" + it->get<std::string>() +
-                                "'; this runtime knows cpu and cuda");
+    return r.fail(abi::key::kTarget, "is '" + it->get<std::string>() +
+                                         "'; this runtime knows cpu and cuda");
   if (!r.string(root, "", "producer", m.producer, std::string()) ||
       !r.string(root, "", "source", m.source, std::string()) ||
-      !r.string(root, "", "target", m.target, std::string("cpu")) ||
-      !r.string(root, "", "precision", m.precision, std::string("fp32")) ||
-      !r.string(root, "", "schedule", m.schedule, std::string()) ||
+      !r.string(root, "", abi::key::kTarget, m.target, std::string("cpu")) ||
+      !r.string(root, "", abi::key::kPrecision, m.precision,
+                std::string("fp32")) ||
+      !r.string(root, "", abi::key::kSchedule, m.schedule, std::string()) ||
       !r.string(root, "", "loss", m.loss, std::string()) ||
       !r.string(root, "", "data_hint", m.dataHint, std::string()) ||
-      !r.integer(root, "", "stages", m.stages) ||
-      !r.integer(root, "", "microbatches", m.microbatches) ||
+      !r.integer(root, "", abi::key::kStages, m.stages) ||
+      !r.integer(root, "", abi::key::kMicrobatches, m.microbatches) ||
       !r.integer(root, "", "data_parallel", m.dataParallel, 1) ||
-      !r.integer(root, "", "alignment", m.alignment) ||
+      !r.integer(root, "", abi::key::kAlignment, m.alignment) ||
       !r.integer(root, "", "vocab", m.vocab, 0) ||
-      !r.string(root, "", "optimizer", optimizer))
+      !r.string(root, "", abi::key::kOptimizer, optimizer))
     return false;
-  if (const Json *remat = r.member(root, "", "remat", true))
+  if (const Json *remat = r.member(root, "", abi::key::kRemat, true))
     m.remat = remat->is_string()
                   ? remat->get<std::string>()
                   : remat->dump(-1, ' ', false, Json::error_handler_t::replace);
   if (m.precision != "fp32" && m.precision != "bf16")
-    return r.fail("precision",
+    return r.fail(abi::key::kPrecision,
                   "is '" + m.precision + "' (expected fp32 or bf16)");
   if (m.stages < 1)
-    return r.fail("stages", "must be at least 1");
+    return r.fail(abi::key::kStages, "must be at least 1");
   if (m.microbatches < 1)
-    return r.fail("microbatches", "must be at least 1");
+    return r.fail(abi::key::kMicrobatches, "must be at least 1");
   if (m.dataParallel < 1 || m.dataParallel > 65536)
     return r.fail("data_parallel", "must be between 1 and 65536, got " +
                                        std::to_string(m.dataParallel));
   if (m.alignment < 1 || (m.alignment & (m.alignment - 1)) ||
       m.alignment > 4096)
-    return r.fail("alignment", "must be a power of two up to 4096, got " +
-                                   std::to_string(m.alignment));
+    return r.fail(abi::key::kAlignment,
+                  "must be a power of two up to 4096, got " +
+                      std::to_string(m.alignment));
   if (m.vocab < 0)
     return r.fail("vocab", "is negative");
   if (std::optional<OptimizerKind> kind = parseOptimizerKind(optimizer))
     m.optimizer = *kind;
   else
-    return r.fail("optimizer", "unknown optimizer '" + optimizer +
-                                   "' (expected sgd, momentum or adam)");
+    return r.fail(abi::key::kOptimizer, getUnknownOptimizerMessage(optimizer));
 
   const Json *input = r.member(root, "", "input");
   if (!input || !parseTensorSpec(r, *input, "input", false, m.input))
@@ -1131,20 +1139,6 @@ bool isComputeAction(ActionKind kind) {
   default:
     return false;
   }
-}
-
-const char *optimizerKindName(OptimizerKind kind) {
-  return abi::getOptimizerName(kind);
-}
-
-// The spellings getOptimizerName gives, and no aliases: the metadata and the
-// command line name optimizers one way.
-std::optional<OptimizerKind> parseOptimizerKind(std::string_view name) {
-  for (OptimizerKind kind :
-       {OptimizerKind::SGD, OptimizerKind::Momentum, OptimizerKind::Adam})
-    if (name == abi::getOptimizerName(kind))
-      return kind;
-  return std::nullopt;
 }
 
 int64_t TensorSpec::sampleElements() const {

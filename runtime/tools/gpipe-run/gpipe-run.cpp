@@ -79,8 +79,9 @@ const char *const kUsage =
     "\n"
     "training:\n"
     "  --steps N                train up to step N (default 10)\n"
-    "  --optimizer NAME         sgd, momentum or adam (default: the one the\n"
-    "                           model reserves state for)\n"
+    "  --optimizer NAME         sgd, momentum (or sgd-momentum) or adam (or\n"
+    "                           adamw) (default: the one the model reserves\n"
+    "                           state for)\n"
     "  --lr X                   learning rate (default 0.01, adam 0.001)\n"
     "  --momentum X             SGD momentum (default 0.9 for momentum)\n"
     "  --weight-decay X         default 0, adam (AdamW) 0.01\n"
@@ -455,8 +456,7 @@ Args parseArgs(int argc, char **argv) {
     } else if (flag == "--optimizer") {
       std::optional<OptimizerKind> kind = parseOptimizerKind(value);
       if (!kind)
-        usageError("--optimizer must be sgd, momentum or adam, got '" + value +
-                   "'");
+        usageError("--optimizer: " + getUnknownOptimizerMessage(value));
       run.optimizer.kind = kind;
     } else if (flag == "--lr") {
       run.optimizer.lr = parseNumber(flag, value);
@@ -782,7 +782,7 @@ int main(int argc, char **argv) {
     // Parameters only: the step, the optimizer and its state stay behind.
     loaded.step = 0;
     loaded.seed = run.seed;
-    loaded.optimizer = "sgd";
+    loaded.optimizer = getOptimizerName(OptimizerKind::SGD);
     loaded.source = meta.source;
     run.resume = &loaded;
     if (!args.quiet && root)
@@ -810,9 +810,7 @@ int main(int argc, char **argv) {
     s = resolveOptimizer(meta, run.optimizer, config);
     if (!s.ok())
       fatal(s.message());
-    std::string kind = config.kind == OptimizerKind::Adam ? "adam"
-                       : config.stateMultiple() > 0       ? "momentum"
-                                                          : "sgd";
+    std::string kind = getOptimizerName(config.stateKind());
     std::string path;
     std::vector<std::string> skipped;
     std::string chosen = "none";
@@ -929,7 +927,7 @@ int main(int argc, char **argv) {
       std::fflush(stdout);
       return;
     }
-    std::printf("optimizer: %s, lr %g", optimizerKindName(opt.kind), opt.lr);
+    std::printf("optimizer: %s, lr %g", getOptimizerName(opt.kind), opt.lr);
     if (opt.kind == OptimizerKind::Momentum)
       std::printf(", momentum %g", opt.momentum);
     if (opt.weightDecay != 0.0)

@@ -6,6 +6,8 @@
 // RUN: gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=memory-budget=2304' | FileCheck %s --check-prefix=FITS
 // RUN: not gpipe-opt %t/unscheduled.mlir --gpipe-plan-memory 2>&1 | FileCheck %s --check-prefix=UNSCHEDULED
 // RUN: not gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=optimizer=lamb' 2>&1 | FileCheck %s --check-prefix=OPTIMIZER
+// RUN: gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=optimizer=adamw alignment=1' | FileCheck %s --check-prefix=ADAM
+// RUN: not gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=optimizer=Adam' 2>&1 | FileCheck %s --check-prefix=OPTIMIZER-CASE
 // RUN: not gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=memory-budget=lots' 2>&1 | FileCheck %s --check-prefix=BADBUDGET
 // RUN: not gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=memory-budget=' 2>&1 | FileCheck %s --check-prefix=EMPTYBUDGET
 // RUN: not gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=alignment=48' 2>&1 | FileCheck %s --check-prefix=ALIGN
@@ -68,6 +70,8 @@
 
 // UNSCHEDULED: error: pipeline @train has no programs to plan; run gpipe-schedule or gpipe-import-schedule first
 // OPTIMIZER: for the --optimizer option: unknown optimizer 'lamb' (expected sgd, momentum or adam)
+// Names are case-sensitive; the aliases (adamw) are accepted.
+// OPTIMIZER-CASE: for the --optimizer option: unknown optimizer 'Adam' (expected sgd, momentum or adam)
 // BADBUDGET: error: gpipe-plan-memory: cannot read memory budget 'lots' (expected a size such as 16GiB)
 // EMPTYBUDGET: error: gpipe-plan-memory: empty memory budget; give a size such as 512MiB or leave the option out
 // ALIGN: error: gpipe-plan-memory: alignment 48 is not a power of two

@@ -128,7 +128,17 @@ TEST_F(ScheduleConversionTest, GeneratedSchedulesRoundTripExactly) {
             << toCSV(converted->schedule) << "vs\n"
             << toCSV(expected);
         EXPECT_TRUE(verifySchedule(converted->schedule).ok());
-        EXPECT_TRUE(succeeded(verifyPipelineSchedule(pipeline)));
+        // The analysis converts once and keeps the verifier's verdict.
+        ScheduleAnalysis schedules(pipeline->getParentOp());
+        FailureOr<const PipelineSchedule *> verified =
+            verifyPipelineSchedule(pipeline, schedules);
+        ASSERT_TRUE(succeeded(verified));
+        EXPECT_EQ((*verified)->schedule, expected);
+        EXPECT_TRUE(schedules.isVerified(pipeline));
+        FailureOr<const PipelineSchedule *> again =
+            schedules.getSchedule(pipeline);
+        ASSERT_TRUE(succeeded(again));
+        EXPECT_EQ(*again, *verified);
         // Every action keeps its op.
         for (size_t r = 0; r < converted->ops.size(); ++r)
           EXPECT_EQ(converted->ops[r].size(), expected.ranks[r].size());
@@ -698,6 +708,28 @@ TEST_F(ScheduleConversionTest, SplitAndVirtualMutantsAreRejectedAtAnAction) {
     std::printf("  %-20s %d\n", getMutationName(static_cast<Mutation>(m)),
                 perMutation[m]);
   messages.clear();
+}
+
+// The dialect's ScheduleKind (ODS) and the analyses' ScheduleFamily
+// (ScheduleFamilies.def) name every family alike, and getScheduleFamily
+// maps each kind to the family of its name; `custom` is no family.
+TEST(ScheduleKindTest, NamesMatchTheFamilies) {
+  std::set<std::string> kindNames;
+  for (uint32_t i = 0; i <= getMaxEnumValForScheduleKind(); ++i) {
+    std::optional<ScheduleKind> kind = symbolizeScheduleKind(i);
+    ASSERT_TRUE(kind);
+    if (*kind == ScheduleKind::Custom)
+      continue;
+    std::string name = stringifyScheduleKind(*kind).str();
+    kindNames.insert(name);
+    ScheduleFamily family;
+    ASSERT_TRUE(parseScheduleFamily(name, family)) << name;
+    EXPECT_EQ(getScheduleFamily(*kind), family) << name;
+  }
+  std::set<std::string> familyNames;
+  for (ScheduleFamily family : getScheduleFamilies())
+    familyNames.insert(getScheduleFamilyName(family));
+  EXPECT_EQ(kindNames, familyNames);
 }
 
 } // namespace

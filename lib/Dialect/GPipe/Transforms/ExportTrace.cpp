@@ -55,12 +55,11 @@ struct GPipeExportTracePass
       return signalPassFailure();
     PipelineOp op = *target;
     // The simulator needs a valid schedule: report findings at their ops.
-    SymbolTableCollection symbolTable;
-    if (failed(verifyPipelineSchedule(op, &symbolTable)))
+    FailureOr<const PipelineSchedule *> verified =
+        verifyPipelineSchedule(op, getAnalysis<ScheduleAnalysis>());
+    if (failed(verified))
       return signalPassFailure();
-    FailureOr<PipelineSchedule> converted = toSchedule(op, &symbolTable);
-    if (failed(converted))
-      return signalPassFailure();
+    const PipelineSchedule *converted = *verified;
     Timeline timeline =
         simulate(converted->schedule, getStageDurations(converted->stages));
     if (!timeline.ok()) {

@@ -282,7 +282,7 @@ struct GPipePlanMemoryPass
   void runOnOperation() override;
   LogicalResult planPipeline(PipelineOp pipeline, OptimizerKind optimizer,
                              std::optional<int64_t> budget,
-                             SymbolTableCollection &symbols);
+                             ScheduleAnalysis &schedules);
 };
 
 } // namespace
@@ -290,18 +290,18 @@ struct GPipePlanMemoryPass
 FailureOr<PipelineMemoryPlan>
 mlir::gpipe::planPipelineMemory(PipelineOp op, OptimizerKind optimizer,
                                 int64_t alignment,
-                                SymbolTableCollection &symbols) {
+                                ScheduleAnalysis &schedules) {
   if (!op.isScheduled())
     return emitPipelineError(op) << "has no programs to plan; run "
                                     "gpipe-schedule or gpipe-import-schedule "
                                     "first";
-  if (failed(verifyPipelineSchedule(op, &symbols)))
-    return failure();
-  FailureOr<PipelineSchedule> converted = toSchedule(op, &symbols);
+  FailureOr<const PipelineSchedule *> converted =
+      verifyPipelineSchedule(op, schedules);
   if (failed(converted))
     return failure();
+  SymbolTableCollection &symbols = schedules.getSymbolTable();
   PipelineMemoryPlan result;
-  result.schedule = std::move(*converted);
+  result.schedule = **converted;
   const Schedule &schedule = result.schedule.schedule;
 
   ModuleOp module = op->getParentOfType<ModuleOp>();
@@ -344,12 +344,12 @@ mlir::gpipe::planPipelineMemory(PipelineOp op, OptimizerKind optimizer,
   return result;
 }
 
-LogicalResult
-GPipePlanMemoryPass::planPipeline(PipelineOp op, OptimizerKind optimizer,
-                                  std::optional<int64_t> budget,
-                                  SymbolTableCollection &symbols) {
+LogicalResult GPipePlanMemoryPass::planPipeline(PipelineOp op,
+                                                OptimizerKind optimizer,
+                                                std::optional<int64_t> budget,
+                                                ScheduleAnalysis &schedules) {
   FailureOr<PipelineMemoryPlan> planned =
-      planPipelineMemory(op, optimizer, alignment, symbols);
+      planPipelineMemory(op, optimizer, alignment, schedules);
   if (failed(planned))
     return failure();
   const Schedule &schedule = planned->schedule.schedule;
@@ -449,11 +449,11 @@ void GPipePlanMemoryPass::runOnOperation() {
       return signalPassFailure();
     }
   }
-  SymbolTableCollection symbols;
+  auto &schedules = getAnalysis<ScheduleAnalysis>();
   bool failed = false;
   for (PipelineOp pipeline :
        llvm::to_vector(module.getBody()->getOps<PipelineOp>()))
-    if (mlir::failed(planPipeline(pipeline, *kind, budget, symbols)))
+    if (mlir::failed(planPipeline(pipeline, *kind, budget, schedules)))
       failed = true;
   if (failed)
     signalPassFailure();

@@ -145,8 +145,9 @@ static StageInfo getStageInfo(StageOp stage, ModuleOp module,
 // The report
 //===----------------------------------------------------------------------===//
 
-static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module) {
-  SymbolTableCollection symbols;
+static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module,
+                                          ScheduleAnalysis &schedules) {
+  SymbolTableCollection &symbols = schedules.getSymbolTable();
   FailureOr<SmallVector<StageOp>> stages = lookupStages(op, &symbols);
   if (failed(stages))
     return failure();
@@ -154,14 +155,13 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module) {
   int64_t numMicrobatches = op.getNumMicrobatches();
   SmallVector<ProgramOp, 8> programs = op.getPrograms();
 
-  std::optional<PipelineSchedule> converted;
+  const PipelineSchedule *converted = nullptr;
   if (op.isScheduled()) {
-    if (failed(verifyPipelineSchedule(op, &symbols)))
-      return failure();
-    FailureOr<PipelineSchedule> schedule = toSchedule(op, &symbols);
+    FailureOr<const PipelineSchedule *> schedule =
+        verifyPipelineSchedule(op, schedules);
     if (failed(schedule))
       return failure();
-    converted = std::move(*schedule);
+    converted = *schedule;
   }
 
   SmallVector<StageInfo> infos;
@@ -342,7 +342,8 @@ struct GPipePlanReportPass
     FailureOr<PipelineOp> target = findPipeline(module, pipeline);
     if (failed(target))
       return signalPassFailure();
-    FailureOr<std::string> report = buildReport(*target, module);
+    FailureOr<std::string> report =
+        buildReport(*target, module, getAnalysis<ScheduleAnalysis>());
     if (failed(report))
       return signalPassFailure();
     if (file.empty()) {

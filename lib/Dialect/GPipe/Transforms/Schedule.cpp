@@ -23,9 +23,15 @@ using namespace mlir;
 using namespace mlir::gpipe;
 
 ScheduleFamily mlir::gpipe::getScheduleFamily(ScheduleKind kind) {
-  ScheduleFamily family = ScheduleFamily::GPipe;
-  (void)parseScheduleFamily(stringifyScheduleKind(kind).str(), family);
-  return family;
+  switch (kind) {
+#define GPIPE_SCHEDULE_FAMILY(kind, name, help)                                \
+  case ScheduleKind::kind:                                                     \
+    return ScheduleFamily::kind;
+#include "gpipe/Analysis/ScheduleFamilies.def"
+  case ScheduleKind::Custom:
+    break;
+  }
+  return ScheduleFamily::GPipe;
 }
 
 std::optional<double>

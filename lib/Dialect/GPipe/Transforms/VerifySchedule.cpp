@@ -22,20 +22,24 @@ namespace mlir::gpipe {
 using namespace mlir;
 using namespace mlir::gpipe;
 
-LogicalResult
+FailureOr<const PipelineSchedule *>
 mlir::gpipe::verifyPipelineSchedule(PipelineOp pipeline,
-                                    SymbolTableCollection *symbolTable) {
+                                    ScheduleAnalysis &schedules) {
+  if (schedules.isVerified(pipeline))
+    return schedules.getSchedule(pipeline);
   if (!pipeline.isScheduled())
     return emitPipelineError(pipeline)
            << "has no programs to verify; run "
               "gpipe-schedule or gpipe-import-schedule "
               "first";
-  FailureOr<PipelineSchedule> converted = toSchedule(pipeline, symbolTable);
+  FailureOr<const PipelineSchedule *> converted =
+      schedules.getSchedule(pipeline);
   if (failed(converted))
     return failure();
   // The verifier would call this "maps to rank -1"; say it in IR terms.
   bool unplaced = false;
-  for (auto [stage, rank] : llvm::enumerate(converted->schedule.stageToRank)) {
+  for (auto [stage, rank] :
+       llvm::enumerate((*converted)->schedule.stageToRank)) {
     if (rank >= 0)
       continue;
     emitPipelineError(pipeline)
@@ -45,8 +49,11 @@ mlir::gpipe::verifyPipelineSchedule(PipelineOp pipeline,
   }
   if (unplaced)
     return failure();
-  VerifyResult result = verifySchedule(converted->schedule);
-  return emitScheduleProblems(pipeline, *converted, result);
+  VerifyResult result = verifySchedule((*converted)->schedule);
+  if (failed(emitScheduleProblems(pipeline, **converted, result)))
+    return failure();
+  schedules.setVerified(pipeline);
+  return converted;
 }
 
 namespace {
@@ -55,10 +62,10 @@ struct GPipeVerifySchedulePass
     : public mlir::gpipe::impl::GPipeVerifySchedulePassBase<
           GPipeVerifySchedulePass> {
   void runOnOperation() override {
-    SymbolTableCollection symbolTable;
+    auto &schedules = getAnalysis<ScheduleAnalysis>();
     bool failedAny = false;
     getOperation().walk([&](PipelineOp pipeline) {
-      if (failed(verifyPipelineSchedule(pipeline, &symbolTable)))
+      if (failed(verifyPipelineSchedule(pipeline, schedules)))
         failedAny = true;
     });
     if (failedAny)

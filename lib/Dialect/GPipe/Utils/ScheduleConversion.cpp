@@ -170,6 +170,27 @@ mlir::gpipe::toSchedule(PipelineOp pipeline,
   return result;
 }
 
+FailureOr<const PipelineSchedule *>
+ScheduleAnalysis::getSchedule(PipelineOp pipeline) {
+  Entry &entry = entries[pipeline];
+  if (!entry.schedule) {
+    FailureOr<PipelineSchedule> converted = toSchedule(pipeline, &symbolTable);
+    if (failed(converted))
+      return failure();
+    entry.schedule = std::make_unique<PipelineSchedule>(std::move(*converted));
+  }
+  return const_cast<const PipelineSchedule *>(entry.schedule.get());
+}
+
+bool ScheduleAnalysis::isVerified(PipelineOp pipeline) const {
+  auto it = entries.find(pipeline);
+  return it != entries.end() && it->second.verified;
+}
+
+void ScheduleAnalysis::setVerified(PipelineOp pipeline) {
+  entries[pipeline].verified = true;
+}
+
 /// Why `action` of `rank` cannot be an op of `pipeline`, or an empty string.
 static std::string checkFits(const Action &action, int rank, int numRanks,
                              int numStages, int numMicrobatches) {

@@ -25,7 +25,7 @@ using namespace mlir;
 using namespace mlir::gpipe::nn;
 
 LogicalResult mlir::gpipe::nn::attachLoss(func::FuncOp func, LossKind kind) {
-  StringRef lossName = kind == LossKind::CrossEntropy ? "cross-entropy" : "mse";
+  StringRef lossName = getLossName(kind);
   if (func.isExternal() || !func.getBody().hasOneBlock())
     return func.emitOpError("expected a body of one block to attach a ")
            << lossName << " loss to";

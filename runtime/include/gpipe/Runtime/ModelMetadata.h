@@ -47,10 +47,12 @@ bool isComputeAction(ActionKind kind);
 /// OptimizerConfig::kind).
 using OptimizerKind = abi::OptimizerKind;
 
-/// The metadata's / command line's spelling ("sgd", "momentum", "adam");
-/// parsing accepts exactly these.
-const char *optimizerKindName(OptimizerKind kind);
-std::optional<OptimizerKind> parseOptimizerKind(std::string_view name);
+/// An optimizer's names are the vocabulary's (Optimizers.def): printed by
+/// its canonical name, parsed from that or an alias, one parser for the
+/// metadata and the command line.
+using abi::getOptimizerName;
+using abi::getUnknownOptimizerMessage;
+using abi::parseOptimizerKind;
 
 /// One of a model's several inputs (an ONNX graph input: input_ids,
 /// attention_mask, ...), packed with the others into ModelMetadata::input

@@ -4,8 +4,8 @@
 // momentum and AdamW, with PyTorch's semantics. The user's options resolve
 // against the optimizer whose state the model's plan reserves
 // (ModelMetadata::optimizer); devices (Device.h) apply the result to their
-// memory. The spellings of the optimizer kinds are ModelMetadata.h's
-// optimizerKindName and parseOptimizerKind. Part of GPipeRuntimeEngine.
+// memory. The spellings of the optimizer kinds are the vocabulary's
+// (Optimizers.def, Vocabulary.h). Part of GPipeRuntimeEngine.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +37,10 @@ struct OptimizerConfig {
   /// Optimizer-state blocks the update needs: 0 for plain SGD, 1 for SGD
   /// with momentum > 0, 2 for Adam.
   int64_t stateMultiple() const;
+  /// The optimizer whose state the update keeps: adam, momentum for SGD
+  /// with momentum > 0 (whichever name asked for it), else sgd. A
+  /// checkpoint's state is named by it.
+  OptimizerKind stateKind() const;
 };
 
 /// What the user asked for; unset fields take defaults that depend on the

@@ -3,9 +3,10 @@
 // The backend-neutral vocabulary of a compiled pipeline, declared once for
 // the compiler (analyses, IR, code generation) and the runtime (engine,
 // transports, devices): what an action does, which way a transfer goes, the
-// optimizer whose state the memory plan reserves, and the names the model
-// metadata spells them with. Header-only C++17, no dependencies: the
-// compiler includes it without linking the runtime.
+// optimizer whose state the memory plan reserves, the loss, and the names
+// the model metadata spells them with. Header-only C++17, with no
+// dependencies but the name lists beside it (Optimizers.def, Losses.def):
+// the compiler includes it without linking the runtime.
 //
 // Strings appear at two edges only: the metadata (written at translation,
 // parsed once when the runtime loads a model) and the command line. Inside
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace gpipe::abi {
@@ -25,6 +27,8 @@ namespace gpipe::abi {
 /// The version of the metadata's layout (Program.h). Bumped with every
 /// change a reader must know about; the runtime refuses other versions.
 inline constexpr int kMetadataSchemaVersion = 2;
+/// The metadata's `format`.
+inline constexpr const char *kMetadataFormat = "gpipe-model";
 
 //===----------------------------------------------------------------------===//
 // Actions
@@ -243,36 +247,96 @@ constexpr int64_t getTransferBoundary(ActionKind k, int64_t stage) {
 // Optimizers
 //===----------------------------------------------------------------------===//
 
-/// The optimizer whose state the memory plan reserves.
-enum class OptimizerKind : uint8_t { SGD, Momentum, Adam };
+/// The optimizer whose state the memory plan reserves (Optimizers.def).
+enum class OptimizerKind : uint8_t {
+#define GPIPE_OPTIMIZER(kind, name, stateFactor, help) kind,
+#include "gpipe/Runtime/Optimizers.def"
+};
 
 /// State per parameter byte: SGD 0, SGD with momentum 1 (velocity), Adam 2
 /// (first and second moments).
 constexpr int getOptimizerStateFactor(OptimizerKind k) {
-  return k == OptimizerKind::SGD ? 0 : k == OptimizerKind::Momentum ? 1 : 2;
+  switch (k) {
+#define GPIPE_OPTIMIZER(kind, name, stateFactor, help)                         \
+  case OptimizerKind::kind:                                                    \
+    return stateFactor;
+#include "gpipe/Runtime/Optimizers.def"
+  }
+  return 0;
 }
-/// "sgd", "momentum", "adam".
+/// The canonical name: "sgd", "momentum", "adam".
 constexpr const char *getOptimizerName(OptimizerKind k) {
-  return k == OptimizerKind::SGD        ? "sgd"
-         : k == OptimizerKind::Momentum ? "momentum"
-                                        : "adam";
+  switch (k) {
+#define GPIPE_OPTIMIZER(kind, name, stateFactor, help)                         \
+  case OptimizerKind::kind:                                                    \
+    return name;
+#include "gpipe/Runtime/Optimizers.def"
+  }
+  return "?";
 }
-/// Parses "sgd", "momentum" (also "sgd-momentum"), "adam" (also "adamw").
-inline std::optional<OptimizerKind> parseOptimizerKind(std::string_view s) {
-  if (s == "sgd")
-    return OptimizerKind::SGD;
-  if (s == "momentum" || s == "sgd-momentum")
-    return OptimizerKind::Momentum;
-  if (s == "adam" || s == "adamw")
-    return OptimizerKind::Adam;
+/// The one parser of optimizer names, wherever one is read: a canonical
+/// name or an alias of Optimizers.def ("sgd-momentum", "adamw"), matched
+/// exactly (case-sensitive); nullopt for any other.
+constexpr std::optional<OptimizerKind> parseOptimizerKind(std::string_view s) {
+#define GPIPE_OPTIMIZER(kind, name, stateFactor, help)                         \
+  if (s == name)                                                               \
+    return OptimizerKind::kind;
+#define GPIPE_OPTIMIZER_ALIAS(kind, alias, help)                               \
+  if (s == alias)                                                              \
+    return OptimizerKind::kind;
+#include "gpipe/Runtime/Optimizers.def"
   return std::nullopt;
+}
+/// The canonical names as a message lists them: "sgd, momentum or adam".
+inline std::string getOptimizerNameList() {
+  const char *names[] = {
+#define GPIPE_OPTIMIZER(kind, name, stateFactor, help) name,
+#include "gpipe/Runtime/Optimizers.def"
+  };
+  size_t count = sizeof(names) / sizeof(names[0]);
+  std::string text;
+  for (size_t i = 0; i < count; ++i) {
+    if (i)
+      text += i + 1 == count ? " or " : ", ";
+    text += names[i];
+  }
+  return text;
+}
+/// The error for a name parseOptimizerKind rejects: "unknown optimizer
+/// 'lamb' (expected sgd, momentum or adam)".
+inline std::string getUnknownOptimizerMessage(std::string_view s) {
+  return "unknown optimizer '" + std::string(s) + "' (expected " +
+         getOptimizerNameList() + ")";
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+/// The loss a network is trained on (Losses.def).
+enum class LossKind : uint8_t {
+#define GPIPE_LOSS(kind, name, help) kind,
+#include "gpipe/Runtime/Losses.def"
+};
+
+/// "cross-entropy", "mse".
+constexpr const char *getLossName(LossKind k) {
+  switch (k) {
+#define GPIPE_LOSS(kind, name, help)                                           \
+  case LossKind::kind:                                                         \
+    return name;
+#include "gpipe/Runtime/Losses.def"
+  }
+  return "?";
 }
 
 //===----------------------------------------------------------------------===//
 // Metadata keys
 //===----------------------------------------------------------------------===//
 
-/// The keys of the model metadata (Program.h), spelled once.
+/// The keys of the model metadata (Program.h) that the compiler writes and
+/// the runtime reads, spelled once: both sides name them by these constants,
+/// never by a literal.
 namespace key {
 inline constexpr const char *kFormat = "format";
 inline constexpr const char *kSchemaVersion = "schema_version";
@@ -286,7 +350,6 @@ inline constexpr const char *kRemat = "remat";
 inline constexpr const char *kOptimizer = "optimizer";
 inline constexpr const char *kAlignment = "alignment";
 inline constexpr const char *kRanks = "ranks";
-inline constexpr const char *kProgram = "program";
 inline constexpr const char *kActions = "actions";
 inline constexpr const char *kKind = "kind";
 inline constexpr const char *kStage = "stage";

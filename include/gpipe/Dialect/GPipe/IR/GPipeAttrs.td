@@ -137,7 +137,7 @@ def GPipe_RematAttr : EnumAttr<GPipe_Dialect, GPipe_Remat, "remat"> {
 
 // The optimizer is the vocabulary's enum (gpipe/Runtime/Vocabulary.h), the
 // one the options, the analyses and the runtime use, spelled `sgd`,
-// `momentum` or `adam`.
+// `momentum` or `adam` and parsed by its one parser (aliases included).
 def GPipe_OptimizerParameter
     : AttrParameter<"::gpipe::abi::OptimizerKind", "an optimizer"> {
   let parser = [{ [&]() -> ::mlir::FailureOr<::gpipe::abi::OptimizerKind> {
@@ -147,8 +147,8 @@ def GPipe_OptimizerParameter
       return ::mlir::failure();
     if (auto kind = ::gpipe::abi::parseOptimizerKind(name))
       return *kind;
-    return $_parser.emitError(loc, "unknown optimizer '")
-           << name << "' (expected sgd, momentum or adam)";
+    return $_parser.emitError(loc,
+        ::gpipe::abi::getUnknownOptimizerMessage(name));
   }() }];
   let printer = [{ $_printer << ::gpipe::abi::getOptimizerName($_self) }];
 }

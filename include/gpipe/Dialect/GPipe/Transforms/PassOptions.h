@@ -31,23 +31,11 @@ namespace mlir::gpipe {
 /// The schedules gpipe-schedule generates: gpipe, 1f1b (`custom` is only
 /// what an imported schedule records).
 inline llvm::cl::ValuesClass getScheduleKindValues() {
-  return llvm::cl::values(
-      clEnumValN(ScheduleKind::GPipe, "gpipe",
-                 "fill-drain: all forwards, then all backwards"),
-      clEnumValN(ScheduleKind::OneFOneB, "1f1b",
-                 "non-interleaved one-forward-one-backward"),
-      clEnumValN(ScheduleKind::Interleaved1F1B, "interleaved-1f1b",
-                 "Megatron's interleaved 1F1B (--virtual-stages V >= 2)"),
-      clEnumValN(ScheduleKind::ZBH1, "zb-h1",
-                 "zero bubble H1: split backward, 1F1B's peak memory"),
-      clEnumValN(ScheduleKind::ZBH2, "zb-h2",
-                 "zero bubble H2: split backward, more in flight"),
-      clEnumValN(ScheduleKind::ZBV, "zbv",
-                 "zero bubble V: two stages per rank, V-shaped"),
-      clEnumValN(ScheduleKind::DualPipeV, "dualpipev",
-                 "DualPipe's V-shaped form: two stages per rank"),
-      clEnumValN(ScheduleKind::ZBAuto, "zb-auto",
-                 "zero bubble from the cost model's times"));
+  return llvm::cl::ValuesClass({
+#define GPIPE_SCHEDULE_FAMILY(kind, name, help)                                \
+  clEnumValN(ScheduleKind::kind, name, help),
+#include "gpipe/Analysis/ScheduleFamilies.def"
+  });
 }
 
 /// stage, none, selective, auto.
@@ -75,17 +63,16 @@ inline llvm::cl::ValuesClass getProfileKindValues() {
                  "the H200 with bf16 GEMMs on the tensor cores"));
 }
 
-/// sgd, momentum, adam (also spelled sgd-momentum and adamw).
+/// sgd, momentum (also sgd-momentum), adam (also adamw):
+/// gpipe/Runtime/Optimizers.def.
 inline llvm::cl::ValuesClass getOptimizerKindValues() {
-  return llvm::cl::values(
-      clEnumValN(OptimizerKind::SGD, "sgd", "plain SGD: no state"),
-      clEnumValN(OptimizerKind::Momentum, "momentum",
-                 "SGD with momentum: one velocity per parameter"),
-      clEnumValN(OptimizerKind::Momentum, "sgd-momentum",
-                 "the same as momentum"),
-      clEnumValN(OptimizerKind::Adam, "adam",
-                 "Adam/AdamW: two moments per parameter"),
-      clEnumValN(OptimizerKind::Adam, "adamw", "the same as adam"));
+  return llvm::cl::ValuesClass({
+#define GPIPE_OPTIMIZER(kind, name, stateFactor, help)                         \
+  clEnumValN(OptimizerKind::kind, name, help),
+#define GPIPE_OPTIMIZER_ALIAS(kind, alias, help)                               \
+  clEnumValN(OptimizerKind::kind, alias, help),
+#include "gpipe/Runtime/Optimizers.def"
+  });
 }
 
 /// auto, keep, insert (gpipe-import-schedule).

@@ -19,8 +19,9 @@
 
 namespace mlir::gpipe {
 
-/// The generator family of `kind` (same name; gpipe/Analysis/Schedule.h).
-/// `custom` has none: it maps to GPipe, so check for it first.
+/// The generator family of `kind`, the one of the same enumerator
+/// (gpipe/Analysis/ScheduleFamilies.def). `custom` has none: it maps to
+/// GPipe, so check for it first.
 ScheduleFamily getScheduleFamily(ScheduleKind kind);
 
 /// The bubble fraction of `pipeline`'s own schedule in closed form, where
@@ -45,10 +46,12 @@ LogicalResult generateSchedule(PipelineOp pipeline, ScheduleKind kind,
                                SymbolTableCollection *symbolTable = nullptr);
 
 /// Runs the schedule verifier on the programs of `pipeline` and reports each
-/// finding at the action it names (see `emitScheduleProblems`).
-LogicalResult
-verifyPipelineSchedule(PipelineOp pipeline,
-                       SymbolTableCollection *symbolTable = nullptr);
+/// finding at the action it names (see `emitScheduleProblems`). Returns the
+/// verified schedule, read through `schedules`, which remembers the verdict:
+/// a pipeline verified before (by an earlier pass that preserved the
+/// analysis) is not verified again.
+FailureOr<const PipelineSchedule *>
+verifyPipelineSchedule(PipelineOp pipeline, ScheduleAnalysis &schedules);
 
 /// How `importSchedule` treats sends and receives.
 enum class CommunicationMode { Auto, Keep, Insert };
@@ -82,9 +85,10 @@ struct PipelineMemoryPlan {
 /// Plans the memory of scheduled `pipeline` (verifying its schedule first):
 /// what `gpipe-plan-memory` records and the code generator lays out. Errors
 /// at the pipeline or the offending action.
-FailureOr<PipelineMemoryPlan>
-planPipelineMemory(PipelineOp pipeline, OptimizerKind optimizer,
-                   int64_t alignment, SymbolTableCollection &symbols);
+FailureOr<PipelineMemoryPlan> planPipelineMemory(PipelineOp pipeline,
+                                                 OptimizerKind optimizer,
+                                                 int64_t alignment,
+                                                 ScheduleAnalysis &schedules);
 
 /// The IR spelling of the planner's buffer kinds.
 SlotKind getSlotKind(BufferKind kind);

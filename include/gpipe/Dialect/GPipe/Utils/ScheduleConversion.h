@@ -18,8 +18,10 @@
 
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,9 +67,44 @@ BoundaryTraffic getBoundaryTraffic(ArrayRef<StageOp> stages);
 /// programs, each stage on the rank that runs most of its actions (a stage
 /// no program names maps to rank -1, which the schedule verifier reports), each
 /// action's bytes and dtype from its payload type. Works on any pipeline that
-/// passes the op verifiers.
+/// passes the op verifiers. Passes read schedules through ScheduleAnalysis,
+/// which calls this once per pipeline.
 FailureOr<PipelineSchedule>
 toSchedule(PipelineOp pipeline, SymbolTableCollection *symbolTable = nullptr);
+
+/// The schedules of the pipelines under an op (a module), as the analyses
+/// see them: each converted from the IR (toSchedule) on first use and kept
+/// while the IR stays as it was. Module passes get it with
+/// `getAnalysis<ScheduleAnalysis>()`; the passes that only read the IR
+/// preserve it, so gpipe-verify-schedule, gpipe-plan-memory,
+/// gpipe-export-trace, gpipe-plan-report and convert-gpipe-to-rt convert
+/// and verify a pipeline once between them. Whatever changes the programs
+/// or the stages must not preserve it.
+class ScheduleAnalysis {
+public:
+  explicit ScheduleAnalysis(Operation *op) {}
+
+  /// `pipeline`'s schedule. Failure, with the errors at the pipeline or its
+  /// actions, when it does not convert; failures are not kept, so asking
+  /// again reports them again.
+  FailureOr<const PipelineSchedule *> getSchedule(PipelineOp pipeline);
+
+  /// Whether the schedule verifier has passed `pipeline` (setVerified, by
+  /// verifyPipelineSchedule).
+  bool isVerified(PipelineOp pipeline) const;
+  void setVerified(PipelineOp pipeline);
+
+  /// The symbol tables the conversions looked the stages up in.
+  SymbolTableCollection &getSymbolTable() { return symbolTable; }
+
+private:
+  struct Entry {
+    std::unique_ptr<PipelineSchedule> schedule;
+    bool verified = false;
+  };
+  SymbolTableCollection symbolTable;
+  llvm::DenseMap<Operation *, Entry> entries;
+};
 
 /// Replaces the programs of `pipeline` with one `gpipe.program` per rank of
 /// `schedule`, holding its actions in order, each periodic run rolled into

@@ -13,18 +13,17 @@
 #include "gpipe/Dialect/NN/Transforms/Transforms.h"
 #include "gpipe/Support/EnumOption.h"
 
-GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::nn::LossKind)
+GPIPE_ENUM_OPTION_PARSER(::gpipe::abi::LossKind)
 GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::nn::LayerGranularity)
 
 namespace mlir::gpipe::nn {
 
-/// cross-entropy, mse.
+/// cross-entropy, mse (gpipe/Runtime/Losses.def).
 inline llvm::cl::ValuesClass getLossKindValues() {
-  return llvm::cl::values(
-      clEnumValN(LossKind::CrossEntropy, "cross-entropy",
-                 "nn.cross_entropy of the output as logits, int64 labels"),
-      clEnumValN(LossKind::MSE, "mse",
-                 "nn.mse against labels of the output's type"));
+  return llvm::cl::ValuesClass({
+#define GPIPE_LOSS(kind, name, help) clEnumValN(LossKind::kind, name, help),
+#include "gpipe/Runtime/Losses.def"
+  });
 }
 
 /// scope, anchor, op.

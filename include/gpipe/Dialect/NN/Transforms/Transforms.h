@@ -9,6 +9,7 @@
 #define GPIPE_DIALECT_NN_TRANSFORMS_TRANSFORMS_H
 
 #include "gpipe/Dialect/NN/IR/NNOps.h"
+#include "gpipe/Runtime/Vocabulary.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/Support/raw_ostream.h"
@@ -41,13 +42,12 @@ void printLayerSummary(func::FuncOp func, llvm::raw_ostream &os);
 // Training objective and autodiff
 //===----------------------------------------------------------------------===//
 
-/// The loss `attachLoss` appends.
-enum class LossKind {
-  /// `nn.cross_entropy` over the last (class) dim with i64 labels.
-  CrossEntropy,
-  /// `nn.mse` against a target of the prediction's type.
-  MSE,
-};
+/// The loss `attachLoss` appends: the vocabulary's, named in
+/// gpipe/Runtime/Losses.def. CrossEntropy: `nn.cross_entropy` over the last
+/// (class) dim with i64 labels; MSE: `nn.mse` against a target of the
+/// prediction's type.
+using LossKind = ::gpipe::abi::LossKind;
+using ::gpipe::abi::getLossName;
 
 /// Turns the network `func` (inputs -> one prediction) into the training
 /// objective: appends a `labels` argument (i64 of the logits' shape without
