@@ -206,6 +206,38 @@ private:
   LogicalResult checkLossScores(const onnx::NodeProto &lossNode,
                                 const onnx::NodeProto *logSoftmax,
                                 RankedTensorType scores);
+  /// The model's default-domain opset into `opset`: one there must be, in
+  /// the versions gpipe supports.
+  LogicalResult checkOpset(const onnx::ModelProto &model, Location fileLoc);
+  /// Which names the nodes and graph outputs read (`consumed`), and which
+  /// of them a gradient flows through (`readDifferentiably`): what tells a
+  /// float initializer that is a weight from one that is a buffer.
+  void classifyReads(const onnx::GraphProto &graph,
+                     ArrayRef<onnx::NodeProto> nodes);
+  /// The batch (`batchSize`): dim 0 of the first data input, 0 if unknown.
+  void findBatchSize(const onnx::GraphProto &graph);
+  /// Every initializer imported, its name into `initializerNames`; each
+  /// --freeze pattern must have matched one.
+  LogicalResult importInitializers(const onnx::GraphProto &graph,
+                                   Location fileLoc,
+                                   llvm::StringSet<> &initializerNames);
+  /// The function, with an argument per graph input that is neither an
+  /// initializer nor the labels of the graph's own loss, each bound to its
+  /// name; the builder is left at the end of its entry block.
+  FailureOr<func::FuncOp>
+  declareFunction(const onnx::GraphProto &graph, const LossMatch &loss,
+                  const llvm::StringSet<> &initializerNames, Location fileLoc);
+  /// Every op the importer cannot handle, in one error: a user sees the
+  /// whole list at once (each op type once, with its first node and how
+  /// many more there are).
+  LogicalResult checkSupported(ArrayRef<onnx::NodeProto> nodes,
+                               Location fileLoc);
+  /// The function's results: the graph outputs (the scores under the
+  /// graph's own loss instead), checked against their declared types, and
+  /// the return.
+  LogicalResult buildResults(func::FuncOp func, const onnx::GraphProto &graph,
+                             ArrayRef<onnx::NodeProto> nodes,
+                             const LossMatch &loss);
 
   // Slots.
   Slot &slot(int i) { return slots[i]; }
