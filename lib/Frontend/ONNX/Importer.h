@@ -167,6 +167,19 @@ struct WindowAttrs {
   bool oneD = false;
 };
 
+/// Pad's attributes as a node spells them: 2 pads per padded axis (the
+/// befores, then the afters), the padded axes, the mode and the constant.
+struct PadAttrs {
+  std::optional<SmallVector<int64_t>> pads;
+  SmallVector<int64_t> axes;
+  std::string mode = "constant";
+  double value = 0.0;
+};
+
+/// A padded axis and, for each of its output positions, the input position
+/// it reads (-1 where the constant goes).
+using PadGather = std::pair<int64_t, SmallVector<int64_t>>;
+
 class Importer {
 public:
   Importer(MLIRContext *ctx, StringRef fileName,
@@ -355,6 +368,20 @@ private:
   LogicalResult importConv(NodeCtx &n);
   LogicalResult importPool(NodeCtx &n);
   LogicalResult importBatchNorm(NodeCtx &n);
+  /// Pad's pads, axes, mode and constant: attributes before opset 11,
+  /// constant inputs from it (axes from opset 18).
+  LogicalResult getPadAttrs(NodeCtx &n, PadAttrs &attrs);
+  /// The source positions of each axis the pads change, checked against
+  /// the mode and the axis's size.
+  LogicalResult getPadGathers(NodeCtx &n, const PadAttrs &attrs,
+                              SmallVector<PadGather> &gathers);
+  /// Pad of a constant input, folded on the host with `fill` at the pads.
+  LogicalResult foldPad(NodeCtx &n, ArrayRef<PadGather> gathers,
+                        const HostTensor &fill);
+  /// Pad of data: a gather per axis and, where the constant goes, an
+  /// nn.where against `fill`.
+  LogicalResult emitPad(NodeCtx &n, ArrayRef<PadGather> gathers,
+                        const HostTensor &fill);
   LogicalResult importPad(NodeCtx &n);
   LogicalResult importGather(NodeCtx &n);
   LogicalResult importReshape(NodeCtx &n);
