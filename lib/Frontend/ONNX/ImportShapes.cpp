@@ -118,18 +118,17 @@ static int64_t padSource(StringRef mode, int64_t p, int64_t dim) {
   return -1;
 }
 
-/// Pad in its four modes. Each padded axis of data is a gather of constant
-/// positions (edge, reflect and wrap read the input; a negative pad crops)
-/// and, in constant mode, an nn.where that writes the value at the pads:
-/// ops whose gradients and micro-batching gpipe has (a pad along the batch
-/// dim is refused there). Constants fold.
-LogicalResult Importer::importPad(NodeCtx &n) {
-  if (failed(expectInputs(n, 1, 4)))
-    return failure();
-  int x = n.inputs[0];
-  ArrayRef<int64_t> in = shapeOf(x);
-  int64_t rank = in.size();
-  std::optional<SmallVector<int64_t>> pads;
+/// `sources` with the constant's positions (-1) reading position 0.
+static SmallVector<int64_t> clampedSources(ArrayRef<int64_t> sources) {
+  SmallVector<int64_t> clamped;
+  for (int64_t s : sources)
+    clamped.push_back(std::max<int64_t>(s, 0));
+  return clamped;
+}
+
+LogicalResult Importer::getPadAttrs(NodeCtx &n, PadAttrs &attrs) {
+  int64_t rank = shapeOf(n.inputs[0]).size();
+  std::optional<SmallVector<int64_t>> &pads = attrs.pads;
   if (opset < 11) {
     if (failed(getIntsAttr(n, "pads", pads)))
       return failure();
@@ -139,7 +138,7 @@ LogicalResult Importer::importPad(NodeCtx &n) {
       return failure();
     pads = std::move(*v);
   }
-  SmallVector<int64_t> axes;
+  SmallVector<int64_t> &axes = attrs.axes;
   if (opset >= 18 && n.input(3) >= 0) {
     FailureOr<SmallVector<int64_t>> a = constInts(n, 3, "axes");
     if (failed(a))
@@ -161,7 +160,7 @@ LogicalResult Importer::importPad(NodeCtx &n) {
                      << "; expected 2 per padded axis (" << 2 * axes.size()
                      << ")",
            failure();
-  std::string mode = "constant";
+  std::string &mode = attrs.mode;
   if (const onnx::AttributeProto *attr = findAttr(n.proto, "mode"))
     mode = attr->s();
   if (mode != "constant" && mode != "reflect" && mode != "edge" &&
@@ -171,24 +170,27 @@ LogicalResult Importer::importPad(NodeCtx &n) {
            failure();
 
   // The constant: input 2 from opset 11, the `value` attribute before.
-  Type element = elementTypeOf(x);
-  double value = 0.0;
   if (opset < 11) {
     float v = 0.0f;
     if (failed(getFloatAttr(n, "value", v)))
       return failure();
-    value = v;
+    attrs.value = v;
   } else if (n.input(2) >= 0) {
     FailureOr<HostTensor> v = constScalar(n, 2, "constant_value");
     if (failed(v))
       return failure();
-    value = v->getDouble(0);
+    attrs.value = v->getDouble(0);
   }
+  return success();
+}
 
-  // Each padded axis: the source positions of its output elements.
-  SmallVector<std::pair<int64_t, SmallVector<int64_t>>> gathers;
-  for (auto [j, axis] : llvm::enumerate(axes)) {
-    int64_t before = (*pads)[j], after = (*pads)[j + axes.size()];
+LogicalResult Importer::getPadGathers(NodeCtx &n, const PadAttrs &attrs,
+                                      SmallVector<PadGather> &gathers) {
+  ArrayRef<int64_t> in = shapeOf(n.inputs[0]);
+  const SmallVector<int64_t> &pads = *attrs.pads;
+  StringRef mode = attrs.mode;
+  for (auto [j, axis] : llvm::enumerate(attrs.axes)) {
+    int64_t before = pads[j], after = pads[j + attrs.axes.size()];
     int64_t dim = in[axis], size = dim + before + after;
     if (before == 0 && after == 0)
       continue;
@@ -212,47 +214,39 @@ LogicalResult Importer::importPad(NodeCtx &n) {
       sources.push_back(padSource(mode, p, dim));
     gathers.emplace_back(axis, std::move(sources));
   }
-  if (gathers.empty())
-    return defineAlias(n, 0, x);
+  return success();
+}
 
-  // The constant as a scalar of the input's type; a pad reads position 0
-  // and is then overwritten by (or selected against) the constant.
-  HostTensor fill = HostTensor::zeros(element, {});
-  if (fill.isFloat())
-    fill.floats[0] = roundToFloatType(element, value);
-  else
-    fill.ints[0] = wrapToIntType(element, int64_t(value));
-  auto clampedOf = [](ArrayRef<int64_t> sources) {
-    SmallVector<int64_t> clamped;
-    for (int64_t s : sources)
-      clamped.push_back(std::max<int64_t>(s, 0));
-    return clamped;
-  };
-
-  if (isHost(x)) {
-    HostTensor r = host(x);
-    for (auto &[axis, sources] : gathers) {
-      int64_t len = sources.size();
-      if (r.shape[axis] == 0) {
-        // Constant pads of an empty axis: every element is the value.
-        nn::Shape shape(r.shape);
-        shape[axis] = len;
-        r = HostTensor::zeros(element, shape);
-        for (int64_t e = 0, end = r.numElements(); e < end; ++e)
-          r.copyElement(e, fill, 0);
-        continue;
-      }
-      r = foldGather(r, clampedOf(sources), {len}, axis);
-      int64_t inner = 1;
-      for (size_t d = axis + 1; d < r.shape.size(); ++d)
-        inner *= r.shape[d];
+LogicalResult Importer::foldPad(NodeCtx &n, ArrayRef<PadGather> gathers,
+                                const HostTensor &fill) {
+  Type element = elementTypeOf(n.inputs[0]);
+  HostTensor r = host(n.inputs[0]);
+  for (auto &[axis, sources] : gathers) {
+    int64_t len = sources.size();
+    if (r.shape[axis] == 0) {
+      // Constant pads of an empty axis: every element is the value.
+      nn::Shape shape(r.shape);
+      shape[axis] = len;
+      r = HostTensor::zeros(element, shape);
       for (int64_t e = 0, end = r.numElements(); e < end; ++e)
-        if (sources[(e / inner) % len] < 0)
-          r.copyElement(e, fill, 0);
+        r.copyElement(e, fill, 0);
+      continue;
     }
-    return defineHost(n, 0, std::move(r));
+    r = foldGather(r, clampedSources(sources), {len}, axis);
+    int64_t inner = 1;
+    for (size_t d = axis + 1; d < r.shape.size(); ++d)
+      inner *= r.shape[d];
+    for (int64_t e = 0, end = r.numElements(); e < end; ++e)
+      if (sources[(e / inner) % len] < 0)
+        r.copyElement(e, fill, 0);
   }
+  return defineHost(n, 0, std::move(r));
+}
 
+LogicalResult Importer::emitPad(NodeCtx &n, ArrayRef<PadGather> gathers,
+                                const HostTensor &fill) {
+  int x = n.inputs[0];
+  int64_t rank = shapeOf(x).size();
   FailureOr<Value> v = getValue(x, n.loc);
   if (failed(v))
     return failure();
@@ -262,7 +256,7 @@ LogicalResult Importer::importPad(NodeCtx &n) {
       return n.error() << "pads the empty axis " << axis
                        << " of a non-constant tensor",
              failure();
-    r = gatherPositions(r, clampedOf(sources), axis, n);
+    r = gatherPositions(r, clampedSources(sources), axis, n);
     if (llvm::all_of(sources, [](int64_t s) { return s >= 0; }))
       continue;
     // Where the value goes: a mask along this axis, broadcast over the rest.
@@ -276,6 +270,39 @@ LogicalResult Importer::importPad(NodeCtx &n) {
     r = nn::WhereOp::create(builder, n.loc, r.getType(), keep, r, padding);
   }
   return defineValue(n, 0, r);
+}
+
+/// Pad in its four modes. Each padded axis of data is a gather of constant
+/// positions (edge, reflect and wrap read the input; a negative pad crops)
+/// and, in constant mode, an nn.where that writes the value at the pads:
+/// ops whose gradients and micro-batching gpipe has (a pad along the batch
+/// dim is refused there). Constants fold.
+LogicalResult Importer::importPad(NodeCtx &n) {
+  if (failed(expectInputs(n, 1, 4)))
+    return failure();
+  int x = n.inputs[0];
+  PadAttrs attrs;
+  if (failed(getPadAttrs(n, attrs)))
+    return failure();
+
+  // Each padded axis: the source positions of its output elements.
+  SmallVector<PadGather> gathers;
+  if (failed(getPadGathers(n, attrs, gathers)))
+    return failure();
+  if (gathers.empty())
+    return defineAlias(n, 0, x);
+
+  // The constant as a scalar of the input's type; a pad reads position 0
+  // and is then overwritten by (or selected against) the constant.
+  Type element = elementTypeOf(x);
+  HostTensor fill = HostTensor::zeros(element, {});
+  if (fill.isFloat())
+    fill.floats[0] = roundToFloatType(element, attrs.value);
+  else
+    fill.ints[0] = wrapToIntType(element, int64_t(attrs.value));
+  if (isHost(x))
+    return foldPad(n, gathers, fill);
+  return emitPad(n, gathers, fill);
 }
 
 /// Dropout. From opset 12 the `training_mode` input says whether it drops:

@@ -167,6 +167,19 @@ struct WindowAttrs {
   bool oneD = false;
 };
 
+/// Pad's attributes as a node spells them: 2 pads per padded axis (the
+/// befores, then the afters), the padded axes, the mode and the constant.
+struct PadAttrs {
+  std::optional<SmallVector<int64_t>> pads;
+  SmallVector<int64_t> axes;
+  std::string mode = "constant";
+  double value = 0.0;
+};
+
+/// A padded axis and, for each of its output positions, the input position
+/// it reads (-1 where the constant goes).
+using PadGather = std::pair<int64_t, SmallVector<int64_t>>;
+
 class Importer {
 public:
   Importer(MLIRContext *ctx, StringRef fileName,
@@ -206,6 +219,38 @@ private:
   LogicalResult checkLossScores(const onnx::NodeProto &lossNode,
                                 const onnx::NodeProto *logSoftmax,
                                 RankedTensorType scores);
+  /// The model's default-domain opset into `opset`: one there must be, in
+  /// the versions gpipe supports.
+  LogicalResult checkOpset(const onnx::ModelProto &model, Location fileLoc);
+  /// Which names the nodes and graph outputs read (`consumed`), and which
+  /// of them a gradient flows through (`readDifferentiably`): what tells a
+  /// float initializer that is a weight from one that is a buffer.
+  void classifyReads(const onnx::GraphProto &graph,
+                     ArrayRef<onnx::NodeProto> nodes);
+  /// The batch (`batchSize`): dim 0 of the first data input, 0 if unknown.
+  void findBatchSize(const onnx::GraphProto &graph);
+  /// Every initializer imported, its name into `initializerNames`; each
+  /// --freeze pattern must have matched one.
+  LogicalResult importInitializers(const onnx::GraphProto &graph,
+                                   Location fileLoc,
+                                   llvm::StringSet<> &initializerNames);
+  /// The function, with an argument per graph input that is neither an
+  /// initializer nor the labels of the graph's own loss, each bound to its
+  /// name; the builder is left at the end of its entry block.
+  FailureOr<func::FuncOp>
+  declareFunction(const onnx::GraphProto &graph, const LossMatch &loss,
+                  const llvm::StringSet<> &initializerNames, Location fileLoc);
+  /// Every op the importer cannot handle, in one error: a user sees the
+  /// whole list at once (each op type once, with its first node and how
+  /// many more there are).
+  LogicalResult checkSupported(ArrayRef<onnx::NodeProto> nodes,
+                               Location fileLoc);
+  /// The function's results: the graph outputs (the scores under the
+  /// graph's own loss instead), checked against their declared types, and
+  /// the return.
+  LogicalResult buildResults(func::FuncOp func, const onnx::GraphProto &graph,
+                             ArrayRef<onnx::NodeProto> nodes,
+                             const LossMatch &loss);
 
   // Slots.
   Slot &slot(int i) { return slots[i]; }
@@ -323,6 +368,20 @@ private:
   LogicalResult importConv(NodeCtx &n);
   LogicalResult importPool(NodeCtx &n);
   LogicalResult importBatchNorm(NodeCtx &n);
+  /// Pad's pads, axes, mode and constant: attributes before opset 11,
+  /// constant inputs from it (axes from opset 18).
+  LogicalResult getPadAttrs(NodeCtx &n, PadAttrs &attrs);
+  /// The source positions of each axis the pads change, checked against
+  /// the mode and the axis's size.
+  LogicalResult getPadGathers(NodeCtx &n, const PadAttrs &attrs,
+                              SmallVector<PadGather> &gathers);
+  /// Pad of a constant input, folded on the host with `fill` at the pads.
+  LogicalResult foldPad(NodeCtx &n, ArrayRef<PadGather> gathers,
+                        const HostTensor &fill);
+  /// Pad of data: a gather per axis and, where the constant goes, an
+  /// nn.where against `fill`.
+  LogicalResult emitPad(NodeCtx &n, ArrayRef<PadGather> gathers,
+                        const HostTensor &fill);
   LogicalResult importPad(NodeCtx &n);
   LogicalResult importGather(NodeCtx &n);
   LogicalResult importReshape(NodeCtx &n);

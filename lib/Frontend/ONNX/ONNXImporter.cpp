@@ -516,8 +516,8 @@ LogicalResult Importer::checkLossScores(const onnx::NodeProto &lossNode,
   return success();
 }
 
-OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
-  Location fileLoc = FileLineColLoc::get(ctx, fileName, 0, 0);
+LogicalResult Importer::checkOpset(const onnx::ModelProto &model,
+                                   Location fileLoc) {
   bool hasDefault = false;
   for (const onnx::OperatorSetIdProto &set : model.opset_import()) {
     if (!set.domain().empty() && set.domain() != "ai.onnx")
@@ -528,26 +528,16 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
   if (!hasDefault)
     return emitError(fileLoc) << "model '" << fileName
                               << "' imports no default-domain ONNX opset",
-           nullptr;
+           failure();
   if (opset < 7 || opset > 20)
     return emitError(fileLoc) << "unsupported ONNX opset version " << opset
                               << " (gpipe supports opsets 7 to 20)",
-           nullptr;
+           failure();
+  return success();
+}
 
-  const onnx::GraphProto &graph = model.graph();
-  // A graph without outputs computes nothing to train.
-  if (graph.output_size() == 0)
-    return emitError(fileLoc) << "the graph '" << graph.name()
-                              << "' has no outputs; gpipe trains the output "
-                                 "a graph computes",
-           nullptr;
-  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
-  builder.setInsertionPointToEnd(module->getBody());
-
-  std::vector<onnx::NodeProto> nodes;
-  if (failed(inlineFunctions(model, nodes)))
-    return nullptr;
-
+void Importer::classifyReads(const onnx::GraphProto &graph,
+                             ArrayRef<onnx::NodeProto> nodes) {
   // Inputs no gradient flows through: comparisons, logic, shapes, a
   // Where's condition. A float initializer read only there is a buffer
   // (an attention mask exported unfolded), not a weight.
@@ -575,41 +565,48 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
     readDifferentiably.insert(output.name());
   for (const onnx::ValueInfoProto &output : graph.output())
     consumed.insert(output.name());
+}
 
-  // The batch: dim 0 of the first data input.
-  {
-    llvm::StringSet<> inits;
-    for (const onnx::TensorProto &init : graph.initializer())
-      inits.insert(init.name());
-    for (const onnx::ValueInfoProto &input : graph.input()) {
-      if (inits.contains(input.name()) || !input.type().has_tensor_type() ||
-          !input.type().tensor_type().has_shape() ||
-          input.type().tensor_type().shape().dim_size() == 0)
-        continue;
-      const onnx::TensorShapeProto::Dimension &dim =
-          input.type().tensor_type().shape().dim(0);
-      if (dim.has_dim_value())
-        batchSize = dim.dim_value();
-      else if (auto it = options.dimSizes.find(dim.dim_param());
-               it != options.dimSizes.end())
-        batchSize = it->second;
-      break;
-    }
+void Importer::findBatchSize(const onnx::GraphProto &graph) {
+  llvm::StringSet<> inits;
+  for (const onnx::TensorProto &init : graph.initializer())
+    inits.insert(init.name());
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (inits.contains(input.name()) || !input.type().has_tensor_type() ||
+        !input.type().tensor_type().has_shape() ||
+        input.type().tensor_type().shape().dim_size() == 0)
+      continue;
+    const onnx::TensorShapeProto::Dimension &dim =
+        input.type().tensor_type().shape().dim(0);
+    if (dim.has_dim_value())
+      batchSize = dim.dim_value();
+    else if (auto it = options.dimSizes.find(dim.dim_param());
+             it != options.dimSizes.end())
+      batchSize = it->second;
+    break;
   }
+}
 
-  llvm::StringSet<> initializerNames;
+LogicalResult
+Importer::importInitializers(const onnx::GraphProto &graph, Location fileLoc,
+                             llvm::StringSet<> &initializerNames) {
   for (const onnx::TensorProto &init : graph.initializer()) {
     if (failed(importInitializer(init)))
-      return nullptr;
+      return failure();
     initializerNames.insert(init.name());
   }
   for (const std::string &pattern : options.frozen)
     if (!frozenUsed.contains(pattern))
       return emitError(fileLoc) << "--freeze pattern '" << pattern
                                 << "' matches no initializer of the model",
-             nullptr;
-  LossMatch loss = matchLoss(graph, nodes, initializerNames);
+             failure();
+  return success();
+}
 
+FailureOr<func::FuncOp>
+Importer::declareFunction(const onnx::GraphProto &graph, const LossMatch &loss,
+                          const llvm::StringSet<> &initializerNames,
+                          Location fileLoc) {
   // Graph inputs that are also initializers (IR version < 4) are weights,
   // not arguments.
   SmallVector<Type> argTypes;
@@ -622,7 +619,7 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
     Location loc = graphLoc(input.name());
     FailureOr<RankedTensorType> type = inputType(input, loc);
     if (failed(type))
-      return nullptr;
+      return failure();
     argTypes.push_back(*type);
     argLocs.push_back(loc);
     argNames.push_back(input.name());
@@ -638,13 +635,14 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
                     Slot{"", cast<RankedTensorType>(arg.getType()), argLocs[i],
                          arg, std::nullopt, ""},
                     argLocs[i])))
-      return nullptr;
+      return failure();
   }
   builder.setInsertionPointToEnd(entry);
+  return func;
+}
 
-  // Every op the importer cannot handle, in one error: a user sees the
-  // whole list at once (each op type once, with its first node and how many
-  // more there are).
+LogicalResult Importer::checkSupported(ArrayRef<onnx::NodeProto> nodes,
+                                       Location fileLoc) {
   llvm::MapVector<std::string, std::pair<std::string, int>,
                   std::map<std::string, unsigned>>
       unsupported;
@@ -670,7 +668,7 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
     auto &[op, where] = unsupported.front();
     return emitError(firstUnsupported) << "unsupported ONNX op '" << op
                                        << "' (node '" << where.first << "')",
-           nullptr;
+           failure();
   }
   if (!unsupported.empty()) {
     InFlightDiagnostic diag = emitError(firstUnsupported)
@@ -682,15 +680,15 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
         diag << " and " << entry.second.second << " more";
       diag << ")";
     });
-    return nullptr;
+    return failure();
   }
+  return success();
+}
 
-  for (auto [i, node] : llvm::enumerate(nodes))
-    if (static_cast<int64_t>(i) != loss.nll &&
-        static_cast<int64_t>(i) != loss.logSoftmax &&
-        failed(importNode(node, i)))
-      return nullptr;
-
+LogicalResult Importer::buildResults(func::FuncOp func,
+                                     const onnx::GraphProto &graph,
+                                     ArrayRef<onnx::NodeProto> nodes,
+                                     const LossMatch &loss) {
   SmallVector<Value> results;
   SmallVector<Type> resultTypes;
   for (const onnx::ValueInfoProto &output : graph.output()) {
@@ -700,24 +698,63 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
     if (it == names.end())
       return emitError(loc)
                  << "graph output '" << name << "' is not produced by any node",
-             nullptr;
+             failure();
     FailureOr<Value> v = getValue(it->second, loc);
     if (failed(v))
-      return nullptr;
+      return failure();
     auto type = cast<RankedTensorType>(v->getType());
     if (loss.nll >= 0) {
       if (failed(checkLossScores(
               nodes[loss.nll],
               loss.logSoftmax >= 0 ? &nodes[loss.logSoftmax] : nullptr, type)))
-        return nullptr;
+        return failure();
     } else if (failed(checkOutputType(output, type, loc))) {
-      return nullptr;
+      return failure();
     }
     results.push_back(*v);
     resultTypes.push_back(type);
   }
-  func::ReturnOp::create(builder, funcLoc, results);
-  func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
+  func::ReturnOp::create(builder, func.getLoc(), results);
+  func.setFunctionType(
+      builder.getFunctionType(func.getArgumentTypes(), resultTypes));
+  return success();
+}
+
+OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
+  Location fileLoc = FileLineColLoc::get(ctx, fileName, 0, 0);
+  if (failed(checkOpset(model, fileLoc)))
+    return nullptr;
+
+  const onnx::GraphProto &graph = model.graph();
+  // A graph without outputs computes nothing to train.
+  if (graph.output_size() == 0)
+    return emitError(fileLoc) << "the graph '" << graph.name()
+                              << "' has no outputs; gpipe trains the output "
+                                 "a graph computes",
+           nullptr;
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  builder.setInsertionPointToEnd(module->getBody());
+
+  std::vector<onnx::NodeProto> nodes;
+  if (failed(inlineFunctions(model, nodes)))
+    return nullptr;
+  classifyReads(graph, nodes);
+  findBatchSize(graph);
+  llvm::StringSet<> initializerNames;
+  if (failed(importInitializers(graph, fileLoc, initializerNames)))
+    return nullptr;
+  LossMatch loss = matchLoss(graph, nodes, initializerNames);
+  FailureOr<func::FuncOp> func =
+      declareFunction(graph, loss, initializerNames, fileLoc);
+  if (failed(func) || failed(checkSupported(nodes, fileLoc)))
+    return nullptr;
+  for (auto [i, node] : llvm::enumerate(nodes))
+    if (static_cast<int64_t>(i) != loss.nll &&
+        static_cast<int64_t>(i) != loss.logSoftmax &&
+        failed(importNode(node, i)))
+      return nullptr;
+  if (failed(buildResults(*func, graph, nodes, loss)))
+    return nullptr;
 
   if (failed(verify(*module)))
     return nullptr;

@@ -389,6 +389,28 @@ public:
   /// barrier, then metrics, loss, deferred updates and checkpoint. False
   /// when the run failed.
   bool runStep(int64_t step, RunResult &result);
+  /// Releases step `step` to the local rank threads and waits at the
+  /// barrier (with the run's timeout) for all of them or the first error;
+  /// `stepStart` is when it was released. False when the run failed.
+  bool releaseStep(int64_t step, int64_t &stepStart);
+  /// A steady step's kernel times, busy time and heap allocations of the
+  /// local ranks, added to `result`'s totals.
+  void addSteadyTotals(RunResult &result);
+  /// Each worker's busy fraction of the step's `wall` time into `metrics`
+  /// (and into the bubble's totals when the step counts), and the guard
+  /// zones of the local arenas checked. False when the run failed.
+  bool measureAndCheckGuards(int64_t step, int64_t wall, StepMetrics &metrics);
+  /// The step's loss: the micro-batch losses in order (replica by replica),
+  /// summed in double, over M x D; NaN when no rank reported one. False
+  /// when a loss is reported twice or missing.
+  bool sumStepLoss(int64_t step, double &loss);
+  /// After the first step: the gradients into `result.firstGradients` on
+  /// process 0. False when the run failed.
+  bool collectFirstGradients(int64_t step, RunResult &result);
+  /// NonFinitePolicy::Skip: the step's deferred updates, all or none (none
+  /// when a non-finite value was seen, which `result` records). False when
+  /// an update failed.
+  bool applySkippableUpdates(int64_t step, RunResult &result);
   /// The step's outputs into `result.outputs`, in sample order (every
   /// worker's, after the exchange under MPI); a prediction leaves out the
   /// padding past the data's last sample. False when one is missing.

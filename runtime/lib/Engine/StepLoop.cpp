@@ -291,84 +291,70 @@ bool RunState::finishStep(gpipe_rt_rank *rank) {
 // The main thread
 //===----------------------------------------------------------------------===//
 
-bool RunState::runStep(int64_t step, RunResult &result) {
+bool RunState::releaseStep(int64_t step, int64_t &stepStart) {
   const int64_t numWorkers = this->numWorkers(), numLocal = this->numLocal();
-  Status s = Status::success();
-  int64_t stepStart;
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    for (int64_t w = 0; w < numWorkers; ++w)
-      finished[size_t(w)] = !isLocal(w);
-    finishedCount = 0;
-    stepStart = nowNs();
-    released = step;
-    for (auto &cv : rankCvs)
-      cv->notify_all();
-    // The barrier: all ranks finish, or one fails, or the stragglers take
-    // longer than the timeout after the first rank finished. While no rank
-    // has finished, ranks waiting on transfers time out by themselves;
-    // the main thread only steps in when nothing at all happened for
-    // twice the timeout (every rank died or hangs in a computation).
-    lastProgressNs.store(stepStart);
-    while (finishedCount < numLocal && !abortFlag) {
-      int64_t now = nowNs();
-      bool anyFinished = finishedCount > 0;
-      int64_t deadline = anyFinished ? lastFinishNs + timeoutNs
-                                     : lastProgressNs.load() + 2 * timeoutNs;
-      if (now >= deadline) {
-        std::string late = unfinishedRanks(finished, numRanks());
-        std::string stepName = "step " + std::to_string(step + 1);
-        failLocked(0, anyFinished
-                          ? late + " did not finish " + stepName + " within " +
-                                formatSeconds(options.timeoutSeconds) +
-                                " s after the other ranks; it may have died or "
-                                "stalled"
-                          : late + " did not finish " + stepName +
-                                " and no rank made progress for " +
-                                formatSeconds(2 * options.timeoutSeconds) +
-                                " s; a rank may have died or stalled");
-        break;
-      }
-      mainCv.wait_for(lock, std::chrono::nanoseconds(std::min<int64_t>(
-                                deadline - now, 100'000'000)));
+  std::unique_lock<std::mutex> lock(mu);
+  for (int64_t w = 0; w < numWorkers; ++w)
+    finished[size_t(w)] = !isLocal(w);
+  finishedCount = 0;
+  stepStart = nowNs();
+  released = step;
+  for (auto &cv : rankCvs)
+    cv->notify_all();
+  // The barrier: all ranks finish, or one fails, or the stragglers take
+  // longer than the timeout after the first rank finished. While no rank
+  // has finished, ranks waiting on transfers time out by themselves;
+  // the main thread only steps in when nothing at all happened for
+  // twice the timeout (every rank died or hangs in a computation).
+  lastProgressNs.store(stepStart);
+  while (finishedCount < numLocal && !abortFlag) {
+    int64_t now = nowNs();
+    bool anyFinished = finishedCount > 0;
+    int64_t deadline = anyFinished ? lastFinishNs + timeoutNs
+                                   : lastProgressNs.load() + 2 * timeoutNs;
+    if (now >= deadline) {
+      std::string late = unfinishedRanks(finished, numRanks());
+      std::string stepName = "step " + std::to_string(step + 1);
+      failLocked(0, anyFinished
+                        ? late + " did not finish " + stepName + " within " +
+                              formatSeconds(options.timeoutSeconds) +
+                              " s after the other ranks; it may have died or "
+                              "stalled"
+                        : late + " did not finish " + stepName +
+                              " and no rank made progress for " +
+                              formatSeconds(2 * options.timeoutSeconds) +
+                              " s; a rank may have died or stalled");
+      break;
     }
-    if (abortFlag)
-      return false;
+    mainCv.wait_for(lock, std::chrono::nanoseconds(
+                              std::min<int64_t>(deadline - now, 100'000'000)));
   }
-  if (mpi && !exchangeStepRecords(step))
-    return false;
-  // Stop: a non-finite value a device reported at the end of the step
-  // (process 0 names it; the others stop because of it).
-  if (options.onNonFinite == NonFinitePolicy::Stop &&
-      !nonFiniteMessage.empty()) {
-    fail(step + 1, root ? nonFiniteMessage : remoteFailure(nonFiniteMessage));
-    return false;
-  }
-  // Steady state: every step after the first two (warm-up grows buffers).
-  if (step >= startStep + 2) {
-    ++result.steadySteps;
-    if (options.timeKernels)
-      result.kernelSeconds.resize(GPIPE_RT_KERNEL_CLASS_COUNT, 0.0);
-    if (options.timeKernels)
-      for (const gpipe_rt_rank &rank : ranks) {
-        if (!isLocal(rank.index))
-          continue;
-        for (size_t c = 0; c < result.kernelSeconds.size(); ++c)
-          result.kernelSeconds[c] += double(rank.kernelNs[c]) * 1e-9;
-        result.steadyBusySeconds += double(rank.busyNs) * 1e-9;
-      }
-    for (const gpipe_rt_rank &rank : ranks)
-      if (isLocal(rank.index) && result.steadyHeapAllocations >= 0)
-        result.steadyHeapAllocations =
-            rank.heapAllocations < 0
-                ? -1
-                : result.steadyHeapAllocations + rank.heapAllocations;
-  }
-  int64_t wall = std::max<int64_t>(lastFinishNs - stepStart, 1);
-  StepMetrics metrics;
-  metrics.step = step + 1;
-  metrics.seconds = double(wall) * 1e-9;
-  metrics.samplesPerSecond = double(meta.batchSize()) / metrics.seconds;
+  return !abortFlag;
+}
+
+void RunState::addSteadyTotals(RunResult &result) {
+  ++result.steadySteps;
+  if (options.timeKernels)
+    result.kernelSeconds.resize(GPIPE_RT_KERNEL_CLASS_COUNT, 0.0);
+  if (options.timeKernels)
+    for (const gpipe_rt_rank &rank : ranks) {
+      if (!isLocal(rank.index))
+        continue;
+      for (size_t c = 0; c < result.kernelSeconds.size(); ++c)
+        result.kernelSeconds[c] += double(rank.kernelNs[c]) * 1e-9;
+      result.steadyBusySeconds += double(rank.busyNs) * 1e-9;
+    }
+  for (const gpipe_rt_rank &rank : ranks)
+    if (isLocal(rank.index) && result.steadyHeapAllocations >= 0)
+      result.steadyHeapAllocations =
+          rank.heapAllocations < 0
+              ? -1
+              : result.steadyHeapAllocations + rank.heapAllocations;
+}
+
+bool RunState::measureAndCheckGuards(int64_t step, int64_t wall,
+                                     StepMetrics &metrics) {
+  const int64_t numWorkers = this->numWorkers();
   for (int64_t w = 0; w < numWorkers; ++w) {
     const gpipe_rt_rank &rank = ranks[size_t(w)];
     metrics.busyFraction.push_back(double(rank.busyNs) / double(wall));
@@ -376,7 +362,7 @@ bool RunState::runStep(int64_t step, RunResult &result) {
       busyTotal[size_t(w)] += rank.busyNs;
     if (!isLocal(w))
       continue;
-    s = arenas[size_t(w)]->toHost(rank.plan->arenaBytes, kGuardBytes);
+    Status s = arenas[size_t(w)]->toHost(rank.plan->arenaBytes, kGuardBytes);
     if (s.ok())
       s = checkGuard(*rank.plan, views[size_t(w)]);
     if (!s.ok()) {
@@ -384,15 +370,10 @@ bool RunState::runStep(int64_t step, RunResult &result) {
       break;
     }
   }
-  if (abortFlag)
-    return false;
-  if (countsForBubble(step)) {
-    wallTotal += wall;
-    ++countedSteps;
-  }
+  return !abortFlag;
+}
 
-  // The loss: micro-batch losses in order (replica by replica), summed in
-  // double, over M x D.
+bool RunState::sumStepLoss(int64_t step, double &loss) {
   double sum = 0.0;
   int64_t reported = 0, missing = -1;
   const int64_t K = numRanks();
@@ -426,47 +407,87 @@ bool RunState::runStep(int64_t step, RunResult &result) {
                        " was never reported");
     return false;
   }
-  metrics.loss = reported ? sum / double(meta.microbatches * numReplicas())
-                          : std::numeric_limits<double>::quiet_NaN();
-  // An inference model has no gradients.
-  if (step == startStep && !meta.inference) {
-    if (!gatherBlocks(step + 1))
+  loss = reported ? sum / double(meta.microbatches * numReplicas())
+                  : std::numeric_limits<double>::quiet_NaN();
+  return true;
+}
+
+bool RunState::collectFirstGradients(int64_t step, RunResult &result) {
+  if (!gatherBlocks(step + 1))
+    return false;
+  if (root) {
+    if (Status s = collectTensors(meta, views, /*gradients=*/true,
+                                  result.firstGradients);
+        !s.ok()) {
+      fail(step + 1, s.message());
       return false;
-    if (root) {
-      if (Status s = collectTensors(meta, views, /*gradients=*/true,
-                                    result.firstGradients);
-          !s.ok()) {
-        fail(step + 1, s.message());
-        return false;
-      }
     }
   }
+  return true;
+}
+
+bool RunState::applySkippableUpdates(int64_t step, RunResult &result) {
+  if (!nonFiniteMessage.empty()) {
+    result.skippedSteps.push_back("step " + std::to_string(step + 1) + ": " +
+                                  nonFiniteMessage +
+                                  "; the step's updates were skipped");
+    nonFiniteMessage.clear();
+    return true;
+  }
+  Status s = Status::success();
+  for (gpipe_rt_rank &rank : ranks)
+    for (const auto &u : rank.pending) {
+      int64_t t = ++rank.optimizerSteps[u.local];
+      s = stepStage(*device, optimizer, t, rank.plan->stages[u.local], u.params,
+                    u.grads, optimizer.stateMultiple() ? u.state : nullptr);
+      if (!s.ok())
+        break;
+    }
+  if (!s.ok()) {
+    fail(step + 1, s.message());
+    return false;
+  }
+  return true;
+}
+
+bool RunState::runStep(int64_t step, RunResult &result) {
+  int64_t stepStart;
+  if (!releaseStep(step, stepStart))
+    return false;
+  if (mpi && !exchangeStepRecords(step))
+    return false;
+  // Stop: a non-finite value a device reported at the end of the step
+  // (process 0 names it; the others stop because of it).
+  if (options.onNonFinite == NonFinitePolicy::Stop &&
+      !nonFiniteMessage.empty()) {
+    fail(step + 1, root ? nonFiniteMessage : remoteFailure(nonFiniteMessage));
+    return false;
+  }
+  // Steady state: every step after the first two (warm-up grows buffers).
+  if (step >= startStep + 2)
+    addSteadyTotals(result);
+  int64_t wall = std::max<int64_t>(lastFinishNs - stepStart, 1);
+  StepMetrics metrics;
+  metrics.step = step + 1;
+  metrics.seconds = double(wall) * 1e-9;
+  metrics.samplesPerSecond = double(meta.batchSize()) / metrics.seconds;
+  if (!measureAndCheckGuards(step, wall, metrics))
+    return false;
+  if (countsForBubble(step)) {
+    wallTotal += wall;
+    ++countedSteps;
+  }
+  if (!sumStepLoss(step, metrics.loss))
+    return false;
+  // An inference model has no gradients.
+  if (step == startStep && !meta.inference &&
+      !collectFirstGradients(step, result))
+    return false;
   if (keepsOutputs(step) && root && !collectOutputs(step, result))
     return false;
-
-  // NonFinitePolicy::Skip: the step's updates, all or none.
-  if (options.onNonFinite == NonFinitePolicy::Skip) {
-    if (!nonFiniteMessage.empty()) {
-      result.skippedSteps.push_back("step " + std::to_string(step + 1) + ": " +
-                                    nonFiniteMessage +
-                                    "; the step's updates were skipped");
-      nonFiniteMessage.clear();
-    } else {
-      for (gpipe_rt_rank &rank : ranks)
-        for (const auto &u : rank.pending) {
-          int64_t t = ++rank.optimizerSteps[u.local];
-          s = stepStage(*device, optimizer, t, rank.plan->stages[u.local],
-                        u.params, u.grads,
-                        optimizer.stateMultiple() ? u.state : nullptr);
-          if (!s.ok())
-            break;
-        }
-      if (!s.ok()) {
-        fail(step + 1, s.message());
-        return false;
-      }
-    }
-  }
+  if (options.onNonFinite == NonFinitePolicy::Skip &&
+      !applySkippableUpdates(step, result))
+    return false;
   result.steps.push_back(metrics);
   if (options.onStep)
     options.onStep(metrics);

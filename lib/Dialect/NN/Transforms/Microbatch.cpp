@@ -107,13 +107,46 @@ private:
   LogicalResult broadcast(Operation *op,
                           ArrayRef<std::pair<OpOperand *, int64_t>> operands,
                           int64_t resultRank, std::optional<BatchDim> &result);
+  /// `out` carries the batch where `in` does, in the same place.
+  LogicalResult passThrough(Value in, Value out);
   LogicalResult visitBroadcast(Operation *op);
+  /// A cumulative sum along another dim than the batch's.
+  LogicalResult visitCumSum(CumSumOp op);
+  /// The input broadcast against the result's shape.
+  LogicalResult visitBroadcastTo(BroadcastToOp op);
+  /// A softmax along another dim than the batch's.
+  LogicalResult visitSoftmax(SoftmaxOp op);
+  LogicalResult visitReduceSum(ReduceSumOp op);
+  /// A normalization over the dims from `axis` on, all after the batch's;
+  /// the scale and bias do not carry it.
+  LogicalResult visitLayerNorm(LayerNormOp op);
+  /// Convolutions, poolings and batch norms: the batch is dim 0.
+  LogicalResult visitImage(Operation *op);
+  /// The batch dim follows the permutation.
+  LogicalResult visitTranspose(TransposeOp op);
+  /// A split along another dim than the batch's: each part carries it.
+  LogicalResult visitSplit(SplitOp op);
+  /// A slice that keeps the batch dim whole.
+  LogicalResult visitSlice(SliceOp op);
+  /// A concatenation along another dim than the batch's, the operands
+  /// aligned like a broadcast.
+  LogicalResult visitConcat(ConcatOp op);
+  /// The batch dim moves up past the inserted dims before it.
+  LogicalResult visitUnsqueeze(UnsqueezeOp op);
   LogicalResult visitMatMul(MatMulOp op);
   LogicalResult visitGemm(GemmOp op);
   LogicalResult visitLinear(LinearOp op);
   LogicalResult visitGather(GatherOp op);
   LogicalResult visitReshape(ReshapeOp op);
   LogicalResult visitCrossEntropy(CrossEntropyOp op);
+  LogicalResult visitMSE(MSEOp op);
+  /// A layer's inputs into its body's arguments.
+  LogicalResult visitLayer(LayerOp op);
+  /// A layer body's yielded values into the layer's results.
+  LogicalResult visitYield(YieldOp op);
+  /// The function's results carry the batch, if at all, as the outermost
+  /// factor of dim 0.
+  LogicalResult visitReturn(func::ReturnOp op);
   LogicalResult visitOther(Operation *op);
 
   func::FuncOp func;
@@ -485,12 +518,186 @@ LogicalResult Microbatcher::visitOther(Operation *op) {
   return success();
 }
 
-LogicalResult Microbatcher::visit(Operation *op) {
-  auto passThrough = [&](Value in, Value out) {
-    if (std::optional<BatchDim> b = lookup(in))
-      set(out, *b);
+LogicalResult Microbatcher::passThrough(Value in, Value out) {
+  if (std::optional<BatchDim> b = lookup(in))
+    set(out, *b);
+  return success();
+}
+
+LogicalResult Microbatcher::visitCumSum(CumSumOp op) {
+  std::optional<BatchDim> b = lookup(op.getInput());
+  if (b && b->dim == op.getAxis())
+    return mixes(op, 0, *b), failure();
+  return passThrough(op.getInput(), op.getResult());
+}
+
+LogicalResult Microbatcher::visitBroadcastTo(BroadcastToOp op) {
+  int64_t rank = shapeOf(op.getResult()).size();
+  std::optional<BatchDim> result;
+  if (failed(broadcast(
+          op, {{&op.getInputMutable(), (int64_t)shapeOf(op.getInput()).size()}},
+          rank, result)))
+    return failure();
+  if (result)
+    set(op.getResult(), *result);
+  return success();
+}
+
+LogicalResult Microbatcher::visitSoftmax(SoftmaxOp op) {
+  std::optional<BatchDim> b = lookup(op.getInput());
+  if (b && b->dim == static_cast<int64_t>(op.getAxis()))
+    return mixes(op, 0, *b), failure();
+  return passThrough(op.getInput(), op.getResult());
+}
+
+/// A sum over other dims keeps samples apart; the batch dim moves down past
+/// the dropped dims before it.
+LogicalResult Microbatcher::visitReduceSum(ReduceSumOp op) {
+  std::optional<BatchDim> b = lookup(op.getInput());
+  if (!b)
     return success();
-  };
+  ArrayRef<int64_t> axes = op.getAxes();
+  if (llvm::is_contained(axes, b->dim))
+    return mixes(op, 0, *b), failure();
+  BatchDim r = *b;
+  if (!op.getKeepDims())
+    r.dim -= llvm::count_if(axes, [&](int64_t a) { return a < b->dim; });
+  set(op.getResult(), r);
+  return success();
+}
+
+LogicalResult Microbatcher::visitLayerNorm(LayerNormOp op) {
+  std::optional<BatchDim> b = lookup(op.getInput());
+  if (b && b->dim >= static_cast<int64_t>(op.getAxis()))
+    return mixes(op, 0, *b), failure();
+  for (unsigned i = 1; i < op->getNumOperands(); ++i)
+    if (std::optional<BatchDim> pb = lookup(op->getOperand(i)))
+      return mixes(op, i, *pb), failure();
+  return passThrough(op.getInput(), op.getResult());
+}
+
+/// Images are independent along dim 0, the batch; weights, biases and
+/// statistics must not carry it.
+LogicalResult Microbatcher::visitImage(Operation *op) {
+  std::optional<BatchDim> b = lookup(op->getOperand(0));
+  for (unsigned i = 1; i < op->getNumOperands(); ++i)
+    if (std::optional<BatchDim> pb = lookup(op->getOperand(i)))
+      return mixes(op, i, *pb), failure();
+  if (!b)
+    return success();
+  if (b->dim != 0)
+    return mixes(op, 0, *b), failure();
+  // nn.batch_norm normalizes each micro-batch with its own statistics:
+  // GPipe's semantics, chosen on purpose.
+  if (isa<BatchNormOp>(op) && b->outer != 1)
+    return unsupported(op, 0, *b,
+                       "normalizes over samples interleaved with other data"),
+           failure();
+  return passThrough(op->getOperand(0), op->getResult(0));
+}
+
+LogicalResult Microbatcher::visitTranspose(TransposeOp op) {
+  if (std::optional<BatchDim> b = lookup(op.getInput())) {
+    ArrayRef<int64_t> perm = op.getPerm();
+    int64_t dim = llvm::find(perm, b->dim) - perm.begin();
+    set(op.getResult(), {dim, b->outer, b->inner});
+  }
+  return success();
+}
+
+LogicalResult Microbatcher::visitSplit(SplitOp op) {
+  std::optional<BatchDim> b = lookup(op.getInput());
+  if (!b)
+    return success();
+  if (b->dim == static_cast<int64_t>(op.getAxis()))
+    return unsupported(op, 0, *b, "splits the batch dimension"), failure();
+  for (Value r : op.getResults())
+    set(r, *b);
+  return success();
+}
+
+LogicalResult Microbatcher::visitSlice(SliceOp op) {
+  std::optional<BatchDim> b = lookup(op.getInput());
+  if (!b)
+    return success();
+  int64_t d = b->dim;
+  if (op.getOffsets()[d] != 0 || op.getStrides()[d] != 1 ||
+      op.getSizes()[d] != shapeOf(op.getInput())[d])
+    return unsupported(op, 0, *b, "takes part of the batch dimension"),
+           failure();
+  set(op.getResult(), *b);
+  return success();
+}
+
+LogicalResult Microbatcher::visitConcat(ConcatOp op) {
+  int64_t rank = shapeOf(op.getResult()).size();
+  SmallVector<std::pair<OpOperand *, int64_t>> operands;
+  for (OpOperand &operand : op->getOpOperands()) {
+    std::optional<BatchDim> b = lookup(operand.get());
+    if (b && b->dim == static_cast<int64_t>(op.getAxis()))
+      return unsupported(op, operand.getOperandNumber(), *b,
+                         "concatenates along the batch dimension"),
+             failure();
+    operands.push_back({&operand, rank});
+  }
+  std::optional<BatchDim> result;
+  if (failed(broadcast(op, operands, rank, result)))
+    return failure();
+  if (result)
+    set(op.getResult(), *result);
+  return success();
+}
+
+LogicalResult Microbatcher::visitUnsqueeze(UnsqueezeOp op) {
+  if (std::optional<BatchDim> b = lookup(op.getInput())) {
+    ArrayRef<int64_t> axes = op.getAxes();
+    int64_t rank = shapeOf(op.getResult()).size(), dim = 0;
+    for (int64_t kept = 0; dim < rank; ++dim)
+      if (!llvm::is_contained(axes, dim) && kept++ == b->dim)
+        break;
+    set(op.getResult(), {dim, b->outer, b->inner});
+  }
+  return success();
+}
+
+/// Input and target have one shape; the loss is not batched.
+LogicalResult Microbatcher::visitMSE(MSEOp op) {
+  int64_t rank = shapeOf(op.getInput()).size();
+  std::optional<BatchDim> result;
+  return broadcast(
+      op, {{&op.getInputMutable(), rank}, {&op.getTargetMutable(), rank}}, rank,
+      result);
+}
+
+LogicalResult Microbatcher::visitLayer(LayerOp op) {
+  for (auto [in, arg] :
+       llvm::zip(op.getInputs(), op.getBodyBlock().getArguments()))
+    (void)passThrough(in, arg);
+  return success();
+}
+
+LogicalResult Microbatcher::visitYield(YieldOp op) {
+  auto layer = cast<LayerOp>(op->getParentOp());
+  for (auto [v, r] : llvm::zip(op.getValues(), layer.getResults()))
+    (void)passThrough(v, r);
+  return success();
+}
+
+LogicalResult Microbatcher::visitReturn(func::ReturnOp op) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    std::optional<BatchDim> b = lookup(operand.get());
+    if (b && (b->dim != 0 || b->outer != 1))
+      return op.emitError("cannot micro-batch: result #")
+             << operand.getOperandNumber() << " of type "
+             << operand.get().getType()
+             << " does not carry the batch as the outermost factor of "
+                "dim 0 (it is in dim "
+             << b->dim << ")";
+  }
+  return success();
+}
+
+LogicalResult Microbatcher::visit(Operation *op) {
   if (op->hasTrait<mlir::OpTrait::SameOperandsAndResultType>() &&
       op->getNumOperands() == 1 && op->getNumResults() == 1 &&
       op->getNumRegions() == 0 && isa_and_nonnull<NNDialect>(op->getDialect()))
@@ -500,178 +707,33 @@ LogicalResult Microbatcher::visit(Operation *op) {
       .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, RemainderOp,
             FModOp, EqualOp, CompareOp, LogicalOp, WhereOp, ClipGradOp>(
           [&](Operation *op) { return visitBroadcast(op); })
-      .Case<CumSumOp>([&](CumSumOp op) -> LogicalResult {
-        std::optional<BatchDim> b = lookup(op.getInput());
-        if (b && b->dim == op.getAxis())
-          return mixes(op, 0, *b), failure();
-        return passThrough(op.getInput(), op.getResult());
-      })
-      .Case<BroadcastToOp>([&](BroadcastToOp op) {
-        int64_t rank = shapeOf(op.getResult()).size();
-        std::optional<BatchDim> result;
-        if (failed(broadcast(op,
-                             {{&op.getInputMutable(),
-                               (int64_t)shapeOf(op.getInput()).size()}},
-                             rank, result)))
-          return failure();
-        if (result)
-          set(op.getResult(), *result);
-        return success();
-      })
+      .Case<CumSumOp>([&](CumSumOp op) { return visitCumSum(op); })
+      .Case<BroadcastToOp>(
+          [&](BroadcastToOp op) { return visitBroadcastTo(op); })
       .Case<CastOp>(
           [&](CastOp op) { return passThrough(op.getInput(), op.getResult()); })
       .Case<ParamOp, ConstantOp>([](Operation *) { return success(); })
       .Case<MatMulOp>([&](MatMulOp op) { return visitMatMul(op); })
       .Case<GemmOp>([&](GemmOp op) { return visitGemm(op); })
       .Case<LinearOp>([&](LinearOp op) { return visitLinear(op); })
-      .Case<SoftmaxOp>([&](SoftmaxOp op) {
-        std::optional<BatchDim> b = lookup(op.getInput());
-        if (b && b->dim == static_cast<int64_t>(op.getAxis()))
-          return mixes(op, 0, *b), failure();
-        return passThrough(op.getInput(), op.getResult());
-      })
-      // A sum over other dims keeps samples apart; the batch dim moves down
-      // past the dropped dims before it.
-      .Case<ReduceSumOp>([&](ReduceSumOp op) -> LogicalResult {
-        std::optional<BatchDim> b = lookup(op.getInput());
-        if (!b)
-          return success();
-        ArrayRef<int64_t> axes = op.getAxes();
-        if (llvm::is_contained(axes, b->dim))
-          return mixes(op, 0, *b), failure();
-        BatchDim r = *b;
-        if (!op.getKeepDims())
-          r.dim -= llvm::count_if(axes, [&](int64_t a) { return a < b->dim; });
-        set(op.getResult(), r);
-        return success();
-      })
-      .Case<LayerNormOp>([&](LayerNormOp op) -> LogicalResult {
-        std::optional<BatchDim> b = lookup(op.getInput());
-        if (b && b->dim >= static_cast<int64_t>(op.getAxis()))
-          return mixes(op, 0, *b), failure();
-        for (unsigned i = 1; i < op->getNumOperands(); ++i)
-          if (std::optional<BatchDim> pb = lookup(op->getOperand(i)))
-            return mixes(op, i, *pb), failure();
-        return passThrough(op.getInput(), op.getResult());
-      })
-      // Images are independent along dim 0, the batch; weights, biases and
-      // statistics must not carry it.
+      .Case<SoftmaxOp>([&](SoftmaxOp op) { return visitSoftmax(op); })
+      .Case<ReduceSumOp>([&](ReduceSumOp op) { return visitReduceSum(op); })
+      .Case<LayerNormOp>([&](LayerNormOp op) { return visitLayerNorm(op); })
       .Case<Conv2DOp, MaxPool2DOp, AvgPool2DOp, BatchNormOp>(
-          [&](Operation *op) -> LogicalResult {
-            std::optional<BatchDim> b = lookup(op->getOperand(0));
-            for (unsigned i = 1; i < op->getNumOperands(); ++i)
-              if (std::optional<BatchDim> pb = lookup(op->getOperand(i)))
-                return mixes(op, i, *pb), failure();
-            if (!b)
-              return success();
-            if (b->dim != 0)
-              return mixes(op, 0, *b), failure();
-            // nn.batch_norm normalizes each micro-batch with its own
-            // statistics: GPipe's semantics, chosen on purpose.
-            if (isa<BatchNormOp>(op) && b->outer != 1)
-              return unsupported(op, 0, *b,
-                                 "normalizes over samples interleaved with "
-                                 "other data"),
-                     failure();
-            return passThrough(op->getOperand(0), op->getResult(0));
-          })
+          [&](Operation *op) { return visitImage(op); })
       .Case<GatherOp>([&](GatherOp op) { return visitGather(op); })
       .Case<ReshapeOp>([&](ReshapeOp op) { return visitReshape(op); })
-      .Case<TransposeOp>([&](TransposeOp op) {
-        if (std::optional<BatchDim> b = lookup(op.getInput())) {
-          ArrayRef<int64_t> perm = op.getPerm();
-          int64_t dim = llvm::find(perm, b->dim) - perm.begin();
-          set(op.getResult(), {dim, b->outer, b->inner});
-        }
-        return success();
-      })
-      .Case<SplitOp>([&](SplitOp op) -> LogicalResult {
-        std::optional<BatchDim> b = lookup(op.getInput());
-        if (!b)
-          return success();
-        if (b->dim == static_cast<int64_t>(op.getAxis()))
-          return unsupported(op, 0, *b, "splits the batch dimension"),
-                 failure();
-        for (Value r : op.getResults())
-          set(r, *b);
-        return success();
-      })
-      .Case<SliceOp>([&](SliceOp op) -> LogicalResult {
-        std::optional<BatchDim> b = lookup(op.getInput());
-        if (!b)
-          return success();
-        int64_t d = b->dim;
-        if (op.getOffsets()[d] != 0 || op.getStrides()[d] != 1 ||
-            op.getSizes()[d] != shapeOf(op.getInput())[d])
-          return unsupported(op, 0, *b, "takes part of the batch dimension"),
-                 failure();
-        set(op.getResult(), *b);
-        return success();
-      })
-      .Case<ConcatOp>([&](ConcatOp op) -> LogicalResult {
-        int64_t rank = shapeOf(op.getResult()).size();
-        SmallVector<std::pair<OpOperand *, int64_t>> operands;
-        for (OpOperand &operand : op->getOpOperands()) {
-          std::optional<BatchDim> b = lookup(operand.get());
-          if (b && b->dim == static_cast<int64_t>(op.getAxis()))
-            return unsupported(op, operand.getOperandNumber(), *b,
-                               "concatenates along the batch dimension"),
-                   failure();
-          operands.push_back({&operand, rank});
-        }
-        std::optional<BatchDim> result;
-        if (failed(broadcast(op, operands, rank, result)))
-          return failure();
-        if (result)
-          set(op.getResult(), *result);
-        return success();
-      })
-      .Case<UnsqueezeOp>([&](UnsqueezeOp op) {
-        if (std::optional<BatchDim> b = lookup(op.getInput())) {
-          ArrayRef<int64_t> axes = op.getAxes();
-          int64_t rank = shapeOf(op.getResult()).size(), dim = 0;
-          for (int64_t kept = 0; dim < rank; ++dim)
-            if (!llvm::is_contained(axes, dim) && kept++ == b->dim)
-              break;
-          set(op.getResult(), {dim, b->outer, b->inner});
-        }
-        return success();
-      })
+      .Case<TransposeOp>([&](TransposeOp op) { return visitTranspose(op); })
+      .Case<SplitOp>([&](SplitOp op) { return visitSplit(op); })
+      .Case<SliceOp>([&](SliceOp op) { return visitSlice(op); })
+      .Case<ConcatOp>([&](ConcatOp op) { return visitConcat(op); })
+      .Case<UnsqueezeOp>([&](UnsqueezeOp op) { return visitUnsqueeze(op); })
       .Case<CrossEntropyOp>(
           [&](CrossEntropyOp op) { return visitCrossEntropy(op); })
-      .Case<MSEOp>([&](MSEOp op) {
-        // Input and target have one shape; the loss is not batched.
-        int64_t rank = shapeOf(op.getInput()).size();
-        std::optional<BatchDim> result;
-        return broadcast(
-            op, {{&op.getInputMutable(), rank}, {&op.getTargetMutable(), rank}},
-            rank, result);
-      })
-      .Case<LayerOp>([&](LayerOp op) {
-        for (auto [in, arg] :
-             llvm::zip(op.getInputs(), op.getBodyBlock().getArguments()))
-          (void)passThrough(in, arg);
-        return success();
-      })
-      .Case<YieldOp>([&](YieldOp op) {
-        auto layer = cast<LayerOp>(op->getParentOp());
-        for (auto [v, r] : llvm::zip(op.getValues(), layer.getResults()))
-          (void)passThrough(v, r);
-        return success();
-      })
-      .Case<func::ReturnOp>([&](func::ReturnOp op) -> LogicalResult {
-        for (OpOperand &operand : op->getOpOperands()) {
-          std::optional<BatchDim> b = lookup(operand.get());
-          if (b && (b->dim != 0 || b->outer != 1))
-            return op.emitError("cannot micro-batch: result #")
-                   << operand.getOperandNumber() << " of type "
-                   << operand.get().getType()
-                   << " does not carry the batch as the outermost factor of "
-                      "dim 0 (it is in dim "
-                   << b->dim << ")";
-        }
-        return success();
-      })
+      .Case<MSEOp>([&](MSEOp op) { return visitMSE(op); })
+      .Case<LayerOp>([&](LayerOp op) { return visitLayer(op); })
+      .Case<YieldOp>([&](YieldOp op) { return visitYield(op); })
+      .Case<func::ReturnOp>([&](func::ReturnOp op) { return visitReturn(op); })
       .Default([&](Operation *op) { return visitOther(op); });
 }
 
