@@ -159,8 +159,8 @@ struct LoweredFunction {
 class Emitter {
 public:
   Emitter(ModuleOp module, PipelineOp pipeline,
-          const PipelineSchedule &schedule, StringRef source,
-          TargetKind target, PrecisionKind precision)
+          const PipelineSchedule &schedule, StringRef source, TargetKind target,
+          PrecisionKind precision)
       : pipeline(pipeline), converted(schedule), module(module),
         memory(pipeline.getMemoryPlanAttr()), source(source), target(target),
         precision(precision), ctx(module.getContext()) {
