@@ -353,6 +353,34 @@ std::string mlir::gpipe::checkScheduleShape(ScheduleFamily family, int numRanks,
   return "unknown schedule family";
 }
 
+bool mlir::gpipe::usesSplitBackward(ScheduleFamily family) {
+  switch (family) {
+  case ScheduleFamily::GPipe:
+  case ScheduleFamily::OneFOneB:
+  case ScheduleFamily::Interleaved1F1B:
+    return false;
+  case ScheduleFamily::ZBH1:
+  case ScheduleFamily::ZBH2:
+  case ScheduleFamily::ZBV:
+  case ScheduleFamily::DualPipeV:
+  case ScheduleFamily::ZBAuto:
+    return true;
+  }
+  return false;
+}
+
+int mlir::gpipe::getDefaultVirtualStages(ScheduleFamily family) {
+  return family == ScheduleFamily::Interleaved1F1B ||
+                 family == ScheduleFamily::ZBV ||
+                 family == ScheduleFamily::DualPipeV
+             ? 2
+             : 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Closed-form bubbles
+//===----------------------------------------------------------------------===//
+
 std::optional<double> mlir::gpipe::getClosedFormIdleTime(
     ScheduleFamily family, int numRanks, int virtualStages, int numMicrobatches,
     double forward, double input, double weight) {
@@ -387,32 +415,4 @@ std::optional<double> mlir::gpipe::getClosedFormIdleTime(
     return std::nullopt;
   }
   return std::nullopt;
-}
-
-//===----------------------------------------------------------------------===//
-// CSV
-//===----------------------------------------------------------------------===//
-
-bool mlir::gpipe::usesSplitBackward(ScheduleFamily family) {
-  switch (family) {
-  case ScheduleFamily::GPipe:
-  case ScheduleFamily::OneFOneB:
-  case ScheduleFamily::Interleaved1F1B:
-    return false;
-  case ScheduleFamily::ZBH1:
-  case ScheduleFamily::ZBH2:
-  case ScheduleFamily::ZBV:
-  case ScheduleFamily::DualPipeV:
-  case ScheduleFamily::ZBAuto:
-    return true;
-  }
-  return false;
-}
-
-int mlir::gpipe::getDefaultVirtualStages(ScheduleFamily family) {
-  return family == ScheduleFamily::Interleaved1F1B ||
-                 family == ScheduleFamily::ZBV ||
-                 family == ScheduleFamily::DualPipeV
-             ? 2
-             : 1;
 }

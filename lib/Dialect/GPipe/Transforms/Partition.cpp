@@ -1,12 +1,16 @@
 //===- Partition.cpp - Cut a layered network into pipeline stages ---------===//
 //
-// Implements `gpipe-partition`: reads the chain of nn.layer ops of the
-// network function, estimates each layer with the cost model, partitions
-// the chain into K contiguous stages (exactly, or by a manual balance), and
-// builds the per-stage forward and backward functions (the backward
-// recomputes the forward under remat=stage, and reads the values the forward
-// saved under remat=none), the gpipe.stage declarations and an empty
-// gpipe.pipeline for a schedule to fill.
+// Implements `gpipe-partition` and the partition functions of Transforms.h:
+// reads the chain of nn.layer ops of the network function
+// (`readLayerChain`), estimates each layer with the cost model
+// (`estimateLayerCosts`), partitions the chain into K contiguous stages,
+// exactly or by a manual balance (`chooseStageBoundaries`), and builds the
+// per-stage forward and backward functions (`buildStageForward`,
+// `buildStageBackward`: the backward recomputes the forward under
+// remat=stage, and reads the values the forward saved under remat=none),
+// the gpipe.stage declarations (`estimateStageTimes`, `declareStage`) and an
+// empty gpipe.pipeline for a schedule to fill (`declarePipeline`). The pass
+// checks its options and drives these.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,23 +37,8 @@ namespace mlir::gpipe {
 using namespace mlir;
 using namespace mlir::gpipe;
 
-namespace {
-
-/// The network as the partitioner sees it: a chain of layers, then the loss.
-struct Network {
-  func::FuncOp func;
-  SmallVector<nn::LayerOp> layers;
-  /// Ops after the last layer (the loss); they join the last stage.
-  SmallVector<Operation *> tail;
-  /// Arguments the tail reads that no layer does (the labels).
-  SmallVector<BlockArgument> tailArgs;
-};
-
-} // namespace
-
-/// Checks that `func` is a chain of single-input layers and splits it.
-static FailureOr<Network> analyzeNetwork(func::FuncOp func) {
-  Network net{func, {}, {}, {}};
+FailureOr<LayerChain> mlir::gpipe::readLayerChain(func::FuncOp func) {
+  LayerChain chain{func, {}, {}, {}};
   if (func.isExternal())
     return mlir::emitError(func.getLoc(), "network function has no body"),
            failure();
@@ -75,24 +64,24 @@ static FailureOr<Network> analyzeNetwork(func::FuncOp func) {
   }
   for (Operation &op : body.without_terminator()) {
     if (auto layer = dyn_cast<nn::LayerOp>(op)) {
-      if (!net.tail.empty())
+      if (!chain.tail.empty())
         return mlir::emitError(layer.getLoc(), "layer '")
                    << layer.getName()
                    << "' follows non-layer ops; expected the loss last",
                failure();
-      net.layers.push_back(layer);
+      chain.layers.push_back(layer);
       continue;
     }
-    if (net.layers.empty())
+    if (chain.layers.empty())
       return mlir::emitError(
                  op.getLoc(),
                  "this op comes before the network's first layer and belongs "
                  "to none; every op before the loss must be in an nn.layer"),
              failure();
-    net.tail.push_back(&op);
+    chain.tail.push_back(&op);
   }
 
-  for (auto [i, layer] : llvm::enumerate(net.layers)) {
+  for (auto [i, layer] : llvm::enumerate(chain.layers)) {
     if (layer.getNumResults() != 1)
       return mlir::emitError(layer.getLoc(), "layer '")
                  << layer.getName() << "' has " << layer.getNumResults()
@@ -104,8 +93,8 @@ static FailureOr<Network> analyzeNetwork(func::FuncOp func) {
                  << " inputs; a pipeline stage takes exactly one activation",
              failure();
     Value in = layer.getInputs()[0];
-    bool chained =
-        i == 0 ? isa<BlockArgument>(in) : in == net.layers[i - 1].getResult(0);
+    bool chained = i == 0 ? isa<BlockArgument>(in)
+                          : in == chain.layers[i - 1].getResult(0);
     if (!chained)
       return mlir::emitError(layer.getLoc(), "layer '")
                  << layer.getName()
@@ -113,8 +102,8 @@ static FailureOr<Network> analyzeNetwork(func::FuncOp func) {
              failure();
     // Only the next layer (or the tail, for the last) may use the output.
     for (Operation *user : layer.getResult(0).getUsers()) {
-      bool ok = i + 1 < net.layers.size()
-                    ? user == net.layers[i + 1].getOperation()
+      bool ok = i + 1 < chain.layers.size()
+                    ? user == chain.layers[i + 1].getOperation()
                     : !isa<nn::LayerOp>(user);
       if (!ok)
         return mlir::emitError(layer.getLoc(), "output of layer '")
@@ -122,13 +111,13 @@ static FailureOr<Network> analyzeNetwork(func::FuncOp func) {
                failure();
     }
   }
-  Value first = net.layers.front().getInputs()[0];
-  for (Operation *op : net.tail)
+  Value first = chain.layers.front().getInputs()[0];
+  for (Operation *op : chain.tail)
     for (Value v : op->getOperands())
       if (auto arg = dyn_cast<BlockArgument>(v);
-          arg && arg != first && !llvm::is_contained(net.tailArgs, arg))
-        net.tailArgs.push_back(arg);
-  return net;
+          arg && arg != first && !llvm::is_contained(chain.tailArgs, arg))
+        chain.tailArgs.push_back(arg);
+  return chain;
 }
 
 /// Parameters (by symbol) each layer reads.
@@ -143,7 +132,7 @@ static SmallVector<StringRef> paramsOf(nn::LayerOp layer) {
 
 /// Bytes of the parameters a layer reads: the types of its `nn.param` reads
 /// (verified equal to the declarations'), each distinct parameter once.
-static int64_t paramBytesOf(nn::LayerOp layer, ModuleOp) {
+static int64_t paramBytesOf(nn::LayerOp layer) {
   llvm::SmallDenseSet<StringRef, 8> seen;
   int64_t bytes = 0;
   layer.getBodyBlock().walk([&](nn::ParamOp p) {
@@ -153,55 +142,57 @@ static int64_t paramBytesOf(nn::LayerOp layer, ModuleOp) {
   return bytes;
 }
 
-/// Builds `name`: layers [begin, end) of `net` (plus the tail when `last`)
-/// as a function of the stage input (plus the tail's arguments).
-static func::FuncOp buildStageForward(OpBuilder &builder, Network &net,
-                                      size_t begin, size_t end, bool last,
-                                      StringRef name) {
-  Location loc = net.layers[begin].getLoc();
-  SmallVector<Type> inputs{net.layers[begin].getInputs()[0].getType()};
+func::FuncOp mlir::gpipe::buildStageForward(OpBuilder &builder,
+                                            const LayerChain &chain,
+                                            size_t begin, size_t end,
+                                            StringRef name) {
+  // The partition's last boundary is the number of layers.
+  bool last = end == chain.layers.size();
+  nn::LayerOp firstLayer = chain.layers[begin],
+              lastLayer = chain.layers[end - 1];
+  Operation *terminator = chain.func->getRegion(0).front().getTerminator();
+  Location loc = firstLayer.getLoc();
+  SmallVector<Type> inputs{firstLayer.getInputs()[0].getType()};
   if (last)
-    for (BlockArgument arg : net.tailArgs)
+    for (BlockArgument arg : chain.tailArgs)
       inputs.push_back(arg.getType());
-  Type output =
-      last && !net.tail.empty()
-          ? net.func.getBody().front().getTerminator()->getOperand(0).getType()
-          : net.layers[end - 1].getResult(0).getType();
+  Type output = last && !chain.tail.empty()
+                    ? terminator->getOperand(0).getType()
+                    : lastLayer.getResult(0).getType();
   auto func = func::FuncOp::create(builder, loc, name,
                                    builder.getFunctionType(inputs, output));
   Block *entry = func.addEntryBlock();
   IRMapping mapping;
-  mapping.map(net.layers[begin].getInputs()[0], entry->getArgument(0));
+  mapping.map(firstLayer.getInputs()[0], entry->getArgument(0));
   if (last)
-    for (auto [i, arg] : llvm::enumerate(net.tailArgs))
+    for (auto [i, arg] : llvm::enumerate(chain.tailArgs))
       mapping.map(arg, entry->getArgument(i + 1));
   OpBuilder body = OpBuilder::atBlockEnd(entry);
   for (size_t i = begin; i < end; ++i)
-    body.clone(*net.layers[i], mapping);
-  Value result = mapping.lookup(net.layers[end - 1].getResult(0));
+    body.clone(*chain.layers[i], mapping);
+  Value result = mapping.lookup(lastLayer.getResult(0));
   if (last) {
-    for (Operation *op : net.tail)
+    for (Operation *op : chain.tail)
       body.clone(*op, mapping);
-    if (!net.tail.empty())
-      result = mapping.lookup(
-          net.func.getBody().front().getTerminator()->getOperand(0));
+    if (!chain.tail.empty())
+      result = mapping.lookup(terminator->getOperand(0));
   }
   func::ReturnOp::create(body, loc, result);
   return func;
 }
 
-/// Reads the profile at `path` for the network `net` of `func` run by
-/// `workers` ranks under the remat policy `remat` and the schedule
-/// `schedule`: fills `costInput`'s measured per-layer times (estimated
-/// from the sizes it has when it lacks this one) and `device`'s link, and
-/// `out` with the times for this pipeline's micro-batch size and ranks. Errors
-/// (no file, no profile, a layer it lacks) are emitted.
-static LogicalResult readMeasuredProfile(StringRef path, func::FuncOp func,
-                                         const Network &net, int64_t workers,
-                                         StringRef remat, StringRef schedule,
-                                         std::optional<ProfileMeasurement> &out,
-                                         CostModelInput &costInput,
-                                         DeviceProfile &device) {
+/// Reads the profile at `path` for the network `chain` run by `workers`
+/// ranks under the remat policy `remat` and the schedule `schedule`: fills
+/// `costInput`'s measured per-layer times (estimated from the sizes it has
+/// when it lacks this one) and `device`'s link, and `out` with the times
+/// for this pipeline's micro-batch size and ranks. Errors (no file, no
+/// profile, a layer it lacks) are emitted.
+static LogicalResult
+readMeasuredProfile(StringRef path, const LayerChain &chain, int64_t workers,
+                    StringRef remat, StringRef schedule,
+                    std::optional<ProfileMeasurement> &out,
+                    CostModelInput &costInput, DeviceProfile &device) {
+  func::FuncOp func = chain.func;
   std::string error;
   std::optional<MeasuredProfile> profile =
       MeasuredProfile::read(path.str(), error);
@@ -218,7 +209,7 @@ static LogicalResult readMeasuredProfile(StringRef path, func::FuncOp func,
            << path << "' has no measurements";
   out = std::move(estimated);
   const ProfileMeasurement *measured = &*out;
-  for (nn::LayerOp layer : net.layers) {
+  for (nn::LayerOp layer : chain.layers) {
     const MeasuredLayer *m = measured->findLayer(layer.getName());
     if (!m)
       return mlir::emitError(layer.getLoc(), "profile '")
@@ -328,153 +319,28 @@ static void dropInputGradients(func::FuncOp backward,
       op.erase();
 }
 
-namespace {
-struct GPipePartitionPass
-    : public mlir::gpipe::impl::GPipePartitionPassBase<GPipePartitionPass> {
-  using GPipePartitionPassBase::GPipePartitionPassBase;
-  void runOnOperation() override;
-};
-} // namespace
+double LayerChainCosts::getOverhead(StringRef kind) const {
+  if (!measured)
+    return 0.0;
+  auto it = measured->actionOverhead.find(kind.str());
+  return it == measured->actionOverhead.end() ? 0.0 : it->second;
+}
 
-void GPipePartitionPass::runOnOperation() {
-  ModuleOp module = getOperation();
-  const int64_t stages = this->stages, microbatches = this->microbatches;
-  auto fail = [&] { signalPassFailure(); };
-  auto func = module.lookupSymbol<func::FuncOp>(funcName);
-  if (!func) {
-    mlir::emitError(module.getLoc(), "gpipe-partition: no function '")
-        << funcName << "'";
-    return fail();
-  }
-  if (stages < 1) {
-    mlir::emitError(func.getLoc(), "expected at least 1 stage, got ") << stages;
-    return fail();
-  }
-  if (microbatches < 1) {
-    mlir::emitError(func.getLoc(), "expected at least 1 micro-batch, got ")
-        << microbatches;
-    return fail();
-  }
-  const int64_t replicas = dataParallel;
-  if (replicas < 1) {
-    mlir::emitError(func.getLoc(),
-                    "expected at least 1 data-parallel replica, got ")
-        << replicas;
-    return fail();
-  }
-  // Inference: GPipe's forward half, nothing trained.
-  if (forwardOnly) {
-    if (ScheduleKind(schedule) != ScheduleKind::GPipe ||
-        (this->virtualStages != 0 && this->virtualStages != 1) ||
-        dataParallel != 1 || splitBackward) {
-      mlir::emitError(func.getLoc(),
-                      "a forward-only pipeline runs GPipe's forward half: "
-                      "expected schedule gpipe with one stage per rank, one "
-                      "replica and no split backward");
-      return fail();
-    }
-    bool hasLoss = false;
-    func.walk([&](Operation *op) {
-      hasLoss |= isa<nn::CrossEntropyOp, nn::MSEOp>(op);
-    });
-    if (hasLoss) {
-      mlir::emitError(func.getLoc(),
-                      "a forward-only pipeline computes no loss, but the "
-                      "network has one attached");
-      return fail();
-    }
-  }
-  // `custom`: the programs will be imported (gpipe-import-schedule); any
-  // placement and split backwards may come, so every backward is split and
-  // no family's shape applies.
-  std::optional<ScheduleKind> scheduleKind = ScheduleKind(schedule);
-  bool custom = *scheduleKind == ScheduleKind::Custom;
-  // K ranks of V stages each: the network is cut into K·V stages.
-  ScheduleFamily family = getScheduleFamily(*scheduleKind);
-  int64_t virtualStages = this->virtualStages;
-  if (virtualStages == 0)
-    virtualStages = custom ? 1 : getDefaultVirtualStages(family);
-  if (virtualStages < 1) {
-    mlir::emitError(func.getLoc(), "expected at least 1 virtual stage per "
-                                   "rank, got ")
-        << virtualStages;
-    return fail();
-  }
-  if (std::string error =
-          custom ? std::string()
-                 : checkScheduleShape(
-                       family,
-                       static_cast<int>(std::min<int64_t>(stages, INT32_MAX)),
-                       static_cast<int>(
-                           std::min<int64_t>(virtualStages, INT32_MAX)),
-                       static_cast<int>(
-                           std::min<int64_t>(microbatches, INT32_MAX)));
-      !error.empty()) {
-    mlir::emitError(func.getLoc(), error);
-    return fail();
-  }
-  const int64_t ranks = stages;
-  const int64_t numStages = ranks * virtualStages;
-  bool split = splitBackward || custom || usesSplitBackward(family);
-  // Inference keeps nothing for a backward.
-  std::optional<Remat> rematKind = forwardOnly ? Remat::None : Remat(remat);
-  if (*rematKind == Remat::Auto) {
-    mlir::emitError(func.getLoc(),
-                    "remat auto is chosen by gpipe-compile (against its "
-                    "--memory-budget); the partition takes none, stage or "
-                    "selective with recompute-layers");
-    return fail();
-  }
-  if (!recomputeLayers.empty() && *rematKind != Remat::Selective) {
-    mlir::emitError(func.getLoc(), "recompute-layers needs remat selective, "
-                                   "got remat ")
-        << stringifyRemat(*rematKind);
-    return fail();
-  }
-  std::optional<DeviceProfile> device = getProfile(profile);
-  FailureOr<Network> net = analyzeNetwork(func);
-  if (failed(net))
-    return fail();
-  int64_t numLayers = net->layers.size();
-  if (numStages > numLayers) {
-    InFlightDiagnostic diag = mlir::emitError(func.getLoc(), "cannot cut ")
-                              << numLayers << " layers into " << numStages
-                              << " stages";
-    if (virtualStages > 1)
-      diag << " (" << ranks << " ranks x " << virtualStages
-           << " virtual stages)";
-    return fail();
-  }
-
-  // Selective: the layers to recompute, each a layer of the network.
-  SmallVector<StringAttr> recomputed;
-  for (const std::string &name : recomputeLayers) {
-    auto it = llvm::find_if(net->layers, [&](nn::LayerOp layer) {
-      return layer.getName() == name;
-    });
-    if (it == net->layers.end()) {
-      InFlightDiagnostic diag =
-          mlir::emitError(func.getLoc(), "recompute-layers names '")
-          << name
-          << "', which is no layer of the "
-             "network; its layers are";
-      for (nn::LayerOp layer : net->layers)
-        diag << " " << layer.getName();
-      return fail();
-    }
-    recomputed.push_back((*it).getNameAttr());
-  }
-
+FailureOr<LayerChainCosts> mlir::gpipe::estimateLayerCosts(
+    const LayerChain &chain, const DeviceProfile &device,
+    const PartitionOptions &options, StringRef profileFile) {
+  bool forwardOnly = options.forwardOnly;
+  LayerChainCosts result;
+  result.device = device;
   // Cost model: one micro-batch per layer.
   CostModelInput costInput;
-  costInput.rematerialize = !forwardOnly && *rematKind == Remat::Stage;
-  for (nn::LayerOp layer : net->layers)
+  costInput.rematerialize = !forwardOnly && options.remat == Remat::Stage;
+  for (nn::LayerOp layer : chain.layers)
     costInput.rematerializeLayer.push_back(
-        !forwardOnly && (*rematKind == Remat::Stage ||
-                         llvm::is_contained(recomputed, layer.getNameAttr())));
-  PartitionProblem problem;
-  problem.numStages = static_cast<int>(numStages);
-  for (nn::LayerOp layer : net->layers) {
+        !forwardOnly &&
+        (options.remat == Remat::Stage ||
+         llvm::is_contained(options.recomputeLayers, layer.getNameAttr())));
+  for (nn::LayerOp layer : chain.layers) {
     nn::OpCost c = layer.getCost();
     costInput.layers.push_back(
         {c.flops, c.bytesRead, c.bytesWritten, c.paramBytes});
@@ -486,42 +352,47 @@ void GPipePartitionPass::runOnOperation() {
       for (Value r : op->getResults())
         scratch += nn::tensorBytes(r.getType());
     });
-    problem.layerMemory.push_back(
-        (forwardOnly ? 1 : 2) * paramBytesOf(layer, module) + scratch);
+    result.memory.push_back((forwardOnly ? 1 : 2) * paramBytesOf(layer) +
+                            scratch);
   }
   // A measured profile replaces the estimates.
-  std::optional<ProfileMeasurement> measuredInput;
   if (!profileFile.empty() &&
-      failed(readMeasuredProfile(profileFile, func, *net, ranks * replicas,
-                                 stringifyRemat(*rematKind),
-                                 stringifyScheduleKind(*scheduleKind),
-                                 measuredInput, costInput, *device)))
-    return fail();
-  const ProfileMeasurement *measured =
-      measuredInput ? &*measuredInput : nullptr;
-  auto overheadOf = [&](const char *kind) {
-    if (!measured)
-      return 0.0;
-    auto it = measured->actionOverhead.find(kind);
-    return it == measured->actionOverhead.end() ? 0.0 : it->second;
-  };
-  LayerCosts costs = computeLayerCosts(costInput, *device);
-  if (!costs.ok()) {
-    mlir::emitError(func.getLoc(), "cost model: ") << costs.error;
-    return fail();
+      failed(readMeasuredProfile(profileFile, chain,
+                                 options.ranks * options.replicas,
+                                 stringifyRemat(options.remat),
+                                 stringifyScheduleKind(options.schedule),
+                                 result.measured, costInput, result.device)))
+    return failure();
+  result.costs = computeLayerCosts(costInput, result.device);
+  if (!result.costs.ok()) {
+    mlir::emitError(chain.func->getLoc(), "cost model: ") << result.costs.error;
+    return failure();
   }
-  problem.layerTime = forwardOnly ? costs.forward : costs.total;
-  problem.boundaryTime = costs.boundary;
-  if (memoryBudget.empty() && memoryBudget.getNumOccurrences() > 0) {
-    mlir::emitError(func.getLoc(), kEmptyMemoryBudget);
-    return fail();
+  return result;
+}
+
+FailureOr<std::vector<int>> mlir::gpipe::chooseStageBoundaries(
+    const LayerChain &chain, const LayerChainCosts &costs,
+    const PartitionOptions &options, ArrayRef<int64_t> balance,
+    std::optional<StringRef> memoryBudget) {
+  Location loc = chain.func->getLoc();
+  const int64_t numStages = options.getNumStages();
+  PartitionProblem problem;
+  problem.numStages = static_cast<int>(numStages);
+  problem.layerMemory = costs.memory;
+  problem.layerTime =
+      options.forwardOnly ? costs.costs.forward : costs.costs.total;
+  problem.boundaryTime = costs.costs.boundary;
+  if (memoryBudget && memoryBudget->empty()) {
+    mlir::emitError(loc, kEmptyMemoryBudget);
+    return failure();
   }
-  if (!memoryBudget.empty()) {
-    std::optional<int64_t> budget = parseBytes(memoryBudget);
+  if (memoryBudget) {
+    std::optional<int64_t> budget = parseBytes(*memoryBudget);
     if (!budget) {
-      mlir::emitError(func.getLoc(), "cannot read memory budget '")
-          << memoryBudget << "' (expected a size such as 16GiB)";
-      return fail();
+      mlir::emitError(loc, "cannot read memory budget '")
+          << *memoryBudget << "' (expected a size such as 16GiB)";
+      return failure();
     }
     problem.memoryBudget = budget;
   }
@@ -529,211 +400,344 @@ void GPipePartitionPass::runOnOperation() {
   if (!balance.empty()) {
     std::vector<int> manual(balance.begin(), balance.end());
     if (static_cast<int64_t>(manual.size()) != numStages) {
-      mlir::emitError(func.getLoc(), "balance lists ")
+      mlir::emitError(loc, "balance lists ")
           << manual.size() << " stages but the pipeline has " << numStages;
-      return fail();
+      return failure();
     }
     result = partitionManual(problem, manual);
   } else {
     result = partitionOptimal(problem);
   }
   if (!result.ok()) {
-    InFlightDiagnostic diag = mlir::emitError(func.getLoc(), result.error);
+    InFlightDiagnostic diag = mlir::emitError(loc, result.error);
     if (result.smallestFeasibleBudget &&
         !StringRef(result.error).contains("smallest budget"))
       diag.attachNote() << "the smallest budget that fits is "
                         << formatBytes(*result.smallestFeasibleBudget);
-    return fail();
+    return failure();
   }
-  const std::vector<int> &first = result.partition.firstLayer;
+  return result.partition.firstLayer;
+}
 
-  // A parameter read on two stages would need its gradients synchronized.
-  llvm::StringMap<int64_t> owner;
-  for (int64_t s = 0; s < numStages; ++s)
-    for (int l = first[s]; l < first[s + 1]; ++l)
-      for (StringRef name : paramsOf(net->layers[l])) {
-        auto [it, inserted] = owner.try_emplace(name, s);
-        if (!inserted && it->second != s) {
-          mlir::emitError(net->layers[l].getLoc(), "parameter '")
-              << name << "' is shared by stages " << it->second << " and " << s
-              << "; give each layer that reads it a copy of its own first "
-                 "(nn-copy-tied-parameters, which gpipe-compile runs)";
-          return fail();
-        }
+FailureOr<StageBackward>
+mlir::gpipe::buildStageBackward(func::FuncOp forward, StringRef stageName,
+                                const StageBackwardOptions &options) {
+  nn::BackwardOptions backwardOptions;
+  if (options.last)
+    backwardOptions.lossScale = options.lossScale;
+  // remat=none: the forward also returns what the backward reads.
+  backwardOptions.saveActivations = options.remat != Remat::Stage;
+  backwardOptions.recomputeLayers.assign(options.recomputeLayers.begin(),
+                                         options.recomputeLayers.end());
+  SmallVector<Operation *> recomputed;
+  backwardOptions.recomputed = &recomputed;
+  FailureOr<func::FuncOp> backward = nn::buildBackwardFunction(
+      forward, (stageName + "_bwd").str(), backwardOptions);
+  if (failed(backward))
+    return failure();
+  // The set is only compared against the ops still in the body (nothing
+  // is created in between, so an erased op's address is not reused).
+  llvm::DenseSet<Operation *> recomputedSet(recomputed.begin(),
+                                            recomputed.end());
+  // Stage 0's input is the data; the last stage's other arguments are the
+  // loss's (the labels, float under mse): neither has a gradient to send.
+  dropInputGradients(*backward, [&](int64_t arg) {
+    return (options.first && arg == 0) || (options.last && arg > 0);
+  });
+  if (options.remat != Remat::None && !recomputedSet.empty())
+    wrapRecompute(*backward, recomputedSet, options.remat);
+  StageBackward result{*backward, {}, {}};
+  if (options.split) {
+    FailureOr<nn::SplitBackward> halves =
+        nn::splitBackwardFunction(*backward, (stageName + "_bwd_input").str(),
+                                  (stageName + "_bwd_weight").str());
+    if (failed(halves))
+      return failure();
+    result.input = halves->input;
+    result.weight = halves->weight;
+  }
+  return result;
+}
+
+/// The roofline time of the ops of `func` on `device`, forward times all.
+static double getRooflineTime(func::FuncOp func, const DeviceProfile &device) {
+  double seconds = 0;
+  func.walk([&](nn::CostOpInterface op) {
+    nn::OpCost c = op.getCost();
+    seconds += mlir::gpipe::forwardTime(
+        {c.flops, c.bytesRead, c.bytesWritten, c.paramBytes}, device);
+  });
+  return seconds;
+}
+
+/// Sets `times`' input and weight halves of the split backward `backward`
+/// of the stage of layers [begin, end) of `chain`: the profile's
+/// measurements of the halves when it has them for every layer (then the
+/// backward is their sum), else `times.backward` divided between them.
+static void splitBackwardTime(const LayerChain &chain,
+                              const LayerChainCosts &costs, int begin, int end,
+                              const StageBackward &backward,
+                              StageTimes &times) {
+  // Measured halves of a split backward: the input half also recomputes.
+  if (const std::optional<ProfileMeasurement> &measured = costs.measured) {
+    double in = costs.getOverhead("backward_input");
+    double w = costs.getOverhead("backward_weight");
+    bool all = true;
+    for (int l = begin; l < end && all; ++l) {
+      const MeasuredLayer *m =
+          measured->findLayer(nn::LayerOp(chain.layers[l]).getName());
+      all = m->backwardInput && m->backwardWeight;
+      if (all) {
+        in += *m->backwardInput + costs.costs.recompute[l];
+        w += *m->backwardWeight;
       }
+    }
+    if (all) {
+      times.input = in;
+      times.weight = w;
+      times.backward = in + w;
+      return;
+    }
+  }
+  // How the backward's time divides between its halves: in proportion to
+  // the roofline times of their ops (the input half of a transformer
+  // stage carries the attention and normalization gradients, the weight
+  // half little more than the weight GEMMs; stage 0's input half is empty).
+  double in = getRooflineTime(backward.input, costs.device);
+  double w = getRooflineTime(backward.weight, costs.device);
+  double share = in + w > 0 ? in / (in + w) : 0.5;
+  times.input = *times.backward * share;
+  times.weight = *times.backward * (1 - share);
+}
 
-  // Build the stages after the network function.
-  SymbolTable symbols(module);
-  OpBuilder builder(module.getContext());
-  builder.setInsertionPointAfter(func);
+StageTimes mlir::gpipe::estimateStageTimes(const LayerChain &chain,
+                                           const LayerChainCosts &costs,
+                                           int begin, int end,
+                                           const StageBackward *backward,
+                                           int64_t replicas) {
+  StageTimes times;
+  times.forward = costs.getOverhead("forward");
+  for (int l = begin; l < end; ++l)
+    times.forward += costs.costs.forward[l];
+  if (!backward)
+    return times;
+  double backwardTime = costs.getOverhead("backward");
+  for (int l = begin; l < end; ++l)
+    backwardTime += costs.costs.backward[l] + costs.costs.recompute[l];
+  times.backward = backwardTime;
+  if (backward->input)
+    splitBackwardTime(chain, costs, begin, end, *backward, times);
+  // The optimizer's update, at the measured rate per parameter byte.
+  if (costs.measured && costs.measured->optimizerSecondsPerByte) {
+    int64_t bytes = 0;
+    for (int l = begin; l < end; ++l)
+      bytes += paramBytesOf(chain.layers[l]);
+    times.step = *costs.measured->optimizerSecondsPerByte * double(bytes);
+  }
+  // The replicas' all-reduce of the stage's gradients.
+  if (replicas > 1) {
+    int64_t gradBytes = 0;
+    for (int l = begin; l < end; ++l)
+      gradBytes += paramBytesOf(chain.layers[l]);
+    times.reduce = allReduceTime(gradBytes, replicas, costs.device);
+  }
+  return times;
+}
+
+StageOp mlir::gpipe::declareStage(OpBuilder &builder, StringRef name,
+                                  int64_t index, func::FuncOp forward,
+                                  const StageBackward *backward,
+                                  const StageTimes &times) {
+  // A forward-only stage refers to no backward, an unsplit one to no halves.
+  StageBackward none;
+  const StageBackward &bwd = backward ? *backward : none;
+  auto refOf = [](func::FuncOp func) {
+    return func ? FlatSymbolRefAttr::get(func) : FlatSymbolRefAttr();
+  };
+  auto attrOf = [&](std::optional<double> seconds) {
+    return seconds ? builder.getF64FloatAttr(*seconds) : FloatAttr();
+  };
+  FunctionType type = forward.getFunctionType();
+  return StageOp::create(
+      builder, forward.getLoc(), builder.getStringAttr(name),
+      builder.getI64IntegerAttr(index), TypeAttr::get(type.getInput(0)),
+      TypeAttr::get(type.getResult(0)), FlatSymbolRefAttr::get(forward),
+      refOf(bwd.backward), refOf(bwd.input), refOf(bwd.weight),
+      builder.getF64FloatAttr(times.forward), attrOf(times.backward),
+      attrOf(times.input), attrOf(times.weight), attrOf(times.reduce),
+      attrOf(times.step));
+}
+
+PipelineOp mlir::gpipe::declarePipeline(OpBuilder &builder, Location loc,
+                                        const PartitionOptions &options,
+                                        ArrayRef<StageOp> stages) {
+  MLIRContext *context = builder.getContext();
   SmallVector<Attribute> stageRefs;
-  SmallVector<func::FuncOp> stageForwards;
-  for (int64_t s = 0; s < numStages; ++s) {
-    bool last = s + 1 == numStages;
-    std::string base = pipelineName + "_s" + std::to_string(s);
-    if (symbols.lookup(base) || symbols.lookup(base + "_fwd") ||
-        symbols.lookup(base + "_bwd")) {
-      mlir::emitError(func.getLoc(), "symbol '") << base << "' already exists";
-      return fail();
-    }
-    func::FuncOp fwd = buildStageForward(builder, *net, first[s], first[s + 1],
-                                         last, base + "_fwd");
-    if (forwardOnly) {
-      double forwardTime = overheadOf("forward");
-      for (int l = first[s]; l < first[s + 1]; ++l)
-        forwardTime += costs.forward[l];
-      FunctionType type = fwd.getFunctionType();
-      builder.setInsertionPointAfter(fwd);
-      auto stage = StageOp::create(
-          builder, fwd.getLoc(), builder.getStringAttr(base),
-          builder.getI64IntegerAttr(s), TypeAttr::get(type.getInput(0)),
-          TypeAttr::get(type.getResult(0)), FlatSymbolRefAttr::get(fwd),
-          FlatSymbolRefAttr(), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
-          builder.getF64FloatAttr(forwardTime), FloatAttr(), FloatAttr(),
-          FloatAttr(), FloatAttr(), FloatAttr());
-      builder.setInsertionPointAfter(stage);
-      stageRefs.push_back(FlatSymbolRefAttr::get(stage));
-      stageForwards.push_back(fwd);
-      continue;
-    }
-    nn::BackwardOptions options;
-    // Each micro-batch's mean loss over M x D: summed over the micro-batches
-    // and then over the replicas, the gradient of the mini-batch mean.
-    if (last)
-      options.lossScale = 1.0 / (static_cast<double>(microbatches) *
-                                 static_cast<double>(replicas));
-    // remat=none: the forward also returns what the backward reads.
-    options.saveActivations = *rematKind != Remat::Stage;
-    options.recomputeLayers = recomputed;
-    SmallVector<Operation *> recomputed;
-    options.recomputed = &recomputed;
-    FailureOr<func::FuncOp> bwd =
-        nn::buildBackwardFunction(fwd, base + "_bwd", options);
-    if (failed(bwd))
-      return fail();
-    // The set is only compared against the ops still in the body (nothing
-    // is created in between, so an erased op's address is not reused).
-    llvm::DenseSet<Operation *> recomputedSet(recomputed.begin(),
-                                              recomputed.end());
-    // Stage 0's input is the data; the last stage's other arguments are the
-    // loss's (the labels, float under mse): neither has a gradient to send.
-    dropInputGradients(*bwd, [&](int64_t arg) {
-      return (s == 0 && arg == 0) || (last && arg > 0);
-    });
-    if (*rematKind != Remat::None && !recomputedSet.empty())
-      wrapRecompute(*bwd, recomputedSet, *rematKind);
-    builder.setInsertionPointAfter(*bwd);
-    FlatSymbolRefAttr inputRef, weightRef;
-    if (split) {
-      FailureOr<nn::SplitBackward> halves = nn::splitBackwardFunction(
-          *bwd, base + "_bwd_input", base + "_bwd_weight");
-      if (failed(halves))
-        return fail();
-      inputRef = FlatSymbolRefAttr::get(halves->input);
-      weightRef = FlatSymbolRefAttr::get(halves->weight);
-      builder.setInsertionPointAfter(halves->weight);
-    }
-
-    double forwardTime = overheadOf("forward");
-    double backwardTime = overheadOf("backward");
-    for (int l = first[s]; l < first[s + 1]; ++l) {
-      forwardTime += costs.forward[l];
-      backwardTime += costs.backward[l] + costs.recompute[l];
-    }
-    // Measured halves of a split backward: the input half also recomputes.
-    std::optional<std::pair<double, double>> measuredHalves;
-    if (measured && split) {
-      double in = overheadOf("backward_input");
-      double w = overheadOf("backward_weight");
-      bool all = true;
-      for (int l = first[s]; l < first[s + 1] && all; ++l) {
-        const MeasuredLayer *m = measured->findLayer(net->layers[l].getName());
-        all = m->backwardInput && m->backwardWeight;
-        if (all) {
-          in += *m->backwardInput + costs.recompute[l];
-          w += *m->backwardWeight;
-        }
-      }
-      if (all)
-        measuredHalves = {in, w};
-    }
-    // How the backward's time divides between its halves: in proportion to
-    // the roofline times of their ops (the input half of a transformer
-    // stage carries the attention and normalization gradients, the weight
-    // half little more than the weight GEMMs; stage 0's input half is empty).
-    FloatAttr inputTime, weightTime;
-    if (split) {
-      auto rooflineOf = [&](func::FuncOp half) {
-        double seconds = 0;
-        half.walk([&](nn::CostOpInterface op) {
-          nn::OpCost c = op.getCost();
-          seconds += mlir::gpipe::forwardTime(
-              {c.flops, c.bytesRead, c.bytesWritten, c.paramBytes}, *device);
-        });
-        return seconds;
-      };
-      auto lookup = [&](FlatSymbolRefAttr ref) {
-        return module.lookupSymbol<func::FuncOp>(ref.getValue());
-      };
-      if (measuredHalves) {
-        inputTime = builder.getF64FloatAttr(measuredHalves->first);
-        weightTime = builder.getF64FloatAttr(measuredHalves->second);
-        backwardTime = measuredHalves->first + measuredHalves->second;
-      } else {
-        double in = rooflineOf(lookup(inputRef));
-        double w = rooflineOf(lookup(weightRef));
-        double share = in + w > 0 ? in / (in + w) : 0.5;
-        inputTime = builder.getF64FloatAttr(backwardTime * share);
-        weightTime = builder.getF64FloatAttr(backwardTime * (1 - share));
-      }
-    }
-    // The optimizer's update, at the measured rate per parameter byte.
-    FloatAttr stepTime;
-    if (measured && measured->optimizerSecondsPerByte) {
-      int64_t bytes = 0;
-      for (int l = first[s]; l < first[s + 1]; ++l)
-        bytes += paramBytesOf(net->layers[l], module);
-      stepTime = builder.getF64FloatAttr(*measured->optimizerSecondsPerByte *
-                                         double(bytes));
-    }
-    // The replicas' all-reduce of the stage's gradients.
-    FloatAttr reduceTime;
-    if (replicas > 1) {
-      int64_t gradBytes = 0;
-      for (int l = first[s]; l < first[s + 1]; ++l)
-        gradBytes += paramBytesOf(net->layers[l], module);
-      reduceTime =
-          builder.getF64FloatAttr(allReduceTime(gradBytes, replicas, *device));
-    }
-    FunctionType type = fwd.getFunctionType();
-    auto stage = StageOp::create(
-        builder, fwd.getLoc(), builder.getStringAttr(base),
-        builder.getI64IntegerAttr(s), TypeAttr::get(type.getInput(0)),
-        TypeAttr::get(type.getResult(0)), FlatSymbolRefAttr::get(fwd),
-        FlatSymbolRefAttr::get(*bwd), inputRef, weightRef,
-        builder.getF64FloatAttr(forwardTime),
-        builder.getF64FloatAttr(backwardTime), inputTime, weightTime,
-        reduceTime, stepTime);
+  for (StageOp stage : stages)
     stageRefs.push_back(FlatSymbolRefAttr::get(stage));
-    stageForwards.push_back(fwd);
-  }
-  PipelineOp::create(
-      builder, func.getLoc(), builder.getStringAttr(pipelineName),
-      builder.getArrayAttr(stageRefs), builder.getI64IntegerAttr(microbatches),
-      ScheduleKindAttr::get(module.getContext(), *scheduleKind),
-      virtualStages > 1 ? builder.getI64IntegerAttr(virtualStages)
-                        : IntegerAttr(),
-      RematAttr::get(module.getContext(), *rematKind),
-      replicas > 1 ? builder.getI64IntegerAttr(replicas) : IntegerAttr(),
-      forwardOnly ? builder.getUnitAttr() : UnitAttr(), MemoryPlanAttr())
-      .getBody()
-      .emplaceBlock();
+  auto pipeline = PipelineOp::create(
+      builder, loc, builder.getStringAttr(options.pipelineName),
+      builder.getArrayAttr(stageRefs),
+      builder.getI64IntegerAttr(options.microbatches),
+      ScheduleKindAttr::get(context, options.schedule),
+      options.virtualStages > 1
+          ? builder.getI64IntegerAttr(options.virtualStages)
+          : IntegerAttr(),
+      RematAttr::get(context, options.remat),
+      options.replicas > 1 ? builder.getI64IntegerAttr(options.replicas)
+                           : IntegerAttr(),
+      options.forwardOnly ? builder.getUnitAttr() : UnitAttr(),
+      MemoryPlanAttr());
+  pipeline.getBody().emplaceBlock();
+  return pipeline;
+}
 
-  // A parameter no stage reads (an ONNX initializer nothing consumes, a
-  // dropout ratio, an untied head) would be trained by no rank: drop it,
-  // saying so.
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+/// Checks what a forward-only pipeline allows: GPipe's forward half of one
+/// stage per rank, one replica, no split backward, and a network without a
+/// loss. Errors at the network function.
+static LogicalResult checkForwardOnly(func::FuncOp func, ScheduleKind schedule,
+                                      int64_t virtualStages, int64_t replicas,
+                                      bool splitBackward) {
+  if (schedule != ScheduleKind::GPipe ||
+      (virtualStages != 0 && virtualStages != 1) || replicas != 1 ||
+      splitBackward)
+    return mlir::emitError(func.getLoc(),
+                           "a forward-only pipeline runs GPipe's forward half: "
+                           "expected schedule gpipe with one stage per rank, "
+                           "one replica and no split backward");
+  bool hasLoss = false;
+  func.walk([&](Operation *op) {
+    hasLoss |= isa<nn::CrossEntropyOp, nn::MSEOp>(op);
+  });
+  if (hasLoss)
+    return mlir::emitError(func.getLoc(),
+                           "a forward-only pipeline computes no loss, but the "
+                           "network has one attached");
+  return success();
+}
+
+/// Checks that `chain` has a layer for each of `options`' stages. Errors at
+/// the network function.
+static LogicalResult checkStageCount(const LayerChain &chain,
+                                     const PartitionOptions &options) {
+  int64_t numLayers = chain.layers.size();
+  int64_t numStages = options.getNumStages();
+  if (numStages <= numLayers)
+    return success();
+  InFlightDiagnostic diag = mlir::emitError(chain.func->getLoc(), "cannot cut ")
+                            << numLayers << " layers into " << numStages
+                            << " stages";
+  if (options.virtualStages > 1)
+    diag << " (" << options.ranks << " ranks x " << options.virtualStages
+         << " virtual stages)";
+  return failure();
+}
+
+/// The layers of `chain` called `names` (remat selective's recompute-layers),
+/// by name. Errors at the network function for a name no layer has.
+static FailureOr<SmallVector<StringAttr>>
+findLayers(const LayerChain &chain, ArrayRef<std::string> names) {
+  SmallVector<StringAttr> layers;
+  for (const std::string &name : names) {
+    auto it = llvm::find_if(chain.layers, [&](nn::LayerOp layer) {
+      return layer.getName() == name;
+    });
+    if (it == chain.layers.end()) {
+      InFlightDiagnostic diag =
+          mlir::emitError(chain.func->getLoc(), "recompute-layers names '")
+          << name
+          << "', which is no layer of the "
+             "network; its layers are";
+      for (nn::LayerOp layer : chain.layers)
+        diag << " " << layer.getName();
+      return failure();
+    }
+    layers.push_back(nn::LayerOp(*it).getNameAttr());
+  }
+  return layers;
+}
+
+/// Checks that no parameter is read on two of the stages `first` cuts
+/// `chain` into: it would need its gradients synchronized. Errors at the
+/// layer that reads it on the later stage.
+static LogicalResult checkParameterOwners(const LayerChain &chain,
+                                          ArrayRef<int> first) {
+  llvm::StringMap<int64_t> owner;
+  for (int64_t s = 0, e = first.size() - 1; s < e; ++s)
+    for (int l = first[s]; l < first[s + 1]; ++l)
+      for (StringRef name : paramsOf(chain.layers[l])) {
+        auto [it, inserted] = owner.try_emplace(name, s);
+        if (!inserted && it->second != s)
+          return mlir::emitError(chain.layers[l]->getLoc(), "parameter '")
+                 << name << "' is shared by stages " << it->second << " and "
+                 << s
+                 << "; give each layer that reads it a copy of its own first "
+                    "(nn-copy-tied-parameters, which gpipe-compile runs)";
+      }
+  return success();
+}
+
+/// Builds the stages of `options`' pipeline over `chain` cut at `first` at
+/// `builder`, in order: each stage's forward, backward (training) and
+/// declaration; appends the declarations to `stages` and the forwards to
+/// `forwards`. Errors at the network function (a stage's name is taken in
+/// `module`) or where a backward cannot be built.
+static LogicalResult
+buildStages(OpBuilder &builder, ModuleOp module, const LayerChain &chain,
+            const LayerChainCosts &costs, const PartitionOptions &options,
+            ArrayRef<int> first, SmallVectorImpl<StageOp> &stages,
+            SmallVectorImpl<func::FuncOp> &forwards) {
+  SymbolTable symbols(module);
+  const int64_t numStages = options.getNumStages();
+  for (int64_t s = 0; s < numStages; ++s) {
+    std::string base = options.pipelineName + "_s" + std::to_string(s);
+    if (symbols.lookup(base) || symbols.lookup(base + "_fwd") ||
+        symbols.lookup(base + "_bwd"))
+      return mlir::emitError(chain.func->getLoc(), "symbol '")
+             << base << "' already exists";
+    func::FuncOp fwd = buildStageForward(builder, chain, first[s], first[s + 1],
+                                         base + "_fwd");
+    std::optional<StageBackward> bwd;
+    if (!options.forwardOnly) {
+      StageBackwardOptions backwardOptions;
+      backwardOptions.first = s == 0;
+      backwardOptions.last = s + 1 == numStages;
+      // Each micro-batch's mean loss over M x D: summed over the
+      // micro-batches and then over the replicas, the gradient of the
+      // mini-batch mean.
+      backwardOptions.lossScale =
+          1.0 / (static_cast<double>(options.microbatches) *
+                 static_cast<double>(options.replicas));
+      backwardOptions.remat = options.remat;
+      backwardOptions.recomputeLayers = options.recomputeLayers;
+      backwardOptions.split = options.splitBackward;
+      FailureOr<StageBackward> built =
+          buildStageBackward(fwd, base, backwardOptions);
+      if (failed(built))
+        return failure();
+      bwd = *built;
+    }
+    builder.setInsertionPointAfter(bwd ? bwd->getLast() : fwd);
+    const StageBackward *backward = bwd ? &*bwd : nullptr;
+    StageTimes times = estimateStageTimes(chain, costs, first[s], first[s + 1],
+                                          backward, options.replicas);
+    stages.push_back(declareStage(builder, base, s, fwd, backward, times));
+    forwards.push_back(fwd);
+  }
+  return success();
+}
+
+/// Drops each parameter of `module` that none of the stage `forwards` reads
+/// (an ONNX initializer nothing consumes, a dropout ratio, an untied head):
+/// no rank would train it. Warns at each.
+static void dropUnreadParameters(ModuleOp module,
+                                 ArrayRef<func::FuncOp> forwards) {
   llvm::DenseSet<StringRef> read;
-  for (func::FuncOp fwd : stageForwards)
+  for (func::FuncOp fwd : forwards)
     fwd.walk([&](nn::ParamOp p) { read.insert(p.getName()); });
   for (nn::ParameterOp param :
        llvm::make_early_inc_range(module.getOps<nn::ParameterOp>())) {
@@ -744,4 +748,128 @@ void GPipePartitionPass::runOnOperation() {
         << "' is not used by the network; it is dropped (no stage trains it)";
     param.erase();
   }
+}
+
+namespace {
+struct GPipePartitionPass
+    : public mlir::gpipe::impl::GPipePartitionPassBase<GPipePartitionPass> {
+  using GPipePartitionPassBase::GPipePartitionPassBase;
+  void runOnOperation() override;
+
+private:
+  /// The pass options, checked, with the schedule's defaults filled in (all
+  /// but the recompute layers, which need the network's). Errors at `func`.
+  FailureOr<PartitionOptions> resolveOptions(func::FuncOp func);
+};
+} // namespace
+
+FailureOr<PartitionOptions>
+GPipePartitionPass::resolveOptions(func::FuncOp func) {
+  Location loc = func.getLoc();
+  const int64_t stages = this->stages, microbatches = this->microbatches;
+  if (stages < 1)
+    return mlir::emitError(loc, "expected at least 1 stage, got ") << stages;
+  if (microbatches < 1)
+    return mlir::emitError(loc, "expected at least 1 micro-batch, got ")
+           << microbatches;
+  const int64_t replicas = dataParallel;
+  if (replicas < 1)
+    return mlir::emitError(loc,
+                           "expected at least 1 data-parallel replica, got ")
+           << replicas;
+  // Inference: GPipe's forward half, nothing trained.
+  if (forwardOnly &&
+      failed(checkForwardOnly(func, ScheduleKind(schedule), this->virtualStages,
+                              replicas, splitBackward)))
+    return failure();
+  PartitionOptions options;
+  options.pipelineName = pipelineName;
+  options.ranks = stages;
+  options.microbatches = microbatches;
+  options.replicas = replicas;
+  options.forwardOnly = forwardOnly;
+  // `custom`: the programs will be imported (gpipe-import-schedule); any
+  // placement and split backwards may come, so every backward is split and
+  // no family's shape applies.
+  options.schedule = ScheduleKind(schedule);
+  bool custom = options.schedule == ScheduleKind::Custom;
+  // K ranks of V stages each: the network is cut into K·V stages.
+  ScheduleFamily family = getScheduleFamily(options.schedule);
+  int64_t virtualStages = this->virtualStages;
+  if (virtualStages == 0)
+    virtualStages = custom ? 1 : getDefaultVirtualStages(family);
+  if (virtualStages < 1)
+    return mlir::emitError(loc, "expected at least 1 virtual stage per "
+                                "rank, got ")
+           << virtualStages;
+  auto clamp = [](int64_t value) {
+    return static_cast<int>(std::min<int64_t>(value, INT32_MAX));
+  };
+  if (std::string error = custom ? std::string()
+                                 : checkScheduleShape(family, clamp(stages),
+                                                      clamp(virtualStages),
+                                                      clamp(microbatches));
+      !error.empty())
+    return mlir::emitError(loc, error);
+  options.virtualStages = virtualStages;
+  options.splitBackward = splitBackward || custom || usesSplitBackward(family);
+  // Inference keeps nothing for a backward.
+  options.remat = forwardOnly ? Remat::None : Remat(remat);
+  if (options.remat == Remat::Auto)
+    return mlir::emitError(loc,
+                           "remat auto is chosen by gpipe-compile (against "
+                           "its --memory-budget); the partition takes none, "
+                           "stage or selective with recompute-layers");
+  if (!recomputeLayers.empty() && options.remat != Remat::Selective)
+    return mlir::emitError(loc, "recompute-layers needs remat selective, "
+                                "got remat ")
+           << stringifyRemat(options.remat);
+  return options;
+}
+
+void GPipePartitionPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto func = module.lookupSymbol<func::FuncOp>(funcName);
+  if (!func) {
+    mlir::emitError(module.getLoc(), "gpipe-partition: no function '")
+        << funcName << "'";
+    return signalPassFailure();
+  }
+  FailureOr<PartitionOptions> options = resolveOptions(func);
+  if (failed(options))
+    return signalPassFailure();
+  FailureOr<LayerChain> chain = readLayerChain(func);
+  if (failed(chain) || failed(checkStageCount(*chain, *options)))
+    return signalPassFailure();
+  FailureOr<SmallVector<StringAttr>> recomputed =
+      findLayers(*chain, ArrayRef<std::string>(recomputeLayers));
+  if (failed(recomputed))
+    return signalPassFailure();
+  options->recomputeLayers = std::move(*recomputed);
+
+  FailureOr<LayerChainCosts> costs =
+      estimateLayerCosts(*chain, getProfile(profile), *options, profileFile);
+  if (failed(costs))
+    return signalPassFailure();
+  // No memory budget means no cap; one given empty is an error.
+  std::optional<StringRef> budget;
+  if (!memoryBudget.empty() || memoryBudget.getNumOccurrences() > 0)
+    budget = StringRef(memoryBudget);
+  FailureOr<std::vector<int>> first = chooseStageBoundaries(
+      *chain, *costs, *options, ArrayRef<int64_t>(balance), budget);
+  // A parameter read on two stages would need its gradients synchronized.
+  if (failed(first) || failed(checkParameterOwners(*chain, *first)))
+    return signalPassFailure();
+
+  // Build the stages after the network function, then the pipeline.
+  OpBuilder builder(module.getContext());
+  builder.setInsertionPointAfter(func);
+  SmallVector<StageOp> stageOps;
+  SmallVector<func::FuncOp> forwards;
+  if (failed(buildStages(builder, module, *chain, *costs, *options, *first,
+                         stageOps, forwards)))
+    return signalPassFailure();
+  declarePipeline(builder, func.getLoc(), *options, stageOps);
+  // A parameter no stage reads would be trained by no rank.
+  dropUnreadParameters(module, forwards);
 }
