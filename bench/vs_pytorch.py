@@ -25,6 +25,7 @@
 #   python -m venv venv && venv/bin/pip install torch onnx onnxscript
 #   venv/bin/python bench/vs_pytorch.py [--bin build/bin] [--steps 20]
 #       [--rounds 3] [--models mlp,gpt-small,gpt-gemm] [--no-compile]
+#       [--baseline-bin OTHER/build/bin]
 #
 # Every configuration runs once per round and keeps its fastest round (the
 # machine's speed drifts over seconds to minutes).
@@ -96,10 +97,12 @@ def run(cmd):
     return p.stdout
 
 
-def gpipe_compile(args, onnx_file, work, k, m):
-    lib = os.path.join(work, "%s-k%d-m%d.so" %
-                       (os.path.basename(onnx_file), k, m))
-    cmd = [os.path.join(args.bin, "gpipe-compile"), onnx_file, "--stages",
+def gpipe_compile(args, onnx_file, work, k, m, bin_dir=None):
+    bin_dir = bin_dir or args.bin
+    lib = os.path.join(work, "%s-k%d-m%d%s.so" %
+                       (os.path.basename(onnx_file), k, m,
+                        "" if bin_dir == args.bin else "-baseline"))
+    cmd = [os.path.join(bin_dir, "gpipe-compile"), onnx_file, "--stages",
            str(k), "--microbatches", str(m), "--remat", "none", "--quiet",
            "-o", lib]
     if k > 1:
@@ -110,9 +113,10 @@ def gpipe_compile(args, onnx_file, work, k, m):
     return lib
 
 
-def gpipe_step(args, lib, kernel_times=False, blas_threads=None):
+def gpipe_step(args, lib, kernel_times=False, blas_threads=None,
+               bin_dir=None):
     """(median step seconds after the first, gpipe-run's output)."""
-    cmd = [os.path.join(args.bin, "gpipe-run"), lib, "--steps",
+    cmd = [os.path.join(bin_dir or args.bin, "gpipe-run"), lib, "--steps",
            str(args.steps), "--lr", "0.01"]
     if kernel_times:
         cmd.append("--kernel-times")
@@ -214,6 +218,10 @@ def main():
     p.add_argument("--models", default="mlp,gpt-small,gpt-gemm")
     p.add_argument("--no-compile", action="store_true",
                    help="leave torch.compile out")
+    p.add_argument("--baseline-bin", default=None,
+                   help="another build's bin directory: its K=1 and K=2 "
+                        "rows are timed in the same rounds, alternating "
+                        "with this build's, and shown as a ratio")
     p.add_argument("--rounds", type=int, default=3,
                    help="rounds over every configuration; each row keeps "
                         "its fastest")
@@ -246,6 +254,10 @@ def main():
         flops = step_flops(model, x, y, classes)
         k1_lib = gpipe_compile(args, onnx_file, work, 1, 1)
         k2_lib = gpipe_compile(args, onnx_file, work, 2, 8)
+        base = args.baseline_bin
+        if base:
+            k1_base = gpipe_compile(args, onnx_file, work, 1, 1, base)
+            k2_base = gpipe_compile(args, onnx_file, work, 2, 8, base)
         _, breakdown = gpipe_step(args, k1_lib, kernel_times=True)
         blas = re.search(r"BLAS: (\d+) thread", breakdown)
         blas = int(blas.group(1)) if blas else 1
@@ -268,6 +280,9 @@ def main():
                 keep("k1-one", gpipe_step(args, k1_lib, blas_threads=1)[0])
             k2_time, k2_out = gpipe_step(args, k2_lib)
             keep("k2", k2_time)
+            if base:
+                keep("k1-base", gpipe_step(args, k1_base, bin_dir=base)[0])
+                keep("k2-base", gpipe_step(args, k2_base, bin_dir=base)[0])
             for threads in (1, 2):
                 torch.set_num_threads(threads)
                 keep(threads, time_steps(
@@ -297,6 +312,9 @@ def main():
             rows.append(("PyTorch eager, %d thread%s" %
                          (threads, "s" if threads > 1 else ""),
                          eager[threads]))
+        if base:
+            rows.append(("baseline K=1", best["k1-base"]))
+            rows.append(("baseline K=2 M=8", best["k2-base"]))
         if compiled is not None:
             rows.append(("torch.compile, 2 threads", compiled))
         elif not args.no_compile:
@@ -311,6 +329,9 @@ def main():
                 continue
             print("%-32s %10.3f %12.1f %10.1f %11.2fx" %
                   (label, t * 1e3, batch / t, flops / t / 1e9, reference / t))
+        if base:
+            print("this build / baseline: K=1 %.3f, K=2 M=8 %.3f" %
+                  (k1 / best["k1-base"], k2 / best["k2-base"]))
         times = re.search(r"kernel time per step.*\n(.*)\n", breakdown)
         if times:
             print("gpipe K=1 (%d BLAS thread%s), where the time goes (ms per "

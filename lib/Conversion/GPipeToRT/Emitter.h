@@ -242,7 +242,20 @@ private:
   /// Converts every program with RankPrograms.cpp's patterns.
   LogicalResult lowerPrograms();
   llvm::json::Array describeActions(Block &block);
+  /// The `gpipe.model` attribute (what the runtime must know, written as
+  /// JSON at translation) and the exported accessors; one function per
+  /// part of it below.
   LogicalResult emitMetadata();
+  void describeRun(llvm::json::Object &root);
+  LogicalResult describeInput(llvm::json::Object &root);
+  LogicalResult describeTargets(llvm::json::Object &root);
+  void describeDataHint(llvm::json::Object &root);
+  llvm::json::Object describePrediction();
+  LogicalResult describeParameters(llvm::json::Object &root, std::string &data);
+  llvm::json::Array describeStages();
+  llvm::json::Array describeRanks();
+  void emitAccessors(StringRef data);
+  SmallVector<int64_t> getBatchShape(Type type);
   /// The type of the last stage's prediction for one micro-batch: the
   /// forward-only pipeline's output, or the logits (prediction) its loss
   /// reads in training; none when the loss reads no tensor.

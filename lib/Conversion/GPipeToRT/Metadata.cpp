@@ -76,26 +76,43 @@ std::optional<Type> Emitter::getPredictionType(func::FuncOp lastForward) {
   return type;
 }
 
-LogicalResult Emitter::emitMetadata() {
+/// A per-micro-batch type's shape over the whole mini-batch: M
+/// micro-batches on each of the D replicas.
+SmallVector<int64_t> Emitter::getBatchShape(Type type) {
+  SmallVector<int64_t> shape(cast<ShapedType>(type).getShape());
+  if (!shape.empty())
+    shape[0] *= converted.schedule.numMicrobatches * pipeline.getNumReplicas();
+  return shape;
+}
+
+/// The runtime's name of a tensor type's element type.
+static std::string dtypeNameOf(Type type) {
+  return std::string(::gpipe::rt::dtypeName(
+      *getRuntimeDType(cast<ShapedType>(type).getElementType())));
+}
+
+/// The loss the last forward computes, if any, and for cross-entropy its
+/// number of classes.
+static std::optional<nn::LossKind> getLossKind(func::FuncOp lastForward,
+                                               int64_t &classes) {
+  std::optional<nn::LossKind> loss;
+  lastForward.walk([&](Operation *op) {
+    if (auto ce = dyn_cast<nn::CrossEntropyOp>(op)) {
+      loss = nn::LossKind::CrossEntropy;
+      classes = shapeOf(ce.getLogits()).back();
+    } else if (isa<nn::MSEOp>(op)) {
+      loss = nn::LossKind::MSE;
+    }
+  });
+  return loss;
+}
+
+/// The run's identity: format, versions, where the model came from, what
+/// it targets, and the pipeline's shape.
+void Emitter::describeRun(llvm::json::Object &root) {
   const Schedule &schedule = converted.schedule;
   int K = schedule.numStages, M = schedule.numMicrobatches;
-  ArrayRef<StageOp> stages = converted.stages;
-  Location loc = pipeline.getLoc();
-
-  // Input and labels of the whole mini-batch: M micro-batches on each of
-  // the D replicas.
   const int64_t D = pipeline.getNumReplicas();
-  auto batchShape = [&](Type type) {
-    SmallVector<int64_t> shape(cast<ShapedType>(type).getShape());
-    if (!shape.empty())
-      shape[0] *= M * D;
-    return shape;
-  };
-  auto dtypeName = [](Type type) {
-    return std::string(::gpipe::rt::dtypeName(
-        *getRuntimeDType(cast<ShapedType>(type).getElementType())));
-  };
-  llvm::json::Object root;
   root[key::kFormat] = ::gpipe::abi::kMetadataFormat;
   root[key::kSchemaVersion] = ::gpipe::abi::kMetadataSchemaVersion;
   root[key::kAbiVersion] = GPIPE_RT_ABI_VERSION;
@@ -111,15 +128,19 @@ LogicalResult Emitter::emitMetadata() {
   root[key::kRemat] = stringifyRemat(pipeline.getRemat()).str();
   root[key::kAlignment] = memory.getAlignment();
   root[key::kOptimizer] = ::gpipe::abi::getOptimizerName(memory.getOptimizer());
+}
 
+/// The input the data provides for the whole mini-batch, and the model
+/// inputs packed into it.
+LogicalResult Emitter::describeInput(llvm::json::Object &root) {
   func::FuncOp firstForward = forwards.front().source;
-  func::FuncOp lastForward = forwards.back().source;
+  Location loc = pipeline.getLoc();
   Type inputType = firstForward.getFunctionType().getInput(0);
   if (failed(getRuntimeDType(cast<ShapedType>(inputType).getElementType())))
     return mlir::emitError(loc) << "unsupported input type " << inputType,
            failure();
-  llvm::json::Object input{{"shape", toJSON(batchShape(inputType))},
-                           {key::kDType, dtypeName(inputType)}};
+  llvm::json::Object input{{"shape", toJSON(getBatchShape(inputType))},
+                           {key::kDType, dtypeNameOf(inputType)}};
   // Several model inputs packed into one (nn-pack-inputs): each by name.
   if (auto parts =
           pipeline->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
@@ -148,18 +169,17 @@ LogicalResult Emitter::emitMetadata() {
       input["parts"] = std::move(list);
   }
   root["input"] = std::move(input);
-  std::optional<nn::LossKind> loss;
+  return success();
+}
+
+/// The loss, the prediction a run may save (gpipe_rt_report_output) and
+/// the labels, over the whole mini-batch.
+LogicalResult Emitter::describeTargets(llvm::json::Object &root) {
+  func::FuncOp lastForward = forwards.back().source;
+  Location loc = pipeline.getLoc();
   int64_t classes = 0;
-  lastForward.walk([&](Operation *op) {
-    if (auto ce = dyn_cast<nn::CrossEntropyOp>(op)) {
-      loss = nn::LossKind::CrossEntropy;
-      classes = shapeOf(ce.getLogits()).back();
-    } else if (isa<nn::MSEOp>(op)) {
-      loss = nn::LossKind::MSE;
-    }
-  });
+  std::optional<nn::LossKind> loss = getLossKind(lastForward, classes);
   root["loss"] = loss ? nn::getLossName(*loss) : "";
-  bool crossEntropy = loss == nn::LossKind::CrossEntropy;
   // What a run may save as its outputs (gpipe_rt_report_output): the last
   // stage's prediction over the mini-batch, the logits the loss reads in
   // training.
@@ -169,22 +189,33 @@ LogicalResult Emitter::emitMetadata() {
       return mlir::emitError(loc) << "unsupported output type " << *prediction,
              failure();
     root["output"] =
-        llvm::json::Object{{"shape", toJSON(batchShape(*prediction))},
-                           {key::kDType, dtypeName(*prediction)}};
+        llvm::json::Object{{"shape", toJSON(getBatchShape(*prediction))},
+                           {key::kDType, dtypeNameOf(*prediction)}};
   } else {
     root["output"] = nullptr;
   }
   FunctionType lastType = lastForward.getFunctionType();
   if (lastType.getNumInputs() > 1) {
     Type labelType = lastType.getInput(1);
-    llvm::json::Object labels{{"shape", toJSON(batchShape(labelType))},
-                              {key::kDType, dtypeName(labelType)}};
+    llvm::json::Object labels{{"shape", toJSON(getBatchShape(labelType))},
+                              {key::kDType, dtypeNameOf(labelType)}};
     if (classes > 0)
       labels["classes"] = classes;
     root["labels"] = std::move(labels);
   } else {
     root["labels"] = nullptr;
   }
+  return success();
+}
+
+/// The vocabulary of token inputs and what kind of data the model reads:
+/// what gpipe-run's built-in data generates for it.
+void Emitter::describeDataHint(llvm::json::Object &root) {
+  func::FuncOp firstForward = forwards.front().source;
+  Type inputType = firstForward.getFunctionType().getInput(0);
+  int64_t classes = 0;
+  bool crossEntropy = getLossKind(forwards.back().source, classes) ==
+                      nn::LossKind::CrossEntropy;
   // The input itself, seen through the layers' block arguments.
   std::function<bool(Value)> isInput = [&](Value v) {
     auto arg = dyn_cast<BlockArgument>(v);
@@ -222,14 +253,20 @@ LogicalResult Emitter::emitMetadata() {
            cast<ShapedType>(inputType).getRank() == 4)
     hint = "images";
   root["data_hint"] = hint;
+}
 
+/// The predicted step from the cost model: bubble, makespan, per-rank
+/// timeline and busy time.
+llvm::json::Object Emitter::describePrediction() {
+  const Schedule &schedule = converted.schedule;
+  int K = schedule.numStages, M = schedule.numMicrobatches;
   // Predicted timeline. closed_form_bubble keeps its meaning, GPipe's
   // (K-1)/(M+K-1); schedule_closed_form_bubble is the pipeline's own
   // schedule's, null where it has none.
   Timeline timeline = simulate(schedule, getStageDurations(converted.stages));
   std::optional<double> ownClosedForm =
       getScheduleClosedFormBubble(pipeline, converted.stages);
-  root["predicted"] = llvm::json::Object{
+  return llvm::json::Object{
       {"bubble", timeline.error.empty() ? timeline.bubbleFraction : -1.0},
       {"closed_form_bubble", getIdealBubbleFraction(K, M)},
       {"schedule_closed_form_bubble", ownClosedForm
@@ -265,9 +302,13 @@ LogicalResult Emitter::emitMetadata() {
              busy.push_back(seconds);
          return busy;
        }()}};
+}
 
+/// The parameters, with their initial values appended to `data` (what
+/// gpipe_model_data returns).
+LogicalResult Emitter::describeParameters(llvm::json::Object &root,
+                                          std::string &data) {
   // Parameters and their initial data.
-  std::string data;
   llvm::json::Array parameters;
   for (nn::ParameterOp p : module.getBody()->getOps<nn::ParameterOp>()) {
     auto type = cast<RankedTensorType>(p.getType());
@@ -298,7 +339,13 @@ LogicalResult Emitter::emitMetadata() {
     parameters.push_back(std::move(entry));
   }
   root["parameters"] = std::move(parameters);
+  return success();
+}
 
+/// Per stage: its rank, name and layers.
+llvm::json::Array Emitter::describeStages() {
+  const Schedule &schedule = converted.schedule;
+  ArrayRef<StageOp> stages = converted.stages;
   llvm::json::Array stageInfo;
   for (size_t s = 0; s < stages.size(); ++s) {
     StageOp stage = stages[s];
@@ -313,8 +360,14 @@ LogicalResult Emitter::emitMetadata() {
                            {"name", stage.getSymName().str()},
                            {"layers", std::move(layers)}});
   }
-  root["stage_info"] = std::move(stageInfo);
+  return stageInfo;
+}
 
+/// Per rank: its arena, its stages' parameter placement and its program.
+llvm::json::Array Emitter::describeRanks() {
+  const Schedule &schedule = converted.schedule;
+  int M = schedule.numMicrobatches;
+  const int64_t D = pipeline.getNumReplicas();
   llvm::json::Array ranks;
   for (ProgramOp program : pipeline.getPrograms()) {
     int r = static_cast<int>(program.getRankIndex());
@@ -359,15 +412,13 @@ LogicalResult Emitter::emitMetadata() {
         {key::kStages, std::move(rankStages)},
         {key::kActions, describeActions(program.getBody().front())}});
   }
-  root[key::kRanks] = std::move(ranks);
-  root["sites"] = std::move(sites);
+  return ranks;
+}
 
-  // The metadata travels as a typed attribute of the module; its JSON text
-  // is written when the module is translated (lib/Target).
-  module->setAttr(GPipeDialect::kModelAttrName,
-                  jsonToAttribute(ctx, llvm::json::Value(std::move(root))));
-
-  // The exported accessors.
+/// The exported accessors: the parameters' initial data and the ABI
+/// version.
+void Emitter::emitAccessors(StringRef data) {
+  Location loc = pipeline.getLoc();
   OpBuilder at(ctx);
   at.setInsertionPointToEnd(module.getBody());
   auto dataFunc = func::FuncOp::create(at, loc, "gpipe_model_data",
@@ -380,5 +431,26 @@ LogicalResult Emitter::emitMetadata() {
                                       FunctionType::get(ctx, {}, {i32Ty}));
   at.setInsertionPointToStart(version.addEntryBlock());
   func::ReturnOp::create(at, loc, constI32(at, loc, GPIPE_RT_ABI_VERSION));
+}
+
+LogicalResult Emitter::emitMetadata() {
+  llvm::json::Object root;
+  describeRun(root);
+  if (failed(describeInput(root)) || failed(describeTargets(root)))
+    return failure();
+  describeDataHint(root);
+  root["predicted"] = describePrediction();
+  std::string data;
+  if (failed(describeParameters(root, data)))
+    return failure();
+  root["stage_info"] = describeStages();
+  root[key::kRanks] = describeRanks();
+  root["sites"] = std::move(sites);
+
+  // The metadata travels as a typed attribute of the module; its JSON text
+  // is written when the module is translated (lib/Target).
+  module->setAttr(GPipeDialect::kModelAttrName,
+                  jsonToAttribute(ctx, llvm::json::Value(std::move(root))));
+  emitAccessors(data);
   return success();
 }
