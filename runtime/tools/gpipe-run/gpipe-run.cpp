@@ -346,6 +346,143 @@ struct Args {
   std::vector<std::string> trainingFlags;
 };
 
+/// --inject-nan rank=R,step=S[,mb=M].
+NanInjection parseNanInjection(const std::string &flag,
+                               const std::string &value) {
+  NanInjection nan;
+  bool haveRank = false;
+  size_t pos = 0;
+  while (pos <= value.size()) {
+    size_t comma = value.find(',', pos);
+    std::string item = value.substr(pos, comma - pos);
+    size_t eq = item.find('=');
+    std::string key = item.substr(0, eq);
+    if (eq == std::string::npos ||
+        (key != "rank" && key != "step" && key != "mb"))
+      usageError("--inject-nan expects rank=R,step=S[,mb=M], got '" + value +
+                 "'");
+    int64_t number = parseInteger(flag, item.substr(eq + 1), 0);
+    (key == "rank" ? nan.rank : key == "step" ? nan.step : nan.mb) = number;
+    haveRank |= key == "rank";
+    if (comma == std::string::npos)
+      break;
+    pos = comma + 1;
+  }
+  if (!haveRank)
+    usageError("--inject-nan: rank=R is required");
+  return nan;
+}
+
+/// Sets the option `flag` (one that takes a value) to `value`, checked.
+void setValuedFlag(Args &args, const std::string &flag,
+                   const std::string &value) {
+  RunOptions &run = args.run;
+  if (flag == "--params") {
+    args.params = value;
+  } else if (flag == "--save-outputs") {
+    args.saveOutputs = value;
+  } else if (flag == "--data") {
+    // Empty is not "the built-in data".
+    if (value.empty())
+      usageError("--data is empty; give a safetensors file, or leave the "
+                 "option out for the model's built-in data");
+    run.dataPath = value;
+  } else if (flag == "--steps") {
+    run.steps = parseInteger(flag, value, 1);
+  } else if (flag == "--optimizer") {
+    std::optional<OptimizerKind> kind = parseOptimizerKind(value);
+    if (!kind)
+      usageError("--optimizer: " + getUnknownOptimizerMessage(value));
+    run.optimizer.kind = kind;
+  } else if (flag == "--lr") {
+    run.optimizer.lr = parseNumber(flag, value);
+  } else if (flag == "--momentum") {
+    run.optimizer.momentum = parseNumber(flag, value);
+  } else if (flag == "--weight-decay") {
+    run.optimizer.weightDecay = parseNumber(flag, value);
+  } else if (flag == "--seed") {
+    run.seed = uint64_t(parseInteger(flag, value, 0));
+  } else if (flag == "--save-grads") {
+    args.saveGrads = value;
+  } else if (flag == "--save-params") {
+    args.saveParams = value;
+  } else if (flag == "--trace") {
+    args.trace = value;
+  } else if (flag == "--profile") {
+    args.profile = value;
+  } else if (flag == "--blas-threads") {
+    run.blasThreads = parseInteger(flag, value, 1);
+    if (run.blasThreads > 1024)
+      usageError("--blas-threads must be at most 1024, got '" + value + "'");
+  } else if (flag == "--timeout") {
+    run.timeoutSeconds = parseNumber(flag, value);
+    if (!(run.timeoutSeconds > 0))
+      usageError("--timeout must be positive, got '" + value + "'");
+    if (run.timeoutSeconds > 1e6)
+      usageError("--timeout must be at most 1000000 seconds, got '" + value +
+                 "'");
+  } else if (flag == "--checkpoint-dir") {
+    if (value.empty())
+      usageError("--checkpoint-dir is empty; give the directory to write "
+                 "checkpoints to");
+    args.checkpointDir = value;
+  } else if (flag == "--checkpoint-every") {
+    args.checkpointEvery = parseInteger(flag, value, 1);
+    args.checkpointFlagGiven = flag;
+  } else if (flag == "--keep-checkpoints") {
+    args.keepCheckpoints = parseInteger(flag, value, 1);
+    args.checkpointFlagGiven = flag;
+  } else if (flag == "--transport") {
+    if (value != "local" && value != "mpi" && value != "nccl")
+      usageError("--transport must be local, mpi or nccl, got '" + value + "'");
+    run.transport = value == "mpi"    ? TransportKind::Mpi
+                    : value == "nccl" ? TransportKind::Nccl
+                                      : TransportKind::Local;
+  } else if (flag == "--gpu") {
+    args.gpu = int(parseInteger(flag, value, 0));
+  } else if (flag == "--on-nonfinite") {
+    if (value != "stop" && value != "skip")
+      usageError("--on-nonfinite must be stop or skip, got '" + value + "'");
+    run.onNonFinite =
+        value == "stop" ? NonFinitePolicy::Stop : NonFinitePolicy::Skip;
+  } else if (flag == "--inject-nan") {
+    run.injectNan = parseNanInjection(flag, value);
+  } else if (flag == "--inject-fault") {
+    FaultInjection fault;
+    Status s = parseFaultInjection(value, fault);
+    if (!s.ok())
+      usageError("--inject-fault: " + s.message());
+    run.fault = fault;
+  }
+}
+
+/// The combinations of flags that are errors: a model is needed,
+/// --predict takes no training flag and needs --data, checkpoints need a
+/// directory.
+void checkArgs(const Args &args) {
+  if (args.model.empty())
+    usageError("no model library given (gpipe-run model.so [options])");
+  if (args.predict) {
+    if (!args.trainingFlags.empty())
+      usageError(args.trainingFlags.front() +
+                 " is a training option; --predict runs the forward only");
+    if (args.run.dataPath.empty())
+      usageError("--predict needs --data (the samples to run the model on)");
+    if (!args.params.empty() && args.resume)
+      usageError("give the parameters once: --params or --resume, not both");
+    return;
+  }
+  if (!args.params.empty())
+    usageError("--params needs --predict (training starts from the model's "
+               "initial values, or from a checkpoint with --resume)");
+  if (args.resume && args.checkpointDir.empty())
+    usageError("--resume needs --checkpoint-dir");
+  if (!args.checkpointFlagGiven.empty() && args.checkpointDir.empty())
+    usageError(args.checkpointFlagGiven +
+               " needs --checkpoint-dir (where to write the checkpoints); "
+               "without it nothing would be written");
+}
+
 Args parseArgs(int argc, char **argv) {
   Args args;
   for (int i = 1; i < argc; ++i)
@@ -433,7 +570,6 @@ Args parseArgs(int argc, char **argv) {
         usageError(flag + " needs a value");
       value = argv[++i];
     }
-    RunOptions &run = args.run;
     for (const char *training :
          {"--steps", "--optimizer", "--lr", "--momentum", "--weight-decay",
           "--save-grads", "--save-params", "--checkpoint-dir",
@@ -441,127 +577,9 @@ Args parseArgs(int argc, char **argv) {
           "--inject-nan"})
       if (flag == training)
         args.trainingFlags.push_back(flag);
-    if (flag == "--params") {
-      args.params = value;
-    } else if (flag == "--save-outputs") {
-      args.saveOutputs = value;
-    } else if (flag == "--data") {
-      // Empty is not "the built-in data".
-      if (value.empty())
-        usageError("--data is empty; give a safetensors file, or leave the "
-                   "option out for the model's built-in data");
-      run.dataPath = value;
-    } else if (flag == "--steps") {
-      run.steps = parseInteger(flag, value, 1);
-    } else if (flag == "--optimizer") {
-      std::optional<OptimizerKind> kind = parseOptimizerKind(value);
-      if (!kind)
-        usageError("--optimizer: " + getUnknownOptimizerMessage(value));
-      run.optimizer.kind = kind;
-    } else if (flag == "--lr") {
-      run.optimizer.lr = parseNumber(flag, value);
-    } else if (flag == "--momentum") {
-      run.optimizer.momentum = parseNumber(flag, value);
-    } else if (flag == "--weight-decay") {
-      run.optimizer.weightDecay = parseNumber(flag, value);
-    } else if (flag == "--seed") {
-      run.seed = uint64_t(parseInteger(flag, value, 0));
-    } else if (flag == "--save-grads") {
-      args.saveGrads = value;
-    } else if (flag == "--save-params") {
-      args.saveParams = value;
-    } else if (flag == "--trace") {
-      args.trace = value;
-    } else if (flag == "--profile") {
-      args.profile = value;
-    } else if (flag == "--blas-threads") {
-      run.blasThreads = parseInteger(flag, value, 1);
-      if (run.blasThreads > 1024)
-        usageError("--blas-threads must be at most 1024, got '" + value + "'");
-    } else if (flag == "--timeout") {
-      run.timeoutSeconds = parseNumber(flag, value);
-      if (!(run.timeoutSeconds > 0))
-        usageError("--timeout must be positive, got '" + value + "'");
-      if (run.timeoutSeconds > 1e6)
-        usageError("--timeout must be at most 1000000 seconds, got '" + value +
-                   "'");
-    } else if (flag == "--checkpoint-dir") {
-      if (value.empty())
-        usageError("--checkpoint-dir is empty; give the directory to write "
-                   "checkpoints to");
-      args.checkpointDir = value;
-    } else if (flag == "--checkpoint-every") {
-      args.checkpointEvery = parseInteger(flag, value, 1);
-      args.checkpointFlagGiven = flag;
-    } else if (flag == "--keep-checkpoints") {
-      args.keepCheckpoints = parseInteger(flag, value, 1);
-      args.checkpointFlagGiven = flag;
-    } else if (flag == "--transport") {
-      if (value != "local" && value != "mpi" && value != "nccl")
-        usageError("--transport must be local, mpi or nccl, got '" + value +
-                   "'");
-      run.transport = value == "mpi"    ? TransportKind::Mpi
-                      : value == "nccl" ? TransportKind::Nccl
-                                        : TransportKind::Local;
-    } else if (flag == "--gpu") {
-      args.gpu = int(parseInteger(flag, value, 0));
-    } else if (flag == "--on-nonfinite") {
-      if (value != "stop" && value != "skip")
-        usageError("--on-nonfinite must be stop or skip, got '" + value + "'");
-      run.onNonFinite =
-          value == "stop" ? NonFinitePolicy::Stop : NonFinitePolicy::Skip;
-    } else if (flag == "--inject-nan") {
-      NanInjection nan;
-      bool haveRank = false;
-      size_t pos = 0;
-      while (pos <= value.size()) {
-        size_t comma = value.find(',', pos);
-        std::string item = value.substr(pos, comma - pos);
-        size_t eq = item.find('=');
-        std::string key = item.substr(0, eq);
-        if (eq == std::string::npos ||
-            (key != "rank" && key != "step" && key != "mb"))
-          usageError("--inject-nan expects rank=R,step=S[,mb=M], got '" +
-                     value + "'");
-        int64_t number = parseInteger(flag, item.substr(eq + 1), 0);
-        (key == "rank" ? nan.rank : key == "step" ? nan.step : nan.mb) = number;
-        haveRank |= key == "rank";
-        if (comma == std::string::npos)
-          break;
-        pos = comma + 1;
-      }
-      if (!haveRank)
-        usageError("--inject-nan: rank=R is required");
-      run.injectNan = nan;
-    } else if (flag == "--inject-fault") {
-      FaultInjection fault;
-      Status s = parseFaultInjection(value, fault);
-      if (!s.ok())
-        usageError("--inject-fault: " + s.message());
-      run.fault = fault;
-    }
+    setValuedFlag(args, flag, value);
   }
-  if (args.model.empty())
-    usageError("no model library given (gpipe-run model.so [options])");
-  if (args.predict) {
-    if (!args.trainingFlags.empty())
-      usageError(args.trainingFlags.front() +
-                 " is a training option; --predict runs the forward only");
-    if (args.run.dataPath.empty())
-      usageError("--predict needs --data (the samples to run the model on)");
-    if (!args.params.empty() && args.resume)
-      usageError("give the parameters once: --params or --resume, not both");
-    return args;
-  }
-  if (!args.params.empty())
-    usageError("--params needs --predict (training starts from the model's "
-               "initial values, or from a checkpoint with --resume)");
-  if (args.resume && args.checkpointDir.empty())
-    usageError("--resume needs --checkpoint-dir");
-  if (!args.checkpointFlagGiven.empty() && args.checkpointDir.empty())
-    usageError(args.checkpointFlagGiven +
-               " needs --checkpoint-dir (where to write the checkpoints); "
-               "without it nothing would be written");
+  checkArgs(args);
   return args;
 }
 
@@ -645,55 +663,9 @@ void printKernelTimes(const RunResult &result) {
       share(k[GPIPE_RT_KERNEL_CLASS_OPTIMIZER]), ms(outside), share(outside));
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  gpipe::rt::ensureSingleThreadedBlas(argv);
-  std::set_new_handler(outOfMemory);
-  // Past a file-size limit a write fails with EFBIG and takes its error
-  // path (temporaries removed) instead of the signal killing the run.
-  std::signal(SIGXFSZ, SIG_IGN);
-  Args args = parseArgs(argc, argv);
-  if (args.run.transport != TransportKind::Local) {
-    Status init = initializeMpi(&argc, &argv);
-    if (!init.ok())
-      fatal(init.message());
-    gMpi = true;
-  }
-  // Under MPI process 0 prints and writes; the others train quietly.
-  const bool root = mpiRank() == 0;
-  for (auto &[flag, path] :
-       {std::pair<const char *, std::string &>{"--save-grads", args.saveGrads},
-        {"--save-params", args.saveParams},
-        {"--save-outputs", args.saveOutputs},
-        {"--trace", args.trace},
-        {"--profile", args.profile}})
-    if (!path.empty())
-      checkOutputPath(flag, path);
-  if (!args.checkpointDir.empty() && root)
-    checkCheckpointDir(args.checkpointDir);
-
-  ModelImage image;
-  gDoing = "loading the model library";
-  Status s = loadModelLibrary(args.model, image);
-  if (!s.ok())
-    fatal(s.message());
-  const ModelMetadata &meta = image.metadata();
-  // Training and inference libraries are different programs.
-  if (args.predict && !meta.inference)
-    fatal(args.model + " was compiled for training; --predict needs a "
-                       "library compiled with gpipe-compile --inference");
-  if (!args.predict && meta.inference)
-    fatal(args.model + " was compiled with --inference and cannot train; "
-                       "run it with --predict --data X.safetensors");
-  if (!args.saveOutputs.empty() && !meta.output)
-    fatal(args.model + " describes no output (compiled by an older "
-                       "gpipe-compile?); recompile it to use --save-outputs");
-  checkArenasFit(meta);
-  gDoing = "setting up the run";
-  RunOptions &run = args.run;
-  // The device: the GPU asked for, or under mpirun the process's local
-  // rank's (one GPU per process on each node).
+/// The device the run computes on: the GPU asked for, or under mpirun the
+/// process's local rank's (one GPU per process on each node), or the host.
+void setUpDevice(const Args &args, const ModelMetadata &meta, RunOptions &run) {
   int gpu = args.gpu;
   if (gpu < 0) {
     gpu = 0;
@@ -715,46 +687,40 @@ int main(int argc, char **argv) {
             meta.target);
     run.device = makeEmulatedDevice();
   } else {
-    s = makeDevice(meta.target, gpu, run.device);
+    Status s = makeDevice(meta.target, gpu, run.device);
     if (!s.ok())
       fatal(s.message());
   }
-  if (!args.quiet && root) {
-    printHeader(image);
-    std::printf("device: %s\n", run.device->describe().c_str());
-  }
+}
 
-  run.profileLayers = !args.profile.empty();
-  if (args.kernelTimes && meta.target != "cpu")
-    fatal("--kernel-times times the CPU kernels; this model is compiled for "
-          "--target " +
-          meta.target + " (use --trace for its actions)");
-  run.timeKernels = args.kernelTimes;
-  run.recordTrace = !args.trace.empty() || run.profileLayers;
+/// Under MPI every process must run the same model: a hash of what
+/// identifies it, compared across processes.
+void checkSameModelOnEveryProcess(const ModelMetadata &meta,
+                                  const RunOptions &run) {
+  std::string model = meta.source + "|" + std::to_string(meta.stages) + "|" +
+                      std::to_string(meta.microbatches);
+  for (const RankPlan &rank : meta.ranks)
+    model += "|" + std::to_string(rank.arenaBytes);
+  for (const ParameterSpec &p : meta.parameters)
+    model += "|" + p.name;
+  char hash[32];
+  std::snprintf(
+      hash, sizeof hash, "%016llx",
+      (unsigned long long)gpipe_rt_hash_name(model.data(), model.size()));
+  Status s = checkSameOnEveryProcess(meta.source + " (" + hash + ")",
+                                     "the model", run.timeoutSeconds);
+  if (!s.ok())
+    fatal(s.message());
+}
 
-  // Checkpoints: resume from the newest complete one, write new ones.
-  // Under MPI every process must run the same model.
-  if (gMpi) {
-    std::string model = meta.source + "|" + std::to_string(meta.stages) + "|" +
-                        std::to_string(meta.microbatches);
-    for (const RankPlan &rank : meta.ranks)
-      model += "|" + std::to_string(rank.arenaBytes);
-    for (const ParameterSpec &p : meta.parameters)
-      model += "|" + p.name;
-    char hash[32];
-    std::snprintf(
-        hash, sizeof hash, "%016llx",
-        (unsigned long long)gpipe_rt_hash_name(model.data(), model.size()));
-    s = checkSameOnEveryProcess(meta.source + " (" + hash + ")", "the model",
-                                run.timeoutSeconds);
-    if (!s.ok())
-      fatal(s.message());
-  }
-
-  // Inference: the parameters of a training run, by name.
-  TrainingState loaded;
+/// Inference (--predict with --params or --resume): the parameters of a
+/// training run, by name, from --params or the newest checkpoint of
+/// --resume, into `loaded`.
+void loadPredictParameters(const Args &args, const ModelMetadata &meta,
+                           RunOptions &run, TrainingState &loaded, bool root) {
   if (args.predict && (!args.params.empty() || args.resume)) {
     std::string from = args.params;
+    Status s = Status::success();
     if (!args.params.empty()) {
       s = readParameterTensors(args.params, meta, loaded.parameters);
     } else {
@@ -788,26 +754,30 @@ int main(int argc, char **argv) {
     if (!args.quiet && root)
       std::printf("parameters: %s\n", from.c_str());
   }
-  run.predict = args.predict;
-  run.keepOutputs = !args.predict && !args.saveOutputs.empty();
+}
 
-  // A directory of checkpoints is continued only on purpose.
-  bool haveCheckpoints = false;
-  if (!args.checkpointDir.empty())
-    if (DIR *d = opendir(args.checkpointDir.c_str())) {
+/// Whether `dir` holds checkpoints (step-* entries).
+bool holdsCheckpoints(const std::string &dir) {
+  bool found = false;
+  if (!dir.empty())
+    if (DIR *d = opendir(dir.c_str())) {
       while (dirent *e = readdir(d))
-        haveCheckpoints |= std::string(e->d_name).rfind("step-", 0) == 0;
+        found |= std::string(e->d_name).rfind("step-", 0) == 0;
       closedir(d);
     }
-  if (haveCheckpoints && !args.resume)
-    fatal(args.checkpointDir +
-          " already holds checkpoints; pass --resume to "
-          "continue from them, or choose another --checkpoint-dir");
+  return found;
+}
 
-  TrainingState resumed;
+/// Training with --resume: the newest complete checkpoint of
+/// --checkpoint-dir, the same on every process, into `resumed` (and the
+/// run's seed). False when it is already at --steps: nothing is left to
+/// train.
+bool resumeFromCheckpoints(const Args &args, const ModelMetadata &meta,
+                           RunOptions &run, bool haveCheckpoints,
+                           TrainingState &resumed, bool root) {
   if (args.resume && !args.predict) {
     OptimizerConfig config;
-    s = resolveOptimizer(meta, run.optimizer, config);
+    Status s = resolveOptimizer(meta, run.optimizer, config);
     if (!s.ok())
       fatal(s.message());
     std::string kind = getOptimizerName(config.stateKind());
@@ -871,46 +841,58 @@ int main(int argc, char **argv) {
           std::printf("wrote the parameters of step %lld to %s\n",
                       (long long)resumed.step, args.saveParams.c_str());
         }
-        finalizeMpi();
-        return 0;
+        return false;
       }
       run.resume = &resumed;
     }
   }
-  if (!args.checkpointDir.empty()) {
-    run.checkpointEvery = args.checkpointEvery;
-    run.checkpoint = [&](const TrainingState &state) -> Status {
-      std::string path;
-      std::vector<std::string> warnings;
-      Status w = writeCheckpoint(args.checkpointDir, state, meta,
-                                 int(args.keepCheckpoints), &path, &warnings);
-      if (w.ok() && !args.quiet)
-        std::printf("checkpoint: %s\n", path.c_str());
-      std::fflush(stdout);
-      for (const std::string &warning : warnings)
-        std::fprintf(stderr, "gpipe-run: warning: %s\n", warning.c_str());
-      return w;
-    };
-  }
+  return true;
+}
+
+/// --checkpoint-dir: how often, and the writer the engine calls.
+void installCheckpointWriter(const Args &args, const ModelMetadata &meta,
+                             RunOptions &run) {
+  run.checkpointEvery = args.checkpointEvery;
+  run.checkpoint = [&args, &meta](const TrainingState &state) -> Status {
+    std::string path;
+    std::vector<std::string> warnings;
+    Status w = writeCheckpoint(args.checkpointDir, state, meta,
+                               int(args.keepCheckpoints), &path, &warnings);
+    if (w.ok() && !args.quiet)
+      std::printf("checkpoint: %s\n", path.c_str());
+    std::fflush(stdout);
+    for (const std::string &warning : warnings)
+      std::fprintf(stderr, "gpipe-run: warning: %s\n", warning.c_str());
+    return w;
+  };
+}
+
+/// An injection outside what runs would inject nothing and pass silently.
+void checkNanInjection(const ModelMetadata &meta, const RunOptions &run) {
+  if (!run.injectNan)
+    return;
   int64_t numRanks = meta.numRanks();
-  // An injection outside what runs would inject nothing and pass silently.
-  if (run.injectNan) {
-    const NanInjection &nan = *run.injectNan;
-    int64_t firstStep = run.resume ? run.resume->step + 1 : 1;
-    if (nan.rank < 0 || nan.rank >= numRanks)
-      fatal("--inject-nan: rank " + std::to_string(nan.rank) +
-            " is not a rank of this model (it has ranks 0 to " +
-            std::to_string(numRanks - 1) + ")");
-    if (nan.step < firstStep || nan.step > run.steps)
-      fatal("--inject-nan: step " + std::to_string(nan.step) +
-            " is not a step this run trains (steps " +
-            std::to_string(firstStep) + " to " + std::to_string(run.steps) +
-            ")");
-    if (nan.mb < 0 || nan.mb >= meta.microbatches)
-      fatal("--inject-nan: micro-batch " + std::to_string(nan.mb) +
-            " is outside [0, " + std::to_string(meta.microbatches) + ")");
-  }
-  run.onStart = [&](const OptimizerConfig &opt, const Dataset &data) {
+  const NanInjection &nan = *run.injectNan;
+  int64_t firstStep = run.resume ? run.resume->step + 1 : 1;
+  if (nan.rank < 0 || nan.rank >= numRanks)
+    fatal("--inject-nan: rank " + std::to_string(nan.rank) +
+          " is not a rank of this model (it has ranks 0 to " +
+          std::to_string(numRanks - 1) + ")");
+  if (nan.step < firstStep || nan.step > run.steps)
+    fatal("--inject-nan: step " + std::to_string(nan.step) +
+          " is not a step this run trains (steps " + std::to_string(firstStep) +
+          " to " + std::to_string(run.steps) + ")");
+  if (nan.mb < 0 || nan.mb >= meta.microbatches)
+    fatal("--inject-nan: micro-batch " + std::to_string(nan.mb) +
+          " is outside [0, " + std::to_string(meta.microbatches) + ")");
+}
+
+/// What the run prints as it goes (the optimizer and the data, a line per
+/// step), and how a stuck rank thread ends the process.
+void installProgressCallbacks(const Args &args, const ModelMetadata &meta,
+                              RunOptions &run, bool root) {
+  run.onStart = [&args, &meta](const OptimizerConfig &opt,
+                               const Dataset &data) {
     if (args.quiet)
       return;
     std::printf("data: %s\n", data.describe().c_str());
@@ -936,7 +918,7 @@ int main(int argc, char **argv) {
                 "samples/s");
     std::fflush(stdout);
   };
-  run.onStep = [&](const StepMetrics &m) {
+  run.onStep = [&args, root](const StepMetrics &m) {
     if (args.quiet || !root)
       return;
     if (args.predict)
@@ -965,28 +947,29 @@ int main(int argc, char **argv) {
       abortMpiJob(message, /*announce=*/true);
     std::_Exit(1);
   };
-  Engine engine(image);
-  RunResult result;
-  gDoing = "allocating the arenas and training";
-  s = engine.run(run, result);
-  if (!s.ok()) {
-    std::fflush(stdout);
-    if (gMpi)
-      std::fprintf(stderr, "gpipe-run: error: process %d: %s\n", mpiRank(),
-                   s.message().c_str());
-    else
-      std::fprintf(stderr, "gpipe-run: error: %s\n", s.message().c_str());
-    for (const std::string &line : result.flightRecorder)
-      std::fprintf(stderr, "  %s\n", line.c_str());
-    std::fflush(stderr);
-    if (gMpi)
-      abortMpiJob(s.message(), /*announce=*/!isRemoteFailure(s.message()));
-    return 1;
-  }
-  if (!root) {
-    finalizeMpi();
-    return 0;
-  }
+}
+
+/// The engine's error, the flight recorder's last events and, under MPI,
+/// the job's end.
+void reportRunFailure(const Status &s, const RunResult &result) {
+  std::fflush(stdout);
+  if (gMpi)
+    std::fprintf(stderr, "gpipe-run: error: process %d: %s\n", mpiRank(),
+                 s.message().c_str());
+  else
+    std::fprintf(stderr, "gpipe-run: error: %s\n", s.message().c_str());
+  for (const std::string &line : result.flightRecorder)
+    std::fprintf(stderr, "  %s\n", line.c_str());
+  std::fflush(stderr);
+  if (gMpi)
+    abortMpiJob(s.message(), /*announce=*/!isRemoteFailure(s.message()));
+}
+
+/// The run's summary: skipped steps, the loss or the predictions, the
+/// measured bubble and step time next to the predicted ones, busy time per
+/// rank, BLAS threads and kernel times.
+void printRunSummary(const Args &args, const ModelMetadata &meta,
+                     const RunResult &result) {
   for (const std::string &line : result.skippedSteps)
     std::fprintf(stderr, "gpipe-run: warning: %s\n", line.c_str());
   // Skipping a bad step is a recovery; skipping every step trained nothing.
@@ -1057,6 +1040,12 @@ int main(int argc, char **argv) {
         result.blasThreads == 1 ? "" : "s", result.blasThreadsReason.c_str());
   if (args.kernelTimes)
     printKernelTimes(result);
+}
+
+/// Memory: each arena against its plan, the process's peak against the
+/// arenas, heap allocations in steady steps; a fatal error where an arena
+/// differs from its plan.
+void printMemoryReport(const ModelMetadata &meta, const RunResult &result) {
   for (const ArenaReport &a : result.arenas)
     std::printf("arena %s: measured %s, planned %s: %s\n",
                 workerLabel(meta, a.rank).c_str(),
@@ -1108,8 +1097,13 @@ int main(int argc, char **argv) {
             "memory plan reserved " +
             std::to_string(a.plannedBytes) +
             " (a compiler bug: please report it with the model)");
+}
 
-  gDoing = "writing the outputs";
+/// The files asked for: first gradients, final parameters, outputs, the
+/// trace and the measured profile.
+void writeRunOutputs(const Args &args, const ModelMetadata &meta,
+                     const RunResult &result, bool root) {
+  Status s = Status::success();
   if (!args.saveGrads.empty()) {
     // The loss of the step the gradients belong to, for checks against a
     // reference (full precision).
@@ -1159,6 +1153,111 @@ int main(int argc, char **argv) {
                 static_cast<long long>(meta.microBatchSize()),
                 args.profile.c_str());
   }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  gpipe::rt::ensureSingleThreadedBlas(argv);
+  std::set_new_handler(outOfMemory);
+  // Past a file-size limit a write fails with EFBIG and takes its error
+  // path (temporaries removed) instead of the signal killing the run.
+  std::signal(SIGXFSZ, SIG_IGN);
+  Args args = parseArgs(argc, argv);
+  if (args.run.transport != TransportKind::Local) {
+    Status init = initializeMpi(&argc, &argv);
+    if (!init.ok())
+      fatal(init.message());
+    gMpi = true;
+  }
+  // Under MPI process 0 prints and writes; the others train quietly.
+  const bool root = mpiRank() == 0;
+  for (auto &[flag, path] :
+       {std::pair<const char *, std::string &>{"--save-grads", args.saveGrads},
+        {"--save-params", args.saveParams},
+        {"--save-outputs", args.saveOutputs},
+        {"--trace", args.trace},
+        {"--profile", args.profile}})
+    if (!path.empty())
+      checkOutputPath(flag, path);
+  if (!args.checkpointDir.empty() && root)
+    checkCheckpointDir(args.checkpointDir);
+
+  ModelImage image;
+  gDoing = "loading the model library";
+  Status s = loadModelLibrary(args.model, image);
+  if (!s.ok())
+    fatal(s.message());
+  const ModelMetadata &meta = image.metadata();
+  // Training and inference libraries are different programs.
+  if (args.predict && !meta.inference)
+    fatal(args.model + " was compiled for training; --predict needs a "
+                       "library compiled with gpipe-compile --inference");
+  if (!args.predict && meta.inference)
+    fatal(args.model + " was compiled with --inference and cannot train; "
+                       "run it with --predict --data X.safetensors");
+  if (!args.saveOutputs.empty() && !meta.output)
+    fatal(args.model + " describes no output (compiled by an older "
+                       "gpipe-compile?); recompile it to use --save-outputs");
+  checkArenasFit(meta);
+  gDoing = "setting up the run";
+  RunOptions &run = args.run;
+  setUpDevice(args, meta, run);
+  if (!args.quiet && root) {
+    printHeader(image);
+    std::printf("device: %s\n", run.device->describe().c_str());
+  }
+
+  run.profileLayers = !args.profile.empty();
+  if (args.kernelTimes && meta.target != "cpu")
+    fatal("--kernel-times times the CPU kernels; this model is compiled for "
+          "--target " +
+          meta.target + " (use --trace for its actions)");
+  run.timeKernels = args.kernelTimes;
+  run.recordTrace = !args.trace.empty() || run.profileLayers;
+
+  if (gMpi)
+    checkSameModelOnEveryProcess(meta, run);
+
+  // Inference: the parameters of a training run, by name.
+  TrainingState loaded;
+  loadPredictParameters(args, meta, run, loaded, root);
+  run.predict = args.predict;
+  run.keepOutputs = !args.predict && !args.saveOutputs.empty();
+
+  // A directory of checkpoints is continued only on purpose.
+  bool haveCheckpoints = holdsCheckpoints(args.checkpointDir);
+  if (haveCheckpoints && !args.resume)
+    fatal(args.checkpointDir +
+          " already holds checkpoints; pass --resume to "
+          "continue from them, or choose another --checkpoint-dir");
+
+  TrainingState resumed;
+  if (!resumeFromCheckpoints(args, meta, run, haveCheckpoints, resumed, root)) {
+    finalizeMpi();
+    return 0;
+  }
+  if (!args.checkpointDir.empty())
+    installCheckpointWriter(args, meta, run);
+  checkNanInjection(meta, run);
+  installProgressCallbacks(args, meta, run, root);
+  Engine engine(image);
+  RunResult result;
+  gDoing = "allocating the arenas and training";
+  s = engine.run(run, result);
+  if (!s.ok()) {
+    reportRunFailure(s, result);
+    return 1;
+  }
+  if (!root) {
+    finalizeMpi();
+    return 0;
+  }
+  printRunSummary(args, meta, result);
+  printMemoryReport(meta, result);
+
+  gDoing = "writing the outputs";
+  writeRunOutputs(args, meta, result, root);
   finalizeMpi();
   return 0;
 }
