@@ -11,6 +11,7 @@
 
 #include "gpipe/Runtime/Checkpoint.h"
 #include "gpipe/Runtime/ModelMetadata.h"
+#include "gpipe/Runtime/Program.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -23,6 +24,11 @@ using namespace gpipe::rt;
 
 namespace {
 
+// The fixture spells the ABI version into its JSON: without Program.h's
+// definition it would be the macro's name, and the fixture invalid.
+#ifndef GPIPE_RT_ABI_VERSION
+#error "GPIPE_RT_ABI_VERSION is not defined (gpipe/Runtime/Program.h)"
+#endif
 #define FUZZ_STRING(x) #x
 #define FUZZ_EXPAND_STRING(x) FUZZ_STRING(x)
 

@@ -526,7 +526,7 @@ LogicalResult Microbatcher::passThrough(Value in, Value out) {
 
 LogicalResult Microbatcher::visitCumSum(CumSumOp op) {
   std::optional<BatchDim> b = lookup(op.getInput());
-  if (b && b->dim == op.getAxis())
+  if (b && b->dim == static_cast<int64_t>(op.getAxis()))
     return mixes(op, 0, *b), failure();
   return passThrough(op.getInput(), op.getResult());
 }
