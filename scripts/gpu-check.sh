@@ -329,7 +329,7 @@ echo "GEMMs: $gemm_line"
 
 # Throughput, K=1 and K=4 on the shared GPU.
 median_sps() { # the median samples/s of the steps after the first 3
-  awk '/^ +[0-9]+ +[0-9.na-]+ +[0-9.]+ / { if ($1 > 3) print $3 }' "$1" \
+  awk '/^ +[0-9]+ +[0-9.na-]+ +[0-9.e+-]+ +[0-9.]+ / { if ($1 > 3) print $4 }' "$1" \
     | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print 0 }'
 }
 total=$((steps + 3))

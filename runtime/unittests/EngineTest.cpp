@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <mutex>
 #include <set>
@@ -648,19 +649,85 @@ TEST(Optimizer, ResolvesDefaults) {
   ModelMetadata meta;
   meta.optimizer = OptimizerKind::Adam;
   OptimizerConfig config;
-  ASSERT_TRUE(resolveOptimizer(meta, {}, config).ok());
+  ASSERT_TRUE(resolveOptimizer(meta, {}, 10, config).ok());
   EXPECT_EQ(config.kind, OptimizerKind::Adam);
   EXPECT_DOUBLE_EQ(config.lr, 1e-3);
   EXPECT_DOUBLE_EQ(config.weightDecay, 0.01);
   OptimizerOptions options;
   options.kind = OptimizerKind::Momentum;
-  ASSERT_TRUE(resolveOptimizer(meta, options, config).ok());
+  ASSERT_TRUE(resolveOptimizer(meta, options, 10, config).ok());
   EXPECT_DOUBLE_EQ(config.momentum, 0.9);
   meta.optimizer = OptimizerKind::Momentum;
   options.kind = OptimizerKind::Adam;
-  Status s = resolveOptimizer(meta, options, config);
+  Status s = resolveOptimizer(meta, options, 10, config);
   EXPECT_EQ(s.message(), "model.so reserves optimizer state for momentum; "
                          "recompile with gpipe-compile --optimizer adam");
+}
+
+// The learning rate of every step equals torch.optim.lr_scheduler's for the
+// equivalent chain (lr_schedules.json, made by make_trainer_goldens.py with
+// pip's torch), within 1e-7 of the base rate.
+TEST(Optimizer, LRSchedulesMatchTorch) {
+  std::ifstream in(std::string(GPIPE_TEST_INPUTS_DIR) + "/lr_schedules.json");
+  ASSERT_TRUE(in.good());
+  nlohmann::json doc = nlohmann::json::parse(in);
+  ModelMetadata meta;
+  meta.optimizer = OptimizerKind::SGD;
+  int64_t compared = 0;
+  for (const nlohmann::json &setup : doc.at("setups")) {
+    OptimizerOptions options;
+    std::string kind = setup.at("schedule");
+    options.schedule = parseLRScheduleKind(kind);
+    ASSERT_TRUE(options.schedule) << kind;
+    options.lr = setup.at("lr").get<double>();
+    options.warmupSteps = setup.at("warmup_steps").get<int64_t>();
+    options.horizon = setup.at("decay_steps").get<int64_t>();
+    if (kind != "constant")
+      options.minLr = setup.at("min_lr").get<double>();
+    if (kind == "step") {
+      options.stepSize = setup.at("step_size").get<int64_t>();
+      options.gamma = setup.at("gamma").get<double>();
+    }
+    const auto &lrs = setup.at("lrs");
+    OptimizerConfig config;
+    Status s = resolveOptimizer(meta, options, int64_t(lrs.size()), config);
+    ASSERT_TRUE(s.ok()) << s.message();
+    for (size_t i = 0; i < lrs.size(); ++i) {
+      EXPECT_NEAR(config.atStep(int64_t(i) + 1).lr, lrs[i].get<double>(),
+                  1e-7 * *options.lr)
+          << kind << " warmup " << *options.warmupSteps << " step " << i + 1;
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 200);
+}
+
+// Out-of-range schedule values are errors that name the flag and value.
+TEST(Optimizer, LRScheduleErrors) {
+  ModelMetadata meta;
+  OptimizerConfig config;
+  auto error = [&](auto set) {
+    OptimizerOptions options;
+    options.lr = 0.1;
+    options.schedule = LRScheduleKind::Cosine;
+    set(options);
+    return resolveOptimizer(meta, options, 10, config).message();
+  };
+  EXPECT_EQ(error([](OptimizerOptions &o) { o.minLr = 0.5; }),
+            "--min-lr 0.5: must be finite, non-negative and at most --lr 0.1");
+  EXPECT_EQ(error([](OptimizerOptions &o) { o.minLr = std::nan(""); }),
+            "--min-lr nan: must be finite, non-negative and at most --lr 0.1");
+  EXPECT_EQ(error([](OptimizerOptions &o) { o.warmupSteps = -1; }),
+            "--warmup-steps -1: must be 0 or more");
+  EXPECT_EQ(error([](OptimizerOptions &o) { o.gamma = 0.5; }),
+            "--lr-gamma applies to --lr-schedule step, not cosine");
+  EXPECT_EQ(error([](OptimizerOptions &o) {
+              o.schedule = LRScheduleKind::Step;
+              o.gamma = 2;
+            }),
+            "--lr-gamma 2: the step decay factor must lie in (0, 1]");
+  EXPECT_EQ(error([](OptimizerOptions &o) { o.lr = -1; }),
+            "--lr -1: the learning rate must be finite and non-negative");
 }
 
 // One parser for every place an optimizer is named (Optimizers.def): the

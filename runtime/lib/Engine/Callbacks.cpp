@@ -490,8 +490,9 @@ int32_t RunState::optimizerStep(gpipe_rt_rank *rank, int64_t stage,
     return 0;
   }
   int64_t t = ++rank->optimizerSteps[local];
-  Status s = stepStage(*rank->device, optimizer, t, plan, params, grads,
-                       optimizer.stateMultiple() ? state : nullptr);
+  Status s =
+      stepStage(*rank->device, optimizer.atStep(rank->step + 1), t, plan,
+                params, grads, optimizer.stateMultiple() ? state : nullptr);
   if (!s.ok()) {
     fail(rank, at() + ": " + s.message());
     return 1;

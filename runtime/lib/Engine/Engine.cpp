@@ -317,7 +317,8 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
   RunState state(model, *effective);
   Status s = state.chooseDevice(result);
   if (s.ok())
-    s = resolveOptimizer(meta, options.optimizer, state.optimizer);
+    s = resolveOptimizer(meta, options.optimizer, options.steps,
+                         state.optimizer);
   if (s.ok()) {
     result.optimizer = state.optimizer;
     s = state.prepareData(result);

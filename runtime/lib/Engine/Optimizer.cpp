@@ -19,6 +19,7 @@
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/ModelMetadata.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -36,8 +37,117 @@ OptimizerKind OptimizerConfig::stateKind() const {
   return momentum > 0.0 ? OptimizerKind::Momentum : OptimizerKind::SGD;
 }
 
+const char *getLRScheduleName(LRScheduleKind kind) {
+  switch (kind) {
+  case LRScheduleKind::Constant:
+    return "constant";
+  case LRScheduleKind::Linear:
+    return "linear";
+  case LRScheduleKind::Cosine:
+    return "cosine";
+  case LRScheduleKind::Step:
+    return "step";
+  }
+  return "constant";
+}
+
+std::optional<LRScheduleKind> parseLRScheduleKind(std::string_view name) {
+  for (LRScheduleKind kind : {LRScheduleKind::Constant, LRScheduleKind::Linear,
+                              LRScheduleKind::Cosine, LRScheduleKind::Step})
+    if (name == getLRScheduleName(kind))
+      return kind;
+  return std::nullopt;
+}
+
+double LRSchedule::learningRate(double lr, int64_t step) const {
+  const int64_t u = std::max<int64_t>(step - 1, 0);
+  // Linear warmup from lr / (W + 1) (torchtitan's; LinearLR with
+  // start_factor 1 / (W + 1)).
+  if (u < warmupSteps)
+    return lr * double(u + 1) / double(warmupSteps + 1);
+  const int64_t decaySteps = horizon - warmupSteps;
+  const double p =
+      decaySteps <= 0
+          ? 1.0
+          : std::min(1.0, double(u - warmupSteps) / double(decaySteps));
+  switch (kind) {
+  case LRScheduleKind::Constant:
+    return lr;
+  case LRScheduleKind::Linear:
+    return minLr + (lr - minLr) * (1.0 - p);
+  case LRScheduleKind::Cosine:
+    // SGDR's annealing (Loshchilov & Hutter 2017, eq. 5), as
+    // CosineAnnealingLR's closed form.
+    return minLr + (lr - minLr) * (1.0 + std::cos(M_PI * p)) / 2.0;
+  case LRScheduleKind::Step: {
+    int64_t decays = (u - warmupSteps) / std::max<int64_t>(stepSize, 1);
+    return std::max(minLr, lr * std::pow(gamma, double(decays)));
+  }
+  }
+  return lr;
+}
+
+OptimizerConfig OptimizerConfig::atStep(int64_t step) const {
+  OptimizerConfig config = *this;
+  config.lr = schedule.learningRate(lr, step);
+  return config;
+}
+
+namespace {
+
+std::string formatNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+/// The schedule of `options` over `steps` steps, checked against `lr`.
+Status resolveSchedule(const OptimizerOptions &options, int64_t steps,
+                       double lr, LRSchedule &schedule) {
+  schedule = LRSchedule();
+  schedule.kind = options.schedule.value_or(LRScheduleKind::Constant);
+  schedule.warmupSteps = options.warmupSteps.value_or(0);
+  schedule.horizon = options.horizon.value_or(steps);
+  schedule.minLr = options.minLr.value_or(0.0);
+  schedule.gamma = options.gamma.value_or(0.1);
+  if (schedule.warmupSteps < 0)
+    return Status::error("--warmup-steps " +
+                         std::to_string(schedule.warmupSteps) +
+                         ": must be 0 or more");
+  if (schedule.horizon < 1)
+    return Status::error("--lr-decay-steps " +
+                         std::to_string(schedule.horizon) +
+                         ": the decay horizon must be at least 1 step");
+  if (!std::isfinite(schedule.minLr) || schedule.minLr < 0 ||
+      schedule.minLr > lr)
+    return Status::error("--min-lr " + formatNumber(schedule.minLr) +
+                         ": must be finite, non-negative and at most --lr " +
+                         formatNumber(lr));
+  if (!std::isfinite(schedule.gamma) || !(schedule.gamma > 0) ||
+      schedule.gamma > 1)
+    return Status::error("--lr-gamma " + formatNumber(schedule.gamma) +
+                         ": the step decay factor must lie in (0, 1]");
+  schedule.stepSize = options.stepSize.value_or(
+      std::max<int64_t>((schedule.horizon - schedule.warmupSteps) / 3, 1));
+  if (schedule.stepSize < 1)
+    return Status::error("--lr-step-size " + std::to_string(schedule.stepSize) +
+                         ": must be at least 1");
+  if (schedule.kind != LRScheduleKind::Step &&
+      (options.stepSize || options.gamma))
+    return Status::error(
+        std::string(options.stepSize ? "--lr-step-size" : "--lr-gamma") +
+        " applies to --lr-schedule step, not " +
+        getLRScheduleName(schedule.kind));
+  if (schedule.kind == LRScheduleKind::Constant && options.minLr)
+    return Status::error("--min-lr applies to a decaying --lr-schedule "
+                         "(linear, cosine, step), not constant");
+  return Status::success();
+}
+
+} // namespace
+
 Status resolveOptimizer(const ModelMetadata &metadata,
-                        const OptimizerOptions &options,
+                        const OptimizerOptions &options, int64_t steps,
                         OptimizerConfig &config) {
   config = OptimizerConfig();
   config.kind = options.kind ? *options.kind : metadata.optimizer;
@@ -46,22 +156,17 @@ Status resolveOptimizer(const ModelMetadata &metadata,
   config.momentum = options.momentum.value_or(
       config.kind == OptimizerKind::Momentum ? 0.9 : 0.0);
   config.weightDecay = options.weightDecay.value_or(adam ? 0.01 : 0.0);
-  auto number = [](double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return std::string(buf);
-  };
   if (!std::isfinite(config.lr) || config.lr < 0)
-    return Status::error("--lr " + number(config.lr) +
+    return Status::error("--lr " + formatNumber(config.lr) +
                          ": the learning rate must be finite and "
                          "non-negative");
   if (!(config.momentum >= 0.0 && config.momentum < 1.0))
-    return Status::error("--momentum " + number(config.momentum) +
+    return Status::error("--momentum " + formatNumber(config.momentum) +
                          ": momentum must lie in [0, 1)");
   if (adam && options.momentum)
     return Status::error("--momentum does not apply to adam");
   if (!std::isfinite(config.weightDecay) || config.weightDecay < 0)
-    return Status::error("--weight-decay " + number(config.weightDecay) +
+    return Status::error("--weight-decay " + formatNumber(config.weightDecay) +
                          ": weight decay must be finite and non-negative");
   // "momentum" with momentum 0 is plain SGD, and "sgd" with a momentum is
   // SGD with momentum: name the optimizer by what it does.
@@ -73,7 +178,7 @@ Status resolveOptimizer(const ModelMetadata &metadata,
                          std::string(getOptimizerName(metadata.optimizer)) +
                          "; recompile with gpipe-compile --optimizer " +
                          getOptimizerName(config.kind));
-  return Status::success();
+  return resolveSchedule(options, steps, config.lr, config.schedule);
 }
 
 Status applyOptimizer(const OptimizerConfig &config, int64_t step,

@@ -438,8 +438,9 @@ bool RunState::applySkippableUpdates(int64_t step, RunResult &result) {
   for (gpipe_rt_rank &rank : ranks)
     for (const auto &u : rank.pending) {
       int64_t t = ++rank.optimizerSteps[u.local];
-      s = stepStage(*device, optimizer, t, rank.plan->stages[u.local], u.params,
-                    u.grads, optimizer.stateMultiple() ? u.state : nullptr);
+      s = stepStage(*device, optimizer.atStep(step + 1), t,
+                    rank.plan->stages[u.local], u.params, u.grads,
+                    optimizer.stateMultiple() ? u.state : nullptr);
       if (!s.ok())
         break;
     }
@@ -469,6 +470,7 @@ bool RunState::runStep(int64_t step, RunResult &result) {
   int64_t wall = std::max<int64_t>(lastFinishNs - stepStart, 1);
   StepMetrics metrics;
   metrics.step = step + 1;
+  metrics.lr = optimizer.atStep(step + 1).lr;
   metrics.seconds = double(wall) * 1e-9;
   metrics.samplesPerSecond = double(meta.batchSize()) / metrics.seconds;
   if (!measureAndCheckGuards(step, wall, metrics))

@@ -84,6 +84,20 @@ const char *const kUsage =
     "                           state for)\n"
     "  --lr X                   learning rate (default 0.01, adam 0.001)\n"
     "  --momentum X             SGD momentum (default 0.9 for momentum)\n"
+    "  --lr-schedule constant|linear|cosine|step\n"
+    "                           the learning rate over the steps: after the\n"
+    "                           warmup, constant (default), or decaying to\n"
+    "                           --min-lr at --lr-decay-steps linearly, along\n"
+    "                           a half cosine, or by --lr-gamma every\n"
+    "                           --lr-step-size steps\n"
+    "  --warmup-steps N         rise linearly to --lr over the first N steps\n"
+    "                           (lr * s / (N + 1) at step s; default 0)\n"
+    "  --min-lr X               where the decay ends (default 0)\n"
+    "  --lr-decay-steps N       the step the decay ends at, warmup included\n"
+    "                           (default: --steps)\n"
+    "  --lr-step-size N         step: steps between decays (default: a\n"
+    "                           third of the decay)\n"
+    "  --lr-gamma X             step: the factor of each decay (default 0.1)\n"
     "  --weight-decay X         default 0, adam (AdamW) 0.01\n"
     "  --seed S                 parameter and data seed (default 0)\n"
     "  --save-grads FILE        the first step's gradients (safetensors)\n"
@@ -398,6 +412,22 @@ void setValuedFlag(Args &args, const std::string &flag,
     run.optimizer.lr = parseNumber(flag, value);
   } else if (flag == "--momentum") {
     run.optimizer.momentum = parseNumber(flag, value);
+  } else if (flag == "--lr-schedule") {
+    run.optimizer.schedule = parseLRScheduleKind(value);
+    if (!run.optimizer.schedule)
+      usageError("--lr-schedule must be constant, linear, cosine or step, "
+                 "got '" +
+                 value + "'");
+  } else if (flag == "--warmup-steps") {
+    run.optimizer.warmupSteps = parseInteger(flag, value, 0);
+  } else if (flag == "--min-lr") {
+    run.optimizer.minLr = parseNumber(flag, value);
+  } else if (flag == "--lr-decay-steps") {
+    run.optimizer.horizon = parseInteger(flag, value, 1);
+  } else if (flag == "--lr-step-size") {
+    run.optimizer.stepSize = parseInteger(flag, value, 1);
+  } else if (flag == "--lr-gamma") {
+    run.optimizer.gamma = parseNumber(flag, value);
   } else if (flag == "--weight-decay") {
     run.optimizer.weightDecay = parseNumber(flag, value);
   } else if (flag == "--seed") {
@@ -543,6 +573,12 @@ Args parseArgs(int argc, char **argv) {
                                           "--lr",
                                           "--momentum",
                                           "--weight-decay",
+                                          "--lr-schedule",
+                                          "--warmup-steps",
+                                          "--min-lr",
+                                          "--lr-decay-steps",
+                                          "--lr-step-size",
+                                          "--lr-gamma",
                                           "--seed",
                                           "--save-grads",
                                           "--save-params",
@@ -572,9 +608,10 @@ Args parseArgs(int argc, char **argv) {
     }
     for (const char *training :
          {"--steps", "--optimizer", "--lr", "--momentum", "--weight-decay",
-          "--save-grads", "--save-params", "--checkpoint-dir",
-          "--checkpoint-every", "--keep-checkpoints", "--on-nonfinite",
-          "--inject-nan"})
+          "--lr-schedule", "--warmup-steps", "--min-lr", "--lr-decay-steps",
+          "--lr-step-size", "--lr-gamma", "--save-grads", "--save-params",
+          "--checkpoint-dir", "--checkpoint-every", "--keep-checkpoints",
+          "--on-nonfinite", "--inject-nan"})
       if (flag == training)
         args.trainingFlags.push_back(flag);
     setValuedFlag(args, flag, value);
@@ -777,7 +814,7 @@ bool resumeFromCheckpoints(const Args &args, const ModelMetadata &meta,
                            TrainingState &resumed, bool root) {
   if (args.resume && !args.predict) {
     OptimizerConfig config;
-    Status s = resolveOptimizer(meta, run.optimizer, config);
+    Status s = resolveOptimizer(meta, run.optimizer, run.steps, config);
     if (!s.ok())
       fatal(s.message());
     std::string kind = getOptimizerName(config.stateKind());
@@ -887,6 +924,25 @@ void checkNanInjection(const ModelMetadata &meta, const RunOptions &run) {
           " is outside [0, " + std::to_string(meta.microbatches) + ")");
 }
 
+/// ", warmup 10 steps, cosine to 1e-05 at step 100".
+void printSchedule(const LRSchedule &schedule) {
+  if (schedule.warmupSteps > 0)
+    std::printf(", warmup %lld steps", (long long)schedule.warmupSteps);
+  switch (schedule.kind) {
+  case LRScheduleKind::Constant:
+    return;
+  case LRScheduleKind::Linear:
+  case LRScheduleKind::Cosine:
+    std::printf(", %s to %g at step %lld", getLRScheduleName(schedule.kind),
+                schedule.minLr, (long long)schedule.horizon);
+    return;
+  case LRScheduleKind::Step:
+    std::printf(", x%g every %lld steps (at least %g)", schedule.gamma,
+                (long long)schedule.stepSize, schedule.minLr);
+    return;
+  }
+}
+
 /// What the run prints as it goes (the optimizer and the data, a line per
 /// step), and how a stuck rank thread ends the process.
 void installProgressCallbacks(const Args &args, const ModelMetadata &meta,
@@ -914,7 +970,8 @@ void installProgressCallbacks(const Args &args, const ModelMetadata &meta,
       std::printf(", momentum %g", opt.momentum);
     if (opt.weightDecay != 0.0)
       std::printf(", weight decay %g", opt.weightDecay);
-    std::printf("\n%6s %12s %12s  busy per rank\n", "step", "loss",
+    printSchedule(opt.schedule);
+    std::printf("\n%6s %12s %12s %12s  busy per rank\n", "step", "loss", "lr",
                 "samples/s");
     std::fflush(stdout);
   };
@@ -925,8 +982,8 @@ void installProgressCallbacks(const Args &args, const ModelMetadata &meta,
       std::printf("%6lld %12s %12.1f ", (long long)m.step, "",
                   m.samplesPerSecond);
     else
-      std::printf("%6lld %12.6f %12.1f ", (long long)m.step, m.loss,
-                  m.samplesPerSecond);
+      std::printf("%6lld %12.6f %12.4g %12.1f ", (long long)m.step, m.loss,
+                  m.lr, m.samplesPerSecond);
     for (double busy : m.busyFraction)
       std::printf(" %.2f", busy);
     std::printf("\n");

@@ -68,6 +68,8 @@ struct StepMetrics {
   int64_t step = 0;
   /// Mean of the micro-batch losses (NaN when the model reports none).
   double loss = 0.0;
+  /// The learning rate of the step's updates.
+  double lr = 0.0;
   double seconds = 0.0;
   double samplesPerSecond = 0.0;
   /// Per worker (rank): compute time over the step's wall time.
