@@ -55,6 +55,8 @@ const char *mlir::gpipe::getBufferKindName(BufferKind kind) {
     return "reduce";
   case BufferKind::Tied:
     return "tied";
+  case BufferKind::Norm:
+    return "norm";
   }
   return "?";
 }
@@ -72,7 +74,7 @@ bool mlir::gpipe::isKeptActivation(BufferKind kind) {
 bool mlir::gpipe::isBoundaryBuffer(BufferKind kind) {
   return kind == BufferKind::Output || kind == BufferKind::OutputGrad ||
          kind == BufferKind::InputGrad || kind == BufferKind::Reduce ||
-         kind == BufferKind::Tied;
+         kind == BufferKind::Tied || kind == BufferKind::Norm;
 }
 
 int64_t mlir::gpipe::getReduceBufferBytes(int64_t paramBytes,
@@ -111,6 +113,7 @@ void MemoryBreakdown::add(const PlannedBuffer &buffer, int action) {
   case BufferKind::InputGrad:
   case BufferKind::Reduce:
   case BufferKind::Tied:
+  case BufferKind::Norm:
     boundary += bytes;
     return;
   case BufferKind::Scratch:
@@ -555,6 +558,10 @@ std::vector<PlannedBuffer> collectBuffers(const Schedule &schedule,
     case ActionKind::SumTied:
       create(BufferKind::Tied, s, -1, sm.tiedBytes, i);
       close(BufferKind::Tied, s, -1, i);
+      break;
+    case ActionKind::ClipGrad:
+      create(BufferKind::Norm, s, -1, kGradNormBytes, i);
+      close(BufferKind::Norm, s, -1, i);
       break;
     }
   }

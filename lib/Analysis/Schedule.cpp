@@ -105,6 +105,31 @@ Schedule mlir::gpipe::insertTiedSums(const Schedule &schedule,
   return out;
 }
 
+Schedule mlir::gpipe::insertGradientClipping(const Schedule &schedule) {
+  Schedule out = schedule;
+  for (std::vector<Action> &program : out.ranks) {
+    std::vector<Action> kept;
+    kept.reserve(program.size() + 1);
+    int named = -1;
+    for (const Action &a : program) {
+      if (a.kind == ActionKind::ClipGrad)
+        continue;
+      kept.push_back(a);
+      if (a.stage >= 0 && (named < 0 || a.stage < named))
+        named = a.stage;
+    }
+    if (named < 0)
+      continue;
+    auto firstStep =
+        std::find_if(kept.begin(), kept.end(), [](const Action &a) {
+          return a.kind == ActionKind::Step;
+        });
+    kept.insert(firstStep, Action::compute(ActionKind::ClipGrad, named, -1));
+    program = std::move(kept);
+  }
+  return out;
+}
+
 Action Action::reduceGrad(int stage) {
   return compute(ActionKind::ReduceGrad, stage, -1);
 }

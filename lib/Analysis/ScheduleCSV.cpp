@@ -73,6 +73,7 @@ bool parseKindName(std::string_view name, ActionKind &kind) {
       {"RECV_B", ActionKind::RecvB},
       {"REDUCE_GRAD", ActionKind::ReduceGrad},
       {"SUM_TIED", ActionKind::SumTied},
+      {"CLIP_GRAD", ActionKind::ClipGrad},
       {"STEP", ActionKind::Step},
   };
   for (const auto &[text, value] : kNames) {

@@ -321,6 +321,7 @@ void Verifier::indexActions() {
         steps[a.stage].push_back(pos);
         break;
       case ActionKind::SumTied:
+      case ActionKind::ClipGrad:
         // Placed per rank: checkOrder.
         break;
       }
@@ -558,7 +559,8 @@ void Verifier::checkOrder() {
         sum = i;
         continue;
       }
-      if (sum >= 0 && kind != ActionKind::Step) {
+      if (sum >= 0 && kind != ActionKind::Step &&
+          kind != ActionKind::ClipGrad) {
         report(VerifyProblemKind::Order,
                at(r, i) + " follows the tied gradient sum at " + at(r, sum) +
                    "; it must come after all of the rank's other work");
@@ -575,6 +577,51 @@ void Verifier::checkOrder() {
             break;
           }
         break;
+      }
+    }
+  }
+  // Gradient clipping hands a sum of squares along every rank and the total
+  // back: with any CLIP_GRAD, every rank has exactly one, after all its
+  // other work (its tied sum included) and before its steps.
+  int clipping = -1;
+  for (int r = 0; r < numRanks && clipping < 0; ++r)
+    for (const Action &a : schedule.ranks[r])
+      if (a.kind == ActionKind::ClipGrad)
+        clipping = r;
+  for (int r = 0; r < numRanks && clipping >= 0; ++r) {
+    const std::vector<Action> &program = schedule.ranks[r];
+    if (std::none_of(program.begin(), program.end(), [](const Action &a) {
+          return a.kind == ActionKind::ClipGrad;
+        })) {
+      report(VerifyProblemKind::Order,
+             "rank " + std::to_string(r) + " has no CLIP_GRAD while rank " +
+                 std::to_string(clipping) +
+                 " clips: the gradient norm needs every rank");
+      continue;
+    }
+    int clip = -1;
+    bool bad = false;
+    for (int i = 0, e = static_cast<int>(program.size()); i < e && !bad;
+         ++i) {
+      ActionKind kind = program[i].kind;
+      if (kind == ActionKind::ClipGrad) {
+        if (clip >= 0) {
+          report(VerifyProblemKind::Order,
+                 at(r, i) + " clips gradients a second time (first at " +
+                     at(r, clip) + "); one CLIP_GRAD per rank");
+          bad = true;
+        }
+        clip = i;
+      } else if (clip >= 0 && kind != ActionKind::Step) {
+        report(VerifyProblemKind::Order,
+               at(r, i) + " follows the gradient clipping at " + at(r, clip) +
+                   "; it must come after all of the rank's other work");
+        bad = true;
+      } else if (clip < 0 && kind == ActionKind::Step) {
+        report(VerifyProblemKind::Order,
+               at(r, i) + " updates parameters before the rank clips its "
+                          "gradients; CLIP_GRAD comes before the steps");
+        bad = true;
       }
     }
   }

@@ -265,6 +265,8 @@ const char *getCategory(ActionKind kind) {
     return "step";
   case ActionKind::SumTied:
     return "tied";
+  case ActionKind::ClipGrad:
+    return "clip";
   }
   return "other";
 }
@@ -452,6 +454,8 @@ Style getStyle(ActionKind kind) {
     return {"#79706e", "#ffffff", "optimizer step"};
   case ActionKind::SumTied:
     return {"#d37295", "#ffffff", "tied gradient sum"};
+  case ActionKind::ClipGrad:
+    return {"#b07aa1", "#ffffff", "gradient clipping"};
   }
   return {"#cccccc", "#000000", "?"};
 }

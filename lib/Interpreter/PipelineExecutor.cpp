@@ -365,6 +365,11 @@ LogicalResult Executor::readStages() {
              << ", a copy of tied parameter @" << first.getValue()
              << "; the reference executor does not sum tied copies' "
                 "gradients (compile the model and train it with gpipe-run)";
+  if (std::optional<double> clip = pipeline.getClipBound())
+    return emitPipelineError(pipeline)
+           << "has clip_grad_norm " << *clip
+           << "; the reference executor does not clip gradients (compile the "
+              "model and train it with gpipe-run)";
   // Which rank runs each stage.
   for (ProgramOp program : pipeline.getPrograms()) {
     SmallVector<ActionOpInterface> actions;
@@ -838,7 +843,8 @@ Outcome Executor::step(int64_t rank, int64_t position, Operation *op,
   case ActionKind::Step:
     return runStep(op, stage);
   case ActionKind::SumTied:
-    // Tied pipelines are refused when the executor is built.
+  case ActionKind::ClipGrad:
+    // Tied and clipping pipelines are refused when the executor is built.
     break;
   }
   actionError(op) << "has an unknown action kind";

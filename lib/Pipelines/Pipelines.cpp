@@ -78,6 +78,7 @@ static void buildPipeline(OpPassManager &pm,
                            : ScheduleKind::Custom;
   partition.virtualStages = options.virtualStages;
   partition.dataParallel = options.dataParallel;
+  partition.clipGradNorm = options.clipGradNorm;
   // An imported schedule may split any backward.
   partition.splitBackward = !options.scheduleFile.empty();
   partition.remat = options.remat;
@@ -151,6 +152,9 @@ mlir::gpipe::getInferenceOptionError(const GPipePipelineOptions &options) {
   if (given(options.optimizer))
     return "--optimizer has no meaning with --inference: nothing is "
            "trained, the memory plan holds no gradients or optimizer state";
+  if (given(options.clipGradNorm))
+    return "--clip-grad-norm has no meaning with --inference: nothing is "
+           "trained, there are no gradients to clip";
   if (options.dataParallel != 1)
     return "--data-parallel " + std::to_string(options.dataParallel) +
            " is not supported with --inference yet: compile one replica";

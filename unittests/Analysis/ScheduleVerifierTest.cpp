@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 using namespace mlir::gpipe;
@@ -85,6 +86,66 @@ TEST(ScheduleVerifierTest, TiedSumsComeBeforeTheSteps) {
                 "must come after all of the rank's other work"),
             std::string::npos)
       << verifySchedule(early).getMessage();
+}
+
+/// Gradient clipping: one CLIP_GRAD on every rank, after its tied sum and
+/// before its steps, named by its lowest stage (interleaved: rank 0 holds
+/// stages 0 and 3); the verifier refuses a rank without one, a second one,
+/// one after a step and work after it.
+TEST(ScheduleVerifierTest, ClipGradOnEveryRankBeforeTheSteps) {
+  ScheduleOrError built = buildSchedule(ScheduleFamily::Interleaved1F1B, 3, 2,
+                                        6, BoundaryTraffic::uniform(6, 64));
+  ASSERT_TRUE(built.ok()) << built.error;
+  Schedule s = insertGradientClipping(
+      insertTiedSums(built.schedule, {true, false, false, false, false, true}));
+  ASSERT_TRUE(verifySchedule(s).ok()) << verifySchedule(s).getMessage();
+  for (int r = 0; r < 3; ++r) {
+    const std::vector<Action> &program = s.ranks[r];
+    auto clip = std::find_if(program.begin(), program.end(), [](auto &a) {
+      return a.kind == ActionKind::ClipGrad;
+    });
+    ASSERT_NE(clip, program.end());
+    EXPECT_EQ(clip->stage, r);
+    EXPECT_EQ(std::count_if(program.begin(), program.end(),
+                            [](auto &a) { return a.kind == ActionKind::ClipGrad; }),
+              1);
+    for (auto it = clip + 1; it != program.end(); ++it)
+      EXPECT_EQ(it->kind, ActionKind::Step);
+    if (r != 1)
+      EXPECT_EQ((clip - 1)->kind, ActionKind::SumTied);
+  }
+  EXPECT_EQ(insertGradientClipping(s), s);
+
+  Schedule missing = s;
+  std::vector<Action> &r1 = missing.ranks[1];
+  r1.erase(std::find_if(r1.begin(), r1.end(), [](auto &a) {
+    return a.kind == ActionKind::ClipGrad;
+  }));
+  EXPECT_NE(verifySchedule(missing).getMessage().find(
+                "rank 1 has no CLIP_GRAD while rank 0 clips"),
+            std::string::npos)
+      << verifySchedule(missing).getMessage();
+
+  Schedule twice = s;
+  twice.ranks[2].insert(twice.ranks[2].end() - 1,
+                        Action::compute(ActionKind::ClipGrad, 2, -1));
+  EXPECT_NE(verifySchedule(twice).getMessage().find("one CLIP_GRAD per rank"),
+            std::string::npos);
+
+  Schedule late = s;
+  std::vector<Action> &r2 = late.ranks[2];
+  auto clip = std::find_if(r2.begin(), r2.end(), [](auto &a) {
+    return a.kind == ActionKind::ClipGrad;
+  });
+  std::iter_swap(clip, r2.end() - 1);
+  EXPECT_NE(verifySchedule(late).getMessage().find(
+                "CLIP_GRAD comes before the steps"),
+            std::string::npos)
+      << verifySchedule(late).getMessage();
+
+  Schedule work = s;
+  work.ranks[1].push_back(Action::compute(ActionKind::ReduceGrad, 1, -1));
+  EXPECT_FALSE(verifySchedule(work).ok());
 }
 
 /// 1F1B with each receive right before its consumer and each send right

@@ -54,6 +54,10 @@
 //                    parameter's first copy receives another rank's copy's
 //                    gradient (`tiedBytes`), live at SUM_TIED only. Counted
 //                    with the boundary buffers.
+//   Norm(s)          gradient clipping only: the running sum of squares a
+//                    CLIP_GRAD named by stage s receives and hands on, and
+//                    the total (kGradNormBytes), live at CLIP_GRAD only.
+//                    Counted with the boundary buffers.
 //
 // A forward-only (inference) schedule has Parameters as its only persistent
 // buffers, and each Input lives from its arrival to its forward only: a
@@ -62,7 +66,7 @@
 // Kept activations = Input (from its forward on) + ExtraInput + Saved +
 // Deferred;
 // boundary (send/receive) buffers = Input (before its forward) + Output +
-// OutputGrad + InputGrad + Reduce + Tied.
+// OutputGrad + InputGrad + Reduce + Tied + Norm.
 //
 // Slots. The buffers of one (kind, stage) are the same size and live in
 // micro-batch order, so they share a slot of c copies, micro-batch m in copy
@@ -183,16 +187,21 @@ enum class BufferKind {
   Scratch,
   Reduce,
   Tied,
+  Norm,
 };
 
+/// The Norm buffer: the running sum of squares and the total, as doubles.
+inline constexpr int64_t kGradNormBytes = 16;
+
 /// "params", "grads", "optimizer", "input", "extra", "saved", "deferred",
-/// "output", "output_grad", "input_grad", "scratch", "reduce", "tied".
+/// "output", "output_grad", "input_grad", "scratch", "reduce", "tied",
+/// "norm".
 const char *getBufferKindName(BufferKind kind);
 /// Parameters, Gradients, OptimizerState.
 bool isPersistentBuffer(BufferKind kind);
 /// Input, ExtraInput, Saved, Deferred.
 bool isKeptActivation(BufferKind kind);
-/// Output, OutputGrad, InputGrad, Reduce, Tied.
+/// Output, OutputGrad, InputGrad, Reduce, Tied, Norm.
 bool isBoundaryBuffer(BufferKind kind);
 
 struct PlannedBuffer {
@@ -254,7 +263,7 @@ struct MemoryBreakdown {
   int64_t keptActivations = 0;
   int64_t scratch = 0;
   /// Input (before its forward) + Output + OutputGrad + InputGrad +
-  /// Reduce + Tied
+  /// Reduce + Tied + Norm
   int64_t boundary = 0;
 
   int64_t getTotal() const {

@@ -63,7 +63,7 @@ inline bool isForwardComm(ActionKind kind) {
 struct Action {
   ActionKind kind = ActionKind::Forward;
   int stage = 0;
-  /// The micro-batch; -1 for ReduceGrad, Step and SumTied.
+  /// The micro-batch; -1 for ReduceGrad, Step, SumTied and ClipGrad.
   int microbatch = -1;
   /// For sends and receives the rank at the other end, else -1.
   int peer = -1;
@@ -253,6 +253,13 @@ Schedule insertGradientReductions(const Schedule &schedule);
 /// read them. Existing SUM_TIEDs are dropped first.
 Schedule insertTiedSums(const Schedule &schedule,
                         const std::vector<bool> &holdsTied);
+
+/// Gradient clipping: adds one CLIP_GRAD to every rank, named by its lowest
+/// stage, right before its first STEP (after its SUM_TIED): the ranks hand
+/// a running sum of squares along the stages in order, the last stage's
+/// holder hands the total to every other rank, and each scales its
+/// gradients before its steps. Existing CLIP_GRADs are dropped first.
+Schedule insertGradientClipping(const Schedule &schedule);
 
 //===----------------------------------------------------------------------===//
 // Generated schedule families

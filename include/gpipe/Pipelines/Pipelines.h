@@ -100,6 +100,14 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
       *this, "optimizer",
       llvm::cl::desc("Optimizer whose state the memory plan reserves"),
       llvm::cl::init(OptimizerKind::SGD), getOptimizerKindValues()};
+  Option<double> clipGradNorm{
+      *this, "clip-grad-norm",
+      llvm::cl::desc("Clip the gradients to this global L2 norm before each "
+                     "update, as torch.nn.utils.clip_grad_norm_ (a "
+                     "gpipe.clip_grad on every rank; the norm's summation "
+                     "order is the same for every K); gpipe-run "
+                     "--clip-grad-norm changes the bound (0: no clipping)"),
+      llvm::cl::init(0.0)};
   Option<bool> inference{
       *this, "inference",
       llvm::cl::desc("Build a forward-only inference pipeline (GPipe's "

@@ -128,6 +128,8 @@ void Emitter::describeRun(llvm::json::Object &root) {
   root[key::kRemat] = stringifyRemat(pipeline.getRemat()).str();
   root[key::kAlignment] = memory.getAlignment();
   root[key::kOptimizer] = ::gpipe::abi::getOptimizerName(memory.getOptimizer());
+  if (std::optional<double> clip = pipeline.getClipBound())
+    root[key::kClipGradNorm] = *clip;
 }
 
 /// The input the data provides for the whole mini-batch, and the model

@@ -111,6 +111,7 @@ public:
   LogicalResult step();
   LogicalResult reduceGrad();
   LogicalResult sumTied();
+  LogicalResult clipGrad();
   LogicalResult recompute() { return success(); } // the backward recomputes
 
 private:
@@ -370,6 +371,16 @@ LogicalResult ActionEmitter::sumTied() {
   return success();
 }
 
+LogicalResult ActionEmitter::clipGrad() {
+  // The runtime knows the rank's stages and parameters from the metadata;
+  // the Norm slot carries the running sum of squares and the total.
+  std::optional<Value> norm = slotPtr(SlotKind::Norm, s);
+  if (!norm)
+    return missing("norm");
+  check(gpipe_rt::ClipGradOp::create(b, loc, i32Ty, rank, index, *norm));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Patterns
 //===----------------------------------------------------------------------===//
@@ -496,7 +507,9 @@ LogicalResult Emitter::lowerPrograms() {
                ActionLowering<RecvOp, &ActionEmitter::transfer>,
                ActionLowering<StepOp, &ActionEmitter::step>,
                ActionLowering<ReduceGradOp, &ActionEmitter::reduceGrad>,
-               ActionLowering<SumTiedOp, &ActionEmitter::sumTied>>(ctx, state);
+               ActionLowering<SumTiedOp, &ActionEmitter::sumTied>,
+               ActionLowering<ClipGradOp, &ActionEmitter::clipGrad>>(ctx,
+                                                                     state);
   ConversionTarget target(*ctx);
   target.addIllegalOp<ProgramOp, ForOp>();
   target.addDynamicallyLegalDialect<GPipeDialect>(

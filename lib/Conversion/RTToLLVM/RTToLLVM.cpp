@@ -390,6 +390,7 @@ void mlir::gpipe_rt::populateRTToLLVMConversionPatterns(
            CallbackOpLowering<SendOp>, CallbackOpLowering<RecvOp>,
            CallbackOpLowering<ReportLossOp>, CallbackOpLowering<ReportOutputOp>,
            CallbackOpLowering<StepOp>, CallbackOpLowering<ReduceGradOp>,
-           CallbackOpLowering<SumTiedOp>, CheckOpLowering>(converter, callees);
+           CallbackOpLowering<SumTiedOp>, CallbackOpLowering<ClipGradOp>,
+           CheckOpLowering>(converter, callees);
   patterns.add<KernelOpLowering>(converter, callees, target);
 }

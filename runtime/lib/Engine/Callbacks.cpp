@@ -635,13 +635,7 @@ int32_t RunState::sumTied(gpipe_rt_rank *rank, int64_t action, float *scratch) {
   };
   auto waitReduced = [&](const TiedGroup::Member &m) -> bool {
     // Data parallelism: a copy's gradient is its replicas' sum first.
-    const StagePlan &stage = meta.ranks[size_t(m.rank)].stages[m.stage];
-    size_t local = m.stage;
-    if (numReplicas() == 1 || !rank->reducing[local])
-      return true;
-    rank->reducing[local] = 0;
-    rank->reduced[local] = 1;
-    return transport->finishReduction(rank->index, stage.stage);
+    return finishReductionEarly(rank, m.stage);
   };
   // One message with another holder of the group (same replica).
   auto exchange = [&](bool send, int64_t peerRank, int64_t tag, float *data,
@@ -725,6 +719,153 @@ int32_t RunState::sumTied(gpipe_rt_rank *rank, int64_t action, float *scratch) {
 extern "C" int32_t gpipe_rt_sum_tied(gpipe_rt_rank *rank, int64_t action,
                                      float *scratch) {
   return rank->run->sumTied(rank, action, scratch);
+}
+
+bool RunState::finishReductionEarly(gpipe_rt_rank *rank, size_t local) {
+  if (numReplicas() == 1 || !rank->reducing[local])
+    return true;
+  rank->reducing[local] = 0;
+  rank->reduced[local] = 1;
+  return transport->finishReduction(rank->index,
+                                    rank->plan->stages[local].stage);
+}
+
+namespace {
+
+/// The sum of squares of `count` floats in double, in one fixed order
+/// (eight lanes over the elements, then the lanes in order), whatever
+/// stage holds them.
+double sumOfSquares(const float *x, int64_t count) {
+  double lanes[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    for (int l = 0; l < 8; ++l)
+      lanes[l] += double(x[i + l]) * double(x[i + l]);
+  for (int l = 0; i < count; ++i, ++l)
+    lanes[l] += double(x[i]) * double(x[i]);
+  double sum = 0.0;
+  for (double lane : lanes)
+    sum += lane;
+  return sum;
+}
+
+} // namespace
+
+int32_t RunState::clipGrad(gpipe_rt_rank *rank, int64_t action,
+                           double *norm) {
+  if (isAborted())
+    return 1;
+  auto at = [&] {
+    return where(rank, currentAction(rank)) + ": gpipe_rt_clip_grad";
+  };
+  int64_t numActions = int64_t(rank->plan->actions.size());
+  if (action < 0 || action >= numActions ||
+      rank->plan->actions[size_t(action)].kind != ActionKind::ClipGrad) {
+    fail(rank, at() + " for action " + std::to_string(action) +
+                   ", which is not a clip_grad action");
+    return 1;
+  }
+  if (meta.target != "cpu") {
+    fail(rank, at() + ": gradients are clipped on the CPU target only");
+    return 1;
+  }
+  if (!norm) {
+    fail(rank, at() + ": the plan reserved no Norm buffer");
+    return 1;
+  }
+  // The holder of every stage; this rank's stages in stage order (once:
+  // steady-state steps allocate nothing).
+  std::vector<int64_t> &holder = rank->stageHolders;
+  std::vector<size_t> &mine = rank->stagesInOrder;
+  if (holder.empty()) {
+    holder.assign(size_t(meta.stages), -1);
+    for (const RankPlan &r : meta.ranks)
+      for (const StagePlan &st : r.stages)
+        holder[size_t(st.stage)] = r.rank;
+    for (size_t l = 0; l < rank->plan->stages.size(); ++l)
+      mine.push_back(l);
+    std::sort(mine.begin(), mine.end(), [&](size_t a, size_t b) {
+      return rank->plan->stages[a].stage < rank->plan->stages[b].stage;
+    });
+  }
+  auto exchange = [&](bool send, int64_t peerRank, int64_t tag, double *data) {
+    Transfer t;
+    t.rank = rank->index;
+    t.action = action;
+    t.peer = rank->replica * numRanks() + peerRank;
+    t.tag = tag;
+    t.send = send;
+    t.data = data;
+    t.bytes = sizeof(double);
+    t.device = rank->device;
+    return transport->transfer(t);
+  };
+  auto tag = [&](int64_t stage, bool chain) {
+    return ::gpipe::abi::getClipTransferTag(
+        meta.stages, meta.microbatches, meta.maxTiedCopies,
+        int64_t(meta.tiedGroups.size()), stage, chain);
+  };
+  auto gradsOf = [&](const StagePlan &st) {
+    return reinterpret_cast<float *>(rank->arena + st.gradsOffset);
+  };
+  // The running sum of squares goes along the stages in order: each
+  // trainable parameter once (a tied parameter at its first copy, not its
+  // copies; no batch-norm statistics), in the stage's parameter order.
+  double running = 0.0;
+  for (size_t l : mine) {
+    const StagePlan &st = rank->plan->stages[l];
+    if (!finishReductionEarly(rank, l))
+      return 1;
+    int64_t from = st.stage > 0 ? holder[size_t(st.stage - 1)] : -1;
+    if (from >= 0 && from != rank->rank) {
+      if (!exchange(false, from, tag(st.stage, true), &norm[0]))
+        return 1;
+      running = norm[0];
+    }
+    const float *grads = gradsOf(st);
+    for (const ParamSlot &slot : st.params) {
+      if (slot.copy != 0 || slot.offset >= st.trainableBytes ||
+          meta.parameters[slot.parameter].runningStatistic)
+        continue;
+      running += sumOfSquares(grads + slot.offset / 4, slot.elements);
+    }
+    int64_t to = st.stage + 1 < meta.stages ? holder[size_t(st.stage + 1)] : -1;
+    if (to >= 0 && to != rank->rank) {
+      norm[0] = running;
+      if (!exchange(true, to, tag(st.stage + 1, true), &norm[0]))
+        return 1;
+    }
+  }
+  // The last stage's holder hands the total to every other rank.
+  int64_t last = holder[size_t(meta.stages - 1)];
+  if (last == rank->rank) {
+    norm[1] = running;
+    for (int64_t r = 0; r < numRanks(); ++r)
+      if (r != rank->rank && !exchange(true, r, tag(0, false), &norm[1]))
+        return 1;
+  } else if (!exchange(false, last, tag(0, false), &norm[1])) {
+    return 1;
+  }
+  double total = std::sqrt(norm[1]);
+  rank->gradNorm = total;
+  // torch.nn.utils.clip_grad_norm_: g *= min(1, max_norm / (norm + 1e-6)).
+  // A non-finite norm comes from a non-finite gradient: the steps' check
+  // names it and --on-nonfinite decides.
+  double coefficient = optimizer.clipGradNorm / (total + 1e-6);
+  if (!std::isfinite(total) || !(coefficient < 1.0))
+    return 0;
+  const float scale = float(coefficient);
+  for (const StagePlan &st : rank->plan->stages) {
+    float *grads = gradsOf(st);
+    for (int64_t i = 0, n = st.trainableBytes / 4; i < n; ++i)
+      grads[i] *= scale;
+  }
+  return 0;
+}
+
+extern "C" int32_t gpipe_rt_clip_grad(gpipe_rt_rank *rank, int64_t action,
+                                      double *norm) {
+  return rank->run->clipGrad(rank, action, norm);
 }
 
 extern "C" int32_t gpipe_rt_send(gpipe_rt_rank *rank, int64_t action,

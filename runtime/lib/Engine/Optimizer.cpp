@@ -178,6 +178,24 @@ Status resolveOptimizer(const ModelMetadata &metadata,
                          std::string(getOptimizerName(metadata.optimizer)) +
                          "; recompile with gpipe-compile --optimizer " +
                          getOptimizerName(config.kind));
+  config.clipGradNorm = options.clipGradNorm.value_or(metadata.clipGradNorm);
+  if (options.clipGradNorm &&
+      (!std::isfinite(config.clipGradNorm) || !(config.clipGradNorm > 0)))
+    return Status::error("--clip-grad-norm " +
+                         formatNumber(config.clipGradNorm) +
+                         ": the gradient-norm bound must be positive and "
+                         "finite");
+  if (options.clipGradNorm && !metadata.clipsGradients())
+    return Status::error(
+        "--clip-grad-norm: the model library was compiled without gradient "
+        "clipping "
+        "(its programs have no clip_grad); recompile with gpipe-compile "
+        "--clip-grad-norm " +
+        formatNumber(config.clipGradNorm));
+  if (metadata.clipsGradients() && !(config.clipGradNorm > 0))
+    return Status::error("the model library clips its gradients but names no "
+                         "bound; "
+                         "give --clip-grad-norm X");
   return resolveSchedule(options, steps, config.lr, config.schedule);
 }
 

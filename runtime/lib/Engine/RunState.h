@@ -41,6 +41,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <limits>
 #include <vector>
 
 namespace gpipe::rt {
@@ -139,8 +140,15 @@ struct gpipe_rt_rank {
   /// Per stage the rank holds: a gradient reduction was started this step
   /// and its step has not waited for it yet.
   std::vector<char> reducing;
-  /// Per held stage: its reduction finished early (SUM_TIED waited for it).
+  /// Per held stage: its reduction finished early (SUM_TIED or CLIP_GRAD
+  /// waited for it).
   std::vector<char> reduced;
+  /// CLIP_GRAD: the global gradient norm of the current step (NaN before).
+  double gradNorm = std::numeric_limits<double>::quiet_NaN();
+  /// CLIP_GRAD: the rank holding each stage, and the held stages (plan
+  /// indices) in stage order; filled at its first call.
+  std::vector<int64_t> stageHolders;
+  std::vector<size_t> stagesInOrder;
   /// The current step's losses by micro-batch.
   std::vector<double> losses;
   std::vector<char> lossReported;
@@ -330,6 +338,10 @@ public:
   int32_t reduceGradients(gpipe_rt_rank *rank, int64_t action, float *grads,
                           float *scratch, int64_t count);
   int32_t sumTied(gpipe_rt_rank *rank, int64_t action, float *scratch);
+  int32_t clipGrad(gpipe_rt_rank *rank, int64_t action, double *norm);
+  /// Waits until the replicas' sum of held stage `local`'s gradients is
+  /// complete (at once without data parallelism or a started reduction).
+  bool finishReductionEarly(gpipe_rt_rank *rank, size_t local);
   int32_t kernelError(gpipe_rt_rank *rank, int64_t site, int32_t status);
 
   /// A non-finite value found at `rank`: stops the run at once (returns 1)

@@ -471,6 +471,12 @@ bool RunState::runStep(int64_t step, RunResult &result) {
   StepMetrics metrics;
   metrics.step = step + 1;
   metrics.lr = optimizer.atStep(step + 1).lr;
+  // Every worker of a clipping pipeline computed the same norm.
+  for (int64_t w = 0; w < int64_t(ranks.size()); ++w)
+    if (isLocal(w) && meta.clipsGradients()) {
+      metrics.gradNorm = ranks[size_t(w)].gradNorm;
+      break;
+    }
   metrics.seconds = double(wall) * 1e-9;
   metrics.samplesPerSecond = double(meta.batchSize()) / metrics.seconds;
   if (!measureAndCheckGuards(step, wall, metrics))

@@ -55,6 +55,8 @@ std::string actionLabel(const ActionSpec &a) {
     return "step";
   case ActionKind::SumTied:
     return "sum tied";
+  case ActionKind::ClipGrad:
+    return "clip grad";
   }
   return "?";
 }
@@ -188,6 +190,7 @@ const char *kindColour(ActionKind kind) {
     return "#59a14f";
   case ActionKind::ReduceGrad:
   case ActionKind::SumTied:
+  case ActionKind::ClipGrad:
     return "#b07aa1";
   default:
     return "#bab0ac";

@@ -915,6 +915,7 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
       !r.integer(root, "", "data_parallel", m.dataParallel, 1) ||
       !r.integer(root, "", abi::key::kAlignment, m.alignment) ||
       !r.integer(root, "", "vocab", m.vocab, 0) ||
+      !r.number(root, "", abi::key::kClipGradNorm, m.clipGradNorm, 0.0) ||
       !r.string(root, "", abi::key::kOptimizer, optimizer))
     return false;
   if (const Json *remat = r.member(root, "", abi::key::kRemat, true))
@@ -928,6 +929,10 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
     return r.fail(abi::key::kStages, "must be at least 1");
   if (m.microbatches < 1)
     return r.fail(abi::key::kMicrobatches, "must be at least 1");
+  if (!std::isfinite(m.clipGradNorm) || m.clipGradNorm < 0)
+    return r.fail(abi::key::kClipGradNorm,
+                  "must be a finite bound >= 0, got " +
+                      std::to_string(m.clipGradNorm));
   if (m.dataParallel < 1 || m.dataParallel > 65536)
     return r.fail("data_parallel", "must be between 1 and 65536, got " +
                                        std::to_string(m.dataParallel));
@@ -1168,6 +1173,14 @@ const StagePlan *RankPlan::findStage(int64_t stage) const {
 
 int64_t ModelMetadata::stateMultiple() const {
   return abi::getOptimizerStateFactor(optimizer);
+}
+
+bool ModelMetadata::clipsGradients() const {
+  for (const RankPlan &rank : ranks)
+    for (const ActionSpec &a : rank.actions)
+      if (a.kind == ActionKind::ClipGrad)
+        return true;
+  return false;
 }
 
 const ParameterSpec *ModelMetadata::findParameter(std::string_view name) const {

@@ -98,6 +98,9 @@ const char *const kUsage =
     "  --lr-step-size N         step: steps between decays (default: a\n"
     "                           third of the decay)\n"
     "  --lr-gamma X             step: the factor of each decay (default 0.1)\n"
+    "  --clip-grad-norm X       the bound of the global gradient norm, for a\n"
+    "                           library compiled with gpipe-compile\n"
+    "                           --clip-grad-norm (default: its bound)\n"
     "  --weight-decay X         default 0, adam (AdamW) 0.01\n"
     "  --seed S                 parameter and data seed (default 0)\n"
     "  --save-grads FILE        the first step's gradients (safetensors)\n"
@@ -428,6 +431,8 @@ void setValuedFlag(Args &args, const std::string &flag,
     run.optimizer.stepSize = parseInteger(flag, value, 1);
   } else if (flag == "--lr-gamma") {
     run.optimizer.gamma = parseNumber(flag, value);
+  } else if (flag == "--clip-grad-norm") {
+    run.optimizer.clipGradNorm = parseNumber(flag, value);
   } else if (flag == "--weight-decay") {
     run.optimizer.weightDecay = parseNumber(flag, value);
   } else if (flag == "--seed") {
@@ -579,6 +584,7 @@ Args parseArgs(int argc, char **argv) {
                                           "--lr-decay-steps",
                                           "--lr-step-size",
                                           "--lr-gamma",
+                                          "--clip-grad-norm",
                                           "--seed",
                                           "--save-grads",
                                           "--save-params",
@@ -971,19 +977,27 @@ void installProgressCallbacks(const Args &args, const ModelMetadata &meta,
     if (opt.weightDecay != 0.0)
       std::printf(", weight decay %g", opt.weightDecay);
     printSchedule(opt.schedule);
-    std::printf("\n%6s %12s %12s %12s  busy per rank\n", "step", "loss", "lr",
-                "samples/s");
+    if (opt.clipGradNorm > 0)
+      std::printf(", gradients clipped to norm %g", opt.clipGradNorm);
+    std::printf("\n%6s %12s %12s ", "step", "loss", "lr");
+    if (meta.clipsGradients())
+      std::printf("%12s ", "grad norm");
+    std::printf("%12s  busy per rank\n", "samples/s");
     std::fflush(stdout);
   };
-  run.onStep = [&args, root](const StepMetrics &m) {
+  run.onStep = [&args, root, clips = meta.clipsGradients()](
+                   const StepMetrics &m) {
     if (args.quiet || !root)
       return;
     if (args.predict)
       std::printf("%6lld %12s %12.1f ", (long long)m.step, "",
                   m.samplesPerSecond);
-    else
+    else if (!clips)
       std::printf("%6lld %12.6f %12.4g %12.1f ", (long long)m.step, m.loss,
                   m.lr, m.samplesPerSecond);
+    else
+      std::printf("%6lld %12.6f %12.4g %12.4g %12.1f ", (long long)m.step,
+                  m.loss, m.lr, m.gradNorm, m.samplesPerSecond);
     for (double busy : m.busyFraction)
       std::printf(" %.2f", busy);
     std::printf("\n");

@@ -808,3 +808,20 @@ func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
 // expected-error @+1 {{'gpipe.stage' op expected forward function @f0 of a stage without backward to take the stage input and return the stage output only, got '(tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>'}}
 gpipe.stage @labels_without_backward index 0 : tensor<4x16xf32> -> tensor<f32> forward @f0
 func.func private @f0(tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.pipeline' op expected clip_grad_norm to be positive and finite, got 0}}
+gpipe.pipeline @clip_zero stages [@s0] microbatches 2 schedule gpipe remat stage clip_grad_norm 0.0 {
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<f32> forward @f0 backward @b0
+func.func private @f0(tensor<4x16xf32>) -> tensor<f32>
+func.func private @b0(tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+
+// -----
+
+// expected-error @+1 {{'gpipe.pipeline' op is forward_only and has no gradients to clip; expected no clip_grad_norm}}
+gpipe.pipeline @clip_inference stages [@s0] microbatches 2 schedule gpipe remat none forward_only clip_grad_norm 1.0 {
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>

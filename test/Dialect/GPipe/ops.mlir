@@ -218,3 +218,38 @@ gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0
 gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<4x10xf32> forward @f1
 func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
 func.func private @f1(tensor<4x8xf32>) -> tensor<4x10xf32>
+
+// -----
+
+// Gradient clipping: the bound on the pipeline, a clip_grad on every rank
+// before its steps, in the norm slot.
+
+// CHECK-LABEL: gpipe.pipeline @clipped stages [@s0, @s1] microbatches 1 schedule gpipe remat stage clip_grad_norm 2.500000e-01 {
+// CHECK:         gpipe.clip_grad @s0
+// CHECK-NEXT:    gpipe.step @s0
+// CHECK:         gpipe.clip_grad @s1
+// CHECK-NEXT:    gpipe.step @s1
+gpipe.pipeline @clipped stages [@s0, @s1] microbatches 1 schedule gpipe remat stage clip_grad_norm 0.25 {
+  gpipe.program rank 0 {
+    gpipe.forward @s0 mb 0
+    gpipe.send @s0 mb 0 forward to 1 : tensor<4x8xf32>
+    gpipe.recv @s0 mb 0 backward from 1 : tensor<4x8xf32>
+    gpipe.backward @s0 mb 0
+    gpipe.clip_grad @s0
+    gpipe.step @s0
+  }
+  gpipe.program rank 1 {
+    gpipe.recv @s1 mb 0 forward from 0 : tensor<4x8xf32>
+    gpipe.forward @s1 mb 0
+    gpipe.backward @s1 mb 0
+    gpipe.send @s1 mb 0 backward to 0 : tensor<4x8xf32>
+    gpipe.clip_grad @s1
+    gpipe.step @s1
+  }
+}
+gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backward @b0
+gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1
+func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>
+func.func private @b0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+func.func private @f1(tensor<4x8xf32>) -> tensor<f32>
+func.func private @b1(tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>

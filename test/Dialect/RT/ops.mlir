@@ -68,6 +68,8 @@ func.func @program(%rank: !llvm.ptr, %arena: !llvm.ptr) -> i32 {
   %rg = gpipe_rt.reduce_grad %rank, %index, %arena, %none, %bytes
   // CHECK: gpipe_rt.sum_tied
   %t = gpipe_rt.sum_tied %rank, %index, %none
+  // CHECK: gpipe_rt.clip_grad
+  %c = gpipe_rt.clip_grad %rank, %index, %arena
   // CHECK: gpipe_rt.action_end
   gpipe_rt.action_end %rank, %index
   %zero = arith.constant 0 : i32

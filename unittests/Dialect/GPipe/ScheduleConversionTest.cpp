@@ -523,6 +523,7 @@ std::string runIndependently(const Schedule &s) {
     case ActionKind::ReduceGrad:
     case ActionKind::Step:
     case ActionKind::SumTied:
+    case ActionKind::ClipGrad:
       for (int m = 0; m < M; ++m)
         if (count(ActionKind::Backward, st, m) +
                 count(ActionKind::BackwardWeight, st, m) ==

@@ -370,6 +370,15 @@ LogicalResult PipelineOp::verify() {
   if (getNumReplicas() < 1)
     return emitOpError("expected data_parallel to be at least 1, got ")
            << getNumReplicas();
+  if (std::optional<double> clip = getClipBound()) {
+    if (!(*clip > 0) || !std::isfinite(*clip))
+      return emitOpError("expected clip_grad_norm to be positive and finite, "
+                         "got ")
+             << *clip;
+    if (isForwardOnly())
+      return emitOpError("is forward_only and has no gradients to clip; "
+                         "expected no clip_grad_norm");
+  }
   if (isForwardOnly()) {
     // GPipe's forward half: one stage per rank, one replica, nothing kept.
     if (getSchedule() != ScheduleKind::GPipe)

@@ -158,9 +158,10 @@ LogicalResult mlir::gpipe::importSchedule(PipelineOp pipeline, StringRef text,
   } else if (locationsMatch) {
     locations = std::move(cellLocations);
   }
-  // Replicas reduce each stage's gradients after its last backward, and
-  // ranks holding tied copies sum them before their steps; these actions
-  // are the compiler's, located at the pipeline.
+  // Replicas reduce each stage's gradients after its last backward, ranks
+  // holding tied copies sum them before their steps, and every rank clips
+  // its gradients then; these actions are the compiler's, located at the
+  // pipeline.
   auto addCompilerActions = [&](Schedule next, ActionKind kind) {
     if (!locations.empty()) {
       std::vector<SmallVector<Location>> placed(locations.size());
@@ -182,6 +183,8 @@ LogicalResult mlir::gpipe::importSchedule(PipelineOp pipeline, StringRef text,
   std::vector<bool> tied = getStagesHoldingTiedCopies(*stages);
   if (!pipeline.getForwardOnly() && llvm::is_contained(tied, true))
     addCompilerActions(insertTiedSums(schedule, tied), ActionKind::SumTied);
+  if (pipeline.getClipBound())
+    addCompilerActions(insertGradientClipping(schedule), ActionKind::ClipGrad);
   if (failed(
           populateProgramsFromSchedule(pipeline, schedule, *stages, locations)))
     return failure();

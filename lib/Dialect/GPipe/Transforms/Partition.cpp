@@ -29,6 +29,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <cmath>
+
 namespace mlir::gpipe {
 #define GEN_PASS_DEF_GPIPEPARTITIONPASS
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h.inc"
@@ -587,6 +589,8 @@ PipelineOp mlir::gpipe::declarePipeline(OpBuilder &builder, Location loc,
       options.replicas > 1 ? builder.getI64IntegerAttr(options.replicas)
                            : IntegerAttr(),
       options.forwardOnly ? builder.getUnitAttr() : UnitAttr(),
+      options.clipGradNorm > 0 ? builder.getF64FloatAttr(options.clipGradNorm)
+                               : FloatAttr(),
       MemoryPlanAttr());
   pipeline.getBody().emplaceBlock();
   return pipeline;
@@ -788,6 +792,14 @@ GPipePartitionPass::resolveOptions(func::FuncOp func) {
   options.microbatches = microbatches;
   options.replicas = replicas;
   options.forwardOnly = forwardOnly;
+  if (!(clipGradNorm >= 0) || !std::isfinite(clipGradNorm))
+    return mlir::emitError(loc, "expected clip-grad-norm to be a finite "
+                                "bound >= 0 (0: no clipping), got ")
+           << clipGradNorm;
+  if (forwardOnly && clipGradNorm > 0)
+    return mlir::emitError(loc, "clip-grad-norm clips a training step's "
+                                "gradients; an inference pipeline has none");
+  options.clipGradNorm = clipGradNorm;
   // `custom`: the programs will be imported (gpipe-import-schedule); any
   // placement and split backwards may come, so every backward is split and
   // no family's shape applies.

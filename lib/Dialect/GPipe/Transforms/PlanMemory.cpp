@@ -235,6 +235,8 @@ SlotKind mlir::gpipe::getSlotKind(BufferKind kind) {
     return SlotKind::Reduce;
   case BufferKind::Tied:
     return SlotKind::Tied;
+  case BufferKind::Norm:
+    return SlotKind::Norm;
   }
   return SlotKind::Scratch;
 }

@@ -157,6 +157,8 @@ mlir::gpipe::generateSchedule(PipelineOp pipeline, ScheduleKind kind,
   std::vector<bool> tied = getStagesHoldingTiedCopies(*stages);
   if (!pipeline.getForwardOnly() && llvm::is_contained(tied, true))
     schedule = insertTiedSums(schedule, tied);
+  if (pipeline.getClipBound())
+    schedule = insertGradientClipping(schedule);
   if (failed(populateProgramsFromSchedule(pipeline, schedule, *stages)))
     return failure();
   pipeline.setSchedule(kind);

@@ -329,6 +329,9 @@ LogicalResult mlir::gpipe::populateProgramsFromSchedule(
         case ActionKind::SumTied:
           SumTiedOp::create(at, loc, stage);
           break;
+        case ActionKind::ClipGrad:
+          ClipGradOp::create(at, loc, stage);
+          break;
         }
       };
       if (segment.trips == 1) {

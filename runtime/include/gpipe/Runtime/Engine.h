@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -70,6 +71,9 @@ struct StepMetrics {
   double loss = 0.0;
   /// The learning rate of the step's updates.
   double lr = 0.0;
+  /// The global gradient norm before clipping (NaN when the model does not
+  /// clip).
+  double gradNorm = std::numeric_limits<double>::quiet_NaN();
   double seconds = 0.0;
   double samplesPerSecond = 0.0;
   /// Per worker (rank): compute time over the step's wall time.

@@ -220,6 +220,10 @@ struct ModelMetadata {
   int64_t dataParallel = 1;
   /// The optimizer whose state the arenas hold.
   OptimizerKind optimizer = OptimizerKind::SGD;
+  /// The gradient-norm bound the library was compiled with (0: none).
+  double clipGradNorm = 0.0;
+  /// Whether the programs clip their gradients (CLIP_GRAD actions).
+  bool clipsGradients() const;
   /// A forward-only (inference) model: no labels, loss, backward, step,
   /// gradients or optimizer state (the metadata's mode "inference").
   bool inference = false;

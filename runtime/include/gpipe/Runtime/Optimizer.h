@@ -70,6 +70,9 @@ struct OptimizerConfig {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   /// The learning rate over the steps; `lr` is its base.
   LRSchedule schedule;
+  /// The bound of the global gradient norm (the library's CLIP_GRAD
+  /// actions); 0 when the library does not clip.
+  double clipGradNorm = 0.0;
 
   /// This configuration with the learning rate of training step `step`
   /// (counted from 1): what that step's updates use.
@@ -92,6 +95,8 @@ struct OptimizerOptions {
   std::optional<LRScheduleKind> schedule;
   std::optional<int64_t> warmupSteps, horizon, stepSize;
   std::optional<double> minLr, gamma;
+  /// The gradient-norm bound (default: the library's, which must clip).
+  std::optional<double> clipGradNorm;
 };
 
 /// Resolves `options` against the model: default optimizer = the

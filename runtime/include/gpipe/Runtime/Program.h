@@ -179,6 +179,13 @@ int32_t gpipe_rt_reduce_grad(gpipe_rt_rank *rank, int64_t action, float *grads,
 /// version: libraries without tied parameters never call it.
 int32_t gpipe_rt_sum_tied(gpipe_rt_rank *rank, int64_t action, float *scratch);
 
+/// CLIP_GRAD at action `action`: the rank's part of the global gradient
+/// norm (the metadata names its stages and parameters) and the scaling of
+/// its gradients; `norm` is the plan's Norm buffer (16 bytes). Added
+/// without changing the ABI version: libraries without clipping never call
+/// it.
+int32_t gpipe_rt_clip_grad(gpipe_rt_rank *rank, int64_t action, double *norm);
+
 /// The random key of micro-batch `microbatch` of the current step
 /// (gpipe::abi::getRngKey of the run's seed, the step and the micro-batch's
 /// index in the whole mini-batch): what dropout kernels draw their masks

@@ -36,8 +36,9 @@ inline constexpr const char *kMetadataFormat = "gpipe-model";
 
 /// What one action of a rank's program does. Mirrors the action vocabulary
 /// of PyTorch's pipeline schedule IR (F, B, I, W, SEND_F, RECV_F, SEND_B,
-/// RECV_B, REDUCE_GRAD, STEP) plus R, the recompute, and SUM_TIED, the sum
-/// of a tied parameter's copies' gradients.
+/// RECV_B, REDUCE_GRAD, STEP) plus R, the recompute, SUM_TIED, the sum
+/// of a tied parameter's copies' gradients, and CLIP_GRAD, the global
+/// gradient-norm clipping.
 enum class ActionKind : uint8_t {
   Forward,        ///< F: forward of (stage, micro-batch)
   Backward,       ///< B: full backward of (stage, micro-batch)
@@ -51,9 +52,10 @@ enum class ActionKind : uint8_t {
   ReduceGrad,     ///< REDUCE_GRAD: data-parallel gradient reduction
   Step,           ///< STEP: optimizer update of a stage
   SumTied,        ///< SUM_TIED: a rank's tied copies' gradients summed
+  ClipGrad,       ///< CLIP_GRAD: gradients scaled to the global norm bound
 };
 
-inline constexpr int kNumActionKinds = 12;
+inline constexpr int kNumActionKinds = 13;
 
 /// Which way a transfer at a stage boundary goes.
 enum class Direction : uint8_t {
@@ -76,10 +78,11 @@ constexpr bool isComputeKind(ActionKind k) {
          k == ActionKind::BackwardInput || k == ActionKind::BackwardWeight ||
          k == ActionKind::Recompute;
 }
-/// Every kind but ReduceGrad, Step and SumTied names a micro-batch.
+/// Every kind but ReduceGrad, Step, SumTied and ClipGrad names a
+/// micro-batch.
 constexpr bool hasMicrobatch(ActionKind k) {
   return k != ActionKind::ReduceGrad && k != ActionKind::Step &&
-         k != ActionKind::SumTied;
+         k != ActionKind::SumTied && k != ActionKind::ClipGrad;
 }
 /// The direction of a transfer kind (Forward for SEND_F and RECV_F).
 constexpr Direction getDirection(ActionKind k) {
@@ -94,7 +97,7 @@ constexpr ActionKind getTransferKind(bool send, Direction dir) {
 }
 
 /// The CSV spelling (PyTorch's schedule IR): F B I W R SEND_F RECV_F SEND_B
-/// RECV_B REDUCE_GRAD STEP, and SUM_TIED.
+/// RECV_B REDUCE_GRAD STEP, and SUM_TIED and CLIP_GRAD.
 constexpr const char *getActionKindCSVName(ActionKind k) {
   switch (k) {
   case ActionKind::Forward:
@@ -121,13 +124,15 @@ constexpr const char *getActionKindCSVName(ActionKind k) {
     return "STEP";
   case ActionKind::SumTied:
     return "SUM_TIED";
+  case ActionKind::ClipGrad:
+    return "CLIP_GRAD";
   }
   return "?";
 }
 
 /// The metadata's spelling, which is also the `gpipe` op's name: forward
 /// backward backward_input backward_weight recompute send recv reduce_grad
-/// step sum_tied (a transfer's direction is a key of its own).
+/// step sum_tied clip_grad (a transfer's direction is a key of its own).
 constexpr const char *getActionKindMetadataName(ActionKind k) {
   switch (k) {
   case ActionKind::Forward:
@@ -152,6 +157,8 @@ constexpr const char *getActionKindMetadataName(ActionKind k) {
     return "step";
   case ActionKind::SumTied:
     return "sum_tied";
+  case ActionKind::ClipGrad:
+    return "clip_grad";
   }
   return "?";
 }
@@ -191,6 +198,8 @@ inline std::optional<ActionKind> parseActionKindMetadataName(std::string_view s,
     return ActionKind::Step;
   if (s == "sum_tied")
     return ActionKind::SumTied;
+  if (s == "clip_grad")
+    return ActionKind::ClipGrad;
   return std::nullopt;
 }
 
@@ -212,6 +221,16 @@ constexpr int64_t getTiedTransferTag(int64_t numStages, int64_t microbatches,
                                      int64_t copy, bool gather) {
   return numStages * microbatches * 2 + (group * maxCopies + copy) * 2 +
          (gather ? 0 : 1);
+}
+/// The tag of a CLIP_GRAD message: the running sum of squares handed from
+/// the holder of stage `stage` - 1 to the holder of `stage` (`chain`), or
+/// the total the last stage's holder hands every other rank (stage 0).
+/// Past every stage-boundary and SUM_TIED tag (`tiedGroups` groups).
+constexpr int64_t getClipTransferTag(int64_t numStages, int64_t microbatches,
+                                     int64_t maxCopies, int64_t tiedGroups,
+                                     int64_t stage, bool chain) {
+  return numStages * microbatches * 2 + tiedGroups * maxCopies * 2 +
+         stage * 2 + (chain ? 0 : 1);
 }
 /// SplitMix64's output function (Steele, Lea and Flood, "Fast Splittable
 /// Pseudorandom Number Generators", OOPSLA 2014).
@@ -348,6 +367,8 @@ inline constexpr const char *kMicrobatches = "microbatches";
 inline constexpr const char *kSchedule = "schedule";
 inline constexpr const char *kRemat = "remat";
 inline constexpr const char *kOptimizer = "optimizer";
+/// The default bound of a library that clips its gradients (CLIP_GRAD).
+inline constexpr const char *kClipGradNorm = "clip_grad_norm";
 inline constexpr const char *kAlignment = "alignment";
 inline constexpr const char *kRanks = "ranks";
 inline constexpr const char *kActions = "actions";

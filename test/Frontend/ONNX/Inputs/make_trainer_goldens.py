@@ -4,6 +4,13 @@ the same setups.
 Writes, into the folder this script lives in:
   lr_schedules.json   -- torch.optim.lr_scheduler's learning rate at every
                          step for each --lr-schedule setup (make_lr_schedules)
+  mlp.clip.golden.safetensors, gpt.clip.golden.safetensors
+                      -- 5 AdamW steps on one batch with
+                         clip_grad_norm_ at a bound that binds (the GPT also
+                         with warmup and cosine decay), from the weights in
+                         mlp.onnx and gpt.onnx: the batch, the norm before
+                         each step's clipping and the parameters after the
+                         last, by initializer name (make_clipping)
 
 Needs pip's torch (what users run today):
   python3 -m venv /tmp/venv && /tmp/venv/bin/pip install torch numpy
@@ -16,9 +23,15 @@ import json
 import os
 import sys
 
+import numpy as np
+import onnx
 import torch
+import torch.nn as nn
+from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import make_models  # noqa: E402  (the models and the safetensors helpers)
 
 
 def torch_schedule(optimizer, kind, lr, warmup, horizon, min_lr, step_size,
@@ -80,7 +93,109 @@ def make_lr_schedules():
         f.write("\n")
 
 
-MAKERS = {"make_lr_schedules": make_lr_schedules}
+def onnx_parameters(model, onnx_file):
+    """(initializer, parameter name, transposed) for every trainable
+    initializer of onnx_file: by name, or a Linear weight stored transposed
+    for a MatMul (found through the node that reads it)."""
+    graph = onnx.load(onnx_file).graph
+    params = dict(model.named_parameters())
+    out = []
+    for init in graph.initializer:
+        arr = numpy_helper.to_array(init)
+        if arr.dtype.kind != "f" or not np.isfinite(arr).all():
+            continue
+        if init.name in params:
+            out.append((init.name, init.name, False))
+            continue
+        users = [n for n in graph.node
+                 if n.op_type == "MatMul" and n.input[1] == init.name]
+        scope = users[0].name.strip("/").split("/")[:-1]
+        out.append((init.name, ".".join(scope) + ".weight", True))
+    if sorted(p for _, p, _ in out) != sorted(params):
+        raise RuntimeError(f"{onnx_file}: initializers do not cover the "
+                           "parameters")
+    return out
+
+
+def mlp_from_onnx():
+    model = nn.Sequential(
+        nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.Tanh(),
+        nn.Linear(32, 32), nn.Sigmoid(), nn.Linear(32, 32), nn.GELU(),
+        nn.Linear(32, 10))
+    graph = onnx.load(os.path.join(HERE, "mlp.onnx")).graph
+    with torch.no_grad():
+        params = dict(model.named_parameters())
+        for init in graph.initializer:
+            params[init.name].copy_(torch.from_numpy(
+                numpy_helper.to_array(init).copy()))
+    return model
+
+
+def clipped_training(model, stem, clip_fraction, steps, lr, warmup=0,
+                     min_lr=None):
+    """AdamW (torch's defaults but lr) with clip_grad_norm_ on the batch of
+    <stem>.golden.safetensors, `steps` times; the bound is clip_fraction of
+    the first gradient norm, so it binds."""
+    onnx_file = os.path.join(HERE, stem + ".onnx")
+    mapping = onnx_parameters(model, onnx_file)
+    batch, _ = make_models.read_safetensors(
+        os.path.join(HERE, stem + ".golden.safetensors"))
+    inputs = torch.from_numpy(batch["input"])
+    labels = torch.from_numpy(batch["labels"])
+    params = [p for p in model.parameters()]
+    optimizer = torch.optim.AdamW(params, lr=lr)
+    scheduler = None
+    if min_lr is not None:
+        scheduler = torch_schedule(optimizer, "cosine", lr, warmup, steps,
+                                   min_lr, 1, 0.1)
+
+    def loss_of():
+        logits = model(inputs)
+        return nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+    loss = loss_of()
+    loss.backward()
+    bound = clip_fraction * torch.nn.utils.get_total_norm(
+        [p.grad for p in params]).item()
+    optimizer.zero_grad()
+    norms, losses = [], []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = loss_of()
+        loss.backward()
+        norms.append(torch.nn.utils.clip_grad_norm_(params, bound).item())
+        losses.append(loss.item())
+        optimizer.step()
+        if scheduler:
+            scheduler.step()
+    named = dict(model.named_parameters())
+    tensors = {"input": batch["input"], "labels": batch["labels"],
+               "norm": np.array(norms, dtype=np.float32)}
+    for oname, pname, transposed in mapping:
+        value = named[pname].detach().numpy()
+        tensors["param." + oname] = np.ascontiguousarray(
+            value.T if transposed else value)
+    path = os.path.join(HERE, stem + ".clip.golden.safetensors")
+    make_models.write_safetensors(path, tensors, {
+        "producer": "make_trainer_goldens.py", "torch": torch.__version__,
+        "clip_grad_norm": repr(bound), "lr": repr(lr),
+        "warmup_steps": str(warmup), "min_lr": repr(min_lr),
+        "steps": str(steps)})
+    print(f"{os.path.basename(path)}: bound {bound!r}, norms "
+          f"{[round(n, 4) for n in norms]}, losses "
+          f"{[round(x, 4) for x in losses]}")
+
+
+def make_clipping():
+    clipped_training(mlp_from_onnx(), "mlp", 0.4, 5, 1e-2)
+    model = make_models.gpt_from_onnx()
+    model.train()
+    clipped_training(model, "gpt", 0.4, 5, 3e-3, warmup=2, min_lr=3e-4)
+
+
+MAKERS = {"make_lr_schedules": make_lr_schedules,
+          "make_clipping": make_clipping}
 
 
 def main():

@@ -175,6 +175,10 @@ def GPipe_PipelineOp : GPipe_Op<"pipeline", [Symbol,
     stage's gradients are summed over the replicas by a `gpipe.reduce_grad`
     between its last backward and its step.
 
+    `clip_grad_norm` X clips the gradients to the global L2 norm X before
+    the updates: the schedule gives every rank a `gpipe.clip_grad` before
+    its steps (X is the default bound of a run).
+
     `forward_only` makes it an inference pipeline: GPipe's forward half. Its
     stages declare no backward, its forwards take only the stage input (no
     labels: no loss is computed) and the last stage's forward returns the
@@ -231,6 +235,7 @@ def GPipe_PipelineOp : GPipe_Op<"pipeline", [Symbol,
                        GPipe_RematAttr:$remat,
                        OptionalAttr<I64Attr>:$data_parallel,
                        UnitAttr:$forward_only,
+                       OptionalAttr<F64Attr>:$clip_grad_norm,
                        OptionalAttr<GPipe_MemoryPlanAttr>:$memory_plan);
   let regions = (region AnyRegion:$body);
   let assemblyFormat = [{
@@ -238,6 +243,7 @@ def GPipe_PipelineOp : GPipe_Op<"pipeline", [Symbol,
     `schedule` `` $schedule (`virtual_stages` $virtual_stages^)?
     `remat` `` $remat (`data_parallel` $data_parallel^)?
     (`forward_only` $forward_only^)?
+    (`clip_grad_norm` $clip_grad_norm^)?
     (`memory_plan` $memory_plan^)? attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
@@ -255,6 +261,12 @@ def GPipe_PipelineOp : GPipe_Op<"pipeline", [Symbol,
     /// D, the data-parallel replicas (1 without `data_parallel`).
     int64_t getNumReplicas() {
       return getDataParallelAttr() ? getDataParallelAttr().getInt() : 1;
+    }
+    /// X of `clip_grad_norm`, or nullopt.
+    std::optional<double> getClipBound() {
+      if (auto attr = getClipGradNormAttr())
+        return attr.getValueAsDouble();
+      return std::nullopt;
     }
     /// The programs of the body, rank 0 first.
     ::llvm::SmallVector<ProgramOp, 8> getPrograms();
@@ -567,6 +579,29 @@ def GPipe_SumTiedOp : GPipe_StageActionOp<"sum_tied", "SumTied"> {
 
     ```mlir
     gpipe.sum_tied @s0
+    ```
+  }];
+}
+
+def GPipe_ClipGradOp : GPipe_StageActionOp<"clip_grad", "ClipGrad"> {
+  let summary = "Scale every gradient to the global norm bound (CLIP_GRAD)";
+  let description = [{
+    Gradient clipping by the global L2 norm over every parameter of every
+    stage, as `torch.nn.utils.clip_grad_norm_`: every gradient is scaled by
+    min(1, X / (norm + 1e-6)) before the steps, X the run's bound (the
+    pipeline's `clip_grad_norm`, or gpipe-run's). The norm has one
+    summation order whatever the cut: each parameter's sum of squares (in
+    double, element order) is added to one running sum in parameter order,
+    which the ranks hand along the stages in stage order; the last stage's
+    holder hands the total to every other rank. A tied parameter counts
+    once, at its first copy. One per rank, named by its lowest stage, after
+    all its other work (its data-parallel reductions and tied sum included)
+    and before its steps. Each replica of a data-parallel pipeline computes
+    the same norm from its reduced gradients. The running sum travels in the
+    rank's `norm` slot.
+
+    ```mlir
+    gpipe.clip_grad @s0
     ```
   }];
 }

@@ -291,6 +291,9 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
            "holds one replica's micro-batch (nn-microbatch by M x D), each "
            "micro-batch's loss is scaled by 1/(M x D) and the stages' "
            "gradients are summed over the replicas">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
+           "Clip the gradients to this global L2 norm before each update "
+           "(the pipeline's clip_grad_norm; 0: no clipping)">,
     Option<"splitBackward", "split-backward", "bool", /*default=*/"false",
            "Also build each stage's backward in two halves (input gradient, "
            "weight gradient); implied by the zero-bubble schedules">,

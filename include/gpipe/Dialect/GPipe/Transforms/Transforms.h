@@ -127,6 +127,8 @@ struct PartitionOptions {
   bool splitBackward = false;
   /// Inference: stage forwards only, GPipe's forward half.
   bool forwardOnly = false;
+  /// The pipeline's clip_grad_norm; 0: none.
+  double clipGradNorm = 0.0;
 
   int64_t getNumStages() const { return ranks * virtualStages; }
 };

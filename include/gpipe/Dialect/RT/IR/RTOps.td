@@ -302,6 +302,18 @@ def RT_SumTiedOp : RT_CallbackOp<"sum_tied", "gpipe_rt_sum_tied",
     ```
   }], (ins RT_Ptr:$rank, I64:$action, RT_Ptr:$scratch), (outs I32:$status)>;
 
+def RT_ClipGradOp : RT_CallbackOp<"clip_grad", "gpipe_rt_clip_grad",
+    "Scales the rank's gradients to the global norm bound", [{
+    The rank's part of the global gradient norm: it receives the running
+    sum of squares at `norm` (the plan's Norm slot, 16 bytes), adds its
+    stages' parameters, hands it on, receives the total and scales its
+    gradients.
+
+    ```mlir
+    %s = gpipe_rt.clip_grad %rank, %index, %norm
+    ```
+  }], (ins RT_Ptr:$rank, I64:$action, RT_Ptr:$norm), (outs I32:$status)>;
+
 //===----------------------------------------------------------------------===//
 // Elements (fused loops)
 //===----------------------------------------------------------------------===//
