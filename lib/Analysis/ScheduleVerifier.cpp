@@ -601,8 +601,7 @@ void Verifier::checkOrder() {
     }
     int clip = -1;
     bool bad = false;
-    for (int i = 0, e = static_cast<int>(program.size()); i < e && !bad;
-         ++i) {
+    for (int i = 0, e = static_cast<int>(program.size()); i < e && !bad; ++i) {
       ActionKind kind = program[i].kind;
       if (kind == ActionKind::ClipGrad) {
         if (clip >= 0) {

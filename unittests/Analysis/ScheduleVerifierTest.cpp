@@ -106,9 +106,10 @@ TEST(ScheduleVerifierTest, ClipGradOnEveryRankBeforeTheSteps) {
     });
     ASSERT_NE(clip, program.end());
     EXPECT_EQ(clip->stage, r);
-    EXPECT_EQ(std::count_if(program.begin(), program.end(),
-                            [](auto &a) { return a.kind == ActionKind::ClipGrad; }),
-              1);
+    EXPECT_EQ(
+        std::count_if(program.begin(), program.end(),
+                      [](auto &a) { return a.kind == ActionKind::ClipGrad; }),
+        1);
     for (auto it = clip + 1; it != program.end(); ++it)
       EXPECT_EQ(it->kind, ActionKind::Step);
     if (r != 1)

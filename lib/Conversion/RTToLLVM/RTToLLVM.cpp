@@ -383,14 +383,14 @@ void mlir::gpipe_rt::populateRTToLLVMConversionPatterns(
   patterns.add<OffsetOpLowering, NullOpLowering, PtrArrayOpLowering,
                LoadOpLowering, StoreOpLowering>(converter);
   patterns.add<BytesOpLowering, IntsOpLowering>(converter, data);
-  patterns
-      .add<CallbackOpLowering<ActionBeginOp>, CallbackOpLowering<ActionEndOp>,
-           CallbackOpLowering<LayerOp>, CallbackOpLowering<RngKeyOp>,
-           CallbackOpLowering<LoadInputOp>, CallbackOpLowering<LoadLabelsOp>,
-           CallbackOpLowering<SendOp>, CallbackOpLowering<RecvOp>,
-           CallbackOpLowering<ReportLossOp>, CallbackOpLowering<ReportOutputOp>,
-           CallbackOpLowering<StepOp>, CallbackOpLowering<ReduceGradOp>,
-           CallbackOpLowering<SumTiedOp>, CallbackOpLowering<ClipGradOp>,
-           CheckOpLowering>(converter, callees);
+  patterns.add<CallbackOpLowering<ActionBeginOp>,
+               CallbackOpLowering<ActionEndOp>, CallbackOpLowering<LayerOp>,
+               CallbackOpLowering<RngKeyOp>, CallbackOpLowering<LoadInputOp>,
+               CallbackOpLowering<LoadLabelsOp>, CallbackOpLowering<SendOp>,
+               CallbackOpLowering<RecvOp>, CallbackOpLowering<ReportLossOp>,
+               CallbackOpLowering<ReportOutputOp>, CallbackOpLowering<StepOp>,
+               CallbackOpLowering<ReduceGradOp>, CallbackOpLowering<SumTiedOp>,
+               CallbackOpLowering<ClipGradOp>, CheckOpLowering>(converter,
+                                                                callees);
   patterns.add<KernelOpLowering>(converter, callees, target);
 }

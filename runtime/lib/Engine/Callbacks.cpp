@@ -751,8 +751,7 @@ double sumOfSquares(const float *x, int64_t count) {
 
 } // namespace
 
-int32_t RunState::clipGrad(gpipe_rt_rank *rank, int64_t action,
-                           double *norm) {
+int32_t RunState::clipGrad(gpipe_rt_rank *rank, int64_t action, double *norm) {
   if (isAborted())
     return 1;
   auto at = [&] {

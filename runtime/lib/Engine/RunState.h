@@ -36,12 +36,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <tuple>
-#include <limits>
 #include <vector>
 
 namespace gpipe::rt {

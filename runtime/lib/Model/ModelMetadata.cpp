@@ -930,9 +930,8 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
   if (m.microbatches < 1)
     return r.fail(abi::key::kMicrobatches, "must be at least 1");
   if (!std::isfinite(m.clipGradNorm) || m.clipGradNorm < 0)
-    return r.fail(abi::key::kClipGradNorm,
-                  "must be a finite bound >= 0, got " +
-                      std::to_string(m.clipGradNorm));
+    return r.fail(abi::key::kClipGradNorm, "must be a finite bound >= 0, got " +
+                                               std::to_string(m.clipGradNorm));
   if (m.dataParallel < 1 || m.dataParallel > 65536)
     return r.fail("data_parallel", "must be between 1 and 65536, got " +
                                        std::to_string(m.dataParallel));

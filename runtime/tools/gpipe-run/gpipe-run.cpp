@@ -985,8 +985,8 @@ void installProgressCallbacks(const Args &args, const ModelMetadata &meta,
     std::printf("%12s  busy per rank\n", "samples/s");
     std::fflush(stdout);
   };
-  run.onStep = [&args, root, clips = meta.clipsGradients()](
-                   const StepMetrics &m) {
+  run.onStep = [&args, root,
+                clips = meta.clipsGradients()](const StepMetrics &m) {
     if (args.quiet || !root)
       return;
     if (args.predict)

@@ -229,8 +229,8 @@ constexpr int64_t getTiedTransferTag(int64_t numStages, int64_t microbatches,
 constexpr int64_t getClipTransferTag(int64_t numStages, int64_t microbatches,
                                      int64_t maxCopies, int64_t tiedGroups,
                                      int64_t stage, bool chain) {
-  return numStages * microbatches * 2 + tiedGroups * maxCopies * 2 +
-         stage * 2 + (chain ? 0 : 1);
+  return numStages * microbatches * 2 + tiedGroups * maxCopies * 2 + stage * 2 +
+         (chain ? 0 : 1);
 }
 /// SplitMix64's output function (Steele, Lea and Flood, "Fast Splittable
 /// Pseudorandom Number Generators", OOPSLA 2014).
