@@ -75,6 +75,9 @@ config.substitutions.append(
 config.substitutions.append(
     ("%within", "python3 " + os.path.join(config.test_source_root, "Utils",
                                           "within.py")))
+config.substitutions.append(
+    ("%read-tfevents", "python3 " + os.path.join(config.test_source_root,
+                                                 "Utils", "read-tfevents.py")))
 # Trains one model under many schedules and compares with GPipe at K = 1
 # (the script calls gpipe-compile and gpipe-run from the build).
 config.substitutions.append(

@@ -19,11 +19,13 @@
 #include "gpipe/Runtime/Dataset.h"
 #include "gpipe/Runtime/Device.h"
 #include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/Metrics.h"
 #include "gpipe/Runtime/MpiSession.h"
 #include "gpipe/Runtime/Trace.h"
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -98,6 +100,11 @@ const char *const kUsage =
     "  --lr-step-size N         step: steps between decays (default: a\n"
     "                           third of the decay)\n"
     "  --lr-gamma X             step: the factor of each decay (default 0.1)\n"
+    "  --metrics FILE.jsonl     one JSON object per step (step, loss, lr,\n"
+    "                           grad norm, samples/s, busy per rank),\n"
+    "                           appended to with --resume\n"
+    "  --tensorboard DIR        the same scalars as TensorBoard event files\n"
+    "  --plot FILE.svg          the loss and learning-rate curves\n"
     "  --clip-grad-norm X       the bound of the global gradient norm, for a\n"
     "                           library compiled with gpipe-compile\n"
     "                           --clip-grad-norm (default: its bound)\n"
@@ -359,6 +366,8 @@ struct Args {
   bool predict = false;
   std::string params, resumeDir;
   std::string saveOutputs;
+  /// --metrics FILE.jsonl, --tensorboard DIR, --plot FILE.svg.
+  std::string metrics, tensorboard, plot;
   /// The training flags given (refused with --predict), in order.
   std::vector<std::string> trainingFlags;
 };
@@ -433,6 +442,12 @@ void setValuedFlag(Args &args, const std::string &flag,
     run.optimizer.gamma = parseNumber(flag, value);
   } else if (flag == "--clip-grad-norm") {
     run.optimizer.clipGradNorm = parseNumber(flag, value);
+  } else if (flag == "--metrics") {
+    args.metrics = value;
+  } else if (flag == "--tensorboard") {
+    args.tensorboard = value;
+  } else if (flag == "--plot") {
+    args.plot = value;
   } else if (flag == "--weight-decay") {
     run.optimizer.weightDecay = parseNumber(flag, value);
   } else if (flag == "--seed") {
@@ -585,6 +600,9 @@ Args parseArgs(int argc, char **argv) {
                                           "--lr-step-size",
                                           "--lr-gamma",
                                           "--clip-grad-norm",
+                                          "--metrics",
+                                          "--tensorboard",
+                                          "--plot",
                                           "--seed",
                                           "--save-grads",
                                           "--save-params",
@@ -1020,6 +1038,87 @@ void installProgressCallbacks(const Args &args, const ModelMetadata &meta,
   };
 }
 
+/// The metrics files of a run (process 0's): opened before the first step,
+/// written after each.
+struct MetricsOutputs {
+  std::unique_ptr<JsonLinesWriter> jsonLines;
+  std::unique_ptr<TensorBoardWriter> tensorBoard;
+  /// For --plot.
+  std::vector<MetricsRecord> records;
+  bool warned = false;
+};
+
+/// A step's scalars for the metrics files.
+MetricsRecord toRecord(const StepMetrics &m, bool clips) {
+  MetricsRecord record;
+  record.step = m.step;
+  record.scalars = {{"loss", m.loss}, {"lr", m.lr}};
+  if (clips)
+    record.scalars.push_back({"grad_norm", m.gradNorm});
+  record.scalars.push_back({"samples_per_second", m.samplesPerSecond});
+  record.scalars.push_back({"seconds", m.seconds});
+  record.busy = m.busyFraction;
+  record.wallTime = std::chrono::duration<double>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+  return record;
+}
+
+/// Opens --metrics and --tensorboard (an unwritable path ends the run
+/// before any step) and adds their writing to the step callback. A failed
+/// write later warns once and training goes on.
+void installMetricsWriters(const Args &args, const ModelMetadata &meta,
+                           RunOptions &run, bool root,
+                           MetricsOutputs &outputs) {
+  if (!root ||
+      (args.metrics.empty() && args.tensorboard.empty() && args.plot.empty()))
+    return;
+  if (!args.metrics.empty()) {
+    checkOutputPath("--metrics", args.metrics);
+    Status s =
+        JsonLinesWriter::open(args.metrics, args.resume, outputs.jsonLines);
+    if (!s.ok())
+      fatal(s.message());
+  }
+  if (!args.tensorboard.empty()) {
+    Status s = TensorBoardWriter::open(args.tensorboard, outputs.tensorBoard);
+    if (!s.ok())
+      fatal(s.message());
+  }
+  run.onStep = [previous = run.onStep, &outputs,
+                clips = meta.clipsGradients()](const StepMetrics &m) {
+    if (previous)
+      previous(m);
+    MetricsRecord record = toRecord(m, clips);
+    for (Status s : {outputs.jsonLines ? outputs.jsonLines->write(record)
+                                       : Status::success(),
+                     outputs.tensorBoard ? outputs.tensorBoard->write(record)
+                                         : Status::success()})
+      if (!s.ok() && !outputs.warned) {
+        std::fprintf(stderr, "gpipe-run: warning: %s; training goes on\n",
+                     s.message().c_str());
+        outputs.warned = true;
+      }
+    outputs.records.push_back(std::move(record));
+  };
+}
+
+/// --plot: the curves of the steps this run trained.
+void writeCurves(const Args &args, const ModelMetadata &meta,
+                 const MetricsOutputs &outputs) {
+  if (args.plot.empty())
+    return;
+  std::vector<std::string> curves = {"loss"};
+  if (meta.clipsGradients())
+    curves.push_back("grad_norm");
+  std::string title =
+      (meta.source.empty() ? args.model : meta.source) + ": training curves";
+  Status s = writeCurvesSvg(args.plot, title, outputs.records, curves);
+  if (!s.ok())
+    fatal(s.message());
+  std::printf("wrote the training curves to %s\n", args.plot.c_str());
+}
+
 /// The engine's error, the flight recorder's last events and, under MPI,
 /// the job's end.
 void reportRunFailure(const Status &s, const RunResult &result) {
@@ -1248,6 +1347,7 @@ int main(int argc, char **argv) {
         {"--save-params", args.saveParams},
         {"--save-outputs", args.saveOutputs},
         {"--trace", args.trace},
+        {"--plot", args.plot},
         {"--profile", args.profile}})
     if (!path.empty())
       checkOutputPath(flag, path);
@@ -1312,6 +1412,8 @@ int main(int argc, char **argv) {
     installCheckpointWriter(args, meta, run);
   checkNanInjection(meta, run);
   installProgressCallbacks(args, meta, run, root);
+  MetricsOutputs metrics;
+  installMetricsWriters(args, meta, run, root, metrics);
   Engine engine(image);
   RunResult result;
   gDoing = "allocating the arenas and training";
@@ -1329,6 +1431,7 @@ int main(int argc, char **argv) {
 
   gDoing = "writing the outputs";
   writeRunOutputs(args, meta, result, root);
+  writeCurves(args, meta, metrics);
   finalizeMpi();
   return 0;
 }

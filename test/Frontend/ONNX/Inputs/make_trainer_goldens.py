@@ -11,9 +11,14 @@ Writes, into the folder this script lives in:
                          mlp.onnx and gpt.onnx: the batch, the norm before
                          each step's clipping and the parameters after the
                          last, by initializer name (make_clipping)
+  mlp.clip.tfevents, tensorboard_check.txt
+                      -- gpipe-run's TensorBoard event file for the clipped
+                         MLP (needs the built gpipe-compile and gpipe-run:
+                         GPIPE_BUILD=build-dir), and every scalar pip's
+                         tensorboard read from it (make_tensorboard_check)
 
-Needs pip's torch (what users run today):
-  python3 -m venv /tmp/venv && /tmp/venv/bin/pip install torch numpy
+Needs pip's torch and tensorboard (what users run today):
+  python3 -m venv /tmp/venv && /tmp/venv/bin/pip install torch numpy onnx tensorboard
   /tmp/venv/bin/python make_trainer_goldens.py [maker...]
 
 CI never runs this script; the files it writes are committed.
@@ -194,8 +199,50 @@ def make_clipping():
     clipped_training(model, "gpt", 0.4, 5, 3e-3, warmup=2, min_lr=3e-4)
 
 
+def make_tensorboard_check():
+    """Trains the clipped MLP 5 steps with gpipe-run --tensorboard, keeps the
+    event file, and records what TensorBoard itself reads from it, in
+    read-tfevents.py's format ("step N tag value")."""
+    import shutil
+    import subprocess
+    import tempfile
+    from tensorboard.backend.event_processing.event_accumulator import \
+        EventAccumulator
+    import tensorboard
+
+    build = os.environ.get("GPIPE_BUILD", os.path.join(HERE, "../../../../build"))
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "mlp.so")
+        subprocess.run([os.path.join(build, "bin/gpipe-compile"),
+                        os.path.join(HERE, "mlp.onnx"), "--stages", "2",
+                        "--optimizer", "adam", "--clip-grad-norm", "0.25",
+                        "--quiet", "-o", model], check=True)
+        subprocess.run([os.path.join(build, "bin/gpipe-run"), model,
+                        "--data", os.path.join(HERE, "mlp.golden.safetensors"),
+                        "--steps", "5", "--lr", "0.01", "--lr-schedule",
+                        "linear", "--tensorboard", os.path.join(tmp, "tb"),
+                        "--quiet"], check=True, stdout=subprocess.DEVNULL)
+        (name,) = os.listdir(os.path.join(tmp, "tb"))
+        shutil.copy(os.path.join(tmp, "tb", name),
+                    os.path.join(HERE, "mlp.clip.tfevents"))
+    accumulator = EventAccumulator(os.path.join(HERE, "mlp.clip.tfevents"))
+    accumulator.Reload()
+    lines = []
+    for tag in accumulator.Tags()["scalars"]:
+        for event in accumulator.Scalars(tag):
+            lines.append((event.step, tag, event.value))
+    lines.sort(key=lambda x: x[0])
+    with open(os.path.join(HERE, "tensorboard_check.txt"), "w") as f:
+        f.write(f"# mlp.clip.tfevents as pip's tensorboard "
+                f"{tensorboard.__version__} reads it\n")
+        for step, tag, value in lines:
+            f.write(f"step {step} {tag} {value:.6g}\n")
+    print(f"tensorboard_check.txt: {len(lines)} scalars")
+
+
 MAKERS = {"make_lr_schedules": make_lr_schedules,
-          "make_clipping": make_clipping}
+          "make_clipping": make_clipping,
+          "make_tensorboard_check": make_tensorboard_check}
 
 
 def main():
