@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -728,6 +729,33 @@ TEST(Optimizer, LRScheduleErrors) {
             "--lr-gamma 2: the step decay factor must lie in (0, 1]");
   EXPECT_EQ(error([](OptimizerOptions &o) { o.lr = -1; }),
             "--lr -1: the learning rate must be finite and non-negative");
+}
+
+// An epoch's order is a permutation of every sample, the same for the same
+// seed and epoch, another for another epoch or seed, and the file's order
+// without shuffling.
+TEST(Dataset, EpochOrder) {
+  std::vector<int64_t> a, b, c, d, identity;
+  getEpochOrder(1000, true, 7, 3, a);
+  getEpochOrder(1000, true, 7, 3, b);
+  getEpochOrder(1000, true, 7, 4, c);
+  getEpochOrder(1000, true, 8, 3, d);
+  getEpochOrder(1000, false, 7, 3, identity);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(a, d);
+  std::vector<int64_t> sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, identity);
+  for (int64_t i = 0; i < 1000; ++i)
+    ASSERT_EQ(identity[size_t(i)], i);
+  // Few fixed points: a shuffle, not a near-identity.
+  int64_t fixed = 0;
+  for (int64_t i = 0; i < 1000; ++i)
+    fixed += a[size_t(i)] == i;
+  EXPECT_LT(fixed, 10);
+  getEpochOrder(1, true, 7, 0, a);
+  EXPECT_EQ(a, std::vector<int64_t>{0});
 }
 
 // One parser for every place an optimizer is named (Optimizers.def): the

@@ -315,11 +315,9 @@ int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *out,
                    std::to_string(sampleBytes) + ")");
     return 1;
   }
-  uint64_t n = uint64_t(data->numSamples());
   // Replica d's share of the step's mini-batch, then the micro-batch.
-  uint64_t first = uint64_t(rank->step) * uint64_t(meta.batchSize()) +
-                   uint64_t(rank->replica) * uint64_t(meta.replicaBatchSize()) +
-                   uint64_t(mb) * uint64_t(rows);
+  const int64_t first =
+      rank->replica * meta.replicaBatchSize() + int64_t(mb) * rows;
   const bool poison =
       !labels && spec.dtype == GPIPE_RT_F32 && rank->replica == 0 &&
       nanDue(options.injectNan, rank->rank, rank->step, mb, bytes);
@@ -328,7 +326,7 @@ int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *out,
   // One reference captured: std::function keeps it without allocating.
   auto fill = [&](uint8_t *dst) {
     for (int64_t j = 0; j < rows; ++j) {
-      int64_t sample = int64_t((first + uint64_t(j)) % n);
+      int64_t sample = sampleOf(rank->step, first + j);
       if (labels)
         data->copyLabels(sample, dst + j * sampleBytes);
       else

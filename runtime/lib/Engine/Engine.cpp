@@ -45,12 +45,29 @@ Status checkRunOptions(const ModelMetadata &meta, const RunOptions &options) {
                          "the model on");
   if (options.steps < 1)
     return Status::error("the number of steps must be at least 1");
+  if (options.epochs < 0)
+    return Status::error("the number of epochs must be at least 1, got " +
+                         std::to_string(options.epochs));
+  if (options.predict && (options.epochs > 0 || options.shuffle))
+    return Status::error("a prediction runs over the data once, in order: "
+                         "no epochs or shuffling");
   if (!(options.timeoutSeconds > 0) || !std::isfinite(options.timeoutSeconds) ||
       options.timeoutSeconds > 1e6)
     return Status::error("the timeout must be more than 0 and at most "
                          "1000000 seconds, got " +
                          std::to_string(options.timeoutSeconds));
   return checkFaultInjection(meta, options);
+}
+
+/// Epochs and shuffling need data with an end.
+Status checkHasEpochs(const Dataset &data) {
+  if (!data.isEndless())
+    return Status::success();
+  return Status::error("--epochs and --shuffle need data with an end: the "
+                       "built-in data (" +
+                       data.describe() +
+                       ") is generated without one; pass --data "
+                       "FILE.safetensors");
 }
 
 } // namespace
@@ -156,6 +173,17 @@ Status RunState::prepareData(RunResult &result) {
   if (dataPtr->numSamples() < 1)
     return Status::error("the data holds no samples");
   data = dataPtr.get();
+  if (options.epochs > 0 || options.shuffle) {
+    if (Status e = checkHasEpochs(*data); !e.ok())
+      return e;
+    stepsPerEpoch = data->numSamples() / meta.batchSize();
+    if (stepsPerEpoch < 1)
+      return Status::error(
+          "an epoch needs at least one mini-batch: the data holds " +
+          std::to_string(data->numSamples()) +
+          " samples, the model's mini-batch is " +
+          std::to_string(meta.batchSize()));
+  }
   result.dataDescription = data->describe();
   return Status::success();
 }
@@ -286,6 +314,36 @@ Status RunState::prepareRanks() {
 // Engine::run
 //===----------------------------------------------------------------------===//
 
+Status resolveEpochs(const ModelMetadata &meta, RunOptions &options) {
+  if (options.epochs <= 0)
+    return Status::success();
+  // A file is read once and kept; built-in data, whose values depend on
+  // the seed (a resumed run takes its checkpoint's), only counted.
+  std::shared_ptr<const Dataset> data = options.dataset;
+  if (!data) {
+    std::unique_ptr<Dataset> loaded;
+    Status s = options.dataPath.empty()
+                   ? makeBuiltinDataset(meta, options.seed, loaded)
+                   : loadDataset(options.dataPath, meta, loaded);
+    if (!s.ok())
+      return s;
+    data = std::move(loaded);
+    if (!options.dataPath.empty())
+      options.dataset = data;
+  }
+  if (Status e = checkHasEpochs(*data); !e.ok())
+    return e;
+  int64_t perEpoch = data->numSamples() / meta.batchSize();
+  if (perEpoch < 1)
+    return Status::error(
+        "an epoch needs at least one mini-batch: the data holds " +
+        std::to_string(data->numSamples()) +
+        " samples, the model's mini-batch is " +
+        std::to_string(meta.batchSize()));
+  options.steps = options.epochs * perEpoch;
+  return Status::success();
+}
+
 Status Engine::run(const RunOptions &options, RunResult &result) {
   result = RunResult();
   const ModelMetadata &meta = model.metadata();
@@ -314,10 +372,18 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     result.outputSamples = n;
     effective = &predictOptions;
   }
+  // Epochs: floor(N / B) steps each, so the data comes first.
+  RunOptions epochOptions;
+  if (!options.predict && options.epochs > 0) {
+    epochOptions = options;
+    if (Status s = resolveEpochs(meta, epochOptions); !s.ok())
+      return s;
+    effective = &epochOptions;
+  }
   RunState state(model, *effective);
   Status s = state.chooseDevice(result);
   if (s.ok())
-    s = resolveOptimizer(meta, options.optimizer, options.steps,
+    s = resolveOptimizer(meta, options.optimizer, effective->steps,
                          state.optimizer);
   if (s.ok()) {
     result.optimizer = state.optimizer;

@@ -221,6 +221,11 @@ public:
   std::shared_ptr<Device> devicePtr;
   Device *device = nullptr;
   OptimizerConfig optimizer;
+  /// Epochs (RunOptions::epochs or shuffle): whole mini-batches per epoch,
+  /// 0 otherwise; the current epoch's sample order and its epoch.
+  int64_t stepsPerEpoch = 0;
+  std::vector<int64_t> epochOrder;
+  int64_t orderEpoch = -1;
   std::shared_ptr<const Dataset> dataPtr;
   const Dataset *data = nullptr;
   std::unique_ptr<Transport> transport;
@@ -339,6 +344,20 @@ public:
                           float *scratch, int64_t count);
   int32_t sumTied(gpipe_rt_rank *rank, int64_t action, float *scratch);
   int32_t clipGrad(gpipe_rt_rank *rank, int64_t action, double *norm);
+  /// The data sample at `position` of step `step`'s mini-batch (replica
+  /// d's share first, then the micro-batches in order). Steps in file order
+  /// wrap around; with epochs, the epoch's order (see prepareEpoch).
+  int64_t sampleOf(int64_t step, int64_t position) const {
+    if (stepsPerEpoch == 0)
+      return (step * meta.batchSize() + position) % data->numSamples();
+    return epochOrder[size_t((step % stepsPerEpoch) * meta.batchSize() +
+                             position)];
+  }
+  /// Epochs: the sample order of step `step`'s epoch, computed when the
+  /// epoch changes (on the main thread, between steps): the file's order,
+  /// or with RunOptions::shuffle a permutation drawn from the seed and the
+  /// epoch.
+  void prepareEpoch(int64_t step);
   /// Waits until the replicas' sum of held stage `local`'s gradients is
   /// complete (at once without data parallelism or a started reduction).
   bool finishReductionEarly(gpipe_rt_rank *rank, size_t local);

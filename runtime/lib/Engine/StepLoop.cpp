@@ -451,8 +451,17 @@ bool RunState::applySkippableUpdates(int64_t step, RunResult &result) {
   return true;
 }
 
+void RunState::prepareEpoch(int64_t step) {
+  if (stepsPerEpoch == 0 || step / stepsPerEpoch == orderEpoch)
+    return;
+  orderEpoch = step / stepsPerEpoch;
+  getEpochOrder(data->numSamples(), options.shuffle, options.seed, orderEpoch,
+                epochOrder);
+}
+
 bool RunState::runStep(int64_t step, RunResult &result) {
   int64_t stepStart;
+  prepareEpoch(step);
   if (!releaseStep(step, stepStart))
     return false;
   if (mpi && !exchangeStepRecords(step))
@@ -471,6 +480,8 @@ bool RunState::runStep(int64_t step, RunResult &result) {
   StepMetrics metrics;
   metrics.step = step + 1;
   metrics.lr = optimizer.atStep(step + 1).lr;
+  if (stepsPerEpoch > 0)
+    metrics.epoch = step / stepsPerEpoch + 1;
   // Every worker of a clipping pipeline computed the same norm.
   for (int64_t w = 0; w < int64_t(ranks.size()); ++w)
     if (isLocal(w) && meta.clipsGradients()) {

@@ -283,6 +283,7 @@ public:
            " characters, windows of " + std::to_string(length) + ")";
   }
   int64_t numSamples() const override { return kGeneratedSamples; }
+  bool isEndless() const override { return true; }
   int64_t position(int64_t sample) const {
     uint64_t span = uint64_t(ids.size()) - uint64_t(length);
     return int64_t(splitMix(seed ^ splitMix(uint64_t(sample))) % span);
@@ -583,6 +584,27 @@ Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
       (metadata.labels ? " and 'labels' " + expectedShape(*metadata.labels) +
                              " " + gpipe_rt_dtype_name(metadata.labels->dtype)
                        : std::string()));
+}
+
+void getEpochOrder(int64_t n, bool shuffle, uint64_t seed, int64_t epoch,
+                   std::vector<int64_t> &order) {
+  order.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i)
+    order[size_t(i)] = i;
+  if (!shuffle)
+    return;
+  // Fisher-Yates (Knuth, TAOCP vol. 2, Algorithm P) with draws
+  // splitMix64(key + i), each mapped to [0, i] by multiply-and-shift
+  // (Lemire, "Fast Random Integer Generation in an Interval", 2019, without
+  // its rejection step: a bias below (i + 1) / 2^64).
+  const uint64_t key = abi::splitMix64(
+      seed ^ abi::splitMix64(uint64_t(epoch) ^ 0x53485546464C45ull));
+  for (int64_t i = n - 1; i > 0; --i) {
+    uint64_t draw = abi::splitMix64(key + uint64_t(i));
+    auto j =
+        int64_t((static_cast<unsigned __int128>(draw) * uint64_t(i + 1)) >> 64);
+    std::swap(order[size_t(i)], order[size_t(j)]);
+  }
 }
 
 } // namespace gpipe::rt

@@ -61,6 +61,8 @@ JsonLinesWriter::~JsonLinesWriter() {
 Status JsonLinesWriter::write(const MetricsRecord &record) {
   nlohmann::ordered_json line;
   line["step"] = record.step;
+  if (record.epoch > 0)
+    line["epoch"] = record.epoch;
   for (const auto &[name, value] : record.scalars) {
     if (std::isfinite(value))
       line[name] = value;
@@ -119,9 +121,10 @@ Status TensorBoardWriter::open(const std::string &directory,
                          "' is not a directory");
   char host[256] = "localhost";
   (void)::gethostname(host, sizeof host - 1);
-  std::string path = directory + "/events.out.tfevents." +
-                     std::to_string(static_cast<long long>(std::time(nullptr))) +
-                     "." + host + ".gpipe";
+  std::string path =
+      directory + "/events.out.tfevents." +
+      std::to_string(static_cast<long long>(std::time(nullptr))) + "." + host +
+      ".gpipe";
   std::FILE *file = std::fopen(path.c_str(), "wb");
   if (!file)
     return Status::error("cannot write the TensorBoard event file '" + path +
@@ -165,6 +168,11 @@ Status TensorBoardWriter::write(const MetricsRecord &record) {
   event.set_wall_time(record.wallTime);
   event.set_step(record.step);
   tensorboard::Summary *summary = event.mutable_summary();
+  if (record.epoch > 0) {
+    tensorboard::SummaryValue *v = summary->add_value();
+    v->set_tag("train/epoch");
+    v->set_simple_value(float(record.epoch));
+  }
   for (const auto &[name, value] : record.scalars) {
     if (!std::isfinite(value))
       continue;
@@ -223,8 +231,8 @@ Status writeCurvesSvg(const std::string &path, const std::string &title,
   // Panels: each curve of `curves`, then "lr"; x is the step.
   std::vector<std::string> panels = curves;
   panels.push_back("lr");
-  const double width = 720, panelHeight = 200, left = 70, right = 20,
-               top = 40, gap = 50;
+  const double width = 720, panelHeight = 200, left = 70, right = 20, top = 40,
+               gap = 50;
   const double plotWidth = width - left - right;
   const double height = top + panels.size() * (panelHeight + gap);
   int64_t firstStep = records.empty() ? 0 : records.front().step;

@@ -81,6 +81,11 @@ const char *const kUsage =
     "\n"
     "training:\n"
     "  --steps N                train up to step N (default 10)\n"
+    "  --epochs E               train E passes over the data instead: each\n"
+    "                           floor(N / B) whole mini-batches (the last\n"
+    "                           N mod B samples of an epoch left out)\n"
+    "  --shuffle                each epoch takes the samples in a new order,\n"
+    "                           drawn from --seed and the epoch\n"
     "  --optimizer NAME         sgd, momentum (or sgd-momentum) or adam (or\n"
     "                           adamw) (default: the one the model reserves\n"
     "                           state for)\n"
@@ -366,6 +371,8 @@ struct Args {
   bool predict = false;
   std::string params, resumeDir;
   std::string saveOutputs;
+  /// Whether --steps was given (it conflicts with --epochs).
+  bool stepsGiven = false;
   /// --metrics FILE.jsonl, --tensorboard DIR, --plot FILE.svg.
   std::string metrics, tensorboard, plot;
   /// The training flags given (refused with --predict), in order.
@@ -415,6 +422,9 @@ void setValuedFlag(Args &args, const std::string &flag,
     run.dataPath = value;
   } else if (flag == "--steps") {
     run.steps = parseInteger(flag, value, 1);
+    args.stepsGiven = true;
+  } else if (flag == "--epochs") {
+    run.epochs = parseInteger(flag, value, 1);
   } else if (flag == "--optimizer") {
     std::optional<OptimizerKind> kind = parseOptimizerKind(value);
     if (!kind)
@@ -522,6 +532,9 @@ void checkArgs(const Args &args) {
       usageError("give the parameters once: --params or --resume, not both");
     return;
   }
+  if (args.stepsGiven && args.run.epochs > 0)
+    usageError("give the length of the run once: --steps or --epochs, not "
+               "both");
   if (!args.params.empty())
     usageError("--params needs --predict (training starts from the model's "
                "initial values, or from a checkpoint with --resume)");
@@ -575,20 +588,23 @@ Args parseArgs(int argc, char **argv) {
       continue;
     }
     if (flag == "--quiet" || flag == "--resume" || flag == "--emulate-device" ||
-        flag == "--predict" || flag == "--kernel-times") {
+        flag == "--predict" || flag == "--kernel-times" ||
+        flag == "--shuffle") {
       if (inlineValue)
         usageError(flag + " takes no value");
-      if (flag == "--resume")
+      if (flag == "--resume" || flag == "--shuffle")
         args.trainingFlags.push_back(flag);
       (flag == "--quiet"          ? args.quiet
        : flag == "--resume"       ? args.resume
        : flag == "--predict"      ? args.predict
        : flag == "--kernel-times" ? args.kernelTimes
+       : flag == "--shuffle"      ? args.run.shuffle
                                   : args.emulateDevice) = true;
       continue;
     }
     static const char *const kValued[] = {"--data",
                                           "--steps",
+                                          "--epochs",
                                           "--optimizer",
                                           "--lr",
                                           "--momentum",
@@ -631,11 +647,11 @@ Args parseArgs(int argc, char **argv) {
       value = argv[++i];
     }
     for (const char *training :
-         {"--steps", "--optimizer", "--lr", "--momentum", "--weight-decay",
-          "--lr-schedule", "--warmup-steps", "--min-lr", "--lr-decay-steps",
-          "--lr-step-size", "--lr-gamma", "--save-grads", "--save-params",
-          "--checkpoint-dir", "--checkpoint-every", "--keep-checkpoints",
-          "--on-nonfinite", "--inject-nan"})
+         {"--steps", "--epochs", "--optimizer", "--lr", "--momentum",
+          "--weight-decay", "--lr-schedule", "--warmup-steps", "--min-lr",
+          "--lr-decay-steps", "--lr-step-size", "--lr-gamma", "--save-grads",
+          "--save-params", "--checkpoint-dir", "--checkpoint-every",
+          "--keep-checkpoints", "--on-nonfinite", "--inject-nan"})
       if (flag == training)
         args.trainingFlags.push_back(flag);
     setValuedFlag(args, flag, value);
@@ -948,6 +964,29 @@ void checkNanInjection(const ModelMetadata &meta, const RunOptions &run) {
           " is outside [0, " + std::to_string(meta.microbatches) + ")");
 }
 
+/// "epochs: 3 of 15 steps (240 samples each, the last 16 of each epoch left
+/// out), shuffled by seed 0".
+void printEpochs(const RunOptions &run, const ModelMetadata &meta,
+                 const Dataset &data) {
+  if (run.epochs == 0 && !run.shuffle)
+    return;
+  int64_t b = meta.batchSize(), n = data.numSamples();
+  int64_t perEpoch = n / b, left = n % b;
+  if (run.epochs > 0)
+    std::printf("epochs: %lld of %lld steps", (long long)run.epochs,
+                (long long)perEpoch);
+  else
+    std::printf("epochs of %lld steps", (long long)perEpoch);
+  std::printf(" (%lld samples each", (long long)(perEpoch * b));
+  if (left)
+    std::printf(", the last %lld of each epoch's order left out",
+                (long long)left);
+  std::printf(")");
+  if (run.shuffle)
+    std::printf(", shuffled by seed %llu", (unsigned long long)run.seed);
+  std::printf("\n");
+}
+
 /// ", warmup 10 steps, cosine to 1e-05 at step 100".
 void printSchedule(const LRSchedule &schedule) {
   if (schedule.warmupSteps > 0)
@@ -989,6 +1028,7 @@ void installProgressCallbacks(const Args &args, const ModelMetadata &meta,
       std::fflush(stdout);
       return;
     }
+    printEpochs(args.run, meta, data);
     std::printf("optimizer: %s, lr %g", getOptimizerName(opt.kind), opt.lr);
     if (opt.kind == OptimizerKind::Momentum)
       std::printf(", momentum %g", opt.momentum);
@@ -1052,7 +1092,9 @@ struct MetricsOutputs {
 MetricsRecord toRecord(const StepMetrics &m, bool clips) {
   MetricsRecord record;
   record.step = m.step;
-  record.scalars = {{"loss", m.loss}, {"lr", m.lr}};
+  record.epoch = m.epoch;
+  record.scalars.push_back({"loss", m.loss});
+  record.scalars.push_back({"lr", m.lr});
   if (clips)
     record.scalars.push_back({"grad_norm", m.gradNorm});
   record.scalars.push_back({"samples_per_second", m.samplesPerSecond});
@@ -1395,6 +1437,10 @@ int main(int argc, char **argv) {
   loadPredictParameters(args, meta, run, loaded, root);
   run.predict = args.predict;
   run.keepOutputs = !args.predict && !args.saveOutputs.empty();
+
+  // Epochs: the step count comes from the data.
+  if (Status e = resolveEpochs(meta, run); !e.ok())
+    fatal(e.message());
 
   // A directory of checkpoints is continued only on purpose.
   bool haveCheckpoints = holdsCheckpoints(args.checkpointDir);

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpipe::rt {
 
@@ -31,6 +32,9 @@ public:
   /// For the run's header, e.g. "data.safetensors (1000 samples)".
   virtual std::string describe() const = 0;
   virtual int64_t numSamples() const = 0;
+  /// Generated without end (numSamples() is only a bound): it has no
+  /// epochs.
+  virtual bool isEndless() const { return false; }
   /// Writes sample `sample`'s input (metadata.input.sampleBytes() bytes).
   virtual void copyInput(int64_t sample, uint8_t *out) const = 0;
   /// Writes sample `sample`'s labels (metadata.labels->sampleBytes()).
@@ -53,6 +57,13 @@ Status datasetFromSafeTensors(const SafeTensorsFile &file,
 /// several inputs has none.
 Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
                           std::unique_ptr<Dataset> &dataset);
+
+/// The order in which epoch `epoch` (from 0) takes `n` samples: 0..n-1,
+/// or with `shuffle` a permutation drawn from `seed` and the epoch, the
+/// same on every platform. `order` is resized to n (no allocation when it
+/// already has that size).
+void getEpochOrder(int64_t n, bool shuffle, uint64_t seed, int64_t epoch,
+                   std::vector<int64_t> &order);
 
 /// The built-in English text of "text-char" data.
 std::string_view defaultText();

@@ -60,6 +60,14 @@ struct FaultInjection {
   int64_t replica = 0;
 };
 
+struct RunOptions;
+
+/// With `options.epochs` > 0: sets `options.steps` to epochs x floor(N / B)
+/// for the run's data (a file's is read and kept in `options.dataset`).
+/// Engine::run does it too; a caller that needs the step count first (to
+/// compare it with a checkpoint's) calls it before.
+Status resolveEpochs(const ModelMetadata &meta, RunOptions &options);
+
 /// Parses "rank=R[,replica=D][,step=S][,action=A][,mode=stop|stall|kill]".
 Status parseFaultInjection(std::string_view spec, FaultInjection &fault);
 
@@ -67,6 +75,8 @@ Status parseFaultInjection(std::string_view spec, FaultInjection &fault);
 struct StepMetrics {
   /// Counted from 1.
   int64_t step = 0;
+  /// With RunOptions::epochs or shuffle, the epoch (from 1), else 0.
+  int64_t epoch = 0;
   /// Mean of the micro-batch losses (NaN when the model reports none).
   double loss = 0.0;
   /// The learning rate of the step's updates.
@@ -104,6 +114,17 @@ struct RunOptions {
   /// The step to train up to (counted from 1): with `resume` at step s,
   /// steps s+1..steps run.
   int64_t steps = 10;
+  /// Epochs over the data instead of `steps`: steps = epochs x
+  /// floor(N / B) for N samples and mini-batch B (with `resume`, the step
+  /// to train up to is that). 0: train `steps` steps.
+  int64_t epochs = 0;
+  /// Each epoch takes the samples in a permutation drawn from the seed and
+  /// the epoch (the same on every process, K and schedule). With `epochs`
+  /// or `shuffle` a run goes epoch by epoch: an epoch is floor(N / B)
+  /// whole mini-batches and its last N mod B samples (in its order) are
+  /// left out; otherwise steps take the samples in file order and wrap
+  /// around.
+  bool shuffle = false;
   /// Continue from this state (a checkpoint): its parameters and optimizer
   /// state replace the initial ones, by name, whatever the stage count it
   /// was written with.

@@ -27,6 +27,8 @@ namespace gpipe::rt {
 /// left out (TensorBoard).
 struct MetricsRecord {
   int64_t step = 0;
+  /// The epoch (from 1) when the run goes by epochs, else 0.
+  int64_t epoch = 0;
   std::vector<std::pair<std::string, double>> scalars;
   /// Per worker: the fraction of the step spent computing.
   std::vector<double> busy;
