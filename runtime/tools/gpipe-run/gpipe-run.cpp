@@ -1006,6 +1006,48 @@ void printSchedule(const LRSchedule &schedule) {
   }
 }
 
+/// The one-line progress display on a terminal: step/total, epoch, loss,
+/// lr, samples/s and the time left, rewritten in place after every step.
+struct ProgressLine {
+  int64_t total = 0, stepsPerEpoch = 0, epochs = 0;
+  bool shown = false;
+  /// The last steps' seconds, for the time left.
+  std::vector<double> recent;
+
+  void show(const StepMetrics &m) {
+    if (m.step > 1 || recent.empty())
+      recent.push_back(m.seconds);
+    if (recent.size() > 20)
+      recent.erase(recent.begin());
+    double mean = 0;
+    for (double r : recent)
+      mean += r / double(recent.size());
+    double left = mean * double(std::max<int64_t>(total - m.step, 0));
+    std::printf("\rstep %lld/%lld", (long long)m.step, (long long)total);
+    if (m.epoch > 0 && epochs > 0)
+      std::printf("  epoch %lld/%lld", (long long)m.epoch, (long long)epochs);
+    else if (m.epoch > 0)
+      std::printf("  epoch %lld", (long long)m.epoch);
+    std::printf("  loss %.6f  lr %.4g", m.loss, m.lr);
+    if (!std::isnan(m.gradNorm))
+      std::printf("  grad norm %.4g", m.gradNorm);
+    long long secs = std::llround(left);
+    std::printf("  %.1f samples/s  ETA %lld:%02lld:%02lld\x1b[K",
+                m.samplesPerSecond, secs / 3600, secs / 60 % 60, secs % 60);
+    std::fflush(stdout);
+    shown = true;
+  }
+  /// Ends the line before anything else is printed.
+  void finish() {
+    if (shown)
+      std::printf("\n");
+    shown = false;
+  }
+};
+
+/// Set when training shows a progress line (stdout a terminal).
+ProgressLine *gProgress = nullptr;
+
 /// What the run prints as it goes (the optimizer and the data, a line per
 /// step), and how a stuck rank thread ends the process.
 void installProgressCallbacks(const Args &args, const ModelMetadata &meta,
@@ -1037,16 +1079,33 @@ void installProgressCallbacks(const Args &args, const ModelMetadata &meta,
     printSchedule(opt.schedule);
     if (opt.clipGradNorm > 0)
       std::printf(", gradients clipped to norm %g", opt.clipGradNorm);
+    if (gProgress) {
+      std::printf("\n");
+      std::fflush(stdout);
+      return;
+    }
     std::printf("\n%6s %12s %12s ", "step", "loss", "lr");
     if (meta.clipsGradients())
       std::printf("%12s ", "grad norm");
     std::printf("%12s  busy per rank\n", "samples/s");
     std::fflush(stdout);
   };
+  // A terminal gets one line rewritten in place; a pipe or file a line per
+  // step.
+  static ProgressLine progress;
+  if (root && !args.quiet && !args.predict && ::isatty(STDOUT_FILENO)) {
+    progress.total = run.steps;
+    progress.epochs = run.epochs;
+    gProgress = &progress;
+  }
   run.onStep = [&args, root,
                 clips = meta.clipsGradients()](const StepMetrics &m) {
     if (args.quiet || !root)
       return;
+    if (gProgress && !args.predict) {
+      gProgress->show(m);
+      return;
+    }
     if (args.predict)
       std::printf("%6lld %12s %12.1f ", (long long)m.step, "",
                   m.samplesPerSecond);
@@ -1164,6 +1223,8 @@ void writeCurves(const Args &args, const ModelMetadata &meta,
 /// The engine's error, the flight recorder's last events and, under MPI,
 /// the job's end.
 void reportRunFailure(const Status &s, const RunResult &result) {
+  if (gProgress)
+    gProgress->finish();
   std::fflush(stdout);
   if (gMpi)
     std::fprintf(stderr, "gpipe-run: error: process %d: %s\n", mpiRank(),
@@ -1472,6 +1533,8 @@ int main(int argc, char **argv) {
     finalizeMpi();
     return 0;
   }
+  if (gProgress)
+    gProgress->finish();
   printRunSummary(args, meta, result);
   printMemoryReport(meta, result);
 
