@@ -1,38 +1,59 @@
 #!/usr/bin/env bash
 #===- demo.sh - Set up, build and run gpipe's main job on a built-in model -===#
 #
-# Builds gpipe (installing what it needs), compiles the built-in GPT preset
-# (a char-level decoder: 4 blocks, width 64, 4 heads, 32 tokens, batch 16)
-# ahead of time into a 4-stage, 8-micro-batch GPipe pipeline, and trains it
-# on CPU on the built-in text: one thread per pipeline rank. Prints the plan
-# report, the loss of every step, the measured bubble next to the predicted
-# one, and each rank's measured arena next to its plan; writes the Chrome /
-# Perfetto trace of what ran. Everything lands in build/demo/.
+# Installs what gpipe-compile and gpipe-run need and builds only those two
+# (scripts/build.sh gpipe-compile gpipe-run), then:
+#   1. compiles the built-in GPT preset (a char-level decoder: 4 blocks,
+#      width 64, 4 heads, 32 tokens, batch 16) ahead of time into a
+#      4-stage, 8-micro-batch GPipe pipeline with AdamW and global
+#      gradient-norm clipping;
+#   2. measures this machine: a few steps with --profile time every layer,
+#      transfer and the optimizer, and the pipeline is compiled again from
+#      those times, so its prediction is this machine's;
+#   3. trains it on CPU on the built-in text, one thread per pipeline rank,
+#      with linear warmup and cosine decay, writing a metrics file, a
+#      Chrome/Perfetto trace and an SVG of the loss, gradient-norm and
+#      learning-rate curves.
+# Prints the plan report, the steps, the measured bubble and step time next
+# to the predicted ones, and each rank's measured arena next to its plan.
+# Everything lands in build/demo/. STEPS overrides the 200 steps.
 #
 #===-----------------------------------------------------------------------===#
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
-"$root/scripts/build.sh"
+"$root/scripts/build.sh" gpipe-compile gpipe-run
 
 out="$build/demo"
 mkdir -p "$out"
 bin="$build/bin"
 steps="${STEPS:-200}"
+model=(--preset gpt --stages 4 --microbatches 8 --optimizer adam --clip-grad-norm 1.0)
 
 echo
-echo "== compile: GPT preset -> 4 stages x 8 micro-batches, GPipe schedule =="
-echo "\$ gpipe-compile --preset gpt --stages 4 --microbatches 8 --optimizer adam -o $out/gpt.so"
-"$bin/gpipe-compile" --preset gpt --stages 4 --microbatches 8 --optimizer adam \
+echo "== compile: GPT preset -> 4 stages x 8 micro-batches, GPipe schedule, clipped AdamW =="
+echo "\$ gpipe-compile ${model[*]} -o $out/gpt.so"
+"$bin/gpipe-compile" "${model[@]}" -o "$out/gpt.so" --quiet
+
+echo
+echo "== measure: 12 steps time every layer on this machine, then compile from them =="
+echo "\$ gpipe-run $out/gpt.so --steps 12 --profile $out/profile.json --quiet"
+"$bin/gpipe-run" "$out/gpt.so" --steps 12 --profile "$out/profile.json" --quiet \
+  > /dev/null
+echo "\$ gpipe-compile ${model[*]} --profile-file $out/profile.json -o $out/gpt.so"
+"$bin/gpipe-compile" "${model[@]}" --profile-file "$out/profile.json" \
   -o "$out/gpt.so"
 
 echo
-echo "== train: $steps steps of AdamW on the built-in text, 4 rank threads =="
-echo "\$ gpipe-run $out/gpt.so --steps $steps --optimizer adam --lr 3e-3 --trace $out/train.trace.json"
-"$bin/gpipe-run" "$out/gpt.so" --steps "$steps" --optimizer adam --lr 3e-3 \
-  --trace "$out/train.trace.json"
+echo "== train: $steps steps, warmup + cosine decay, clipped at norm 1, 4 rank threads =="
+echo "\$ gpipe-run $out/gpt.so --steps $steps --lr 3e-3 --lr-schedule cosine --warmup-steps 20 --min-lr 3e-4 --metrics $out/metrics.jsonl --plot $out/curves.svg --trace $out/train.trace.json"
+"$bin/gpipe-run" "$out/gpt.so" --steps "$steps" --lr 3e-3 --lr-schedule cosine \
+  --warmup-steps 20 --min-lr 3e-4 --metrics "$out/metrics.jsonl" \
+  --plot "$out/curves.svg" --trace "$out/train.trace.json"
 
 echo
+echo "The loss, gradient-norm and learning-rate curves: $out/curves.svg"
+echo "Every step's numbers: $out/metrics.jsonl (one JSON object per line)."
 echo "What ran, one track per rank: $out/train.trace.json"
 echo "(load it in ui.perfetto.dev or chrome://tracing)."
 echo "This machine has $(nproc) cores for 4 rank threads: the measured bubble"

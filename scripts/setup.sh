@@ -3,6 +3,9 @@
 #
 # Installs every package gpipe needs from Debian 12's registry with apt-get.
 # Idempotent: packages already present are left alone, so re-running is cheap.
+# With --demo, only what building and running gpipe-compile and gpipe-run
+# needs (no clang, sanitizer runtimes or clang-format: the fuzzers' and the
+# format check's).
 #
 #===-----------------------------------------------------------------------===#
 set -euo pipefail
@@ -13,9 +16,11 @@ PKGS=(
   libopenblas-dev libopenmpi-dev openmpi-bin
   libonnx-dev libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libgtest-dev
-  clang-22 libclang-rt-22-dev clang-format-22
   zlib1g-dev libzstd-dev libedit-dev libcurl4-openssl-dev libxml2-dev
 )
+if [ "${1:-}" != "--demo" ]; then
+  PKGS+=(clang-22 libclang-rt-22-dev clang-format-22)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do

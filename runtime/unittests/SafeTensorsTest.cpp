@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -324,3 +325,34 @@ TEST(SafeTensorsGolden, ReadsTheMLPGoldenFile) {
 }
 
 } // namespace
+
+// A regular file is mapped, not read: the same tensors as the bytes parsed
+// in memory, and a copy of the file object keeps the mapping alive.
+TEST(SafeTensorsGolden, MapsRegularFiles) {
+  std::string path =
+      std::string(GPIPE_TEST_INPUTS_DIR) + "/mlp.golden.safetensors";
+  SafeTensorsFile mapped;
+  ASSERT_TRUE(SafeTensorsFile::read(path, mapped).ok());
+  EXPECT_TRUE(mapped.isMapped());
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  SafeTensorsFile parsed;
+  ASSERT_TRUE(SafeTensorsFile::parse(bytes, path, parsed).ok());
+  EXPECT_FALSE(parsed.isMapped());
+  SafeTensorsFile copy;
+  {
+    SafeTensorsFile scoped;
+    ASSERT_TRUE(SafeTensorsFile::read(path, scoped).ok());
+    copy = scoped;
+  }
+  ASSERT_EQ(mapped.tensors().size(), parsed.tensors().size());
+  for (const SafeTensorInfo &info : parsed.tensors()) {
+    const SafeTensorInfo *m = copy.find(info.name);
+    ASSERT_NE(m, nullptr) << info.name;
+    EXPECT_EQ(
+        std::memcmp(copy.data(*m), parsed.data(info), size_t(info.byteSize())),
+        0)
+        << info.name;
+  }
+}

@@ -94,10 +94,20 @@ std::string heldTensors(const SafeTensorsFile &file) {
   return held.empty() ? "no tensors" : held;
 }
 
-/// A tensor of the file, converted to the model's dtype.
+/// A tensor's bytes in the model's dtype: a view into a mapped file that
+/// holds them in that dtype already, or a converted copy.
+struct TensorBytes {
+  std::vector<uint8_t> owned;
+  const uint8_t *view = nullptr;
+  const uint8_t *data() const { return view ? view : owned.data(); }
+};
+
+/// A tensor of the file, converted to the model's dtype (a view of a mapped
+/// file's bytes when they are in that dtype), every value checked.
 Status readTensor(const SafeTensorsFile &file, const char *name,
                   const TensorSpec &spec, int64_t range, const char *rangeWhat,
-                  std::vector<uint8_t> &bytes, int64_t &samples) {
+                  TensorBytes &out, int64_t &samples) {
+  std::vector<uint8_t> &bytes = out.owned;
   std::string family = spec.dtype == GPIPE_RT_F32
                            ? "f32 (F32, F64, F16 or BF16)"
                            : "i64 (any integer type)";
@@ -131,16 +141,31 @@ Status readTensor(const SafeTensorsFile &file, const char *name,
                          ", the model expects " + family);
   samples = info->shape[0];
   int64_t count = info->numElements();
-  bytes.resize(size_t(count) * gpipe_rt_dtype_size(spec.dtype));
+  // In the model's dtype already, in a mapping: checked where it lies, read
+  // from the page cache as steps need it (a file larger than memory).
+  const bool inPlace =
+      file.isMapped() &&
+      ((spec.dtype == GPIPE_RT_F32 && info->dtype == SafeTensorsDType::F32) ||
+       (spec.dtype == GPIPE_RT_I64 && info->dtype == SafeTensorsDType::I64));
+  const uint8_t *raw = file.data(*info);
+  if (!inPlace)
+    bytes.resize(size_t(count) * gpipe_rt_dtype_size(spec.dtype));
   if (spec.dtype == GPIPE_RT_F32) {
     std::vector<float> values;
-    Status s = file.readF32(name, values);
-    if (!s.ok())
-      return s;
+    if (!inPlace)
+      if (Status s = file.readF32(name, values); !s.ok())
+        return s;
+    auto valueAt = [&](int64_t i) {
+      if (!inPlace)
+        return values[size_t(i)];
+      float v;
+      std::memcpy(&v, raw + i * 4, 4);
+      return v;
+    };
     // A NaN or infinity in the data would surface mid-step as a non-finite
     // activation of some rank; name the file and the sample instead.
     for (int64_t i = 0; i < count; ++i) {
-      float v = values[size_t(i)];
+      float v = valueAt(i);
       if (std::isfinite(v))
         continue;
       int64_t perSample = samples ? count / samples : 1;
@@ -153,23 +178,33 @@ Status readTensor(const SafeTensorsFile &file, const char *name,
           std::to_string(perSample ? i / perSample : 0) +
           "); training data must be finite: fix or drop that sample");
     }
-    if (count)
+    if (inPlace)
+      out.view = raw;
+    else if (count)
       std::memcpy(bytes.data(), values.data(), bytes.size());
     return Status::success();
   }
   std::vector<int64_t> values;
-  Status s = file.readI64(name, values);
-  if (!s.ok())
-    return s;
+  if (!inPlace)
+    if (Status s = file.readI64(name, values); !s.ok())
+      return s;
+  auto valueAt = [&](int64_t i) {
+    if (!inPlace)
+      return values[size_t(i)];
+    int64_t v;
+    std::memcpy(&v, raw + i * 8, 8);
+    return v;
+  };
   if (range > 0)
     for (int64_t i = 0; i < count; ++i)
-      if (values[size_t(i)] < 0 || values[size_t(i)] >= range)
+      if (int64_t v = valueAt(i); v < 0 || v >= range)
         return Status::error(file.name() + ": tensor '" + name +
-                             "': " + rangeWhat + " " +
-                             std::to_string(values[size_t(i)]) +
+                             "': " + rangeWhat + " " + std::to_string(v) +
                              " at position " + positionString(i, info->shape) +
                              " is outside [0, " + std::to_string(range) + ")");
-  if (count)
+  if (inPlace)
+    out.view = raw;
+  else if (count)
     std::memcpy(bytes.data(), values.data(), bytes.size());
   return Status::success();
 }
@@ -180,8 +215,9 @@ Status readTensor(const SafeTensorsFile &file, const char *name,
 /// `first` receives the name of the tensor read first (for messages) and
 /// `what` how the rows were made (for Dataset::describe).
 Status readInputParts(const SafeTensorsFile &file, const TensorSpec &input,
-                      std::vector<uint8_t> &packed, int64_t &samples,
-                      std::string &first, std::string &what) {
+                      TensorBytes &out, int64_t &samples, std::string &first,
+                      std::string &what) {
+  std::vector<uint8_t> &packed = out.owned;
   // Token ids are not range-checked here: the vocabulary belongs to one of
   // the parts (input_ids) and the metadata does not say which, so an id out
   // of range is reported by the gather kernel when the step runs.
@@ -200,7 +236,7 @@ Status readInputParts(const SafeTensorsFile &file, const TensorSpec &input,
         whole->shape[1] == input.shape[1]) {
       first = "input";
       what = names + " packed as 'input'";
-      return readTensor(file, "input", input, 0, "", packed, samples);
+      return readTensor(file, "input", input, 0, "", out, samples);
     }
     TensorSpec spec{missing->shape, input.dtype};
     std::string message = file.name() + ": no tensor '" + missing->name +
@@ -221,7 +257,7 @@ Status readInputParts(const SafeTensorsFile &file, const TensorSpec &input,
   const size_t rowBytes = size_t(input.sampleBytes());
   for (const InputPart &part : parts) {
     TensorSpec spec{part.shape, input.dtype};
-    std::vector<uint8_t> bytes;
+    TensorBytes bytes;
     int64_t n = 0;
     if (Status s = readTensor(file, part.name.c_str(), spec, 0, "", bytes, n);
         !s.ok())
@@ -252,11 +288,14 @@ public:
   std::string inputs;
   int64_t samples = 0;
   int64_t inputSampleBytes = 0, labelSampleBytes = 0;
-  std::vector<uint8_t> input, labels;
+  TensorBytes input, labels;
+  /// The file's bytes, when input or labels are views of them.
+  std::shared_ptr<const SafeTensorsFile::Storage> storage;
 
   std::string describe() const override {
     return name + " (" + std::to_string(samples) + " samples" +
-           (inputs.empty() ? "" : " of " + inputs) + ")";
+           (inputs.empty() ? "" : " of " + inputs) +
+           (storage ? ", read in place from a memory mapping" : "") + ")";
   }
   int64_t numSamples() const override { return samples; }
   void copyInput(int64_t sample, uint8_t *out) const override {
@@ -465,6 +504,8 @@ Status datasetFromSafeTensors(const SafeTensorsFile &file,
                            inputName + "' has " + std::to_string(inputSamples));
     data->labelSampleBytes = metadata.labels->sampleBytes();
   }
+  if (data->input.view || data->labels.view)
+    data->storage = file.getStorage();
   dataset = std::move(data);
   return Status::success();
 }

@@ -25,6 +25,8 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -270,22 +272,93 @@ int64_t SafeTensorInfo::numElements() const {
 // Reading
 //===----------------------------------------------------------------------===//
 
-Status SafeTensorsFile::read(const std::string &path, SafeTensorsFile &file) {
+SafeTensorsFile::Storage::~Storage() = default;
+
+namespace {
+
+/// Bytes in memory.
+class VectorStorage : public SafeTensorsFile::Storage {
+public:
+  explicit VectorStorage(std::vector<uint8_t> bytes)
+      : bytes(std::move(bytes)) {}
+  const uint8_t *data() const override { return bytes.data(); }
+  size_t size() const override { return bytes.size(); }
+  bool mapped() const override { return false; }
+
+private:
   std::vector<uint8_t> bytes;
-  Status status = readWholeFile(path, bytes);
-  if (!status.ok())
-    return status;
-  return parse(std::move(bytes), path, file);
+};
+
+/// A read-only private mapping of a whole file.
+class MappedStorage : public SafeTensorsFile::Storage {
+public:
+  MappedStorage(void *base, size_t length) : base(base), length(length) {}
+  ~MappedStorage() override { ::munmap(base, length); }
+  const uint8_t *data() const override {
+    return static_cast<const uint8_t *>(base);
+  }
+  size_t size() const override { return length; }
+  bool mapped() const override { return true; }
+
+private:
+  void *base;
+  size_t length;
+};
+
+/// Maps a regular, non-empty file; null (and no error) for anything else
+/// (a pipe, an empty file), which is read instead.
+Status mapFile(const std::string &path,
+               std::shared_ptr<const SafeTensorsFile::Storage> &out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Status::error(path + ": cannot open: " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+    ::close(fd);
+    return Status::success();
+  }
+  void *base =
+      ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  int err = errno;
+  ::close(fd);
+  if (base == MAP_FAILED)
+    return Status::error(path + ": cannot map: " + std::strerror(err));
+  out = std::make_shared<MappedStorage>(base, size_t(st.st_size));
+  return Status::success();
+}
+
+} // namespace
+
+Status SafeTensorsFile::read(const std::string &path, SafeTensorsFile &file) {
+  std::shared_ptr<const Storage> storage;
+  if (Status s = mapFile(path, storage); !s.ok())
+    return s;
+  if (!storage) {
+    std::vector<uint8_t> bytes;
+    Status status = readWholeFile(path, bytes);
+    if (!status.ok())
+      return status;
+    storage = std::make_shared<VectorStorage>(std::move(bytes));
+  }
+  return parseStorage(std::move(storage), path, file);
 }
 
 Status SafeTensorsFile::parse(std::vector<uint8_t> bytes, std::string name,
                               SafeTensorsFile &file) {
+  return parseStorage(std::make_shared<VectorStorage>(std::move(bytes)),
+                      std::move(name), file);
+}
+
+Status SafeTensorsFile::parseStorage(std::shared_ptr<const Storage> storage,
+                                     std::string name, SafeTensorsFile &file) {
   FileError fail{name};
-  if (bytes.size() < 8)
-    return fail("file is " + std::to_string(bytes.size()) +
+  const uint8_t *bytes = storage->data();
+  const size_t size = storage->size();
+  if (size < 8)
+    return fail("file is " + std::to_string(size) +
                 " bytes, too short for the 8-byte header length (truncated?)");
-  uint64_t headerLength = loadAs<uint64_t>(bytes.data());
-  uint64_t available = bytes.size() - 8;
+  uint64_t headerLength = loadAs<uint64_t>(bytes);
+  uint64_t available = size - 8;
   if (headerLength > available)
     return fail("header length " + std::to_string(headerLength) +
                 " exceeds the " + std::to_string(available) +
@@ -294,7 +367,7 @@ Status SafeTensorsFile::parse(std::vector<uint8_t> bytes, std::string name,
     return fail("header length " + std::to_string(headerLength) +
                 " exceeds the limit of " + std::to_string(kMaxHeaderBytes) +
                 " bytes");
-  const uint8_t *headerBegin = bytes.data() + 8;
+  const uint8_t *headerBegin = bytes + 8;
   const uint8_t *headerEnd = headerBegin + headerLength;
 
   // Top-level keys, to reject duplicates (the DOM keeps only the last).
@@ -442,7 +515,7 @@ Status SafeTensorsFile::parse(std::vector<uint8_t> bytes, std::string name,
               return a.name < b.name;
             });
   file.fileName = std::move(name);
-  file.bytes = std::move(bytes);
+  file.storage = std::move(storage);
   file.dataStart = size_t(8 + headerLength);
   file.infos = std::move(infos);
   file.meta = std::move(meta);

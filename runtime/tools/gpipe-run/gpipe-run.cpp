@@ -1091,9 +1091,11 @@ void installProgressCallbacks(const Args &args, const ModelMetadata &meta,
     std::fflush(stdout);
   };
   // A terminal gets one line rewritten in place; a pipe or file a line per
-  // step.
+  // step. Under mpirun process 0's stdout is a pseudo-terminal whatever
+  // mpirun's own output is: lines there.
   static ProgressLine progress;
-  if (root && !args.quiet && !args.predict && ::isatty(STDOUT_FILENO)) {
+  if (root && !args.quiet && !args.predict && !gMpi &&
+      ::isatty(STDOUT_FILENO)) {
     progress.total = run.steps;
     progress.epochs = run.epochs;
     gProgress = &progress;

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -73,7 +74,10 @@ struct SafeTensorInfo {
 /// A validated safetensors file held in memory.
 class SafeTensorsFile {
 public:
-  /// Reads and validates the file at `path`.
+  /// Maps (or, where a file cannot be mapped, reads) and validates the file
+  /// at `path`: a regular file is memory-mapped read-only, so tensors are
+  /// read from the page cache as they are used and a file larger than
+  /// memory can be read.
   static Status read(const std::string &path, SafeTensorsFile &file);
   /// Validates `bytes` as a safetensors file; `name` (usually the path)
   /// names it in errors.
@@ -89,8 +93,23 @@ public:
   /// The raw little-endian bytes of `info` (`info.byteSize()` of them; not
   /// necessarily aligned for the element type).
   const uint8_t *data(const SafeTensorInfo &info) const {
-    return bytes.data() + dataStart + info.begin;
+    return storage->data() + dataStart + info.begin;
   }
+  /// Whether the bytes are a mapping of the file (not a copy in memory).
+  bool isMapped() const { return storage && storage->mapped(); }
+
+  /// The bytes of a file: a read-only mapping or a copy in memory. Shared
+  /// by copies of the SafeTensorsFile (and whatever keeps a pointer into
+  /// it, such as a dataset).
+  class Storage {
+  public:
+    virtual ~Storage();
+    virtual const uint8_t *data() const = 0;
+    virtual size_t size() const = 0;
+    virtual bool mapped() const = 0;
+  };
+  /// The storage, to keep the bytes alive beside a pointer into them.
+  std::shared_ptr<const Storage> getStorage() const { return storage; }
   /// The header's "__metadata__" (empty if absent).
   const std::map<std::string, std::string> &metadata() const { return meta; }
 
@@ -104,8 +123,11 @@ public:
                  std::vector<int64_t> *shape = nullptr) const;
 
 private:
+  static Status parseStorage(std::shared_ptr<const Storage> storage,
+                             std::string name, SafeTensorsFile &file);
+
   std::string fileName;
-  std::vector<uint8_t> bytes;
+  std::shared_ptr<const Storage> storage;
   size_t dataStart = 0;
   std::vector<SafeTensorInfo> infos;
   std::map<std::string, std::string> meta;
