@@ -397,6 +397,19 @@ void markLayer(Operation *op, const StageFrame &frame, OpBuilder &at) {
       arith::ConstantIntOp::create(at, op->getLoc(), mark->second, 64));
 }
 
+/// Each operand's and result's address (converted operands, planned
+/// results), for building a call on them.
+llvm::DenseMap<Value, Value> addressesOf(ValueRange values, ValueRange operands,
+                                         ValueRange resultValues,
+                                         ValueRange results) {
+  llvm::DenseMap<Value, Value> address;
+  for (auto [value, converted] : llvm::zip(values, operands))
+    address[value] = converted;
+  for (auto [value, converted] : llvm::zip(resultValues, results))
+    address[value] = converted;
+  return address;
+}
+
 /// nn.fused: a host loop (CPU only).
 struct FusedLowering : StagePattern<nn::FusedOp> {
   using StagePattern::StagePattern;
@@ -412,12 +425,8 @@ struct FusedLowering : StagePattern<nn::FusedOp> {
              << "with --fuse=false, as gpipe-compile does for it)";
     SmallVector<Value> results = resultAddresses(op, *frame, rewriter);
     markLayer(op, *frame, rewriter);
-    llvm::DenseMap<Value, Value> address;
-    for (auto [value, converted] :
-         llvm::zip(op.getInputs(), adaptor.getInputs()))
-      address[value] = converted;
-    for (auto [value, converted] : llvm::zip(op.getResults(), results))
-      address[value] = converted;
+    llvm::DenseMap<Value, Value> address = addressesOf(
+        op.getInputs(), adaptor.getInputs(), op.getResults(), results);
     if (failed(emitter.emitFusedLoop(
             rewriter, op, [&](Value v) { return address.lookup(v); })))
       return failure();
@@ -451,11 +460,8 @@ struct KernelCallLowering
     Location loc = op->getLoc();
     SmallVector<Value> results = resultAddresses(op, *frame, rewriter);
     markLayer(op, *frame, rewriter);
-    llvm::DenseMap<Value, Value> address;
-    for (auto [value, converted] : llvm::zip(op->getOperands(), operands))
-      address[value] = converted;
-    for (auto [value, converted] : llvm::zip(op->getResults(), results))
-      address[value] = converted;
+    llvm::DenseMap<Value, Value> address =
+        addressesOf(op->getOperands(), operands, op->getResults(), results);
     // Training's last forward hands its prediction (the logits the loss
     // reads) to the runtime before the loss: what `gpipe-run
     // --save-outputs` writes.

@@ -49,3 +49,13 @@ StringAttr mlir::gpipe::nn::getLayerOf(Operation *op) {
       outermost = layer.getNameAttr();
   return outermost ? outermost : getLayerOfLoc(op->getLoc());
 }
+
+StringAttr mlir::gpipe::nn::getNameOfLoc(Location loc) {
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location part : fused.getLocations())
+      if (auto name = dyn_cast<NameLoc>(part))
+        return name.getName();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName();
+  return {};
+}

@@ -9,6 +9,7 @@
 
 #include "gpipe/Dialect/NN/Transforms/Passes.h"
 
+#include "gpipe/Dialect/NN/IR/NNLayerLoc.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "gpipe/Dialect/NN/Utils/HostTensor.h"
 
@@ -178,15 +179,8 @@ bool isFoldable(Operation *op, int64_t maxElements) {
 
 /// A name for a folded value's resource blob: the op's ONNX name if any.
 std::string hintFor(Operation *op) {
-  Location loc = op->getLoc();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location l : fused.getLocations())
-      if (isa<NameLoc>(l)) {
-        loc = l;
-        break;
-      }
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
+  if (StringAttr name = getNameOfLoc(op->getLoc()))
+    return name.str();
   return "folded";
 }
 

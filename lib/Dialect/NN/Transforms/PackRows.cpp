@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gpipe/Dialect/NN/IR/NNLayerLoc.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
 #include "gpipe/Dialect/NN/Transforms/Passes.h"
 #include "gpipe/Dialect/NN/Transforms/Transforms.h"
@@ -92,15 +93,8 @@ SmallVector<Value> mlir::gpipe::nn::unpackRows(OpBuilder &builder, Location loc,
 
 /// The ONNX name an argument was imported from, else "input<i>".
 static std::string argumentName(BlockArgument arg) {
-  Location loc = arg.getLoc();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location l : fused.getLocations())
-      if (isa<NameLoc>(l)) {
-        loc = l;
-        break;
-      }
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
+  if (StringAttr name = getNameOfLoc(arg.getLoc()))
+    return name.str();
   return "input" + std::to_string(arg.getArgNumber());
 }
 

@@ -35,6 +35,11 @@ Location stripLayerLoc(Location loc);
 /// loss, parameter reads, constants).
 StringAttr getLayerOf(Operation *op);
 
+/// The name a location carries: a NameLoc's, or that of the first NameLoc
+/// among a FusedLoc's parts (an importer's value or node name); null for
+/// none.
+StringAttr getNameOfLoc(Location loc);
+
 } // namespace mlir::gpipe::nn
 
 #endif // GPIPE_DIALECT_NN_IR_NNLAYERLOC_H
