@@ -112,6 +112,8 @@ bool parseIgnoredKindName(std::string_view name, bool &withMicrobatch) {
 /// another's backward). The reader replaces it by its sub-actions in order.
 constexpr std::string_view kOverlapSuffix = "OVERLAP_F_B";
 
+constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
+
 } // namespace
 
 ScheduleOrError mlir::gpipe::parseCSV(std::string_view text, int numStages,
@@ -128,6 +130,10 @@ ScheduleOrError mlir::gpipe::parseCSV(std::string_view text, int numStages,
                    std::to_string(numMicrobatches);
     return result;
   }
+
+  // A UTF-8 byte-order mark (spreadsheet exports write one) is not a cell.
+  if (text.substr(0, 3) == kUtf8ByteOrderMark)
+    text.remove_prefix(3);
 
   // Split into lines; a final newline does not start another rank.
   std::vector<std::string_view> lines;

@@ -504,7 +504,9 @@ TEST_F(EngineTest, OptimizerNeedingMoreStateThanReservedFails) {
   RunResult result;
   Status s = runFake(options, result, meta);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.message(), "model.so reserves optimizer state for sgd; "
+  // The library is named by where it came from (here an in-process
+  // image).
+  EXPECT_EQ(s.message(), "<in-process> reserves optimizer state for sgd; "
                          "recompile with gpipe-compile --optimizer adam");
 }
 
@@ -661,8 +663,9 @@ TEST(Optimizer, ResolvesDefaults) {
   meta.optimizer = OptimizerKind::Momentum;
   options.kind = OptimizerKind::Adam;
   Status s = resolveOptimizer(meta, options, 10, config);
-  EXPECT_EQ(s.message(), "model.so reserves optimizer state for momentum; "
-                         "recompile with gpipe-compile --optimizer adam");
+  EXPECT_EQ(s.message(),
+            "the model library reserves optimizer state for momentum; "
+            "recompile with gpipe-compile --optimizer adam");
 }
 
 // The learning rate of every step equals torch.optim.lr_scheduler's for the

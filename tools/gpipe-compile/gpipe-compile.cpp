@@ -130,6 +130,19 @@ static std::string checkPlanFlags(const GPipeCompileOptions &options,
   if (options.autotune && !options.scheduleFile.empty())
     return "--autotune searches the generated schedules; it cannot take "
            "--schedule-file";
+  // An imported schedule is the whole schedule: a family named beside it
+  // would be dropped (and zbv's implied two stages per rank with it).
+  if (!options.scheduleFile.empty() && options.schedule.getNumOccurrences() > 0)
+    return "give the schedule once: --schedule " +
+           mlir::gpipe::stringifyScheduleKind(options.schedule).str() +
+           " or --schedule-file " + options.scheduleFile.getValue() +
+           ", not both";
+  // 0 is the schedule's own V when the option is left out; given, it is a
+  // value like any other and must be at least 1.
+  if (options.virtualStages.getNumOccurrences() > 0 &&
+      options.virtualStages < 1)
+    return "--virtual-stages must be at least 1, got " +
+           std::to_string(options.virtualStages);
   if (options.autotune && options.maxStages.getNumOccurrences() > 0) {
     if (options.maxStages < 1)
       return "--max-stages must be at least 1, got " +

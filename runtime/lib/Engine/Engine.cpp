@@ -384,7 +384,7 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
   Status s = state.chooseDevice(result);
   if (s.ok())
     s = resolveOptimizer(meta, options.optimizer, effective->steps,
-                         state.optimizer);
+                         state.optimizer, model.path());
   if (s.ok()) {
     result.optimizer = state.optimizer;
     s = state.prepareData(result);

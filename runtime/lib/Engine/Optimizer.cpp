@@ -148,7 +148,7 @@ Status resolveSchedule(const OptimizerOptions &options, int64_t steps,
 
 Status resolveOptimizer(const ModelMetadata &metadata,
                         const OptimizerOptions &options, int64_t steps,
-                        OptimizerConfig &config) {
+                        OptimizerConfig &config, std::string_view library) {
   config = OptimizerConfig();
   config.kind = options.kind ? *options.kind : metadata.optimizer;
   bool adam = config.kind == OptimizerKind::Adam;
@@ -174,7 +174,8 @@ Status resolveOptimizer(const ModelMetadata &metadata,
     config.kind =
         config.momentum > 0.0 ? OptimizerKind::Momentum : OptimizerKind::SGD;
   if (config.stateMultiple() > metadata.stateMultiple())
-    return Status::error("model.so reserves optimizer state for " +
+    return Status::error(std::string(library) +
+                         " reserves optimizer state for " +
                          std::string(getOptimizerName(metadata.optimizer)) +
                          "; recompile with gpipe-compile --optimizer " +
                          getOptimizerName(config.kind));
@@ -187,15 +188,14 @@ Status resolveOptimizer(const ModelMetadata &metadata,
                          "finite");
   if (options.clipGradNorm && !metadata.clipsGradients())
     return Status::error(
-        "--clip-grad-norm: the model library was compiled without gradient "
-        "clipping "
-        "(its programs have no clip_grad); recompile with gpipe-compile "
-        "--clip-grad-norm " +
+        "--clip-grad-norm: " + std::string(library) +
+        " was compiled without gradient clipping (its programs have no "
+        "clip_grad); recompile with gpipe-compile --clip-grad-norm " +
         formatNumber(config.clipGradNorm));
   if (metadata.clipsGradients() && !(config.clipGradNorm > 0))
-    return Status::error("the model library clips its gradients but names no "
-                         "bound; "
-                         "give --clip-grad-norm X");
+    return Status::error(std::string(library) +
+                         " clips its gradients but names no bound; give "
+                         "--clip-grad-norm X");
   return resolveSchedule(options, steps, config.lr, config.schedule);
 }
 

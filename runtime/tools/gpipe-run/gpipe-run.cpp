@@ -478,6 +478,12 @@ void setValuedFlag(Args &args, const std::string &flag,
     run.timeoutSeconds = parseNumber(flag, value);
     if (!(run.timeoutSeconds > 0))
       usageError("--timeout must be positive, got '" + value + "'");
+    // Below this every wait gives up before a peer could answer, and the
+    // run's failure would blame a stalled rank, not the timeout.
+    if (run.timeoutSeconds < 0.01)
+      usageError("--timeout " + value +
+                 " s is below 0.01 s: waits would give up before a peer "
+                 "could answer; give at least 0.01 (default 60)");
     if (run.timeoutSeconds > 1e6)
       usageError("--timeout must be at most 1000000 seconds, got '" + value +
                  "'");
@@ -854,7 +860,8 @@ bool resumeFromCheckpoints(const Args &args, const ModelMetadata &meta,
                            TrainingState &resumed, bool root) {
   if (args.resume && !args.predict) {
     OptimizerConfig config;
-    Status s = resolveOptimizer(meta, run.optimizer, run.steps, config);
+    Status s =
+        resolveOptimizer(meta, run.optimizer, run.steps, config, args.model);
     if (!s.ok())
       fatal(s.message());
     std::string kind = getOptimizerName(config.stateKind());

@@ -103,6 +103,9 @@ LogicalResult mlir::gpipe::importSchedule(PipelineOp pipeline, StringRef text,
   int numStages = static_cast<int>(pipeline.getNumStages());
   int numMicrobatches = static_cast<int>(pipeline.getNumMicrobatches());
   BoundaryTraffic traffic = getBoundaryTraffic(*stages);
+  // A UTF-8 byte-order mark is skipped (parseCSV does too), so columns
+  // count from the first character an editor shows.
+  text.consume_front("\xEF\xBB\xBF");
   ScheduleOrError parsed = parseCSV(std::string_view(text.data(), text.size()),
                                     numStages, numMicrobatches, traffic);
   if (!parsed.ok())

@@ -105,9 +105,11 @@ struct OptimizerOptions {
 /// torch.optim.AdamW); a constant learning rate, the schedule's horizon
 /// `steps`. Fails when the result needs more optimizer state than the model
 /// reserves, or a value is out of range.
+/// `library` names the model library in messages (the path the user gave).
 Status resolveOptimizer(const ModelMetadata &metadata,
                         const OptimizerOptions &options, int64_t steps,
-                        OptimizerConfig &config);
+                        OptimizerConfig &config,
+                        std::string_view library = "the model library");
 
 /// One optimizer step over `count` parameters in place. `step` counts this
 /// parameter block's steps from 1 (Adam's bias correction, momentum's first
