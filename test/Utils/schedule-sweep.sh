@@ -30,7 +30,10 @@ for s in $schedules; do
   for k in $ranks; do
     for r in $remats; do
       name="$s K=$k V=${virtual/#0/default} remat=$r"
-      if ! out=$(gpipe-compile "$@" --stages "$k" --virtual-stages "$virtual" \
+      # V 0: the schedule's own (the flag left out).
+      vflag=()
+      if [ "$virtual" != 0 ]; then vflag=(--virtual-stages "$virtual"); fi
+      if ! out=$(gpipe-compile "$@" --stages "$k" "${vflag[@]}" \
                    --microbatches "$microbatches" --schedule "$s" --remat "$r" \
                    -o "$dir/x.so" 2>&1); then
         echo "$name: rejected: $(echo "$out" | grep -m1 error)"
