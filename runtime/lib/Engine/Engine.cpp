@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sched.h>
+#include <set>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -477,6 +478,21 @@ Status readParameterTensors(const std::string &path,
   SafeTensorsFile file;
   if (Status s = SafeTensorsFile::read(path, file); !s.ok())
     return s;
+  // gpipe-run marks what it writes; gradients have parameters' names and
+  // shapes but are no parameters.
+  if (auto it = file.metadata().find("contents");
+      it != file.metadata().end() && it->second != "parameters")
+    return Status::error(path + " holds " + it->second +
+                         " (gpipe-run --save-grads), not parameters; give a "
+                         "--save-params file or a checkpoint");
+  // The batch norms' running variances: a negative one is no statistic.
+  std::set<std::string> variances;
+  for (const RankPlan &rank : metadata.ranks)
+    for (const StagePlan &stage : rank.stages)
+      for (const RunningStatsSlot &stats : stage.runningStats)
+        for (const ParamSlot &slot : stage.params)
+          if (slot.offset == stats.varOffset)
+            variances.insert(slot.name);
   out.clear();
   for (const ParameterSpec &p : metadata.parameters) {
     const SafeTensorInfo *info = file.find(p.name);
@@ -504,6 +520,30 @@ Status readParameterTensors(const std::string &path,
     values.resize(size_t(p.elements));
     if (p.elements)
       std::memcpy(values.data(), file.data(*info), size_t(p.elements) * 4);
+    // Found here, naming the file, whatever K the values would reach.
+    // An inference library reads them as plain parameters: by their
+    // PyTorch name there.
+    const bool variance =
+        variances.count(p.name) != 0 ||
+        std::string_view(p.name).substr(p.name.size() -
+                                        std::min<size_t>(p.name.size(), 11)) ==
+            "running_var";
+    for (int64_t i = 0; i < p.elements; ++i) {
+      float v = values[size_t(i)];
+      if (!std::isfinite(v))
+        return Status::error(path + ": tensor '" + p.name + "' holds " +
+                             (std::isnan(v) ? "nan"
+                              : v > 0       ? "inf"
+                                            : "-inf") +
+                             " at index " + std::to_string(i) +
+                             "; parameters must be finite");
+      if (variance && v < 0)
+        return Status::error(path + ": tensor '" + p.name +
+                             "' (a batch norm's running variance) holds " +
+                             std::to_string(v) + " at index " +
+                             std::to_string(i) +
+                             "; a variance cannot be negative");
+    }
   }
   for (const SafeTensorInfo &info : file.tensors())
     if (!metadata.findParameter(info.name))

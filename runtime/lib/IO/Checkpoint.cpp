@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -195,6 +196,17 @@ Status readTensors(const SafeTensorsFile &file,
     Status s = file.readF32(name, values);
     if (!s.ok())
       return s;
+    // A checkpoint's values are finite when written (a step with a
+    // non-finite value stops or is skipped): anything else is damage,
+    // named here rather than as a non-finite loss steps later.
+    for (size_t i = 0; i < values.size(); ++i)
+      if (!std::isfinite(values[i]))
+        return Status::error(file.name() + ": tensor '" + name + "' holds " +
+                             (std::isnan(values[i]) ? "nan"
+                              : values[i] > 0       ? "inf"
+                                                    : "-inf") +
+                             " at index " + std::to_string(i) +
+                             "; a checkpoint's values must be finite");
   }
   return Status::success();
 }

@@ -919,7 +919,8 @@ bool resumeFromCheckpoints(const Args &args, const ModelMetadata &meta,
                       (long long)resumed.step, (long long)run.steps);
         if (!args.saveParams.empty() && root) {
           s = writeParameterTensors(args.saveParams, meta, resumed.parameters,
-                                    {{"step", std::to_string(resumed.step)}});
+                                    {{"contents", "parameters"},
+                                     {"step", std::to_string(resumed.step)}});
           if (!s.ok())
             fatal(s.message());
           std::printf("wrote the parameters of step %lld to %s\n",
@@ -1394,7 +1395,9 @@ void writeRunOutputs(const Args &args, const ModelMetadata &meta,
                   result.steps.empty() ? 0.0 : result.steps.front().loss);
     s = writeParameterTensors(
         args.saveGrads, meta, result.firstGradients,
-        {{"step", std::to_string(result.steps.front().step)}, {"loss", loss}});
+        {{"contents", "gradients"},
+         {"step", std::to_string(result.steps.front().step)},
+         {"loss", loss}});
     if (!s.ok())
       fatal(s.message());
     std::printf("wrote the first step's gradients to %s\n",
@@ -1403,7 +1406,8 @@ void writeRunOutputs(const Args &args, const ModelMetadata &meta,
   if (!args.saveParams.empty()) {
     s = writeParameterTensors(
         args.saveParams, meta, result.finalParameters,
-        {{"step", std::to_string(result.steps.back().step)}});
+        {{"contents", "parameters"},
+         {"step", std::to_string(result.steps.back().step)}});
     if (!s.ok())
       fatal(s.message());
     std::printf("wrote the final parameters to %s\n", args.saveParams.c_str());
