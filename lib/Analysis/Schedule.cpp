@@ -78,19 +78,22 @@ Schedule mlir::gpipe::insertGradientReductions(const Schedule &schedule) {
   return out;
 }
 
-Schedule mlir::gpipe::insertTiedSums(const Schedule &schedule,
-                                     const std::vector<bool> &holdsTied) {
+/// Adds one action of `kind` (dropping any already there) to each rank that
+/// runs a stage `holds` accepts, named by the lowest such stage, right
+/// before the rank's first STEP (at the end without one).
+template <typename Holds>
+static Schedule insertBeforeSteps(const Schedule &schedule, ActionKind kind,
+                                  Holds holds) {
   Schedule out = schedule;
   for (std::vector<Action> &program : out.ranks) {
     std::vector<Action> kept;
     kept.reserve(program.size() + 1);
     int named = -1;
     for (const Action &a : program) {
-      if (a.kind == ActionKind::SumTied)
+      if (a.kind == kind)
         continue;
       kept.push_back(a);
-      if (a.stage >= 0 && size_t(a.stage) < holdsTied.size() &&
-          holdsTied[size_t(a.stage)] && (named < 0 || a.stage < named))
+      if (a.stage >= 0 && holds(a.stage) && (named < 0 || a.stage < named))
         named = a.stage;
     }
     if (named >= 0) {
@@ -98,36 +101,24 @@ Schedule mlir::gpipe::insertTiedSums(const Schedule &schedule,
           std::find_if(kept.begin(), kept.end(), [](const Action &a) {
             return a.kind == ActionKind::Step;
           });
-      kept.insert(firstStep, Action::compute(ActionKind::SumTied, named, -1));
+      kept.insert(firstStep, Action::compute(kind, named, -1));
     }
     program = std::move(kept);
   }
   return out;
 }
 
+Schedule mlir::gpipe::insertTiedSums(const Schedule &schedule,
+                                     const std::vector<bool> &holdsTied) {
+  return insertBeforeSteps(schedule, ActionKind::SumTied, [&](int stage) {
+    return size_t(stage) < holdsTied.size() && holdsTied[size_t(stage)];
+  });
+}
+
 Schedule mlir::gpipe::insertGradientClipping(const Schedule &schedule) {
-  Schedule out = schedule;
-  for (std::vector<Action> &program : out.ranks) {
-    std::vector<Action> kept;
-    kept.reserve(program.size() + 1);
-    int named = -1;
-    for (const Action &a : program) {
-      if (a.kind == ActionKind::ClipGrad)
-        continue;
-      kept.push_back(a);
-      if (a.stage >= 0 && (named < 0 || a.stage < named))
-        named = a.stage;
-    }
-    if (named < 0)
-      continue;
-    auto firstStep =
-        std::find_if(kept.begin(), kept.end(), [](const Action &a) {
-          return a.kind == ActionKind::Step;
-        });
-    kept.insert(firstStep, Action::compute(ActionKind::ClipGrad, named, -1));
-    program = std::move(kept);
-  }
-  return out;
+  // SUM_TIED, inserted first, stays ahead of it.
+  return insertBeforeSteps(schedule, ActionKind::ClipGrad,
+                           [](int) { return true; });
 }
 
 Action Action::reduceGrad(int stage) {

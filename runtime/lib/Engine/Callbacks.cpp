@@ -609,23 +609,48 @@ extern "C" void gpipe_rt_action_end(gpipe_rt_rank *rank, int64_t action) {
   rank->run->actionEnd(rank, action);
 }
 
+bool RunState::checkHostAction(gpipe_rt_rank *rank, int64_t action,
+                               ActionKind kind, const std::string &at,
+                               const char *what) {
+  int64_t numActions = int64_t(rank->plan->actions.size());
+  if (action < 0 || action >= numActions ||
+      rank->plan->actions[size_t(action)].kind != kind) {
+    fail(rank, at + " for action " + std::to_string(action) +
+                   ", which is not a " +
+                   ::gpipe::abi::getActionKindMetadataName(kind) + " action");
+    return false;
+  }
+  if (meta.target != "cpu") {
+    fail(rank, at + ": " + what + " on the CPU target only");
+    return false;
+  }
+  return true;
+}
+
+bool RunState::exchangeInReplica(gpipe_rt_rank *rank, int64_t action, bool send,
+                                 int64_t peerRank, int64_t tag, void *data,
+                                 int64_t bytes) {
+  Transfer t;
+  t.rank = rank->index;
+  t.action = action;
+  t.peer = rank->replica * numRanks() + peerRank;
+  t.tag = tag;
+  t.send = send;
+  t.data = data;
+  t.bytes = bytes;
+  t.device = rank->device;
+  return transport->transfer(t);
+}
+
 int32_t RunState::sumTied(gpipe_rt_rank *rank, int64_t action, float *scratch) {
   if (isAborted())
     return 1;
   auto at = [&] {
     return where(rank, currentAction(rank)) + ": gpipe_rt_sum_tied";
   };
-  int64_t numActions = int64_t(rank->plan->actions.size());
-  if (action < 0 || action >= numActions ||
-      rank->plan->actions[size_t(action)].kind != ActionKind::SumTied) {
-    fail(rank, at() + " for action " + std::to_string(action) +
-                   ", which is not a sum_tied action");
+  if (!checkHostAction(rank, action, ActionKind::SumTied, at(),
+                       "tied parameters are summed"))
     return 1;
-  }
-  if (meta.target != "cpu") {
-    fail(rank, at() + ": tied parameters are summed on the CPU target only");
-    return 1;
-  }
   auto gradsOf = [&](const TiedGroup::Member &m) {
     const StagePlan &stage = meta.ranks[size_t(m.rank)].stages[m.stage];
     return reinterpret_cast<float *>(rank->arena + stage.gradsOffset +
@@ -638,16 +663,8 @@ int32_t RunState::sumTied(gpipe_rt_rank *rank, int64_t action, float *scratch) {
   // One message with another holder of the group (same replica).
   auto exchange = [&](bool send, int64_t peerRank, int64_t tag, float *data,
                       int64_t count) {
-    Transfer t;
-    t.rank = rank->index;
-    t.action = action;
-    t.peer = rank->replica * numRanks() + peerRank;
-    t.tag = tag;
-    t.send = send;
-    t.data = data;
-    t.bytes = count * 4;
-    t.device = rank->device;
-    return transport->transfer(t);
+    return exchangeInReplica(rank, action, send, peerRank, tag, data,
+                             count * 4);
   };
   // Every holder takes the groups in one order, so no two wait on each
   // other: copy 0's holder gathers the others' gradients and adds them in
@@ -755,17 +772,9 @@ int32_t RunState::clipGrad(gpipe_rt_rank *rank, int64_t action, double *norm) {
   auto at = [&] {
     return where(rank, currentAction(rank)) + ": gpipe_rt_clip_grad";
   };
-  int64_t numActions = int64_t(rank->plan->actions.size());
-  if (action < 0 || action >= numActions ||
-      rank->plan->actions[size_t(action)].kind != ActionKind::ClipGrad) {
-    fail(rank, at() + " for action " + std::to_string(action) +
-                   ", which is not a clip_grad action");
+  if (!checkHostAction(rank, action, ActionKind::ClipGrad, at(),
+                       "gradients are clipped"))
     return 1;
-  }
-  if (meta.target != "cpu") {
-    fail(rank, at() + ": gradients are clipped on the CPU target only");
-    return 1;
-  }
   if (!norm) {
     fail(rank, at() + ": the plan reserved no Norm buffer");
     return 1;
@@ -786,16 +795,8 @@ int32_t RunState::clipGrad(gpipe_rt_rank *rank, int64_t action, double *norm) {
     });
   }
   auto exchange = [&](bool send, int64_t peerRank, int64_t tag, double *data) {
-    Transfer t;
-    t.rank = rank->index;
-    t.action = action;
-    t.peer = rank->replica * numRanks() + peerRank;
-    t.tag = tag;
-    t.send = send;
-    t.data = data;
-    t.bytes = sizeof(double);
-    t.device = rank->device;
-    return transport->transfer(t);
+    return exchangeInReplica(rank, action, send, peerRank, tag, data,
+                             sizeof(double));
   };
   auto tag = [&](int64_t stage, bool chain) {
     return ::gpipe::abi::getClipTransferTag(

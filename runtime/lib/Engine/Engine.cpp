@@ -60,15 +60,36 @@ Status checkRunOptions(const ModelMetadata &meta, const RunOptions &options) {
   return checkFaultInjection(meta, options);
 }
 
-/// Epochs and shuffling need data with an end.
-Status checkHasEpochs(const Dataset &data) {
-  if (!data.isEndless())
-    return Status::success();
-  return Status::error("--epochs and --shuffle need data with an end: the "
-                       "built-in data (" +
-                       data.describe() +
-                       ") is generated without one; pass --data "
-                       "FILE.safetensors");
+/// The whole mini-batches of an epoch: data with an end, at least one.
+Status getStepsPerEpoch(const ModelMetadata &meta, const Dataset &data,
+                        int64_t &steps) {
+  if (data.isEndless())
+    return Status::error("--epochs and --shuffle need data with an end: the "
+                         "built-in data (" +
+                         data.describe() +
+                         ") is generated without one; pass --data "
+                         "FILE.safetensors");
+  steps = data.numSamples() / meta.batchSize();
+  if (steps < 1)
+    return Status::error(
+        "an epoch needs at least one mini-batch: the data holds " +
+        std::to_string(data.numSamples()) +
+        " samples, the model's mini-batch is " +
+        std::to_string(meta.batchSize()));
+  return Status::success();
+}
+
+/// The run's data: the file at options.dataPath, else the built-in data
+/// the metadata names, from the run's seed.
+Status loadRunData(const ModelMetadata &meta, const RunOptions &options,
+                   std::shared_ptr<const Dataset> &out) {
+  std::unique_ptr<Dataset> loaded;
+  Status s = options.dataPath.empty()
+                 ? makeBuiltinDataset(meta, options.seed, loaded)
+                 : loadDataset(options.dataPath, meta, loaded);
+  if (s.ok())
+    out = std::move(loaded);
+  return s;
 }
 
 } // namespace
@@ -162,28 +183,15 @@ Status RunState::chooseBlasThreads(RunResult &result) {
 
 Status RunState::prepareData(RunResult &result) {
   dataPtr = options.dataset;
-  if (!dataPtr) {
-    std::unique_ptr<Dataset> loaded;
-    Status s = options.dataPath.empty()
-                   ? makeBuiltinDataset(meta, options.seed, loaded)
-                   : loadDataset(options.dataPath, meta, loaded);
-    if (!s.ok())
+  if (!dataPtr)
+    if (Status s = loadRunData(meta, options, dataPtr); !s.ok())
       return s;
-    dataPtr = std::move(loaded);
-  }
   if (dataPtr->numSamples() < 1)
     return Status::error("the data holds no samples");
   data = dataPtr.get();
   if (options.epochs > 0 || options.shuffle) {
-    if (Status e = checkHasEpochs(*data); !e.ok())
+    if (Status e = getStepsPerEpoch(meta, *data, stepsPerEpoch); !e.ok())
       return e;
-    stepsPerEpoch = data->numSamples() / meta.batchSize();
-    if (stepsPerEpoch < 1)
-      return Status::error(
-          "an epoch needs at least one mini-batch: the data holds " +
-          std::to_string(data->numSamples()) +
-          " samples, the model's mini-batch is " +
-          std::to_string(meta.batchSize()));
   }
   result.dataDescription = data->describe();
   return Status::success();
@@ -322,25 +330,14 @@ Status resolveEpochs(const ModelMetadata &meta, RunOptions &options) {
   // the seed (a resumed run takes its checkpoint's), only counted.
   std::shared_ptr<const Dataset> data = options.dataset;
   if (!data) {
-    std::unique_ptr<Dataset> loaded;
-    Status s = options.dataPath.empty()
-                   ? makeBuiltinDataset(meta, options.seed, loaded)
-                   : loadDataset(options.dataPath, meta, loaded);
-    if (!s.ok())
+    if (Status s = loadRunData(meta, options, data); !s.ok())
       return s;
-    data = std::move(loaded);
     if (!options.dataPath.empty())
       options.dataset = data;
   }
-  if (Status e = checkHasEpochs(*data); !e.ok())
+  int64_t perEpoch = 0;
+  if (Status e = getStepsPerEpoch(meta, *data, perEpoch); !e.ok())
     return e;
-  int64_t perEpoch = data->numSamples() / meta.batchSize();
-  if (perEpoch < 1)
-    return Status::error(
-        "an epoch needs at least one mini-batch: the data holds " +
-        std::to_string(data->numSamples()) +
-        " samples, the model's mini-batch is " +
-        std::to_string(meta.batchSize()));
   options.steps = options.epochs * perEpoch;
   return Status::success();
 }

@@ -344,6 +344,15 @@ public:
                           float *scratch, int64_t count);
   int32_t sumTied(gpipe_rt_rank *rank, int64_t action, float *scratch);
   int32_t clipGrad(gpipe_rt_rank *rank, int64_t action, double *norm);
+  /// SUM_TIED and CLIP_GRAD: `action` is of `kind` and the target the CPU
+  /// (`what` "is done on the CPU target only"); false after failing the run.
+  bool checkHostAction(gpipe_rt_rank *rank, int64_t action, ActionKind kind,
+                       const std::string &at, const char *what);
+  /// One message of `bytes` at `data` to or from pipeline rank `peerRank`
+  /// of the rank's own replica.
+  bool exchangeInReplica(gpipe_rt_rank *rank, int64_t action, bool send,
+                         int64_t peerRank, int64_t tag, void *data,
+                         int64_t bytes);
   /// The data sample at `position` of step `step`'s mini-batch (replica
   /// d's share first, then the micro-batches in order). Steps in file order
   /// wrap around; with epochs, the epoch's order (see prepareEpoch).

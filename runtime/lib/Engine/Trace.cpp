@@ -9,6 +9,7 @@
 
 #include "gpipe/Runtime/Trace.h"
 #include "gpipe/Runtime/Engine.h"
+#include "gpipe/Runtime/Metrics.h"
 #include "gpipe/Runtime/ModelMetadata.h"
 
 #include "../IO/Files.h"
@@ -215,21 +216,6 @@ std::string shortMs(double value) {
   return out;
 }
 
-std::string escape(const std::string &text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else
-      out += c;
-  }
-  return out;
-}
-
 } // namespace
 
 Status writeTimelineSVG(const std::string &path, const ModelMetadata &metadata,
@@ -268,10 +254,11 @@ Status writeTimelineSVG(const std::string &path, const ModelMetadata &metadata,
       << left + width + 20 << "\" height=\"" << height
       << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"10\" y=\"20\" font-size=\"14\">" << escape(metadata.source)
-      << ": " << K << " ranks, " << metadata.microbatches
-      << " micro-batches, schedule " << escape(metadata.schedule) << ", remat "
-      << escape(metadata.remat) << "</text>\n"
+      << "<text x=\"10\" y=\"20\" font-size=\"14\">"
+      << escapeXml(metadata.source) << ": " << K << " ranks, "
+      << metadata.microbatches << " micro-batches, schedule "
+      << escapeXml(metadata.schedule) << ", remat " << escapeXml(metadata.remat)
+      << "</text>\n"
       << "<text x=\"10\" y=\"36\">"
       << (hasPrediction ? "the compiler's predicted "
                           "step above the measured "
@@ -284,7 +271,7 @@ Status writeTimelineSVG(const std::string &path, const ModelMetadata &metadata,
                        const std::vector<double> &busyMs) {
     double y0 = top + panel * panelHeight;
     svg << "<text x=\"10\" y=\"" << y0 + 16 << "\" font-weight=\"bold\">"
-        << escape(title) << "</text>\n";
+        << escapeXml(title) << "</text>\n";
     for (int64_t r = 0; r < K; ++r) {
       double y = y0 + panelTitle + r * (rowHeight + rowGap);
       svg << "<text x=\"10\" y=\"" << y + 15 << "\">rank " << r << " (busy "
@@ -299,7 +286,7 @@ Status writeTimelineSVG(const std::string &path, const ModelMetadata &metadata,
             << fixed(bw, 2) << "\" height=\"" << bh << "\" fill=\""
             << kindColour(a.kind)
             << "\" stroke=\"white\" stroke-width=\"0.5\"><title>"
-            << escape(actionLabel(a)) << ": " << fixed(end - begin, 1)
+            << escapeXml(actionLabel(a)) << ": " << fixed(end - begin, 1)
             << " us</title></rect>\n";
         if (!transfer && a.mb >= 0 && bw >= 14)
           svg << "<text x=\"" << fixed(bx + bw / 2, 2) << "\" y=\"" << y + 15

@@ -192,8 +192,6 @@ Status TensorBoardWriter::write(const MetricsRecord &record) {
 // SVG curves
 //===----------------------------------------------------------------------===//
 
-namespace {
-
 std::string escapeXml(const std::string &text) {
   std::string out;
   for (char c : text) {
@@ -216,6 +214,8 @@ std::string escapeXml(const std::string &text) {
   }
   return out;
 }
+
+namespace {
 
 std::string number(double v) {
   char text[32];

@@ -77,6 +77,9 @@ private:
 uint32_t crc32c(const void *data, size_t size);
 uint32_t maskCrc32c(uint32_t crc);
 
+/// `text` with XML's special characters (< > & ") escaped, for SVG.
+std::string escapeXml(const std::string &text);
+
 /// `--plot FILE.svg`: the loss (and every other curve named in `curves`)
 /// and the learning rate over the steps, one panel each, as a picture.
 /// `curves` are scalar names of the records.
