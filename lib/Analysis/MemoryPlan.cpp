@@ -182,15 +182,17 @@ bool overlapsInTime(const PlannedBuffer &a, const PlannedBuffer &b) {
 
 /// Places the non-persistent units in `order` on top of the persistent
 /// ones (already at their offsets in `offsets`), each into the smallest gap
-/// among the placed units live at the same time (`overlaps(a, b)` on unit
-/// indices). Returns the arena size. Buffers and slots are placed alike.
+/// at or above `floor` among the placed units live at the same time
+/// (`overlaps(a, b)` on unit indices). Returns the arena size (at least
+/// `floor`). Buffers and slots are placed alike.
 template <typename Overlaps>
 int64_t placeBestFit(const std::vector<int64_t> &sizes,
                      const std::vector<size_t> &persistent,
                      const std::vector<size_t> &order,
-                     std::vector<int64_t> &offsets, Overlaps overlaps) {
+                     std::vector<int64_t> &offsets, Overlaps overlaps,
+                     int64_t floor = 0) {
   std::vector<size_t> placed = persistent;
-  int64_t arena = 0;
+  int64_t arena = floor;
   for (size_t p : persistent)
     arena = std::max(arena, offsets[p] + sizes[p]);
   std::vector<std::pair<int64_t, int64_t>> busy; // (offset, end)
@@ -205,7 +207,7 @@ int64_t placeBestFit(const std::vector<int64_t> &sizes,
       if (sizes[other] > 0 && overlaps(idx, other))
         busy.push_back({offsets[other], offsets[other] + sizes[other]});
     std::sort(busy.begin(), busy.end());
-    int64_t cursor = 0;
+    int64_t cursor = floor;
     int64_t best = -1, bestGap = 0;
     for (const auto &[begin, end] : busy) {
       if (begin > cursor) {
@@ -614,8 +616,9 @@ int countCopies(const std::vector<PlannedBuffer> &buffers,
 }
 
 /// Groups `rank`'s buffers into slots, places the slots in the arena and
-/// the buffers at their slot's copy. Returns the arena size.
-int64_t allocateSlots(RankMemoryPlan &rank, int64_t alignment) {
+/// the buffers at their slot's copy, the non-persistent ones at or above
+/// `floor`. Returns the arena size.
+int64_t allocateSlots(RankMemoryPlan &rank, int64_t alignment, int64_t floor) {
   std::vector<PlannedBuffer> &buffers = rank.buffers;
   // (kind, stage) -> members, in order of first appearance.
   std::map<std::pair<int, int>, size_t> slotOf;
@@ -699,9 +702,9 @@ int64_t allocateSlots(RankMemoryPlan &rank, int64_t alignment) {
   });
   std::vector<int64_t> sizeOffsets = base, timeOffsets = base;
   int64_t sizeArena =
-      placeBestFit(spans, persistent, bySize, sizeOffsets, overlap);
+      placeBestFit(spans, persistent, bySize, sizeOffsets, overlap, floor);
   int64_t timeArena =
-      placeBestFit(spans, persistent, byTime, timeOffsets, overlap);
+      placeBestFit(spans, persistent, byTime, timeOffsets, overlap, floor);
   bool useTime = timeArena < sizeArena;
   rank.strategy = useTime ? "time" : "size";
   int64_t arena = useTime ? timeArena : sizeArena;
@@ -781,7 +784,11 @@ MemoryPlan mlir::gpipe::planMemory(const Schedule &schedule,
       for (const PlannedBuffer &b : rank.buffers)
         if (b.isLiveAt(rank.peakAction))
           rank.atPeak.add(b, rank.peakAction);
-    rank.arenaBytes = allocateSlots(rank, input.alignment);
+    rank.arenaBytes = allocateSlots(
+        rank, input.alignment,
+        size_t(r) < input.reservedBytes.size()
+            ? alignTo(input.reservedBytes[size_t(r)], input.alignment)
+            : 0);
     plan.ranks.push_back(std::move(rank));
   }
   return plan;

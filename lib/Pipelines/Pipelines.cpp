@@ -114,6 +114,7 @@ static void buildPipeline(OpPassManager &pm,
   GPipePlanMemoryPassOptions memory;
   memory.optimizer = options.optimizer;
   memory.memoryBudget = options.memoryBudget;
+  memory.reserve.assign(options.reserve.begin(), options.reserve.end());
   pm.addPass(withMemoryBudget(createGPipePlanMemoryPass(memory), options));
 }
 
@@ -182,8 +183,8 @@ void GPipeCompileOptions::registerAsCommandLineFlags(
   }
 }
 
-void mlir::gpipe::buildGPipeCompilePipeline(
-    OpPassManager &pm, const GPipeCompileOptions &options) {
+void mlir::gpipe::buildGPipePlanningPasses(OpPassManager &pm,
+                                           const GPipeCompileOptions &options) {
   CompileStage stop = options.emit;
   if (stop == CompileStage::NN)
     return;
@@ -195,16 +196,30 @@ void mlir::gpipe::buildGPipeCompilePipeline(
     return;
   if (!options.quiet)
     pm.addPass(createGPipePlanReportPass());
-  if (stop == CompileStage::Scheduled)
+}
+
+void mlir::gpipe::buildGPipeLoweringPasses(OpPassManager &pm,
+                                           const GPipeCompileOptions &options,
+                                           bool throughLLVM) {
+  CompileStage stop = options.emit;
+  if (stop == CompileStage::NN || stop == CompileStage::Pipeline ||
+      stop == CompileStage::Scheduled)
     return;
   ConvertGPipeToRTPassOptions lower;
   lower.source = options.source;
   lower.target = options.target;
   lower.precision = options.precision;
+  lower.evaluation = options.evaluation;
   pm.addPass(createConvertGPipeToRTPass(lower));
-  if (stop == CompileStage::RT)
+  if (stop == CompileStage::RT || !throughLLVM)
     return;
   pm.addPass(createConvertRTToLLVMPass());
+}
+
+void mlir::gpipe::buildGPipeCompilePipeline(
+    OpPassManager &pm, const GPipeCompileOptions &options) {
+  buildGPipePlanningPasses(pm, options);
+  buildGPipeLoweringPasses(pm, options);
 }
 
 LogicalResult mlir::gpipe::writeCompileOutput(ModuleOp module,

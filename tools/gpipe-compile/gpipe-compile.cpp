@@ -268,14 +268,29 @@ int main(int argc, char **argv) {
       failed(chooseRecomputation(*module, options, *budget, timing)))
     return 1;
 
-  PassManager pm(&context);
-  if (failed(applyPassManagerCLOptions(pm)))
-    return 1;
-  pm.enableTiming(timing);
-  mlir::gpipe::buildGPipeCompilePipeline(pm, options);
+  // The driver's pass manager: its command-line instrumentation and timing.
+  auto runPasses = [&](ModuleOp target,
+                       function_ref<void(OpPassManager &)> build) {
+    PassManager pm(&context);
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    pm.enableTiming(timing);
+    build(pm);
+    return pm.run(target);
+  };
   gpipe_tools::outOfMemoryDoing = "compiling the pipeline";
-  if (failed(pm.run(*module)))
+  if (options.eval) {
+    auto loadInference = [&] {
+      return gpipe_tools::loadModel(context, sourceMgr, /*inference=*/true);
+    };
+    if (failed(mlir::gpipe::compileWithEvaluation(*module, options,
+                                                  loadInference, runPasses)))
+      return 1;
+  } else if (failed(runPasses(*module, [&](OpPassManager &pm) {
+               mlir::gpipe::buildGPipeCompilePipeline(pm, options);
+             }))) {
     return 1;
+  }
   gpipe_tools::outOfMemoryDoing = "writing the output";
   if (failed(mlir::gpipe::writeCompileOutput(*module, options.emit, outputFile,
                                              timing)))

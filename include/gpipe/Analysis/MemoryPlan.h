@@ -168,6 +168,13 @@ struct MemoryPlanInput {
   /// Offsets and sizes in the arena are multiples of this (a power of two
   /// >= 1).
   int64_t alignment = 64;
+  /// Per rank (empty: none): the bytes at the start of its arena that
+  /// another pipeline sharing the arena keeps between runs of this one (an
+  /// evaluation pipeline inside a training library: the training
+  /// parameters, gradients and optimizer state). The persistent slots still
+  /// pack from offset 0 (the shared parameters); every other slot is placed
+  /// at or above the rank's reserve, so the arena is at least that.
+  std::vector<int64_t> reservedBytes;
   /// The caller has run `verifySchedule` on the schedule and it passed:
   /// planMemory does not simulate it again (the simulation is O(K·M)).
   bool verified = false;

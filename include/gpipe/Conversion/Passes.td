@@ -84,6 +84,12 @@ def ConvertGPipeToRTPass : Pass<"convert-gpipe-to-rt", "::mlir::ModuleOp"> {
            /*default=*/"::mlir::gpipe::PrecisionKind::FP32",
            "GEMM precision: fp32, or bf16 (bf16 inputs, fp32 accumulation)",
            "::mlir::gpipe::getPrecisionKindValues()">,
+    Option<"evaluation", "evaluation", "bool", /*default=*/"false",
+           "Lower a forward-only pipeline as the evaluation programs of a "
+           "training library (gpipe-compile --eval): entry points "
+           "gpipe_model_eval_rank_<r>, parameters described as shared with "
+           "the training pipeline (init \"shared\", no data), no "
+           "accessors">,
   ];
 }
 

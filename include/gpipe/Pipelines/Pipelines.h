@@ -125,6 +125,11 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
       *this, "granularity", llvm::cl::desc("Layer granularity"),
       llvm::cl::init(nn::LayerGranularity::Scope),
       nn::getLayerGranularityValues()};
+
+  /// Per rank, the bytes at the start of its arena another pipeline keeps
+  /// (gpipe-plan-memory's `reserve`; not an option: the evaluation
+  /// programs of gpipe-compile --eval set it).
+  std::vector<int64_t> reserve;
 };
 
 /// nn network (one mini-batch) -> verified, scheduled, memory-planned
@@ -209,10 +214,22 @@ struct GPipeCompileOptions : public GPipePipelineOptions {
       llvm::cl::desc("With --autotune: search the ranks K from 1 to this "
                      "too, instead of taking --stages"),
       llvm::cl::init(0)};
+  Option<bool> eval{
+      *this, "eval",
+      llvm::cl::desc("Add forward-only evaluation programs to the training "
+                     "library (gpipe-run --eval-data): the inference "
+                     "pipeline cut where training cut, reading the training "
+                     "parameters in place, its buffers planned above each "
+                     "rank's parameters, gradients and optimizer state"),
+      llvm::cl::init(false)};
 
   /// What the model was compiled from, for the library's metadata (not an
   /// option: the driver knows it).
   std::string source;
+  /// Lower the (forward-only) pipeline as evaluation programs
+  /// (convert-gpipe-to-rt's `evaluation`; not an option: --eval sets it on
+  /// the pipeline it adds).
+  bool evaluation = false;
 
   /// The cost-model profile the partition uses: `profile`, except that h200
   /// with bf16 GEMMs is h200-bf16 (the tensor cores' rate).
@@ -231,6 +248,36 @@ struct GPipeCompileOptions : public GPipePipelineOptions {
 /// convert-gpipe-to-rt and from `llvm` on convert-rt-to-llvm.
 void buildGPipeCompilePipeline(OpPassManager &pm,
                                const GPipeCompileOptions &options);
+
+/// The two halves of `buildGPipeCompilePipeline`: up to `scheduled` (with
+/// the plan report), and from there convert-gpipe-to-rt, then, when
+/// `options.emit` is `llvm` or later and `throughLLVM`, convert-rt-to-llvm.
+void buildGPipePlanningPasses(OpPassManager &pm,
+                              const GPipeCompileOptions &options);
+void buildGPipeLoweringPasses(OpPassManager &pm,
+                              const GPipeCompileOptions &options,
+                              bool throughLLVM = true);
+
+/// Runs the passes `build` adds on `module` (the driver's pass manager,
+/// with its command-line instrumentation).
+using PassRunner = llvm::function_ref<LogicalResult(
+    ModuleOp module, llvm::function_ref<void(OpPassManager &)> build)>;
+
+/// gpipe-compile --eval: compiles training `module` to `options.emit`
+/// (`rt` or later) with the evaluation programs of the same model, which
+/// `loadInference` loads again for a forward-only pipeline, in it. The
+/// evaluation pipeline is the inference pipeline cut where training cut (the
+/// same layers on every stage), its parameters the training arena's (the
+/// same offsets, checked), every other buffer planned above the rank's
+/// training parameters, gradients and optimizer state; it is lowered with
+/// convert-gpipe-to-rt's `evaluation` and merged into the training module,
+/// its metadata the training metadata's `eval`. Errors at the module for
+/// what it does not support yet (several stages per rank, data
+/// parallelism, the CUDA target, a model without a loss to evaluate).
+LogicalResult
+compileWithEvaluation(ModuleOp module, const GPipeCompileOptions &options,
+                      llvm::function_ref<OwningOpRef<ModuleOp>()> loadInference,
+                      PassRunner runPasses);
 
 /// Writes `module`, compiled by `buildGPipeCompilePipeline` to `stage`, to
 /// `outputFile` ("-": standard output, text stages only): the IR as text up

@@ -160,15 +160,23 @@ class Emitter {
 public:
   Emitter(ModuleOp module, PipelineOp pipeline,
           const PipelineSchedule &schedule, StringRef source, TargetKind target,
-          PrecisionKind precision)
+          PrecisionKind precision, bool evaluation = false)
       : pipeline(pipeline), converted(schedule), module(module),
         memory(pipeline.getMemoryPlanAttr()), source(source), target(target),
-        precision(precision), ctx(module.getContext()) {
+        precision(precision), evaluation(evaluation),
+        ctx(module.getContext()) {
     ptrTy = LLVM::LLVMPointerType::get(ctx);
     i8Ty = IntegerType::get(ctx, 8);
     i32Ty = IntegerType::get(ctx, 32);
     i64Ty = IntegerType::get(ctx, 64);
     f32Ty = Float32Type::get(ctx);
+  }
+
+  /// The entry point of rank `rank`'s program: gpipe_model_rank_<r>, or
+  /// gpipe_model_eval_rank_<r> for evaluation programs.
+  std::string getRankSymbol(int64_t rank) const {
+    return (evaluation ? "gpipe_model_eval_rank_" : "gpipe_model_rank_") +
+           std::to_string(rank);
   }
 
   /// Emits the stage functions, the metadata and the accessors at the end
@@ -271,6 +279,9 @@ private:
   TargetKind target;
   /// Which GEMM kernels the calls go to.
   PrecisionKind precision;
+  /// The evaluation programs of a training library (ConvertGPipeToRTPass's
+  /// `evaluation`).
+  bool evaluation;
   MLIRContext *ctx;
   Type ptrTy, i8Ty, i32Ty, i64Ty, f32Ty;
 

@@ -69,7 +69,13 @@ struct ConvertGPipeToRTPass
     // appends its functions after them; then only those remain.
     auto input = llvm::map_to_vector(module.getBody()->getOperations(),
                                      [](Operation &other) { return &other; });
-    Emitter emitter(module, op, **converted, source, target, precision);
+    if (evaluation && !op.isForwardOnly())
+      return emitPipelineError(op)
+                 << "is a training pipeline; only a forward-only one is "
+                    "lowered as evaluation programs",
+             signalPassFailure();
+    Emitter emitter(module, op, **converted, source, target, precision,
+                    evaluation);
     if (failed(emitter.run()))
       return signalPassFailure();
     for (Operation *other : input)

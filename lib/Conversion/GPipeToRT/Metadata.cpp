@@ -317,7 +317,10 @@ LogicalResult Emitter::describeParameters(llvm::json::Object &root,
     llvm::json::Object entry{{"name", p.getSymName().str()},
                              {"shape", toJSON(type.getShape())},
                              {key::kDType, "f32"}};
-    if (FlatSymbolRefAttr first = p.getTiedToAttr()) {
+    if (evaluation) {
+      // The training pipeline's values, in the arena both share.
+      entry["init"] = "shared";
+    } else if (FlatSymbolRefAttr first = p.getTiedToAttr()) {
       entry["init"] = "tied";
       entry["tied_to"] = first.getValue().str();
     } else if (std::optional<ElementsAttr> value = p.getInitialValue()) {
@@ -407,7 +410,7 @@ llvm::json::Array Emitter::describeRanks() {
     }
     ranks.push_back(llvm::json::Object{
         {"rank", r},
-        {"symbol", "gpipe_model_rank_" + std::to_string(r)},
+        {"symbol", getRankSymbol(r)},
         {"arena_bytes", arena.getSize()},
         {"peak_bytes", arena.getPeak()},
         {"peak_kept_bytes", arena.getBreakdown().getKept()},
@@ -453,6 +456,8 @@ LogicalResult Emitter::emitMetadata() {
   // is written when the module is translated (lib/Target).
   module->setAttr(GPipeDialect::kModelAttrName,
                   jsonToAttribute(ctx, llvm::json::Value(std::move(root))));
-  emitAccessors(data);
+  // Evaluation programs share the training library's accessors.
+  if (!evaluation)
+    emitAccessors(data);
   return success();
 }

@@ -386,8 +386,12 @@ LogicalResult ActionEmitter::clipGrad() {
 //===----------------------------------------------------------------------===//
 
 /// gpipe.program rank r -> func.func @gpipe_model_rank_<r>(rank, arena) -> i32
+/// (gpipe_model_eval_rank_<r> for evaluation programs)
 struct ProgramLowering : OpConversionPattern<ProgramOp> {
-  using OpConversionPattern::OpConversionPattern;
+  ProgramLowering(MLIRContext *ctx, ProgramState &state)
+      : OpConversionPattern<ProgramOp>(ctx), state(state) {}
+  ProgramState &state;
+
   LogicalResult
   matchAndRewrite(ProgramOp program, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -397,7 +401,7 @@ struct ProgramLowering : OpConversionPattern<ProgramOp> {
     rewriter.setInsertionPointToEnd(module.getBody());
     auto func = func::FuncOp::create(
         rewriter, loc,
-        "gpipe_model_rank_" + std::to_string(program.getRankIndex()),
+        state.emitter.getRankSymbol(program.getRankIndex()),
         rewriter.getFunctionType({ptrTy, ptrTy}, {rewriter.getI32Type()}));
     Block *entry =
         rewriter.createBlock(&func.getBody(), {}, {ptrTy, ptrTy}, {loc, loc});
@@ -497,7 +501,8 @@ LogicalResult Emitter::lowerPrograms() {
   }
 
   RewritePatternSet patterns(ctx);
-  patterns.add<ProgramLowering, ForLowering>(ctx);
+  patterns.add<ForLowering>(ctx);
+  patterns.add<ProgramLowering>(ctx, state);
   patterns.add<ActionLowering<ForwardOp, &ActionEmitter::compute>,
                ActionLowering<BackwardOp, &ActionEmitter::compute>,
                ActionLowering<BackwardInputOp, &ActionEmitter::compute>,

@@ -291,8 +291,8 @@ struct GPipePlanMemoryPass
 
 FailureOr<PipelineMemoryPlan>
 mlir::gpipe::planPipelineMemory(PipelineOp op, OptimizerKind optimizer,
-                                int64_t alignment,
-                                ScheduleAnalysis &schedules) {
+                                int64_t alignment, ScheduleAnalysis &schedules,
+                                ArrayRef<int64_t> reservedBytes) {
   if (!op.isScheduled())
     return emitPipelineError(op) << "has no programs to plan; run "
                                     "gpipe-schedule or gpipe-import-schedule "
@@ -312,6 +312,7 @@ mlir::gpipe::planPipelineMemory(PipelineOp op, OptimizerKind optimizer,
   input.optimizer = optimizer;
   input.replicas = op.getNumReplicas();
   input.alignment = alignment;
+  input.reservedBytes.assign(reservedBytes.begin(), reservedBytes.end());
   input.remat =
       op.getRemat() == Remat::Stage ? RematPolicy::Stage : RematPolicy::None;
   int64_t numStages = result.schedule.stages.size();
@@ -351,7 +352,7 @@ LogicalResult GPipePlanMemoryPass::planPipeline(PipelineOp op,
                                                 std::optional<int64_t> budget,
                                                 ScheduleAnalysis &schedules) {
   FailureOr<PipelineMemoryPlan> planned =
-      planPipelineMemory(op, optimizer, alignment, schedules);
+      planPipelineMemory(op, optimizer, alignment, schedules, reserve);
   if (failed(planned))
     return failure();
   const Schedule &schedule = planned->schedule.schedule;
@@ -451,6 +452,12 @@ void GPipePlanMemoryPass::runOnOperation() {
       return signalPassFailure();
     }
   }
+  for (int64_t bytes : reserve)
+    if (bytes < 0) {
+      emitError(module.getLoc(), "gpipe-plan-memory: reserve ")
+          << bytes << " is negative";
+      return signalPassFailure();
+    }
   auto &schedules = getAnalysis<ScheduleAnalysis>();
   bool failed = false;
   for (PipelineOp pipeline :

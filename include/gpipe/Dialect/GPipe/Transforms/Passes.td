@@ -371,6 +371,11 @@ def GPipePlanMemoryPass : Pass<"gpipe-plan-memory", "::mlir::ModuleOp"> {
            "empty is an error)">,
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
            "Alignment of every buffer in the arena (a power of two)">,
+    ListOption<"reserve", "reserve", "int64_t",
+               "Per rank: bytes at the start of its arena kept by another "
+               "pipeline sharing it (an evaluation pipeline's training "
+               "parameters, gradients and optimizer state); only the "
+               "persistent slots are placed below">,
   ];
 }
 
