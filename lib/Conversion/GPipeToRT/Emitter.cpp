@@ -44,6 +44,11 @@ LogicalResult Emitter::collectParams() {
     });
     if (walk.wasInterrupted())
       return failure();
+    // Statistics whose batch norm inference replaced (nn-inference marks
+    // them) keep their place after the trainable parameters.
+    for (auto decl : module.getBody()->getOps<nn::ParameterOp>())
+      if (decl->hasAttr(nn::NNDialect::kRunningStatisticAttrName))
+        statistics.insert(decl.getSymName());
     auto place = [&](bool wantStatistics) {
       return forward.walk([&](nn::ParamOp param) {
         if (sp.params.count(param.getName()) ||

@@ -75,6 +75,10 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
       return fail("a non-negative integer on a 'func.func'");
     return success();
   }
+  if (name == kRunningStatisticAttrName)
+    return isa<ParameterOp>(op) && isa<UnitAttr>(value)
+               ? success()
+               : fail("a unit attribute on an 'nn.parameter'");
   if (name == kInputPartsAttrName) {
     auto parts = dyn_cast<ArrayAttr>(value);
     auto isPart = [](Attribute a) {

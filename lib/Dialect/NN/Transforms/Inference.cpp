@@ -55,6 +55,14 @@ static LogicalResult lowerBatchNorm(BatchNormOp bn) {
   if (y.getType() != bn.getType())
     return bn.emitOpError("running-statistics form has type ")
            << y.getType() << ", expected " << bn.getType();
+  // The statistics stay running statistics where parameters are laid out
+  // (after the trainable ones), as in training: an evaluation pipeline reads
+  // the training arena's parameters in place.
+  for (Value stat : {bn.getRunningMean(), bn.getRunningVar()})
+    if (auto read = stat.getDefiningOp<ParamOp>())
+      if (auto decl = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(
+              read, read.getNameAttr()))
+        decl->setAttr(NNDialect::kRunningStatisticAttrName, b.getUnitAttr());
   bn.replaceAllUsesWith(y);
   bn.erase();
   return success();

@@ -50,6 +50,12 @@ def NN_Dialect : Dialect {
         "nn.saved_count";
     static constexpr ::llvm::StringLiteral kDeferredCountAttrName =
         "nn.deferred_count";
+    /// On an `nn.parameter` (unit): a batch norm's running statistic whose
+    /// batch norm `nn-inference` replaced by its running-statistics form;
+    /// the parameter is still laid out with the statistics, after the
+    /// trainable parameters.
+    static constexpr ::llvm::StringLiteral kRunningStatisticAttrName =
+        "nn.running_statistic";
     /// On the module: how `nn-pack-inputs` packed the network's inputs into
     /// one, an array of {name, offset, type} dictionaries in order.
     static constexpr ::llvm::StringLiteral kInputPartsAttrName =
