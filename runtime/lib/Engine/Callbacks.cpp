@@ -161,7 +161,8 @@ int32_t RunState::handleInspection(gpipe_rt_rank *rank,
 int32_t RunState::actionBegin(gpipe_rt_rank *rank, int64_t action) {
   if (isAborted() || rank->dead)
     return 1;
-  if (injectFaultAt(options.fault, rank->rank, rank->replica, rank->step,
+  if (!rank->evaluating &&
+      injectFaultAt(options.fault, rank->rank, rank->replica, rank->step,
                     action, abortFlag)) {
     rank->dead = true;
     return 1;
@@ -216,7 +217,9 @@ void RunState::actionEnd(gpipe_rt_rank *rank, int64_t action) {
   // Devices that time on their own clock report busy time and the trace
   // when the step ends (and their layers are not timed: the host only
   // queues their kernels).
-  if (!rank->device->timesOnDevice()) {
+  // An evaluation's actions are not the training program's: traces and
+  // layer times hold training steps only.
+  if (!rank->device->timesOnDevice() && !rank->evaluating) {
     if (isComputeAction(a.kind))
       rank->busyNs += end - rank->actionBeginNs;
     if (options.recordTrace)
@@ -320,17 +323,27 @@ int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *out,
       rank->replica * meta.replicaBatchSize() + int64_t(mb) * rows;
   const bool poison =
       !labels && spec.dtype == GPIPE_RT_F32 && rank->replica == 0 &&
+      !rank->evaluating &&
       nanDue(options.injectNan, rank->rank, rank->step, mb, bytes);
+  // An evaluation reads its mini-batch of the evaluation data, the last
+  // one padded with the data's first samples.
+  const Dataset &source = rank->evaluating ? *evalData : *data;
+  auto sampleAt = [&](int64_t position) {
+    return rank->evaluating
+               ? (rank->evalBatch * meta.batchSize() + position) %
+                     evalData->numSamples()
+               : sampleOf(rank->step, position);
+  };
   // One staging slot per (input or labels, micro-batch) and step.
   int64_t slot = (labels ? meta.microbatches : 0) + mb;
   // One reference captured: std::function keeps it without allocating.
   auto fill = [&](uint8_t *dst) {
     for (int64_t j = 0; j < rows; ++j) {
-      int64_t sample = sampleOf(rank->step, first + j);
+      int64_t sample = sampleAt(first + j);
       if (labels)
-        data->copyLabels(sample, dst + j * sampleBytes);
+        source.copyLabels(sample, dst + j * sampleBytes);
       else
-        data->copyInput(sample, dst + j * sampleBytes);
+        source.copyInput(sample, dst + j * sampleBytes);
     }
     if (poison)
       reinterpret_cast<float *>(dst)[0] =
@@ -388,6 +401,8 @@ int32_t RunState::reportOutput(gpipe_rt_rank *rank, int64_t mb,
                    ")");
     return 1;
   }
+  if (rank->evaluating)
+    return evaluateOutput(rank, mb, data, bytes);
   // A library compiled before the metadata had an output, or a step that
   // keeps none: nothing to copy.
   if (!keepsOutputs(rank->step))
@@ -411,6 +426,84 @@ int32_t RunState::reportOutput(gpipe_rt_rank *rank, int64_t mb,
   if (!s.ok()) {
     fail(rank, at() + ": " + s.message());
     return 1;
+  }
+  return 0;
+}
+
+int32_t RunState::evaluateOutput(gpipe_rt_rank *rank, int64_t mb,
+                                 const void *data, int64_t bytes) {
+  auto at = [&] {
+    return "the evaluation after step " + std::to_string(rank->step + 1) +
+           ": " + where(rank, currentAction(rank)) +
+           ": gpipe_rt_report_output";
+  };
+  const int64_t rows = meta.microBatchSize();
+  const int64_t sampleBytes = outputSampleBytes();
+  if (bytes != rows * sampleBytes || !data) {
+    fail(rank, at() + ": " + std::to_string(bytes) +
+                   " bytes, one micro-batch of the output is " +
+                   std::to_string(rows * sampleBytes));
+    return 1;
+  }
+  rank->outputs.resize(size_t(rows * sampleBytes));
+  if (Status s = rank->device->copyOut(rank->outputs.data(), data, bytes);
+      !s.ok()) {
+    fail(rank, at() + ": " + s.message());
+    return 1;
+  }
+  const TensorSpec &labels = *meta.labels;
+  rank->evalLabels.resize(size_t(labels.sampleBytes()));
+  const bool crossEntropy =
+      meta.loss == abi::getLossName(abi::LossKind::CrossEntropy);
+  const int64_t outputElements = meta.output->sampleElements();
+  const int64_t classes = meta.output->shape.back();
+  for (int64_t j = 0; j < rows; ++j) {
+    int64_t sample = rank->evalBatch * meta.batchSize() + mb * rows + j;
+    // The padding of the last mini-batch.
+    if (sample >= evalData->numSamples())
+      break;
+    evalData->copyLabels(sample, rank->evalLabels.data());
+    const float *out = reinterpret_cast<const float *>(
+        rank->outputs.data() + j * sampleBytes);
+    if (!crossEntropy) {
+      // Mean squared error over every element (torch's mse_loss).
+      const float *target =
+          reinterpret_cast<const float *>(rank->evalLabels.data());
+      for (int64_t i = 0; i < outputElements; ++i) {
+        double d = double(out[i]) - double(target[i]);
+        rank->evalLoss += d * d;
+      }
+      rank->evalCount += outputElements;
+      continue;
+    }
+    // Cross-entropy over the last dim, one label per row (torch's
+    // cross_entropy): log-sum-exp in double.
+    const int64_t positions = labels.sampleElements();
+    for (int64_t p = 0; p < positions; ++p) {
+      int64_t label =
+          labels.dtype == GPIPE_RT_I32
+              ? int64_t(reinterpret_cast<const int32_t *>(
+                    rank->evalLabels.data())[p])
+              : reinterpret_cast<const int64_t *>(rank->evalLabels.data())[p];
+      if (label < 0 || label >= classes) {
+        fail(rank, at() + ": evaluation sample " + std::to_string(sample) +
+                       " has label " + std::to_string(label) +
+                       ", outside the model's " + std::to_string(classes) +
+                       " classes");
+        return 1;
+      }
+      const float *x = out + p * classes;
+      int64_t best = 0;
+      for (int64_t c = 1; c < classes; ++c)
+        if (x[c] > x[best])
+          best = c;
+      double sum = 0.0;
+      for (int64_t c = 0; c < classes; ++c)
+        sum += std::exp(double(x[c]) - double(x[best]));
+      rank->evalLoss += double(x[best]) + std::log(sum) - double(x[label]);
+      rank->evalCorrect += best == label;
+      ++rank->evalCount;
+    }
   }
   return 0;
 }
@@ -558,8 +651,10 @@ int32_t RunState::kernelError(gpipe_rt_rank *rank, int64_t site,
       : own && *own         ? own
                     : "kernel failed with status " + std::to_string(status);
   std::string at = where(rank, currentAction(rank)) + ": ";
-  if (site >= 0 && site < int64_t(meta.sites.size())) {
-    const KernelSite &k = meta.sites[size_t(site)];
+  const std::vector<KernelSite> &sites =
+      rank->evaluating ? meta.eval->sites : meta.sites;
+  if (site >= 0 && site < int64_t(sites.size())) {
+    const KernelSite &k = sites[size_t(site)];
     at += k.op;
     if (!k.loc.empty())
       at += " at " + k.loc;

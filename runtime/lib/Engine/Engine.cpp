@@ -52,6 +52,19 @@ Status checkRunOptions(const ModelMetadata &meta, const RunOptions &options) {
   if (options.predict && (options.epochs > 0 || options.shuffle))
     return Status::error("a prediction runs over the data once, in order: "
                          "no epochs or shuffling");
+  const bool evaluates = options.evalDataset || !options.evalDataPath.empty();
+  if (evaluates && options.predict)
+    return Status::error("evaluation data is for training runs; a "
+                         "prediction runs the whole data already");
+  if (evaluates && !meta.eval)
+    return Status::error("this model library has no evaluation programs; "
+                         "compile it with gpipe-compile --eval to evaluate "
+                         "during training");
+  if (options.evalEvery < 0)
+    return Status::error("the evaluation interval must be at least 0, got " +
+                         std::to_string(options.evalEvery));
+  if (options.evalEvery > 0 && !evaluates)
+    return Status::error("an evaluation interval needs evaluation data");
   if (!(options.timeoutSeconds > 0) || !std::isfinite(options.timeoutSeconds) ||
       options.timeoutSeconds > 1e6)
     return Status::error("the timeout must be more than 0 and at most "
@@ -189,6 +202,17 @@ Status RunState::prepareData(RunResult &result) {
   if (dataPtr->numSamples() < 1)
     return Status::error("the data holds no samples");
   data = dataPtr.get();
+  evalData = options.evalDataset.get();
+  if (!evalData && !options.evalDataPath.empty()) {
+    std::unique_ptr<Dataset> loaded;
+    if (Status s = loadDataset(options.evalDataPath, meta, loaded); !s.ok())
+      return Status::error("evaluation data: " + s.message());
+    evalDataPtr = std::move(loaded);
+    evalData = evalDataPtr.get();
+  }
+  if (evalData && (evalData->numSamples() < 1 || evalData->isEndless()))
+    return Status::error("the evaluation data must hold a finite number of "
+                         "samples, at least one");
   if (options.epochs > 0 || options.shuffle) {
     if (Status e = getStepsPerEpoch(meta, *data, stepsPerEpoch); !e.ok())
       return e;
@@ -402,10 +426,13 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
   if (options.onStart && state.root)
     options.onStart(state.optimizer, *state.data);
 
-  // The loop: one step at a time, every local rank on its own thread.
+  // The loop: one step (or evaluation mini-batch) at a time, every local
+  // rank on its own thread.
+  state.planWork();
   state.startRankThreads();
-  for (int64_t step = state.startStep; step < effective->steps; ++step)
-    if (!state.runStep(step, result))
+  for (const RunState::Work &item : state.work)
+    if (!(item.evalBatch < 0 ? state.runStep(item.step, result)
+                             : state.runEvalBatch(item, result)))
       break;
   state.joinRankThreads();
   result.totalSeconds = double(state.nowNs()) * 1e-9;

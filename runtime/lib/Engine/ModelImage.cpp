@@ -216,15 +216,24 @@ Status ModelImage::load(const std::string &path, ModelImage &image) {
   Status parsed = ModelMetadata::parse(json, image.meta);
   if (!parsed.ok())
     return Status::error(path + ": " + parsed.message());
-  for (const RankPlan &rank : image.meta.ranks) {
-    auto fn =
-        reinterpret_cast<gpipe_model_rank_fn>(symbol(rank.symbol.c_str()));
-    if (!fn)
-      return Status::error(path + ": rank " + std::to_string(rank.rank) +
-                           "'s function '" + rank.symbol +
-                           "' is not exported by the library");
-    image.functions.push_back(fn);
-  }
+  auto resolve = [&](const ModelMetadata &meta,
+                     std::vector<gpipe_model_rank_fn> &functions) {
+    for (const RankPlan &rank : meta.ranks) {
+      auto fn =
+          reinterpret_cast<gpipe_model_rank_fn>(symbol(rank.symbol.c_str()));
+      if (!fn)
+        return Status::error(path + ": rank " + std::to_string(rank.rank) +
+                             "'s function '" + rank.symbol +
+                             "' is not exported by the library");
+      functions.push_back(fn);
+    }
+    return Status::success();
+  };
+  if (Status s = resolve(image.meta, image.functions); !s.ok())
+    return s;
+  if (image.meta.eval)
+    if (Status s = resolve(*image.meta.eval, image.evalFunctions); !s.ok())
+      return s;
   image.initialData = data();
   bool needsData = false;
   for (const ParameterSpec &p : image.meta.parameters)

@@ -38,6 +38,35 @@ template <typename T> T take(const std::vector<uint8_t> &in, size_t &at) {
 
 } // namespace
 
+bool RunState::gatherEvalSums(int64_t step, double &loss, int64_t &correct,
+                              int64_t &count) {
+  std::vector<uint8_t> record;
+  put(record, loss);
+  put(record, correct);
+  put(record, count);
+  std::vector<std::vector<uint8_t>> all;
+  std::string abortMessage;
+  mpi::Wait w = mpi::gather(record, all, deadline(), abortMessage);
+  if (w != mpi::Wait::Done) {
+    fail(step + 1, w == mpi::Wait::Aborted
+                       ? remoteFailure(abortMessage)
+                       : "the evaluation's sums did not reach rank 0 within "
+                         "the timeout; a rank may have died or stalled");
+    return false;
+  }
+  if (root) {
+    loss = 0.0;
+    correct = count = 0;
+    for (const std::vector<uint8_t> &in : all) {
+      size_t at = 0;
+      loss += take<double>(in, at);
+      correct += take<int64_t>(in, at);
+      count += take<int64_t>(in, at);
+    }
+  }
+  return true;
+}
+
 bool RunState::exchangeStepRecords(int64_t step) {
   // Process 0 learns every rank's step (busy time, losses, non-finite
   // values); everyone learns whether the step's updates apply.

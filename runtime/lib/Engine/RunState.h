@@ -114,8 +114,17 @@ struct gpipe_rt_rank {
   /// Set while the device's deferred answers are handled (finishStep).
   bool finishing = false;
 
-  /// The current step, from 0.
+  /// The current step, from 0 (while evaluating: the step evaluated after).
   int64_t step = 0;
+  /// Running the evaluation programs (ModelMetadata::eval) on mini-batch
+  /// `evalBatch` of the evaluation data instead of a training step; the
+  /// rank's sums over the current evaluation (the rank that reports the
+  /// outputs: the last stage's), in sample order.
+  bool evaluating = false;
+  int64_t evalBatch = -1;
+  double evalLoss = 0.0;
+  int64_t evalCorrect = 0, evalCount = 0;
+  std::vector<uint8_t> evalLabels;
   /// The action begin expects next, the one running (-1 between actions)
   /// and the last one begun.
   int64_t nextAction = 0, current = -1, lastBegun = -1;
@@ -228,6 +237,25 @@ public:
   int64_t orderEpoch = -1;
   std::shared_ptr<const Dataset> dataPtr;
   const Dataset *data = nullptr;
+  /// RunOptions::evalDataPath's data (null without evaluation).
+  std::shared_ptr<const Dataset> evalDataPtr;
+  const Dataset *evalData = nullptr;
+  /// What the rank threads do, in order, released one at a time: the
+  /// training steps, each followed by the evaluation due after it, one
+  /// item per mini-batch of the evaluation data (evalBatch >= 0).
+  struct Work {
+    int64_t step = 0;
+    int64_t evalBatch = -1;
+  };
+  std::vector<Work> work;
+  /// Fills `work` for steps startStep..steps-1 (RunOptions::evalEvery).
+  void planWork();
+  /// ceil(N / B) for the evaluation data's N samples.
+  int64_t numEvalBatches() const {
+    return evalData ? (evalData->numSamples() + meta.batchSize() - 1) /
+                          meta.batchSize()
+                    : 0;
+  }
   std::unique_ptr<Transport> transport;
   /// Distributed transports: this process runs only rank `me`, and process
   /// 0 (`root`) gathers.
@@ -328,6 +356,11 @@ public:
   int32_t reportLoss(gpipe_rt_rank *rank, int64_t mb, const float *loss);
   int32_t reportOutput(gpipe_rt_rank *rank, int64_t mb, const void *data,
                        int64_t bytes);
+  /// While evaluating: micro-batch `mb`'s logits at device address `data`
+  /// into the rank's evaluation sums, against the evaluation data's labels
+  /// (the padding past its last sample left out).
+  int32_t evaluateOutput(gpipe_rt_rank *rank, int64_t mb, const void *data,
+                         int64_t bytes);
   /// Whether step `step` (from 0) keeps its outputs: every step of a
   /// prediction, the first of a training run asked to keep them.
   bool keepsOutputs(int64_t step) const {
@@ -399,7 +432,8 @@ public:
   // Steps (StepLoop.cpp)
   //===--------------------------------------------------------------------===//
 
-  /// The last step the main thread released (-1 before the first).
+  /// The last item of `work` the main thread released (-1 before the
+  /// first).
   int64_t released = -1;
   std::vector<char> finished;
   int64_t finishedCount = 0, lastFinishNs = 0;
@@ -433,6 +467,12 @@ public:
   /// barrier (with the run's timeout) for all of them or the first error;
   /// `stepStart` is when it was released. False when the run failed.
   bool releaseStep(int64_t step, int64_t &stepStart);
+  /// The main thread's share of an evaluation item: releases it; after the
+  /// evaluation's last mini-batch, gathers the sums (from the last stage's
+  /// process under MPI) into `result.evals` and RunOptions::onEval. False
+  /// when the run failed.
+  bool runEvalBatch(const Work &item, RunResult &result);
+  int64_t evalStartNs = 0;
   /// A steady step's kernel times, busy time and heap allocations of the
   /// local ranks, added to `result`'s totals.
   void addSteadyTotals(RunResult &result);
@@ -469,6 +509,10 @@ public:
   /// Brings the local ranks' persistent blocks into the host views and,
   /// distributed, every other process's into process 0's copies.
   bool gatherBlocks(int64_t step);
+  /// Distributed: process 0 sums every process's evaluation sums (in
+  /// process order) into `loss`, `correct` and `count`.
+  bool gatherEvalSums(int64_t step, double &loss, int64_t &correct,
+                      int64_t &count);
   /// Measured arenas, the trace and the final parameters.
   Status report(RunResult &result);
 

@@ -159,15 +159,29 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     fail(startStep + 1, workerName(rank->index) + ": " + s.message());
     return;
   }
-  gpipe_model_rank_fn fn = model.rankFunction(rank->rank);
   std::condition_variable &cv = *rankCvs[size_t(rank->index)];
-  size_t numActions = rank->plan->actions.size();
-  for (int64_t step = startStep; step < options.steps; ++step) {
+  for (int64_t item = 0; item < int64_t(work.size()); ++item) {
     {
       std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return released >= step || abortFlag; });
+      cv.wait(lock, [&] { return released >= item || abortFlag; });
       if (abortFlag)
         return;
+    }
+    // A training step, or a mini-batch of an evaluation: the program and
+    // its plan (the same arena).
+    const Work &next = work[size_t(item)];
+    const int64_t step = next.step;
+    rank->evaluating = next.evalBatch >= 0;
+    rank->evalBatch = next.evalBatch;
+    rank->plan = rank->evaluating ? &meta.eval->ranks[size_t(rank->rank)]
+                                  : &meta.ranks[size_t(rank->rank)];
+    gpipe_model_rank_fn fn = rank->evaluating
+                                 ? model.evalFunction(rank->rank)
+                                 : model.rankFunction(rank->rank);
+    size_t numActions = rank->plan->actions.size();
+    if (next.evalBatch == 0) {
+      rank->evalLoss = 0.0;
+      rank->evalCorrect = rank->evalCount = 0;
     }
     const int64_t heapBefore = heapAllocationsOnThisThread();
     std::array<int64_t, GPIPE_RT_KERNEL_CLASS_COUNT> kernelBefore{};
@@ -298,7 +312,7 @@ bool RunState::releaseStep(int64_t step, int64_t &stepStart) {
     finished[size_t(w)] = !isLocal(w);
   finishedCount = 0;
   stepStart = nowNs();
-  released = step;
+  ++released;
   for (auto &cv : rankCvs)
     cv->notify_all();
   // The barrier: all ranks finish, or one fails, or the stragglers take
@@ -314,7 +328,10 @@ bool RunState::releaseStep(int64_t step, int64_t &stepStart) {
                                    : lastProgressNs.load() + 2 * timeoutNs;
     if (now >= deadline) {
       std::string late = unfinishedRanks(finished, numRanks());
-      std::string stepName = "step " + std::to_string(step + 1);
+      std::string stepName =
+          work[size_t(released)].evalBatch >= 0
+              ? "the evaluation after step " + std::to_string(step + 1)
+              : "step " + std::to_string(step + 1);
       failLocked(0, anyFinished
                         ? late + " did not finish " + stepName + " within " +
                               formatSeconds(options.timeoutSeconds) +
@@ -512,6 +529,54 @@ bool RunState::runStep(int64_t step, RunResult &result) {
     options.onStep(metrics);
 
   return checkpointIfDue(step);
+}
+
+void RunState::planWork() {
+  work.clear();
+  const int64_t batches = numEvalBatches();
+  for (int64_t step = startStep; step < options.steps; ++step) {
+    work.push_back({step, -1});
+    bool due = step + 1 == options.steps ||
+               (options.evalEvery > 0 && (step + 1) % options.evalEvery == 0);
+    for (int64_t b = 0; due && b < batches; ++b)
+      work.push_back({step, b});
+  }
+}
+
+bool RunState::runEvalBatch(const Work &item, RunResult &result) {
+  int64_t start;
+  if (item.evalBatch == 0)
+    evalStartNs = nowNs();
+  if (!releaseStep(item.step, start))
+    return false;
+  if (item.evalBatch + 1 < numEvalBatches())
+    return true;
+  // The sums of the rank that reported the outputs (the last stage's); under
+  // MPI process 0 gathers every process's (the others' are zero).
+  double loss = 0.0;
+  int64_t correct = 0, count = 0;
+  for (const gpipe_rt_rank &rank : ranks)
+    if (isLocal(rank.index)) {
+      loss += rank.evalLoss;
+      correct += rank.evalCorrect;
+      count += rank.evalCount;
+    }
+  if (mpi && !gatherEvalSums(item.step, loss, correct, count))
+    return false;
+  if (!root)
+    return true;
+  EvalMetrics metrics;
+  metrics.step = item.step + 1;
+  metrics.samples = evalData->numSamples();
+  metrics.loss = count ? loss / double(count)
+                       : std::numeric_limits<double>::quiet_NaN();
+  if (meta.loss == abi::getLossName(abi::LossKind::CrossEntropy) && count)
+    metrics.accuracy = double(correct) / double(count);
+  metrics.seconds = double(nowNs() - evalStartNs) * 1e-9;
+  result.evals.push_back(metrics);
+  if (options.onEval)
+    options.onEval(metrics);
+  return true;
 }
 
 bool RunState::collectOutputs(int64_t step, RunResult &result) {

@@ -177,7 +177,9 @@ Status TensorBoardWriter::write(const MetricsRecord &record) {
     if (!std::isfinite(value))
       continue;
     tensorboard::SummaryValue *v = summary->add_value();
-    v->set_tag("train/" + name);
+    // Evaluation scalars ("eval_loss") under eval/, the rest under train/.
+    v->set_tag(name.rfind("eval_", 0) == 0 ? "eval/" + name.substr(5)
+                                           : "train/" + name);
     v->set_simple_value(float(value));
   }
   for (size_t w = 0; w < record.busy.size(); ++w) {

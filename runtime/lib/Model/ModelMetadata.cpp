@@ -46,6 +46,8 @@ std::string joinShape(const std::vector<int64_t> &shape) {
 class Reader {
 public:
   std::string error;
+  /// Parsing evaluation metadata: parameters may be "shared".
+  bool evaluation = false;
 
   bool fail(const std::string &where, const std::string &message) {
     if (error.empty())
@@ -373,7 +375,9 @@ bool parseParameters(Reader &r, const Json &root, ModelMetadata &m,
       m.tiedCopies[spec.name] = {index, ++copiesOf[index]};
       continue;
     }
-    if (init == "data") {
+    if (init == "shared" && r.evaluation) {
+      spec.init = ParamInit::Shared;
+    } else if (init == "data") {
       spec.init = ParamInit::Data;
       if (!r.integer(p, where, "data_offset", spec.dataOffset))
         return false;
@@ -882,6 +886,69 @@ bool parseRanks(Reader &r, const Json &root, ModelMetadata &m) {
 }
 
 bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
+                   std::optional<size_t> dataSize);
+
+/// `eval`, when present: the evaluation programs' metadata, which must run
+/// in the training arenas (same ranks, input, micro-batches and parameter
+/// slots) and produce what the training loss reads.
+bool parseEvaluation(Reader &r, const Json &root, ModelMetadata &m) {
+  const Json *json = r.member(root, "", "eval", true);
+  if (!json)
+    return true;
+  Reader inner;
+  inner.evaluation = true;
+  auto e = std::make_shared<ModelMetadata>();
+  if (!parseMetadata(inner, *json, *e, std::nullopt)) {
+    std::string message = inner.error;
+    if (message.rfind("metadata: ", 0) == 0)
+      message.erase(0, 10);
+    return r.fail("eval", message);
+  }
+  auto fail = [&](const std::string &what) { return r.fail("eval", what); };
+  if (m.inference)
+    return fail("an inference model has no evaluation programs");
+  if (!e->inference || !e->output)
+    return fail("the evaluation programs must be a forward-only pipeline "
+                "with an output");
+  if (e->numRanks() != m.numRanks() || e->microbatches != m.microbatches ||
+      e->dataParallel != 1 || m.dataParallel != 1)
+    return fail("the evaluation pipeline must have the training's ranks and "
+                "micro-batches, and one replica");
+  if (e->input.shape != m.input.shape || e->input.dtype != m.input.dtype ||
+      e->input.parts.size() != m.input.parts.size())
+    return fail("the evaluation pipeline's input differs from training's");
+  if (!m.output || e->output->shape != m.output->shape ||
+      e->output->dtype != GPIPE_RT_F32 || m.output->dtype != GPIPE_RT_F32)
+    return fail("the evaluation pipeline's output must be the f32 logits "
+                "the training loss reads");
+  if (!m.labels || (m.loss != abi::getLossName(abi::LossKind::CrossEntropy) &&
+                    m.loss != abi::getLossName(abi::LossKind::MSE)))
+    return fail("evaluation needs the training loss, cross-entropy or mse");
+  for (size_t r = 0; r < m.ranks.size(); ++r) {
+    RankPlan &train = m.ranks[r];
+    const RankPlan &eval = e->ranks[r];
+    bool same = train.stages.size() == eval.stages.size();
+    for (size_t i = 0; same && i < train.stages.size(); ++i) {
+      const StagePlan &a = train.stages[i], &b = eval.stages[i];
+      same = a.stage == b.stage && a.paramsOffset == b.paramsOffset &&
+             a.params.size() == b.params.size();
+      for (size_t k = 0; same && k < a.params.size(); ++k)
+        same = a.params[k].name == b.params[k].name &&
+               a.params[k].offset == b.params[k].offset &&
+               a.params[k].elements == b.params[k].elements;
+    }
+    if (!same)
+      return fail("rank " + std::to_string(r) +
+                  "'s evaluation program does not read the training "
+                  "parameters where training keeps them");
+    // One arena serves both.
+    train.arenaBytes = std::max(train.arenaBytes, eval.arenaBytes);
+  }
+  m.eval = std::move(e);
+  return true;
+}
+
+bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
                    std::optional<size_t> dataSize) {
   if (!root.is_object())
     return r.fail("top level", "is not a JSON object");
@@ -1118,7 +1185,7 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
       m.sites.push_back(std::move(site));
     }
   }
-  return r.error.empty();
+  return r.error.empty() && parseEvaluation(r, root, m);
 }
 
 } // namespace

@@ -110,6 +110,12 @@ const char *const kUsage =
     "                           appended to with --resume\n"
     "  --tensorboard DIR        the same scalars as TensorBoard event files\n"
     "  --plot FILE.svg          the loss and learning-rate curves\n"
+    "  --eval-data FILE         evaluation samples (a safetensors file like\n"
+    "                           --data) for a library compiled with\n"
+    "                           gpipe-compile --eval: the loss (and the\n"
+    "                           accuracy of a classifier) over all of them\n"
+    "                           after the last step\n"
+    "  --eval-every N           and after every N steps\n"
     "  --clip-grad-norm X       the bound of the global gradient norm, for a\n"
     "                           library compiled with gpipe-compile\n"
     "                           --clip-grad-norm (default: its bound)\n"
@@ -420,6 +426,13 @@ void setValuedFlag(Args &args, const std::string &flag,
       usageError("--data is empty; give a safetensors file, or leave the "
                  "option out for the model's built-in data");
     run.dataPath = value;
+  } else if (flag == "--eval-data") {
+    if (value.empty())
+      usageError("--eval-data is empty; give a safetensors file of "
+                 "evaluation samples");
+    run.evalDataPath = value;
+  } else if (flag == "--eval-every") {
+    run.evalEvery = parseInteger(flag, value, 1);
   } else if (flag == "--steps") {
     run.steps = parseInteger(flag, value, 1);
     args.stepsGiven = true;
@@ -625,6 +638,8 @@ Args parseArgs(int argc, char **argv) {
                                           "--metrics",
                                           "--tensorboard",
                                           "--plot",
+                                          "--eval-data",
+                                          "--eval-every",
                                           "--seed",
                                           "--save-grads",
                                           "--save-params",
@@ -1214,12 +1229,56 @@ void installMetricsWriters(const Args &args, const ModelMetadata &meta,
   };
 }
 
+/// The evaluations: a line each, and their scalars in the metrics files.
+void installEvalReports(const Args &args, RunOptions &run, bool root,
+                        MetricsOutputs &outputs) {
+  if (!root)
+    return;
+  run.onEval = [&args, &outputs](const EvalMetrics &m) {
+    if (!args.quiet) {
+      if (gProgress)
+        gProgress->finish();
+      if (std::isnan(m.accuracy))
+        std::printf("eval after step %lld: loss %.6f over %lld samples "
+                    "(%.2f s)\n",
+                    (long long)m.step, m.loss, (long long)m.samples,
+                    m.seconds);
+      else
+        std::printf("eval after step %lld: loss %.6f, accuracy %.2f%% over "
+                    "%lld samples (%.2f s)\n",
+                    (long long)m.step, m.loss, 100.0 * m.accuracy,
+                    (long long)m.samples, m.seconds);
+      std::fflush(stdout);
+    }
+    MetricsRecord record;
+    record.step = m.step;
+    record.scalars.push_back({"eval_loss", m.loss});
+    if (!std::isnan(m.accuracy))
+      record.scalars.push_back({"eval_accuracy", m.accuracy});
+    record.wallTime = std::chrono::duration<double>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+    for (Status s : {outputs.jsonLines ? outputs.jsonLines->write(record)
+                                       : Status::success(),
+                     outputs.tensorBoard ? outputs.tensorBoard->write(record)
+                                         : Status::success()})
+      if (!s.ok() && !outputs.warned) {
+        std::fprintf(stderr, "gpipe-run: warning: %s; training goes on\n",
+                     s.message().c_str());
+        outputs.warned = true;
+      }
+    outputs.records.push_back(std::move(record));
+  };
+}
+
 /// --plot: the curves of the steps this run trained.
 void writeCurves(const Args &args, const ModelMetadata &meta,
                  const MetricsOutputs &outputs) {
   if (args.plot.empty())
     return;
   std::vector<std::string> curves = {"loss"};
+  if (!args.run.evalDataPath.empty())
+    curves.push_back("eval_loss");
   if (meta.clipsGradients())
     curves.push_back("grad_norm");
   std::string title =
@@ -1534,6 +1593,7 @@ int main(int argc, char **argv) {
   installProgressCallbacks(args, meta, run, root);
   MetricsOutputs metrics;
   installMetricsWriters(args, meta, run, root, metrics);
+  installEvalReports(args, run, root, metrics);
   Engine engine(image);
   RunResult result;
   gDoing = "allocating the arenas and training";

@@ -90,6 +90,25 @@ struct StepMetrics {
   std::vector<double> busyFraction;
 };
 
+/// One evaluation of the model on the evaluation data (RunOptions::
+/// evalDataPath): the training loss over every sample, from the logits the
+/// evaluation programs compute with the parameters after step `step`.
+struct EvalMetrics {
+  /// The training step it follows (counted from 1).
+  int64_t step = 0;
+  /// Cross-entropy: the mean over every position's -log softmax of its
+  /// label (each sample's rows); mse: the mean squared error over every
+  /// element. Summed in double in sample order.
+  double loss = 0.0;
+  /// Cross-entropy: the fraction of positions whose largest logit (the
+  /// first, on ties) is the label; NaN for mse.
+  double accuracy = std::numeric_limits<double>::quiet_NaN();
+  /// Samples evaluated (the whole evaluation data; the padding of its last
+  /// mini-batch is left out).
+  int64_t samples = 0;
+  double seconds = 0.0;
+};
+
 /// What a non-finite loss, activation or gradient does to the run.
 enum class NonFinitePolicy {
   /// The run stops with an error naming where the value appeared.
@@ -175,6 +194,17 @@ struct RunOptions {
   /// Training: keep the first step's outputs (the logits the loss reads,
   /// RunResult::outputs).
   bool keepOutputs = false;
+  /// Evaluation (a library compiled with --eval): the data at
+  /// `evalDataPath` (or `evalDataset`), evaluated after every `evalEvery`
+  /// steps (0: only after the last) and after the last step, mini-batch by
+  /// mini-batch (the last padded with the data's first samples, their
+  /// outputs left out). It runs the evaluation programs in the training
+  /// arenas between steps and changes nothing training computes.
+  std::shared_ptr<const Dataset> evalDataset;
+  std::string evalDataPath;
+  int64_t evalEvery = 0;
+  /// Called on the calling thread (process 0) after each evaluation.
+  std::function<void(const EvalMetrics &)> onEval;
   /// Called on the calling thread after each step.
   std::function<void(const StepMetrics &)> onStep;
   /// Called once before the first step, when data and optimizer are known.
@@ -204,6 +234,8 @@ struct RunResult {
   std::string deviceDescription;
   std::string dataDescription;
   std::vector<StepMetrics> steps;
+  /// The evaluations, in order (RunOptions::evalDataPath; process 0).
+  std::vector<EvalMetrics> evals;
   /// 1 - mean over ranks of compute time over wall time, over all steps
   /// but the first when there is more than one.
   double measuredBubble = 0.0;

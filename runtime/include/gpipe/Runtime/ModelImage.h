@@ -46,6 +46,11 @@ public:
   gpipe_model_rank_fn rankFunction(int64_t rank) const {
     return functions[size_t(rank)];
   }
+  /// The evaluation program of `rank` (metadata().eval; null without).
+  gpipe_model_rank_fn evalFunction(int64_t rank) const {
+    return size_t(rank) < evalFunctions.size() ? evalFunctions[size_t(rank)]
+                                               : nullptr;
+  }
   /// The library path ("<in-process>" for fromParts).
   const std::string &path() const { return libraryPath; }
 
@@ -58,7 +63,7 @@ public:
 private:
   ModelMetadata meta;
   const uint8_t *initialData = nullptr;
-  std::vector<gpipe_model_rank_fn> functions;
+  std::vector<gpipe_model_rank_fn> functions, evalFunctions;
   std::string libraryPath;
   std::shared_ptr<void> handle;
 };

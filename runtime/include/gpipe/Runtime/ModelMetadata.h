@@ -23,6 +23,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -91,7 +92,9 @@ struct TensorSpec {
 };
 
 /// How a parameter's initial value is made.
-enum class ParamInit { Data, Zeros, Ones, Normal, Uniform };
+/// Shared: an evaluation pipeline's parameter, the training pipeline's
+/// value in the arena both use (ModelMetadata::eval only).
+enum class ParamInit { Data, Zeros, Ones, Normal, Uniform, Shared };
 
 struct ParameterSpec {
   std::string name;
@@ -262,6 +265,13 @@ struct ModelMetadata {
   std::vector<StageInfo> stageInfo;
   std::vector<RankPlan> ranks;
   std::vector<KernelSite> sites;
+  /// A training library with evaluation programs (gpipe-compile --eval):
+  /// their metadata, a forward-only pipeline on the same ranks with the
+  /// same input, micro-batches and parameter slots, its rank symbols
+  /// gpipe_model_eval_rank_<r>. It runs in the training arenas between
+  /// steps; each rank's arenaBytes here is already the larger of the two
+  /// plans'. Null otherwise.
+  std::shared_ptr<const ModelMetadata> eval;
 
   /// Parses and validates `json`. `dataSize`, when known, bounds the
   /// parameters' data offsets. Errors start with "metadata: ".
