@@ -76,6 +76,9 @@ config.substitutions.append(
     ("%within", "python3 " + os.path.join(config.test_source_root, "Utils",
                                           "within.py")))
 config.substitutions.append(
+    ("%eval-loss", "python3 " + os.path.join(config.test_source_root, "Utils",
+                                             "eval-loss.py")))
+config.substitutions.append(
     ("%read-tfevents", "python3 " + os.path.join(config.test_source_root,
                                                  "Utils", "read-tfevents.py")))
 # Trains one model under many schedules and compares with GPipe at K = 1

@@ -43,10 +43,9 @@ std::vector<std::vector<std::string>> getStageLayers(PipelineOp pipeline) {
     std::vector<std::string> names;
     auto stage = SymbolTable::lookupNearestSymbolFrom<StageOp>(
         pipeline, cast<FlatSymbolRefAttr>(ref));
-    auto forward =
-        stage ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-                    stage, stage.getForwardAttr())
-              : func::FuncOp();
+    auto forward = stage ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                               stage, stage.getForwardAttr())
+                         : func::FuncOp();
     if (forward && !forward.isExternal())
       for (auto layer : forward.getBody().front().getOps<nn::LayerOp>())
         names.push_back(layer.getName().str());
@@ -109,8 +108,8 @@ LogicalResult checkSameParameters(ModuleOp module, DictionaryAttr train,
         if (!x || !y || x->get(key) == nullptr || y->get(key) == nullptr ||
             *x->get(key) != *y->get(key))
           return emitError(module.getLoc())
-                 << "--eval: the evaluation pipeline's parameters of rank "
-                 << r << " are not laid out as training's (" << key
+                 << "--eval: the evaluation pipeline's parameters of rank " << r
+                 << " are not laid out as training's (" << key
                  << " differs); it cannot read them in place";
     }
   }
@@ -123,8 +122,8 @@ LogicalResult checkSameParameters(ModuleOp module, DictionaryAttr train,
 LogicalResult moveBody(ModuleOp into, ModuleOp from) {
   SymbolTable symbols(into);
   for (Operation &op : llvm::make_early_inc_range(*from.getBody())) {
-    if (auto name = op.getAttrOfType<StringAttr>(
-            SymbolTable::getSymbolAttrName()))
+    if (auto name =
+            op.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName()))
       if (symbols.lookup(name))
         return emitError(op.getLoc())
                << "--eval: the evaluation programs' symbol @" << name.getValue()
@@ -173,8 +172,7 @@ LogicalResult mlir::gpipe::compileWithEvaluation(
     return emitError(loc)
            << "--eval is not supported with several stages per rank yet ("
            << train->getNumStages() << " stages on " << train->getNumRanks()
-           << " ranks, schedule "
-           << stringifyScheduleKind(train->getSchedule())
+           << " ranks, schedule " << stringifyScheduleKind(train->getSchedule())
            << "): the evaluation pipeline is GPipe's forward with one stage "
               "per rank";
   std::vector<std::vector<std::string>> layers = getStageLayers(*train);
@@ -211,8 +209,7 @@ LogicalResult mlir::gpipe::compileWithEvaluation(
   FailureOr<PipelineOp> inference = getPipeline(*eval);
   if (failed(inference))
     return failure();
-  std::vector<std::vector<std::string>> evalLayers =
-      getStageLayers(*inference);
+  std::vector<std::vector<std::string>> evalLayers = getStageLayers(*inference);
   for (size_t s = 0; s < layers.size(); ++s)
     if (s >= evalLayers.size() || evalLayers[s] != layers[s])
       return emitError(loc)
@@ -227,9 +224,11 @@ LogicalResult mlir::gpipe::compileWithEvaluation(
   }
 
   // Both lowered to the gpipe_rt form, merged, then to LLVM together.
-  if (failed(runPasses(module, [&](OpPassManager &pm) {
-        buildGPipeLoweringPasses(pm, options, /*throughLLVM=*/false);
-      })) ||
+  if (failed(runPasses(module,
+                       [&](OpPassManager &pm) {
+                         buildGPipeLoweringPasses(pm, options,
+                                                  /*throughLLVM=*/false);
+                       })) ||
       failed(runPasses(*eval, [&](OpPassManager &pm) {
         buildGPipeLoweringPasses(pm, evalOptions, /*throughLLVM=*/false);
       })))

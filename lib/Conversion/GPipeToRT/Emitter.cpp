@@ -73,6 +73,10 @@ LogicalResult Emitter::collectParams() {
     sp.trainableBytes = sp.bytes;
     if (place(true).wasInterrupted())
       return failure();
+    // Nothing of a forward-only pipeline is trained; its statistics (in
+    // their training place) are no batch norm's to update.
+    if (pipeline.isForwardOnly())
+      sp.trainableBytes = sp.bytes;
     stageParams.push_back(std::move(sp));
   }
   return success();

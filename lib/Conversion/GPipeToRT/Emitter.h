@@ -163,8 +163,7 @@ public:
           PrecisionKind precision, bool evaluation = false)
       : pipeline(pipeline), converted(schedule), module(module),
         memory(pipeline.getMemoryPlanAttr()), source(source), target(target),
-        precision(precision), evaluation(evaluation),
-        ctx(module.getContext()) {
+        precision(precision), evaluation(evaluation), ctx(module.getContext()) {
     ptrTy = LLVM::LLVMPointerType::get(ctx);
     i8Ty = IntegerType::get(ctx, 8);
     i32Ty = IntegerType::get(ctx, 32);

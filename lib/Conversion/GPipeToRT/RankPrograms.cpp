@@ -400,8 +400,7 @@ struct ProgramLowering : OpConversionPattern<ProgramOp> {
     auto ptrTy = LLVM::LLVMPointerType::get(getContext());
     rewriter.setInsertionPointToEnd(module.getBody());
     auto func = func::FuncOp::create(
-        rewriter, loc,
-        state.emitter.getRankSymbol(program.getRankIndex()),
+        rewriter, loc, state.emitter.getRankSymbol(program.getRankIndex()),
         rewriter.getFunctionType({ptrTy, ptrTy}, {rewriter.getI32Type()}));
     Block *entry =
         rewriter.createBlock(&func.getBody(), {}, {ptrTy, ptrTy}, {loc, loc});

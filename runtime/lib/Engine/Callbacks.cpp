@@ -329,10 +329,9 @@ int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *out,
   // one padded with the data's first samples.
   const Dataset &source = rank->evaluating ? *evalData : *data;
   auto sampleAt = [&](int64_t position) {
-    return rank->evaluating
-               ? (rank->evalBatch * meta.batchSize() + position) %
-                     evalData->numSamples()
-               : sampleOf(rank->step, position);
+    return rank->evaluating ? (rank->evalBatch * meta.batchSize() + position) %
+                                  evalData->numSamples()
+                            : sampleOf(rank->step, position);
   };
   // One staging slot per (input or labels, micro-batch) and step.
   int64_t slot = (labels ? meta.microbatches : 0) + mb;
@@ -434,8 +433,7 @@ int32_t RunState::evaluateOutput(gpipe_rt_rank *rank, int64_t mb,
                                  const void *data, int64_t bytes) {
   auto at = [&] {
     return "the evaluation after step " + std::to_string(rank->step + 1) +
-           ": " + where(rank, currentAction(rank)) +
-           ": gpipe_rt_report_output";
+           ": " + where(rank, currentAction(rank)) + ": gpipe_rt_report_output";
   };
   const int64_t rows = meta.microBatchSize();
   const int64_t sampleBytes = outputSampleBytes();
@@ -463,8 +461,8 @@ int32_t RunState::evaluateOutput(gpipe_rt_rank *rank, int64_t mb,
     if (sample >= evalData->numSamples())
       break;
     evalData->copyLabels(sample, rank->evalLabels.data());
-    const float *out = reinterpret_cast<const float *>(
-        rank->outputs.data() + j * sampleBytes);
+    const float *out =
+        reinterpret_cast<const float *>(rank->outputs.data() + j * sampleBytes);
     if (!crossEntropy) {
       // Mean squared error over every element (torch's mse_loss).
       const float *target =

@@ -175,9 +175,8 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     rank->evalBatch = next.evalBatch;
     rank->plan = rank->evaluating ? &meta.eval->ranks[size_t(rank->rank)]
                                   : &meta.ranks[size_t(rank->rank)];
-    gpipe_model_rank_fn fn = rank->evaluating
-                                 ? model.evalFunction(rank->rank)
-                                 : model.rankFunction(rank->rank);
+    gpipe_model_rank_fn fn = rank->evaluating ? model.evalFunction(rank->rank)
+                                              : model.rankFunction(rank->rank);
     size_t numActions = rank->plan->actions.size();
     if (next.evalBatch == 0) {
       rank->evalLoss = 0.0;
@@ -568,8 +567,8 @@ bool RunState::runEvalBatch(const Work &item, RunResult &result) {
   EvalMetrics metrics;
   metrics.step = item.step + 1;
   metrics.samples = evalData->numSamples();
-  metrics.loss = count ? loss / double(count)
-                       : std::numeric_limits<double>::quiet_NaN();
+  metrics.loss =
+      count ? loss / double(count) : std::numeric_limits<double>::quiet_NaN();
   if (meta.loss == abi::getLossName(abi::LossKind::CrossEntropy) && count)
     metrics.accuracy = double(correct) / double(count);
   metrics.seconds = double(nowNs() - evalStartNs) * 1e-9;

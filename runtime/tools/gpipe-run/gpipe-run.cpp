@@ -1241,8 +1241,7 @@ void installEvalReports(const Args &args, RunOptions &run, bool root,
       if (std::isnan(m.accuracy))
         std::printf("eval after step %lld: loss %.6f over %lld samples "
                     "(%.2f s)\n",
-                    (long long)m.step, m.loss, (long long)m.samples,
-                    m.seconds);
+                    (long long)m.step, m.loss, (long long)m.samples, m.seconds);
       else
         std::printf("eval after step %lld: loss %.6f, accuracy %.2f%% over "
                     "%lld samples (%.2f s)\n",
