@@ -93,6 +93,14 @@
 |*   schema_version 2 (loops, derived tags); absent means 1                 *|
 |*   sites          [{op, loc, function}]: the kernel call sites, by the     *|
 |*                  index gpipe_rt_kernel_error receives                     *|
+|*   eval           (optional; gpipe-compile --eval) the metadata of the     *|
+|*                  library's evaluation programs: a forward-only pipeline   *|
+|*                  on the same ranks, input and micro-batches, parameters   *|
+|*                  "init": "shared" at the training offsets, its ranks'    *|
+|*                  symbols gpipe_model_eval_rank_<r> (exported beside the  *|
+|*                  training ones, same signature), its arena the training *|
+|*                  arena (buffers above the persistent slots), its sites   *|
+|*                  its own                                                  *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
