@@ -76,6 +76,9 @@ config.substitutions.append(
     ("%within", "python3 " + os.path.join(config.test_source_root, "Utils",
                                           "within.py")))
 config.substitutions.append(
+    ("%check-eval", "python3 " + os.path.join(config.test_source_root, "Utils",
+                                              "check-eval.py")))
+config.substitutions.append(
     ("%eval-loss", "python3 " + os.path.join(config.test_source_root, "Utils",
                                              "eval-loss.py")))
 config.substitutions.append(

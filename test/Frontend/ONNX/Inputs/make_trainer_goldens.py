@@ -11,6 +11,12 @@ Writes, into the folder this script lives in:
                          mlp.onnx and gpt.onnx: the batch, the norm before
                          each step's clipping and the parameters after the
                          last, by initializer name (make_clipping)
+  mlp.eval.safetensors, gpt.eval.safetensors
+                      -- an evaluation set of 12 samples (not a whole
+                         number of mini-batches) drawn like the training
+                         batch, and PyTorch's eval-mode loss (and accuracy)
+                         over it after the 5 clipped AdamW steps
+                         (make_clipping)
   mlp.clip.tfevents, tensorboard_check.txt
                       -- gpipe-run's TensorBoard event file for the clipped
                          MLP (needs the built gpipe-compile and gpipe-run:
@@ -136,11 +142,29 @@ def mlp_from_onnx():
     return model
 
 
+def evaluation_set(batch, samples, seed):
+    """`samples` samples like `batch`'s: inputs drawn like its inputs
+    (normal floats, or token ids below its largest), labels below its
+    classes."""
+    rng = np.random.default_rng(seed)
+    inputs, labels = batch["input"], batch["labels"]
+    shape = (samples,) + inputs.shape[1:]
+    if inputs.dtype.kind == "f":
+        x = rng.standard_normal(shape).astype(inputs.dtype)
+    else:
+        x = rng.integers(0, int(inputs.max()) + 1, shape).astype(inputs.dtype)
+    classes = int(labels.max()) + 1
+    y = rng.integers(0, classes, (samples,) + labels.shape[1:]).astype(
+        labels.dtype)
+    return x, y
+
+
 def clipped_training(model, stem, clip_fraction, steps, lr, warmup=0,
                      min_lr=None):
     """AdamW (torch's defaults but lr) with clip_grad_norm_ on the batch of
     <stem>.golden.safetensors, `steps` times; the bound is clip_fraction of
-    the first gradient norm, so it binds."""
+    the first gradient norm, so it binds. Then the eval-mode loss on an
+    evaluation set (<stem>.eval.safetensors)."""
     onnx_file = os.path.join(HERE, stem + ".onnx")
     mapping = onnx_parameters(model, onnx_file)
     batch, _ = make_models.read_safetensors(
@@ -190,6 +214,22 @@ def clipped_training(model, stem, clip_fraction, steps, lr, warmup=0,
     print(f"{os.path.basename(path)}: bound {bound!r}, norms "
           f"{[round(n, 4) for n in norms]}, losses "
           f"{[round(x, 4) for x in losses]}")
+
+    x, y = evaluation_set(batch, 12, 7)
+    model.eval()
+    with torch.no_grad():
+        logits = model(torch.from_numpy(x)).double()
+        flat = logits.reshape(-1, logits.shape[-1])
+        target = torch.from_numpy(y).reshape(-1)
+        loss = nn.functional.cross_entropy(flat, target).item()
+        accuracy = (flat.argmax(-1) == target).double().mean().item()
+    path = os.path.join(HERE, stem + ".eval.safetensors")
+    make_models.write_safetensors(path, {"input": x, "labels": y}, {
+        "producer": "make_trainer_goldens.py", "torch": torch.__version__,
+        "eval_loss": repr(loss), "eval_accuracy": repr(accuracy),
+        "after": f"{steps} steps of {stem}.clip.golden.safetensors"})
+    print(f"{os.path.basename(path)}: eval loss {loss!r}, accuracy "
+          f"{accuracy!r}")
 
 
 def make_clipping():
