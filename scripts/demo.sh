@@ -28,10 +28,10 @@ out="$build/demo"
 mkdir -p "$out"
 bin="$build/bin"
 steps="${STEPS:-200}"
-model=(--preset gpt --stages 4 --microbatches 8 --optimizer adam --clip-grad-norm 1.0)
+model=(--preset gpt --stages 4 --microbatches 8 --optimizer adam --clip-grad-norm 1.0 --eval)
 
 echo
-echo "== compile: GPT preset -> 4 stages x 8 micro-batches, GPipe schedule, clipped AdamW =="
+echo "== compile: GPT preset -> 4 stages x 8 micro-batches, GPipe schedule, clipped AdamW, evaluation programs =="
 echo "\$ gpipe-compile ${model[*]} -o $out/gpt.so"
 "$bin/gpipe-compile" "${model[@]}" -o "$out/gpt.so" --quiet
 
@@ -45,14 +45,15 @@ echo "\$ gpipe-compile ${model[*]} --profile-file $out/profile.json -o $out/gpt.
   -o "$out/gpt.so"
 
 echo
-echo "== train: $steps steps, warmup + cosine decay, clipped at norm 1, 4 rank threads =="
-echo "\$ gpipe-run $out/gpt.so --steps $steps --lr 3e-3 --lr-schedule cosine --warmup-steps 20 --min-lr 3e-4 --metrics $out/metrics.jsonl --plot $out/curves.svg --trace $out/train.trace.json"
+echo "== train: $steps steps, warmup + cosine decay, clipped at norm 1, evaluated every 50, 4 rank threads =="
+echo "\$ gpipe-run $out/gpt.so --steps $steps --lr 3e-3 --lr-schedule cosine --warmup-steps 20 --min-lr 3e-4 --eval-data builtin --eval-every 50 --metrics $out/metrics.jsonl --plot $out/curves.svg --trace $out/train.trace.json"
 "$bin/gpipe-run" "$out/gpt.so" --steps "$steps" --lr 3e-3 --lr-schedule cosine \
-  --warmup-steps 20 --min-lr 3e-4 --metrics "$out/metrics.jsonl" \
-  --plot "$out/curves.svg" --trace "$out/train.trace.json"
+  --warmup-steps 20 --min-lr 3e-4 --eval-data builtin --eval-every 50 \
+  --metrics "$out/metrics.jsonl" --plot "$out/curves.svg" \
+  --trace "$out/train.trace.json"
 
 echo
-echo "The loss, gradient-norm and learning-rate curves: $out/curves.svg"
+echo "The loss, evaluation-loss, gradient-norm and learning-rate curves: $out/curves.svg"
 echo "Every step's numbers: $out/metrics.jsonl (one JSON object per line)."
 echo "What ran, one track per rank: $out/train.trace.json"
 echo "(load it in ui.perfetto.dev or chrome://tracing)."

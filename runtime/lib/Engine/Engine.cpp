@@ -205,7 +205,11 @@ Status RunState::prepareData(RunResult &result) {
   evalData = options.evalDataset.get();
   if (!evalData && !options.evalDataPath.empty()) {
     std::unique_ptr<Dataset> loaded;
-    if (Status s = loadDataset(options.evalDataPath, meta, loaded); !s.ok())
+    Status s = options.evalDataPath == kBuiltinEvalData
+                   ? makeBuiltinDataset(meta, options.seed, loaded,
+                                        kBuiltinEvalBatches * meta.batchSize())
+                   : loadDataset(options.evalDataPath, meta, loaded);
+    if (!s.ok())
       return Status::error("evaluation data: " + s.message());
     evalDataPtr = std::move(loaded);
     evalData = evalDataPtr.get();

@@ -310,22 +310,34 @@ public:
 
 /// Effectively endless generated data.
 constexpr int64_t kGeneratedSamples = int64_t(1) << 62;
+/// Where the text's evaluation windows are drawn from: sample indices
+/// training (at most kGeneratedSamples / 2 of them) never reaches.
+constexpr uint64_t kEvaluationFirst = uint64_t(1) << 61;
 
 class TextDataset : public Dataset {
 public:
   uint64_t seed = 0;
   int64_t length = 0;
   std::vector<int64_t> ids;
+  /// An evaluation split: this many windows, drawn from sample indices
+  /// training never reaches (0: training's endless draw).
+  int64_t evaluation = 0;
 
   std::string describe() const override {
     return "built-in text (" + std::to_string(ids.size()) +
-           " characters, windows of " + std::to_string(length) + ")";
+           " characters, " +
+           (evaluation ? std::to_string(evaluation) + " windows" : "windows") +
+           " of " + std::to_string(length) +
+           (evaluation ? ", drawn apart from training's" : "") + ")";
   }
-  int64_t numSamples() const override { return kGeneratedSamples; }
-  bool isEndless() const override { return true; }
+  int64_t numSamples() const override {
+    return evaluation ? evaluation : kGeneratedSamples;
+  }
+  bool isEndless() const override { return evaluation == 0; }
   int64_t position(int64_t sample) const {
     uint64_t span = uint64_t(ids.size()) - uint64_t(length);
-    return int64_t(splitMix(seed ^ splitMix(uint64_t(sample))) % span);
+    uint64_t index = uint64_t(sample) + (evaluation ? kEvaluationFirst : 0);
+    return int64_t(splitMix(seed ^ splitMix(index)) % span);
   }
   void copyInput(int64_t sample, uint8_t *out) const override {
     std::memcpy(out, ids.data() + position(sample), size_t(length) * 8);
@@ -342,6 +354,9 @@ class ClassificationDataset : public Dataset {
 public:
   uint64_t seed = 0;
   int64_t features = 0, classes = 0, pool = 0;
+  /// The index of the first sample drawn: the evaluation split's start
+  /// after training's pool (0 for training).
+  int64_t first = 0;
   std::vector<float> teacher;  // [classes, features]
   std::vector<float> inputs;   // [pool, features]
   std::vector<int64_t> labels; // [pool]
@@ -349,7 +364,8 @@ public:
   std::string describe() const override {
     return "built-in classification (" + std::to_string(pool) + " samples of " +
            std::to_string(features) + " Gaussian features, " +
-           std::to_string(classes) + " classes from a random linear teacher)";
+           std::to_string(classes) + " classes from a random linear teacher" +
+           (first ? ", held out from training's" : "") + ")";
   }
   int64_t numSamples() const override { return pool; }
 
@@ -359,7 +375,7 @@ public:
     for (int64_t n = 0; n < pool; ++n) {
       float *x = inputs.data() + n * features;
       (void)gpipe_rt_cpu_fill_init_f32(GPIPE_RT_INIT_NORMAL, x, features, 1.0,
-                                       seed, splitMix(uint64_t(n) + 1));
+                                       seed, splitMix(uint64_t(first + n) + 1));
       int64_t best = 0;
       double bestScore = -INFINITY;
       for (int64_t c = 0; c < classes; ++c) {
@@ -393,6 +409,8 @@ class ImageDataset : public Dataset {
 public:
   uint64_t seed = 0;
   int64_t features = 0, channels = 0, classes = 0, pool = 0;
+  /// As ClassificationDataset's.
+  int64_t first = 0;
   std::vector<float> templates; // [classes, features]
   std::vector<float> inputs;    // [pool, features]
   std::vector<int64_t> labels;  // [pool]
@@ -400,7 +418,8 @@ public:
   std::string describe() const override {
     return "built-in images (" + std::to_string(pool) + " samples, " +
            std::to_string(classes) +
-           " classes, each a random template plus Gaussian noise)";
+           " classes, each a random template plus Gaussian noise" +
+           (first ? ", held out from training's" : "") + ")";
   }
   int64_t numSamples() const override { return pool; }
 
@@ -422,12 +441,13 @@ public:
     inputs.resize(size_t(pool * features));
     labels.resize(size_t(pool));
     for (int64_t n = 0; n < pool; ++n) {
-      int64_t label = int64_t(splitMix(seed ^ splitMix(uint64_t(n) + 77)) %
+      uint64_t index = uint64_t(first + n);
+      int64_t label = int64_t(splitMix(seed ^ splitMix(index + 77)) %
                               uint64_t(classes));
       labels[size_t(n)] = label;
       float *x = inputs.data() + n * features;
       (void)gpipe_rt_cpu_fill_init_f32(GPIPE_RT_INIT_NORMAL, x, features, 1.0,
-                                       seed, splitMix(uint64_t(n) + 1));
+                                       seed, splitMix(index + 1));
       const float *t = templates.data() + label * features;
       for (int64_t i = 0; i < features; ++i)
         x[i] += t[i];
@@ -520,7 +540,8 @@ Status loadDataset(const std::string &path, const ModelMetadata &metadata,
 }
 
 Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
-                          std::unique_ptr<Dataset> &dataset) {
+                          std::unique_ptr<Dataset> &dataset,
+                          int64_t evaluation) {
   const TensorSpec &in = metadata.input;
   const std::string &hint = metadata.dataHint;
   std::string noData = "this model has no built-in data";
@@ -563,6 +584,7 @@ Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
     auto data = std::make_unique<TextDataset>();
     data->seed = seed;
     data->length = in.shape[1];
+    data->evaluation = evaluation;
     for (char c : defaultText())
       data->ids.push_back(textCharId(c));
     if (int64_t(data->ids.size()) <= data->length)
@@ -596,6 +618,10 @@ Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
         int64_t(data->teacher.size()), scale, seed,
         gpipe_rt_hash_name(teacherName, sizeof(teacherName) - 1));
     data->pool = generatedPoolSize(metadata, data->features);
+    if (evaluation) {
+      data->first = data->pool;
+      data->pool = evaluation;
+    }
     data->generate();
     dataset = std::move(data);
     return Status::success();
@@ -612,6 +638,10 @@ Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
     data->channels = in.shape[1];
     data->classes = metadata.labels->classes;
     data->pool = generatedPoolSize(metadata, data->features);
+    if (evaluation) {
+      data->first = data->pool;
+      data->pool = evaluation;
+    }
     data->generate();
     dataset = std::move(data);
     return Status::success();

@@ -54,9 +54,14 @@ Status datasetFromSafeTensors(const SafeTensorsFile &file,
                               std::unique_ptr<Dataset> &dataset);
 /// The built-in data the metadata's data_hint names ("text-char",
 /// "classification" or "images"), generated from `seed`. A model with
-/// several inputs has none.
+/// several inputs has none. With `evaluation` > 0, its evaluation split:
+/// that many samples training never draws (classification and images: the
+/// samples after training's pool, of the same teacher or templates; text:
+/// windows of the same text drawn by sample indices training never
+/// reaches).
 Status makeBuiltinDataset(const ModelMetadata &metadata, uint64_t seed,
-                          std::unique_ptr<Dataset> &dataset);
+                          std::unique_ptr<Dataset> &dataset,
+                          int64_t evaluation = 0);
 
 /// The order in which epoch `epoch` (from 0) takes `n` samples: 0..n-1,
 /// or with `shuffle` a permutation drawn from `seed` and the epoch, the

@@ -62,6 +62,11 @@ struct FaultInjection {
 
 struct RunOptions;
 
+/// RunOptions::evalDataPath naming the built-in data's evaluation split,
+/// and its size in mini-batches.
+inline constexpr const char *kBuiltinEvalData = "builtin";
+inline constexpr int64_t kBuiltinEvalBatches = 8;
+
 /// With `options.epochs` > 0: sets `options.steps` to epochs x floor(N / B)
 /// for the run's data (a file's is read and kept in `options.dataset`).
 /// Engine::run does it too; a caller that needs the step count first (to
@@ -200,6 +205,8 @@ struct RunOptions {
   /// mini-batch (the last padded with the data's first samples, their
   /// outputs left out). It runs the evaluation programs in the training
   /// arenas between steps and changes nothing training computes.
+  /// kBuiltinEvalData ("builtin"): the built-in data's evaluation split
+  /// (makeBuiltinDataset), kBuiltinEvalBatches mini-batches of it.
   std::shared_ptr<const Dataset> evalDataset;
   std::string evalDataPath;
   int64_t evalEvery = 0;
