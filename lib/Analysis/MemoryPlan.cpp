@@ -405,6 +405,17 @@ std::string checkInput(const Schedule &schedule, const MemoryPlanInput &input) {
   if (input.alignment < 1 || (input.alignment & (input.alignment - 1)) != 0)
     return "alignment " + std::to_string(input.alignment) +
            " is not a power of two";
+  if (!input.parameterOffsets.empty() &&
+      input.parameterOffsets.size() != input.stages.size())
+    return "parameter offsets name " +
+           std::to_string(input.parameterOffsets.size()) +
+           " stages, the schedule has " + std::to_string(schedule.numStages);
+  for (size_t s = 0; s < input.parameterOffsets.size(); ++s)
+    if (input.parameterOffsets[s] < 0 ||
+        input.parameterOffsets[s] % input.alignment != 0)
+      return "the parameter offset of stage " + std::to_string(s) + " is " +
+             std::to_string(input.parameterOffsets[s]) +
+             ", expected a multiple of the alignment >= 0";
   for (size_t s = 0; s < input.stages.size(); ++s) {
     const StageMemory &m = input.stages[s];
     std::pair<const char *, int64_t> fields[] = {
@@ -617,8 +628,10 @@ int countCopies(const std::vector<PlannedBuffer> &buffers,
 
 /// Groups `rank`'s buffers into slots, places the slots in the arena and
 /// the buffers at their slot's copy, the non-persistent ones at or above
-/// `floor`. Returns the arena size.
-int64_t allocateSlots(RankMemoryPlan &rank, int64_t alignment, int64_t floor) {
+/// `floor`, the parameters of stage s at `parameterOffsets[s]` when given.
+/// Returns the arena size.
+int64_t allocateSlots(RankMemoryPlan &rank, int64_t alignment, int64_t floor,
+                      const std::vector<int64_t> &parameterOffsets) {
   std::vector<PlannedBuffer> &buffers = rank.buffers;
   // (kind, stage) -> members, in order of first appearance.
   std::map<std::pair<int, int>, size_t> slotOf;
@@ -685,8 +698,19 @@ int64_t allocateSlots(RankMemoryPlan &rank, int64_t alignment, int64_t floor) {
   std::vector<size_t> persistent, rest;
   int64_t top = 0;
   std::vector<int64_t> base(rank.slots.size(), 0);
+  auto pinned = [&](const PlannedSlot &slot) {
+    return slot.kind == BufferKind::Parameters && slot.stage >= 0 &&
+           size_t(slot.stage) < parameterOffsets.size();
+  };
+  for (const PlannedSlot &slot : rank.slots)
+    if (pinned(slot))
+      top = std::max(top, parameterOffsets[size_t(slot.stage)] +
+                              alignTo(slot.getSpan(), alignment));
   for (size_t k = 0; k < rank.slots.size(); ++k) {
-    if (isPersistentBuffer(rank.slots[k].kind)) {
+    if (pinned(rank.slots[k])) {
+      base[k] = parameterOffsets[size_t(rank.slots[k].stage)];
+      persistent.push_back(k);
+    } else if (isPersistentBuffer(rank.slots[k].kind)) {
       base[k] = top;
       top += spans[k];
       persistent.push_back(k);
@@ -788,7 +812,8 @@ MemoryPlan mlir::gpipe::planMemory(const Schedule &schedule,
         rank, input.alignment,
         size_t(r) < input.reservedBytes.size()
             ? alignTo(input.reservedBytes[size_t(r)], input.alignment)
-            : 0);
+            : 0,
+        input.parameterOffsets);
     plan.ranks.push_back(std::move(rank));
   }
   return plan;

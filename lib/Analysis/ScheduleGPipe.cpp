@@ -127,6 +127,33 @@ Schedule mlir::gpipe::buildForwardSchedule(int numStages, int numMicrobatches,
   return schedule;
 }
 
+Schedule mlir::gpipe::buildForwardSchedule(const std::vector<int> &stageToRank,
+                                           int numMicrobatches,
+                                           const BoundaryTraffic &traffic,
+                                           const ScheduleOptions &options) {
+  Schedule order;
+  order.numStages = static_cast<int>(stageToRank.size());
+  order.numMicrobatches = numMicrobatches;
+  order.forwardOnly = true;
+  int numRanks = 0;
+  for (int rank : stageToRank) {
+    if (rank < 0)
+      return order;
+    numRanks = std::max(numRanks, rank + 1);
+  }
+  if (numRanks == 0 || numMicrobatches < 1)
+    return order;
+  order.stageToRank = stageToRank;
+  order.ranks.resize(numRanks);
+  for (int mb = 0; mb < numMicrobatches; ++mb)
+    for (int s = 0; s < order.numStages; ++s)
+      order.ranks[stageToRank[s]].push_back(
+          Action::compute(ActionKind::Forward, s, mb));
+  Schedule schedule = finish(std::move(order), traffic, options);
+  schedule.forwardOnly = true;
+  return schedule;
+}
+
 Schedule mlir::gpipe::buildGPipeSchedule(int numStages, int numMicrobatches,
                                          int64_t boundaryBytes) {
   return buildGPipeSchedule(numStages, numMicrobatches,

@@ -59,6 +59,18 @@ bool isPersistentSlot(SlotKind kind) {
          kind == SlotKind::OptimizerState;
 }
 
+/// Per stage of planned `pipeline`, the offset of its parameters in its
+/// rank's arena.
+std::vector<int64_t> getParameterOffsets(PipelineOp pipeline) {
+  std::vector<int64_t> offsets(size_t(pipeline.getNumStages()), 0);
+  for (ProgramOp program : pipeline.getPrograms())
+    for (SlotAttr slot : program.getArenaAttr().getSlots())
+      if (slot.getKind() == SlotKind::Parameters && slot.getStage() >= 0 &&
+          size_t(slot.getStage()) < offsets.size())
+        offsets[size_t(slot.getStage())] = slot.getOffset();
+  return offsets;
+}
+
 /// Per rank of planned `pipeline`, the end of its persistent slots.
 std::vector<int64_t> getPersistentEnds(PipelineOp pipeline) {
   std::vector<int64_t> ends;
@@ -155,10 +167,6 @@ LogicalResult mlir::gpipe::compileWithEvaluation(
                           << getTargetName(options.target)
                           << " target yet: evaluate with a cpu library, or "
                              "run --predict on an --inference library";
-  if (options.dataParallel != 1)
-    return emitError(loc) << "--eval is not supported with --data-parallel "
-                          << options.dataParallel
-                          << " yet: compile one replica";
 
   // Training, planned.
   if (failed(runPasses(module, [&](OpPassManager &pm) {
@@ -168,13 +176,11 @@ LogicalResult mlir::gpipe::compileWithEvaluation(
   FailureOr<PipelineOp> train = getPipeline(module);
   if (failed(train))
     return failure();
-  if (train->getNumStages() != train->getNumRanks())
+  if (train->getSchedule() == ScheduleKind::Custom)
     return emitError(loc)
-           << "--eval is not supported with several stages per rank yet ("
-           << train->getNumStages() << " stages on " << train->getNumRanks()
-           << " ranks, schedule " << stringifyScheduleKind(train->getSchedule())
-           << "): the evaluation pipeline is GPipe's forward with one stage "
-              "per rank";
+           << "--eval is not supported with an imported schedule yet: the "
+              "evaluation programs place their stages as a generated "
+              "schedule does";
   std::vector<std::vector<std::string>> layers = getStageLayers(*train);
 
   // The inference pipeline, cut where training cut, planned above the
@@ -182,9 +188,12 @@ LogicalResult mlir::gpipe::compileWithEvaluation(
   OwningOpRef<ModuleOp> eval = loadInference();
   if (!eval)
     return failure();
+  // The same placement: the training schedule's, its stages per rank.
   GPipeCompileOptions evalOptions;
   evalOptions.stages = options.stages;
   evalOptions.microbatches = options.microbatches;
+  evalOptions.schedule = train->getSchedule();
+  evalOptions.virtualStages = train->getNumVirtualStages();
   evalOptions.granularity = options.granularity;
   evalOptions.fuse = options.fuse;
   evalOptions.profile = options.profile;
@@ -202,6 +211,7 @@ LogicalResult mlir::gpipe::compileWithEvaluation(
     balance.push_back(int64_t(stage.size()));
   evalOptions.balance = balance;
   evalOptions.reserve = getPersistentEnds(*train);
+  evalOptions.paramOffsets = getParameterOffsets(*train);
   if (failed(runPasses(*eval, [&](OpPassManager &pm) {
         buildGPipePlanningPasses(pm, evalOptions);
       })))

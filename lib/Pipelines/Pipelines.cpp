@@ -115,6 +115,8 @@ static void buildPipeline(OpPassManager &pm,
   memory.optimizer = options.optimizer;
   memory.memoryBudget = options.memoryBudget;
   memory.reserve.assign(options.reserve.begin(), options.reserve.end());
+  memory.paramOffsets.assign(options.paramOffsets.begin(),
+                             options.paramOffsets.end());
   pm.addPass(withMemoryBudget(createGPipePlanMemoryPass(memory), options));
 }
 

@@ -175,6 +175,11 @@ struct MemoryPlanInput {
   /// pack from offset 0 (the shared parameters); every other slot is placed
   /// at or above the rank's reserve, so the arena is at least that.
   std::vector<int64_t> reservedBytes;
+  /// Per stage (empty: none): where its Parameters slot goes in its rank's
+  /// arena instead of packing from 0 (the training pipeline's offsets, for
+  /// an evaluation pipeline that reads them in place). Given, it names every
+  /// stage; the other persistent slots pack above the highest.
+  std::vector<int64_t> parameterOffsets;
   /// The caller has run `verifySchedule` on the schedule and it passed:
   /// planMemory does not simulate it again (the simulation is O(K·M)).
   bool verified = false;

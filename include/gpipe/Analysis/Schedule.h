@@ -204,6 +204,19 @@ Schedule buildForwardSchedule(int numStages, int numMicrobatches,
                               const BoundaryTraffic &traffic,
                               const ScheduleOptions &options = {});
 
+/// The forward half on any placement (`stageToRank`, a rank holding
+/// several stages: an interleaved or V-shaped training pipeline's
+/// evaluation): every rank runs its forwards micro-batch by micro-batch,
+/// each micro-batch through its stages in ascending order. Free of
+/// deadlock under rendezvous transfers: the least unfinished (micro-batch,
+/// stage) can always run, its sender having nothing before it and its
+/// receiver nothing but it. `forwardOnly` is set; an empty or invalid
+/// placement gives a schedule with no ranks.
+Schedule buildForwardSchedule(const std::vector<int> &stageToRank,
+                              int numMicrobatches,
+                              const BoundaryTraffic &traffic,
+                              const ScheduleOptions &options = {});
+
 /// Non-interleaved 1F1B (PipeDream-flush): stage k runs min(K-k-1, M) warm-up
 /// forwards, then alternates one forward and one backward, then drains the
 /// remaining backwards, then its Step. Exactly the compute actions of

@@ -130,6 +130,9 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
   /// (gpipe-plan-memory's `reserve`; not an option: the evaluation
   /// programs of gpipe-compile --eval set it).
   std::vector<int64_t> reserve;
+  /// Per stage, where its parameters go (gpipe-plan-memory's
+  /// `param-offsets`; set the same way).
+  std::vector<int64_t> paramOffsets;
 };
 
 /// nn network (one mini-batch) -> verified, scheduled, memory-planned
@@ -267,13 +270,14 @@ using PassRunner = llvm::function_ref<LogicalResult(
 /// (`rt` or later) with the evaluation programs of the same model, which
 /// `loadInference` loads again for a forward-only pipeline, in it. The
 /// evaluation pipeline is the inference pipeline cut where training cut (the
-/// same layers on every stage), its parameters the training arena's (the
-/// same offsets, checked), every other buffer planned above the rank's
-/// training parameters, gradients and optimizer state; it is lowered with
-/// convert-gpipe-to-rt's `evaluation` and merged into the training module,
-/// its metadata the training metadata's `eval`. Errors at the module for
-/// what it does not support yet (several stages per rank, data
-/// parallelism, the CUDA target, a model without a loss to evaluate).
+/// same layers on every stage) and placed as training placed its stages
+/// (the forward half of the same schedule family, one replica), its
+/// parameters the training arena's (the same offsets, checked), every other
+/// buffer planned above the rank's training parameters, gradients and
+/// optimizer state; it is lowered with convert-gpipe-to-rt's `evaluation`
+/// and merged into the training module, its metadata the training
+/// metadata's `eval`. Errors at the module for what it does not support yet
+/// (an imported schedule, the CUDA target).
 LogicalResult
 compileWithEvaluation(ModuleOp module, const GPipeCompileOptions &options,
                       llvm::function_ref<OwningOpRef<ModuleOp>()> loadInference,

@@ -308,7 +308,10 @@ int32_t RunState::load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *out,
                    ")");
     return 1;
   }
-  int64_t rows = meta.microBatchSize();
+  // An evaluation program's micro-batches are of one replica's pipeline:
+  // B / M samples.
+  int64_t rows =
+      rank->evaluating ? meta.eval->microBatchSize() : meta.microBatchSize();
   int64_t sampleBytes = spec.sampleBytes();
   if (bytes != rows * sampleBytes || (bytes > 0 && !out)) {
     fail(rank, at() + ": asked for " + std::to_string(bytes) +
@@ -435,7 +438,7 @@ int32_t RunState::evaluateOutput(gpipe_rt_rank *rank, int64_t mb,
     return "the evaluation after step " + std::to_string(rank->step + 1) +
            ": " + where(rank, currentAction(rank)) + ": gpipe_rt_report_output";
   };
-  const int64_t rows = meta.microBatchSize();
+  const int64_t rows = meta.eval->microBatchSize();
   const int64_t sampleBytes = outputSampleBytes();
   if (bytes != rows * sampleBytes || !data) {
     fail(rank, at() + ": " + std::to_string(bytes) +

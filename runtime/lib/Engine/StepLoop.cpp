@@ -182,6 +182,16 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
       rank->evalLoss = 0.0;
       rank->evalCorrect = rank->evalCount = 0;
     }
+    // One replica evaluates (they hold the same parameters); the others
+    // only pass the barrier.
+    if (rank->evaluating && rank->replica > 0) {
+      std::lock_guard<std::mutex> lock(mu);
+      finished[size_t(rank->index)] = 1;
+      ++finishedCount;
+      lastFinishNs = nowNs();
+      mainCv.notify_all();
+      continue;
+    }
     const int64_t heapBefore = heapAllocationsOnThisThread();
     std::array<int64_t, GPIPE_RT_KERNEL_CLASS_COUNT> kernelBefore{};
     if (options.timeKernels)

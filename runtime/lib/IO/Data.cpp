@@ -324,8 +324,7 @@ public:
   int64_t evaluation = 0;
 
   std::string describe() const override {
-    return "built-in text (" + std::to_string(ids.size()) +
-           " characters, " +
+    return "built-in text (" + std::to_string(ids.size()) + " characters, " +
            (evaluation ? std::to_string(evaluation) + " windows" : "windows") +
            " of " + std::to_string(length) +
            (evaluation ? ", drawn apart from training's" : "") + ")";
@@ -442,8 +441,8 @@ public:
     labels.resize(size_t(pool));
     for (int64_t n = 0; n < pool; ++n) {
       uint64_t index = uint64_t(first + n);
-      int64_t label = int64_t(splitMix(seed ^ splitMix(index + 77)) %
-                              uint64_t(classes));
+      int64_t label =
+          int64_t(splitMix(seed ^ splitMix(index + 77)) % uint64_t(classes));
       labels[size_t(n)] = label;
       float *x = inputs.data() + n * features;
       (void)gpipe_rt_cpu_fill_init_f32(GPIPE_RT_INIT_NORMAL, x, features, 1.0,

@@ -911,7 +911,7 @@ bool parseEvaluation(Reader &r, const Json &root, ModelMetadata &m) {
     return fail("the evaluation programs must be a forward-only pipeline "
                 "with an output");
   if (e->numRanks() != m.numRanks() || e->microbatches != m.microbatches ||
-      e->dataParallel != 1 || m.dataParallel != 1)
+      e->dataParallel != 1)
     return fail("the evaluation pipeline must have the training's ranks and "
                 "micro-batches, and one replica");
   if (e->input.shape != m.input.shape || e->input.dtype != m.input.dtype ||

@@ -760,8 +760,8 @@ gpipe.pipeline @bad_optimizer stages [] microbatches 1 schedule gpipe remat stag
 
 // -----
 
-// expected-error @+1 {{'gpipe.pipeline' op is forward_only, which runs GPipe's forward half; expected schedule gpipe, got 1f1b}}
-gpipe.pipeline @forward_only_1f1b stages [@s0] microbatches 2 schedule "1f1b" remat none forward_only {
+// expected-error @+1 {{'gpipe.pipeline' op is forward_only: its schedule names where its stages run, expected a generated schedule, got custom}}
+gpipe.pipeline @forward_only_custom stages [@s0] microbatches 2 schedule custom remat none forward_only {
 }
 gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0
 func.func private @f0(tensor<4x16xf32>) -> tensor<4x8xf32>

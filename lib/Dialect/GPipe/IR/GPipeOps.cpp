@@ -380,15 +380,16 @@ LogicalResult PipelineOp::verify() {
                          "expected no clip_grad_norm");
   }
   if (isForwardOnly()) {
-    // GPipe's forward half: one stage per rank, one replica, nothing kept.
-    if (getSchedule() != ScheduleKind::GPipe)
-      return emitOpError("is forward_only, which runs GPipe's forward half; "
-                         "expected schedule gpipe, got ")
-             << stringifyScheduleKind(getSchedule());
-    if (v != 1 || getNumReplicas() != 1)
-      return emitOpError("is forward_only; expected one stage per rank and "
-                         "one replica, got virtual_stages ")
-             << v << " and data_parallel " << getNumReplicas();
+    // The forward half, its stages placed as the schedule places them (one
+    // per rank for gpipe), one replica, nothing kept.
+    if (getSchedule() == ScheduleKind::Custom)
+      return emitOpError("is forward_only: its schedule names where its "
+                         "stages run, expected a generated schedule, got "
+                         "custom");
+    if (getNumReplicas() != 1)
+      return emitOpError("is forward_only; expected one replica, got "
+                         "data_parallel ")
+             << getNumReplicas();
     if (getRemat() != Remat::None)
       return emitOpError("is forward_only and keeps nothing for a backward; "
                          "expected remat none, got ")

@@ -606,13 +606,13 @@ PipelineOp mlir::gpipe::declarePipeline(OpBuilder &builder, Location loc,
 static LogicalResult checkForwardOnly(func::FuncOp func, ScheduleKind schedule,
                                       int64_t virtualStages, int64_t replicas,
                                       bool splitBackward) {
-  if (schedule != ScheduleKind::GPipe ||
-      (virtualStages != 0 && virtualStages != 1) || replicas != 1 ||
-      splitBackward)
+  // The schedule only places the stages (an evaluation pipeline's are
+  // where training placed them); the order is the forward half.
+  if (schedule == ScheduleKind::Custom || replicas != 1 || splitBackward)
     return mlir::emitError(func.getLoc(),
-                           "a forward-only pipeline runs GPipe's forward half: "
-                           "expected schedule gpipe with one stage per rank, "
-                           "one replica and no split backward");
+                           "a forward-only pipeline runs the forward half of "
+                           "a generated schedule: expected a schedule other "
+                           "than custom, one replica and no split backward");
   bool hasLoss = false;
   func.walk([&](Operation *op) {
     hasLoss |= isa<nn::CrossEntropyOp, nn::MSEOp>(op);

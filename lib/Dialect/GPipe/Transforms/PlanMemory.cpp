@@ -292,7 +292,8 @@ struct GPipePlanMemoryPass
 FailureOr<PipelineMemoryPlan>
 mlir::gpipe::planPipelineMemory(PipelineOp op, OptimizerKind optimizer,
                                 int64_t alignment, ScheduleAnalysis &schedules,
-                                ArrayRef<int64_t> reservedBytes) {
+                                ArrayRef<int64_t> reservedBytes,
+                                ArrayRef<int64_t> parameterOffsets) {
   if (!op.isScheduled())
     return emitPipelineError(op) << "has no programs to plan; run "
                                     "gpipe-schedule or gpipe-import-schedule "
@@ -313,6 +314,8 @@ mlir::gpipe::planPipelineMemory(PipelineOp op, OptimizerKind optimizer,
   input.replicas = op.getNumReplicas();
   input.alignment = alignment;
   input.reservedBytes.assign(reservedBytes.begin(), reservedBytes.end());
+  input.parameterOffsets.assign(parameterOffsets.begin(),
+                                parameterOffsets.end());
   input.remat =
       op.getRemat() == Remat::Stage ? RematPolicy::Stage : RematPolicy::None;
   int64_t numStages = result.schedule.stages.size();
@@ -351,8 +354,8 @@ LogicalResult GPipePlanMemoryPass::planPipeline(PipelineOp op,
                                                 OptimizerKind optimizer,
                                                 std::optional<int64_t> budget,
                                                 ScheduleAnalysis &schedules) {
-  FailureOr<PipelineMemoryPlan> planned =
-      planPipelineMemory(op, optimizer, alignment, schedules, reserve);
+  FailureOr<PipelineMemoryPlan> planned = planPipelineMemory(
+      op, optimizer, alignment, schedules, reserve, paramOffsets);
   if (failed(planned))
     return failure();
   const Schedule &schedule = planned->schedule.schedule;

@@ -99,7 +99,8 @@ mlir::gpipe::generateSchedule(PipelineOp pipeline, ScheduleKind kind,
   int virtualStages = static_cast<int>(pipeline.getNumVirtualStages());
   int numRanks = numStages / virtualStages;
   ScheduleFamily family = getScheduleFamily(kind);
-  if (usesSplitBackward(family))
+  // A forward-only pipeline takes only the family's placement.
+  if (usesSplitBackward(family) && !pipeline.isForwardOnly())
     for (StageOp stage : *stages)
       if (!stage.hasSplitBackward())
         return emitPipelineError(pipeline)
@@ -134,17 +135,23 @@ mlir::gpipe::generateSchedule(PipelineOp pipeline, ScheduleKind kind,
       options.stageWeightTicks.push_back(ticks(ActionKind::BackwardWeight, s));
     }
   }
-  if (pipeline.isForwardOnly() && kind != ScheduleKind::GPipe)
-    return emitPipelineError(pipeline)
-           << "is forward_only, which runs GPipe's forward half; it has no "
-           << stringifyScheduleKind(kind) << " schedule";
   ScheduleOrError built;
-  if (pipeline.isForwardOnly())
+  if (pipeline.isForwardOnly() && kind == ScheduleKind::GPipe &&
+      virtualStages == 1) {
     built.schedule =
         buildForwardSchedule(numRanks, numMicrobatches, traffic, options);
-  else
+  } else if (pipeline.isForwardOnly()) {
+    // The forward half on the stages where the schedule places them (an
+    // evaluation pipeline's where its training pipeline's run).
     built = buildSchedule(family, numRanks, virtualStages, numMicrobatches,
                           traffic, options);
+    if (built.ok())
+      built.schedule = buildForwardSchedule(built.schedule.stageToRank,
+                                            numMicrobatches, traffic, options);
+  } else {
+    built = buildSchedule(family, numRanks, virtualStages, numMicrobatches,
+                          traffic, options);
+  }
   if (!built.ok())
     return emitPipelineError(pipeline)
            << "cannot generate a " << stringifyScheduleKind(kind)

@@ -376,6 +376,10 @@ def GPipePlanMemoryPass : Pass<"gpipe-plan-memory", "::mlir::ModuleOp"> {
                "pipeline sharing it (an evaluation pipeline's training "
                "parameters, gradients and optimizer state); only the "
                "persistent slots are placed below">,
+    ListOption<"paramOffsets", "param-offsets", "int64_t",
+               "Per stage: the offset of its parameters in its rank's arena "
+               "(an evaluation pipeline reading a training pipeline's in "
+               "place); empty: packed from 0">,
   ];
 }
 

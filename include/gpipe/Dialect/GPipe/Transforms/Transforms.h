@@ -88,12 +88,13 @@ struct PipelineMemoryPlan {
 
 /// Plans the memory of scheduled `pipeline` (verifying its schedule first):
 /// what `gpipe-plan-memory` records and the code generator lays out;
-/// `reservedBytes` per rank as MemoryPlanInput's. Errors at the pipeline or
-/// the offending action.
+/// `reservedBytes` per rank and `parameterOffsets` per stage as
+/// MemoryPlanInput's. Errors at the pipeline or the offending action.
 FailureOr<PipelineMemoryPlan>
 planPipelineMemory(PipelineOp pipeline, OptimizerKind optimizer,
                    int64_t alignment, ScheduleAnalysis &schedules,
-                   ArrayRef<int64_t> reservedBytes = {});
+                   ArrayRef<int64_t> reservedBytes = {},
+                   ArrayRef<int64_t> parameterOffsets = {});
 
 /// The IR spelling of the planner's buffer kinds.
 SlotKind getSlotKind(BufferKind kind);
