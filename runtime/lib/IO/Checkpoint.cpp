@@ -22,8 +22,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <tuple>
 #include <unistd.h>
@@ -491,6 +493,84 @@ Status findLatestCheckpoint(const std::string &dir, const ModelMetadata &meta,
   return Status::error(
       "no usable checkpoint in " + dir +
       (names.empty() ? std::string(" (it holds none)") : ":" + reasons));
+}
+
+//===----------------------------------------------------------------------===//
+// The directory's lock
+//===----------------------------------------------------------------------===//
+
+Status CheckpointDirLock::acquire(const std::string &dir,
+                                  const std::string &command,
+                                  std::unique_ptr<CheckpointDirLock> &out,
+                                  std::string *note) {
+  if (Status s = makeDirectories(dir); !s.ok())
+    return Status::error("--checkpoint-dir " + dir + ": " + s.message());
+  std::string path = dir + "/LOCK";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return Status::error("--checkpoint-dir " + dir + ": cannot open its lock " +
+                         path + ": " + errnoText());
+  auto owner = [&] {
+    std::string text;
+    char buffer[512];
+    ssize_t n = ::pread(fd, buffer, sizeof buffer - 1, 0);
+    if (n > 0)
+      text.assign(buffer, size_t(n));
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\0'))
+      text.pop_back();
+    return text;
+  };
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int error = errno;
+    std::string who = owner();
+    ::close(fd);
+    if (error == EWOULDBLOCK)
+      return Status::error(
+          "--checkpoint-dir " + dir + " is in use by another run (" +
+          (who.empty() ? std::string("its owner has not said who it is yet")
+                       : who) +
+          "; lock " + path +
+          "): two runs writing one directory would mix their checkpoints. "
+          "Wait for it, or give this run another directory");
+    return Status::error("--checkpoint-dir " + dir + ": cannot lock " + path +
+                         ": " + std::strerror(error));
+  }
+  // Ours. An owner recorded but not holding the lock ended without
+  // releasing it.
+  std::string previous = owner();
+  if (!previous.empty() && note)
+    *note = "--checkpoint-dir " + dir +
+            ": taking over the lock of a run "
+            "that ended without releasing it (" +
+            previous + ")";
+  char host[256] = {};
+  (void)::gethostname(host, sizeof host - 1);
+  char since[64] = "?";
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  if (::gmtime_r(&now, &utc))
+    std::strftime(since, sizeof since, "%Y-%m-%d %H:%M:%S UTC", &utc);
+  std::string self = "gpipe-run pid " + std::to_string(::getpid()) +
+                     " on host " + host + " since " + since + ": " + command +
+                     "\n";
+  if (::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, self.data(), self.size(), 0) != ssize_t(self.size())) {
+    std::string why = errnoText();
+    ::close(fd);
+    return Status::error("--checkpoint-dir " + dir +
+                         ": cannot write its lock " + path + ": " + why);
+  }
+  out.reset(new CheckpointDirLock());
+  out->fd = fd;
+  return Status::success();
+}
+
+CheckpointDirLock::~CheckpointDirLock() {
+  if (fd < 0)
+    return;
+  // Released: the next run finds no owner.
+  (void)::ftruncate(fd, 0);
+  ::close(fd);
 }
 
 } // namespace gpipe::rt

@@ -1509,6 +1509,9 @@ int main(int argc, char **argv) {
   // path (temporaries removed) instead of the signal killing the run.
   std::signal(SIGXFSZ, SIG_IGN);
   Args args = parseArgs(argc, argv);
+  std::string commandLine;
+  for (int i = 0; i < argc; ++i)
+    commandLine += (i ? " " : "") + std::string(argv[i]);
   if (args.run.transport != TransportKind::Local) {
     Status init = initializeMpi(&argc, &argv);
     if (!init.ok())
@@ -1574,6 +1577,20 @@ int main(int argc, char **argv) {
   // Epochs: the step count comes from the data.
   if (Status e = resolveEpochs(meta, run); !e.ok())
     fatal(e.message());
+
+  // One run per checkpoint directory (process 0 writes the checkpoints),
+  // held until the process ends: a second run is refused before it reads
+  // or writes anything there.
+  if (!args.checkpointDir.empty() && root) {
+    static std::unique_ptr<CheckpointDirLock> lock;
+    std::string note;
+    if (Status l = CheckpointDirLock::acquire(args.checkpointDir, commandLine,
+                                              lock, &note);
+        !l.ok())
+      fatal(l.message());
+    if (!note.empty())
+      std::fprintf(stderr, "gpipe-run: note: %s\n", note.c_str());
+  }
 
   // A directory of checkpoints is continued only on purpose.
   bool haveCheckpoints = holdsCheckpoints(args.checkpointDir);

@@ -39,6 +39,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,29 @@ Status findLatestCheckpoint(const std::string &dir, const ModelMetadata &meta,
                             const std::string &optimizer, std::string &path,
                             TrainingState &state,
                             std::vector<std::string> *skipped = nullptr);
+
+/// One writer per checkpoint directory: an advisory lock (flock) on
+/// `dir`/LOCK, which also records its owner (process id, host, start time,
+/// command). Held until destroyed or the process ends (the kernel releases
+/// it then, whatever killed the owner: a lock whose owner is gone is never
+/// stale, and the next run takes it over, saying so).
+class CheckpointDirLock {
+public:
+  /// Creates `dir` when missing and takes its lock. A directory another
+  /// live process holds is an error naming that owner. `note` receives a
+  /// line when the lock of an owner that ended without releasing it was
+  /// taken over.
+  static Status acquire(const std::string &dir, const std::string &command,
+                        std::unique_ptr<CheckpointDirLock> &out,
+                        std::string *note = nullptr);
+  ~CheckpointDirLock();
+  CheckpointDirLock(const CheckpointDirLock &) = delete;
+  CheckpointDirLock &operator=(const CheckpointDirLock &) = delete;
+
+private:
+  CheckpointDirLock() = default;
+  int fd = -1;
+};
 
 } // namespace gpipe::rt
 
