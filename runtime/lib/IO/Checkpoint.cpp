@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <csignal>
 #include <cstdint>
@@ -385,17 +386,39 @@ Status readCheckpointUnguarded(const std::string &path,
   } else {
     state.unverifiedManifest = true;
   }
-  try {
-    if (Status s = integer("step", state.step); !s.ok())
-      return s;
-    state.seed = std::stoull(manifest.at("seed").get<std::string>());
-    state.optimizer = manifest.at("optimizer").get<std::string>();
-    if (Status s = integer("optimizer_steps", state.optimizerSteps); !s.ok())
-      return s;
-    state.source = manifest.value("source", "");
-  } catch (const std::exception &e) {
-    return Status::error(path + "/" + kManifest + ": " + e.what());
-  }
+  // Every field with its type and range, named when it is wrong.
+  auto text = [&](const char *key, std::string &out, bool optional) {
+    auto it = manifest.find(key);
+    if (it == manifest.end())
+      return optional
+                 ? Status::success()
+                 : Status::error(path + "/" + kManifest + ": no '" + key + "'");
+    if (!it->is_string())
+      return Status::error(path + "/" + kManifest + ": '" + key +
+                           "' is not a string: " + it->dump());
+    out = it->get<std::string>();
+    return Status::success();
+  };
+  std::string seed;
+  for (Status field : {integer("step", state.step), text("seed", seed, false),
+                       text("optimizer", state.optimizer, false),
+                       integer("optimizer_steps", state.optimizerSteps),
+                       text("source", state.source, true)})
+    if (!field.ok())
+      return field;
+  // The seed: a decimal string of 64 bits, as written (the command line's
+  // --seed takes the same range).
+  uint64_t seedValue = 0;
+  auto [end, error] =
+      std::from_chars(seed.data(), seed.data() + seed.size(), seedValue);
+  if (seed.empty() || error != std::errc() || end != seed.data() + seed.size())
+    return Status::error(path + "/" + kManifest + ": 'seed' is \"" + seed +
+                         "\", expected a decimal integer from 0 to " +
+                         std::to_string(UINT64_MAX));
+  state.seed = seedValue;
+  if (!parseOptimizerKind(state.optimizer))
+    return Status::error(path + "/" + kManifest + ": 'optimizer' is \"" +
+                         state.optimizer + "\", which names no optimizer");
   if (state.step < 0 || state.optimizerSteps < 0)
     return Status::error(path + "/" + kManifest + ": negative step count");
   if (int64_t named = stepOfDirectoryName(path);
