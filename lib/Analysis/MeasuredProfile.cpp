@@ -89,6 +89,7 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
   profile.source = r.text(root, "source");
   profile.target = r.text(root, "target");
   profile.precision = r.text(root, "precision");
+  profile.model = r.text(root, "model");
   if (auto machine = root.find("machine");
       machine != root.end() && machine->is_object()) {
     profile.cpu = r.text(*machine, "cpu");
@@ -126,6 +127,12 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
     }
     out.remat = r.text(m, "remat");
     out.schedule = r.text(m, "schedule");
+    std::string mode = r.text(m, "mode");
+    if (!mode.empty() && mode != "train" && mode != "inference") {
+      r.fail(where, "expected 'mode' train or inference, got '" + mode + "'");
+      return std::nullopt;
+    }
+    out.forwardOnly = mode == "inference";
     if (auto blas = m.find("blas_threads"); blas != m.end()) {
       // 0: a device without CPU kernels.
       if (!blas->is_number_integer() || blas->get<int64_t>() < 0) {
@@ -166,6 +173,7 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
         return std::nullopt;
       layer.forward = *forward;
       layer.backward = backward.value_or(0.0);
+      out.forwardOnly |= !backward;
       out.layers.push_back(std::move(layer));
     }
     if (auto overhead = m.find("action_overhead");
@@ -200,18 +208,40 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
       return std::nullopt;
     profile.measurements.push_back(std::move(out));
   }
+  // gpipe-run merges a repeat into one measurement: two of the same key
+  // are an edited file, and which one counts would be a guess.
+  for (size_t i = 0; i < profile.measurements.size(); ++i)
+    for (size_t j = 0; j < i; ++j) {
+      const ProfileMeasurement &a = profile.measurements[i],
+                               &b = profile.measurements[j];
+      if (std::tie(a.workers, a.remat, a.schedule, a.microbatchSamples,
+                   a.blasThreads, a.forwardOnly) ==
+          std::tie(b.workers, b.remat, b.schedule, b.microbatchSamples,
+                   b.blasThreads, b.forwardOnly)) {
+        r.fail("measurements[" + std::to_string(i) + "]",
+               "measures what measurements[" + std::to_string(j) +
+                   "] does (micro-batches of " +
+                   std::to_string(a.microbatchSamples) + " samples, " +
+                   std::to_string(a.workers) + " workers, remat '" + a.remat +
+                   "', schedule '" + a.schedule + "', " +
+                   std::to_string(a.blasThreads) + " BLAS threads); keep one");
+        return std::nullopt;
+      }
+    }
   std::stable_sort(
       profile.measurements.begin(), profile.measurements.end(),
       [](const ProfileMeasurement &a, const ProfileMeasurement &b) {
-        return std::tie(a.workers, a.remat, a.schedule, a.microbatchSamples,
-                        b.blasThreads) <
-               std::tie(b.workers, b.remat, b.schedule, b.microbatchSamples,
-                        a.blasThreads);
+        return std::tie(a.forwardOnly, a.workers, a.remat, a.schedule,
+                        a.microbatchSamples, b.blasThreads) <
+               std::tie(b.forwardOnly, b.workers, b.remat, b.schedule,
+                        b.microbatchSamples, a.blasThreads);
       });
   // The most BLAS threads first within a key: keep that one.
   auto sameKey = [](const ProfileMeasurement &a, const ProfileMeasurement &b) {
-    return std::tie(a.workers, a.remat, a.schedule, a.microbatchSamples) ==
-           std::tie(b.workers, b.remat, b.schedule, b.microbatchSamples);
+    return std::tie(a.forwardOnly, a.workers, a.remat, a.schedule,
+                    a.microbatchSamples) == std::tie(b.forwardOnly, b.workers,
+                                                     b.remat, b.schedule,
+                                                     b.microbatchSamples);
   };
   profile.measurements.erase(std::unique(profile.measurements.begin(),
                                          profile.measurements.end(), sameKey),

@@ -50,6 +50,9 @@ struct ProfileMeasurement {
   std::string schedule;
   /// How many runs the times are the medians of.
   int64_t runs = 1;
+  /// Measured by a forward-only (--predict) run: no backward times ("mode"
+  /// "inference", or a layer without a backward).
+  bool forwardOnly = false;
   /// The OpenBLAS threads each rank ran its GEMMs on.
   int64_t blasThreads = 1;
   std::vector<MeasuredLayer> layers;
@@ -69,6 +72,9 @@ struct ProfileMeasurement {
 
 struct MeasuredProfile {
   std::string source, target, precision, cpu;
+  /// The measured model's fingerprint (gpipe::abi::getModelFingerprint);
+  /// empty in profiles from before fingerprints.
+  std::string model;
   int64_t cores = 0;
   /// By workers, then micro-batch size, ascending. Of measurements that
   /// differ only in their BLAS threads, the one with the most is kept:

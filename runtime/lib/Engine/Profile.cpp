@@ -266,6 +266,7 @@ Status buildProfileMeasurement(const ModelMetadata &meta,
                       {"data_parallel", meta.dataParallel},
                       {"schedule", meta.schedule},
                       {"remat", meta.remat},
+                      {"mode", meta.inference ? "inference" : "train"},
                       {"blas_threads", result.blasThreads},
                       {"timed_steps", steps.size()},
                       {"layers", std::move(layerArray)},
@@ -278,7 +279,64 @@ Status buildProfileMeasurement(const ModelMetadata &meta,
   return Status::success();
 }
 
+/// What identifies the model a profile measures: its root's fields.
+Json getProfileIdentity(const ModelMetadata &meta) {
+  return {{"source", meta.source},
+          {"target", meta.target},
+          {"precision", meta.precision},
+          {"model", meta.fingerprint()}};
+}
+
+/// The profile already at `path` (null when there is none), checked to be
+/// one of this model (`identity`): another model's, target's or
+/// precision's, or no profile at all, is an error naming the field and
+/// both values. A profile from before fingerprints is taken with a warning.
+Status readExistingProfile(const std::string &path, const Json &identity,
+                           Json &old) {
+  old = nullptr;
+  std::ifstream in(path);
+  if (!in)
+    return Status::success();
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  old = Json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
+  if (old.is_discarded() || !old.is_object() ||
+      old.value("format", "") != "gpipe-profile")
+    return Status::error("--profile " + path +
+                         ": the file exists and is no gpipe profile; give "
+                         "another path (it is left as it is)");
+  for (const char *key : {"source", "target", "precision", "model"}) {
+    const std::string mine = identity[key].get<std::string>();
+    auto it = old.find(key);
+    std::string theirs =
+        it != old.end() && it->is_string() ? it->get<std::string>() : "";
+    if (std::string(key) == "model" && it == old.end()) {
+      std::fprintf(stderr,
+                   "gpipe-run: warning: --profile %s has no model "
+                   "fingerprint (written by an older gpipe-run); its "
+                   "measurements are kept as this model's (%s)\n",
+                   path.c_str(), mine.c_str());
+      continue;
+    }
+    if (theirs != mine)
+      return Status::error(
+          "--profile " + path + ": the file profiles " + key + " '" + theirs +
+          "', this run's is '" + mine + "'" +
+          (std::string(key) == "model"
+               ? " (the parameters' names and shapes or the input differ: "
+                 "another model of the same source)"
+               : "") +
+          "; give another path (it is left as it is)");
+  }
+  return Status::success();
+}
+
 } // namespace
+
+Status checkProfilePath(const std::string &path, const ModelMetadata &meta) {
+  Json old;
+  return readExistingProfile(path, getProfileIdentity(meta), old);
+}
 
 Status writeProfile(const std::string &path, const ModelMetadata &meta,
                     const RunResult &result) {
@@ -286,33 +344,18 @@ Status writeProfile(const std::string &path, const ModelMetadata &meta,
   if (Status s = buildProfileMeasurement(meta, result, text); !s.ok())
     return Status::error("--profile " + path + ": " + s.message());
   Json measurement = Json::parse(text);
-  Json root = {{"format", "gpipe-profile"},
-               {"version", 1},
-               {"source", meta.source},
-               {"target", meta.target},
-               {"precision", meta.precision},
-               {"machine",
-                {{"cpu", cpuName()},
-                 {"cores", std::thread::hardware_concurrency()},
-                 {"device", result.deviceDescription}}},
-               {"measurements", Json::array()}};
+  Json root = getProfileIdentity(meta);
+  root["format"] = "gpipe-profile";
+  root["version"] = 1;
+  root["machine"] = {{"cpu", cpuName()},
+                     {"cores", std::thread::hardware_concurrency()},
+                     {"device", result.deviceDescription}};
+  root["measurements"] = Json::array();
   // Merge into an existing profile of the same model.
-  std::ifstream in(path);
-  if (in) {
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    Json old = Json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
-    if (old.is_discarded() || !old.is_object() ||
-        old.value("format", "") != "gpipe-profile")
-      return Status::error("--profile " + path +
-                           ": the file exists and is no gpipe profile; give "
-                           "another path (it is left as it is)");
-    for (const char *key : {"source", "target", "precision"})
-      if (old.value(key, "") != root[key].get<std::string>())
-        return Status::error("--profile " + path + ": the file profiles " +
-                             key + " '" + old.value(key, "") + "', this run '" +
-                             root[key].get<std::string>() +
-                             "'; give another path (it is left as it is)");
+  Json old;
+  if (Status s = readExistingProfile(path, root, old); !s.ok())
+    return s;
+  if (!old.is_null()) {
     if (old.contains("measurements") && old["measurements"].is_array())
       for (const Json &m : old["measurements"]) {
         if (!m.is_object())
@@ -322,6 +365,8 @@ Status writeProfile(const std::string &path, const ModelMetadata &meta,
             m.value("workers", int64_t(1)) != meta.numWorkers() ||
             m.value("remat", std::string()) != meta.remat ||
             m.value("schedule", std::string()) != meta.schedule ||
+            m.value("mode", std::string("train")) !=
+                measurement.value("mode", std::string("train")) ||
             m.value("blas_threads", int64_t(1)) != result.blasThreads) {
           root["measurements"].push_back(m);
           continue;
@@ -341,6 +386,7 @@ Status writeProfile(const std::string &path, const ModelMetadata &meta,
     return std::make_tuple(m.value("workers", int64_t(1)),
                            m.value("remat", std::string()),
                            m.value("schedule", std::string()),
+                           m.value("mode", std::string("train")),
                            m.value("microbatch_samples", int64_t(0)),
                            m.value("blas_threads", int64_t(1)));
   };

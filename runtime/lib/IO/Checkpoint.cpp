@@ -529,10 +529,7 @@ Status CheckpointDirLock::acquire(const std::string &dir,
   if (Status s = makeDirectories(dir); !s.ok())
     return Status::error("--checkpoint-dir " + dir + ": " + s.message());
   std::string path = dir + "/LOCK";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return Status::error("--checkpoint-dir " + dir + ": cannot open its lock " +
-                         path + ": " + errnoText());
+  int fd = -1;
   auto owner = [&] {
     std::string text;
     char buffer[512];
@@ -543,20 +540,38 @@ Status CheckpointDirLock::acquire(const std::string &dir,
       text.pop_back();
     return text;
   };
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    int error = errno;
-    std::string who = owner();
+  // A releasing owner unlinks the file while it holds the lock, so a lock
+  // taken on a file no longer at `path` is stale: open the path again.
+  for (int attempt = 0;; ++attempt) {
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return Status::error("--checkpoint-dir " + dir +
+                           ": cannot open its lock " + path + ": " +
+                           errnoText());
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int error = errno;
+      std::string who = owner();
+      ::close(fd);
+      if (error == EWOULDBLOCK)
+        return Status::error(
+            "--checkpoint-dir " + dir + " is in use by another run (" +
+            (who.empty() ? std::string("its owner has not said who it is yet")
+                         : who) +
+            "; lock " + path +
+            "): two runs writing one directory would mix their checkpoints. "
+            "Wait for it, or give this run another directory");
+      return Status::error("--checkpoint-dir " + dir + ": cannot lock " + path +
+                           ": " + std::strerror(error));
+    }
+    struct stat held, current;
+    if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &current) == 0 &&
+        held.st_dev == current.st_dev && held.st_ino == current.st_ino)
+      break;
     ::close(fd);
-    if (error == EWOULDBLOCK)
-      return Status::error(
-          "--checkpoint-dir " + dir + " is in use by another run (" +
-          (who.empty() ? std::string("its owner has not said who it is yet")
-                       : who) +
-          "; lock " + path +
-          "): two runs writing one directory would mix their checkpoints. "
-          "Wait for it, or give this run another directory");
-    return Status::error("--checkpoint-dir " + dir + ": cannot lock " + path +
-                         ": " + std::strerror(error));
+    if (attempt == 100)
+      return Status::error("--checkpoint-dir " + dir + ": its lock " + path +
+                           " keeps being replaced; is another run starting "
+                           "and ending in a loop?");
   }
   // Ours. An owner recorded but not holding the lock ended without
   // releasing it.
@@ -585,14 +600,17 @@ Status CheckpointDirLock::acquire(const std::string &dir,
   }
   out.reset(new CheckpointDirLock());
   out->fd = fd;
+  out->path = path;
   return Status::success();
 }
 
 CheckpointDirLock::~CheckpointDirLock() {
   if (fd < 0)
     return;
-  // Released: the next run finds no owner.
-  (void)::ftruncate(fd, 0);
+  // Released: the file goes while it is still held (a run that opened it
+  // meanwhile sees it is gone and opens the path again), so a finished run
+  // leaves nothing behind.
+  (void)::unlink(path.c_str());
   ::close(fd);
 }
 

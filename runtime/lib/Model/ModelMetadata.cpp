@@ -1249,6 +1249,17 @@ bool ModelMetadata::clipsGradients() const {
   return false;
 }
 
+std::string ModelMetadata::fingerprint() const {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> params;
+  for (const ParameterSpec &p : parameters)
+    params.push_back({p.name, p.shape});
+  std::vector<int64_t> sample;
+  if (!input.shape.empty())
+    sample.assign(input.shape.begin() + 1, input.shape.end());
+  return abi::getModelFingerprint(params, sample,
+                                  gpipe_rt_dtype_name(input.dtype));
+}
+
 const ParameterSpec *ModelMetadata::findParameter(std::string_view name) const {
   for (const ParameterSpec &p : parameters)
     if (p.name == name)

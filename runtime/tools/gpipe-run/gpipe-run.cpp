@@ -1558,6 +1558,11 @@ int main(int argc, char **argv) {
   }
 
   run.profileLayers = !args.profile.empty();
+  // A profile that could not take this run's measurement is refused now,
+  // not after the steps.
+  if (!args.profile.empty() && root)
+    if (Status p = checkProfilePath(args.profile, meta); !p.ok())
+      fatal(p.message());
   if (args.kernelTimes && meta.target != "cpu")
     fatal("--kernel-times times the CPU kernels; this model is compiled for "
           "--target " +

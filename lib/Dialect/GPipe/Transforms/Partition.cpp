@@ -189,9 +189,33 @@ func::FuncOp mlir::gpipe::buildStageForward(OpBuilder &builder,
 /// when it lacks this one) and `device`'s link, and `out` with the times
 /// for this pipeline's micro-batch size and ranks. Errors (no file, no
 /// profile, a layer it lacks) are emitted.
+/// The fingerprint a profile of the network `func` records
+/// (gpipe::abi::getModelFingerprint): its module's parameters but the tied
+/// copies, and one sample of its (packed) input.
+static std::string getModelFingerprint(func::FuncOp func) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> params;
+  if (auto module = func->getParentOfType<ModuleOp>())
+    for (auto decl : module.getBody()->getOps<nn::ParameterOp>())
+      if (!decl.getTiedToAttr())
+        if (auto type = dyn_cast<RankedTensorType>(decl.getType()))
+          params.push_back({decl.getSymName().str(),
+                            std::vector<int64_t>(type.getShape().begin(),
+                                                 type.getShape().end())});
+  std::vector<int64_t> sample;
+  std::string dtype;
+  if (auto input =
+          dyn_cast<RankedTensorType>(func.getArgumentTypes().front())) {
+    sample.assign(input.getShape().begin() + (input.getRank() > 0 ? 1 : 0),
+                  input.getShape().end());
+    llvm::raw_string_ostream os(dtype);
+    os << input.getElementType();
+  }
+  return ::gpipe::abi::getModelFingerprint(params, sample, dtype);
+}
+
 static LogicalResult
 readMeasuredProfile(StringRef path, const LayerChain &chain, int64_t workers,
-                    StringRef remat, StringRef schedule,
+                    StringRef remat, StringRef schedule, bool forwardOnly,
                     std::optional<ProfileMeasurement> &out,
                     CostModelInput &costInput, DeviceProfile &device) {
   func::FuncOp func = chain.func;
@@ -200,6 +224,38 @@ readMeasuredProfile(StringRef path, const LayerChain &chain, int64_t workers,
       MeasuredProfile::read(path.str(), error);
   if (!profile)
     return mlir::emitError(func.getLoc(), error);
+  // The profile must be this model's: a model of the same layer names but
+  // other sizes would be predicted from times that are not its own.
+  std::string model = getModelFingerprint(func);
+  if (profile->model.empty())
+    mlir::emitWarning(func.getLoc(), "profile '")
+        << path
+        << "' has no model fingerprint (written by an older gpipe-run): "
+           "its layers are matched by name only";
+  else if (profile->model != model)
+    return mlir::emitError(func.getLoc(), "profile '")
+           << path << "' was measured on another model: its 'model' is "
+           << profile->model << ", this model's " << model
+           << " (the parameters' names and shapes or the input differ); "
+              "measure this model with gpipe-run --profile";
+  // A training compile needs backward times; a forward-only one prefers
+  // forward-only runs' measurements (either has the forward times).
+  auto &all = profile->measurements;
+  bool haveForwardOnly = llvm::any_of(
+      all, [](const ProfileMeasurement &m) { return m.forwardOnly; });
+  bool haveTraining = llvm::any_of(
+      all, [](const ProfileMeasurement &m) { return !m.forwardOnly; });
+  if (!forwardOnly && !haveTraining)
+    return mlir::emitError(func.getLoc(), "profile '")
+           << path
+           << "' holds only forward times (measured by a --predict run); a "
+              "training compile needs a training run's backward times: "
+              "gpipe-run model.so --profile "
+           << path;
+  bool keepForwardOnly = forwardOnly && haveForwardOnly;
+  llvm::erase_if(all, [&](const ProfileMeasurement &m) {
+    return m.forwardOnly != keepForwardOnly;
+  });
   auto inputType = dyn_cast<ShapedType>(func.getArgumentTypes().front());
   int64_t samples =
       inputType && inputType.getRank() > 0 ? inputType.getDimSize(0) : 1;
@@ -359,11 +415,11 @@ FailureOr<LayerChainCosts> mlir::gpipe::estimateLayerCosts(
   }
   // A measured profile replaces the estimates.
   if (!profileFile.empty() &&
-      failed(readMeasuredProfile(profileFile, chain,
-                                 options.ranks * options.replicas,
-                                 stringifyRemat(options.remat),
-                                 stringifyScheduleKind(options.schedule),
-                                 result.measured, costInput, result.device)))
+      failed(readMeasuredProfile(
+          profileFile, chain, options.ranks * options.replicas,
+          stringifyRemat(options.remat),
+          stringifyScheduleKind(options.schedule), forwardOnly, result.measured,
+          costInput, result.device)))
     return failure();
   result.costs = computeLayerCosts(costInput, result.device);
   if (!result.costs.ok()) {

@@ -123,6 +123,7 @@ public:
 private:
   CheckpointDirLock() = default;
   int fd = -1;
+  std::string path;
 };
 
 } // namespace gpipe::rt

@@ -295,6 +295,9 @@ struct ModelMetadata {
   int64_t stateMultiple() const;
   /// The parameter called `name`, or null.
   const ParameterSpec *findParameter(std::string_view name) const;
+  /// abi::getModelFingerprint of the parameters and the input: what a
+  /// profile of this model records and is checked against.
+  std::string fingerprint() const;
 };
 
 } // namespace gpipe::rt

@@ -62,6 +62,12 @@ Status writeTimelineSVG(const std::string &path, const ModelMetadata &metadata,
 Status writeProfile(const std::string &path, const ModelMetadata &metadata,
                     const RunResult &result);
 
+/// What writeProfile would refuse before a run spends its steps: a file at
+/// `path` that is no profile, or one of another model (fingerprint),
+/// source, target or precision (an error naming the field and both
+/// values). No file yet is fine.
+Status checkProfilePath(const std::string &path, const ModelMetadata &metadata);
+
 } // namespace gpipe::rt
 
 #endif // GPIPE_RUNTIME_TRACE_H

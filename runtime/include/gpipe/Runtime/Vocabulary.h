@@ -17,10 +17,13 @@
 #ifndef GPIPE_RUNTIME_VOCABULARY_H
 #define GPIPE_RUNTIME_VOCABULARY_H
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace gpipe::abi {
 
@@ -386,6 +389,42 @@ inline constexpr const char *kLower = "lower";
 inline constexpr const char *kUpper = "upper";
 inline constexpr const char *kBody = "body";
 } // namespace key
+
+//===----------------------------------------------------------------------===//
+// A model's identity
+//===----------------------------------------------------------------------===//
+
+/// What the files made from a model (profiles) are checked against: FNV-1a
+/// (64 bits) of its parameters (each "name[d0,d1,...];", in name order; tied
+/// copies are their first parameter) and of one sample of its input ("input
+/// [d1,...]<dtype>", the packed input of a model with several), as 16 hex
+/// digits. Two models with the same layer names but other sizes differ.
+/// `parameters` is sorted in place.
+inline std::string getModelFingerprint(
+    std::vector<std::pair<std::string, std::vector<int64_t>>> &parameters,
+    const std::vector<int64_t> &sampleShape, std::string_view inputDType) {
+  std::sort(parameters.begin(), parameters.end());
+  auto dims = [](const std::vector<int64_t> &shape, size_t from) {
+    std::string text = "[";
+    for (size_t i = from; i < shape.size(); ++i)
+      text += (i > from ? "," : "") + std::to_string(shape[i]);
+    return text + "]";
+  };
+  std::string text;
+  for (const auto &[name, shape] : parameters)
+    text += name + dims(shape, 0) + ";";
+  text += "input" + dims(sampleShape, 0) + std::string(inputDType);
+  uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a's offset basis and prime
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  static const char digits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, hash >>= 4)
+    out[size_t(i)] = digits[hash & 15];
+  return out;
+}
 
 } // namespace gpipe::abi
 
