@@ -86,6 +86,23 @@ static cl::opt<bool> tieEmbeddings(
              "two layers' copies are kept equal across stages)"),
     cl::init(false), cl::cat(getPresetCategory()));
 
+static cl::opt<bool> debugDiagnostics(
+    "debug",
+    cl::desc("After an error, also print the operation it is attached to "
+             "(for some errors a whole function or module)"),
+    cl::init(false), cl::cat(getModelCategory()));
+
+/// A located error says what is wrong and where; the operation it is
+/// attached to (often a whole function, tens of KB of generic IR) follows
+/// only with --debug, or with MLIR's own --mlir-print-op-on-diagnostic
+/// given explicitly. Call after the context is made from the flags.
+inline void configureDiagnostics(MLIRContext &context) {
+  auto &options = cl::getRegisteredOptions();
+  auto it = options.find("mlir-print-op-on-diagnostic");
+  if (it == options.end() || it->second->getNumOccurrences() == 0)
+    context.printOpOnDiagnostic(debugDiagnostics);
+}
+
 /// Makes diagnostics without a source location (command-line errors) read
 /// "<tool>: error: ..." instead of "<unknown>:0: error: ...". Keep the
 /// handler alive as long as the context reports.

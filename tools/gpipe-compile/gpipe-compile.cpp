@@ -228,6 +228,7 @@ int main(int argc, char **argv) {
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   MLIRContext context(registry);
+  gpipe_tools::configureDiagnostics(context);
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);

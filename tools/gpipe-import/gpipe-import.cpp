@@ -73,6 +73,7 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   mlir::gpipe::registerAllDialects(registry);
   MLIRContext context(registry);
+  gpipe_tools::configureDiagnostics(context);
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);

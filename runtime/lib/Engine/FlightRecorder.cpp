@@ -118,6 +118,20 @@ size_t FlightRecorder::renderInto(char *out, size_t capacity, const char *who,
   return append.length;
 }
 
+std::pair<int64_t, int64_t>
+FlightRecorder::longestCompute(const RankPlan &plan, int64_t nowNs) const {
+  std::pair<int64_t, int64_t> longest{-1, -1};
+  for (const RecordedAction &e : recent) {
+    abi::ActionKind kind = plan.actions[size_t(e.action)].kind;
+    if (!abi::isComputeKind(kind) && kind != abi::ActionKind::Step)
+      continue;
+    int64_t ns = (e.endNs >= 0 ? e.endNs : nowNs) - e.beginNs;
+    if (ns > longest.first)
+      longest = {ns, e.action};
+  }
+  return longest;
+}
+
 std::string FlightRecorder::render(const std::string &who, const RankPlan &plan,
                                    int64_t nowNs) const {
   char text[4096];

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gpipe::rt {
@@ -51,6 +52,12 @@ public:
   /// cut short if longer); returns the length written. Allocates nothing.
   size_t renderInto(char *out, size_t capacity, const char *who,
                     const RankPlan &plan, int64_t nowNs) const;
+
+  /// The longest of the recent actions that compute (a stage's layers or
+  /// its optimizer step), in nanoseconds with `nowNs` timing an unfinished
+  /// one, and its index in the plan; -1 when none.
+  std::pair<int64_t, int64_t> longestCompute(const RankPlan &plan,
+                                             int64_t nowNs) const;
 
 private:
   /// Oldest first once full, from `next`.
