@@ -4,7 +4,9 @@
 # Builds (scripts/build.sh), runs the lit suite (check-gpipe), the
 # GoogleTest suite (ctest), the format gate (scripts/format.sh) and each
 # fuzz target briefly (scripts/fuzz.sh; FUZZ_SECONDS per target, 30 by
-# default, 0 to skip), and ends with one summary line over all of them.
+# default, 0 to skip) and the adversarial suite (scripts/adversarial.py,
+# about two minutes; ADVERSARIAL=0 skips it), and ends with one summary
+# line over all of them.
 #
 #===-----------------------------------------------------------------------===#
 set -uo pipefail
@@ -64,11 +66,29 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   if [ "$fuzz_status" -ne 0 ] && [ "$fuzz_fail" -eq 0 ]; then fuzz_fail=1; fi
 fi
 
-passed=$((lit_pass + ctest_total - ctest_fail - ctest_skip + fuzz_pass + format_pass))
-failed=$((lit_fail + ctest_fail + fuzz_fail + format_fail))
+# The adversarial suite: hundreds of hostile inputs to every tool, each
+# clean (a located error, or a success whose result is checked) or a
+# finding (crash, hang, suspect); one pass or failure per case.
+adv_pass=0
+adv_fail=0
+if [ "${ADVERSARIAL:-1}" != 0 ]; then
+  echo "== adversarial (scripts/adversarial.py) =="
+  python3 "$root/scripts/adversarial.py" "$build" | tee "$log"
+  adv_status=${PIPESTATUS[0]}
+  summary=$(grep -E '^adversarial: [0-9]+ cases, [0-9]+ clean' "$log" | tail -1)
+  adv_cases=$(echo "$summary" | sed -nE 's/^adversarial: ([0-9]+) cases.*/\1/p')
+  adv_pass=$(echo "$summary" | sed -nE 's/^adversarial: [0-9]+ cases, ([0-9]+) clean.*/\1/p')
+  adv_cases=${adv_cases:-0}
+  adv_pass=${adv_pass:-0}
+  adv_fail=$((adv_cases - adv_pass))
+  if [ "$adv_status" -ne 0 ] && [ "$adv_fail" -eq 0 ]; then adv_fail=1; fi
+fi
+
+passed=$((lit_pass + ctest_total - ctest_fail - ctest_skip + fuzz_pass + format_pass + adv_pass))
+failed=$((lit_fail + ctest_fail + fuzz_fail + format_fail + adv_fail))
 if [ "$lit_status" -ne 0 ] && [ "$lit_fail" -eq 0 ]; then failed=$((failed + 1)); fi
 if [ "$ctest_status" -ne 0 ] && [ "$ctest_fail" -eq 0 ]; then failed=$((failed + 1)); fi
 echo
-echo "lit: $lit_pass passed, $lit_fail failed; gtest: $((ctest_total - ctest_fail - ctest_skip)) passed, $ctest_fail failed, $ctest_skip skipped; fuzz: $fuzz_pass passed, $fuzz_fail failed; format: $format_pass passed, $format_fail failed"
+echo "lit: $lit_pass passed, $lit_fail failed; gtest: $((ctest_total - ctest_fail - ctest_skip)) passed, $ctest_fail failed, $ctest_skip skipped; fuzz: $fuzz_pass passed, $fuzz_fail failed; format: $format_pass passed, $format_fail failed; adversarial: $adv_pass passed, $adv_fail failed"
 echo "total: $passed passed, $failed failed, $((lit_skip + ctest_skip)) skipped"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

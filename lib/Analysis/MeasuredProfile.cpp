@@ -35,7 +35,7 @@ struct Reader {
 
   bool fail(const std::string &where, const std::string &what) {
     if (error.empty())
-      error = where + ": " + what;
+      error = where.empty() ? what : where + ": " + what;
     return false;
   }
   /// A non-negative finite number at `key` of `object`; absent is an error
@@ -56,9 +56,19 @@ struct Reader {
     }
     return it->get<double>();
   }
-  std::string text(const Json &object, const char *key) {
+  /// The string at `key` of `object`, empty when absent (or null); any
+  /// other type is an error naming the key.
+  std::string text(const Json &object, const std::string &where,
+                   const char *key) {
     auto it = object.find(key);
-    return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+    if (it == object.end() || it->is_null())
+      return "";
+    if (!it->is_string()) {
+      fail(where, std::string("expected a string for '") + key + "', got " +
+                      it->dump());
+      return "";
+    }
+    return it->get<std::string>();
   }
 };
 
@@ -73,7 +83,7 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
     return std::nullopt;
   }
   Reader r{error};
-  if (r.text(root, "format") != "gpipe-profile") {
+  if (r.text(root, "", "format") != "gpipe-profile") {
     error = "expected \"format\": \"gpipe-profile\" (a profile written by "
             "gpipe-run --profile)";
     return std::nullopt;
@@ -86,13 +96,15 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
     return std::nullopt;
   }
   MeasuredProfile profile;
-  profile.source = r.text(root, "source");
-  profile.target = r.text(root, "target");
-  profile.precision = r.text(root, "precision");
-  profile.model = r.text(root, "model");
+  profile.source = r.text(root, "", "source");
+  profile.target = r.text(root, "", "target");
+  profile.precision = r.text(root, "", "precision");
+  profile.model = r.text(root, "", "model");
+  if (!error.empty())
+    return std::nullopt;
   if (auto machine = root.find("machine");
       machine != root.end() && machine->is_object()) {
-    profile.cpu = r.text(*machine, "cpu");
+    profile.cpu = r.text(*machine, "machine", "cpu");
     if (auto cores = machine->find("cores");
         cores != machine->end() && cores->is_number_integer())
       profile.cores = cores->get<int64_t>();
@@ -125,9 +137,11 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
       }
       out.workers = workers->get<int64_t>();
     }
-    out.remat = r.text(m, "remat");
-    out.schedule = r.text(m, "schedule");
-    std::string mode = r.text(m, "mode");
+    out.remat = r.text(m, where, "remat");
+    out.schedule = r.text(m, where, "schedule");
+    std::string mode = r.text(m, where, "mode");
+    if (!error.empty())
+      return std::nullopt;
     if (!mode.empty() && mode != "train" && mode != "inference") {
       r.fail(where, "expected 'mode' train or inference, got '" + mode + "'");
       return std::nullopt;
@@ -196,7 +210,7 @@ std::optional<MeasuredProfile> MeasuredProfile::parse(std::string_view text,
       }
     }
     if (auto opt = m.find("optimizer"); opt != m.end() && opt->is_object()) {
-      out.optimizer = r.text(*opt, "name");
+      out.optimizer = r.text(*opt, where + ".optimizer", "name");
       out.optimizerSecondsPerByte =
           r.seconds(*opt, where + ".optimizer", "seconds_per_byte");
       if (!error.empty())
