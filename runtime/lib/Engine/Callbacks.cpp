@@ -706,18 +706,21 @@ extern "C" void gpipe_rt_action_end(gpipe_rt_rank *rank, int64_t action) {
 }
 
 bool RunState::checkHostAction(gpipe_rt_rank *rank, int64_t action,
-                               ActionKind kind, const std::string &at,
+                               ActionKind kind, const char *function,
                                const char *what) {
+  auto located = [&] {
+    return where(rank, currentAction(rank)) + ": " + function;
+  };
   int64_t numActions = int64_t(rank->plan->actions.size());
   if (action < 0 || action >= numActions ||
       rank->plan->actions[size_t(action)].kind != kind) {
-    fail(rank, at + " for action " + std::to_string(action) +
+    fail(rank, located() + " for action " + std::to_string(action) +
                    ", which is not a " +
                    ::gpipe::abi::getActionKindMetadataName(kind) + " action");
     return false;
   }
   if (meta.target != "cpu") {
-    fail(rank, at + ": " + what + " on the CPU target only");
+    fail(rank, located() + ": " + what + " on the CPU target only");
     return false;
   }
   return true;
@@ -744,7 +747,7 @@ int32_t RunState::sumTied(gpipe_rt_rank *rank, int64_t action, float *scratch) {
   auto at = [&] {
     return where(rank, currentAction(rank)) + ": gpipe_rt_sum_tied";
   };
-  if (!checkHostAction(rank, action, ActionKind::SumTied, at(),
+  if (!checkHostAction(rank, action, ActionKind::SumTied, "gpipe_rt_sum_tied",
                        "tied parameters are summed"))
     return 1;
   auto gradsOf = [&](const TiedGroup::Member &m) {
@@ -868,7 +871,7 @@ int32_t RunState::clipGrad(gpipe_rt_rank *rank, int64_t action, double *norm) {
   auto at = [&] {
     return where(rank, currentAction(rank)) + ": gpipe_rt_clip_grad";
   };
-  if (!checkHostAction(rank, action, ActionKind::ClipGrad, at(),
+  if (!checkHostAction(rank, action, ActionKind::ClipGrad, "gpipe_rt_clip_grad",
                        "gradients are clipped"))
     return 1;
   if (!norm) {

@@ -378,9 +378,12 @@ public:
   int32_t sumTied(gpipe_rt_rank *rank, int64_t action, float *scratch);
   int32_t clipGrad(gpipe_rt_rank *rank, int64_t action, double *norm);
   /// SUM_TIED and CLIP_GRAD: `action` is of `kind` and the target the CPU
-  /// (`what` "is done on the CPU target only"); false after failing the run.
+  /// (`what` "is done on the CPU target only"); false after failing the run
+  /// with an error located at the rank's action and `function` (the
+  /// callback's name). Builds no text when the checks pass: steady-state
+  /// steps allocate nothing.
   bool checkHostAction(gpipe_rt_rank *rank, int64_t action, ActionKind kind,
-                       const std::string &at, const char *what);
+                       const char *function, const char *what);
   /// One message of `bytes` at `data` to or from pipeline rank `peerRank`
   /// of the rank's own replica.
   bool exchangeInReplica(gpipe_rt_rank *rank, int64_t action, bool send,
