@@ -5,7 +5,7 @@
 # Idempotent: packages already present are left alone, so re-running is cheap.
 # With --demo, only what building and running gpipe-compile and gpipe-run
 # needs (no clang, sanitizer runtimes or clang-format: the fuzzers' and the
-# format check's).
+# format check's; no ONNX Python modules: the adversarial suite's).
 #
 #===-----------------------------------------------------------------------===#
 set -euo pipefail
@@ -19,7 +19,9 @@ PKGS=(
   zlib1g-dev libzstd-dev libedit-dev libcurl4-openssl-dev libxml2-dev
 )
 if [ "${1:-}" != "--demo" ]; then
-  PKGS+=(clang-22 libclang-rt-22-dev clang-format-22)
+  # The fuzzers and the format check (clang), and the adversarial suite's
+  # ONNX models (python3-onnx, python3-numpy).
+  PKGS+=(clang-22 libclang-rt-22-dev clang-format-22 python3-onnx python3-numpy)
 fi
 
 missing=()
