@@ -18,7 +18,8 @@
 # samples/s, the step's matmul GFLOP/s (counted by PyTorch's
 # FlopCounterMode over one step: forward and backward) and the ratio to the
 # best eager time; where gpipe's time goes at K = 1 (gpipe-run
-# --kernel-times); and the single-core sgemm ceiling measured in the same
+# --kernel-times, with the sgemm time by shape against the ceiling); and
+# the single-core sgemm ceiling measured in the same
 # run (OpenBLAS, gpipe's BLAS, through ctypes, and PyTorch's own BLAS on one
 # thread, each at 1024^3: the best of them). Run it on an idle machine:
 #
@@ -337,6 +338,17 @@ def main():
             print("gpipe K=1 (%d BLAS thread%s), where the time goes (ms per "
                   "step):" % (blas, "s" if blas > 1 else ""))
             print("  " + times.group(1).strip())
+        # Per GEMM shape against the ceiling of the cores it ran on.
+        shapes = re.findall(r"^    (\d+ x \d+ x \d+ [NT][NT]): ([0-9.e+]+) "
+                            r"calls, ([0-9.]+) ms, ([0-9.]+) GFLOP/s$",
+                            breakdown, re.M)
+        if shapes:
+            print("  sgemm by shape (M x N x K): calls, ms per step, GFLOP/s, "
+                  "%% of %d x the single-core ceiling" % blas)
+            for shape, calls, ms, rate in shapes:
+                print("    %-22s %6s %8s %8s %5.0f%%" % (
+                    shape, calls, ms, rate,
+                    100 * float(rate) / (best_ceiling * blas)))
         summary.append(
             "%s: gpipe K=1 %.2fx eager (best: %d thread%s)%s, K=2 M=8 %.2fx "
             "eager; on one core: gpipe K=1 at %.0f%% of the sgemm ceiling, "

@@ -2155,6 +2155,64 @@ TEST(KernelTiming, CountsEachClassOnTheCallingThread) {
   EXPECT_EQ(read(GPIPE_RT_KERNEL_CLASS_COUNT), 0u);
 }
 
+// GEMM times by shape: each sgemm's (M, N, K, transposes) on the calling
+// thread while kernel timing is on, a batch of small products as its
+// products; more shapes than kept say so; reset forgets them.
+TEST(KernelTiming, RecordsGemmShapes) {
+  gpipe_rt_gemm_shape_time shapes[GPIPE_RT_GEMM_SHAPES];
+  auto held = [&] {
+    return gpipe_rt_cpu_thread_gemm_shapes(shapes, GPIPE_RT_GEMM_SHAPES);
+  };
+  gpipe_rt_cpu_reset_thread_gemm_shapes();
+  Shape in{64, 32}, ws{48, 32}, out{64, 48};
+  std::vector<float> x = randomFloats(numel(in), 1),
+                     w = randomFloats(numel(ws), 2);
+  std::vector<float> y(size_t(numel(out)));
+  auto linear = [&] {
+    ASSERT_EQ(gpipe_rt_cpu_linear_f32(x.data(), in.data(), 2, w.data(),
+                                      ws.data(), nullptr, 1, y.data(),
+                                      out.data(), 2),
+              GPIPE_RT_SUCCESS)
+        << lastError();
+  };
+  linear();
+  EXPECT_EQ(held(), 0); // timing off
+  gpipe_rt_cpu_set_kernel_timing(1);
+  for (int i = 0; i < 3; ++i)
+    linear();
+  Shape a{8, 4, 5}, b{8, 5, 3}, c{8, 4, 3};
+  std::vector<float> p = randomFloats(numel(a), 3),
+                     q = randomFloats(numel(b), 4), r(size_t(numel(c)));
+  ASSERT_EQ(gpipe_rt_cpu_matmul_f32(p.data(), a.data(), 3, q.data(), b.data(),
+                                    3, 0, 0, r.data(), c.data(), 3),
+            GPIPE_RT_SUCCESS)
+      << lastError();
+  ASSERT_EQ(held(), 2);
+  EXPECT_EQ(shapes[0].m, 64);
+  EXPECT_EQ(shapes[0].n, 48);
+  EXPECT_EQ(shapes[0].k, 32);
+  EXPECT_EQ(shapes[0].trans_a, 0);
+  EXPECT_EQ(shapes[0].trans_b, 1);
+  EXPECT_EQ(shapes[0].calls, 3u);
+  EXPECT_GT(shapes[0].nanoseconds, 0u);
+  EXPECT_EQ(shapes[1].m, 4);
+  EXPECT_EQ(shapes[1].n, 3);
+  EXPECT_EQ(shapes[1].k, 5);
+  EXPECT_EQ(shapes[1].calls, 8u); // the batch's products
+  // Past the table: the count says some were not kept.
+  for (int64_t rows = 1; rows <= GPIPE_RT_GEMM_SHAPES; ++rows) {
+    Shape sin{rows, 32}, sout{rows, 48};
+    ASSERT_EQ(gpipe_rt_cpu_linear_f32(x.data(), sin.data(), 2, w.data(),
+                                      ws.data(), nullptr, 1, y.data(),
+                                      sout.data(), 2),
+              GPIPE_RT_SUCCESS);
+  }
+  EXPECT_EQ(held(), -1);
+  gpipe_rt_cpu_reset_thread_gemm_shapes();
+  EXPECT_EQ(held(), 0);
+  gpipe_rt_cpu_set_kernel_timing(0);
+}
+
 // Integer arithmetic (position ids): broadcasting, wraparound, truncating
 // division, both remainders, exact powers and a zero divisor.
 TEST(BinaryI64, OpsBroadcastWrapAndErrors) {

@@ -137,6 +137,10 @@ struct gpipe_rt_rank {
   /// With RunOptions::timeKernels: the rank thread's kernel nanoseconds
   /// per class in the current step.
   std::array<int64_t, GPIPE_RT_KERNEL_CLASS_COUNT> kernelNs{};
+  /// With RunOptions::timeKernels: the rank thread's sgemm times by shape
+  /// in the current step (-1: more shapes than kept).
+  std::array<gpipe_rt_gemm_shape_time, GPIPE_RT_GEMM_SHAPES> gemmShapes{};
+  int32_t gemmShapeCount = 0;
   /// The device's answers at the end of a step (kept: no allocation per
   /// step).
   std::vector<gpipe::rt::Inspection> inspections;

@@ -194,10 +194,12 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     }
     const int64_t heapBefore = heapAllocationsOnThisThread();
     std::array<int64_t, GPIPE_RT_KERNEL_CLASS_COUNT> kernelBefore{};
-    if (options.timeKernels)
+    if (options.timeKernels) {
       for (int c = 0; c < GPIPE_RT_KERNEL_CLASS_COUNT; ++c)
         kernelBefore[size_t(c)] = int64_t(
             gpipe_rt_cpu_thread_kernel_nanoseconds(gpipe_rt_kernel_class(c)));
+      gpipe_rt_cpu_reset_thread_gemm_shapes();
+    }
     rank->step = step;
     rank->nextAction = 0;
     rank->current = rank->lastBegun = -1;
@@ -254,12 +256,15 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
     abandon.armed = false;
     rank->heapAllocations =
         heapBefore < 0 ? -1 : heapAllocationsOnThisThread() - heapBefore;
-    if (options.timeKernels)
+    if (options.timeKernels) {
       for (int c = 0; c < GPIPE_RT_KERNEL_CLASS_COUNT; ++c)
         rank->kernelNs[size_t(c)] =
             int64_t(gpipe_rt_cpu_thread_kernel_nanoseconds(
                 gpipe_rt_kernel_class(c))) -
             kernelBefore[size_t(c)];
+      rank->gemmShapeCount = gpipe_rt_cpu_thread_gemm_shapes(
+          rank->gemmShapes.data(), int32_t(rank->gemmShapes.size()));
+    }
     std::lock_guard<std::mutex> lock(mu);
     finished[size_t(rank->index)] = 1;
     ++finishedCount;
@@ -369,6 +374,25 @@ void RunState::addSteadyTotals(RunResult &result) {
       for (size_t c = 0; c < result.kernelSeconds.size(); ++c)
         result.kernelSeconds[c] += double(rank.kernelNs[c]) * 1e-9;
       result.steadyBusySeconds += double(rank.busyNs) * 1e-9;
+      if (rank.gemmShapeCount < 0)
+        result.gemmShapesIncomplete = true;
+      for (int32_t i = 0;
+           i < std::min<int32_t>(rank.gemmShapeCount, GPIPE_RT_GEMM_SHAPES);
+           ++i) {
+        const gpipe_rt_gemm_shape_time &g = rank.gemmShapes[size_t(i)];
+        auto same = [&](const gpipe_rt_gemm_shape_time &h) {
+          return h.m == g.m && h.n == g.n && h.k == g.k &&
+                 h.trans_a == g.trans_a && h.trans_b == g.trans_b;
+        };
+        auto it = std::find_if(result.gemmShapes.begin(),
+                               result.gemmShapes.end(), same);
+        if (it == result.gemmShapes.end()) {
+          result.gemmShapes.push_back(g);
+        } else {
+          it->calls += g.calls;
+          it->nanoseconds += g.nanoseconds;
+        }
+      }
     }
   for (const gpipe_rt_rank &rank : ranks)
     if (isLocal(rank.index) && result.steadyHeapAllocations >= 0)

@@ -721,6 +721,46 @@ void printHeader(const ModelImage &image) {
   }
 }
 
+/// The sgemm time of the steady-state steps by shape, slowest total first
+/// (--kernel-times): what a faster GEMM would have to beat, shape by shape.
+void printGemmShapes(const RunResult &result) {
+  if (result.gemmShapes.empty())
+    return;
+  std::vector<gpipe_rt_gemm_shape_time> shapes = result.gemmShapes;
+  std::sort(shapes.begin(), shapes.end(), [](const auto &a, const auto &b) {
+    return a.nanoseconds > b.nanoseconds;
+  });
+  double steps = double(result.steadySteps);
+  std::printf("  sgemm by shape (C = op(A) op(B), M x N x K, N: as stored, "
+              "T: transposed; per step, all ranks):\n");
+  const size_t shown = 12;
+  double restMs = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const gpipe_rt_gemm_shape_time &g = shapes[i];
+    double seconds = double(g.nanoseconds) * 1e-9;
+    if (i >= shown) {
+      restMs += seconds / steps * 1e3;
+      continue;
+    }
+    double flops =
+        2.0 * double(g.m) * double(g.n) * double(g.k) * double(g.calls);
+    std::printf("    %lld x %lld x %lld %c%c: %.4g calls, %.3f ms, %.1f "
+                "GFLOP/s\n",
+                static_cast<long long>(g.m), static_cast<long long>(g.n),
+                static_cast<long long>(g.k), g.trans_a ? 'T' : 'N',
+                g.trans_b ? 'T' : 'N', double(g.calls) / steps,
+                seconds / steps * 1e3,
+                seconds > 0 ? flops / seconds * 1e-9 : 0.0);
+  }
+  if (shapes.size() > shown)
+    std::printf("    %zu more shapes: %.3f ms\n", shapes.size() - shown,
+                restMs);
+  if (result.gemmShapesIncomplete)
+    std::printf("    (a rank ran more than %d shapes in a step: the rest "
+                "are counted in the totals above only)\n",
+                GPIPE_RT_GEMM_SHAPES);
+}
+
 /// Where the compute time of the steady-state steps went (--kernel-times):
 /// per step, summed over this process's ranks.
 void printKernelTimes(const RunResult &result) {
@@ -760,6 +800,7 @@ void printKernelTimes(const RunResult &result) {
       share(k[GPIPE_RT_KERNEL_CLASS_MOVEMENT]),
       ms(k[GPIPE_RT_KERNEL_CLASS_OPTIMIZER]),
       share(k[GPIPE_RT_KERNEL_CLASS_OPTIMIZER]), ms(outside), share(outside));
+  printGemmShapes(result);
 }
 
 /// The device the run computes on: the GPU asked for, or under mpirun the

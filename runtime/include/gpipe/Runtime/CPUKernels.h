@@ -80,6 +80,28 @@ typedef enum gpipe_rt_kernel_class {
 void gpipe_rt_cpu_set_kernel_timing(int32_t enabled);
 uint64_t gpipe_rt_cpu_thread_kernel_nanoseconds(gpipe_rt_kernel_class cls);
 
+/// One GEMM shape's time on a thread while kernel timing is on: C (m x n)
+/// = op(A) (m x k) * op(B) (k x n), op the transpose where trans_a/trans_b;
+/// a batch of products counts each one as a call.
+typedef struct gpipe_rt_gemm_shape_time {
+  int64_t m, n, k;
+  int32_t trans_a, trans_b;
+  uint64_t calls, nanoseconds;
+} gpipe_rt_gemm_shape_time;
+
+/// The most shapes a thread records (further shapes count in their class
+/// only, and gpipe_rt_cpu_thread_gemm_shapes says so).
+#define GPIPE_RT_GEMM_SHAPES 64
+
+/// Copies the calling thread's GEMM times by shape (each sgemm call while
+/// kernel timing is on, inside a kernel entry point) into `out` (at most
+/// `capacity` records) and returns how many it holds, or -1 when more
+/// shapes ran than it keeps. Allocates nothing.
+int32_t gpipe_rt_cpu_thread_gemm_shapes(gpipe_rt_gemm_shape_time *out,
+                                        int32_t capacity);
+/// Forgets the calling thread's GEMM times by shape.
+void gpipe_rt_cpu_reset_thread_gemm_shapes(void);
+
 /// 64-bit FNV-1a hash of `size` bytes at `name` (the `stream` of a
 /// parameter's fill_init_f32).
 uint64_t gpipe_rt_hash_name(const char *name, size_t size);

@@ -22,6 +22,7 @@
 #ifndef GPIPE_RUNTIME_ENGINE_H
 #define GPIPE_RUNTIME_ENGINE_H
 
+#include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/ModelImage.h"
 #include "gpipe/Runtime/Optimizer.h"
 #include "gpipe/Runtime/Status.h"
@@ -283,6 +284,11 @@ struct RunResult {
   /// (compute action) seconds in the same steps.
   std::vector<double> kernelSeconds;
   double steadyBusySeconds = 0.0;
+  /// With RunOptions::timeKernels: the sgemm calls and time by shape over
+  /// the same ranks and steps (the rank threads'); incomplete when a rank
+  /// ran more shapes than it keeps (GPIPE_RT_GEMM_SHAPES).
+  std::vector<gpipe_rt_gemm_shape_time> gemmShapes;
+  bool gemmShapesIncomplete = false;
   /// The threads each rank ran its GEMMs on (RunOptions::
   /// blasThreads resolved; 0 for a device without CPU kernels), and why
   /// that many.

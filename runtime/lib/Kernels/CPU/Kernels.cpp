@@ -284,6 +284,34 @@ std::atomic<uint64_t> gemmNanoseconds{0};
 
 std::atomic<bool> cpu::kernelTiming{false};
 thread_local uint64_t cpu::kernelNanoseconds[GPIPE_RT_KERNEL_CLASS_COUNT] = {};
+
+namespace {
+/// The calling thread's sgemm times by shape (gpipe_rt_cpu_thread_gemm_
+/// shapes); `gemmShapeCount` past the array's end: some did not fit.
+thread_local gpipe_rt_gemm_shape_time gemmShapes[GPIPE_RT_GEMM_SHAPES];
+thread_local int32_t gemmShapeCount = 0;
+/// Non-zero while a batch records its products itself.
+thread_local int gemmShapesHeld = 0;
+
+void recordGemmShape(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                     uint64_t ns, uint64_t calls = 1) {
+  if (gemmShapesHeld > 0)
+    return;
+  int32_t held = std::min<int32_t>(gemmShapeCount, GPIPE_RT_GEMM_SHAPES);
+  for (int32_t i = 0; i < held; ++i) {
+    gpipe_rt_gemm_shape_time &s = gemmShapes[i];
+    if (s.m == m && s.n == n && s.k == k && s.trans_a == transA &&
+        s.trans_b == transB) {
+      s.calls += calls;
+      s.nanoseconds += ns;
+      return;
+    }
+  }
+  if (gemmShapeCount < GPIPE_RT_GEMM_SHAPES)
+    gemmShapes[gemmShapeCount] = {m, n, k, transA, transB, calls, ns};
+  gemmShapeCount = std::min(gemmShapeCount + 1, GPIPE_RT_GEMM_SHAPES + 1);
+}
+} // namespace
 thread_local int cpu::kernelDepth = 0;
 
 namespace {
@@ -496,8 +524,10 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
                                .count());
     if (gemmTiming.load(std::memory_order_relaxed))
       gemmNanoseconds.fetch_add(ns, std::memory_order_relaxed);
-    if (cpu::kernelDepth > 0)
+    if (cpu::kernelDepth > 0) {
       cpu::kernelNanoseconds[GPIPE_RT_KERNEL_CLASS_SGEMM] += ns;
+      recordGemmShape(transA, transB, m, n, k, ns);
+    }
   }
   return GPIPE_RT_SUCCESS;
 }
@@ -727,6 +757,19 @@ gpipe_rt_cpu_thread_kernel_nanoseconds(gpipe_rt_kernel_class cls) {
   return cls >= 0 && cls < GPIPE_RT_KERNEL_CLASS_COUNT
              ? cpu::kernelNanoseconds[cls]
              : 0;
+}
+
+extern "C" int32_t
+gpipe_rt_cpu_thread_gemm_shapes(gpipe_rt_gemm_shape_time *out,
+                                int32_t capacity) {
+  int32_t held = std::min<int32_t>(gemmShapeCount, GPIPE_RT_GEMM_SHAPES);
+  for (int32_t i = 0; i < std::min(held, capacity); ++i)
+    out[i] = gemmShapes[i];
+  return gemmShapeCount > GPIPE_RT_GEMM_SHAPES ? -1 : held;
+}
+
+extern "C" void gpipe_rt_cpu_reset_thread_gemm_shapes(void) {
+  gemmShapeCount = 0;
 }
 
 extern "C" int32_t gpipe_rt_cpu_get_blas_threads(void) {
@@ -1359,10 +1402,25 @@ gpipe_rt_cpu_matmul_f32(const float *lhs, const int64_t *lhsShape,
     }
     bf16Operands = saved;
   };
-  if (m * n * k <= kSmallProduct)
+  if (m * n * k <= kSmallProduct) {
+    // Split over the workers, whose products the rank thread's shape
+    // record would miss: the batch counts as its products, timed whole.
+    bool timed = cpu::kernelDepth > 0;
+    auto start = timed ? std::chrono::steady_clock::now()
+                       : std::chrono::steady_clock::time_point();
+    ++gemmShapesHeld;
     forEachRunParallel(args.plan, products, m * n * k);
-  else
+    --gemmShapesHeld;
+    if (timed)
+      recordGemmShape(
+          ta, tb, m, n, k,
+          uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now() - start)
+                       .count()),
+          uint64_t(args.batch.numElements));
+  } else {
     forEachRun(args.plan, products);
+  }
   return gpipe_rt_status(status.load());
 }
 
