@@ -86,11 +86,26 @@ static cl::opt<bool> tieEmbeddings(
              "two layers' copies are kept equal across stages)"),
     cl::init(false), cl::cat(getPresetCategory()));
 
-static cl::opt<bool> debugDiagnostics(
-    "debug",
-    cl::desc("After an error, also print the operation it is attached to "
-             "(for some errors a whole function or module)"),
-    cl::init(false), cl::cat(getModelCategory()));
+/// The --debug flag, when this file registered it.
+inline cl::opt<bool> *&getDebugOption() {
+  static cl::opt<bool> *option = nullptr;
+  return option;
+}
+
+/// Registers --debug ("after an error, also print the operation it is
+/// attached to"), unless LLVM registered its own -debug (a build with
+/// assertions), which then does the same here. Call before parsing the
+/// command line.
+inline void addDebugOption() {
+  if (cl::getRegisteredOptions().count("debug"))
+    return;
+  static cl::opt<bool> debug(
+      "debug",
+      cl::desc("After an error, also print the operation it is attached to "
+               "(for some errors a whole function or module)"),
+      cl::init(false), cl::cat(getModelCategory()));
+  getDebugOption() = &debug;
+}
 
 /// A located error says what is wrong and where; the operation it is
 /// attached to (often a whole function, tens of KB of generic IR) follows
@@ -99,8 +114,14 @@ static cl::opt<bool> debugDiagnostics(
 inline void configureDiagnostics(MLIRContext &context) {
   auto &options = cl::getRegisteredOptions();
   auto it = options.find("mlir-print-op-on-diagnostic");
-  if (it == options.end() || it->second->getNumOccurrences() == 0)
-    context.printOpOnDiagnostic(debugDiagnostics);
+  if (it != options.end() && it->second->getNumOccurrences() > 0)
+    return;
+  bool debug = false;
+  if (cl::opt<bool> *ours = getDebugOption())
+    debug = *ours;
+  else if (auto llvm = options.find("debug"); llvm != options.end())
+    debug = llvm->second->getNumOccurrences() > 0;
+  context.printOpOnDiagnostic(debug);
 }
 
 /// Makes diagnostics without a source location (command-line errors) read

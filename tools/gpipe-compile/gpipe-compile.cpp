@@ -210,6 +210,7 @@ int main(int argc, char **argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
+  gpipe_tools::addDebugOption();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
   GPipeCompileOptions options;

@@ -64,6 +64,7 @@ int main(int argc, char **argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
+  gpipe_tools::addDebugOption();
   registerPassManagerCLOptions();
   cl::HideUnrelatedOptions({&category, &gpipe_tools::getModelCategory(),
                             &gpipe_tools::getPresetCategory()});

@@ -76,7 +76,8 @@ struct MeasuredProfile {
   /// empty in profiles from before fingerprints.
   std::string model;
   int64_t cores = 0;
-  /// By workers, then micro-batch size, ascending. Of measurements that
+  /// Training measurements before forward-only ones, each by workers, remat,
+  /// schedule, then micro-batch size, ascending. Of measurements that
   /// differ only in their BLAS threads, the one with the most is kept:
   /// compiles predict runs with gpipe-run's automatic count, which is the
   /// most the machine gives a rank.

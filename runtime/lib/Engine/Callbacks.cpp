@@ -187,10 +187,9 @@ int32_t RunState::actionBegin(gpipe_rt_rank *rank, int64_t action) {
   rank->current = rank->lastBegun = action;
   rank->nextAction = action + 1;
   rank->actionBeginNs = nowNs();
-  rank->recorder.begin(rank->step, action, rank->actionBeginNs);
+  rank->recorder.begin(*rank->plan, rank->step, action, rank->actionBeginNs);
   if (mpi)
-    publishFlightRecorder(rank->recorder, rank->name.c_str(), *rank->plan,
-                          nowNs());
+    publishFlightRecorder(rank->recorder, rank->name.c_str(), nowNs());
   lastProgressNs.store(rank->actionBeginNs, std::memory_order_relaxed);
   if (numReplicas() > 1)
     transport->progressReductions(rank->index);
@@ -231,8 +230,7 @@ void RunState::actionEnd(gpipe_rt_rank *rank, int64_t action) {
   rank->recorder.end(end);
   rank->current = -1;
   if (mpi)
-    publishFlightRecorder(rank->recorder, rank->name.c_str(), *rank->plan,
-                          nowNs());
+    publishFlightRecorder(rank->recorder, rank->name.c_str(), nowNs());
 }
 
 int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,

@@ -63,8 +63,14 @@ struct Appender {
 
 } // namespace
 
-void FlightRecorder::begin(int64_t step, int64_t action, int64_t beginNs) {
-  RecordedAction entry{step, action, beginNs, -1};
+void FlightRecorder::begin(const RankPlan &plan, int64_t step, int64_t action,
+                           int64_t beginNs) {
+  RecentAction entry;
+  entry.step = step;
+  entry.action = action;
+  entry.beginNs = beginNs;
+  entry.endNs = -1;
+  entry.plan = &plan;
   if (recent.size() < kSize) {
     recent.push_back(entry);
   } else {
@@ -82,7 +88,7 @@ void FlightRecorder::end(int64_t endNs) {
 }
 
 size_t FlightRecorder::renderInto(char *out, size_t capacity, const char *who,
-                                  const RankPlan &plan, int64_t nowNs) const {
+                                  int64_t nowNs) const {
   if (capacity == 0)
     return 0;
   out[0] = '\0';
@@ -95,8 +101,8 @@ size_t FlightRecorder::renderInto(char *out, size_t capacity, const char *who,
   size_t n = recent.size();
   size_t first = n < kSize ? 0 : next;
   for (size_t i = 0; i < n; ++i) {
-    const RecordedAction &e = recent[(first + i) % n];
-    const ActionSpec &a = plan.actions[size_t(e.action)];
+    const RecentAction &e = recent[(first + i) % n];
+    const ActionSpec &a = e.plan->actions[size_t(e.action)];
     append("%sstep %lld #%lld %s", i ? "; " : " ",
            static_cast<long long>(e.step + 1), static_cast<long long>(e.action),
            actionKindName(a.kind));
@@ -118,24 +124,22 @@ size_t FlightRecorder::renderInto(char *out, size_t capacity, const char *who,
   return append.length;
 }
 
-std::pair<int64_t, int64_t>
-FlightRecorder::longestCompute(const RankPlan &plan, int64_t nowNs) const {
-  std::pair<int64_t, int64_t> longest{-1, -1};
-  for (const RecordedAction &e : recent) {
-    abi::ActionKind kind = plan.actions[size_t(e.action)].kind;
-    if (!abi::isComputeKind(kind) && kind != abi::ActionKind::Step)
-      continue;
-    int64_t ns = (e.endNs >= 0 ? e.endNs : nowNs) - e.beginNs;
-    if (ns > longest.first)
-      longest = {ns, e.action};
-  }
-  return longest;
+const RecentAction *FlightRecorder::unfinishedCompute() const {
+  if (recent.empty())
+    return nullptr;
+  size_t newest =
+      recent.size() < kSize ? recent.size() - 1 : (next + kSize - 1) % kSize;
+  const RecentAction &e = recent[newest];
+  if (e.endNs >= 0 ||
+      !abi::isComputeKind(e.plan->actions[size_t(e.action)].kind))
+    return nullptr;
+  return &e;
 }
 
-std::string FlightRecorder::render(const std::string &who, const RankPlan &plan,
+std::string FlightRecorder::render(const std::string &who,
                                    int64_t nowNs) const {
   char text[4096];
-  size_t n = renderInto(text, sizeof text, who.c_str(), plan, nowNs);
+  size_t n = renderInto(text, sizeof text, who.c_str(), nowNs);
   return std::string(text, n);
 }
 
@@ -146,10 +150,10 @@ void installTerminationHandler() {
 }
 
 void publishFlightRecorder(const FlightRecorder &recorder, const char *who,
-                           const RankPlan &plan, int64_t nowNs) {
+                           int64_t nowNs) {
   int next = flightCurrent.load() == 0 ? 1 : 0;
   size_t n = recorder.renderInto(flightText[next], sizeof flightText[next], who,
-                                 plan, nowNs);
+                                 nowNs);
   flightLength[next].store(n);
   flightCurrent.store(next);
 }

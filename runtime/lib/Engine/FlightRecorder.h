@@ -14,7 +14,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace gpipe::rt {
@@ -25,6 +24,12 @@ struct RankPlan;
 /// while it runs).
 struct RecordedAction {
   int64_t step, action, beginNs, endNs;
+};
+
+/// A recorded action with the plan it is of: a rank switches between its
+/// training and evaluation plans, whose action numbers differ.
+struct RecentAction : RecordedAction {
+  const RankPlan *plan;
 };
 
 /// A stretch of one action spent in one layer (gpipe_rt_layer's `mark`), or
@@ -38,30 +43,28 @@ public:
   /// Actions kept per rank.
   static constexpr size_t kSize = 6;
 
-  /// Action `action` of step `step` (from 0) began at `beginNs`.
-  void begin(int64_t step, int64_t action, int64_t beginNs);
+  /// Action `action` of `plan` in step `step` (from 0) began at `beginNs`.
+  void begin(const RankPlan &plan, int64_t step, int64_t action,
+             int64_t beginNs);
   /// The action begun last ended at `endNs`.
   void end(int64_t endNs);
 
   /// "rank R last actions: step S #A kind ... (stage s, mb m, 12 us); ..."
   /// with `nowNs` timing an unfinished action.
   /// `who` names the rank ("rank 1", "replica 1 rank 1").
-  std::string render(const std::string &who, const RankPlan &plan,
-                     int64_t nowNs) const;
+  std::string render(const std::string &who, int64_t nowNs) const;
   /// The same into `out` (at most `capacity` - 1 characters and a NUL,
   /// cut short if longer); returns the length written. Allocates nothing.
   size_t renderInto(char *out, size_t capacity, const char *who,
-                    const RankPlan &plan, int64_t nowNs) const;
+                    int64_t nowNs) const;
 
-  /// The longest of the recent actions that compute (a stage's layers or
-  /// its optimizer step), in nanoseconds with `nowNs` timing an unfinished
-  /// one, and its index in the plan; -1 when none.
-  std::pair<int64_t, int64_t> longestCompute(const RankPlan &plan,
-                                             int64_t nowNs) const;
+  /// The action in progress when it runs a stage's layers (a forward, a
+  /// backward or its half, a recompute: no waits inside), or null.
+  const RecentAction *unfinishedCompute() const;
 
 private:
   /// Oldest first once full, from `next`.
-  std::vector<RecordedAction> recent;
+  std::vector<RecentAction> recent;
   size_t next = 0;
 };
 
@@ -71,7 +74,7 @@ void installTerminationHandler();
 /// Renders `recorder` for the termination handler (after every action of
 /// an MPI run; allocates nothing).
 void publishFlightRecorder(const FlightRecorder &recorder, const char *who,
-                           const RankPlan &plan, int64_t nowNs);
+                           int64_t nowNs);
 
 } // namespace gpipe::rt
 

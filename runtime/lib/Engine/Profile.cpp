@@ -279,6 +279,59 @@ Status buildProfileMeasurement(const ModelMetadata &meta,
   return Status::success();
 }
 
+/// A field of an existing profile's JSON, absent or null giving `fallback`
+/// (readExistingProfile has refused every other wrong type).
+std::string textField(const Json &o, const char *key,
+                      std::string fallback = "") {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+int64_t integerField(const Json &o, const char *key, int64_t fallback) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_number_integer() ? it->get<int64_t>()
+                                                  : fallback;
+}
+double numberField(const Json &o, const char *key, double fallback) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+/// What a measurement measured: its "mode"; in files from before modes,
+/// "inference" when a layer has no backward time (a --predict run's), as
+/// gpipe-compile reads it.
+std::string modeOf(const Json &m) {
+  std::string mode = textField(m, "mode");
+  if (!mode.empty())
+    return mode;
+  if (auto layers = m.find("layers"); layers != m.end() && layers->is_array())
+    for (const Json &layer : *layers)
+      if (layer.is_object() && !layer.contains("backward"))
+        return "inference";
+  return "train";
+}
+
+/// An error naming the first field of `o` (at `where`) that has another
+/// type than its key asks for; null counts as absent.
+std::string findMistypedField(const Json &o, const std::string &where) {
+  static const char *const texts[] = {"format",    "source", "target",
+                                      "precision", "model",  "remat",
+                                      "schedule",  "mode"};
+  static const char *const integers[] = {"version", "microbatch_samples",
+                                         "workers", "blas_threads", "runs"};
+  for (const char *key : texts)
+    if (auto it = o.find(key);
+        it != o.end() && !it->is_null() && !it->is_string())
+      return where + key + " is " + it->dump() + ", not a string";
+  for (const char *key : integers)
+    if (auto it = o.find(key);
+        it != o.end() && !it->is_null() && !it->is_number_integer())
+      return where + key + " is " + it->dump() + ", not an integer";
+  if (auto it = o.find("step_seconds");
+      it != o.end() && !it->is_null() && !it->is_number())
+    return where + "step_seconds is " + it->dump() + ", not a number";
+  return "";
+}
+
 /// What identifies the model a profile measures: its root's fields.
 Json getProfileIdentity(const ModelMetadata &meta) {
   return {{"source", meta.source},
@@ -292,7 +345,7 @@ Json getProfileIdentity(const ModelMetadata &meta) {
 /// precision's, or no profile at all, is an error naming the field and
 /// both values. A profile from before fingerprints is taken with a warning.
 Status readExistingProfile(const std::string &path, const Json &identity,
-                           Json &old) {
+                           Json &old, bool warn) {
   old = nullptr;
   std::ifstream in(path);
   if (!in)
@@ -301,21 +354,36 @@ Status readExistingProfile(const std::string &path, const Json &identity,
   buffer << in.rdbuf();
   old = Json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
   if (old.is_discarded() || !old.is_object() ||
-      old.value("format", "") != "gpipe-profile")
+      textField(old, "format") != "gpipe-profile")
     return Status::error("--profile " + path +
                          ": the file exists and is no gpipe profile; give "
                          "another path (it is left as it is)");
+  // Typed fields: a profile this run would merge into is read whole after
+  // the steps, so a field of the wrong type is refused now.
+  std::string mistyped = findMistypedField(old, "");
+  if (auto ms = old.find("measurements"); mistyped.empty() && ms != old.end()) {
+    if (!ms->is_array())
+      mistyped = "measurements is not an array";
+    for (size_t i = 0; mistyped.empty() && ms->is_array() && i < ms->size();
+         ++i)
+      if ((*ms)[i].is_object())
+        mistyped = findMistypedField((*ms)[i], "measurements[" +
+                                                   std::to_string(i) + "].");
+  }
+  if (!mistyped.empty())
+    return Status::error("--profile " + path + ": " + mistyped +
+                         "; give another path (it is left as it is)");
   for (const char *key : {"source", "target", "precision", "model"}) {
     const std::string mine = identity[key].get<std::string>();
     auto it = old.find(key);
-    std::string theirs =
-        it != old.end() && it->is_string() ? it->get<std::string>() : "";
-    if (std::string(key) == "model" && it == old.end()) {
-      std::fprintf(stderr,
-                   "gpipe-run: warning: --profile %s has no model "
-                   "fingerprint (written by an older gpipe-run); its "
-                   "measurements are kept as this model's (%s)\n",
-                   path.c_str(), mine.c_str());
+    std::string theirs = textField(old, key);
+    if (std::string(key) == "model" && (it == old.end() || it->is_null())) {
+      if (warn)
+        std::fprintf(stderr,
+                     "gpipe-run: warning: --profile %s has no model "
+                     "fingerprint (written by an older gpipe-run); its "
+                     "measurements are kept as this model's (%s)\n",
+                     path.c_str(), mine.c_str());
       continue;
     }
     if (theirs != mine)
@@ -335,7 +403,8 @@ Status readExistingProfile(const std::string &path, const Json &identity,
 
 Status checkProfilePath(const std::string &path, const ModelMetadata &meta) {
   Json old;
-  return readExistingProfile(path, getProfileIdentity(meta), old);
+  return readExistingProfile(path, getProfileIdentity(meta), old,
+                             /*warn=*/true);
 }
 
 Status writeProfile(const std::string &path, const ModelMetadata &meta,
@@ -353,29 +422,31 @@ Status writeProfile(const std::string &path, const ModelMetadata &meta,
   root["measurements"] = Json::array();
   // Merge into an existing profile of the same model.
   Json old;
-  if (Status s = readExistingProfile(path, root, old); !s.ok())
+  if (Status s = readExistingProfile(path, root, old, /*warn=*/false); !s.ok())
     return s;
   if (!old.is_null()) {
     if (old.contains("measurements") && old["measurements"].is_array())
       for (const Json &m : old["measurements"]) {
         if (!m.is_object())
           continue;
-        if (m.value("microbatch_samples", int64_t(-1)) !=
+        if (integerField(m, "microbatch_samples", -1) !=
                 meta.microBatchSize() ||
-            m.value("workers", int64_t(1)) != meta.numWorkers() ||
-            m.value("remat", std::string()) != meta.remat ||
-            m.value("schedule", std::string()) != meta.schedule ||
-            m.value("mode", std::string("train")) !=
-                measurement.value("mode", std::string("train")) ||
-            m.value("blas_threads", int64_t(1)) != result.blasThreads) {
+            integerField(m, "workers", 1) != meta.numWorkers() ||
+            textField(m, "remat") != meta.remat ||
+            textField(m, "schedule") != meta.schedule ||
+            modeOf(m) != modeOf(measurement) ||
+            integerField(m, "blas_threads", 1) != result.blasThreads) {
           root["measurements"].push_back(m);
           continue;
         }
         // A repeat: the faster run stays.
-        int64_t runs = m.value("runs", int64_t(1)) + 1;
-        double oldStep = m.value("step_seconds", 0.0);
-        if (oldStep > 0 && oldStep <= measurement.value("step_seconds", 0.0))
+        int64_t runs = integerField(m, "runs", 1) + 1;
+        double oldStep = numberField(m, "step_seconds", 0.0);
+        if (oldStep > 0 &&
+            oldStep <= numberField(measurement, "step_seconds", 0.0)) {
           measurement = m;
+          measurement["mode"] = modeOf(m);
+        }
         measurement["runs"] = runs;
       }
   }
@@ -383,12 +454,10 @@ Status writeProfile(const std::string &path, const ModelMetadata &meta,
     measurement["runs"] = 1;
   root["measurements"].push_back(std::move(measurement));
   auto key = [](const Json &m) {
-    return std::make_tuple(m.value("workers", int64_t(1)),
-                           m.value("remat", std::string()),
-                           m.value("schedule", std::string()),
-                           m.value("mode", std::string("train")),
-                           m.value("microbatch_samples", int64_t(0)),
-                           m.value("blas_threads", int64_t(1)));
+    return std::make_tuple(integerField(m, "workers", 1), textField(m, "remat"),
+                           textField(m, "schedule"), modeOf(m),
+                           integerField(m, "microbatch_samples", 0),
+                           integerField(m, "blas_threads", 1));
   };
   std::sort(root["measurements"].begin(), root["measurements"].end(),
             [&](const Json &a, const Json &b) { return key(a) < key(b); });

@@ -376,9 +376,10 @@ void RunState::addSteadyTotals(RunResult &result) {
       result.steadyBusySeconds += double(rank.busyNs) * 1e-9;
       if (rank.gemmShapeCount < 0)
         result.gemmShapesIncomplete = true;
-      for (int32_t i = 0;
-           i < std::min<int32_t>(rank.gemmShapeCount, GPIPE_RT_GEMM_SHAPES);
-           ++i) {
+      // -1: the table is full and more shapes ran; it holds the first.
+      int32_t kept =
+          rank.gemmShapeCount < 0 ? GPIPE_RT_GEMM_SHAPES : rank.gemmShapeCount;
+      for (int32_t i = 0; i < kept; ++i) {
         const gpipe_rt_gemm_shape_time &g = rank.gemmShapes[size_t(i)];
         auto same = [&](const gpipe_rt_gemm_shape_time &h) {
           return h.m == g.m && h.n == g.n && h.k == g.k &&

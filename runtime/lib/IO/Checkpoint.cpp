@@ -594,6 +594,7 @@ Status CheckpointDirLock::acquire(const std::string &dir,
   if (::ftruncate(fd, 0) != 0 ||
       ::pwrite(fd, self.data(), self.size(), 0) != ssize_t(self.size())) {
     std::string why = errnoText();
+    (void)::unlink(path.c_str()); // still held: no one else has it
     ::close(fd);
     return Status::error("--checkpoint-dir " + dir +
                          ": cannot write its lock " + path + ": " + why);

@@ -725,7 +725,7 @@ void printHeader(const ModelImage &image) {
 /// The sgemm time of the steady-state steps by shape, slowest total first
 /// (--kernel-times): what a faster GEMM would have to beat, shape by shape.
 void printGemmShapes(const RunResult &result) {
-  if (result.gemmShapes.empty())
+  if (result.gemmShapes.empty() && !result.gemmShapesIncomplete)
     return;
   std::vector<gpipe_rt_gemm_shape_time> shapes = result.gemmShapes;
   std::sort(shapes.begin(), shapes.end(), [](const auto &a, const auto &b) {

@@ -21,6 +21,7 @@
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/Transforms.h"
 #include "gpipe/Dialect/NN/IR/NNOps.h"
+#include "gpipe/Dialect/NN/KernelCalls/KernelCalls.h"
 #include "gpipe/Dialect/NN/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -183,12 +184,6 @@ func::FuncOp mlir::gpipe::buildStageForward(OpBuilder &builder,
   return func;
 }
 
-/// Reads the profile at `path` for the network `chain` run by `workers`
-/// ranks under the remat policy `remat` and the schedule `schedule`: fills
-/// `costInput`'s measured per-layer times (estimated from the sizes it has
-/// when it lacks this one) and `device`'s link, and `out` with the times
-/// for this pipeline's micro-batch size and ranks. Errors (no file, no
-/// profile, a layer it lacks) are emitted.
 /// The fingerprint a profile of the network `func` records
 /// (gpipe::abi::getModelFingerprint): its module's parameters but the tied
 /// copies, and one sample of its (packed) input.
@@ -207,12 +202,24 @@ static std::string getModelFingerprint(func::FuncOp func) {
           dyn_cast<RankedTensorType>(func.getArgumentTypes().front())) {
     sample.assign(input.getShape().begin() + (input.getRank() > 0 ? 1 : 0),
                   input.getShape().end());
-    llvm::raw_string_ostream os(dtype);
-    os << input.getElementType();
+    // The runtime's spelling of the dtype, as gpipe-run's metadata has it.
+    FailureOr<gpipe_rt_dtype> d = getRuntimeDType(input.getElementType());
+    if (succeeded(d)) {
+      dtype = ::gpipe::rt::dtypeName(*d);
+    } else {
+      llvm::raw_string_ostream os(dtype);
+      os << input.getElementType();
+    }
   }
   return ::gpipe::abi::getModelFingerprint(params, sample, dtype);
 }
 
+/// Reads the profile at `path` for the network `chain` run by `workers`
+/// ranks under the remat policy `remat` and the schedule `schedule`: fills
+/// `costInput`'s measured per-layer times (estimated from the sizes it has
+/// when it lacks this one) and `device`'s link, and `out` with the times
+/// for this pipeline's micro-batch size and ranks. Errors (no file, no
+/// profile, a layer it lacks) are emitted.
 static LogicalResult
 readMeasuredProfile(StringRef path, const LayerChain &chain, int64_t workers,
                     StringRef remat, StringRef schedule, bool forwardOnly,
