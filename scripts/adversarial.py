@@ -303,19 +303,39 @@ def write_safetensors(path, tensors, metadata=None, header_extra=None,
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
-def read_safetensors(path):
+def read_tensors(path):
+    """(metadata, name -> (dtype, shape, bytes)): write_safetensors' input."""
     data = open(path, "rb").read()
     (size,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8:8 + size])
-    out = {}
+    tensors = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
         a, b = info["data_offsets"]
-        raw = data[8 + size + a:8 + size + b]
-        if info["dtype"] == "F32":
+        tensors[name] = (info["dtype"], info["shape"],
+                         data[8 + size + a:8 + size + b])
+    return header.get("__metadata__", {}), tensors
+
+
+def with_value(path, out, tensor, index, value):
+    """Writes `path` to `out` with element `index` of F32 `tensor` set."""
+    meta, tensors = read_tensors(path)
+    dtype, shape, blob = tensors[tensor]
+    v = list(struct.unpack("<%df" % (len(blob) // 4), blob))
+    v[index] = value
+    tensors[tensor] = (dtype, shape, f32(v))
+    write_safetensors(out, tensors, meta)
+    return out
+
+
+def read_safetensors(path):
+    meta, tensors = read_tensors(path)
+    out = {}
+    for name, (dtype, shape, raw) in tensors.items():
+        if dtype == "F32":
             out[name] = list(struct.unpack("<%df" % (len(raw) // 4), raw))
-    return header.get("__metadata__", {}), out
+    return meta, out
 
 
 def f32(values):
@@ -1856,27 +1876,9 @@ def identity_family(d, add):
 
     # -- parameter files: values checked at load, whatever K is
     _, params = read_safetensors(P("params.st"))
-    header = json.loads(open(P("params.st"), "rb").read()[8:8 + struct.unpack(
-        "<Q", open(P("params.st"), "rb").read()[:8])[0]])
 
     def params_with(name, tensor, index, value, src="params.st"):
-        meta, values = read_safetensors(P(src))
-        raw = open(P(src), "rb").read()
-        (size,) = struct.unpack("<Q", raw[:8])
-        hdr = json.loads(raw[8:8 + size])
-        tensors = {}
-        for k, info in hdr.items():
-            if k == "__metadata__":
-                continue
-            a, b = info["data_offsets"]
-            blob = raw[8 + size + a:8 + size + b]
-            if k == tensor:
-                v = list(struct.unpack("<%df" % (len(blob) // 4), blob))
-                v[index] = value
-                blob = f32(v)
-            tensors[k] = (info["dtype"], info["shape"], blob)
-        write_safetensors(P(name), tensors, meta)
-        return P(name)
+        return with_value(P(src), P(name), tensor, index, value)
     first = sorted(params)[0]
     predict = lambda model, params_file, inputs=data: [
         "gpipe-run", model, "--predict", "--data", inputs, "--quiet",
@@ -1919,19 +1921,13 @@ def identity_family(d, add):
         for old in sorted(os.listdir(dst))[:-1]:
             shutil.rmtree(os.path.join(dst, old))
         step = os.path.join(dst, newest)
-        meta, values = read_safetensors(os.path.join(step,
-                                                     "params.safetensors"))
-        raw = open(os.path.join(step, "params.safetensors"), "rb").read()
-        (size,) = struct.unpack("<Q", raw[:8])
-        hdr = json.loads(raw[8:8 + size])
-        info = hdr[first]
-        a, _ = info["data_offsets"]
-        at = 8 + size + a + 4
-        raw = raw[:at] + f32([float("nan")]) + raw[at + 4:]
-        open(os.path.join(step, "params.safetensors"), "wb").write(raw)
+        tensors = os.path.join(step, "params.safetensors")
+        with_value(tensors, tensors, first, 1, float("nan"))
+        raw = open(tensors, "rb").read()
         man_path = os.path.join(step, "MANIFEST.json")
         man = json.load(open(man_path))
-        man["files"]["params.safetensors"]["fnv1a64"] = fnv1a64(raw)
+        man["files"]["params.safetensors"].update(bytes=len(raw),
+                                                  fnv1a64=fnv1a64(raw))
         man.pop("manifest_fnv1a64")
         man["manifest_fnv1a64"] = fnv1a64(json.dumps(
             man, separators=(",", ":"), sort_keys=True).encode())

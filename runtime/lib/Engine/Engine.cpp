@@ -463,19 +463,17 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     // first cause, not a dead peer. (Every expired wait's message says
     // "may have died or stalled".)
     if (computing && now - computing->beginNs >= state.timeoutNs &&
-        error.message().find("may have died or stalled") != std::string::npos)
+        error.message().find("may have died or stalled") != std::string::npos) {
+      const ActionSpec &a = computing->plan->actions[size_t(computing->action)];
       return Status::error(
           error.message() + "\n  the timeout is the likely cause: " +
           state.workerName(slowest->index) + " was still computing (" +
-          actionKindName(
-              computing->plan->actions[size_t(computing->action)].kind) +
-          ", stage " +
-          std::to_string(
-              computing->plan->actions[size_t(computing->action)].stage) +
+          actionKindName(a.kind) + ", stage " + std::to_string(a.stage) +
           ") after " + formatSeconds(double(now - computing->beginNs) * 1e-9) +
           " s, longer than --timeout " +
           formatSeconds(double(state.timeoutNs) * 1e-9) +
           " s; raise --timeout above the slowest action");
+    }
     return error;
   }
   return state.report(result);

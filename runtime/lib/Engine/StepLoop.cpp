@@ -382,8 +382,7 @@ void RunState::addSteadyTotals(RunResult &result) {
       for (int32_t i = 0; i < kept; ++i) {
         const gpipe_rt_gemm_shape_time &g = rank.gemmShapes[size_t(i)];
         auto same = [&](const gpipe_rt_gemm_shape_time &h) {
-          return h.m == g.m && h.n == g.n && h.k == g.k &&
-                 h.trans_a == g.trans_a && h.trans_b == g.trans_b;
+          return gpipe_rt_gemm_same_shape(&h, &g) != 0;
         };
         auto it = std::find_if(result.gemmShapes.begin(),
                                result.gemmShapes.end(), same);

@@ -89,6 +89,13 @@ typedef struct gpipe_rt_gemm_shape_time {
   uint64_t calls, nanoseconds;
 } gpipe_rt_gemm_shape_time;
 
+/// Whether two records are of one shape (sizes and transposes).
+static inline int gpipe_rt_gemm_same_shape(const gpipe_rt_gemm_shape_time *a,
+                                           const gpipe_rt_gemm_shape_time *b) {
+  return a->m == b->m && a->n == b->n && a->k == b->k &&
+         a->trans_a == b->trans_a && a->trans_b == b->trans_b;
+}
+
 /// The most shapes a thread records (further shapes count in their class
 /// only, and gpipe_rt_cpu_thread_gemm_shapes says so).
 #define GPIPE_RT_GEMM_SHAPES 64

@@ -297,18 +297,18 @@ void recordGemmShape(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                      uint64_t ns, uint64_t calls = 1) {
   if (gemmShapesHeld > 0)
     return;
+  gpipe_rt_gemm_shape_time record = {m, n, k, transA, transB, calls, ns};
   int32_t held = std::min<int32_t>(gemmShapeCount, GPIPE_RT_GEMM_SHAPES);
   for (int32_t i = 0; i < held; ++i) {
     gpipe_rt_gemm_shape_time &s = gemmShapes[i];
-    if (s.m == m && s.n == n && s.k == k && s.trans_a == transA &&
-        s.trans_b == transB) {
+    if (gpipe_rt_gemm_same_shape(&s, &record)) {
       s.calls += calls;
       s.nanoseconds += ns;
       return;
     }
   }
   if (gemmShapeCount < GPIPE_RT_GEMM_SHAPES)
-    gemmShapes[gemmShapeCount] = {m, n, k, transA, transB, calls, ns};
+    gemmShapes[gemmShapeCount] = record;
   gemmShapeCount = std::min(gemmShapeCount + 1, GPIPE_RT_GEMM_SHAPES + 1);
 }
 } // namespace
