@@ -33,7 +33,12 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.gpipe_tools_dir, config.llvm_tools_dir]
-tools = ["gpipe-opt", "gpipe-import", "gpipe-compile", "gpipe-run"]
+tools = ["gpipe-opt", "gpipe-import", "gpipe-compile", "gpipe-run",
+         "gpipe-calibrate"]
+
+# The tests time ops by the built-in profiles unless they name a machine
+# profile: one gpipe-calibrate left in ~/.cache must not change their plans.
+config.environment["GPIPE_MACHINE_FILE"] = "none"
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # Compares tensors of two safetensors files (bitwise or by relative error).

@@ -125,7 +125,95 @@ std::string verifyProfile(const DeviceProfile &profile) {
   return "";
 }
 
+DeviceProfile withMachine(DeviceProfile profile,
+                          std::shared_ptr<const MachineModel> machine,
+                          int64_t ranks) {
+  if (!machine)
+    return profile;
+  profile.name += " (" + machine->path + ")";
+  ranks = std::max<int64_t>(ranks, 1);
+  // gpipe-run's automatic threads: a lone rank takes every core, rank
+  // threads of one process share the kernel pool one thread each.
+  profile.rankThreads = ranks == 1 ? machine->cores : 1;
+  profile.oversubscription = std::max(
+      1.0, double(ranks) / double(std::max<int64_t>(1, machine->cores)));
+  profile.linkLatency = machine->linkLatency;
+  profile.linkBandwidth = machine->linkBandwidth;
+  profile.machine = std::move(machine);
+  return profile;
+}
+
+/// Products at most this many multiply-adds (M x N x K) stay on one thread
+/// each, a batch of them dividing over the kernel threads whole (the CPU
+/// kernels' kSmallProduct).
+constexpr int64_t kSmallProduct = int64_t(1) << 18;
+
+/// A GEMM's time on the profile's machine.
+static double gemmTime(const GemmWork &g, const DeviceProfile &profile) {
+  if (g.batch <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0)
+    return 0;
+  const MachineModel &machine = *profile.machine;
+  int64_t threads = std::max<int64_t>(profile.rankThreads, 1);
+  if (g.batch > 1 && g.m * g.n * g.k <= kSmallProduct)
+    return double(g.batch) *
+           machine.gemmSeconds(g.m, g.n, g.k, g.transA, g.transB, 1) /
+           double(std::min(threads, g.batch));
+  return double(g.batch) *
+         machine.gemmSeconds(g.m, g.n, g.k, g.transA, g.transB, threads);
+}
+
+/// An op's time outside its GEMM on the profile's machine: its kernel's
+/// measured time per element where the machine has it, else its streamed
+/// bytes; and its calls.
+static double sideTime(const OpWork &op, const DeviceProfile &profile,
+                       bool backward) {
+  const MachineModel &machine = *profile.machine;
+  double calls = double(op.calls) * machine.callSeconds;
+  if (!op.kernel.empty()) {
+    if (std::optional<double> seconds = machine.kernelSeconds(
+            op.kernel, op.elements, profile.rankThreads, backward))
+      return (backward ? 2 : 1) * calls + *seconds;
+    if (backward && machine.kernelSeconds(op.kernel, op.elements,
+                                          profile.rankThreads, false))
+      return profile.backwardFactor *
+             (calls + *machine.kernelSeconds(op.kernel, op.elements,
+                                             profile.rankThreads, false));
+  }
+  double stream =
+      calls + machine.streamSeconds(op.streamBytes, profile.rankThreads);
+  return backward ? profile.backwardFactor * stream : stream;
+}
+
+double opForwardTime(const OpWork &op, const DeviceProfile &profile) {
+  if (!profile.machine)
+    return 0;
+  double seconds = sideTime(op, profile, false);
+  if (op.gemm)
+    seconds += gemmTime(*op.gemm, profile);
+  return seconds * profile.oversubscription;
+}
+
+double opBackwardTime(const OpWork &op, const DeviceProfile &profile) {
+  if (!profile.machine)
+    return 0;
+  double seconds = sideTime(op, profile, true);
+  if (op.gemm) {
+    // C = op(A) op(B): dop(A)[m, k] = dC op(B)^T and dop(B)[k, n] =
+    // op(A)^T dC, dC read as stored.
+    const GemmWork &g = *op.gemm;
+    seconds += gemmTime({g.batch, g.m, g.k, g.n, false, !g.transB}, profile);
+    seconds += gemmTime({g.batch, g.k, g.n, g.m, !g.transA, false}, profile);
+  }
+  return seconds * profile.oversubscription;
+}
+
 double forwardTime(const OpCostData &cost, const DeviceProfile &profile) {
+  if (profile.machine && !cost.ops.empty()) {
+    double seconds = 0;
+    for (const OpWork &op : cost.ops)
+      seconds += opForwardTime(op, profile);
+    return seconds;
+  }
   // Roofline model, Williams et al. 2009: time is bounded below by compute
   // at peak and by memory traffic at peak bandwidth; take the larger bound.
   double compute = static_cast<double>(cost.flops) / profile.peakFlops;
@@ -136,6 +224,12 @@ double forwardTime(const OpCostData &cost, const DeviceProfile &profile) {
 }
 
 double backwardTime(const OpCostData &cost, const DeviceProfile &profile) {
+  if (profile.machine && !cost.ops.empty()) {
+    double seconds = 0;
+    for (const OpWork &op : cost.ops)
+      seconds += opBackwardTime(op, profile);
+    return seconds;
+  }
   return profile.backwardFactor * forwardTime(cost, profile);
 }
 

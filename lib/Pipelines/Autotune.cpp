@@ -69,6 +69,7 @@ static void configure(GPipePipelineOptions &to,
   to.loss = nn::LossKind(from.loss);
   to.profile = ProfileKind(from.profile);
   to.profileFile = std::string(from.profileFile);
+  to.machineFile = std::string(from.machineFile);
   to.optimizer = OptimizerKind(from.optimizer);
   to.inference = bool(from.inference);
   to.fuse = bool(from.fuse);
@@ -199,10 +200,7 @@ mlir::gpipe::chooseRecomputeLayers(ModuleOp model,
         for (Value r : op->getResults())
           bytes += nn::tensorBytes(r.getType());
     });
-    nn::OpCost cost = layer.getCost();
-    double seconds = forwardTime(
-        {cost.flops, cost.bytesRead, cost.bytesWritten, cost.paramBytes},
-        *device);
+    double seconds = forwardTime(getCostData(layer), *device);
     ranked.push_back({layer.getName().str(),
                       seconds > 0 ? double(bytes) / seconds : double(bytes),
                       i});
@@ -329,10 +327,12 @@ mlir::gpipe::autotune(ModuleOp model, const GPipePipelineOptions &options,
   result.minRanks = maxStages ? 1 : int64_t(options.stages);
   result.maxRanks = maxStages ? *maxStages : int64_t(options.stages);
   result.costModel =
-      options.profileFile.empty()
-          ? "the built-in profile '" +
-                getProfile(ProfileKind(options.profile)).name + "'"
-          : "the measured profile '" + std::string(options.profileFile) + "'";
+      !options.profileFile.empty()
+          ? "the measured profile '" + std::string(options.profileFile) + "'"
+      : !options.machineFile.empty()
+          ? "the machine profile '" + std::string(options.machineFile) + "'"
+          : "the built-in profile '" +
+                getProfile(ProfileKind(options.profile)).name + "'";
   for (int64_t k = result.minRanks; k <= result.maxRanks; ++k) {
     for (int64_t m : microbatches)
       for (ScheduleKind schedule : schedules)

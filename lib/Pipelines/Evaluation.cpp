@@ -198,6 +198,7 @@ LogicalResult mlir::gpipe::compileWithEvaluation(
   evalOptions.fuse = options.fuse;
   evalOptions.profile = options.profile;
   evalOptions.profileFile = options.profileFile;
+  evalOptions.machineFile = options.machineFile;
   evalOptions.memoryBudget = options.memoryBudget;
   evalOptions.target = options.target;
   evalOptions.precision = options.precision;

@@ -79,6 +79,7 @@ static void buildPipeline(OpPassManager &pm,
   partition.virtualStages = options.virtualStages;
   partition.dataParallel = options.dataParallel;
   partition.clipGradNorm = options.clipGradNorm;
+  partition.optimizer = options.optimizer;
   // An imported schedule may split any backward.
   partition.splitBackward = !options.scheduleFile.empty();
   partition.remat = options.remat;
@@ -89,6 +90,7 @@ static void buildPipeline(OpPassManager &pm,
   // not against the partition's estimate: see docs/Pipeline.md.
   partition.profile = profile;
   partition.profileFile = options.profileFile;
+  partition.machineFile = options.machineFile;
   if (options.inference) {
     partition.forwardOnly = true;
     partition.pipelineName = "infer";

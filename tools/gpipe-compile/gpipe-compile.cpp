@@ -11,11 +11,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gpipe/Analysis/CostModel.h"
 #include "gpipe/Analysis/MeasuredProfile.h"
 #include "gpipe/Analysis/Partition.h"
 #include "gpipe/InitAllDialects.h"
 #include "gpipe/Pipelines/Autotune.h"
 #include "gpipe/Pipelines/Pipelines.h"
+#include "gpipe/Runtime/MachineFile.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -25,6 +27,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
@@ -49,6 +52,9 @@ static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::cat(category));
 
 /// Where the model came from, for the library's metadata.
+/// The line that says which machine profile timed the ops (empty: none).
+static std::string machineSummary;
+
 static std::string describeSource() {
   using namespace gpipe_tools;
   if (!preset.empty())
@@ -57,6 +63,41 @@ static std::string describeSource() {
 }
 
 using mlir::gpipe::GPipeCompileOptions;
+
+/// Settles --machine-file: `none` turns it off; not given, the default
+/// machine profile (MachineFile.h) when it exists and the compile is timed
+/// by the cpu profile without a measured one. A file that cannot be read is
+/// an error: the message, or empty.
+static std::string resolveMachineFile(GPipeCompileOptions &options) {
+  std::string &file = options.machineFile;
+  if (file == "none") {
+    file.clear();
+    return "";
+  }
+  bool cpu = options.target == mlir::gpipe::TargetKind::CPU &&
+             options.getEffectiveProfile() == mlir::gpipe::ProfileKind::CPU;
+  if (file.empty()) {
+    std::string fallback = ::gpipe::abi::getDefaultMachineFile();
+    if (!cpu || !options.profileFile.empty() || fallback.empty() ||
+        !llvm::sys::fs::exists(fallback))
+      return "";
+    file = fallback;
+  } else if (!cpu) {
+    return "--machine-file times the CPU kernels; this compile is for " +
+           std::string(mlir::gpipe::getTargetName(options.target)) +
+           " (leave it out, or give --target cpu --profile cpu)";
+  }
+  std::string error;
+  std::optional<mlir::gpipe::MachineModel> machine =
+      mlir::gpipe::MachineModel::read(file, error);
+  if (!machine)
+    return error;
+  machineSummary = "cost model: kernel rates of " + file + " (" +
+                   (machine->cpu.empty() ? "this CPU" : machine->cpu) + ", " +
+                   std::to_string(machine->cores) + " cores, measured " +
+                   machine->created + ")";
+  return "";
+}
 
 /// The flag combinations that are errors before anything is loaded (the
 /// target's own rules, the budget given empty, inference, the profile's
@@ -86,6 +127,9 @@ static std::string checkFlags(GPipeCompileOptions &options) {
              "; this compile is for " + target + " " + precision +
              " (measure with a model compiled for it)";
   }
+
+  if (std::string error = resolveMachineFile(options); !error.empty())
+    return error;
 
   mlir::gpipe::CompileStage stop = options.emit;
   if (outputFile.empty()) {
@@ -281,6 +325,8 @@ int main(int argc, char **argv) {
     return pm.run(target);
   };
   gpipe_tools::outOfMemoryDoing = "compiling the pipeline";
+  if (!options.quiet && !machineSummary.empty() && outputFile != "-")
+    llvm::outs() << machineSummary << "\n";
   if (options.eval) {
     auto loadInference = [&] {
       return gpipe_tools::loadModel(context, sourceMgr, /*inference=*/true);

@@ -13,12 +13,36 @@
 #define GPIPE_ANALYSIS_COSTMODEL_H
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace mlir::gpipe {
+
+/// A GEMM one op runs: `batch` products op(A)[m, k] x op(B)[k, n], op
+/// transposing an operand stored the other way round.
+struct GemmWork {
+  int64_t batch = 0, m = 0, n = 0, k = 0;
+  bool transA = false, transB = false;
+};
+
+/// The work of one op (one kernel call, or a few) for a calibrated machine
+/// (MachineModel): its GEMM, if it runs one, and the bytes it streams
+/// besides (an elementwise op's operands and results; a convolution's
+/// im2col columns).
+struct OpWork {
+  std::optional<GemmWork> gemm;
+  int64_t streamBytes = 0; ///< bytes read and written outside a GEMM
+  int64_t calls = 0;       ///< kernel calls (0: a view, a parameter read)
+  /// The op's name without its dialect ("softmax", "conv2d"), whose
+  /// measured time per element replaces the streaming estimate where the
+  /// machine has one, and the elements it counts (the result's; a
+  /// convolution's im2col columns).
+  std::string kernel;
+  int64_t elements = 0;
+};
 
 /// The work of one layer for one micro-batch, as the `nn` cost interface
 /// reports it (`nn::OpCost` summed over the layer body).
@@ -30,6 +54,60 @@ struct OpCostData {
   /// consuming op reads them as an operand), so the roofline does not count
   /// them again; kept for memory sizing.
   int64_t paramBytes = 0;
+  /// The layer's ops one by one: what a profile with a MachineModel times
+  /// (the roofline reads the totals above).
+  std::vector<OpWork> ops;
+};
+
+/// What gpipe-calibrate measured on one machine (the machine profile,
+/// gpipe/Runtime/MachineFile.h): the CPU kernels' rates, which the cost
+/// model interpolates at each op's shape and the threads its rank has.
+struct MachineModel {
+  std::string path;       ///< the file it was read from
+  std::string host;       ///< where it was measured
+  std::string cpu;        ///< the CPU's model name
+  std::string created;    ///< when (UTC, ISO 8601)
+  int64_t cores = 1;      ///< the CPUs one process may use
+  double callSeconds = 0; ///< one kernel call beyond its work
+  struct Stream {
+    int64_t bytes = 0, threads = 1;
+    double bytesPerSecond = 0;
+  };
+  std::vector<Stream> stream; ///< an elementwise add's rate by size
+  struct Gemm {
+    int64_t m = 0, n = 0, k = 0, threads = 1;
+    bool transA = false, transB = false;
+    double flopsPerSecond = 0;
+  };
+  std::vector<Gemm> gemm; ///< matmul's rate on a grid of shapes
+  struct Kernel {
+    std::string op;
+    int64_t threads = 1;
+    double forward = 0;             ///< seconds per element
+    std::optional<double> backward; ///< seconds per element, if measured
+  };
+  std::vector<Kernel> kernels; ///< other kernels' time per element
+  double linkLatency = 0, linkBandwidth = 0; ///< a rank-to-rank handoff
+
+  /// Reads the machine profile at `path`; on failure std::nullopt and
+  /// `error` names the file and the field.
+  static std::optional<MachineModel> read(const std::string &path,
+                                          std::string &error);
+
+  /// Seconds of one GEMM of `shape` (batch 1) on `threads` kernel threads,
+  /// interpolated over the measured grid (log-linear in each dimension,
+  /// clamped at its edges; linear in the thread count between 1 and the
+  /// cores).
+  double gemmSeconds(int64_t m, int64_t n, int64_t k, bool transA, bool transB,
+                     int64_t threads) const;
+  /// Seconds of the kernel of ops named `op` over `elements` on `threads`
+  /// kernel threads, its forward or its backward; std::nullopt when it was
+  /// not measured.
+  std::optional<double> kernelSeconds(const std::string &op, int64_t elements,
+                                      int64_t threads, bool backward) const;
+  /// Seconds of streaming `bytes` through an elementwise kernel on
+  /// `threads` kernel threads (the rate interpolated by size).
+  double streamSeconds(int64_t bytes, int64_t threads) const;
 };
 
 /// What the cost model knows about a device and the link between two
@@ -41,7 +119,22 @@ struct DeviceProfile {
   double linkBandwidth = 0;  ///< bytes/s of one stage-to-stage send
   double linkLatency = 0;    ///< seconds of a zero-byte send
   double backwardFactor = 2; ///< backward time / forward time
+  /// Measured kernel rates replacing peakFlops and memBandwidth for ops
+  /// whose OpCostData lists them (the link's too); null: the roofline.
+  std::shared_ptr<const MachineModel> machine;
+  /// The kernel threads each rank runs on (with `machine`).
+  int64_t rankThreads = 1;
+  /// Ranks per core beyond one (with `machine`): ranks that share a core
+  /// take turns, so each op's time stretches by this factor.
+  double oversubscription = 1;
 };
+
+/// `profile` with `machine`'s measured rates, for `ranks` ranks of one
+/// process (gpipe-run's rank threads: a lone rank runs its kernels on every
+/// core, several run one thread each).
+DeviceProfile withMachine(DeviceProfile profile,
+                          std::shared_ptr<const MachineModel> machine,
+                          int64_t ranks);
 
 /// A 2-core x86 CPU running the layers with OpenBLAS; stages are processes on
 /// one host, so the "link" is a shared-memory copy.
@@ -71,12 +164,24 @@ std::vector<std::string> builtinProfileNames();
 /// latency non-negative and finite; else what is wrong, naming the field.
 std::string verifyProfile(const DeviceProfile &profile);
 
-/// Forward time of one execution: the roofline bound
-/// max(flops / peakFlops, (bytesRead + bytesWritten) / memBandwidth).
+/// Forward time of one execution: with the profile's machine and the ops
+/// listed, the sum of their measured-rate times (opForwardTime); else the
+/// roofline bound max(flops / peakFlops, (bytesRead + bytesWritten) /
+/// memBandwidth).
 double forwardTime(const OpCostData &cost, const DeviceProfile &profile);
 
-/// Backward time: backwardFactor x forward time.
+/// Backward time: with the machine, the ops' backward times
+/// (opBackwardTime); else backwardFactor x forward time.
 double backwardTime(const OpCostData &cost, const DeviceProfile &profile);
+
+/// One op's forward on `profile`'s machine: its GEMM at the measured rate
+/// of its shape (a batch of products too small to split divides over the
+/// rank's threads whole), its streamed bytes at the measured rate of their
+/// size, and its calls.
+double opForwardTime(const OpWork &op, const DeviceProfile &profile);
+/// Its backward: a GEMM C = A B's two products dA = dC B^T and dB = A^T
+/// dC, and backwardFactor x the rest.
+double opBackwardTime(const OpWork &op, const DeviceProfile &profile);
 
 /// Time of one point-to-point send of `bytes`: linkLatency + bytes /
 /// linkBandwidth.

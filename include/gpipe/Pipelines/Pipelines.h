@@ -96,6 +96,15 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
                      "measured (per-layer times, transfers, optimizer) "
                      "instead of --profile's estimates"),
       llvm::cl::init("")};
+  Option<std::string> machineFile{
+      *this, "machine-file",
+      llvm::cl::desc("Time the ops at the rates gpipe-calibrate measured "
+                     "on this machine (GEMMs by shape and threads, "
+                     "streaming, calls) instead of the cpu profile's "
+                     "roofline (gpipe-compile: default "
+                     "~/.cache/gpipe/machine.json when it exists, none to "
+                     "turn it off)"),
+      llvm::cl::init("")};
   Option<OptimizerKind> optimizer{
       *this, "optimizer",
       llvm::cl::desc("Optimizer whose state the memory plan reserves"),

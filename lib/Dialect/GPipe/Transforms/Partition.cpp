@@ -384,6 +384,54 @@ static void dropInputGradients(func::FuncOp backward,
       op.erase();
 }
 
+OpCostData mlir::gpipe::getCostData(Operation *root) {
+  OpCostData data;
+  auto fusible = [](Operation *op) { return op && nn::FusedOp::isFusible(op); };
+  root->walk([&](nn::CostOpInterface costOp) {
+    Operation *op = costOp.getOperation();
+    if (op == root || isa<nn::LayerOp>(op))
+      return;
+    nn::OpCost c = costOp.getCost();
+    data.flops += c.flops;
+    data.bytesRead += c.bytesRead;
+    data.bytesWritten += c.bytesWritten;
+    data.paramBytes += c.paramBytes;
+    OpWork work;
+    work.kernel = op->getName().stripDialect().str();
+    if (op->getNumResults() > 0)
+      if (auto type = dyn_cast<ShapedType>(op->getResult(0).getType());
+          type && type.hasStaticShape())
+        work.elements = type.getNumElements();
+    if (c.gemm.batch > 0) {
+      work.gemm = GemmWork{c.gemm.batch, c.gemm.m,      c.gemm.n,
+                           c.gemm.k,     c.gemm.transA, c.gemm.transB};
+      work.streamBytes = c.gemmSideBytes;
+      // A convolution's side work counts its im2col elements.
+      work.elements = c.gemmSideBytes / 4;
+    } else {
+      work.calls = c.calls;
+      int64_t bytes = c.bytesRead + c.bytesWritten;
+      if (fusible(op)) {
+        // Inside a fused loop an operand another loop op produced is in a
+        // register, and so is a result only loop ops read.
+        for (Value v : op->getOperands())
+          if (fusible(v.getDefiningOp())) {
+            bytes -= nn::tensorBytes(v.getType());
+            work.calls = 0;
+          }
+        if (!op->use_empty() &&
+            llvm::all_of(op->getUsers(),
+                         [&](Operation *user) { return fusible(user); }))
+          bytes -= c.bytesWritten;
+      }
+      work.streamBytes = std::max<int64_t>(bytes, 0);
+    }
+    if (work.gemm || work.calls || work.streamBytes)
+      data.ops.push_back(work);
+  });
+  return data;
+}
+
 double LayerChainCosts::getOverhead(StringRef kind) const {
   if (!measured)
     return 0.0;
@@ -397,6 +445,7 @@ FailureOr<LayerChainCosts> mlir::gpipe::estimateLayerCosts(
   bool forwardOnly = options.forwardOnly;
   LayerChainCosts result;
   result.device = device;
+  result.optimizer = options.optimizer;
   // Cost model: one micro-batch per layer.
   CostModelInput costInput;
   costInput.rematerialize = !forwardOnly && options.remat == Remat::Stage;
@@ -406,9 +455,7 @@ FailureOr<LayerChainCosts> mlir::gpipe::estimateLayerCosts(
         (options.remat == Remat::Stage ||
          llvm::is_contained(options.recomputeLayers, layer.getNameAttr())));
   for (nn::LayerOp layer : chain.layers) {
-    nn::OpCost c = layer.getCost();
-    costInput.layers.push_back(
-        {c.flops, c.bytesRead, c.bytesWritten, c.paramBytes});
+    costInput.layers.push_back(getCostData(layer));
     costInput.outputBytes.push_back(nn::tensorBytes(layer.getType(0)));
     // Weights and their gradient accumulator, plus one micro-batch of the
     // layer's activations; the memory planner refines this estimate.
@@ -524,13 +571,16 @@ mlir::gpipe::buildStageBackward(func::FuncOp forward, StringRef stageName,
   return result;
 }
 
-/// The roofline time of the ops of `func` on `device`, forward times all.
-static double getRooflineTime(func::FuncOp func, const DeviceProfile &device) {
+/// The time of the ops of `func` on `device`, forward times all: at the
+/// machine's measured rates with one, else by the roofline.
+static double getEstimatedTime(func::FuncOp func, const DeviceProfile &device) {
+  if (device.machine)
+    return mlir::gpipe::forwardTime(getCostData(func), device);
   double seconds = 0;
   func.walk([&](nn::CostOpInterface op) {
     nn::OpCost c = op.getCost();
     seconds += mlir::gpipe::forwardTime(
-        {c.flops, c.bytesRead, c.bytesWritten, c.paramBytes}, device);
+        {c.flops, c.bytesRead, c.bytesWritten, c.paramBytes, {}}, device);
   });
   return seconds;
 }
@@ -565,11 +615,11 @@ static void splitBackwardTime(const LayerChain &chain,
     }
   }
   // How the backward's time divides between its halves: in proportion to
-  // the roofline times of their ops (the input half of a transformer
+  // the estimated times of their ops (the input half of a transformer
   // stage carries the attention and normalization gradients, the weight
   // half little more than the weight GEMMs; stage 0's input half is empty).
-  double in = getRooflineTime(backward.input, costs.device);
-  double w = getRooflineTime(backward.weight, costs.device);
+  double in = getEstimatedTime(backward.input, costs.device);
+  double w = getEstimatedTime(backward.weight, costs.device);
   double share = in + w > 0 ? in / (in + w) : 0.5;
   times.input = *times.backward * share;
   times.weight = *times.backward * (1 - share);
@@ -592,12 +642,23 @@ StageTimes mlir::gpipe::estimateStageTimes(const LayerChain &chain,
   times.backward = backwardTime;
   if (backward->input)
     splitBackwardTime(chain, costs, begin, end, *backward, times);
-  // The optimizer's update, at the measured rate per parameter byte.
+  // The optimizer's update, at the measured rate per parameter byte; with
+  // a machine profile, the streams it moves at the measured rate: the
+  // parameters read and written, the gradients read and zeroed, and each
+  // state buffer read and written.
+  int64_t stageParamBytes = 0;
+  for (int l = begin; l < end; ++l)
+    stageParamBytes += paramBytesOf(chain.layers[l]);
   if (costs.measured && costs.measured->optimizerSecondsPerByte) {
-    int64_t bytes = 0;
-    for (int l = begin; l < end; ++l)
-      bytes += paramBytesOf(chain.layers[l]);
-    times.step = *costs.measured->optimizerSecondsPerByte * double(bytes);
+    times.step =
+        *costs.measured->optimizerSecondsPerByte * double(stageParamBytes);
+  } else if (const DeviceProfile &device = costs.device;
+             device.machine && stageParamBytes > 0) {
+    int64_t streams =
+        4 + 2 * ::gpipe::abi::getOptimizerStateFactor(costs.optimizer);
+    times.step = device.machine->streamSeconds(streams * stageParamBytes,
+                                               device.rankThreads) *
+                 device.oversubscription;
   }
   // The replicas' all-reduce of the stage's gradients.
   if (replicas > 1) {
@@ -863,6 +924,7 @@ GPipePartitionPass::resolveOptions(func::FuncOp func) {
     return mlir::emitError(loc, "clip-grad-norm clips a training step's "
                                 "gradients; an inference pipeline has none");
   options.clipGradNorm = clipGradNorm;
+  options.optimizer = optimizer;
   // `custom`: the programs will be imported (gpipe-import-schedule); any
   // placement and split backwards may come, so every backward is split and
   // no family's shape applies.
@@ -922,8 +984,29 @@ void GPipePartitionPass::runOnOperation() {
     return signalPassFailure();
   options->recomputeLayers = std::move(*recomputed);
 
+  DeviceProfile device = getProfile(profile);
+  if (!machineFile.empty()) {
+    // Measured kernel rates of this machine (gpipe-calibrate): for the CPU
+    // profile only, where the kernels it timed run.
+    if (profile != ProfileKind::CPU) {
+      mlir::emitError(func.getLoc(), "a machine profile ('")
+          << machineFile << "') times the CPU kernels; profile '" << device.name
+          << "' is of another device";
+      return signalPassFailure();
+    }
+    std::string error;
+    std::optional<MachineModel> machine =
+        MachineModel::read(machineFile, error);
+    if (!machine) {
+      mlir::emitError(func.getLoc(), error);
+      return signalPassFailure();
+    }
+    device = withMachine(
+        device, std::make_shared<const MachineModel>(std::move(*machine)),
+        options->ranks * options->replicas);
+  }
   FailureOr<LayerChainCosts> costs =
-      estimateLayerCosts(*chain, getProfile(profile), *options, profileFile);
+      estimateLayerCosts(*chain, device, *options, profileFile);
   if (failed(costs))
     return signalPassFailure();
   // No memory budget means no cap; one given empty is an error.

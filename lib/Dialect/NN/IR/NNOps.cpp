@@ -159,6 +159,7 @@ int64_t mlir::gpipe::nn::tensorBytes(Type type) {
 OpCost mlir::gpipe::nn::detail::elementwiseCost(Operation *op,
                                                 int64_t flopsPerElement) {
   OpCost cost;
+  cost.calls = 1;
   for (Value v : op->getOperands())
     cost.bytesRead += tensorBytes(v.getType());
   for (Value v : op->getResults()) {
@@ -524,9 +525,17 @@ OpCost MatMulOp::getCost() {
   OpCost cost = detail::elementwiseCost(*this, 0);
   ArrayRef<int64_t> out = shapeOf(getResult());
   ArrayRef<int64_t> lhs = shapeOf(getLhs());
+  ArrayRef<int64_t> rhs = shapeOf(getRhs());
   int64_t k = getTransLhs() ? lhs[lhs.size() - 2] : lhs.back();
-  cost.flops = matmulFlops(numElements(out.drop_back(2)), out[out.size() - 2],
-                           out.back(), k);
+  int64_t batch = numElements(out.drop_back(2));
+  int64_t m = out[out.size() - 2];
+  cost.flops = matmulFlops(batch, m, out.back(), k);
+  // A rhs every batch shares, and a lhs that is not transposed: the
+  // kernel folds the batch into the rows of one GEMM.
+  bool shared = numElements(rhs.drop_back(2)) == 1 &&
+                numElements(lhs.drop_back(2)) == batch && !getTransLhs();
+  cost.gemm = {shared ? 1 : batch, shared ? batch * m : m, out.back(), k,
+               getTransLhs(),      getTransRhs()};
   return cost;
 }
 
@@ -554,6 +563,7 @@ OpCost GemmOp::getCost() {
   int64_t k = getTransA() ? shapeOf(getA())[0] : shapeOf(getA())[1];
   cost.flops =
       matmulFlops(1, out[0], out[1], k) + (getC() ? 2 * numElements(out) : 0);
+  cost.gemm = {1, out[0], out[1], k, getTransA(), getTransB()};
   return cost;
 }
 
@@ -577,6 +587,9 @@ OpCost LinearOp::getCost() {
   int64_t rows = numElements(out.drop_back());
   cost.flops = matmulFlops(1, rows, out.back(), shapeOf(getInput()).back()) +
                (getBias() ? numElements(out) : 0);
+  cost.gemm = {1,          rows,
+               out.back(), shapeOf(getInput()).back(),
+               false,      getTransposeWeight()};
   return cost;
 }
 
@@ -645,9 +658,22 @@ LogicalResult Conv2DOp::verify() {
                               getDilations(), getGroups(), NN_EMIT));
 }
 
+/// A convolution's GEMMs as the CPU kernel runs them: per image and
+/// group, [O/g, Cg*kh*kw] x [Cg*kh*kw, OH*OW] over im2col columns (one
+/// float per row and position, written once and read by the GEMM).
+static void setConvGemm(OpCost &cost, ArrayRef<int64_t> out,
+                        ArrayRef<int64_t> weight, int64_t groups) {
+  int64_t g = std::max<int64_t>(groups, 1);
+  int64_t positions = out[2] * out[3];
+  int64_t rows = weight[1] * weight[2] * weight[3];
+  cost.gemm = {out[0] * g, weight[0] / g, positions, rows, false, false};
+  cost.gemmSideBytes = out[0] * g * rows * positions * 4;
+}
+
 OpCost Conv2DOp::getCost() {
   OpCost cost = detail::elementwiseCost(*this, 0);
   cost.flops = convFlops(shapeOf(getResult()), shapeOf(getWeight()));
+  setConvGemm(cost, shapeOf(getResult()), shapeOf(getWeight()), getGroups());
   return cost;
 }
 
@@ -677,6 +703,10 @@ OpCost Conv2DGradOp::getCost() {
   OpCost cost = detail::elementwiseCost(*this, 0);
   cost.flops = 2 * convFlops(shapeOf(getGrad()), shapeOf(getWeight())) +
                numElements(shapeOf(getGrad()));
+  // The weight and the column gradients: two GEMMs of the forward's work.
+  setConvGemm(cost, shapeOf(getGrad()), shapeOf(getWeight()), getGroups());
+  cost.gemm.batch *= 2;
+  cost.gemmSideBytes *= 2;
   return cost;
 }
 
@@ -813,6 +843,7 @@ LogicalResult GatherOp::verify() {
 OpCost GatherOp::getCost() {
   // Only the gathered rows are read, not the whole table.
   OpCost cost;
+  cost.calls = 1;
   cost.bytesRead =
       2 * tensorBytes(getType()) + tensorBytes(getIndices().getType());
   cost.bytesWritten = tensorBytes(getType());
@@ -883,6 +914,7 @@ LogicalResult SliceOp::verify() {
 }
 OpCost SliceOp::getCost() {
   OpCost cost;
+  cost.calls = 1;
   cost.bytesRead = cost.bytesWritten = tensorBytes(getType());
   return cost;
 }
@@ -897,6 +929,7 @@ LogicalResult InsertSliceOp::verify() {
 // Copies the destination and writes the source over it.
 OpCost InsertSliceOp::getCost() {
   OpCost cost;
+  cost.calls = 1;
   cost.bytesRead = tensorBytes(getSource().getType()) + tensorBytes(getType());
   cost.bytesWritten = tensorBytes(getType());
   return cost;
@@ -1006,6 +1039,7 @@ LogicalResult GatherGradOp::verify() {
 // Zero-fills the table, then reads and adds one row per index.
 OpCost GatherGradOp::getCost() {
   OpCost cost;
+  cost.calls = 1;
   cost.flops = numElements(shapeOf(getGrad()));
   cost.bytesRead = tensorBytes(getIndices().getType()) +
                    2 * tensorBytes(getGrad().getType());
@@ -1182,6 +1216,7 @@ LogicalResult FusedOp::verify() {
 OpCost FusedOp::getCost() {
   OpCost cost;
   getBodyBlock().walk([&](CostOpInterface op) { cost += op.getCost(); });
+  cost.calls = 1; // one loop
   return cost;
 }
 

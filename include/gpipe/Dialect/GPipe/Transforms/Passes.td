@@ -310,6 +310,17 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
            "A profile measured by gpipe-run --profile: its per-layer times, "
            "action overheads, link and optimizer replace the device "
            "profile's estimates">,
+    Option<"optimizer", "optimizer", "::mlir::gpipe::OptimizerKind",
+           /*default=*/"::mlir::gpipe::OptimizerKind::SGD",
+           "The optimizer whose update a machine profile times: sgd, "
+           "momentum or adam",
+           "::mlir::gpipe::getOptimizerKindValues()">,
+    Option<"machineFile", "machine-file", "std::string", /*default=*/"\"\"",
+           "A machine profile gpipe-calibrate measured (GEMM rates by "
+           "shape and threads, streaming rates, the cost of a call): the "
+           "cpu profile's ops are timed at its rates instead of the "
+           "roofline's; a --profile-file's measured layers still replace "
+           "both">,
     Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
            "Name of the network function">,
     Option<"pipelineName", "pipeline", "std::string", /*default=*/"\"train\"",

@@ -131,6 +131,8 @@ struct PartitionOptions {
   bool forwardOnly = false;
   /// The pipeline's clip_grad_norm; 0: none.
   double clipGradNorm = 0.0;
+  /// The optimizer, whose update a machine profile times.
+  OptimizerKind optimizer = OptimizerKind::SGD;
 
   int64_t getNumStages() const { return ranks * virtualStages; }
 };
@@ -151,6 +153,13 @@ struct LayerChain {
 /// offending op.
 FailureOr<LayerChain> readLayerChain(func::FuncOp func);
 
+/// The work of the `nn` ops under `root` (a layer, or a stage's function)
+/// for the cost model: the cost interface's totals, and each op with its
+/// GEMM, the bytes it streams and its kernel calls. An elementwise op that
+/// nn-fuse-elementwise will join to its producer makes no call of its own
+/// and streams no intermediate it shares with the rest of the loop.
+OpCostData getCostData(Operation *root);
+
 /// A chain's per-layer estimates for one micro-batch.
 struct LayerChainCosts {
   /// The device the times are for; its link is the measured one when a
@@ -161,6 +170,8 @@ struct LayerChainCosts {
   /// Each layer's memory: its weights (and their gradients in training)
   /// plus one micro-batch of its activations.
   std::vector<int64_t> memory;
+  /// The optimizer whose update the step times.
+  OptimizerKind optimizer = OptimizerKind::SGD;
   /// The measurement read from a profile file, for this pipeline's
   /// micro-batch size and ranks; std::nullopt without one.
   std::optional<ProfileMeasurement> measured;

@@ -15,18 +15,33 @@
 
 namespace mlir::gpipe::nn {
 
+/// The GEMM a contraction runs as the CPU kernels call it: `batch`
+/// products op(A)[m, k] x op(B)[k, n]; batch 0 when the op runs none.
+struct GemmShape {
+  int64_t batch = 0, m = 0, n = 0, k = 0;
+  bool transA = false, transB = false;
+};
+
 /// The work of one op execution, as the partitioner's cost model sees it.
 struct OpCost {
   int64_t flops = 0;        ///< floating point operations
   int64_t bytesRead = 0;    ///< operand bytes
   int64_t bytesWritten = 0; ///< result bytes
   int64_t paramBytes = 0;   ///< bytes of parameters read (nn.param)
+  /// Kernel calls (0 for a view or a parameter read).
+  int64_t calls = 0;
+  /// The op's GEMM, for a contraction; one op's own, not summed by +=.
+  GemmShape gemm;
+  /// Bytes a contraction moves besides its GEMM (a convolution's im2col
+  /// columns); one op's own, not summed by +=.
+  int64_t gemmSideBytes = 0;
 
   OpCost &operator+=(const OpCost &o) {
     flops += o.flops;
     bytesRead += o.bytesRead;
     bytesWritten += o.bytesWritten;
     paramBytes += o.paramBytes;
+    calls += o.calls;
     return *this;
   }
 };
@@ -36,7 +51,8 @@ int64_t tensorBytes(Type type);
 
 namespace detail {
 /// Cost of an op that touches every operand once, writes every result once
-/// and does `flopsPerElement` operations per result element.
+/// and does `flopsPerElement` operations per result element, in one kernel
+/// call.
 OpCost elementwiseCost(Operation *op, int64_t flopsPerElement);
 } // namespace detail
 

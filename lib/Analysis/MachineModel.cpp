@@ -1,0 +1,371 @@
+//===- MachineModel.cpp - Kernel rates gpipe-calibrate measured -*- C++ -*-===//
+//
+// Reads the machine profile (gpipe/Runtime/MachineFile.h, written by
+// gpipe-calibrate) and interpolates its measured rates at the shapes, sizes
+// and thread counts the cost model asks about.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Analysis/CostModel.h"
+
+#include "gpipe/Runtime/MachineFile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+namespace mlir::gpipe {
+
+using Json = nlohmann::json;
+
+namespace {
+
+/// Reads typed fields of the machine profile, keeping the first error.
+struct FieldReader {
+  const std::string &path;
+  std::string &error;
+
+  bool fail(const std::string &what) {
+    if (error.empty())
+      error = "machine profile '" + path + "': " + what +
+              " (measure it again with gpipe-calibrate)";
+    return false;
+  }
+  std::optional<double> positive(const Json &object, const std::string &where,
+                                 const char *key, bool zeroOk = false) {
+    auto it = object.find(key);
+    if (it == object.end() || !it->is_number()) {
+      fail(where + "expected a number '" + key + "'");
+      return std::nullopt;
+    }
+    double value = it->get<double>();
+    if (!std::isfinite(value) || value < 0 || (!zeroOk && value == 0)) {
+      fail(where + "expected a " + (zeroOk ? "non-negative" : "positive") +
+           " finite '" + key + "', got " + it->dump());
+      return std::nullopt;
+    }
+    return value;
+  }
+  std::optional<int64_t> count(const Json &object, const std::string &where,
+                               const char *key) {
+    auto it = object.find(key);
+    if (it == object.end() || !it->is_number_integer() ||
+        it->get<int64_t>() < 1) {
+      fail(where + "expected a positive integer '" + key + "'" +
+           (it == object.end() ? "" : ", got " + it->dump()));
+      return std::nullopt;
+    }
+    return it->get<int64_t>();
+  }
+  std::optional<bool> flag(const Json &object, const std::string &where,
+                           const char *key) {
+    auto it = object.find(key);
+    if (it == object.end() || !it->is_boolean()) {
+      fail(where + "expected true or false for '" + key + "'");
+      return std::nullopt;
+    }
+    return it->get<bool>();
+  }
+  std::string text(const Json &object, const char *key) {
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>()
+                                                 : std::string();
+  }
+};
+
+/// Linear interpolation of `y` over ascending `x`, clamped at the ends.
+double interpolate(const std::vector<std::pair<double, double>> &points,
+                   double x) {
+  if (points.empty())
+    return 0;
+  if (x <= points.front().first)
+    return points.front().second;
+  if (x >= points.back().first)
+    return points.back().second;
+  for (size_t i = 1; i < points.size(); ++i)
+    if (x <= points[i].first) {
+      auto [x0, y0] = points[i - 1];
+      auto [x1, y1] = points[i];
+      return x1 == x0 ? y1 : y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+    }
+  return points.back().second;
+}
+
+/// The value at `t` threads from the values at 1 and at `cores` threads.
+double byThreads(double one, double all, int64_t t, int64_t cores) {
+  if (cores <= 1 || t <= 1)
+    return one;
+  double f = double(std::min(t, cores) - 1) / double(cores - 1);
+  return one + (all - one) * f;
+}
+
+} // namespace
+
+std::optional<MachineModel> MachineModel::read(const std::string &path,
+                                               std::string &error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot read machine profile '" + path +
+            "' (write one with gpipe-calibrate -o " + path + ")";
+    return std::nullopt;
+  }
+  Json root = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  FieldReader r{path, error};
+  if (root.is_discarded() || !root.is_object()) {
+    r.fail("not JSON");
+    return std::nullopt;
+  }
+  if (r.text(root, "format") != ::gpipe::abi::kMachineFormat) {
+    r.fail(std::string("expected format '") + ::gpipe::abi::kMachineFormat + "'");
+    return std::nullopt;
+  }
+  auto version = root.find("version");
+  if (version == root.end() || !version->is_number_integer() ||
+      version->get<int64_t>() != ::gpipe::abi::kMachineVersion) {
+    r.fail("expected version " + std::to_string(::gpipe::abi::kMachineVersion) +
+           (version == root.end() ? "" : ", got " + version->dump()));
+    return std::nullopt;
+  }
+  MachineModel m;
+  m.path = path;
+  m.host = r.text(root, "host");
+  m.cpu = r.text(root, "cpu");
+  m.created = r.text(root, "created");
+  std::optional<int64_t> cores = r.count(root, "", "cores");
+  std::optional<double> call = r.positive(root, "", "call_seconds", true);
+  if (!cores || !call)
+    return std::nullopt;
+  m.cores = *cores;
+  m.callSeconds = *call;
+
+  auto arrayOf = [&](const char *key) -> const Json * {
+    auto it = root.find(key);
+    if (it == root.end() || !it->is_array() || it->empty()) {
+      r.fail(std::string("expected a non-empty array '") + key + "'");
+      return nullptr;
+    }
+    return &*it;
+  };
+  const Json *stream = arrayOf("stream");
+  const Json *gemm = arrayOf("gemm");
+  if (!stream || !gemm)
+    return std::nullopt;
+  for (size_t i = 0; i < stream->size(); ++i) {
+    const Json &s = (*stream)[i];
+    std::string where = "stream[" + std::to_string(i) + "]: ";
+    if (!s.is_object())
+      return r.fail(where + "expected an object"), std::nullopt;
+    std::optional<int64_t> bytes = r.count(s, where, "bytes"),
+                           threads = r.count(s, where, "threads");
+    std::optional<double> rate = r.positive(s, where, "bytes_per_s");
+    if (!bytes || !threads || !rate)
+      return std::nullopt;
+    m.stream.push_back({*bytes, *threads, *rate});
+  }
+  for (size_t i = 0; i < gemm->size(); ++i) {
+    const Json &g = (*gemm)[i];
+    std::string where = "gemm[" + std::to_string(i) + "]: ";
+    if (!g.is_object())
+      return r.fail(where + "expected an object"), std::nullopt;
+    std::optional<int64_t> gm = r.count(g, where, "m"),
+                           gn = r.count(g, where, "n"),
+                           gk = r.count(g, where, "k"),
+                           threads = r.count(g, where, "threads");
+    std::optional<bool> ta = r.flag(g, where, "trans_a"),
+                        tb = r.flag(g, where, "trans_b");
+    std::optional<double> rate = r.positive(g, where, "flops_per_s");
+    if (!gm || !gn || !gk || !threads || !ta || !tb || !rate)
+      return std::nullopt;
+    m.gemm.push_back({*gm, *gn, *gk, *threads, *ta, *tb, *rate});
+  }
+  if (auto kernels = root.find("kernels"); kernels != root.end()) {
+    if (!kernels->is_array())
+      return r.fail("expected an array 'kernels'"), std::nullopt;
+    for (size_t i = 0; i < kernels->size(); ++i) {
+      const Json &k = (*kernels)[i];
+      std::string where = "kernels[" + std::to_string(i) + "]: ";
+      if (!k.is_object() || r.text(k, "op").empty())
+        return r.fail(where + "expected an object with an 'op'"),
+               std::nullopt;
+      std::optional<int64_t> threads = r.count(k, where, "threads");
+      std::optional<double> forward =
+          r.positive(k, where, "forward_s_per_element", true);
+      if (!threads || !forward)
+        return std::nullopt;
+      Kernel kernel{r.text(k, "op"), *threads, *forward, std::nullopt};
+      if (k.contains("backward_s_per_element")) {
+        std::optional<double> backward =
+            r.positive(k, where, "backward_s_per_element", true);
+        if (!backward)
+          return std::nullopt;
+        kernel.backward = *backward;
+      }
+      m.kernels.push_back(kernel);
+    }
+  }
+  auto link = root.find("link");
+  if (link == root.end() || !link->is_object()) {
+    r.fail("expected an object 'link'");
+    return std::nullopt;
+  }
+  std::optional<double> latency =
+      r.positive(*link, "link: ", "latency_s", true);
+  std::optional<double> bandwidth = r.positive(*link, "link: ", "bytes_per_s");
+  if (!latency || !bandwidth)
+    return std::nullopt;
+  m.linkLatency = *latency;
+  m.linkBandwidth = *bandwidth;
+  return m;
+}
+
+double MachineModel::gemmSeconds(int64_t m, int64_t n, int64_t k, bool transA,
+                                 bool transB, int64_t threads) const {
+  if (m <= 0 || n <= 0 || k <= 0)
+    return 0;
+  double flops = 2.0 * double(m) * double(n) * double(k);
+  // The measured layout closest to the one asked for: the same, else NN.
+  auto hasLayout = [&](bool ta, bool tb) {
+    return std::any_of(gemm.begin(), gemm.end(), [&](const Gemm &g) {
+      return g.transA == ta && g.transB == tb;
+    });
+  };
+  if (!hasLayout(transA, transB)) {
+    transA = transB = false;
+    if (!hasLayout(false, false)) {
+      transA = gemm.front().transA;
+      transB = gemm.front().transB;
+    }
+  }
+  // log2 of the rate, trilinear in log2 of each dimension over the grid
+  // (clamped at its edges); nearest measured shape where a corner is
+  // missing.
+  auto rateAt = [&](int64_t t) {
+    std::map<std::tuple<int64_t, int64_t, int64_t>, double> grid;
+    std::vector<int64_t> ms, ns, ks;
+    for (const Gemm &g : gemm)
+      if (g.transA == transA && g.transB == transB && g.threads == t) {
+        grid[{g.m, g.n, g.k}] = std::log2(g.flopsPerSecond);
+        ms.push_back(g.m);
+        ns.push_back(g.n);
+        ks.push_back(g.k);
+      }
+    if (grid.empty())
+      return 0.0;
+    auto bracket = [](std::vector<int64_t> &dims, int64_t x) {
+      std::sort(dims.begin(), dims.end());
+      dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+      double lx = std::log2(double(x));
+      if (x <= dims.front())
+        return std::tuple<int64_t, int64_t, double>(dims.front(), dims.front(),
+                                                    0.0);
+      if (x >= dims.back())
+        return std::tuple<int64_t, int64_t, double>(dims.back(), dims.back(),
+                                                    0.0);
+      auto hi = std::lower_bound(dims.begin(), dims.end(), x);
+      int64_t b = *hi, a = *(hi - 1);
+      double la = std::log2(double(a)), lb = std::log2(double(b));
+      return std::tuple<int64_t, int64_t, double>(a, b, (lx - la) / (lb - la));
+    };
+    auto [m0, m1, fm] = bracket(ms, m);
+    auto [n0, n1, fn] = bracket(ns, n);
+    auto [k0, k1, fk] = bracket(ks, k);
+    double sum = 0;
+    for (int c = 0; c < 8; ++c) {
+      int64_t cm = c & 1 ? m1 : m0, cn = c & 2 ? n1 : n0, ck = c & 4 ? k1 : k0;
+      auto it = grid.find({cm, cn, ck});
+      if (it == grid.end()) {
+        // An incomplete grid: the nearest measured shape.
+        double best = 1e300, rate = 0;
+        for (auto &[shape, value] : grid) {
+          auto [gm, gn, gk] = shape;
+          double d = std::pow(std::log2(double(gm) / double(m)), 2) +
+                     std::pow(std::log2(double(gn) / double(n)), 2) +
+                     std::pow(std::log2(double(gk) / double(k)), 2);
+          if (d < best) {
+            best = d;
+            rate = value;
+          }
+        }
+        return std::exp2(rate);
+      }
+      double w = (c & 1 ? fm : 1 - fm) * (c & 2 ? fn : 1 - fn) *
+                 (c & 4 ? fk : 1 - fk);
+      sum += w * it->second;
+    }
+    return std::exp2(sum);
+  };
+  int64_t most = 1;
+  for (const Gemm &g : gemm)
+    most = std::max(most, g.threads);
+  double one = rateAt(1);
+  double all = most > 1 ? rateAt(most) : one;
+  if (one <= 0)
+    one = all;
+  if (all <= 0)
+    all = one;
+  double rate = byThreads(one, all, threads, most);
+  double seconds = rate > 0 ? flops / rate : 0;
+  // A GEMM below the grid costs no less than a call.
+  return std::max(seconds, callSeconds);
+}
+
+std::optional<double> MachineModel::kernelSeconds(const std::string &op,
+                                                  int64_t elements,
+                                                  int64_t threads,
+                                                  bool backward) const {
+  std::optional<double> one, all;
+  int64_t most = 1;
+  for (const Kernel &k : kernels) {
+    if (k.op != op)
+      continue;
+    std::optional<double> rate = backward ? k.backward : k.forward;
+    if (!rate)
+      continue;
+    if (k.threads == 1)
+      one = rate;
+    if (k.threads >= most) {
+      most = k.threads;
+      all = rate;
+    }
+  }
+  if (!one)
+    one = all;
+  if (!one)
+    return std::nullopt;
+  return double(std::max<int64_t>(elements, 0)) *
+         byThreads(*one, all ? *all : *one, threads, most);
+}
+
+double MachineModel::streamSeconds(int64_t bytes, int64_t threads) const {
+  if (bytes <= 0)
+    return 0;
+  int64_t most = 1;
+  for (const Stream &s : stream)
+    most = std::max(most, s.threads);
+  auto rateAt = [&](int64_t t) {
+    std::vector<std::pair<double, double>> points;
+    for (const Stream &s : stream)
+      if (s.threads == t)
+        points.push_back(
+            {std::log2(double(s.bytes)), std::log2(s.bytesPerSecond)});
+    std::sort(points.begin(), points.end());
+    return points.empty()
+               ? 0.0
+               : std::exp2(interpolate(points, std::log2(double(bytes))));
+  };
+  double one = rateAt(1);
+  double all = most > 1 ? rateAt(most) : one;
+  if (one <= 0)
+    one = all;
+  if (all <= 0)
+    all = one;
+  double rate = byThreads(one, all, threads, most);
+  return rate > 0 ? double(bytes) / rate : 0;
+}
+
+} // namespace mlir::gpipe
