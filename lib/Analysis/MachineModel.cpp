@@ -121,7 +121,8 @@ std::optional<MachineModel> MachineModel::read(const std::string &path,
     return std::nullopt;
   }
   if (r.text(root, "format") != ::gpipe::abi::kMachineFormat) {
-    r.fail(std::string("expected format '") + ::gpipe::abi::kMachineFormat + "'");
+    r.fail(std::string("expected format '") + ::gpipe::abi::kMachineFormat +
+           "'");
     return std::nullopt;
   }
   auto version = root.find("version");
@@ -190,8 +191,7 @@ std::optional<MachineModel> MachineModel::read(const std::string &path,
       const Json &k = (*kernels)[i];
       std::string where = "kernels[" + std::to_string(i) + "]: ";
       if (!k.is_object() || r.text(k, "op").empty())
-        return r.fail(where + "expected an object with an 'op'"),
-               std::nullopt;
+        return r.fail(where + "expected an object with an 'op'"), std::nullopt;
       std::optional<int64_t> threads = r.count(k, where, "threads");
       std::optional<double> forward =
           r.positive(k, where, "forward_s_per_element", true);
@@ -293,8 +293,8 @@ double MachineModel::gemmSeconds(int64_t m, int64_t n, int64_t k, bool transA,
         }
         return std::exp2(rate);
       }
-      double w = (c & 1 ? fm : 1 - fm) * (c & 2 ? fn : 1 - fn) *
-                 (c & 4 ? fk : 1 - fk);
+      double w =
+          (c & 1 ? fm : 1 - fm) * (c & 2 ? fn : 1 - fn) * (c & 4 ? fk : 1 - fk);
       sum += w * it->second;
     }
     return std::exp2(sum);

@@ -83,9 +83,12 @@ static std::string resolveMachineFile(GPipeCompileOptions &options) {
       return "";
     file = fallback;
   } else if (!cpu) {
-    return "--machine-file times the CPU kernels; this compile is for " +
-           std::string(mlir::gpipe::getTargetName(options.target)) +
-           " (leave it out, or give --target cpu --profile cpu)";
+    return "--machine-file times the CPU kernels; this compile is " +
+           (options.target != mlir::gpipe::TargetKind::CPU
+                ? "for --target " +
+                      std::string(mlir::gpipe::getTargetName(options.target))
+                : std::string("timed by another --profile")) +
+           " (leave it out, or compile for --target cpu --profile cpu)";
   }
   std::string error;
   std::optional<mlir::gpipe::MachineModel> machine =

@@ -105,8 +105,7 @@ TEST(MachineModel, GemmAtGridPointsAndBetween) {
   MachineModel m = sample();
   double flops64 = 2.0 * 64 * 64 * 64, flops16 = 2.0 * 16 * 16 * 16;
   // Grid points: exactly the measured rate.
-  EXPECT_NEAR(m.gemmSeconds(64, 64, 64, false, true, 1), flops64 / 40e9,
-              1e-15);
+  EXPECT_NEAR(m.gemmSeconds(64, 64, 64, false, true, 1), flops64 / 40e9, 1e-15);
   EXPECT_NEAR(m.gemmSeconds(16, 16, 16, false, false, 1), flops16 / 10e9,
               1e-15);
   // 2 threads: the measured rate at every core; none in between here.
@@ -203,31 +202,38 @@ TEST(MachineModel, Errors) {
     EXPECT_FALSE(readBack(profile, error));
     return error;
   };
-  EXPECT_NE(errorOf([](Json &p) { p["format"] = "gpipe-model"; })
-                .find("expected format 'gpipe-machine'"),
-            std::string::npos);
-  EXPECT_NE(errorOf([](Json &p) { p["version"] = 2; })
-                .find("expected version 1, got 2"),
-            std::string::npos);
-  EXPECT_NE(errorOf([](Json &p) { p["cores"] = 0; })
-                .find("expected a positive integer 'cores', got 0"),
-            std::string::npos);
-  EXPECT_NE(errorOf([](Json &p) { p["gemm"][5]["flops_per_s"] = "fast"; })
-                .find("gemm[5]: expected a number 'flops_per_s'"),
-            std::string::npos);
-  EXPECT_NE(errorOf([](Json &p) { p["stream"] = Json::array(); })
-                .find("expected a non-empty array 'stream'"),
-            std::string::npos);
-  EXPECT_NE(errorOf([](Json &p) { p["gemm"][0]["trans_a"] = 1; })
-                .find("gemm[0]: expected true or false for 'trans_a'"),
+  EXPECT_NE(errorOf([](Json &p) {
+              p["format"] = "gpipe-model";
+            }).find("expected format 'gpipe-machine'"),
             std::string::npos);
   EXPECT_NE(errorOf([](Json &p) {
-              p["kernels"][1]["backward_s_per_element"] = -1;
-            }).find("kernels[1]: expected a non-negative finite "
-                    "'backward_s_per_element', got -1"),
+              p["version"] = 2;
+            }).find("expected version 1, got 2"),
             std::string::npos);
-  EXPECT_NE(errorOf([](Json &p) { p.erase("link"); })
-                .find("expected an object 'link'"),
+  EXPECT_NE(errorOf([](Json &p) {
+              p["cores"] = 0;
+            }).find("expected a positive integer 'cores', got 0"),
+            std::string::npos);
+  EXPECT_NE(errorOf([](Json &p) {
+              p["gemm"][5]["flops_per_s"] = "fast";
+            }).find("gemm[5]: expected a number 'flops_per_s'"),
+            std::string::npos);
+  EXPECT_NE(errorOf([](Json &p) {
+              p["stream"] = Json::array();
+            }).find("expected a non-empty array 'stream'"),
+            std::string::npos);
+  EXPECT_NE(errorOf([](Json &p) {
+              p["gemm"][0]["trans_a"] = 1;
+            }).find("gemm[0]: expected true or false for 'trans_a'"),
+            std::string::npos);
+  EXPECT_NE(
+      errorOf([](Json &p) { p["kernels"][1]["backward_s_per_element"] = -1; })
+          .find("kernels[1]: expected a non-negative finite "
+                "'backward_s_per_element', got -1"),
+      std::string::npos);
+  EXPECT_NE(errorOf([](Json &p) {
+              p.erase("link");
+            }).find("expected an object 'link'"),
             std::string::npos);
   std::string error;
   EXPECT_FALSE(MachineModel::read("/nonexistent/machine.json", error));

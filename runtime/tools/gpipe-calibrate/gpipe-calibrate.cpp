@@ -62,23 +62,22 @@ struct Options {
 
 void printUsage(FILE *to) {
   std::fprintf(
-      to,
-      "usage: gpipe-calibrate [-o FILE] [--quick] [--threads N]\n"
-      "\n"
-      "Measures this machine's kernels (GEMM rate by shape and thread "
-      "count,\nstreaming rate by size, the cost of a kernel call, the "
-      "rank-to-rank\nlink) and writes the machine profile gpipe-compile's "
-      "cost model reads\nwhen it has no --profile-file (about 10 s; "
-      "--quick: under a second, coarser).\n"
-      "\n"
-      "  -o FILE       where to write it (default: $GPIPE_MACHINE_FILE, "
-      "else\n"
-      "                $XDG_CACHE_HOME/gpipe/machine.json, else\n"
-      "                ~/.cache/gpipe/machine.json: where gpipe-compile "
-      "looks)\n"
-      "  --quick       a coarse grid (for tests; predictions are rougher)\n"
-      "  --threads N   the cores a rank may use (default: the CPUs this\n"
-      "                process may run on)\n");
+      to, "usage: gpipe-calibrate [-o FILE] [--quick] [--threads N]\n"
+          "\n"
+          "Measures this machine's kernels (GEMM rate by shape and thread "
+          "count,\nstreaming rate by size, the cost of a kernel call, the "
+          "rank-to-rank\nlink) and writes the machine profile gpipe-compile's "
+          "cost model reads\nwhen it has no --profile-file (about 10 s; "
+          "--quick: under a second, coarser).\n"
+          "\n"
+          "  -o FILE       where to write it (default: $GPIPE_MACHINE_FILE, "
+          "else\n"
+          "                $XDG_CACHE_HOME/gpipe/machine.json, else\n"
+          "                ~/.cache/gpipe/machine.json: where gpipe-compile "
+          "looks)\n"
+          "  --quick       a coarse grid (for tests; predictions are rougher)\n"
+          "  --threads N   the cores a rank may use (default: the CPUs this\n"
+          "                process may run on)\n");
 }
 
 int usageError(const std::string &message) {
@@ -136,8 +135,8 @@ double secondsPerCall(const std::function<gpipe_rt_status()> &call,
   if (!once())
     return -1;
   double first = std::chrono::duration<double>(Clock::now() - start).count();
-  int64_t calls = std::max<int64_t>(
-      1, int64_t(batchSeconds / std::max(first, 1e-9)));
+  int64_t calls =
+      std::max<int64_t>(1, int64_t(batchSeconds / std::max(first, 1e-9)));
   calls = std::min<int64_t>(calls, 100000);
   double best = first;
   for (int r = 0; r < repeats; ++r) {
@@ -238,12 +237,13 @@ std::vector<KernelCase> kernelCases(Measurer &measure) {
   const int64_t n = int64_t(1) << 18;
   std::vector<KernelCase> cases;
   auto unary = [&](const char *op, gpipe_rt_unary_op kind) {
-    cases.push_back({op, n,
-                     [=] {
-                       return gpipe_rt_cpu_unary_f32(kind, x.data(), y.data(),
-                                                     n);
-                     },
-                     {}, {}, {}});
+    cases.push_back(
+        {op,
+         n,
+         [=] { return gpipe_rt_cpu_unary_f32(kind, x.data(), y.data(), n); },
+         {},
+         {},
+         {}});
   };
   unary("exp", GPIPE_RT_EXP);
   unary("erf", GPIPE_RT_ERF);
@@ -251,48 +251,56 @@ std::vector<KernelCase> kernelCases(Measurer &measure) {
   unary("sigmoid", GPIPE_RT_SIGMOID);
   unary("relu", GPIPE_RT_RELU);
   cases.push_back(
-      {"gelu", n,
-       [=] { return gpipe_rt_cpu_unary_f32(GPIPE_RT_GELU, x.data(), y.data(), n); },
+      {"gelu",
+       n,
+       [=] {
+         return gpipe_rt_cpu_unary_f32(GPIPE_RT_GELU, x.data(), y.data(), n);
+       },
        [=] {
          return gpipe_rt_cpu_gelu_grad_f32(x.data(), g.data(), y.data(), n);
        },
-       {}, {}});
+       {},
+       {}});
   static const int64_t rows[2] = {4096, 64};
   cases.push_back(
-      {"softmax", n,
-       [=] {
-         return gpipe_rt_cpu_softmax_f32(x.data(), rows, 2, 1, y.data());
-       },
+      {"softmax",
+       n,
+       [=] { return gpipe_rt_cpu_softmax_f32(x.data(), rows, 2, 1, y.data()); },
        [=] {
          return gpipe_rt_cpu_softmax_grad_f32(x.data(), g.data(), rows, 2, 1,
                                               y.data());
        },
-       {}, {}});
+       {},
+       {}});
   static const int64_t lnShape[2] = {1024, 256};
-  cases.push_back(
-      {"layer_norm", n,
-       [=] {
-         return gpipe_rt_cpu_layer_norm_f32(x.data(), lnShape, 2, 1,
-                                            scale.data(), bias.data(), 1e-5f,
-                                            y.data(), stats1.data(),
-                                            stats2.data());
-       },
-       [=] {
-         return gpipe_rt_cpu_layer_norm_grad_f32(
-             x.data(), lnShape, 2, 1, scale.data(), g.data(), 1e-5f, y.data(),
-             z.data(), z.data() + 256);
-       },
-       {}, {}});
+  cases.push_back({"layer_norm",
+                   n,
+                   [=] {
+                     return gpipe_rt_cpu_layer_norm_f32(
+                         x.data(), lnShape, 2, 1, scale.data(), bias.data(),
+                         1e-5f, y.data(), stats1.data(), stats2.data());
+                   },
+                   [=] {
+                     return gpipe_rt_cpu_layer_norm_grad_f32(
+                         x.data(), lnShape, 2, 1, scale.data(), g.data(), 1e-5f,
+                         y.data(), z.data(), z.data() + 256);
+                   },
+                   {},
+                   {}});
   static const int64_t heads[4] = {8, 32, 16, 64}, perm[4] = {0, 2, 1, 3};
-  cases.push_back({"transpose", n,
+  cases.push_back({"transpose",
+                   n,
                    [=] {
                      return gpipe_rt_cpu_transpose(GPIPE_RT_F32, x.data(),
                                                    heads, 4, perm, y.data());
                    },
-                   {}, {}, {}});
+                   {},
+                   {},
+                   {}});
   static const int64_t image[4] = {8, 32, 32, 32};
   cases.push_back(
-      {"batch_norm", n,
+      {"batch_norm",
+       n,
        [=] {
          return gpipe_rt_cpu_batch_norm_f32(x.data(), image, 4, scale.data(),
                                             bias.data(), 1e-5f, y.data());
@@ -302,22 +310,25 @@ std::vector<KernelCase> kernelCases(Measurer &measure) {
              x.data(), image, 4, scale.data(), g.data(), 1e-5f, shift.data(),
              y.data(), z.data(), z.data() + 32, stats1.data(), stats2.data());
        },
-       {}, {}});
+       {},
+       {}});
   static const int64_t poolOut[4] = {8, 32, 16, 16}, window[2] = {3, 3},
                        two[2] = {2, 2}, ones[2] = {1, 1},
                        pads[4] = {1, 1, 1, 1};
-  cases.push_back(
-      {"max_pool2d", 8 * 32 * 16 * 16,
-       [=] {
-         return gpipe_rt_cpu_max_pool2d_f32(x.data(), image, window, two, pads,
-                                            ones, y.data(), poolOut);
-       },
-       [=] {
-         return gpipe_rt_cpu_max_pool2d_grad_f32(x.data(), image, g.data(),
-                                                 poolOut, window, two, pads,
-                                                 ones, y.data());
-       },
-       {}, {}});
+  cases.push_back({"max_pool2d",
+                   8 * 32 * 16 * 16,
+                   [=] {
+                     return gpipe_rt_cpu_max_pool2d_f32(x.data(), image, window,
+                                                        two, pads, ones,
+                                                        y.data(), poolOut);
+                   },
+                   [=] {
+                     return gpipe_rt_cpu_max_pool2d_grad_f32(
+                         x.data(), image, g.data(), poolOut, window, two, pads,
+                         ones, y.data());
+                   },
+                   {},
+                   {}});
   // A 3x3 convolution of 16 channels on 32x32 images: per image one GEMM
   // [16, 144] x [144, 1024] over 144 x 1024 im2col elements.
   static const int64_t convIn[4] = {8, 16, 32, 32}, convW[4] = {16, 16, 3, 3};
@@ -442,8 +453,7 @@ int main(int argc, char **argv) {
                         "$XDG_CACHE_HOME nor $HOME is set): give -o FILE");
   }
   int cores = options.threads ? options.threads : availableCpus();
-  Measurer measure{options, options.quick ? 2e-4 : 5e-4,
-                   options.quick ? 2 : 3};
+  Measurer measure{options, options.quick ? 2e-4 : 5e-4, options.quick ? 2 : 3};
 
   std::printf("calibrating %s (%d %s) for gpipe-compile's cost model\n",
               cpuModel().empty() ? "this CPU" : cpuModel().c_str(), cores,
@@ -476,17 +486,18 @@ int main(int argc, char **argv) {
   // Streaming: from a few KiB (cache-resident) to well past the last-level
   // cache.
   std::vector<int64_t> streamSizes =
-      options.quick ? std::vector<int64_t>{4096, 1 << 20}
-                    : std::vector<int64_t>{1024,    8192,    65536,
-                                           524288,  4194304, 16777216};
+      options.quick
+          ? std::vector<int64_t>{4096, 1 << 20}
+          : std::vector<int64_t>{1024, 8192, 65536, 524288, 4194304, 16777216};
   Json stream = Json::array();
   for (int threads : threadCounts) {
     gpipe_rt_cpu_set_blas_threads(threads);
     for (int64_t n : streamSizes) {
       double rate = measure.streamRate(n);
       if (rate <= 0) {
-        std::fprintf(stderr, "gpipe-calibrate: error: add of %lld floats "
-                             "failed: %s\n",
+        std::fprintf(stderr,
+                     "gpipe-calibrate: error: add of %lld floats "
+                     "failed: %s\n",
                      (long long)n, gpipe_rt_last_error());
         return 1;
       }
@@ -544,15 +555,16 @@ int main(int argc, char **argv) {
   for (int threads : threadCounts) {
     gpipe_rt_cpu_set_blas_threads(threads);
     for (const KernelCase &c : kernelCases(measure)) {
-      double forward = secondsPerCall(c.forward, measure.batchSeconds,
-                                      measure.repeats);
-      double backward =
-          c.backward ? secondsPerCall(c.backward, measure.batchSeconds,
-                                      measure.repeats)
-                     : 0;
+      double forward =
+          secondsPerCall(c.forward, measure.batchSeconds, measure.repeats);
+      double backward = c.backward
+                            ? secondsPerCall(c.backward, measure.batchSeconds,
+                                             measure.repeats)
+                            : 0;
       if (forward <= 0 || backward < 0) {
-        std::fprintf(stderr, "gpipe-calibrate: error: the %s kernel failed: "
-                             "%s\n",
+        std::fprintf(stderr,
+                     "gpipe-calibrate: error: the %s kernel failed: "
+                     "%s\n",
                      c.op, gpipe_rt_last_error());
         return 1;
       }
