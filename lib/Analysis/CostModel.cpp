@@ -171,13 +171,12 @@ static double sideTime(const OpWork &op, const DeviceProfile &profile,
   double calls = double(op.calls) * machine.callSeconds;
   if (!op.kernel.empty()) {
     if (std::optional<double> seconds = machine.kernelSeconds(
-            op.kernel, op.elements, profile.rankThreads, backward))
+            op.kernel, op.elements, op.row, profile.rankThreads, backward))
       return (backward ? 2 : 1) * calls + *seconds;
-    if (backward && machine.kernelSeconds(op.kernel, op.elements,
-                                          profile.rankThreads, false))
-      return profile.backwardFactor *
-             (calls + *machine.kernelSeconds(op.kernel, op.elements,
-                                             profile.rankThreads, false));
+    if (backward)
+      if (std::optional<double> forward = machine.kernelSeconds(
+              op.kernel, op.elements, op.row, profile.rankThreads, false))
+        return profile.backwardFactor * (calls + *forward);
   }
   double stream =
       calls + machine.streamSeconds(op.streamBytes, profile.rankThreads);

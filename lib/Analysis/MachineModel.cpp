@@ -197,7 +197,13 @@ std::optional<MachineModel> MachineModel::read(const std::string &path,
           r.positive(k, where, "forward_s_per_element", true);
       if (!threads || !forward)
         return std::nullopt;
-      Kernel kernel{r.text(k, "op"), *threads, *forward, std::nullopt};
+      Kernel kernel{r.text(k, "op"), *threads, 0, *forward, std::nullopt};
+      if (k.contains("row")) {
+        std::optional<int64_t> row = r.count(k, where, "row");
+        if (!row)
+          return std::nullopt;
+        kernel.row = *row;
+      }
       if (k.contains("backward_s_per_element")) {
         std::optional<double> backward =
             r.positive(k, where, "backward_s_per_element", true);
@@ -206,6 +212,22 @@ std::optional<MachineModel> MachineModel::read(const std::string &path,
         kernel.backward = *backward;
       }
       m.kernels.push_back(kernel);
+    }
+  }
+  if (auto optimizers = root.find("optimizers"); optimizers != root.end()) {
+    if (!optimizers->is_array())
+      return r.fail("expected an array 'optimizers'"), std::nullopt;
+    for (size_t i = 0; i < optimizers->size(); ++i) {
+      const Json &o = (*optimizers)[i];
+      std::string where = "optimizers[" + std::to_string(i) + "]: ";
+      if (!o.is_object() || r.text(o, "optimizer").empty())
+        return r.fail(where + "expected an object with an 'optimizer'"),
+               std::nullopt;
+      std::optional<int64_t> threads = r.count(o, where, "threads");
+      std::optional<double> rate = r.positive(o, where, "seconds_per_byte");
+      if (!threads || !rate)
+        return std::nullopt;
+      m.optimizers.push_back({r.text(o, "optimizer"), *threads, *rate});
     }
   }
   auto link = root.find("link");
@@ -315,30 +337,50 @@ double MachineModel::gemmSeconds(int64_t m, int64_t n, int64_t k, bool transA,
 }
 
 std::optional<double> MachineModel::kernelSeconds(const std::string &op,
-                                                  int64_t elements,
+                                                  int64_t elements, int64_t row,
                                                   int64_t threads,
                                                   bool backward) const {
-  std::optional<double> one, all;
-  int64_t most = 1;
+  // Per thread count measured: seconds per element by log2 of the row.
+  std::map<int64_t, std::vector<std::pair<double, double>>> byCount;
   for (const Kernel &k : kernels) {
-    if (k.op != op)
+    std::optional<double> perElement = backward ? k.backward : k.forward;
+    if (k.op == op && perElement)
+      byCount[k.threads].push_back(
+          {k.row > 0 ? std::log2(double(k.row)) : 0.0, *perElement});
+  }
+  if (byCount.empty())
+    return std::nullopt;
+  double at = row > 0 ? std::log2(double(row)) : 0.0;
+  auto perElementAt = [&](std::vector<std::pair<double, double>> &points) {
+    std::sort(points.begin(), points.end());
+    return interpolate(points, at);
+  };
+  int64_t most = byCount.rbegin()->first;
+  double all = perElementAt(byCount.rbegin()->second);
+  double one = byCount.count(1) ? perElementAt(byCount[1]) : all;
+  return double(std::max<int64_t>(elements, 0)) *
+         byThreads(one, all, threads, most);
+}
+
+std::optional<double> MachineModel::optimizerSeconds(const std::string &name,
+                                                     int64_t bytes,
+                                                     int64_t threads) const {
+  std::optional<double> one, all;
+  int64_t most = 0;
+  for (const Optimizer &o : optimizers) {
+    if (o.name != name)
       continue;
-    std::optional<double> rate = backward ? k.backward : k.forward;
-    if (!rate)
-      continue;
-    if (k.threads == 1)
-      one = rate;
-    if (k.threads >= most) {
-      most = k.threads;
-      all = rate;
+    if (o.threads == 1)
+      one = o.secondsPerByte;
+    if (o.threads > most) {
+      most = o.threads;
+      all = o.secondsPerByte;
     }
   }
-  if (!one)
-    one = all;
-  if (!one)
+  if (!all)
     return std::nullopt;
-  return double(std::max<int64_t>(elements, 0)) *
-         byThreads(*one, all ? *all : *one, threads, most);
+  return double(std::max<int64_t>(bytes, 0)) *
+         byThreads(one ? *one : *all, *all, threads, most);
 }
 
 double MachineModel::streamSeconds(int64_t bytes, int64_t threads) const {

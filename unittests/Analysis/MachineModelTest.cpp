@@ -44,30 +44,42 @@ Json sampleProfile() {
                             {"threads", t},
                             {"flops_per_s", rate}});
           }
-  return {{"format", "gpipe-machine"},
-          {"version", 1},
-          {"host", "test"},
-          {"cpu", "Test CPU"},
-          {"created", "2026-12-07T00:00:00Z"},
-          {"cores", 2},
-          {"call_seconds", 1e-7},
-          {"stream",
-           {{{"bytes", 1024}, {"threads", 1}, {"bytes_per_s", 10e9}},
-            {{"bytes", 1048576}, {"threads", 1}, {"bytes_per_s", 40e9}},
-            {{"bytes", 1024}, {"threads", 2}, {"bytes_per_s", 10e9}},
-            {{"bytes", 1048576}, {"threads", 2}, {"bytes_per_s", 80e9}}}},
-          {"gemm", gemm},
-          {"kernels",
-           {{{"op", "softmax"},
-             {"threads", 1},
-             {"forward_s_per_element", 1e-9},
-             {"backward_s_per_element", 2e-9}},
-            {{"op", "softmax"},
-             {"threads", 2},
-             {"forward_s_per_element", 0.5e-9},
-             {"backward_s_per_element", 1e-9}},
-            {{"op", "exp"}, {"threads", 1}, {"forward_s_per_element", 3e-9}}}},
-          {"link", {{"latency_s", 1e-6}, {"bytes_per_s", 5e9}}}};
+  return {
+      {"format", "gpipe-machine"},
+      {"version", 1},
+      {"host", "test"},
+      {"cpu", "Test CPU"},
+      {"created", "2026-12-07T00:00:00Z"},
+      {"cores", 2},
+      {"call_seconds", 1e-7},
+      {"stream",
+       {{{"bytes", 1024}, {"threads", 1}, {"bytes_per_s", 10e9}},
+        {{"bytes", 1048576}, {"threads", 1}, {"bytes_per_s", 40e9}},
+        {{"bytes", 1024}, {"threads", 2}, {"bytes_per_s", 10e9}},
+        {{"bytes", 1048576}, {"threads", 2}, {"bytes_per_s", 80e9}}}},
+      {"gemm", gemm},
+      {"kernels",
+       {{{"op", "softmax"},
+         {"threads", 1},
+         {"forward_s_per_element", 1e-9},
+         {"backward_s_per_element", 2e-9}},
+        {{"op", "softmax"},
+         {"threads", 2},
+         {"forward_s_per_element", 0.5e-9},
+         {"backward_s_per_element", 1e-9}},
+        {{"op", "exp"}, {"threads", 1}, {"forward_s_per_element", 3e-9}},
+        {{"op", "cross_entropy"},
+         {"threads", 1},
+         {"row", 16},
+         {"forward_s_per_element", 4e-9}},
+        {{"op", "cross_entropy"},
+         {"threads", 1},
+         {"row", 256},
+         {"forward_s_per_element", 1e-9}}}},
+      {"optimizers",
+       {{{"optimizer", "adam"}, {"threads", 1}, {"seconds_per_byte", 4e-10}},
+        {{"optimizer", "adam"}, {"threads", 2}, {"seconds_per_byte", 2e-10}}}},
+      {"link", {{"latency_s", 1e-6}, {"bytes_per_s", 5e9}}}};
 }
 
 /// Writes `profile` to a temporary file and reads it back.
@@ -96,7 +108,8 @@ TEST(MachineModel, ReadsEveryField) {
   EXPECT_DOUBLE_EQ(m.callSeconds, 1e-7);
   EXPECT_EQ(m.stream.size(), 4u);
   EXPECT_EQ(m.gemm.size(), 3u * 8u * 2u);
-  EXPECT_EQ(m.kernels.size(), 3u);
+  EXPECT_EQ(m.kernels.size(), 5u);
+  EXPECT_EQ(m.optimizers.size(), 2u);
   EXPECT_DOUBLE_EQ(m.linkLatency, 1e-6);
   EXPECT_DOUBLE_EQ(m.linkBandwidth, 5e9);
 }
@@ -136,11 +149,23 @@ TEST(MachineModel, StreamAndKernels) {
   // Past the largest size: its rate.
   EXPECT_NEAR(m.streamSeconds(8 << 20, 1), double(8 << 20) / 40e9, 1e-15);
   EXPECT_EQ(m.streamSeconds(0, 1), 0);
-  EXPECT_NEAR(*m.kernelSeconds("softmax", 1000, 1, false), 1e-6, 1e-18);
-  EXPECT_NEAR(*m.kernelSeconds("softmax", 1000, 2, true), 1e-6, 1e-18);
-  EXPECT_NEAR(*m.kernelSeconds("exp", 1000, 2, false), 3e-6, 1e-18);
-  EXPECT_FALSE(m.kernelSeconds("exp", 1000, 1, true));
-  EXPECT_FALSE(m.kernelSeconds("layer_norm", 1000, 1, false));
+  EXPECT_NEAR(*m.kernelSeconds("softmax", 1000, 0, 1, false), 1e-6, 1e-18);
+  EXPECT_NEAR(*m.kernelSeconds("softmax", 1000, 0, 2, true), 1e-6, 1e-18);
+  EXPECT_NEAR(*m.kernelSeconds("exp", 1000, 0, 2, false), 3e-6, 1e-18);
+  EXPECT_FALSE(m.kernelSeconds("exp", 1000, 0, 1, true));
+  EXPECT_FALSE(m.kernelSeconds("layer_norm", 1000, 0, 1, false));
+  // Rows: at the lengths measured, between them log-linearly (64 is
+  // halfway from 16 to 256 in log2), clamped outside.
+  EXPECT_NEAR(*m.kernelSeconds("cross_entropy", 1000, 16, 1, false), 4e-6,
+              1e-18);
+  EXPECT_NEAR(*m.kernelSeconds("cross_entropy", 1000, 64, 1, false), 2.5e-6,
+              1e-15);
+  EXPECT_NEAR(*m.kernelSeconds("cross_entropy", 1000, 4096, 1, false), 1e-6,
+              1e-15);
+  // Optimizers per parameter byte, by threads; one not measured: none.
+  EXPECT_NEAR(*m.optimizerSeconds("adam", 1000, 1), 4e-7, 1e-18);
+  EXPECT_NEAR(*m.optimizerSeconds("adam", 1000, 2), 2e-7, 1e-18);
+  EXPECT_FALSE(m.optimizerSeconds("sgd", 1000, 1));
 }
 
 TEST(MachineModel, OpTimesOnARank) {

@@ -42,6 +42,8 @@ struct OpWork {
   /// convolution's im2col columns).
   std::string kernel;
   int64_t elements = 0;
+  /// The last dimension of that tensor: a row kernel's row length.
+  int64_t row = 0;
 };
 
 /// The work of one layer for one micro-batch, as the `nn` cost interface
@@ -83,10 +85,17 @@ struct MachineModel {
   struct Kernel {
     std::string op;
     int64_t threads = 1;
-    double forward = 0;             ///< seconds per element
+    int64_t row = 0;    ///< the rows' length it was measured at; 0: any
+    double forward = 0; ///< seconds per element
     std::optional<double> backward; ///< seconds per element, if measured
   };
   std::vector<Kernel> kernels; ///< other kernels' time per element
+  struct Optimizer {
+    std::string name; ///< sgd, momentum, adam
+    int64_t threads = 1;
+    double secondsPerByte = 0; ///< of parameters
+  };
+  std::vector<Optimizer> optimizers;         ///< each update's time
   double linkLatency = 0, linkBandwidth = 0; ///< a rank-to-rank handoff
 
   /// Reads the machine profile at `path`; on failure std::nullopt and
@@ -100,11 +109,17 @@ struct MachineModel {
   /// cores).
   double gemmSeconds(int64_t m, int64_t n, int64_t k, bool transA, bool transB,
                      int64_t threads) const;
-  /// Seconds of the kernel of ops named `op` over `elements` on `threads`
-  /// kernel threads, its forward or its backward; std::nullopt when it was
-  /// not measured.
+  /// Seconds of the kernel of ops named `op` over `elements` in rows of
+  /// `row` on `threads` kernel threads, its forward or its backward
+  /// (log-linear in the row length between the lengths measured);
+  /// std::nullopt when it was not measured.
   std::optional<double> kernelSeconds(const std::string &op, int64_t elements,
-                                      int64_t threads, bool backward) const;
+                                      int64_t row, int64_t threads,
+                                      bool backward) const;
+  /// Seconds of optimizer `name`'s update of `bytes` of parameters on
+  /// `threads` kernel threads; std::nullopt when it was not measured.
+  std::optional<double> optimizerSeconds(const std::string &name, int64_t bytes,
+                                         int64_t threads) const;
   /// Seconds of streaming `bytes` through an elementwise kernel on
   /// `threads` kernel threads (the rate interpolated by size).
   double streamSeconds(int64_t bytes, int64_t threads) const;

@@ -11,9 +11,12 @@
 //            sizes from cache-resident to DRAM, on one thread and on every
 //            core;
 //   kernels  the time per element of the kernels a step spends its other
-//            time in (softmax, layer norm, GELU and the other unary ops,
-//            transposes, batch norm, pooling, a convolution's im2col), their
-//            forward and backward, on one thread and on every core;
+//            time in (softmax, layer norm and cross entropy at two row
+//            lengths, GELU and the other unary ops, transposes, batch norm,
+//            pooling, a convolution's im2col), their forward and backward,
+//            on one thread and on every core;
+//   optimizers  each optimizer's update per parameter byte, on blocks out
+//            of the caches;
 //   call     the time of one call that does (almost) nothing;
 //   link     a rank-to-rank handoff between two threads (latency) and a
 //            large copy (bandwidth).
@@ -29,6 +32,7 @@
 
 #include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/MachineFile.h"
+#include "gpipe/Runtime/Optimizer.h"
 
 #include "IO/Files.h"
 
@@ -169,12 +173,15 @@ struct Measurer {
   /// One GEMM: matmul_f32 of [m, k] x [k, n] (each operand transposed in
   /// memory when asked), FLOP/s.
   double gemmRate(int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
+    // The operands stay in the caches from call to call. Taking B from
+    // outside them (a ring of copies past the L2, or past the last-level
+    // cache) was tried: it moved the predictions of the benchmark models
+    // less than this machine's run-to-run noise, one way for some and the
+    // other way for others (docs/Tuning.md).
     static std::vector<float> a, b, c;
-    a.resize(size_t(m * k));
-    b.resize(size_t(k * n));
+    a.assign(size_t(m * k), 0.5f);
+    b.assign(size_t(k * n), 0.25f);
     c.resize(size_t(m * n));
-    std::fill(a.begin(), a.end(), 0.5f);
-    std::fill(b.begin(), b.end(), 0.25f);
     int64_t aShape[2] = {ta ? k : m, ta ? m : k};
     int64_t bShape[2] = {tb ? n : k, tb ? k : n};
     int64_t cShape[2] = {m, n};
@@ -221,7 +228,8 @@ struct Measurer {
 /// take (a convolution's), subtracted so the rest is per im2col element.
 struct KernelCase {
   const char *op;
-  int64_t elements;
+  int64_t elements; ///< its largest operand's or result's
+  int64_t row;      ///< the length of the rows it works on; 0: any
   std::function<gpipe_rt_status()> forward, backward;
   std::function<double()> forwardGemm, backwardGemm;
 };
@@ -233,13 +241,14 @@ std::vector<KernelCase> kernelCases(Measurer &measure) {
                             y(size_t(1) << 18), z(size_t(1) << 18),
                             col(size_t(1) << 20);
   static std::vector<float> scale(1024, 1.0f), bias(1024, 0.0f),
-      stats1(1 << 12), stats2(1 << 12), shift(1024, 0.0f);
+      stats1(1 << 13), stats2(1 << 13), shift(1024, 0.0f);
   const int64_t n = int64_t(1) << 18;
   std::vector<KernelCase> cases;
   auto unary = [&](const char *op, gpipe_rt_unary_op kind) {
     cases.push_back(
         {op,
          n,
+         0,
          [=] { return gpipe_rt_cpu_unary_f32(kind, x.data(), y.data(), n); },
          {},
          {},
@@ -253,6 +262,7 @@ std::vector<KernelCase> kernelCases(Measurer &measure) {
   cases.push_back(
       {"gelu",
        n,
+       0,
        [=] {
          return gpipe_rt_cpu_unary_f32(GPIPE_RT_GELU, x.data(), y.data(), n);
        },
@@ -261,35 +271,59 @@ std::vector<KernelCase> kernelCases(Measurer &measure) {
        },
        {},
        {}});
-  static const int64_t rows[2] = {4096, 64};
-  cases.push_back(
-      {"softmax",
-       n,
-       [=] { return gpipe_rt_cpu_softmax_f32(x.data(), rows, 2, 1, y.data()); },
-       [=] {
-         return gpipe_rt_cpu_softmax_grad_f32(x.data(), g.data(), rows, 2, 1,
-                                              y.data());
-       },
-       {},
-       {}});
-  static const int64_t lnShape[2] = {1024, 256};
-  cases.push_back({"layer_norm",
-                   n,
-                   [=] {
-                     return gpipe_rt_cpu_layer_norm_f32(
-                         x.data(), lnShape, 2, 1, scale.data(), bias.data(),
-                         1e-5f, y.data(), stats1.data(), stats2.data());
-                   },
-                   [=] {
-                     return gpipe_rt_cpu_layer_norm_grad_f32(
-                         x.data(), lnShape, 2, 1, scale.data(), g.data(), 1e-5f,
-                         y.data(), z.data(), z.data() + 256);
-                   },
-                   {},
-                   {}});
+  // Row kernels at two row lengths: a row's fixed work counts at short
+  // rows (attention over 32 tokens) and not at long ones.
+  static const int64_t shapes[2][2] = {{n / 32, 32}, {n / 256, 256}};
+  static const std::vector<int64_t> labels(size_t(n / 32), 3);
+  for (const int64_t *shape : shapes) {
+    int64_t row = shape[1];
+    cases.push_back({"softmax",
+                     n,
+                     row,
+                     [=] {
+                       return gpipe_rt_cpu_softmax_f32(x.data(), shape, 2, 1,
+                                                       y.data());
+                     },
+                     [=] {
+                       return gpipe_rt_cpu_softmax_grad_f32(
+                           x.data(), g.data(), shape, 2, 1, y.data());
+                     },
+                     {},
+                     {}});
+    cases.push_back({"layer_norm",
+                     n,
+                     row,
+                     [=] {
+                       return gpipe_rt_cpu_layer_norm_f32(
+                           x.data(), shape, 2, 1, scale.data(), bias.data(),
+                           1e-5f, y.data(), stats1.data(), stats2.data());
+                     },
+                     [=] {
+                       return gpipe_rt_cpu_layer_norm_grad_f32(
+                           x.data(), shape, 2, 1, scale.data(), g.data(), 1e-5f,
+                           y.data(), z.data(), z.data() + row);
+                     },
+                     {},
+                     {}});
+    cases.push_back(
+        {"cross_entropy",
+         n,
+         row,
+         [=] {
+           return gpipe_rt_cpu_cross_entropy_f32(
+               x.data(), shape, 2, GPIPE_RT_I64, labels.data(), y.data());
+         },
+         [=] {
+           return gpipe_rt_cpu_cross_entropy_grad_f32(
+               x.data(), shape, 2, GPIPE_RT_I64, labels.data(), 1.0f, y.data());
+         },
+         {},
+         {}});
+  }
   static const int64_t heads[4] = {8, 32, 16, 64}, perm[4] = {0, 2, 1, 3};
   cases.push_back({"transpose",
                    n,
+                   0,
                    [=] {
                      return gpipe_rt_cpu_transpose(GPIPE_RT_F32, x.data(),
                                                    heads, 4, perm, y.data());
@@ -301,6 +335,7 @@ std::vector<KernelCase> kernelCases(Measurer &measure) {
   cases.push_back(
       {"batch_norm",
        n,
+       0,
        [=] {
          return gpipe_rt_cpu_batch_norm_f32(x.data(), image, 4, scale.data(),
                                             bias.data(), 1e-5f, y.data());
@@ -316,7 +351,8 @@ std::vector<KernelCase> kernelCases(Measurer &measure) {
                        two[2] = {2, 2}, ones[2] = {1, 1},
                        pads[4] = {1, 1, 1, 1};
   cases.push_back({"max_pool2d",
-                   8 * 32 * 16 * 16,
+                   n,
+                   0,
                    [=] {
                      return gpipe_rt_cpu_max_pool2d_f32(x.data(), image, window,
                                                         two, pads, ones,
@@ -334,7 +370,7 @@ std::vector<KernelCase> kernelCases(Measurer &measure) {
   static const int64_t convIn[4] = {8, 16, 32, 32}, convW[4] = {16, 16, 3, 3};
   const int64_t images = 8, out = 16, depth = 144, positions = 1024;
   cases.push_back(
-      {"conv2d", images * depth * positions,
+      {"conv2d", images * depth * positions, 0,
        [=] {
          return gpipe_rt_cpu_conv2d_f32(x.data(), convIn, g.data(), convW,
                                         bias.data(), ones, pads, ones, 1,
@@ -575,6 +611,8 @@ int main(int argc, char **argv) {
       Json entry = {{"op", c.op},
                     {"threads", threads},
                     {"forward_s_per_element", forward / double(c.elements)}};
+      if (c.row)
+        entry["row"] = c.row;
       if (c.backward)
         entry["backward_s_per_element"] = backward / double(c.elements);
       kernels.push_back(entry);
@@ -582,6 +620,54 @@ int main(int argc, char **argv) {
   }
   gpipe_rt_cpu_set_blas_threads(1);
   machine["kernels"] = kernels;
+
+  // The optimizers' update of one block of parameters, per parameter byte.
+  // A step updates each stage's block once, long after its backward wrote
+  // the gradients: the blocks rotate through 64 MiB of parameters, so each
+  // call finds its own out of the caches.
+  Json optimizers = Json::array();
+  {
+    const int64_t count = int64_t(1) << 18, blocks = 64;
+    std::vector<float> params = filled(count * blocks, 3),
+                       grads = filled(count * blocks, 4),
+                       state(size_t(2 * count * blocks), 0.0f);
+    for (int threads : threadCounts) {
+      gpipe_rt_cpu_set_blas_threads(threads);
+      for (gpipe::abi::OptimizerKind kind :
+           {gpipe::abi::OptimizerKind::SGD, gpipe::abi::OptimizerKind::Momentum,
+            gpipe::abi::OptimizerKind::Adam}) {
+        gpipe::rt::OptimizerConfig config;
+        config.kind = kind;
+        config.lr = 1e-6;
+        if (kind == gpipe::abi::OptimizerKind::Momentum)
+          config.momentum = 0.9;
+        int64_t step = 0;
+        double seconds = secondsPerCall(
+            [&] {
+              int64_t b = step % blocks;
+              return gpipe::rt::applyOptimizer(
+                         config, ++step, params.data() + b * count,
+                         grads.data() + b * count, state.data() + 2 * b * count,
+                         count)
+                             .ok()
+                         ? GPIPE_RT_SUCCESS
+                         : GPIPE_RT_INVALID_ARGUMENT;
+            },
+            measure.batchSeconds, measure.repeats);
+        if (seconds <= 0) {
+          std::fprintf(stderr, "gpipe-calibrate: error: the %s update failed\n",
+                       gpipe::abi::getOptimizerName(kind));
+          return 1;
+        }
+        optimizers.push_back(
+            {{"optimizer", gpipe::abi::getOptimizerName(kind)},
+             {"threads", threads},
+             {"seconds_per_byte", seconds / double(4 * count)}});
+      }
+    }
+    gpipe_rt_cpu_set_blas_threads(1);
+  }
+  machine["optimizers"] = optimizers;
 
   double latency = handoffLatency(options.quick ? 200 : 2000);
   double copy = copyRate(int64_t(8) << 20, options.quick ? 3 : 10);

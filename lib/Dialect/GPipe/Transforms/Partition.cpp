@@ -398,16 +398,24 @@ OpCostData mlir::gpipe::getCostData(Operation *root) {
     data.paramBytes += c.paramBytes;
     OpWork work;
     work.kernel = op->getName().stripDialect().str();
-    if (op->getNumResults() > 0)
-      if (auto type = dyn_cast<ShapedType>(op->getResult(0).getType());
-          type && type.hasStaticShape())
+    // The largest tensor it touches (a loss's logits, a pooling's input),
+    // and its rows.
+    for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
+      if (auto type = dyn_cast<ShapedType>(v.getType());
+          type && type.hasStaticShape() &&
+          type.getNumElements() > work.elements) {
         work.elements = type.getNumElements();
+        work.row = type.getRank() > 0 ? type.getShape().back() : 1;
+      }
     if (c.gemm.batch > 0) {
       work.gemm = GemmWork{c.gemm.batch, c.gemm.m,      c.gemm.n,
                            c.gemm.k,     c.gemm.transA, c.gemm.transB};
-      work.streamBytes = c.gemmSideBytes;
-      // A convolution's side work counts its im2col elements.
-      work.elements = c.gemmSideBytes / 4;
+      // Besides the GEMM: C's first write (zeros, or the bias per row)
+      // and a convolution's im2col columns, whose elements its side work
+      // counts.
+      work.streamBytes = c.gemmSideBytes + c.bytesWritten;
+      if (c.gemmSideBytes > 0)
+        work.elements = c.gemmSideBytes / 4;
     } else {
       work.calls = c.calls;
       int64_t bytes = c.bytesRead + c.bytesWritten;
@@ -654,11 +662,16 @@ StageTimes mlir::gpipe::estimateStageTimes(const LayerChain &chain,
         *costs.measured->optimizerSecondsPerByte * double(stageParamBytes);
   } else if (const DeviceProfile &device = costs.device;
              device.machine && stageParamBytes > 0) {
-    int64_t streams =
-        4 + 2 * ::gpipe::abi::getOptimizerStateFactor(costs.optimizer);
-    times.step = device.machine->streamSeconds(streams * stageParamBytes,
-                                               device.rankThreads) *
-                 device.oversubscription;
+    std::optional<double> update = device.machine->optimizerSeconds(
+        ::gpipe::abi::getOptimizerName(costs.optimizer), stageParamBytes,
+        device.rankThreads);
+    if (!update) {
+      int64_t streams =
+          4 + 2 * ::gpipe::abi::getOptimizerStateFactor(costs.optimizer);
+      update = device.machine->streamSeconds(streams * stageParamBytes,
+                                             device.rankThreads);
+    }
+    times.step = *update * device.oversubscription;
   }
   // The replicas' all-reduce of the stage's gradients.
   if (replicas > 1) {
