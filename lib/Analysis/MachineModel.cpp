@@ -144,92 +144,93 @@ std::optional<MachineModel> MachineModel::read(const std::string &path,
   m.cores = *cores;
   m.callSeconds = *call;
 
-  auto arrayOf = [&](const char *key) -> const Json * {
+  // Each entry of the array at `key` (absent: none, unless `required`),
+  // an object whose `name` field (when given) is a non-empty string,
+  // handed to `read` with its place for messages; false on the first
+  // failure.
+  auto eachEntry = [&](const char *key, bool required, const char *name,
+                       auto read) {
     auto it = root.find(key);
-    if (it == root.end() || !it->is_array() || it->empty()) {
-      r.fail(std::string("expected a non-empty array '") + key + "'");
-      return nullptr;
+    if (it == root.end() && !required)
+      return true;
+    if (it == root.end() || !it->is_array() || (required && it->empty()))
+      return r.fail(std::string("expected a") +
+                    (required ? " non-empty" : "n") + " array '" + key + "'");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const Json &entry = (*it)[i];
+      std::string where = std::string(key) + "[" + std::to_string(i) + "]: ";
+      if (!entry.is_object() || (name && r.text(entry, name).empty()))
+        return r.fail(where + "expected an object" +
+                      (name ? std::string(" with an '") + name + "'" : ""));
+      if (!read(entry, where))
+        return false;
     }
-    return &*it;
+    return true;
   };
-  const Json *stream = arrayOf("stream");
-  const Json *gemm = arrayOf("gemm");
-  if (!stream || !gemm)
+  bool ok =
+      eachEntry("stream", true, nullptr,
+                [&](const Json &s, const std::string &where) {
+                  std::optional<int64_t> bytes = r.count(s, where, "bytes"),
+                                         threads = r.count(s, where, "threads");
+                  std::optional<double> rate =
+                      r.positive(s, where, "bytes_per_s");
+                  if (!bytes || !threads || !rate)
+                    return false;
+                  m.stream.push_back({*bytes, *threads, *rate});
+                  return true;
+                }) &&
+      eachEntry("gemm", true, nullptr,
+                [&](const Json &g, const std::string &where) {
+                  std::optional<int64_t> gm = r.count(g, where, "m"),
+                                         gn = r.count(g, where, "n"),
+                                         gk = r.count(g, where, "k"),
+                                         threads = r.count(g, where, "threads");
+                  std::optional<bool> ta = r.flag(g, where, "trans_a"),
+                                      tb = r.flag(g, where, "trans_b");
+                  std::optional<double> rate =
+                      r.positive(g, where, "flops_per_s");
+                  if (!gm || !gn || !gk || !threads || !ta || !tb || !rate)
+                    return false;
+                  m.gemm.push_back({*gm, *gn, *gk, *threads, *ta, *tb, *rate});
+                  return true;
+                }) &&
+      eachEntry("kernels", false, "op",
+                [&](const Json &k, const std::string &where) {
+                  std::optional<int64_t> threads = r.count(k, where, "threads");
+                  std::optional<double> forward =
+                      r.positive(k, where, "forward_s_per_element", true);
+                  if (!threads || !forward)
+                    return false;
+                  Kernel kernel{r.text(k, "op"), *threads, 0, *forward,
+                                std::nullopt};
+                  if (k.contains("row")) {
+                    std::optional<int64_t> row = r.count(k, where, "row");
+                    if (!row)
+                      return false;
+                    kernel.row = *row;
+                  }
+                  if (k.contains("backward_s_per_element")) {
+                    kernel.backward =
+                        r.positive(k, where, "backward_s_per_element", true);
+                    if (!kernel.backward)
+                      return false;
+                  }
+                  m.kernels.push_back(kernel);
+                  return true;
+                }) &&
+      eachEntry("optimizers", false, "optimizer",
+                [&](const Json &o, const std::string &where) {
+                  std::optional<int64_t> threads = r.count(o, where, "threads");
+                  std::optional<double> rate =
+                      r.positive(o, where, "seconds_per_byte");
+                  if (!threads || !rate)
+                    return false;
+                  m.optimizers.push_back(
+                      {r.text(o, "optimizer"), *threads, *rate});
+                  return true;
+                });
+  if (!ok)
     return std::nullopt;
-  for (size_t i = 0; i < stream->size(); ++i) {
-    const Json &s = (*stream)[i];
-    std::string where = "stream[" + std::to_string(i) + "]: ";
-    if (!s.is_object())
-      return r.fail(where + "expected an object"), std::nullopt;
-    std::optional<int64_t> bytes = r.count(s, where, "bytes"),
-                           threads = r.count(s, where, "threads");
-    std::optional<double> rate = r.positive(s, where, "bytes_per_s");
-    if (!bytes || !threads || !rate)
-      return std::nullopt;
-    m.stream.push_back({*bytes, *threads, *rate});
-  }
-  for (size_t i = 0; i < gemm->size(); ++i) {
-    const Json &g = (*gemm)[i];
-    std::string where = "gemm[" + std::to_string(i) + "]: ";
-    if (!g.is_object())
-      return r.fail(where + "expected an object"), std::nullopt;
-    std::optional<int64_t> gm = r.count(g, where, "m"),
-                           gn = r.count(g, where, "n"),
-                           gk = r.count(g, where, "k"),
-                           threads = r.count(g, where, "threads");
-    std::optional<bool> ta = r.flag(g, where, "trans_a"),
-                        tb = r.flag(g, where, "trans_b");
-    std::optional<double> rate = r.positive(g, where, "flops_per_s");
-    if (!gm || !gn || !gk || !threads || !ta || !tb || !rate)
-      return std::nullopt;
-    m.gemm.push_back({*gm, *gn, *gk, *threads, *ta, *tb, *rate});
-  }
-  if (auto kernels = root.find("kernels"); kernels != root.end()) {
-    if (!kernels->is_array())
-      return r.fail("expected an array 'kernels'"), std::nullopt;
-    for (size_t i = 0; i < kernels->size(); ++i) {
-      const Json &k = (*kernels)[i];
-      std::string where = "kernels[" + std::to_string(i) + "]: ";
-      if (!k.is_object() || r.text(k, "op").empty())
-        return r.fail(where + "expected an object with an 'op'"), std::nullopt;
-      std::optional<int64_t> threads = r.count(k, where, "threads");
-      std::optional<double> forward =
-          r.positive(k, where, "forward_s_per_element", true);
-      if (!threads || !forward)
-        return std::nullopt;
-      Kernel kernel{r.text(k, "op"), *threads, 0, *forward, std::nullopt};
-      if (k.contains("row")) {
-        std::optional<int64_t> row = r.count(k, where, "row");
-        if (!row)
-          return std::nullopt;
-        kernel.row = *row;
-      }
-      if (k.contains("backward_s_per_element")) {
-        std::optional<double> backward =
-            r.positive(k, where, "backward_s_per_element", true);
-        if (!backward)
-          return std::nullopt;
-        kernel.backward = *backward;
-      }
-      m.kernels.push_back(kernel);
-    }
-  }
-  if (auto optimizers = root.find("optimizers"); optimizers != root.end()) {
-    if (!optimizers->is_array())
-      return r.fail("expected an array 'optimizers'"), std::nullopt;
-    for (size_t i = 0; i < optimizers->size(); ++i) {
-      const Json &o = (*optimizers)[i];
-      std::string where = "optimizers[" + std::to_string(i) + "]: ";
-      if (!o.is_object() || r.text(o, "optimizer").empty())
-        return r.fail(where + "expected an object with an 'optimizer'"),
-               std::nullopt;
-      std::optional<int64_t> threads = r.count(o, where, "threads");
-      std::optional<double> rate = r.positive(o, where, "seconds_per_byte");
-      if (!threads || !rate)
-        return std::nullopt;
-      m.optimizers.push_back({r.text(o, "optimizer"), *threads, *rate});
-    }
-  }
   auto link = root.find("link");
   if (link == root.end() || !link->is_object()) {
     r.fail("expected an object 'link'");
