@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 #===- demo.sh - Set up, build and run gpipe's main job on a built-in model -===#
 #
-# Installs what gpipe-compile and gpipe-run need and builds only those two
-# (scripts/build.sh gpipe-compile gpipe-run), then:
-#   1. compiles the built-in GPT preset (a char-level decoder: 4 blocks,
+# Installs what gpipe-calibrate, gpipe-compile and gpipe-run need and
+# builds only those three (scripts/build.sh), then:
+#   1. measures this machine's kernels once (gpipe-calibrate, about 10 s,
+#      into ~/.cache/gpipe/machine.json, or $GPIPE_MACHINE_FILE; kept for
+#      every later compile, and reused when it is there);
+#   2. compiles the built-in GPT preset (a char-level decoder: 4 blocks,
 #      width 64, 4 heads, 32 tokens, batch 16) ahead of time into a
 #      4-stage, 8-micro-batch GPipe pipeline with AdamW and global
-#      gradient-norm clipping;
-#   2. measures this machine: a few steps with --profile time every layer,
-#      transfer and the optimizer, and the pipeline is compiled again from
-#      those times, so its prediction is this machine's;
+#      gradient-norm clipping, its step time predicted from those kernel
+#      rates, before the model ever ran;
 #   3. trains it on CPU on the built-in text, one thread per pipeline rank,
 #      with linear warmup and cosine decay, writing a metrics file, a
 #      Chrome/Perfetto trace and an SVG of the loss, gradient-norm and
@@ -22,7 +23,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
-"$root/scripts/build.sh" gpipe-compile gpipe-run
+"$root/scripts/build.sh" gpipe-calibrate gpipe-compile gpipe-run
 
 out="$build/demo"
 mkdir -p "$out"
@@ -31,18 +32,30 @@ steps="${STEPS:-200}"
 model=(--preset gpt --stages 4 --microbatches 8 --optimizer adam --clip-grad-norm 1.0 --eval)
 
 echo
-echo "== compile: GPT preset -> 4 stages x 8 micro-batches, GPipe schedule, clipped AdamW, evaluation programs =="
-echo "\$ gpipe-compile ${model[*]} -o $out/gpt.so"
-"$bin/gpipe-compile" "${model[@]}" -o "$out/gpt.so" --quiet
+# Where gpipe-calibrate writes and gpipe-compile looks (MachineFile.h);
+# GPIPE_MACHINE_FILE=none keeps the demo's own under build/demo.
+if [ "${GPIPE_MACHINE_FILE:-}" = none ]; then
+  machine="$out/machine.json"
+elif [ -n "${GPIPE_MACHINE_FILE:-}" ]; then
+  machine="$GPIPE_MACHINE_FILE"
+elif [ -n "${XDG_CACHE_HOME:-}" ]; then
+  machine="$XDG_CACHE_HOME/gpipe/machine.json"
+else
+  machine="$HOME/.cache/gpipe/machine.json"
+fi
+if [ -f "$machine" ]; then
+  echo "== measure: this machine's kernel rates, measured before: $machine =="
+else
+  echo "== measure: this machine's kernel rates (GEMMs by shape, streaming, row kernels, the optimizer) =="
+  echo "\$ gpipe-calibrate -o $machine"
+  mkdir -p "$(dirname "$machine")"
+  "$bin/gpipe-calibrate" -o "$machine"
+fi
 
 echo
-echo "== measure: 12 steps time every layer on this machine, then compile from them =="
-echo "\$ gpipe-run $out/gpt.so --steps 12 --profile $out/profile.json --quiet"
-"$bin/gpipe-run" "$out/gpt.so" --steps 12 --profile "$out/profile.json" --quiet \
-  > /dev/null
-echo "\$ gpipe-compile ${model[*]} --profile-file $out/profile.json -o $out/gpt.so"
-"$bin/gpipe-compile" "${model[@]}" --profile-file "$out/profile.json" \
-  -o "$out/gpt.so"
+echo "== compile: GPT preset -> 4 stages x 8 micro-batches, GPipe schedule, clipped AdamW, evaluation programs =="
+echo "\$ gpipe-compile ${model[*]} --machine-file $machine -o $out/gpt.so"
+"$bin/gpipe-compile" "${model[@]}" --machine-file "$machine" -o "$out/gpt.so"
 
 echo
 echo "== train: $steps steps, warmup + cosine decay, clipped at norm 1, evaluated every 50, 4 rank threads =="
