@@ -4,8 +4,8 @@
 # Installs the dependencies (scripts/setup.sh), configures with CMake and
 # builds everything into build/ with Ninja, or only the targets given
 # (scripts/build.sh gpipe-calibrate gpipe-compile gpipe-run: what the demo
-# runs, with the packages it needs). Safe to re-run: each step is incremental. BUILD_DIR
-# and JOBS override the defaults.
+# runs, with the packages it needs). Safe to re-run: each step is
+# incremental. BUILD_DIR and JOBS override the defaults.
 #
 #===-----------------------------------------------------------------------===#
 set -euo pipefail
