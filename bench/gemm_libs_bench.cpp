@@ -1,4 +1,5 @@
-//===- gemm_libs_bench.cpp - The benchmark models' GEMMs in three libraries ===//
+//===- gemm_libs_bench.cpp - The benchmark models' GEMMs in three libraries
+//===//
 //
 // Which GEMM library is worth keeping beside OpenBLAS, per shape: every
 // GEMM shape and layout the benchmark models run (bench/vs_pytorch.py's
@@ -52,23 +53,23 @@ double timeCall(const std::function<void()> &call) {
   auto t0 = Clock::now();
   call();
   double one = std::chrono::duration<double>(Clock::now() - t0).count();
-  int64_t calls = std::clamp<int64_t>(int64_t(2e-3 / std::max(one, 1e-9)), 1,
-                                      100000);
+  int64_t calls =
+      std::clamp<int64_t>(int64_t(2e-3 / std::max(one, 1e-9)), 1, 100000);
   double best = one;
   for (int r = 0; r < 5; ++r) {
     auto start = Clock::now();
     for (int64_t i = 0; i < calls; ++i)
       call();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - start)
-                                  .count() /
-                              double(calls));
+    best = std::min(
+        best, std::chrono::duration<double>(Clock::now() - start).count() /
+                  double(calls));
   }
   return best;
 }
 
 using BliSgemm = void (*)(trans_t, trans_t, dim_t, dim_t, dim_t, float *,
-                          float *, inc_t, inc_t, float *, inc_t, inc_t,
-                          float *, float *, inc_t, inc_t);
+                          float *, inc_t, inc_t, float *, inc_t, inc_t, float *,
+                          float *, inc_t, inc_t);
 using BliSetThreads = void (*)(dim_t);
 
 } // namespace
@@ -92,8 +93,7 @@ int main(int argc, char **argv) {
             dlsym(blis, "bli_thread_set_num_threads")))
       setThreads(1);
   if (!bliSgemm)
-    std::printf("# BLIS not loaded from %s: %s\n", blisPath.c_str(),
-                dlerror());
+    std::printf("# BLIS not loaded from %s: %s\n", blisPath.c_str(), dlerror());
   libxsmm_init();
 
   const Shape shapes[] = {
@@ -124,8 +124,8 @@ int main(int argc, char **argv) {
   };
   std::printf("# one thread, GFLOP/s (C = op(A) op(B), M x N x K, row-major; "
               "N: as stored, T: transposed)\n");
-  std::printf("%-9s %-20s %10s %10s %10s  %s\n", "model", "shape",
-              "openblas", "blis", "libxsmm", "best");
+  std::printf("%-9s %-20s %10s %10s %10s  %s\n", "model", "shape", "openblas",
+              "blis", "libxsmm", "best");
   for (const Shape &s : shapes) {
     std::vector<float> a(size_t(s.m * s.k), 0.5f), b(size_t(s.k * s.n), 0.25f),
         c(size_t(s.m * s.n), 0.0f);
@@ -133,12 +133,12 @@ int main(int argc, char **argv) {
     int64_t aShape[2] = {s.ta ? s.k : s.m, s.ta ? s.m : s.k};
     int64_t bShape[2] = {s.tb ? s.n : s.k, s.tb ? s.k : s.n};
     int64_t cShape[2] = {s.m, s.n};
-    double openblas = flops / timeCall([&] {
-                        gpipe_rt_cpu_matmul_f32(a.data(), aShape, 2, b.data(),
-                                                bShape, 2, s.ta, s.tb,
-                                                c.data(), cShape, 2);
-                      }) /
-                      1e9;
+    double openblas =
+        flops / timeCall([&] {
+          gpipe_rt_cpu_matmul_f32(a.data(), aShape, 2, b.data(), bShape, 2,
+                                  s.ta, s.tb, c.data(), cShape, 2);
+        }) /
+        1e9;
     double viaBlis = 0;
     if (bliSgemm) {
       float one = 1.0f, zero = 0.0f;
@@ -147,8 +147,8 @@ int main(int argc, char **argv) {
       viaBlis = flops / timeCall([&] {
                   bliSgemm(s.ta ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE,
                            s.tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, s.m, s.n,
-                           s.k, &one, a.data(), lda, 1, b.data(), ldb, 1,
-                           &zero, c.data(), inc_t(s.n), 1);
+                           s.k, &one, a.data(), lda, 1, b.data(), ldb, 1, &zero,
+                           c.data(), inc_t(s.n), 1);
                 }) /
                 1e9;
     }
@@ -167,10 +167,8 @@ int main(int argc, char **argv) {
       libxsmm_smmfunction kernel = libxsmm_smmdispatch(
           m, n, k, &lda, &ldb, &ldc, &alpha, &beta, &flags, nullptr);
       if (kernel)
-        viaXsmm = flops / timeCall([&] {
-                    kernel(b.data(), a.data(), c.data());
-                  }) /
-                  1e9;
+        viaXsmm = flops /
+                  timeCall([&] { kernel(b.data(), a.data(), c.data()); }) / 1e9;
     }
     char shape[32];
     std::snprintf(shape, sizeof shape, "%lldx%lldx%lld %c%c", (long long)s.m,

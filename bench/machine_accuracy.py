@@ -58,9 +58,12 @@ def main():
         os.path.dirname(os.path.abspath(__file__)), "..", "build", "bin"))
     p.add_argument("--machine", help="a machine profile (default: measure)")
     p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=3,
+                   help="rounds (at least 1); each row keeps its fastest")
     p.add_argument("--models", default=",".join(MODELS))
     args = p.parse_args()
+    if args.repeat < 1:
+        sys.exit("--repeat needs at least 1 round")
     work = tempfile.mkdtemp(prefix="gpipe-machine-accuracy-")
     machine = args.machine
     if not machine:
@@ -81,11 +84,12 @@ def main():
                              MODELS[model] +
                              ["--stages", str(k), "--microbatches", str(m),
                               "--machine-file", flag, "-o", lib])
-                predicted = re.search(r"step time ([0-9.]+) (m|u)s predicted",
-                                      report)
+                predicted = re.search(
+                    r"step time ([0-9.]+) (s|ms|us|ns) predicted", report)
                 if not predicted:
                     sys.exit("no predicted step time in:\n" + report)
-                scale = 1e-3 if predicted.group(2) == "m" else 1e-6
+                scale = {"s": 1, "ms": 1e-3, "us": 1e-6,
+                         "ns": 1e-9}[predicted.group(2)]
                 row[kind] = (lib, float(predicted.group(1)) * scale, None)
             rows.append(row)
     # Alternating rounds: every library once per round, each keeping its

@@ -41,9 +41,13 @@ elif [ -n "${GPIPE_MACHINE_FILE:-}" ]; then
 elif [ -n "${XDG_CACHE_HOME:-}" ]; then
   machine="$XDG_CACHE_HOME/gpipe/machine.json"
 else
-  machine="$HOME/.cache/gpipe/machine.json"
+  machine="${HOME:?set HOME, or GPIPE_MACHINE_FILE to a file}/.cache/gpipe/machine.json"
 fi
-if [ -f "$machine" ]; then
+# One measured before is kept, unless gpipe-compile cannot read it (a
+# profile of an older format).
+if [ -f "$machine" ] &&
+  "$bin/gpipe-compile" --preset mlp --machine-file "$machine" --emit nn \
+    -o /dev/null > /dev/null 2>&1; then
   echo "== measure: this machine's kernel rates, measured before: $machine =="
 else
   echo "== measure: this machine's kernel rates (GEMMs by shape, streaming, row kernels, the optimizer) =="

@@ -154,7 +154,7 @@ static double gemmTime(const GemmWork &g, const DeviceProfile &profile) {
     return 0;
   const MachineModel &machine = *profile.machine;
   int64_t threads = std::max<int64_t>(profile.rankThreads, 1);
-  if (g.batch > 1 && g.m * g.n * g.k <= kSmallProduct)
+  if (g.parallelBatch && g.batch > 1 && g.m * g.n * g.k <= kSmallProduct)
     return double(g.batch) *
            machine.gemmSeconds(g.m, g.n, g.k, g.transA, g.transB, 1) /
            double(std::min(threads, g.batch));
@@ -200,8 +200,10 @@ double opBackwardTime(const OpWork &op, const DeviceProfile &profile) {
     // C = op(A) op(B): dop(A)[m, k] = dC op(B)^T and dop(B)[k, n] =
     // op(A)^T dC, dC read as stored.
     const GemmWork &g = *op.gemm;
-    seconds += gemmTime({g.batch, g.m, g.k, g.n, false, !g.transB}, profile);
-    seconds += gemmTime({g.batch, g.k, g.n, g.m, !g.transA, false}, profile);
+    seconds += gemmTime(
+        {g.batch, g.m, g.k, g.n, false, !g.transB, g.parallelBatch}, profile);
+    seconds += gemmTime(
+        {g.batch, g.k, g.n, g.m, !g.transA, false, g.parallelBatch}, profile);
   }
   return seconds * profile.oversubscription;
 }

@@ -186,6 +186,18 @@ mlir::gpipe::chooseRecomputeLayers(ModuleOp model,
     return model.emitError("remat auto: no network function @forward"),
            failure();
   std::optional<DeviceProfile> device = getProfile(options.profile);
+  // The cost model the stages are built with: the machine profile's rates
+  // when the compile has one.
+  if (!options.machineFile.empty()) {
+    std::string error;
+    std::optional<MachineModel> machine =
+        MachineModel::read(options.machineFile, error);
+    if (!machine)
+      return model.emitError(error), failure();
+    device = withMachine(
+        *device, std::make_shared<const MachineModel>(std::move(*machine)),
+        int64_t(options.stages) * int64_t(options.dataParallel));
+  }
   struct Ranked {
     std::string name;
     double score;

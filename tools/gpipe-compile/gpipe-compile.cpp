@@ -41,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <unistd.h>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -66,19 +67,23 @@ using mlir::gpipe::GPipeCompileOptions;
 
 /// Settles --machine-file: `none` turns it off; not given, the default
 /// machine profile (MachineFile.h) when it exists and the compile is timed
-/// by the cpu profile without a measured one. A file that cannot be read is
-/// an error: the message, or empty.
+/// by the cpu profile at fp32 without a measured one. A file given that
+/// cannot be read is an error (the message, or empty); the default one is
+/// skipped with a warning, so a stale file never stops a compile. A
+/// profile measured on another host is used with a warning.
 static std::string resolveMachineFile(GPipeCompileOptions &options) {
   std::string &file = options.machineFile;
   if (file == "none") {
     file.clear();
     return "";
   }
+  bool fp32 = options.precision == mlir::gpipe::PrecisionKind::FP32;
   bool cpu = options.target == mlir::gpipe::TargetKind::CPU &&
              options.getEffectiveProfile() == mlir::gpipe::ProfileKind::CPU;
-  if (file.empty()) {
+  bool implicit = file.empty();
+  if (implicit) {
     std::string fallback = ::gpipe::abi::getDefaultMachineFile();
-    if (!cpu || !options.profileFile.empty() || fallback.empty() ||
+    if (!cpu || !fp32 || !options.profileFile.empty() || fallback.empty() ||
         !llvm::sys::fs::exists(fallback))
       return "";
     file = fallback;
@@ -89,12 +94,30 @@ static std::string resolveMachineFile(GPipeCompileOptions &options) {
                       std::string(mlir::gpipe::getTargetName(options.target))
                 : std::string("timed by another --profile")) +
            " (leave it out, or compile for --target cpu --profile cpu)";
+  } else if (!fp32) {
+    return "--machine-file holds fp32 kernel rates; this compile is "
+           "--precision bf16, whose GEMMs round their operands first (leave "
+           "it out, or measure the model with gpipe-run --profile)";
   }
   std::string error;
   std::optional<mlir::gpipe::MachineModel> machine =
       mlir::gpipe::MachineModel::read(file, error);
-  if (!machine)
-    return error;
+  if (!machine) {
+    if (!implicit)
+      return error;
+    llvm::errs() << "gpipe-compile: warning: not using the default " << error
+                 << "\n";
+    file.clear();
+    return "";
+  }
+  llvm::SmallString<256> host;
+  if (char name[256] = {0}; gethostname(name, sizeof name - 1) == 0)
+    host = name;
+  if (!machine->host.empty() && !host.empty() && machine->host != host)
+    llvm::errs() << "gpipe-compile: warning: machine profile '" << file
+                 << "' was measured on host '" << machine->host
+                 << "', this is '" << host
+                 << "' (measure this one with gpipe-calibrate)\n";
   machineSummary = "cost model: kernel rates of " + file + " (" +
                    (machine->cpu.empty() ? "this CPU" : machine->cpu) + ", " +
                    std::to_string(machine->cores) + " cores, measured " +

@@ -190,10 +190,15 @@ TEST(MachineModel, OpTimesOnARank) {
 
   // A batch of small products divides over the threads whole.
   OpWork heads;
-  heads.gemm = GemmWork{8, 16, 16, 16, false, true};
+  heads.gemm = GemmWork{8, 16, 16, 16, false, true, /*parallelBatch=*/true};
   double one = 2.0 * 16 * 16 * 16 / 10e9;
   EXPECT_NEAR(opForwardTime(heads, pair), 8 * one, 1e-15);
   EXPECT_NEAR(opForwardTime(heads, lone), 4 * one, 1e-15);
+  // A convolution's images run in order, each product on the rank's
+  // threads (too small to split: the 2-thread rate is the measured one).
+  OpWork images = heads;
+  images.gemm->parallelBatch = false;
+  EXPECT_NEAR(opForwardTime(images, lone), 8 * one, 1e-15);
 
   // A measured kernel by element; an unmeasured one by its bytes.
   OpWork softmax;

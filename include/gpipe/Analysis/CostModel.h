@@ -26,6 +26,10 @@ namespace mlir::gpipe {
 struct GemmWork {
   int64_t batch = 0, m = 0, n = 0, k = 0;
   bool transA = false, transB = false;
+  /// Whether a batch of products too small to split divides over the
+  /// rank's threads whole (a batched matmul), or runs in order (a
+  /// convolution's images).
+  bool parallelBatch = false;
 };
 
 /// The work of one op (one kernel call, or a few) for a calibrated machine

@@ -40,6 +40,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -194,8 +195,9 @@ struct Measurer {
     return s > 0 ? 2.0 * double(m) * double(n) * double(k) / s : -1;
   }
 
-  /// out = lhs + rhs over `n` floats: bytes moved (12 n) per second.
-  double streamRate(int64_t n) {
+  /// out = lhs + rhs over `n` floats: bytes moved (12 n) per second, the
+  /// cost of the call (`call` seconds, counted apart) taken out.
+  double streamRate(int64_t n, double call) {
     std::vector<float> lhs = filled(n, 1), rhs = filled(n, 2);
     std::vector<float> out(lhs.size());
     int64_t shape[1] = {n};
@@ -206,7 +208,7 @@ struct Measurer {
                                          shape, 1);
         },
         batchSeconds, repeats);
-    return s > 0 ? 12.0 * double(n) / s : -1;
+    return s > 0 ? 12.0 * double(n) / std::max(s - call, s / 2) : -1;
   }
 
   /// A one-element add: what a kernel call costs beyond its work.
@@ -381,15 +383,20 @@ std::vector<KernelCase> kernelCases(Measurer &measure) {
              x.data(), convIn, g.data(), convW, y.data(), convIn, ones, pads,
              ones, 1, z.data(), col.data(), stats1.data());
        },
+       // A GEMM that fails leaves the whole call's time (its failure is
+       // the conv's too, reported there).
        [=, &measure] {
          double rate = measure.gemmRate(out, positions, depth, false, false);
-         return double(images) * 2.0 * out * positions * depth / rate;
+         return rate > 0 ? double(images) * 2.0 * out * positions * depth / rate
+                         : 0.0;
        },
        [=, &measure] {
          double dw = measure.gemmRate(out, depth, positions, false, true);
          double dcol = measure.gemmRate(depth, positions, out, true, false);
          double flops = 2.0 * out * positions * depth;
-         return double(images) * (flops / dw + flops / dcol);
+         return dw > 0 && dcol > 0
+                    ? double(images) * (flops / dw + flops / dcol)
+                    : 0.0;
        }});
   return cases;
 }
@@ -488,6 +495,21 @@ int main(int argc, char **argv) {
                         "($GPIPE_MACHINE_FILE is 'none', or neither "
                         "$XDG_CACHE_HOME nor $HOME is set): give -o FILE");
   }
+  // Where it goes must be writable before ten seconds of measuring.
+  if (defaultPath)
+    makeParents(options.output);
+  {
+    struct stat st;
+    bool isDir =
+        ::stat(options.output.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    std::string dir = gpipe::rt::parentDirectory(options.output);
+    if (isDir || ::access(dir.c_str(), W_OK) != 0) {
+      std::fprintf(stderr, "gpipe-calibrate: error: cannot write '%s': %s\n",
+                   options.output.c_str(),
+                   isDir ? "it is a directory" : std::strerror(errno));
+      return 1;
+    }
+  }
   int cores = options.threads ? options.threads : availableCpus();
   Measurer measure{options, options.quick ? 2e-4 : 5e-4, options.quick ? 2 : 3};
 
@@ -529,7 +551,7 @@ int main(int argc, char **argv) {
   for (int threads : threadCounts) {
     gpipe_rt_cpu_set_blas_threads(threads);
     for (int64_t n : streamSizes) {
-      double rate = measure.streamRate(n);
+      double rate = measure.streamRate(n, call);
       if (rate <= 0) {
         std::fprintf(stderr,
                      "gpipe-calibrate: error: add of %lld floats "
@@ -674,8 +696,6 @@ int main(int argc, char **argv) {
   machine["link"] = {{"latency_s", latency}, {"bytes_per_s", copy}};
 
   std::string text = machine.dump(1) + "\n";
-  if (defaultPath)
-    makeParents(options.output);
   gpipe::rt::Status written = gpipe::rt::replaceFile(
       options.output, std::vector<uint8_t>(text.begin(), text.end()));
   if (!written.ok()) {

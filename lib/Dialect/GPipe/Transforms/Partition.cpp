@@ -389,7 +389,10 @@ OpCostData mlir::gpipe::getCostData(Operation *root) {
   auto fusible = [](Operation *op) { return op && nn::FusedOp::isFusible(op); };
   root->walk([&](nn::CostOpInterface costOp) {
     Operation *op = costOp.getOperation();
-    if (op == root || isa<nn::LayerOp>(op))
+    // A fused loop's cost is its body's: count the loop, not its ops again.
+    if (op == root || isa<nn::LayerOp>(op) ||
+        (op->getParentOfType<nn::FusedOp>() &&
+         root->isProperAncestor(op->getParentOfType<nn::FusedOp>())))
       return;
     nn::OpCost c = costOp.getCost();
     data.flops += c.flops;
@@ -408,8 +411,13 @@ OpCostData mlir::gpipe::getCostData(Operation *root) {
         work.row = type.getRank() > 0 ? type.getShape().back() : 1;
       }
     if (c.gemm.batch > 0) {
-      work.gemm = GemmWork{c.gemm.batch, c.gemm.m,      c.gemm.n,
-                           c.gemm.k,     c.gemm.transA, c.gemm.transB};
+      work.gemm = GemmWork{c.gemm.batch,
+                           c.gemm.m,
+                           c.gemm.n,
+                           c.gemm.k,
+                           c.gemm.transA,
+                           c.gemm.transB,
+                           c.gemm.parallelBatch};
       // Besides the GEMM: C's first write (zeros, or the bias per row)
       // and a convolution's im2col columns, whose elements its side work
       // counts.
@@ -423,7 +431,8 @@ OpCostData mlir::gpipe::getCostData(Operation *root) {
         // Inside a fused loop an operand another loop op produced is in a
         // register, and so is a result only loop ops read.
         for (Value v : op->getOperands())
-          if (fusible(v.getDefiningOp())) {
+          if (fusible(v.getDefiningOp()) &&
+              v.getType() == op->getResult(0).getType()) {
             bytes -= nn::tensorBytes(v.getType());
             work.calls = 0;
           }

@@ -534,8 +534,13 @@ OpCost MatMulOp::getCost() {
   // kernel folds the batch into the rows of one GEMM.
   bool shared = numElements(rhs.drop_back(2)) == 1 &&
                 numElements(lhs.drop_back(2)) == batch && !getTransLhs();
-  cost.gemm = {shared ? 1 : batch, shared ? batch * m : m, out.back(), k,
-               getTransLhs(),      getTransRhs()};
+  cost.gemm = {shared ? 1 : batch,
+               shared ? batch * m : m,
+               out.back(),
+               k,
+               getTransLhs(),
+               getTransRhs(),
+               /*parallelBatch=*/!shared};
   return cost;
 }
 
@@ -659,21 +664,30 @@ LogicalResult Conv2DOp::verify() {
 }
 
 /// A convolution's GEMMs as the CPU kernel runs them: per image and
-/// group, [O/g, Cg*kh*kw] x [Cg*kh*kw, OH*OW] over im2col columns (one
-/// float per row and position, written once and read by the GEMM).
-static void setConvGemm(OpCost &cost, ArrayRef<int64_t> out,
-                        ArrayRef<int64_t> weight, int64_t groups) {
-  int64_t g = std::max<int64_t>(groups, 1);
+/// group, in order, [O/g, Cg*kh*kw] x [Cg*kh*kw, OH*OW] over im2col
+/// columns (one float per row and position, written once and read by the
+/// GEMM). `out` is the forward's result shape.
+template <typename ConvOp>
+static void setConvGemm(OpCost &cost, ConvOp op, ArrayRef<int64_t> out) {
+  ArrayRef<int64_t> in = shapeOf(op.getInput());
+  ArrayRef<int64_t> weight = shapeOf(op.getWeight());
+  int64_t g = std::max<int64_t>(op.getGroups(), 1);
   int64_t positions = out[2] * out[3];
   int64_t rows = weight[1] * weight[2] * weight[3];
   cost.gemm = {out[0] * g, weight[0] / g, positions, rows, false, false};
-  cost.gemmSideBytes = out[0] * g * rows * positions * 4;
+  // A 1x1 kernel at stride 1 without padding reads the image itself as its
+  // columns (the kernel's pointwise case): no im2col.
+  bool pointwise =
+      weight[2] == 1 && weight[3] == 1 && in[2] == out[2] && in[3] == out[3] &&
+      llvm::all_of(op.getStrides(), [](int64_t s) { return s == 1; }) &&
+      llvm::all_of(op.getPads(), [](int64_t p) { return p == 0; });
+  cost.gemmSideBytes = pointwise ? 0 : out[0] * g * rows * positions * 4;
 }
 
 OpCost Conv2DOp::getCost() {
   OpCost cost = detail::elementwiseCost(*this, 0);
   cost.flops = convFlops(shapeOf(getResult()), shapeOf(getWeight()));
-  setConvGemm(cost, shapeOf(getResult()), shapeOf(getWeight()), getGroups());
+  setConvGemm(cost, *this, shapeOf(getResult()));
   return cost;
 }
 
@@ -704,7 +718,7 @@ OpCost Conv2DGradOp::getCost() {
   cost.flops = 2 * convFlops(shapeOf(getGrad()), shapeOf(getWeight())) +
                numElements(shapeOf(getGrad()));
   // The weight and the column gradients: two GEMMs of the forward's work.
-  setConvGemm(cost, shapeOf(getGrad()), shapeOf(getWeight()), getGroups());
+  setConvGemm(cost, *this, shapeOf(getGrad()));
   cost.gemm.batch *= 2;
   cost.gemmSideBytes *= 2;
   return cost;

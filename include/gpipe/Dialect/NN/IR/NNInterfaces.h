@@ -20,6 +20,9 @@ namespace mlir::gpipe::nn {
 struct GemmShape {
   int64_t batch = 0, m = 0, n = 0, k = 0;
   bool transA = false, transB = false;
+  /// Whether the kernel divides a batch of small products over its threads
+  /// (a batched matmul does; a convolution runs its images in order).
+  bool parallelBatch = false;
 };
 
 /// The work of one op execution, as the partitioner's cost model sees it.
