@@ -16,8 +16,11 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <tuple>
+
+#include <sys/stat.h>
 
 namespace mlir::gpipe {
 
@@ -231,6 +234,7 @@ std::optional<MachineModel> MachineModel::read(const std::string &path,
                 });
   if (!ok)
     return std::nullopt;
+  m.indexGemms();
   auto link = root.find("link");
   if (link == root.end() || !link->is_object()) {
     r.fail("expected an object 'link'");
@@ -246,6 +250,51 @@ std::optional<MachineModel> MachineModel::read(const std::string &path,
   return m;
 }
 
+std::shared_ptr<const MachineModel> MachineModel::load(const std::string &path,
+                                                       std::string &error) {
+  struct Entry {
+    int64_t size = -1;
+    struct timespec mtime = {};
+    std::shared_ptr<const MachineModel> model;
+  };
+  static std::mutex mutex;
+  static std::map<std::string, Entry> cache;
+  struct stat st;
+  bool known = ::stat(path.c_str(), &st) == 0;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (known) {
+    auto it = cache.find(path);
+    if (it != cache.end() && it->second.size == int64_t(st.st_size) &&
+        it->second.mtime.tv_sec == st.st_mtim.tv_sec &&
+        it->second.mtime.tv_nsec == st.st_mtim.tv_nsec)
+      return it->second.model;
+  }
+  std::optional<MachineModel> model = read(path, error);
+  if (!model)
+    return nullptr;
+  auto shared = std::make_shared<const MachineModel>(std::move(*model));
+  if (known)
+    cache[path] = {int64_t(st.st_size), st.st_mtim, shared};
+  return shared;
+}
+
+void MachineModel::indexGemms() {
+  gemmGrids.clear();
+  for (const Gemm &g : gemm) {
+    GemmGrid &grid = gemmGrids[{g.transA, g.transB, g.threads}];
+    grid.log2Rate[{g.m, g.n, g.k}] = std::log2(g.flopsPerSecond);
+    grid.ms.push_back(g.m);
+    grid.ns.push_back(g.n);
+    grid.ks.push_back(g.k);
+  }
+  for (auto &entry : gemmGrids)
+    for (std::vector<int64_t> *dims :
+         {&entry.second.ms, &entry.second.ns, &entry.second.ks}) {
+      std::sort(dims->begin(), dims->end());
+      dims->erase(std::unique(dims->begin(), dims->end()), dims->end());
+    }
+}
+
 double MachineModel::gemmSeconds(int64_t m, int64_t n, int64_t k, bool transA,
                                  bool transB, int64_t threads) const {
   if (m <= 0 || n <= 0 || k <= 0)
@@ -253,35 +302,27 @@ double MachineModel::gemmSeconds(int64_t m, int64_t n, int64_t k, bool transA,
   double flops = 2.0 * double(m) * double(n) * double(k);
   // The measured layout closest to the one asked for: the same, else NN.
   auto hasLayout = [&](bool ta, bool tb) {
-    return std::any_of(gemm.begin(), gemm.end(), [&](const Gemm &g) {
-      return g.transA == ta && g.transB == tb;
-    });
+    auto it = gemmGrids.lower_bound({ta, tb, 0});
+    return it != gemmGrids.end() && std::get<0>(it->first) == ta &&
+           std::get<1>(it->first) == tb;
   };
   if (!hasLayout(transA, transB)) {
     transA = transB = false;
-    if (!hasLayout(false, false)) {
-      transA = gemm.front().transA;
-      transB = gemm.front().transB;
+    if (!hasLayout(false, false) && !gemmGrids.empty()) {
+      transA = std::get<0>(gemmGrids.begin()->first);
+      transB = std::get<1>(gemmGrids.begin()->first);
     }
   }
   // log2 of the rate, trilinear in log2 of each dimension over the grid
   // (clamped at its edges); nearest measured shape where a corner is
   // missing.
   auto rateAt = [&](int64_t t) {
-    std::map<std::tuple<int64_t, int64_t, int64_t>, double> grid;
-    std::vector<int64_t> ms, ns, ks;
-    for (const Gemm &g : gemm)
-      if (g.transA == transA && g.transB == transB && g.threads == t) {
-        grid[{g.m, g.n, g.k}] = std::log2(g.flopsPerSecond);
-        ms.push_back(g.m);
-        ns.push_back(g.n);
-        ks.push_back(g.k);
-      }
-    if (grid.empty())
+    auto found = gemmGrids.find({transA, transB, t});
+    if (found == gemmGrids.end())
       return 0.0;
-    auto bracket = [](std::vector<int64_t> &dims, int64_t x) {
-      std::sort(dims.begin(), dims.end());
-      dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+    const GemmGrid &g = found->second;
+    const auto &grid = g.log2Rate;
+    auto bracket = [](const std::vector<int64_t> &dims, int64_t x) {
       double lx = std::log2(double(x));
       if (x <= dims.front())
         return std::tuple<int64_t, int64_t, double>(dims.front(), dims.front(),
@@ -294,6 +335,7 @@ double MachineModel::gemmSeconds(int64_t m, int64_t n, int64_t k, bool transA,
       double la = std::log2(double(a)), lb = std::log2(double(b));
       return std::tuple<int64_t, int64_t, double>(a, b, (lx - la) / (lb - la));
     };
+    const std::vector<int64_t> &ms = g.ms, &ns = g.ns, &ks = g.ks;
     auto [m0, m1, fm] = bracket(ms, m);
     auto [n0, n1, fn] = bracket(ns, n);
     auto [k0, k1, fk] = bracket(ks, k);
@@ -323,8 +365,8 @@ double MachineModel::gemmSeconds(int64_t m, int64_t n, int64_t k, bool transA,
     return std::exp2(sum);
   };
   int64_t most = 1;
-  for (const Gemm &g : gemm)
-    most = std::max(most, g.threads);
+  for (const auto &entry : gemmGrids)
+    most = std::max(most, std::get<2>(entry.first));
   double one = rateAt(1);
   double all = most > 1 ? rateAt(most) : one;
   if (one <= 0)

@@ -190,13 +190,13 @@ mlir::gpipe::chooseRecomputeLayers(ModuleOp model,
   // when the compile has one.
   if (!options.machineFile.empty()) {
     std::string error;
-    std::optional<MachineModel> machine =
-        MachineModel::read(options.machineFile, error);
+    std::shared_ptr<const MachineModel> machine =
+        MachineModel::load(options.machineFile, error);
     if (!machine)
       return model.emitError(error), failure();
-    device = withMachine(
-        *device, std::make_shared<const MachineModel>(std::move(*machine)),
-        int64_t(options.stages) * int64_t(options.dataParallel));
+    device =
+        withMachine(*device, std::move(machine),
+                    int64_t(options.stages) * int64_t(options.dataParallel));
   }
   struct Ranked {
     std::string name;

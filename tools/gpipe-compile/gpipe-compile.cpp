@@ -100,8 +100,8 @@ static std::string resolveMachineFile(GPipeCompileOptions &options) {
            "it out, or measure the model with gpipe-run --profile)";
   }
   std::string error;
-  std::optional<mlir::gpipe::MachineModel> machine =
-      mlir::gpipe::MachineModel::read(file, error);
+  std::shared_ptr<const mlir::gpipe::MachineModel> machine =
+      mlir::gpipe::MachineModel::load(file, error);
   if (!machine) {
     if (!implicit)
       return error;

@@ -13,10 +13,12 @@
 #define GPIPE_ANALYSIS_COSTMODEL_H
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace mlir::gpipe {
@@ -86,6 +88,15 @@ struct MachineModel {
     double flopsPerSecond = 0;
   };
   std::vector<Gemm> gemm; ///< matmul's rate on a grid of shapes
+  /// `gemm` indexed for gemmSeconds: per layout and thread count, the
+  /// dimensions measured and log2 of each shape's rate. Built by read();
+  /// rebuild with indexGemms() after changing `gemm`.
+  struct GemmGrid {
+    std::vector<int64_t> ms, ns, ks;
+    std::map<std::tuple<int64_t, int64_t, int64_t>, double> log2Rate;
+  };
+  std::map<std::tuple<bool, bool, int64_t>, GemmGrid> gemmGrids;
+  void indexGemms();
   struct Kernel {
     std::string op;
     int64_t threads = 1;
@@ -106,6 +117,11 @@ struct MachineModel {
   /// `error` names the file and the field.
   static std::optional<MachineModel> read(const std::string &path,
                                           std::string &error);
+  /// read(), shared: the model of `path` read once per process and kept
+  /// while the file's size and modification time stay the same (an
+  /// autotuned compile partitions once per candidate); null on failure.
+  static std::shared_ptr<const MachineModel> load(const std::string &path,
+                                                  std::string &error);
 
   /// Seconds of one GEMM of `shape` (batch 1) on `threads` kernel threads,
   /// interpolated over the measured grid (log-linear in each dimension,

@@ -1017,15 +1017,14 @@ void GPipePartitionPass::runOnOperation() {
       return signalPassFailure();
     }
     std::string error;
-    std::optional<MachineModel> machine =
-        MachineModel::read(machineFile, error);
+    std::shared_ptr<const MachineModel> machine =
+        MachineModel::load(machineFile, error);
     if (!machine) {
       mlir::emitError(func.getLoc(), error);
       return signalPassFailure();
     }
-    device = withMachine(
-        device, std::make_shared<const MachineModel>(std::move(*machine)),
-        options->ranks * options->replicas);
+    device = withMachine(device, std::move(machine),
+                         options->ranks * options->replicas);
   }
   FailureOr<LayerChainCosts> costs =
       estimateLayerCosts(*chain, device, *options, profileFile);
