@@ -100,7 +100,8 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
       *this, "machine-file",
       llvm::cl::desc("Time the ops at the rates gpipe-calibrate measured "
                      "on this machine (GEMMs by shape and threads, "
-                     "streaming, calls) instead of the cpu profile's "
+                     "streaming, row and other kernels, optimizer "
+                     "updates, calls) instead of the cpu profile's "
                      "roofline (gpipe-compile: default "
                      "~/.cache/gpipe/machine.json when it exists, none to "
                      "turn it off)"),
