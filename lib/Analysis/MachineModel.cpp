@@ -107,6 +107,20 @@ double byThreads(double one, double all, int64_t t, int64_t cores) {
   return one + (all - one) * f;
 }
 
+/// The rate at `t` threads from `rateAt` (a rate per measured thread count,
+/// 0 where none was measured) at 1 and at `cores` threads, either standing
+/// in for the other when it is missing.
+template <typename RateAt>
+double rateByThreads(RateAt rateAt, int64_t t, int64_t cores) {
+  double one = rateAt(int64_t(1));
+  double all = cores > 1 ? rateAt(cores) : one;
+  if (one <= 0)
+    one = all;
+  if (all <= 0)
+    all = one;
+  return byThreads(one, all, t, cores);
+}
+
 } // namespace
 
 std::optional<MachineModel> MachineModel::read(const std::string &path,
@@ -367,13 +381,7 @@ double MachineModel::gemmSeconds(int64_t m, int64_t n, int64_t k, bool transA,
   int64_t most = 1;
   for (const auto &entry : gemmGrids)
     most = std::max(most, std::get<2>(entry.first));
-  double one = rateAt(1);
-  double all = most > 1 ? rateAt(most) : one;
-  if (one <= 0)
-    one = all;
-  if (all <= 0)
-    all = one;
-  double rate = byThreads(one, all, threads, most);
+  double rate = rateByThreads(rateAt, threads, most);
   double seconds = rate > 0 ? flops / rate : 0;
   // A GEMM below the grid costs no less than a call.
   return std::max(seconds, callSeconds);
@@ -443,13 +451,7 @@ double MachineModel::streamSeconds(int64_t bytes, int64_t threads) const {
                ? 0.0
                : std::exp2(interpolate(points, std::log2(double(bytes))));
   };
-  double one = rateAt(1);
-  double all = most > 1 ? rateAt(most) : one;
-  if (one <= 0)
-    one = all;
-  if (all <= 0)
-    all = one;
-  double rate = byThreads(one, all, threads, most);
+  double rate = rateByThreads(rateAt, threads, most);
   return rate > 0 ? double(bytes) / rate : 0;
 }
 

@@ -48,21 +48,6 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-/// The first "model name" of /proc/cpuinfo, or "unknown".
-std::string cpuName() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos) {
-        size_t start = line.find_first_not_of(' ', colon + 1);
-        return start == std::string::npos ? "unknown" : line.substr(start);
-      }
-    }
-  return "unknown";
-}
-
 /// What a layer's time in an action of `kind` counts as.
 const char *phaseOf(ActionKind kind, bool recomputing) {
   if (recomputing || kind == ActionKind::Recompute)
@@ -401,6 +386,20 @@ Status readExistingProfile(const std::string &path, const Json &identity,
 
 } // namespace
 
+std::string getCpuName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        size_t start = line.find_first_not_of(' ', colon + 1);
+        return start == std::string::npos ? "unknown" : line.substr(start);
+      }
+    }
+  return "unknown";
+}
+
 Status checkProfilePath(const std::string &path, const ModelMetadata &meta) {
   Json old;
   return readExistingProfile(path, getProfileIdentity(meta), old,
@@ -416,7 +415,7 @@ Status writeProfile(const std::string &path, const ModelMetadata &meta,
   Json root = getProfileIdentity(meta);
   root["format"] = "gpipe-profile";
   root["version"] = 1;
-  root["machine"] = {{"cpu", cpuName()},
+  root["machine"] = {{"cpu", getCpuName()},
                      {"cores", std::thread::hardware_concurrency()},
                      {"device", result.deviceDescription}};
   root["measurements"] = Json::array();

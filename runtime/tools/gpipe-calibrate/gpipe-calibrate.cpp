@@ -31,6 +31,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Runtime/CPUKernels.h"
+#include "gpipe/Runtime/Engine.h"
 #include "gpipe/Runtime/MachineFile.h"
 #include "gpipe/Runtime/Optimizer.h"
 
@@ -98,21 +99,6 @@ int availableCpus() {
   if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
     return std::max(1, CPU_COUNT(&allowed));
   return int(std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN)));
-}
-
-/// The CPU's model name from /proc/cpuinfo ("" when unknown).
-std::string cpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos) {
-        size_t start = line.find_first_not_of(' ', colon + 1);
-        return start == std::string::npos ? "" : line.substr(start);
-      }
-    }
-  return "";
 }
 
 std::string hostName() {
@@ -515,7 +501,7 @@ int main(int argc, char **argv) {
   Measurer measure{options, options.quick ? 2e-4 : 5e-4, options.quick ? 2 : 3};
 
   std::printf("calibrating %s (%d %s) for gpipe-compile's cost model\n",
-              cpuModel().empty() ? "this CPU" : cpuModel().c_str(), cores,
+              gpipe::rt::getCpuName().c_str(), cores,
               cores == 1 ? "core" : "cores");
   std::fflush(stdout);
   auto started = Clock::now();
@@ -528,7 +514,7 @@ int main(int argc, char **argv) {
   machine["format"] = gpipe::abi::kMachineFormat;
   machine["version"] = gpipe::abi::kMachineVersion;
   machine["host"] = hostName();
-  machine["cpu"] = cpuModel();
+  machine["cpu"] = gpipe::rt::getCpuName();
   machine["created"] = utcNow();
   machine["cores"] = cores;
   machine["quick"] = options.quick;

@@ -344,6 +344,10 @@ Status readParameterTensors(const std::string &path,
 /// environment is right or re-execution is impossible.
 void ensureSingleThreadedBlas(char **argv);
 
+/// The first "model name" of /proc/cpuinfo, or "unknown": the CPU a
+/// profile (gpipe-run --profile, gpipe-calibrate) was measured on.
+std::string getCpuName();
+
 } // namespace gpipe::rt
 
 #endif // GPIPE_RUNTIME_ENGINE_H
