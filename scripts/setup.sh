@@ -13,7 +13,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build git python3
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-  libopenblas-dev libopenmpi-dev openmpi-bin
+  libopenblas-dev libxsmm-dev libopenmpi-dev openmpi-bin
   libonnx-dev libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libgtest-dev
   zlib1g-dev libzstd-dev libedit-dev libcurl4-openssl-dev libxml2-dev

@@ -113,6 +113,10 @@ if shutil.which("mpirun"):
 if getattr(config, "gpipe_asan", False):
     config.available_features.add("asan")
 
+# libxsmm: the runtime can run GEMMs on libxsmm (gpipe-compile --gemm).
+if getattr(config, "gpipe_libxsmm", False):
+    config.available_features.add("libxsmm")
+
 # cuda-backend: gpipe-run was built with the CUDA device. cuda-device: this
 # machine also has an NVIDIA GPU (tests that train on it).
 if getattr(config, "gpipe_cuda_backend", False):

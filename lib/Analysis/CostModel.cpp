@@ -127,9 +127,13 @@ std::string verifyProfile(const DeviceProfile &profile) {
 
 DeviceProfile withMachine(DeviceProfile profile,
                           std::shared_ptr<const MachineModel> machine,
-                          int64_t ranks) {
+                          int64_t ranks, GemmKind gemm) {
   if (!machine)
     return profile;
+  std::string error;
+  std::optional<GemmChoice> choice = chooseGemms(gemm, machine.get(), error);
+  profile.gemmChoice = std::make_shared<const GemmChoice>(
+      choice ? std::move(*choice) : GemmChoice());
   profile.name += " (" + machine->path + ")";
   ranks = std::max<int64_t>(ranks, 1);
   // gpipe-run's automatic threads: a lone rank takes every core, rank
@@ -154,12 +158,21 @@ static double gemmTime(const GemmWork &g, const DeviceProfile &profile) {
     return 0;
   const MachineModel &machine = *profile.machine;
   int64_t threads = std::max<int64_t>(profile.rankThreads, 1);
+  int32_t impl =
+      profile.gemmChoice
+          ? profile.gemmChoice->implFor(g.transA, g.transB, g.m, g.n, g.k)
+          : GPIPE_RT_GEMM_OPENBLAS;
   if (g.parallelBatch && g.batch > 1 && g.m * g.n * g.k <= kSmallProduct)
     return double(g.batch) *
-           machine.gemmSeconds(g.m, g.n, g.k, g.transA, g.transB, 1) /
+           machine.gemmSeconds(g.m, g.n, g.k, g.transA, g.transB, 1, impl) /
            double(std::min(threads, g.batch));
   return double(g.batch) *
-         machine.gemmSeconds(g.m, g.n, g.k, g.transA, g.transB, threads);
+         machine.gemmSeconds(g.m, g.n, g.k, g.transA, g.transB, threads, impl);
+}
+
+std::array<GemmWork, 2> getBackwardGemms(const GemmWork &g) {
+  return {GemmWork{g.batch, g.m, g.k, g.n, false, !g.transB, g.parallelBatch},
+          GemmWork{g.batch, g.k, g.n, g.m, !g.transA, false, g.parallelBatch}};
 }
 
 /// An op's time outside its GEMM on the profile's machine: its kernel's
@@ -197,13 +210,8 @@ double opBackwardTime(const OpWork &op, const DeviceProfile &profile) {
     return 0;
   double seconds = sideTime(op, profile, true);
   if (op.gemm) {
-    // C = op(A) op(B): dop(A)[m, k] = dC op(B)^T and dop(B)[k, n] =
-    // op(A)^T dC, dC read as stored.
-    const GemmWork &g = *op.gemm;
-    seconds += gemmTime(
-        {g.batch, g.m, g.k, g.n, false, !g.transB, g.parallelBatch}, profile);
-    seconds += gemmTime(
-        {g.batch, g.k, g.n, g.m, !g.transA, false, g.parallelBatch}, profile);
+    for (const GemmWork &g : getBackwardGemms(*op.gemm))
+      seconds += gemmTime(g, profile);
   }
   return seconds * profile.oversubscription;
 }

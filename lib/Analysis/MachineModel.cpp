@@ -8,6 +8,7 @@
 
 #include "gpipe/Analysis/CostModel.h"
 
+#include "gpipe/Runtime/GemmChoice.h"
 #include "gpipe/Runtime/MachineFile.h"
 
 #include <nlohmann/json.hpp>
@@ -196,21 +197,33 @@ std::optional<MachineModel> MachineModel::read(const std::string &path,
                   m.stream.push_back({*bytes, *threads, *rate});
                   return true;
                 }) &&
-      eachEntry("gemm", true, nullptr,
-                [&](const Json &g, const std::string &where) {
-                  std::optional<int64_t> gm = r.count(g, where, "m"),
-                                         gn = r.count(g, where, "n"),
-                                         gk = r.count(g, where, "k"),
-                                         threads = r.count(g, where, "threads");
-                  std::optional<bool> ta = r.flag(g, where, "trans_a"),
-                                      tb = r.flag(g, where, "trans_b");
-                  std::optional<double> rate =
-                      r.positive(g, where, "flops_per_s");
-                  if (!gm || !gn || !gk || !threads || !ta || !tb || !rate)
-                    return false;
-                  m.gemm.push_back({*gm, *gn, *gk, *threads, *ta, *tb, *rate});
-                  return true;
-                }) &&
+      eachEntry(
+          "gemm", true, nullptr,
+          [&](const Json &g, const std::string &where) {
+            std::optional<int64_t> gm = r.count(g, where, "m"),
+                                   gn = r.count(g, where, "n"),
+                                   gk = r.count(g, where, "k"),
+                                   threads = r.count(g, where, "threads");
+            std::optional<bool> ta = r.flag(g, where, "trans_a"),
+                                tb = r.flag(g, where, "trans_b");
+            std::optional<double> rate = r.positive(g, where, "flops_per_s");
+            if (!gm || !gn || !gk || !threads || !ta || !tb || !rate)
+              return false;
+            int32_t impl = GPIPE_RT_GEMM_OPENBLAS;
+            if (auto it = g.find("impl"); it != g.end()) {
+              std::string name =
+                  it->is_string() ? it->get<std::string>() : std::string();
+              impl = name == "libxsmm" ? GPIPE_RT_GEMM_LIBXSMM
+                                       : GPIPE_RT_GEMM_OPENBLAS;
+              if (name != "openblas" && name != "libxsmm")
+                return r.fail(where +
+                              "expected 'impl' openblas or libxsmm, "
+                              "got " +
+                              it->dump());
+            }
+            m.gemm.push_back({*gm, *gn, *gk, *threads, *ta, *tb, *rate, impl});
+            return true;
+          }) &&
       eachEntry("kernels", false, "op",
                 [&](const Json &k, const std::string &where) {
                   std::optional<int64_t> threads = r.count(k, where, "threads");
@@ -295,7 +308,7 @@ std::shared_ptr<const MachineModel> MachineModel::load(const std::string &path,
 void MachineModel::indexGemms() {
   gemmGrids.clear();
   for (const Gemm &g : gemm) {
-    GemmGrid &grid = gemmGrids[{g.transA, g.transB, g.threads}];
+    GemmGrid &grid = gemmGrids[{g.impl, g.transA, g.transB, g.threads}];
     grid.log2Rate[{g.m, g.n, g.k}] = std::log2(g.flopsPerSecond);
     grid.ms.push_back(g.m);
     grid.ns.push_back(g.n);
@@ -310,28 +323,33 @@ void MachineModel::indexGemms() {
 }
 
 double MachineModel::gemmSeconds(int64_t m, int64_t n, int64_t k, bool transA,
-                                 bool transB, int64_t threads) const {
+                                 bool transB, int64_t threads,
+                                 int32_t impl) const {
   if (m <= 0 || n <= 0 || k <= 0)
     return 0;
   double flops = 2.0 * double(m) * double(n) * double(k);
-  // The measured layout closest to the one asked for: the same, else NN.
-  auto hasLayout = [&](bool ta, bool tb) {
-    auto it = gemmGrids.lower_bound({ta, tb, 0});
-    return it != gemmGrids.end() && std::get<0>(it->first) == ta &&
-           std::get<1>(it->first) == tb;
+  // The measured layout closest to the one asked for: the same, else NN;
+  // of `impl`, else of OpenBLAS.
+  auto hasLayout = [&](int32_t i, bool ta, bool tb) {
+    auto it = gemmGrids.lower_bound({i, ta, tb, 0});
+    return it != gemmGrids.end() && std::get<0>(it->first) == i &&
+           std::get<1>(it->first) == ta && std::get<2>(it->first) == tb;
   };
-  if (!hasLayout(transA, transB)) {
+  if (!hasLayout(impl, transA, transB))
+    impl = GPIPE_RT_GEMM_OPENBLAS;
+  if (!hasLayout(impl, transA, transB)) {
     transA = transB = false;
-    if (!hasLayout(false, false) && !gemmGrids.empty()) {
-      transA = std::get<0>(gemmGrids.begin()->first);
-      transB = std::get<1>(gemmGrids.begin()->first);
+    if (!hasLayout(impl, false, false) && !gemmGrids.empty()) {
+      impl = std::get<0>(gemmGrids.begin()->first);
+      transA = std::get<1>(gemmGrids.begin()->first);
+      transB = std::get<2>(gemmGrids.begin()->first);
     }
   }
   // log2 of the rate, trilinear in log2 of each dimension over the grid
   // (clamped at its edges); nearest measured shape where a corner is
   // missing.
   auto rateAt = [&](int64_t t) {
-    auto found = gemmGrids.find({transA, transB, t});
+    auto found = gemmGrids.find({impl, transA, transB, t});
     if (found == gemmGrids.end())
       return 0.0;
     const GemmGrid &g = found->second;
@@ -380,7 +398,7 @@ double MachineModel::gemmSeconds(int64_t m, int64_t n, int64_t k, bool transA,
   };
   int64_t most = 1;
   for (const auto &entry : gemmGrids)
-    most = std::max(most, std::get<2>(entry.first));
+    most = std::max(most, std::get<3>(entry.first));
   double rate = rateByThreads(rateAt, threads, most);
   double seconds = rate > 0 ? flops / rate : 0;
   // A GEMM below the grid costs no less than a call.

@@ -70,6 +70,7 @@ static void configure(GPipePipelineOptions &to,
   to.profile = ProfileKind(from.profile);
   to.profileFile = std::string(from.profileFile);
   to.machineFile = std::string(from.machineFile);
+  to.gemm = GemmKind(from.gemm);
   to.optimizer = OptimizerKind(from.optimizer);
   to.inference = bool(from.inference);
   to.fuse = bool(from.fuse);
@@ -194,9 +195,9 @@ mlir::gpipe::chooseRecomputeLayers(ModuleOp model,
         MachineModel::load(options.machineFile, error);
     if (!machine)
       return model.emitError(error), failure();
-    device =
-        withMachine(*device, std::move(machine),
-                    int64_t(options.stages) * int64_t(options.dataParallel));
+    device = withMachine(
+        *device, std::move(machine),
+        int64_t(options.stages) * int64_t(options.dataParallel), options.gemm);
   }
   struct Ranked {
     std::string name;

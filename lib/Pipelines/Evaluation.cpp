@@ -202,6 +202,7 @@ LogicalResult mlir::gpipe::compileWithEvaluation(
   evalOptions.memoryBudget = options.memoryBudget;
   evalOptions.target = options.target;
   evalOptions.precision = options.precision;
+  evalOptions.gemm = options.gemm;
   evalOptions.emit = options.emit;
   evalOptions.quiet = true;
   evalOptions.inference = true;

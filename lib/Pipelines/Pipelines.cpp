@@ -91,6 +91,7 @@ static void buildPipeline(OpPassManager &pm,
   partition.profile = profile;
   partition.profileFile = options.profileFile;
   partition.machineFile = options.machineFile;
+  partition.gemm = options.gemm;
   if (options.inference) {
     partition.forwardOnly = true;
     partition.pipelineName = "infer";
@@ -198,8 +199,12 @@ void mlir::gpipe::buildGPipePlanningPasses(OpPassManager &pm,
                 options.fuse && options.target == TargetKind::CPU);
   if (stop == CompileStage::Pipeline)
     return;
-  if (!options.quiet)
-    pm.addPass(createGPipePlanReportPass());
+  if (!options.quiet) {
+    GPipePlanReportPassOptions report;
+    report.gemm = options.gemm;
+    report.machineFile = options.machineFile;
+    pm.addPass(createGPipePlanReportPass(report));
+  }
 }
 
 void mlir::gpipe::buildGPipeLoweringPasses(OpPassManager &pm,
@@ -213,6 +218,8 @@ void mlir::gpipe::buildGPipeLoweringPasses(OpPassManager &pm,
   lower.source = options.source;
   lower.target = options.target;
   lower.precision = options.precision;
+  lower.gemm = options.gemm;
+  lower.machineFile = options.machineFile;
   lower.evaluation = options.evaluation;
   pm.addPass(createConvertGPipeToRTPass(lower));
   if (stop == CompileStage::RT || !throughLLVM)

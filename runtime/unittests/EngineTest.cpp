@@ -986,6 +986,33 @@ TEST(Metadata, Errors) {
   EXPECT_EQ(metadataError(m),
             "metadata: stages: expected an integer, got a string");
 
+  // The GEMM choice: known implementations, an increasing grid, one cell
+  // per grid point per layout.
+  m = fakeMetadata();
+  m["gemm"] = {{"impl", "libxsmm"}};
+  EXPECT_EQ(metadataError(m), "");
+  m["gemm"] = {{"impl", "mkl"}};
+  EXPECT_EQ(metadataError(m), "metadata: gemm.impl: is 'mkl' (expected "
+                              "openblas or libxsmm)");
+  m["gemm"] = {{"impl", "openblas"},
+               {"grid", {8, 64}},
+               {"cells", {{"NN", "01010101"}, {"TN", "11111111"}}}};
+  EXPECT_EQ(metadataError(m), "");
+  m["gemm"]["grid"] = {64, 8};
+  EXPECT_EQ(metadataError(m), "metadata: gemm.grid[1]: is 8 (expected "
+                              "positive and increasing)");
+  m["gemm"]["grid"] = {8, 64};
+  m["gemm"]["cells"]["NN"] = "0101";
+  EXPECT_EQ(metadataError(m),
+            "metadata: gemm.cells.NN: has 4 cells; the grid has 8");
+  m["gemm"]["cells"]["NN"] = "0101010x";
+  EXPECT_EQ(metadataError(m), "metadata: gemm.cells.NN: has cell 'x' "
+                              "(expected 0 = openblas or 1 = libxsmm)");
+  m["gemm"]["cells"].erase("NN");
+  m["gemm"]["cells"]["XY"] = "01010101";
+  EXPECT_EQ(metadataError(m), "metadata: gemm.cells.XY: is not a layout "
+                              "(expected NN, NT, TN or TT)");
+
   ModelImage image;
   EXPECT_EQ(ModelImage::fromParts("{not json", nullptr, 0, {}, image).message(),
             "metadata: is not valid JSON");

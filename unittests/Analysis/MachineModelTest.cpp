@@ -273,3 +273,97 @@ TEST(MachineModel, Errors) {
 }
 
 } // namespace
+
+namespace {
+
+/// sampleProfile() with libxsmm measured too: 1.5x OpenBLAS's rate
+/// wherever M is 64, 0.5x elsewhere; on 2 threads at 64x64x64 NN only
+/// 0.4x, so that cell's one- plus two-thread time favours OpenBLAS.
+Json profileWithLibxsmm() {
+  Json profile = sampleProfile();
+  Json libxsmm = Json::array();
+  for (Json g : profile["gemm"]) {
+    double factor = g["m"] == 64 ? 1.5 : 0.5;
+    if (g["threads"] == 2 && g["m"] == 64 && g["n"] == 64 && g["k"] == 64 &&
+        !g["trans_a"] && !g["trans_b"])
+      factor = 0.4;
+    g["flops_per_s"] = double(g["flops_per_s"]) * factor;
+    g["impl"] = "libxsmm";
+    libxsmm.push_back(g);
+  }
+  for (Json &g : libxsmm)
+    profile["gemm"].push_back(g);
+  return profile;
+}
+
+} // namespace
+
+TEST(GemmChoice, ChosenPerCellFromOneAndEveryThread) {
+  std::string error;
+  std::optional<MachineModel> m = readBack(profileWithLibxsmm(), error);
+  ASSERT_TRUE(m) << error;
+  std::optional<GemmChoice> choice = chooseGemms(GemmKind::Auto, &*m, error);
+  ASSERT_TRUE(choice) << error;
+  if (!isLibxsmmBuilt()) {
+    EXPECT_EQ(choice->impl, GPIPE_RT_GEMM_OPENBLAS);
+    EXPECT_TRUE(choice->grid.empty());
+    return;
+  }
+  EXPECT_EQ(choice->grid, (std::vector<int64_t>{16, 64}));
+  // Cells (m, n, k) of 16 and 64: libxsmm where M is 64, but for NN's
+  // 64x64x64 (slow on two threads); TT was not measured: OpenBLAS.
+  EXPECT_EQ(choice->cells[0], "00001110");
+  EXPECT_EQ(choice->cells[1], "00001111");
+  EXPECT_EQ(choice->cells[2], "00001111");
+  EXPECT_EQ(choice->cells[3], "");
+  EXPECT_EQ(choice->implFor(false, false, 64, 16, 16), GPIPE_RT_GEMM_LIBXSMM);
+  EXPECT_EQ(choice->implFor(false, false, 70, 70, 70), GPIPE_RT_GEMM_OPENBLAS);
+  EXPECT_EQ(choice->implFor(false, false, 16, 64, 64), GPIPE_RT_GEMM_OPENBLAS);
+  EXPECT_EQ(choice->implFor(true, true, 64, 64, 64), GPIPE_RT_GEMM_OPENBLAS);
+  // The cost model times each GEMM at its implementation's rates.
+  double flops = 2.0 * 64 * 16 * 16;
+  EXPECT_NEAR(
+      m->gemmSeconds(64, 16, 16, false, false, 1, GPIPE_RT_GEMM_LIBXSMM),
+      flops / 15e9, 1e-15);
+  EXPECT_NEAR(m->gemmSeconds(64, 16, 16, false, false, 1), flops / 10e9, 1e-15);
+  // TT: libxsmm's rates where measured, else OpenBLAS's (NN's here).
+  EXPECT_DOUBLE_EQ(
+      m->gemmSeconds(64, 64, 64, true, true, 1, GPIPE_RT_GEMM_LIBXSMM),
+      m->gemmSeconds(64, 64, 64, false, false, 1));
+}
+
+TEST(GemmChoice, ForcedOrWithoutRates) {
+  std::string error;
+  MachineModel openblasOnly = sample();
+  std::optional<GemmChoice> choice =
+      chooseGemms(GemmKind::Auto, &openblasOnly, error);
+  ASSERT_TRUE(choice) << error;
+  EXPECT_EQ(choice->impl, GPIPE_RT_GEMM_OPENBLAS);
+  EXPECT_TRUE(choice->grid.empty());
+  EXPECT_NE(choice->reason.find("no libxsmm rates"), std::string::npos);
+  choice = chooseGemms(GemmKind::Auto, nullptr, error);
+  ASSERT_TRUE(choice);
+  EXPECT_NE(choice->reason.find("no machine profile"), std::string::npos);
+  choice = chooseGemms(GemmKind::OpenBLAS, nullptr, error);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(choice->implFor(false, false, 64, 64, 64), GPIPE_RT_GEMM_OPENBLAS);
+  choice = chooseGemms(GemmKind::Libxsmm, nullptr, error);
+  if (isLibxsmmBuilt()) {
+    ASSERT_TRUE(choice);
+    EXPECT_EQ(choice->implFor(false, true, 3, 4, 5), GPIPE_RT_GEMM_LIBXSMM);
+  } else {
+    EXPECT_FALSE(choice);
+    EXPECT_NE(error.find("built without libxsmm"), std::string::npos);
+  }
+}
+
+TEST(GemmChoice, UnknownImplementationInAProfile) {
+  Json profile = sampleProfile();
+  profile["gemm"][2]["impl"] = "mkl";
+  std::string error;
+  EXPECT_FALSE(readBack(profile, error));
+  EXPECT_NE(error.find("gemm[2]: expected 'impl' openblas or libxsmm, got "
+                       "\"mkl\""),
+            std::string::npos)
+      << error;
+}

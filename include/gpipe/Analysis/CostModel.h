@@ -12,6 +12,9 @@
 #ifndef GPIPE_ANALYSIS_COSTMODEL_H
 #define GPIPE_ANALYSIS_COSTMODEL_H
 
+#include "gpipe/Analysis/GemmChoice.h"
+
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -86,16 +89,19 @@ struct MachineModel {
     int64_t m = 0, n = 0, k = 0, threads = 1;
     bool transA = false, transB = false;
     double flopsPerSecond = 0;
+    /// The implementation measured (gpipe_rt_gemm_impl; "impl", default
+    /// openblas).
+    int32_t impl = 0;
   };
   std::vector<Gemm> gemm; ///< matmul's rate on a grid of shapes
-  /// `gemm` indexed for gemmSeconds: per layout and thread count, the
-  /// dimensions measured and log2 of each shape's rate. Built by read();
-  /// rebuild with indexGemms() after changing `gemm`.
+  /// `gemm` indexed for gemmSeconds: per implementation, layout and thread
+  /// count, the dimensions measured and log2 of each shape's rate. Built by
+  /// read(); rebuild with indexGemms() after changing `gemm`.
   struct GemmGrid {
     std::vector<int64_t> ms, ns, ks;
     std::map<std::tuple<int64_t, int64_t, int64_t>, double> log2Rate;
   };
-  std::map<std::tuple<bool, bool, int64_t>, GemmGrid> gemmGrids;
+  std::map<std::tuple<int32_t, bool, bool, int64_t>, GemmGrid> gemmGrids;
   void indexGemms();
   struct Kernel {
     std::string op;
@@ -127,8 +133,10 @@ struct MachineModel {
   /// interpolated over the measured grid (log-linear in each dimension,
   /// clamped at its edges; linear in the thread count between 1 and the
   /// cores).
+  /// `impl`'s rates where the profile measured them in this layout,
+  /// OpenBLAS's otherwise.
   double gemmSeconds(int64_t m, int64_t n, int64_t k, bool transA, bool transB,
-                     int64_t threads) const;
+                     int64_t threads, int32_t impl = 0) const;
   /// Seconds of the kernel of ops named `op` over `elements` in rows of
   /// `row` on `threads` kernel threads, its forward or its backward
   /// (log-linear in the row length between the lengths measured);
@@ -162,14 +170,23 @@ struct DeviceProfile {
   /// Ranks per core beyond one (with `machine`): ranks that share a core
   /// take turns, so each op's time stretches by this factor.
   double oversubscription = 1;
+  /// Which implementation each GEMM shape runs on (with `machine`): its
+  /// rates time the GEMM.
+  std::shared_ptr<const GemmChoice> gemmChoice;
 };
 
 /// `profile` with `machine`'s measured rates, for `ranks` ranks of one
 /// process (gpipe-run's rank threads: a lone rank runs its kernels on every
 /// core, several run one thread each).
+/// GEMMs take the implementations `gemm` chooses (OpenBLAS where the
+/// choice fails: the compile reports that error itself).
 DeviceProfile withMachine(DeviceProfile profile,
                           std::shared_ptr<const MachineModel> machine,
-                          int64_t ranks);
+                          int64_t ranks, GemmKind gemm = GemmKind::Auto);
+
+/// The two GEMMs of C = op(A) op(B)'s backward: dop(A) [m, k] = dC op(B)^T
+/// and dop(B) [k, n] = op(A)^T dC, dC read as stored.
+std::array<GemmWork, 2> getBackwardGemms(const GemmWork &forward);
 
 /// A 2-core x86 CPU running the layers with OpenBLAS; stages are processes on
 /// one host, so the "link" is a shared-memory copy.

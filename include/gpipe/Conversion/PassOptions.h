@@ -12,6 +12,7 @@
 #ifndef GPIPE_CONVERSION_PASSOPTIONS_H
 #define GPIPE_CONVERSION_PASSOPTIONS_H
 
+#include "gpipe/Dialect/GPipe/Transforms/PassOptions.h"
 #include "gpipe/Support/EnumOption.h"
 
 namespace mlir::gpipe {

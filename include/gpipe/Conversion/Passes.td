@@ -52,6 +52,12 @@ def ConvertGPipeToRTPass : Pass<"convert-gpipe-to-rt", "::mlir::ModuleOp"> {
     written by the `fill_f32` kernel, the cross-entropy seed read by the
     kernel), and an `nn.fused` is refused.
 
+    On the CPU target, `gemm` decides which implementation each GEMM shape
+    runs on (gpipe/Analysis/GemmChoice.h) and records it as the metadata's
+    `gemm`: `auto` compares the one-thread rates of OpenBLAS and libxsmm
+    that `machine-file` measured, cell by cell of its shape grid (without
+    them: OpenBLAS); `openblas` and `libxsmm` force one for every shape. `libxsmm` on a build without it is an error.
+
     `precision=bf16` computes every GEMM (nn.matmul, nn.gemm, nn.linear,
     forward and backward) with bf16 inputs and fp32 accumulation: the calls
     go to the `*_bf16` kernels, which round both operands to bf16 and
@@ -84,6 +90,13 @@ def ConvertGPipeToRTPass : Pass<"convert-gpipe-to-rt", "::mlir::ModuleOp"> {
            /*default=*/"::mlir::gpipe::PrecisionKind::FP32",
            "GEMM precision: fp32, or bf16 (bf16 inputs, fp32 accumulation)",
            "::mlir::gpipe::getPrecisionKindValues()">,
+    Option<"gemm", "gemm", "::mlir::gpipe::GemmKind",
+           /*default=*/"::mlir::gpipe::GemmKind::Auto",
+           "CPU GEMM implementation per shape: auto (from machine-file's "
+           "rates), openblas or libxsmm (the metadata's `gemm`)",
+           "::mlir::gpipe::getGemmKindValues()">,
+    Option<"machineFile", "machine-file", "std::string", /*default=*/"\"\"",
+           "The machine profile whose GEMM rates gemm=auto compares">,
     Option<"evaluation", "evaluation", "bool", /*default=*/"false",
            "Lower a forward-only pipeline as the evaluation programs of a "
            "training library (gpipe-compile --eval): entry points "

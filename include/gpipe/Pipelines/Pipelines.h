@@ -106,6 +106,12 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
                      "~/.cache/gpipe/machine.json when it exists, none to "
                      "turn it off)"),
       llvm::cl::init("")};
+  Option<GemmKind> gemm{
+      *this, "gemm",
+      llvm::cl::desc("CPU GEMM implementation per shape: auto (the faster "
+                     "on the machine profile's grid; OpenBLAS without "
+                     "one), openblas or libxsmm"),
+      llvm::cl::init(GemmKind::Auto), getGemmKindValues()};
   Option<OptimizerKind> optimizer{
       *this, "optimizer",
       llvm::cl::desc("Optimizer whose state the memory plan reserves"),

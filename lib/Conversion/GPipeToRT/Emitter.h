@@ -158,6 +158,8 @@ struct LoweredFunction {
 
 class Emitter {
 public:
+  /// Sets the GEMM choice the metadata records (CPU target).
+  void setGemmChoice(GemmChoice choice) { gemmChoice = std::move(choice); }
   Emitter(ModuleOp module, PipelineOp pipeline,
           const PipelineSchedule &schedule, StringRef source, TargetKind target,
           PrecisionKind precision, bool evaluation = false)
@@ -278,6 +280,9 @@ private:
   TargetKind target;
   /// Which GEMM kernels the calls go to.
   PrecisionKind precision;
+  /// The CPU GEMMs' implementations per shape (the metadata's `gemm`);
+  /// unset for another target.
+  std::optional<GemmChoice> gemmChoice;
   /// The evaluation programs of a training library (ConvertGPipeToRTPass's
   /// `evaluation`).
   bool evaluation;

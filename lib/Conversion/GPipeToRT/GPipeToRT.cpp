@@ -17,6 +17,7 @@
 
 #include "Emitter.h"
 
+#include "gpipe/Analysis/CostModel.h"
 #include "gpipe/Conversion/Passes.h"
 
 #include "llvm/ADT/SmallVectorExtras.h"
@@ -76,6 +77,23 @@ struct ConvertGPipeToRTPass
              signalPassFailure();
     Emitter emitter(module, op, **converted, source, target, precision,
                     evaluation);
+    if (target == TargetKind::CPU) {
+      std::string error;
+      std::shared_ptr<const MachineModel> machine;
+      if (!machineFile.empty() &&
+          !(machine = MachineModel::load(machineFile, error)))
+        return mlir::emitError(op.getLoc()) << error, signalPassFailure();
+      std::optional<GemmChoice> choice =
+          chooseGemms(gemm, machine.get(), error);
+      if (!choice)
+        return mlir::emitError(op.getLoc()) << error, signalPassFailure();
+      emitter.setGemmChoice(std::move(*choice));
+    } else if (gemm == GemmKind::Libxsmm) {
+      return mlir::emitError(op.getLoc())
+                 << "gemm=libxsmm chooses CPU GEMMs; this lowering is for "
+                 << getTargetName(target),
+             signalPassFailure();
+    }
     if (failed(emitter.run()))
       return signalPassFailure();
     for (Operation *other : input)

@@ -120,6 +120,20 @@ void Emitter::describeRun(llvm::json::Object &root) {
   root["source"] = source;
   root[key::kTarget] = gpipe::getTargetName(target);
   root[key::kPrecision] = getPrecisionName(precision);
+  if (gemmChoice) {
+    llvm::json::Object gemm;
+    gemm[key::kGemmImpl] = gpipe_rt_gemm_impl_name(gemmChoice->impl);
+    if (!gemmChoice->grid.empty()) {
+      gemm[key::kGemmGrid] = llvm::json::Array(gemmChoice->grid);
+      llvm::json::Object cells;
+      static const char *const layouts[4] = {"NN", "NT", "TN", "TT"};
+      for (size_t layout = 0; layout < 4; ++layout)
+        if (!gemmChoice->cells[layout].empty())
+          cells[layouts[layout]] = gemmChoice->cells[layout];
+      gemm[key::kGemmCells] = std::move(cells);
+    }
+    root[key::kGemm] = std::move(gemm);
+  }
   root[key::kStages] = K;
   root[key::kMicrobatches] = M;
   if (D > 1)

@@ -16,6 +16,7 @@
 
 #include "Faults.h"
 
+#include "gpipe/Runtime/CPUKernels.h"
 #include "gpipe/Runtime/Dataset.h"
 #include "gpipe/Runtime/SafeTensors.h"
 
@@ -123,6 +124,37 @@ Status RunState::chooseDevice(RunResult &result) {
                          " (--target " + devicePtr->target() + ")");
   device = devicePtr.get();
   result.deviceDescription = device->describe();
+  return Status::success();
+}
+
+Status RunState::installGemmChoice(RunResult &result) {
+  if (meta.target != "cpu")
+    return Status::success();
+  const ModelMetadata::GemmChoice &choice = meta.gemm;
+  int32_t impl =
+      choice.impl == "libxsmm" ? GPIPE_RT_GEMM_LIBXSMM : GPIPE_RT_GEMM_OPENBLAS;
+  const char *cells[4] = {};
+  int64_t libxsmmCells = 0, allCells = 0;
+  for (size_t layout = 0; layout < 4; ++layout)
+    if (!choice.cells[layout].empty()) {
+      cells[layout] = choice.cells[layout].c_str();
+      allCells += int64_t(choice.cells[layout].size());
+      libxsmmCells += std::count(choice.cells[layout].begin(),
+                                 choice.cells[layout].end(), '1');
+    }
+  if (gpipe_rt_cpu_set_gemm_choice(impl, choice.grid.data(),
+                                   int32_t(choice.grid.size()),
+                                   cells) != GPIPE_RT_SUCCESS)
+    return Status::error(std::string("the model's GEMM choice: ") +
+                         gpipe_rt_last_error());
+  if (!choice.grid.empty())
+    result.gemm = "per shape (libxsmm for " + std::to_string(libxsmmCells) +
+                  " of " + std::to_string(allCells) +
+                  " shape classes, OpenBLAS for the rest)";
+  else if (impl == GPIPE_RT_GEMM_LIBXSMM)
+    result.gemm = "libxsmm";
+  else
+    result.gemm = "OpenBLAS";
   return Status::success();
 }
 
@@ -419,6 +451,8 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
     s = state.startTransport();
   if (s.ok())
     s = state.chooseBlasThreads(result);
+  if (s.ok())
+    s = state.installGemmChoice(result);
   if (s.ok())
     s = state.allocateArenas();
   if (s.ok())

@@ -289,6 +289,9 @@ public:
   /// Resolves RunOptions::blasThreads (after startTransport: MPI runs one
   /// rank per process).
   Status chooseBlasThreads(RunResult &result);
+  /// Installs the model's GEMM choice (ModelMetadata::gemm) in the CPU
+  /// kernels: which implementation each GEMM shape runs on.
+  Status installGemmChoice(RunResult &result);
   Status allocateArenas();
   /// Uploads the arenas and makes each local rank's device side and view.
   Status prepareRanks();

@@ -192,6 +192,61 @@ public:
   }
 };
 
+/// The metadata's `gemm` (ModelMetadata::GemmChoice), checked against the
+/// implementations the runtime knows and the grid's cell count.
+bool parseGemmChoice(Reader &r, const Json &gemm,
+                     ModelMetadata::GemmChoice &out) {
+  const std::string where = abi::key::kGemm;
+  if (!gemm.is_object())
+    return r.fail(where, "expected an object, got " + Reader::describe(gemm));
+  if (!r.string(gemm, where, abi::key::kGemmImpl, out.impl))
+    return false;
+  if (out.impl != "openblas" && out.impl != "libxsmm")
+    return r.fail(where + "." + abi::key::kGemmImpl,
+                  "is '" + out.impl + "' (expected openblas or libxsmm)");
+  const Json *grid = r.array(gemm, where, abi::key::kGemmGrid, true);
+  if (!grid)
+    return true;
+  for (size_t i = 0; i < grid->size(); ++i) {
+    int64_t d = 0;
+    std::string at =
+        where + "." + abi::key::kGemmGrid + "[" + std::to_string(i) + "]";
+    if (!r.toInteger((*grid)[i], at, d))
+      return false;
+    if (d < 1 || (!out.grid.empty() && d <= out.grid.back()))
+      return r.fail(at, "is " + std::to_string(d) +
+                            " (expected positive and increasing)");
+    out.grid.push_back(d);
+  }
+  const Json *cells = r.member(gemm, where, abi::key::kGemmCells);
+  if (!cells)
+    return false;
+  if (!cells->is_object())
+    return r.fail(where + "." + abi::key::kGemmCells,
+                  "expected an object, got " + Reader::describe(*cells));
+  const size_t count = out.grid.size() * out.grid.size() * out.grid.size();
+  static const char *const layouts[4] = {"NN", "NT", "TN", "TT"};
+  for (auto it = cells->begin(); it != cells->end(); ++it) {
+    std::string at = where + "." + abi::key::kGemmCells + "." + it.key();
+    const char *const *layout =
+        std::find(std::begin(layouts), std::end(layouts), it.key());
+    if (layout == std::end(layouts))
+      return r.fail(at, "is not a layout (expected NN, NT, TN or TT)");
+    if (!it->is_string())
+      return r.fail(at, "expected a string, got " + Reader::describe(*it));
+    std::string text = it->get<std::string>();
+    if (text.size() != count)
+      return r.fail(at, "has " + std::to_string(text.size()) +
+                            " cells; the grid has " + std::to_string(count));
+    for (char c : text)
+      if (c != '0' && c != '1')
+        return r.fail(at, std::string("has cell '") + c +
+                              "' (expected 0 = openblas or 1 = libxsmm)");
+    out.cells[size_t(layout - std::begin(layouts))] = std::move(text);
+  }
+  return true;
+}
+
 std::optional<gpipe_rt_dtype> parseDType(const std::string &name) {
   if (name == "f32")
     return GPIPE_RT_F32;
@@ -989,6 +1044,9 @@ bool parseMetadata(Reader &r, const Json &root, ModelMetadata &m,
     m.remat = remat->is_string()
                   ? remat->get<std::string>()
                   : remat->dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (const Json *gemm = r.member(root, "", abi::key::kGemm, true);
+      gemm && !parseGemmChoice(r, *gemm, m.gemm))
+    return false;
   if (m.precision != "fp32" && m.precision != "bf16")
     return r.fail(abi::key::kPrecision,
                   "is '" + m.precision + "' (expected fp32 or bf16)");

@@ -6,7 +6,9 @@
 // are in every number):
 //
 //   gemm     matmul_f32's rate (FLOP/s) over a grid of shapes M x N x K,
-//            each of NN, NT and TN, on one kernel thread and on every core;
+//            each of NN, NT and TN, on one kernel thread and on every core,
+//            per GEMM implementation (OpenBLAS, and libxsmm where the
+//            runtime has it);
 //   stream   binary_f32 add's rate (bytes moved per second) over operand
 //            sizes from cache-resident to DRAM, on one thread and on every
 //            core;
@@ -561,33 +563,47 @@ int main(int argc, char **argv) {
           : std::vector<int64_t>{2, 8, 16, 32, 64, 128, 256, 512, 1024};
   const std::pair<bool, bool> layouts[] = {
       {false, false}, {false, true}, {true, false}};
+  // Each implementation this runtime has: what gpipe-compile --gemm auto
+  // chooses between, cell by cell.
+  std::vector<int32_t> impls = {GPIPE_RT_GEMM_OPENBLAS};
+  if (gpipe_rt_cpu_gemm_impl_available(GPIPE_RT_GEMM_LIBXSMM))
+    impls.push_back(GPIPE_RT_GEMM_LIBXSMM);
   Json gemm = Json::array();
   double best = 0;
   for (int threads : threadCounts) {
     gpipe_rt_cpu_set_blas_threads(threads);
-    for (auto [ta, tb] : layouts)
-      for (int64_t m : dims)
-        for (int64_t n : dims)
-          for (int64_t k : dims) {
-            double rate = measure.gemmRate(m, n, k, ta, tb);
-            if (rate <= 0) {
-              std::fprintf(stderr,
-                           "gpipe-calibrate: error: a %lldx%lldx%lld GEMM "
-                           "failed: %s\n",
-                           (long long)m, (long long)n, (long long)k,
-                           gpipe_rt_last_error());
-              return 1;
+    for (int32_t impl : impls)
+      for (auto [ta, tb] : layouts)
+        for (int64_t m : dims)
+          for (int64_t n : dims)
+            for (int64_t k : dims) {
+              if (gpipe_rt_cpu_set_gemm_choice(impl, nullptr, 0, nullptr) !=
+                  GPIPE_RT_SUCCESS) {
+                std::fprintf(stderr, "gpipe-calibrate: error: %s\n",
+                             gpipe_rt_last_error());
+                return 1;
+              }
+              double rate = measure.gemmRate(m, n, k, ta, tb);
+              if (rate <= 0) {
+                std::fprintf(stderr,
+                             "gpipe-calibrate: error: a %lldx%lldx%lld GEMM "
+                             "failed: %s\n",
+                             (long long)m, (long long)n, (long long)k,
+                             gpipe_rt_last_error());
+                return 1;
+              }
+              if (threads == 1)
+                best = std::max(best, rate);
+              gemm.push_back({{"m", m},
+                              {"n", n},
+                              {"k", k},
+                              {"trans_a", ta},
+                              {"trans_b", tb},
+                              {"threads", threads},
+                              {"impl", gpipe_rt_gemm_impl_name(impl)},
+                              {"flops_per_s", rate}});
             }
-            if (threads == 1)
-              best = std::max(best, rate);
-            gemm.push_back({{"m", m},
-                            {"n", n},
-                            {"k", k},
-                            {"trans_a", ta},
-                            {"trans_b", tb},
-                            {"threads", threads},
-                            {"flops_per_s", rate}});
-          }
+    gpipe_rt_cpu_set_gemm_choice(GPIPE_RT_GEMM_OPENBLAS, nullptr, 0, nullptr);
     std::printf("  GEMMs on %d %s measured\n", threads,
                 threads == 1 ? "thread" : "threads");
     std::fflush(stdout);

@@ -1422,6 +1422,8 @@ void printRunSummary(const Args &args, const ModelMetadata &meta,
     std::printf(
         "BLAS: %lld thread%s per rank (%s)\n", (long long)result.blasThreads,
         result.blasThreads == 1 ? "" : "s", result.blasThreadsReason.c_str());
+  if (!result.gemm.empty())
+    std::printf("GEMMs: %s\n", result.gemm.c_str());
   if (args.kernelTimes)
     printKernelTimes(result);
 }

@@ -1024,7 +1024,7 @@ void GPipePartitionPass::runOnOperation() {
       return signalPassFailure();
     }
     device = withMachine(device, std::move(machine),
-                         options->ranks * options->replicas);
+                         options->ranks * options->replicas, gemm);
   }
   FailureOr<LayerChainCosts> costs =
       estimateLayerCosts(*chain, device, *options, profileFile);

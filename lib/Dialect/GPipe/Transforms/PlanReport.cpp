@@ -331,6 +331,79 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module,
   return text;
 }
 
+/// Every distinct GEMM shape the stages run per micro-batch, forward and (in
+/// training) backward, with its implementation under `choice` and, with a
+/// machine profile, that implementation's measured rate on one thread.
+static void appendGemms(llvm::raw_ostream &os, ArrayRef<StageOp> stages,
+                        SymbolTableCollection &symbols, bool training,
+                        const GemmChoice &choice, const MachineModel *machine) {
+  // (M, N, K, transA, transB) -> products per micro-batch, forward and
+  // backward, in first-seen order.
+  llvm::MapVector<std::tuple<int64_t, int64_t, int64_t, int, int>,
+                  std::pair<int64_t, int64_t>>
+      shapes;
+  for (StageOp stage : stages) {
+    auto func = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+        stage, stage.getForwardAttr());
+    if (!func)
+      continue;
+    for (const OpWork &op : getCostData(func).ops) {
+      if (!op.gemm)
+        continue;
+      const GemmWork &g = *op.gemm;
+      shapes[{g.m, g.n, g.k, int(g.transA), int(g.transB)}].first += g.batch;
+      if (training)
+        for (const GemmWork &b : getBackwardGemms(g))
+          shapes[{b.m, b.n, b.k, int(b.transA), int(b.transB)}].second +=
+              b.batch;
+    }
+  }
+  if (shapes.empty())
+    return;
+  os << "GEMMs: " << choice.reason;
+  if (machine)
+    os << "; GFLOP/s on 1 thread from " << machine->path;
+  os << "\n";
+  SmallVector<SmallVector<std::string>> rows = {{"shape (M x N x K)", "layout",
+                                                 "forward", "backward",
+                                                 "implementation", "GFLOP/s"}};
+  for (auto &[shape, counts] : shapes) {
+    auto [m, n, k, ta, tb] = shape;
+    int32_t impl = choice.implFor(ta, tb, m, n, k);
+    std::string rate = "-";
+    if (machine) {
+      double seconds = machine->gemmSeconds(m, n, k, ta, tb, 1, impl);
+      char text[32];
+      std::snprintf(text, sizeof(text), "%.1f",
+                    2.0 * double(m) * double(n) * double(k) / seconds / 1e9);
+      rate = text;
+    }
+    rows.push_back({std::to_string(m) + " x " + std::to_string(n) + " x " +
+                        std::to_string(k),
+                    std::string(ta ? "T" : "N") + (tb ? "T" : "N"),
+                    std::to_string(counts.first), std::to_string(counts.second),
+                    gpipe_rt_gemm_impl_name(impl), rate});
+  }
+  SmallVector<size_t> widths(rows.front().size(), 0);
+  for (const auto &row : rows)
+    for (auto [i, cell] : llvm::enumerate(row))
+      widths[i] = std::max(widths[i], cell.size());
+  for (const auto &row : rows) {
+    os << " ";
+    for (auto [i, cell] : llvm::enumerate(row)) {
+      bool right = i == 2 || i == 3 || i == 5;
+      os << " ";
+      if (right)
+        os.indent(widths[i] - cell.size()) << cell;
+      else
+        os.indent(0) << cell;
+      if (!right && i + 1 < row.size())
+        os.indent(widths[i] - cell.size());
+    }
+    os << "\n";
+  }
+}
+
 namespace {
 
 struct GPipePlanReportPass
@@ -346,6 +419,24 @@ struct GPipePlanReportPass
         buildReport(*target, module, getAnalysis<ScheduleAnalysis>());
     if (failed(report))
       return signalPassFailure();
+    {
+      std::string error;
+      std::shared_ptr<const MachineModel> machine;
+      if (!machineFile.empty() &&
+          !(machine = MachineModel::load(machineFile, error)))
+        return emitError(target->getLoc(), error), signalPassFailure();
+      std::optional<GemmChoice> choice =
+          chooseGemms(gemm, machine.get(), error);
+      if (!choice)
+        return emitError(target->getLoc(), error), signalPassFailure();
+      SymbolTableCollection symbols;
+      FailureOr<SmallVector<StageOp>> stages = lookupStages(*target, &symbols);
+      if (succeeded(stages)) {
+        llvm::raw_string_ostream os(*report);
+        appendGemms(os, *stages, symbols, !target->isForwardOnly(), *choice,
+                    machine.get());
+      }
+    }
     if (file.empty()) {
       llvm::outs() << *report;
       llvm::outs().flush();

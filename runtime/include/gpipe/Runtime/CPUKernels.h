@@ -13,6 +13,7 @@
 #ifndef GPIPE_RUNTIME_CPUKERNELS_H
 #define GPIPE_RUNTIME_CPUKERNELS_H
 
+#include "gpipe/Runtime/GemmChoice.h"
 #include "gpipe/Runtime/Kernels.h"
 
 #ifdef __cplusplus
@@ -36,6 +37,25 @@ int32_t gpipe_rt_cpu_get_blas_threads(void);
 /// of one sgemm call (measured once, at first use); 0 when none does, and
 /// GEMMs then run whole on the calling thread.
 int64_t gpipe_rt_cpu_gemm_row_block(void);
+
+/// Whether this runtime was built with `impl`.
+int32_t gpipe_rt_cpu_gemm_impl_available(int32_t impl);
+
+/// Installs which implementation each GEMM shape of this process takes
+/// (a model's; the engine installs its metadata's before the first step).
+/// `impl` is the implementation of every shape. With a grid (`grid_size` > 0),
+/// `cells[layout]` (layout = 2 trans_a + trans_b; NULL: OpenBLAS throughout)
+/// holds one character per cell, '0' + impl, cell (i, j, l) of M, N, K at index
+/// (i * size + j) * size + l (gpipe_rt_gemm_grid_cell), and decides
+/// instead of `impl`. Fails, naming what, for an implementation this
+/// runtime lacks or a malformed grid; the choice in force then stays.
+gpipe_rt_status gpipe_rt_cpu_set_gemm_choice(int32_t impl, const int64_t *grid,
+                                             int32_t grid_size,
+                                             const char *const cells[4]);
+/// The implementation the installed choice gives C (m x n) = op(A) op(B),
+/// op(A) m x k (OpenBLAS until a choice is installed).
+int32_t gpipe_rt_cpu_gemm_impl_for(int32_t trans_a, int32_t trans_b, int64_t m,
+                                   int64_t n, int64_t k);
 
 /// Sets the threads the elementwise, row and data-movement kernels may
 /// split their work over (the calling thread and a pool of workers; values

@@ -294,6 +294,9 @@ struct RunResult {
   /// that many.
   int64_t blasThreads = 0;
   std::string blasThreadsReason;
+  /// The GEMM implementations the model's choice runs (empty for a device
+  /// without CPU kernels).
+  std::string gemm;
 };
 
 /// Trains a model.

@@ -19,6 +19,7 @@
 #include "gpipe/Runtime/Status.h"
 #include "gpipe/Runtime/Vocabulary.h"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -217,6 +218,18 @@ struct ModelMetadata {
   std::string target = "cpu";
   /// GEMM arithmetic: "fp32", or "bf16" (bf16 operands, fp32 accumulation).
   std::string precision = "fp32";
+  /// Which implementation each GEMM shape runs on (the metadata's `gemm`;
+  /// gpipe_rt_cpu_set_gemm_choice installs it): `impl` for every shape, or,
+  /// with a `grid`, the implementation each cell of `cells` names ('0' +
+  /// gpipe_rt_gemm_impl, per layout "NN", "NT", "TN", "TT" at index 2 trans_a +
+  /// trans_b; empty: OpenBLAS). OpenBLAS for every shape when the metadata has
+  /// no `gemm`.
+  struct GemmChoice {
+    std::string impl = "openblas";
+    std::vector<int64_t> grid;
+    std::array<std::string, 4> cells;
+  };
+  GemmChoice gemm;
   int64_t abiVersion = 0;
   int64_t stages = 0, microbatches = 0, alignment = 1;
   /// Data-parallel replicas D of the K-rank pipeline (K x D workers).

@@ -365,6 +365,12 @@ inline constexpr const char *kSchemaVersion = "schema_version";
 inline constexpr const char *kAbiVersion = "abi_version";
 inline constexpr const char *kTarget = "target";
 inline constexpr const char *kPrecision = "precision";
+/// Which implementation each GEMM shape runs on (ModelMetadata::GemmChoice):
+/// {"impl": ..., "grid": [...], "cells": {"NN": ..., ...}}.
+inline constexpr const char *kGemm = "gemm";
+inline constexpr const char *kGemmImpl = "impl";
+inline constexpr const char *kGemmGrid = "grid";
+inline constexpr const char *kGemmCells = "cells";
 inline constexpr const char *kStages = "stages";
 inline constexpr const char *kMicrobatches = "microbatches";
 inline constexpr const char *kSchedule = "schedule";

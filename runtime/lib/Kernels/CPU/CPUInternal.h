@@ -32,6 +32,18 @@ gpipe_rt_status sgemm(const args::Kernel &kernel, bool transA, bool transB,
                       const float *a, int64_t lda, const float *b, int64_t ldb,
                       float beta, float *c, int64_t ldc);
 
+/// The implementation the installed GEMM choice gives C (m x n) =
+/// op(A) op(B) (GemmChoice.cpp; OpenBLAS when none is installed).
+int32_t gemmImplFor(bool transA, bool transB, int64_t m, int64_t n, int64_t k);
+
+/// C (m x n) += op(A) B with libxsmm (row-major, alpha 1; the caller
+/// clears C for beta 0), split by rows over `threads` where the blocks give
+/// the bits of the whole. False, and nothing computed, when libxsmm makes no
+/// kernel for it or the runtime was built without it.
+bool xsmmGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+              const float *a, int64_t lda, const float *b, int64_t ldb,
+              float *c, int64_t ldc, int threads);
+
 /// Whether kernel timing is on (gpipe_rt_cpu_set_kernel_timing).
 extern std::atomic<bool> kernelTiming;
 /// This thread's nanoseconds per kernel class while timing was on.

@@ -489,6 +489,19 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
       gemmTiming.load(std::memory_order_relaxed) || cpu::kernelDepth > 0;
   auto start = timed ? std::chrono::steady_clock::now()
                      : std::chrono::steady_clock::time_point();
+  auto finishTiming = [&] {
+    if (!timed)
+      return;
+    uint64_t ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count());
+    if (gemmTiming.load(std::memory_order_relaxed))
+      gemmNanoseconds.fetch_add(ns, std::memory_order_relaxed);
+    if (cpu::kernelDepth > 0) {
+      cpu::kernelNanoseconds[GPIPE_RT_KERNEL_CLASS_SGEMM] += ns;
+      recordGemmShape(transA, transB, m, n, k, ns);
+    }
+  };
   if (bf16Operands) {
     thread_local std::vector<float> roundedA, roundedB;
     a = roundedCopy(a, transA ? k : m, transA ? m : k, lda, roundedA);
@@ -504,6 +517,21 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
               ldc);
   };
   int threads = cpu::kernelThreads();
+  // The shape's implementation, as the model's GEMM choice says: libxsmm
+  // where it makes a kernel for this call (alpha 1; beta 0 clears C first,
+  // as sgemmRows does, so both accumulate), OpenBLAS otherwise.
+  if (alpha == 1.0f && (beta == 0.0f || beta == 1.0f) &&
+      cpu::gemmImplFor(transA, transB, m, n, k) == GPIPE_RT_GEMM_LIBXSMM) {
+    if (beta == 0.0f)
+      for (int64_t r = 0; r < m; ++r)
+        std::memset(c + r * ldc, 0, size_t(n) * sizeof(float));
+    if (cpu::xsmmGemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc,
+                      m * n * k > kSmallProduct ? threads : 1)) {
+      finishTiming();
+      return GPIPE_RT_SUCCESS;
+    }
+    beta = 1.0f;
+  }
   int64_t tile = threads > 1 && m * n * k > kSmallProduct ? gemmRowBlock() : 0;
   int64_t block = tile ? splitRows(tile, n, k) : 0;
   if (block == 0 || m < 2 * block) {
@@ -518,17 +546,7 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
       sgemm(row, (last == blocks ? m : last * block) - row);
     });
   }
-  if (timed) {
-    uint64_t ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::steady_clock::now() - start)
-                               .count());
-    if (gemmTiming.load(std::memory_order_relaxed))
-      gemmNanoseconds.fetch_add(ns, std::memory_order_relaxed);
-    if (cpu::kernelDepth > 0) {
-      cpu::kernelNanoseconds[GPIPE_RT_KERNEL_CLASS_SGEMM] += ns;
-      recordGemmShape(transA, transB, m, n, k, ns);
-    }
-  }
+  finishTiming();
   return GPIPE_RT_SUCCESS;
 }
 

@@ -25,6 +25,7 @@ GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::Remat)
 GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::ProfileKind)
 GPIPE_ENUM_OPTION_PARSER(::gpipe::abi::OptimizerKind)
 GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::CommunicationMode)
+GPIPE_ENUM_OPTION_PARSER(::mlir::gpipe::GemmKind)
 
 namespace mlir::gpipe {
 
@@ -84,6 +85,15 @@ inline llvm::cl::ValuesClass getCommunicationModeValues() {
                  "import the cells as they are"),
       clEnumValN(CommunicationMode::Insert, "insert",
                  "always place sends and receives anew"));
+}
+
+/// auto, openblas, libxsmm.
+inline llvm::cl::ValuesClass getGemmKindValues() {
+  return llvm::cl::values(
+      clEnumValN(GemmKind::Auto, "auto",
+                 "per shape, from the machine profile's rates"),
+      clEnumValN(GemmKind::OpenBLAS, "openblas", "OpenBLAS for every GEMM"),
+      clEnumValN(GemmKind::Libxsmm, "libxsmm", "libxsmm for every GEMM"));
 }
 
 } // namespace mlir::gpipe

@@ -321,6 +321,12 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
            "cpu profile's ops are timed at its rates instead of the "
            "roofline's; a --profile-file's measured layers still replace "
            "both">,
+    Option<"gemm", "gemm", "::mlir::gpipe::GemmKind",
+           /*default=*/"::mlir::gpipe::GemmKind::Auto",
+           "Which implementation a machine profile times each GEMM shape "
+           "at: auto, openblas or libxsmm (what the lowering's gemm "
+           "chooses)",
+           "::mlir::gpipe::getGemmKindValues()">,
     Option<"funcName", "func", "std::string", /*default=*/"\"forward\"",
            "Name of the network function">,
     Option<"pipelineName", "pipeline", "std::string", /*default=*/"\"train\"",
@@ -406,7 +412,11 @@ def GPipePlanReportPass : Pass<"gpipe-plan-report", "::mlir::ModuleOp"> {
     `gpipe-plan-memory`, when it ran); then the schedule's simulated
     makespan and bubble fraction next to GPipe's closed form (K-1)/(M+K-1),
     and per rank the memory plan's breakdown. Simulation durations are those
-    of `gpipe-export-trace`. The IR is not changed.
+    of `gpipe-export-trace`. Last, every distinct GEMM shape the stages run
+    (forward, and backward in training; M x N x K and layout, per
+    micro-batch), with the implementation `gemm` gives it and, with a
+    `machine-file`, that implementation's measured GFLOP/s on one thread.
+    The IR is not changed.
 
     ```
     pipeline @train: 2 stages on 2 ranks, 4 micro-batches, schedule gpipe, remat stage
@@ -428,6 +438,14 @@ def GPipePlanReportPass : Pass<"gpipe-plan-report", "::mlir::ModuleOp"> {
            "Path of the report to write; empty: standard output">,
     Option<"pipeline", "pipeline", "std::string", /*default=*/"\"\"",
            "Name of the pipeline to report; empty: the module's only one">,
+    Option<"gemm", "gemm", "::mlir::gpipe::GemmKind",
+           /*default=*/"::mlir::gpipe::GemmKind::Auto",
+           "The GEMM choice to list each GEMM shape's implementation by "
+           "(what the lowering's gemm chooses)",
+           "::mlir::gpipe::getGemmKindValues()">,
+    Option<"machineFile", "machine-file", "std::string", /*default=*/"\"\"",
+           "The machine profile whose rates the GEMM list shows (and that "
+           "gemm=auto chooses by)">,
   ];
 }
 

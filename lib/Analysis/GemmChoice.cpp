@@ -1,0 +1,140 @@
+//===- GemmChoice.cpp - Which implementation each GEMM shape runs on ------===//
+
+#include "gpipe/Analysis/GemmChoice.h"
+#include "gpipe/Analysis/CostModel.h"
+
+#include <map>
+#include <set>
+#include <tuple>
+
+using namespace mlir::gpipe;
+
+bool mlir::gpipe::isLibxsmmBuilt() {
+#ifdef GPIPE_HAVE_LIBXSMM
+  return true;
+#else
+  return false;
+#endif
+}
+
+int32_t GemmChoice::implFor(bool transA, bool transB, int64_t m, int64_t n,
+                            int64_t k) const {
+  int32_t chosen = impl;
+  if (!grid.empty()) {
+    const std::string &layout = cells[2 * transA + transB];
+    if (layout.empty())
+      return GPIPE_RT_GEMM_OPENBLAS;
+    int32_t size = int32_t(grid.size());
+    size_t index =
+        (size_t(gpipe_rt_gemm_grid_cell(m, grid.data(), size)) * size +
+         size_t(gpipe_rt_gemm_grid_cell(n, grid.data(), size))) *
+            size +
+        size_t(gpipe_rt_gemm_grid_cell(k, grid.data(), size));
+    chosen = layout[index] - '0';
+  }
+  return chosen;
+}
+
+std::optional<GemmChoice> mlir::gpipe::chooseGemms(GemmKind kind,
+                                                   const MachineModel *machine,
+                                                   std::string &error) {
+  GemmChoice choice;
+  if (kind == GemmKind::OpenBLAS) {
+    choice.reason = "OpenBLAS for every GEMM (--gemm openblas)";
+    return choice;
+  }
+  if (!isLibxsmmBuilt()) {
+    if (kind == GemmKind::Libxsmm) {
+      error = "--gemm libxsmm: this gpipe was built without libxsmm (install "
+              "libxsmm-dev and rebuild, or use --gemm openblas)";
+      return std::nullopt;
+    }
+    choice.reason = "OpenBLAS for every GEMM (this gpipe was built without "
+                    "libxsmm)";
+    return choice;
+  }
+  if (kind == GemmKind::Libxsmm) {
+    choice.impl = GPIPE_RT_GEMM_LIBXSMM;
+    choice.reason = "libxsmm for every GEMM (--gemm libxsmm)";
+    return choice;
+  }
+  // Auto: per cell of the machine profile's grid, the implementation whose
+  // time on one thread plus its time on every core is the smaller. The
+  // choice must not depend on the threads a compile gives its ranks (K = 1
+  // runs on every core, K > 1 on one thread each), or the bits would differ
+  // across K; both counts weigh in, since the implementations split over
+  // threads differently (OpenBLAS keeps small GEMMs whole).
+  std::map<std::tuple<bool, bool, int64_t, int64_t, int64_t>,
+           std::array<double, GPIPE_RT_GEMM_IMPL_COUNT>>
+      seconds;
+  std::map<std::tuple<bool, bool, int64_t, int64_t, int64_t, int32_t>, int>
+      counted;
+  std::set<int64_t> dims;
+  if (machine)
+    for (const MachineModel::Gemm &g : machine->gemm)
+      if ((g.threads == 1 || g.threads == machine->cores) && g.impl >= 0 &&
+          g.impl < GPIPE_RT_GEMM_IMPL_COUNT && g.flopsPerSecond > 0) {
+        seconds[{g.transA, g.transB, g.m, g.n, g.k}][size_t(g.impl)] +=
+            1.0 / g.flopsPerSecond;
+        ++counted[{g.transA, g.transB, g.m, g.n, g.k, g.impl}];
+        dims.insert(g.m);
+        dims.insert(g.n);
+        dims.insert(g.k);
+      }
+  // A cell compares only where both were measured on the same counts.
+  for (auto &[key, both] : seconds) {
+    auto [ta, tb, m, n, k] = key;
+    if (counted[{ta, tb, m, n, k, GPIPE_RT_GEMM_OPENBLAS}] !=
+        counted[{ta, tb, m, n, k, GPIPE_RT_GEMM_LIBXSMM}])
+      both = {};
+  }
+  bool measuredBoth = false;
+  for (const auto &entry : seconds)
+    measuredBoth |= entry.second[GPIPE_RT_GEMM_LIBXSMM] > 0 &&
+                    entry.second[GPIPE_RT_GEMM_OPENBLAS] > 0;
+  if (!measuredBoth) {
+    // Nothing measured says libxsmm is faster here: the long-standing
+    // default, whose rounding the golden tests' references were checked
+    // against.
+    choice.reason =
+        std::string("OpenBLAS for every GEMM (") +
+        (machine ? "the machine profile has no libxsmm rates: measure again "
+                   "with gpipe-calibrate to choose per shape"
+                 : "no machine profile: gpipe-calibrate measures one to "
+                   "choose per shape") +
+        ")";
+    return choice;
+  }
+  choice.grid.assign(dims.begin(), dims.end());
+  const size_t size = choice.grid.size();
+  int64_t libxsmmCells = 0, allCells = 0;
+  for (int layout = 0; layout < 4; ++layout) {
+    bool ta = layout & 2, tb = layout & 1;
+    std::string cells(size * size * size, '0');
+    bool any = false;
+    for (size_t i = 0; i < size; ++i)
+      for (size_t j = 0; j < size; ++j)
+        for (size_t l = 0; l < size; ++l) {
+          auto it = seconds.find(
+              {ta, tb, choice.grid[i], choice.grid[j], choice.grid[l]});
+          if (it == seconds.end())
+            continue;
+          const auto &t = it->second;
+          if (t[GPIPE_RT_GEMM_LIBXSMM] > 0 &&
+              t[GPIPE_RT_GEMM_LIBXSMM] < t[GPIPE_RT_GEMM_OPENBLAS]) {
+            cells[(i * size + j) * size + l] = '1';
+            any = true;
+            ++libxsmmCells;
+          }
+          ++allCells;
+        }
+    if (any)
+      choice.cells[size_t(layout)] = std::move(cells);
+  }
+  choice.reason = "per shape from the machine profile's rates: libxsmm in " +
+                  std::to_string(libxsmmCells) + " of its " +
+                  std::to_string(allCells) +
+                  " shape classes, OpenBLAS for the "
+                  "rest";
+  return choice;
+}
