@@ -8,8 +8,11 @@
 # model and configuration it compiles both, trains the library (the two
 # compiles share partition and schedule only when their costs agree, so
 # each is run) and prints the predicted and measured step times and the
-# errors. The runs alternate over --repeat rounds, each row keeping its
-# fastest. Standard library only; run it on an idle machine:
+# errors. The machine profile's compile takes its GEMM implementations per
+# shape (--gemm auto); a third compile, the same with --gemm openblas,
+# shows what that choice changes, measured in the same rounds. The runs
+# alternate over --repeat rounds, each row keeping its fastest. Standard
+# library only; run it on an idle machine:
 #
 #   bench/machine_accuracy.py [--bin build/bin] [--machine FILE]
 #                             [--steps 20] [--repeat 3] [--models a,b]
@@ -42,6 +45,10 @@ MODELS = {
 }
 
 CONFIGS = [(1, 1), (2, 8)]  # (K, M)
+
+# The compiles of each row: (name, machine profile or none, --gemm).
+KINDS = (("machine", True, "auto"), ("openblas", True, "openblas"),
+         ("builtin", False, "auto"))
 
 
 def run(cmd):
@@ -78,12 +85,13 @@ def main():
                      (model, ", ".join(MODELS)))
         for k, m in CONFIGS:
             row = {"model": model, "k": k, "m": m}
-            for kind, flag in (("machine", machine), ("builtin", "none")):
+            for kind, profiled, gemm in KINDS:
                 lib = os.path.join(work, "%s-k%d-%s.so" % (model, k, kind))
                 report = run([os.path.join(args.bin, "gpipe-compile")] +
                              MODELS[model] +
                              ["--stages", str(k), "--microbatches", str(m),
-                              "--machine-file", flag, "-o", lib])
+                              "--machine-file", machine if profiled else "none",
+                              "--gemm", gemm, "-o", lib])
                 predicted = re.search(
                     r"step time ([0-9.]+) (s|ms|us|ns) predicted", report)
                 if not predicted:
@@ -96,7 +104,7 @@ def main():
     # fastest median step.
     for _ in range(args.repeat):
         for row in rows:
-            for kind in ("machine", "builtin"):
+            for kind, _, _ in KINDS:
                 lib, predicted, best = row[kind]
                 text = run([os.path.join(args.bin, "gpipe-run"), lib,
                             "--steps", str(args.steps)])
@@ -109,21 +117,26 @@ def main():
     print("# predicted vs measured step time (ms), %d steps, median after "
           "the first, fastest of %d rounds; machine profile %s" %
           (args.steps, args.repeat, machine))
-    print("%-9s %-3s %-3s %10s %10s %8s   %10s %10s %8s" %
-          ("model", "K", "M", "machine", "measured", "error", "built-in",
-           "measured", "error"))
-    errors = {"machine": [], "builtin": []}
+    print("%-9s %-3s %-3s %10s %10s %8s   %10s %10s %8s   %10s %10s %8s"
+          " %8s" %
+          ("model", "K", "M", "machine", "measured", "error", "openblas",
+           "measured", "error", "built-in", "measured", "error", "speedup"))
+    errors = {kind: [] for kind, _, _ in KINDS}
     for row in rows:
         cells = []
-        for kind in ("machine", "builtin"):
+        for kind, _, _ in KINDS:
             _, predicted, measured = row[kind]
             error = predicted / measured - 1
             errors[kind].append(abs(error))
             cells.append("%10.3f %10.3f %+7.1f%%" %
                          (predicted * 1e3, measured * 1e3, 100 * error))
-        print("%-9s %-3d %-3d %s   %s" % (row["model"], row["k"], row["m"],
-                                         cells[0], cells[1]))
-    for kind, label in (("machine", "machine profile"),
+        # The per-shape GEMM choice against OpenBLAS everywhere, measured.
+        speedup = row["openblas"][2] / row["machine"][2]
+        print("%-9s %-3d %-3d %s   %s   %s %7.2fx" %
+              (row["model"], row["k"], row["m"], cells[0], cells[1], cells[2],
+               speedup))
+    for kind, label in (("machine", "machine profile, --gemm auto"),
+                        ("openblas", "machine profile, --gemm openblas"),
                         ("builtin", "built-in profile")):
         e = errors[kind]
         print("%s: %d of %d within 30%%, median error %.1f%%, largest %.1f%%"

@@ -23,15 +23,18 @@
 # run (OpenBLAS, gpipe's BLAS, through ctypes, and PyTorch's own BLAS on one
 # thread, each at 1024^3: the best of them). Run it on an idle machine:
 #
-#   python -m venv venv && venv/bin/pip install torch onnx onnxscript
+#   python -m venv venv && venv/bin/pip install torch onnx onnxscript \
+#       transformers
 #   venv/bin/python bench/vs_pytorch.py [--bin build/bin] [--steps 20]
-#       [--rounds 3] [--models mlp,gpt-small,gpt-gemm] [--no-compile]
+#       [--rounds 3] [--models mlp,gpt-small,gpt-gemm,hf-gpt2]
+#       [--no-compile]
 #       [--baseline-bin OTHER/build/bin]
 #
 # Every configuration runs once per round and keeps its fastest round (the
 # machine's speed drifts over seconds to minutes).
 #
-# It needs pip's torch and onnx (never the tests: they need neither).
+# It needs pip's torch and onnx, and transformers for hf-gpt2 (never the
+# tests: they need none of them).
 #
 #===-----------------------------------------------------------------------===#
 import argparse
@@ -71,6 +74,26 @@ class MLP(nn.Module):
         return self.net(x)
 
 
+class HFGPT2(nn.Module):
+    """Hugging Face's GPT2LMHeadModel (transformers, from pip) returning its
+    logits, with the all-ones attention mask built inside the graph: the
+    same attention as none, and what the TorchScript exporter needs
+    (test/Zoo/Inputs/README.md, "Findings")."""
+
+    def __init__(self, layers, width, heads, seq, vocab):
+        super().__init__()
+        import transformers
+        config = transformers.GPT2Config(
+            n_layer=layers, n_embd=width, n_head=heads, n_positions=seq,
+            vocab_size=vocab, resid_pdrop=0.0, embd_pdrop=0.0,
+            attn_pdrop=0.0, use_cache=False)
+        self.model = transformers.GPT2LMHeadModel(config)
+
+    def forward(self, ids):
+        return self.model(input_ids=ids, attention_mask=torch.ones_like(ids),
+                          use_cache=False).logits
+
+
 # name -> (description, constructor, batch, example input, classes)
 def make_models():
     def tokens(batch, seq, vocab):
@@ -83,6 +106,10 @@ def make_models():
                       lambda: GPT(4, 64, 4, 32), 8, tokens(8, 32, 65), 65),
         "gpt-gemm": ("GPT D=256 T=64 4 blocks 8 heads vocab 65, batch 16",
                      lambda: GPT(4, 256, 8, 64), 16, tokens(16, 64, 65), 65),
+        "hf-gpt2": ("Hugging Face GPT2LMHeadModel D=64 T=32 4 blocks 4 heads "
+                    "vocab 65 (tied embeddings), batch 8",
+                    lambda: HFGPT2(4, 64, 4, 32, 65), 8, tokens(8, 32, 65),
+                    65),
     }
 
 
@@ -216,7 +243,7 @@ def main():
     p.add_argument("--bin", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "build", "bin"))
     p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--models", default="mlp,gpt-small,gpt-gemm")
+    p.add_argument("--models", default="mlp,gpt-small,gpt-gemm,hf-gpt2")
     p.add_argument("--no-compile", action="store_true",
                    help="leave torch.compile out")
     p.add_argument("--baseline-bin", default=None,

@@ -58,40 +58,44 @@ std::optional<GemmChoice> mlir::gpipe::chooseGemms(GemmKind kind,
     choice.reason = "libxsmm for every GEMM (--gemm libxsmm)";
     return choice;
   }
-  // Auto: per cell of the machine profile's grid, the implementation whose
-  // time on one thread plus its time on every core is the smaller. The
-  // choice must not depend on the threads a compile gives its ranks (K = 1
-  // runs on every core, K > 1 on one thread each), or the bits would differ
-  // across K; both counts weigh in, since the implementations split over
-  // threads differently (OpenBLAS keeps small GEMMs whole).
-  std::map<std::tuple<bool, bool, int64_t, int64_t, int64_t>,
-           std::array<double, GPIPE_RT_GEMM_IMPL_COUNT>>
+  // Auto: per cell of the machine profile's grid, libxsmm where it
+  // measured faster both on one thread and on every core. The choice must
+  // not depend on the threads a compile gives its ranks (K = 1 runs on
+  // every core, K > 1 on one thread each), or the bits would differ across
+  // K; so a cell changes only where neither count loses (the
+  // implementations split over threads differently: OpenBLAS keeps small
+  // GEMMs whole, and libxsmm's transposed copy of B costs most on one
+  // thread).
+  using Cell = std::tuple<bool, bool, int64_t, int64_t, int64_t>;
+  // Per cell and implementation: seconds per FLOP on one thread and on
+  // every core (0: not measured).
+  std::map<Cell, std::array<std::array<double, 2>, GPIPE_RT_GEMM_IMPL_COUNT>>
       seconds;
-  std::map<std::tuple<bool, bool, int64_t, int64_t, int64_t, int32_t>, int>
-      counted;
   std::set<int64_t> dims;
   if (machine)
     for (const MachineModel::Gemm &g : machine->gemm)
       if ((g.threads == 1 || g.threads == machine->cores) && g.impl >= 0 &&
           g.impl < GPIPE_RT_GEMM_IMPL_COUNT && g.flopsPerSecond > 0) {
-        seconds[{g.transA, g.transB, g.m, g.n, g.k}][size_t(g.impl)] +=
-            1.0 / g.flopsPerSecond;
-        ++counted[{g.transA, g.transB, g.m, g.n, g.k, g.impl}];
+        seconds[{g.transA, g.transB, g.m, g.n, g.k}][size_t(g.impl)]
+               [g.threads == 1 ? 0 : 1] = 1.0 / g.flopsPerSecond;
         dims.insert(g.m);
         dims.insert(g.n);
         dims.insert(g.k);
       }
-  // A cell compares only where both were measured on the same counts.
-  for (auto &[key, both] : seconds) {
-    auto [ta, tb, m, n, k] = key;
-    if (counted[{ta, tb, m, n, k, GPIPE_RT_GEMM_OPENBLAS}] !=
-        counted[{ta, tb, m, n, k, GPIPE_RT_GEMM_LIBXSMM}])
-      both = {};
-  }
+  int counts = machine && machine->cores > 1 ? 2 : 1;
+  auto libxsmmWins = [&](const auto &cell) {
+    const auto &x = cell[GPIPE_RT_GEMM_LIBXSMM];
+    const auto &o = cell[GPIPE_RT_GEMM_OPENBLAS];
+    for (int c = 0; c < counts; ++c)
+      if (!(x[size_t(c)] > 0 && o[size_t(c)] > 0 &&
+            x[size_t(c)] < o[size_t(c)]))
+        return false;
+    return true;
+  };
   bool measuredBoth = false;
   for (const auto &entry : seconds)
-    measuredBoth |= entry.second[GPIPE_RT_GEMM_LIBXSMM] > 0 &&
-                    entry.second[GPIPE_RT_GEMM_OPENBLAS] > 0;
+    measuredBoth |= entry.second[GPIPE_RT_GEMM_LIBXSMM][0] > 0 &&
+                    entry.second[GPIPE_RT_GEMM_OPENBLAS][0] > 0;
   if (!measuredBoth) {
     // Nothing measured says libxsmm is faster here: the long-standing
     // default, whose rounding the golden tests' references were checked
@@ -119,9 +123,7 @@ std::optional<GemmChoice> mlir::gpipe::chooseGemms(GemmKind kind,
               {ta, tb, choice.grid[i], choice.grid[j], choice.grid[l]});
           if (it == seconds.end())
             continue;
-          const auto &t = it->second;
-          if (t[GPIPE_RT_GEMM_LIBXSMM] > 0 &&
-              t[GPIPE_RT_GEMM_LIBXSMM] < t[GPIPE_RT_GEMM_OPENBLAS]) {
+          if (libxsmmWins(it->second)) {
             cells[(i * size + j) * size + l] = '1';
             any = true;
             ++libxsmmCells;

@@ -55,9 +55,9 @@ struct GemmChoice {
 };
 
 /// The choice for `kind`. Auto: with a machine profile that measured both
-/// implementations, each cell takes the one whose time on one thread plus
-/// its time on every core is the smaller (never the ranks' thread count,
-/// which differs with K); without one,
+/// implementations, a cell takes libxsmm where it measured faster both on
+/// one thread and on every core (never the ranks' thread count, which
+/// differs with K), OpenBLAS elsewhere; without one,
 /// OpenBLAS throughout (nothing measured says otherwise), as on a build
 /// without libxsmm.
 /// std::nullopt and `error` for --gemm libxsmm on a build without it.
