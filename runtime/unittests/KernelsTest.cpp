@@ -137,6 +137,29 @@ TEST_P(BinaryTest, MatchesReferenceForEveryOp) {
   }
 }
 
+// A square and a cube are multiplications, as PyTorch's CPU pow computes a
+// scalar exponent of 2 and 3 (a * a, a * a * a: bitwise); other exponents,
+// among them 2 and 3 nudged by an ulp, go to the power function.
+TEST(Binary, PowSquaresAndCubesByMultiplying) {
+  std::vector<float> a = randomFloats(257, 3);
+  int64_t shape[1] = {257}, scalar[1] = {1};
+  for (float e : {2.0f, 3.0f, std::nextafter(2.0f, 3.0f),
+                  std::nextafter(3.0f, 2.0f), 2.5f}) {
+    std::vector<float> got(a.size());
+    ASSERT_EQ(gpipe_rt_cpu_binary_f32(GPIPE_RT_POW, a.data(), shape, 1, &e,
+                                      scalar, 1, got.data(), shape, 1),
+              GPIPE_RT_SUCCESS)
+        << lastError();
+    for (size_t i = 0; i < a.size(); ++i) {
+      float want = e == 2.0f   ? a[i] * a[i]
+                   : e == 3.0f ? a[i] * a[i] * a[i]
+                               : std::pow(a[i], e);
+      ASSERT_EQ(std::memcmp(&got[i], &want, sizeof(float)), 0)
+          << "a " << a[i] << " e " << e << ": " << got[i] << " vs " << want;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Broadcasting, BinaryTest,
     ::testing::Values(

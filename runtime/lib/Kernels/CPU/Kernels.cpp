@@ -831,7 +831,7 @@ extern "C" GPIPE_RT_CPU_CLONES gpipe_rt_status gpipe_rt_cpu_binary_f32(
     break;
   case GPIPE_RT_POW:
     broadcastBinary(plan, lhs, rhs, out,
-                    [](float a, float b) { return std::pow(a, b); });
+                    [](float a, float b) { return math::floatPower(a, b); });
     break;
   case GPIPE_RT_MAX:
     broadcastBinary(plan, lhs, rhs, out, [](float a, float b) {

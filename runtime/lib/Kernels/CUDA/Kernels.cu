@@ -478,7 +478,7 @@ __global__ void binaryKernel(int op, const float *lhs, const float *rhs,
       r = fmodf(a, b);
       break;
     default:
-      r = powf(a, b);
+      r = math::floatPower(a, b);
       break;
     }
     out[off[0]] = r;
