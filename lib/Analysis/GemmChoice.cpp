@@ -19,20 +19,11 @@ bool mlir::gpipe::isLibxsmmBuilt() {
 
 int32_t GemmChoice::implFor(bool transA, bool transB, int64_t m, int64_t n,
                             int64_t k) const {
-  int32_t chosen = impl;
-  if (!grid.empty()) {
-    const std::string &layout = cells[2 * transA + transB];
-    if (layout.empty())
-      return GPIPE_RT_GEMM_OPENBLAS;
-    int32_t size = int32_t(grid.size());
-    size_t index =
-        (size_t(gpipe_rt_gemm_grid_cell(m, grid.data(), size)) * size +
-         size_t(gpipe_rt_gemm_grid_cell(n, grid.data(), size))) *
-            size +
-        size_t(gpipe_rt_gemm_grid_cell(k, grid.data(), size));
-    chosen = layout[index] - '0';
-  }
-  return chosen;
+  const char *texts[4];
+  for (size_t layout = 0; layout < 4; ++layout)
+    texts[layout] = cells[layout].c_str();
+  return gpipe_rt_gemm_choose(impl, grid.data(), int32_t(grid.size()), texts,
+                              transA, transB, m, n, k);
 }
 
 std::optional<GemmChoice> mlir::gpipe::chooseGemms(GemmKind kind,

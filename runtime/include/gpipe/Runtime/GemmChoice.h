@@ -52,6 +52,28 @@ static inline int32_t gpipe_rt_gemm_grid_cell(int64_t d, const int64_t *grid,
   return i;
 }
 
+/// The implementation a choice gives C (m x n) = op(A) op(B), op(A)
+/// m x k: `impl` without a grid (`size` 0); with one, the character '0' +
+/// impl of cell (M, N, K) in `cells[2 trans_a + trans_b]`, at index
+/// (i * size + j) * size + l, and OpenBLAS where that layout has no cells
+/// (NULL or empty). What gpipe-compile decides by and the kernels apply.
+static inline int32_t gpipe_rt_gemm_choose(int32_t impl, const int64_t *grid,
+                                           int32_t size,
+                                           const char *const cells[4],
+                                           int trans_a, int trans_b, int64_t m,
+                                           int64_t n, int64_t k) {
+  if (size == 0)
+    return impl;
+  const char *layout = cells[2 * (trans_a != 0) + (trans_b != 0)];
+  if (!layout || !layout[0])
+    return GPIPE_RT_GEMM_OPENBLAS;
+  int64_t index = ((int64_t)gpipe_rt_gemm_grid_cell(m, grid, size) * size +
+                   gpipe_rt_gemm_grid_cell(n, grid, size)) *
+                      size +
+                  gpipe_rt_gemm_grid_cell(k, grid, size);
+  return layout[index] - '0';
+}
+
 #ifdef __cplusplus
 } // extern "C"
 #endif

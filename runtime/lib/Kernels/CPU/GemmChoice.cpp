@@ -42,6 +42,8 @@ struct Choice {
   int32_t impl = GPIPE_RT_GEMM_OPENBLAS;
   std::vector<int64_t> grid;
   std::array<std::string, 4> cells;
+  /// `cells`' texts, null for a layout without cells.
+  const char *cellTexts[4] = {};
 };
 
 /// The choice in force; null: OpenBLAS for every shape. Installed choices
@@ -59,20 +61,9 @@ int32_t gemmImplFor(bool transA, bool transB, int64_t m, int64_t n, int64_t k) {
   const Choice *choice = installed.load(std::memory_order_acquire);
   if (!choice)
     return GPIPE_RT_GEMM_OPENBLAS;
-  int32_t impl = choice->impl;
-  if (!choice->grid.empty()) {
-    const std::string &cells = choice->cells[2 * transA + transB];
-    if (cells.empty())
-      return GPIPE_RT_GEMM_OPENBLAS;
-    const int32_t size = int32_t(choice->grid.size());
-    const int64_t *grid = choice->grid.data();
-    size_t index = (size_t(gpipe_rt_gemm_grid_cell(m, grid, size)) * size +
-                    size_t(gpipe_rt_gemm_grid_cell(n, grid, size))) *
-                       size +
-                   size_t(gpipe_rt_gemm_grid_cell(k, grid, size));
-    impl = cells[index] - '0';
-  }
-  return impl;
+  return gpipe_rt_gemm_choose(choice->impl, choice->grid.data(),
+                              int32_t(choice->grid.size()), choice->cellTexts,
+                              transA, transB, m, n, k);
 }
 
 #ifdef GPIPE_RT_HAVE_LIBXSMM
@@ -306,6 +297,7 @@ gpipe_rt_cpu_set_gemm_choice(int32_t impl, const int64_t *grid,
         if (!gpipe_rt_cpu_gemm_impl_available(c - '0'))
           return unavailable(c - '0');
       choice->cells[size_t(layout)] = std::move(text);
+      choice->cellTexts[layout] = choice->cells[size_t(layout)].c_str();
     }
   }
   std::lock_guard<std::mutex> lock(cpu::installMutex);
