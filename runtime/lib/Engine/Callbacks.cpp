@@ -52,6 +52,33 @@ Status RunState::firstError() const {
       step > 0 ? "step " + std::to_string(step) + ": " + message : message);
 }
 
+std::string RunState::timeoutCause(int64_t nowNs) const {
+  // Every expired wait's message says "may have died or stalled".
+  if (errors.empty() || firstError().message().find(
+                            "may have died or stalled") == std::string::npos)
+    return "";
+  const RecentAction *computing = nullptr;
+  const gpipe_rt_rank *slowest = nullptr;
+  for (const gpipe_rt_rank &rank : ranks)
+    if (isLocal(rank.index)) {
+      const RecentAction *a = rank.recorder.unfinishedCompute();
+      if (a && (!computing || a->beginNs < computing->beginNs)) {
+        computing = a;
+        slowest = &rank;
+      }
+    }
+  if (!computing || nowNs - computing->beginNs < timeoutNs)
+    return "";
+  const ActionSpec &a = computing->plan->actions[size_t(computing->action)];
+  return "the timeout is the likely cause: " + workerName(slowest->index) +
+         " was still computing (" + actionKindName(a.kind) + ", stage " +
+         std::to_string(a.stage) + ") after " +
+         formatSeconds(double(nowNs - computing->beginNs) * 1e-9) +
+         " s, longer than --timeout " +
+         formatSeconds(double(timeoutNs) * 1e-9) +
+         " s; raise --timeout above the slowest action";
+}
+
 std::string RunState::workerName(int64_t worker) const {
   int64_t k = numRanks();
   std::string rank = "rank " + std::to_string(worker % k);

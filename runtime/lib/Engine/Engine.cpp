@@ -479,35 +479,14 @@ Status Engine::run(const RunOptions &options, RunResult &result) {
   // measured bubble, arenas, trace and final parameters.
   if (!state.errors.empty()) {
     int64_t now = state.nowNs();
-    const RecentAction *computing = nullptr;
-    const gpipe_rt_rank *slowest = nullptr;
     for (const gpipe_rt_rank &rank : state.ranks)
-      if (state.isLocal(rank.index)) {
+      if (state.isLocal(rank.index))
         result.flightRecorder.push_back(
             rank.recorder.render(state.workerName(rank.index), now));
-        const RecentAction *a = rank.recorder.unfinishedCompute();
-        if (a && (!computing || a->beginNs < computing->beginNs)) {
-          computing = a;
-          slowest = &rank;
-        }
-      }
     Status error = state.firstError();
-    // A wait that expired while a rank was still running a stage's layers
-    // (no waits inside), for longer than the timeout: the timeout is the
-    // first cause, not a dead peer. (Every expired wait's message says
-    // "may have died or stalled".)
-    if (computing && now - computing->beginNs >= state.timeoutNs &&
-        error.message().find("may have died or stalled") != std::string::npos) {
-      const ActionSpec &a = computing->plan->actions[size_t(computing->action)];
-      return Status::error(
-          error.message() + "\n  the timeout is the likely cause: " +
-          state.workerName(slowest->index) + " was still computing (" +
-          actionKindName(a.kind) + ", stage " + std::to_string(a.stage) +
-          ") after " + formatSeconds(double(now - computing->beginNs) * 1e-9) +
-          " s, longer than --timeout " +
-          formatSeconds(double(state.timeoutNs) * 1e-9) +
-          " s; raise --timeout above the slowest action");
-    }
+    std::string cause = state.timeoutCause(now);
+    if (!cause.empty())
+      return Status::error(error.message() + "\n  " + cause);
     return error;
   }
   return state.report(result);

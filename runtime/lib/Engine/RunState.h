@@ -333,6 +333,11 @@ public:
   }
   /// The run's first error, "step S: ..." when it names a step.
   Status firstError() const;
+  /// When the first error is an expired wait and a local rank has been
+  /// running one action's layers (no waits inside) for longer than the
+  /// timeout at `nowNs`: "the timeout is the likely cause: ...", naming the
+  /// longest-running such action. Empty otherwise (a dead or stalled peer).
+  std::string timeoutCause(int64_t nowNs) const;
 
   /// "rank 1 (stage 1, micro-batch 3, recv forward from rank 0)"; with
   /// data parallelism "replica 1 rank 1 (...)".

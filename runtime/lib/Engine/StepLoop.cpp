@@ -109,19 +109,26 @@ void RunState::startRankThreads() {
 
 void RunState::joinRankThreads() {
   {
-    // Once the run failed, every rank thread gets the timeout (at most 2 s:
-    // a thread that is not stuck sees the abort within 0.1 s) to return.
-    // One that does not is stuck where nothing can reach it: the process
-    // cannot join it nor free the arenas it uses, only end.
+    // Once the run failed, every rank thread gets 2 s to return: one that
+    // waits sees the abort within 0.1 s, and one computing finishes its
+    // action (whatever the timeout: a wait that expired because a peer's
+    // action outlasted a short --timeout is reported as such, not as a
+    // stuck rank). One that does not is stuck where nothing can reach it:
+    // the process cannot join it nor free the arenas it uses, only end.
+    constexpr int64_t kGraceNs = 2'000'000'000;
     std::unique_lock<std::mutex> lock(mu);
     std::optional<Clock::time_point> deadline;
     while (exitedThreads < threads.size()) {
+      Clock::time_point now = Clock::now();
       if (abortFlag && !deadline)
-        deadline = Clock::now() + std::chrono::nanoseconds(std::min<int64_t>(
-                                      timeoutNs, 2'000'000'000));
-      if (deadline && Clock::now() >= *deadline)
+        deadline = now + std::chrono::nanoseconds(kGraceNs);
+      if (deadline && now >= *deadline)
         break;
-      mainCv.wait_for(lock, std::chrono::milliseconds(100));
+      // The abort flag is seen within 0.1 s; the deadline when it falls.
+      mainCv.wait_for(
+          lock, deadline ? std::min<Clock::duration>(
+                               *deadline - now, std::chrono::milliseconds(100))
+                         : Clock::duration(std::chrono::milliseconds(100)));
     }
     if (exitedThreads < threads.size()) {
       std::string stuck;
@@ -132,7 +139,7 @@ void RunState::joinRankThreads() {
           firstError().message() + "\nthe run stopped, but " +
           std::to_string(threads.size() - exitedThreads) + " of " +
           std::to_string(threads.size()) + " rank threads did not end within " +
-          formatSeconds(std::min(options.timeoutSeconds, 2.0)) +
+          formatSeconds(double(kGraceNs) * 1e-9) +
           " s after it (stuck inside a kernel or library call, such as "
           "OpenBLAS failing to map its buffers under a memory limit); "
           "ending the process. Where the stuck ranks are:" +
