@@ -9,6 +9,7 @@
 
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Utils/ModelMetadata.h"
+#include "gpipe/Dialect/RT/IR/RTDialect.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -21,6 +22,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -51,14 +53,47 @@ createHostTargetMachine(std::string &error) {
   if (!target)
     return nullptr;
   llvm::TargetOptions options;
-  // The generated code only passes pointers and constants to the runtime
-  // (the kernels are the runtime's): a generic CPU keeps the library
-  // portable across hosts of one architecture, and the fast instruction
-  // selector of -O0 compiles these long straight-line functions about 4x
-  // faster than -O1 with nothing to lose.
+  // A generic CPU keeps the library portable across hosts of one
+  // architecture. The optimizing code generator is for the fused loops
+  // only: optimize() marks every other function optnone.
   return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
       triple, "generic", "", options, llvm::Reloc::PIC_, std::nullopt,
-      llvm::CodeGenOptLevel::None));
+      llvm::CodeGenOptLevel::Default));
+}
+
+/// Optimizes the outlined fused loops (RTDialect::kFusedLoopPrefix)
+/// at -O2 and nothing else. The stage and rank functions only pass
+/// pointers and constants to the runtime (the kernels are the runtime's):
+/// marked optnone, they keep the fast instruction selector, which compiles
+/// these long straight-line functions about 4x faster than -O1 with nothing
+/// to lose. The loops, compiled at -O0, kept every value in a stack slot
+/// across each iteration. No fast-math flags are set, so the loops' results
+/// keep their bits.
+void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
+  bool anyLoop = false;
+  for (llvm::Function &f : module) {
+    if (f.isDeclaration())
+      continue;
+    f.addFnAttr(llvm::Attribute::NoInline);
+    if (f.getName().starts_with(mlir::gpipe_rt::RTDialect::kFusedLoopPrefix))
+      anyLoop = true;
+    else
+      f.addFnAttr(llvm::Attribute::OptimizeNone);
+  }
+  if (!anyLoop)
+    return;
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder(&machine);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2)
+      .run(module, modules);
 }
 
 /// Writes the model's metadata into `llvmModule`: the module's `gpipe.model`
@@ -130,6 +165,9 @@ LogicalResult mlir::gpipe::emitLLVMIR(ModuleOp module, llvm::raw_ostream &os) {
       translate(module, context, machine.get());
   if (!llvmModule)
     return failure();
+  // The IR as it is compiled: the fused loops optimized.
+  if (machine)
+    optimize(*llvmModule, *machine);
   llvmModule->print(os, nullptr);
   return success();
 }
@@ -150,6 +188,9 @@ LogicalResult mlir::gpipe::emitObject(ModuleOp module,
   translating.stop();
   if (!llvmModule)
     return failure();
+  TimingScope optimizing = timing.nest("optimize the fused loops");
+  optimize(*llvmModule, *machine);
+  optimizing.stop();
   TimingScope generating = timing.nest("generate machine code");
   llvm::legacy::PassManager passes;
   if (machine->addPassesToEmitFile(passes, os, nullptr,

@@ -290,6 +290,8 @@ private:
   Type ptrTy, i8Ty, i32Ty, i64Ty, f32Ty;
 
   llvm::json::Array sites;
+  /// How many nn.fused loops were outlined (`__gpipe_fused_<n>`).
+  int64_t fusedLoops = 0;
   /// Each top-level layer's index among the model's layers (stage order),
   /// what the stage functions' gpipe_rt.layer marks name.
   llvm::DenseMap<StringAttr, int64_t> layerIndex;

@@ -5,10 +5,14 @@
 // and inside the longest run of trailing dims along which every input is
 // either contiguous or one repeated value; 8 lanes at a time (vector<8xf32>,
 // which the code generator splits to the host's registers), then one at a
-// time for the rest. Each body op is computed with ScalarMath.h's templates
-// on a backend that emits arith and math ops: the operations and their
-// order are the kernels', with no fast-math flags, so the loop's results are
-// bitwise the kernels'.
+// time for the rest. The nest is outlined into its own function,
+// `__gpipe_fused.<stage function>.<n>(argv, first row, end row)` (argv: the
+// inputs' then the results' addresses), which the code generator optimizes
+// (lib/Target: registers, not stack slots, across the loop) while the long
+// straight-line stage functions keep its fast instruction selector. Each body
+// op is computed with ScalarMath.h's templates on a backend that emits arith
+// and math ops: the operations and their order are the kernels', with no
+// fast-math flags, so the loop's results are bitwise the kernels'.
 //
 //===----------------------------------------------------------------------===//
 
@@ -163,10 +167,44 @@ Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
   for (int64_t i = 0; i < rank; ++i)
     (i < split ? outer : inner) *= shape[i];
 
+  // The outlined function: its argument array's addresses, in order, are
+  // the inputs' then the results'; the call passes the whole row range.
+  SmallVector<Value> addresses;
+  for (Value in : fused.getInputs())
+    addresses.push_back(addressOf(in));
+  for (Value r : fused.getResults())
+    addresses.push_back(addressOf(r));
+  // Built outside the stage function's conversion (its return has no
+  // status to check), with a plain builder.
+  OpBuilder top(ctx);
+  top.setInsertionPointToEnd(module.getBody());
+  // Named after its stage function, whose name is unique across the
+  // training and evaluation modules (--eval merges them).
+  StringRef stageName = fused->getParentOfType<func::FuncOp>().getSymName();
+  stageName.consume_front("__gpipe_");
+  auto outlined =
+      func::FuncOp::create(top, loc,
+                           (llvm::Twine(gpipe_rt::RTDialect::kFusedLoopPrefix) +
+                            stageName + "." + llvm::Twine(fusedLoops++))
+                               .str(),
+                           FunctionType::get(ctx, {ptrTy, i64Ty, i64Ty}, {}));
+  outlined.setPrivate();
+  outlined->setAttr("llvm.linkage",
+                    LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
+  Block *entry = outlined.addEntryBlock();
+  OpBuilder b = OpBuilder::atBlockBegin(entry);
+  Value argv = entry->getArgument(0);
+  SmallVector<Value> loaded;
+  for (int64_t i = 0, e = addresses.size(); i < e; ++i) {
+    Value slot = LLVM::GEPOp::create(b, loc, ptrTy, ptrTy, argv,
+                                     ArrayRef<LLVM::GEPArg>{int32_t(i)});
+    loaded.push_back(LLVM::LoadOp::create(b, loc, ptrTy, slot));
+  }
+
   SmallVector<LoopInput> inputs;
-  for (auto [value, d] : llvm::zip(fused.getInputs(), dims)) {
+  for (auto [value, d, base] : llvm::zip(fused.getInputs(), dims, loaded)) {
     LoopInput in;
-    in.base = addressOf(value);
+    in.base = base;
     in.isBool = cast<ShapedType>(value.getType()).getElementType().isInteger(1);
     in.contiguous = false;
     for (int64_t i = split; i < rank; ++i)
@@ -181,9 +219,8 @@ Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
     in.rowStrides.assign(strides.begin(), strides.begin() + split);
     inputs.push_back(std::move(in));
   }
-  SmallVector<Value> outputs;
-  for (Value r : fused.getResults())
-    outputs.push_back(addressOf(r));
+  SmallVector<Value> outputs(loaded.begin() + fused.getNumOperands(),
+                             loaded.end());
 
   // scf.for %iv = lo to hi step step : i64 { body(iv) }, continuing after
   // it.
@@ -281,9 +318,21 @@ Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
         compute(b, 1, rowOffsets, outRow, i);
       });
   };
-  if (outer == 1)
-    row(at, constI64(at, loc, 0));
-  else
-    loop(at, 0, outer, 1, row);
-  return status;
+  // The rows [first, end) the call asks for.
+  auto rows = scf::ForOp::create(b, loc, entry->getArgument(1),
+                                 entry->getArgument(2), constI64(b, loc, 1));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(rows.getBody()->getTerminator());
+    row(b, rows.getInductionVar());
+  }
+  func::ReturnOp::create(b, loc);
+  if (failed(status))
+    return failure();
+
+  Value argArray = gpipe_rt::PtrArrayOp::create(at, loc, addresses);
+  func::CallOp::create(
+      at, loc, outlined,
+      ValueRange{argArray, constI64(at, loc, 0), constI64(at, loc, outer)});
+  return success();
 }

@@ -34,7 +34,10 @@ def RT_Dialect : Dialect {
     - `gpipe_rt.check` returns a nonzero status from the enclosing function
       (reporting the kernel's call site first), as `cf.assert` aborts;
     - `gpipe_rt.load` and `gpipe_rt.store` read and write the elements the
-      fused elementwise loops compute on.
+      fused elementwise loops compute on; each loop nest is a function of
+      its own, `__gpipe_fused.<stage function>.<n>(argv, first row, end
+      row)`, called with a `gpipe_rt.ptr_array` of its inputs' and
+      results' addresses.
 
     The rest is upstream: stage functions and rank programs are `func.func`
     returning an `i32` status, micro-batch and element loops are `scf.for`
@@ -48,6 +51,10 @@ def RT_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// The module attribute naming the kernel library ("cpu", "cuda").
     static constexpr ::llvm::StringLiteral kTargetAttrName = "gpipe_rt.target";
+    /// The name prefix of a fused elementwise loop outlined from its stage
+    /// function (`__gpipe_fused.<stage function>.<n>`): the functions the
+    /// code generator optimizes (lib/Target).
+    static constexpr ::llvm::StringLiteral kFusedLoopPrefix = "__gpipe_fused.";
   }];
 }
 
