@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -2109,6 +2110,46 @@ TEST(KernelThreads, SameBitsOnAnyNumberOfThreads) {
               0)
         << threads << " threads";
   }
+  gpipe_rt_cpu_set_kernel_threads(1);
+}
+
+// A model library's fused loop: every row run exactly once, in ranges of
+// at least the grain, split over threads only when there are enough rows.
+TEST(Parallel, FusedRowsRunEveryRowOnce) {
+  struct Rows {
+    std::vector<std::atomic<int>> count;
+    std::atomic<int64_t> calls{0}, shortest{INT64_MAX};
+    explicit Rows(int64_t n) : count(size_t(n)) {}
+  };
+  auto fn = [](const void *argv, int64_t first, int64_t end) {
+    auto *rows = static_cast<Rows *>(const_cast<void *>(argv));
+    for (int64_t r = first; r < end; ++r)
+      rows->count[size_t(r)].fetch_add(1);
+    rows->calls.fetch_add(1);
+    int64_t len = end - first, seen = rows->shortest.load();
+    while (len < seen && !rows->shortest.compare_exchange_weak(seen, len)) {
+    }
+  };
+  for (int32_t threads : {1, 3})
+    for (auto [rows, elements] : {std::pair<int64_t, int64_t>{1000, 1024},
+                                  {7, 1024},
+                                  {5, 100000},
+                                  {0, 8}}) {
+      gpipe_rt_cpu_set_kernel_threads(threads);
+      Rows seen(rows);
+      gpipe_rt_cpu_fused_rows(fn, &seen, rows, elements);
+      for (int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(seen.count[size_t(r)].load(), 1)
+            << "row " << r << " of " << rows << ", " << threads << " threads";
+      // 16384 elements per range at least: 16 rows of 1024.
+      int64_t grain = std::max<int64_t>(1, 16384 / elements);
+      if (threads > 1 && rows >= 2 * grain) {
+        EXPECT_GT(seen.calls.load(), 1) << rows << " rows";
+        EXPECT_GE(seen.shortest.load(), std::min(grain, rows)) << rows;
+      } else {
+        EXPECT_EQ(seen.calls.load(), rows > 0 ? 1 : 0) << rows << " rows";
+      }
+    }
   gpipe_rt_cpu_set_kernel_threads(1);
 }
 

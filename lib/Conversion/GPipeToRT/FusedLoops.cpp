@@ -9,7 +9,9 @@
 // `__gpipe_fused.<stage function>.<n>(argv, first row, end row)` (argv: the
 // inputs' then the results' addresses), which the code generator optimizes
 // (lib/Target: registers, not stack slots, across the loop) while the long
-// straight-line stage functions keep its fast instruction selector. Each body
+// straight-line stage functions keep its fast instruction selector. The
+// stage function calls it on every row at once (gpipe_rt.fused_rows: the
+// runtime splits the rows over the rank's kernel threads). Each body
 // op is computed with ScalarMath.h's templates on a backend that emits arith
 // and math ops: the operations and their order are the kernels', with no
 // fast-math flags, so the loop's results are bitwise the kernels'.
@@ -330,9 +332,15 @@ Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
   if (failed(status))
     return failure();
 
+  // One row: a direct call; more: the runtime's, which may split them over
+  // the rank's kernel threads.
   Value argArray = gpipe_rt::PtrArrayOp::create(at, loc, addresses);
-  func::CallOp::create(
-      at, loc, outlined,
-      ValueRange{argArray, constI64(at, loc, 0), constI64(at, loc, outer)});
+  if (outer == 1)
+    func::CallOp::create(
+        at, loc, outlined,
+        ValueRange{argArray, constI64(at, loc, 0), constI64(at, loc, outer)});
+  else
+    gpipe_rt::FusedRowsOp::create(at, loc, outlined.getSymName(), argArray,
+                                  outer, inner);
   return success();
 }

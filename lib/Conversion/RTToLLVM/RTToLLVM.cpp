@@ -208,6 +208,32 @@ struct KernelOpLowering : ConvertOpToLLVMPattern<KernelOp> {
   std::string target;
 };
 
+/// gpipe_rt.fused_rows: gpipe_rt_cpu_fused_rows(&callee, argv, rows,
+/// row_elements).
+struct FusedRowsOpLowering : ConvertOpToLLVMPattern<FusedRowsOp> {
+  FusedRowsOpLowering(LLVMTypeConverter &converter,
+                      std::shared_ptr<Callees> callees)
+      : ConvertOpToLLVMPattern(converter), callees(std::move(callees)) {}
+  LogicalResult
+  matchAndRewrite(FusedRowsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type ptrTy = adaptor.getArgv().getType();
+    Value callee =
+        LLVM::AddressOfOp::create(rewriter, loc, ptrTy, op.getCallee());
+    auto i64 = [&](int64_t v) -> Value {
+      return LLVM::ConstantOp::create(rewriter, loc, rewriter.getI64Type(),
+                                      rewriter.getI64IntegerAttr(v));
+    };
+    callees->call(rewriter, op, "gpipe_rt_cpu_fused_rows", Type(),
+                  ValueRange{callee, adaptor.getArgv(), i64(op.getRows()),
+                             i64(op.getRowElements())});
+    rewriter.eraseOp(op);
+    return success();
+  }
+  std::shared_ptr<Callees> callees;
+};
+
 /// Any op of RTOps.td's RT_CallbackOp: a call of `OpT::kFunction` with the
 /// op's operands.
 template <typename OpT>
@@ -383,14 +409,14 @@ void mlir::gpipe_rt::populateRTToLLVMConversionPatterns(
   patterns.add<OffsetOpLowering, NullOpLowering, PtrArrayOpLowering,
                LoadOpLowering, StoreOpLowering>(converter);
   patterns.add<BytesOpLowering, IntsOpLowering>(converter, data);
-  patterns.add<CallbackOpLowering<ActionBeginOp>,
-               CallbackOpLowering<ActionEndOp>, CallbackOpLowering<LayerOp>,
-               CallbackOpLowering<RngKeyOp>, CallbackOpLowering<LoadInputOp>,
-               CallbackOpLowering<LoadLabelsOp>, CallbackOpLowering<SendOp>,
-               CallbackOpLowering<RecvOp>, CallbackOpLowering<ReportLossOp>,
-               CallbackOpLowering<ReportOutputOp>, CallbackOpLowering<StepOp>,
-               CallbackOpLowering<ReduceGradOp>, CallbackOpLowering<SumTiedOp>,
-               CallbackOpLowering<ClipGradOp>, CheckOpLowering>(converter,
-                                                                callees);
+  patterns
+      .add<CallbackOpLowering<ActionBeginOp>, CallbackOpLowering<ActionEndOp>,
+           CallbackOpLowering<LayerOp>, CallbackOpLowering<RngKeyOp>,
+           CallbackOpLowering<LoadInputOp>, CallbackOpLowering<LoadLabelsOp>,
+           CallbackOpLowering<SendOp>, CallbackOpLowering<RecvOp>,
+           CallbackOpLowering<ReportLossOp>, CallbackOpLowering<ReportOutputOp>,
+           CallbackOpLowering<StepOp>, CallbackOpLowering<ReduceGradOp>,
+           CallbackOpLowering<SumTiedOp>, CallbackOpLowering<ClipGradOp>,
+           CheckOpLowering, FusedRowsOpLowering>(converter, callees);
   patterns.add<KernelOpLowering>(converter, callees, target);
 }

@@ -65,6 +65,17 @@ int32_t gpipe_rt_cpu_gemm_impl_for(int32_t trans_a, int32_t trans_b, int64_t m,
 void gpipe_rt_cpu_set_kernel_threads(int32_t threads);
 int32_t gpipe_rt_cpu_get_kernel_threads(void);
 
+/// Runs rows [0, `rows`) of a model library's fused elementwise loop: `fn`
+/// computes rows [first, end) of it from its argument array `argv`, each
+/// row of `row_elements` elements and independent of the others. The rows
+/// are split over the kernel threads in ranges of at least the elementwise
+/// kernels' grain, or run on the calling thread when there are too few
+/// (or one thread); the results do not depend on the split.
+void gpipe_rt_cpu_fused_rows(void (*fn)(const void *argv, int64_t first,
+                                        int64_t end),
+                             const void *argv, int64_t rows,
+                             int64_t row_elements);
+
 /// Profiling for benchmarks: while enabled, the wall time of every sgemm
 /// call (on any thread) is added to one process-wide counter, which
 /// gpipe_rt_cpu_gemm_nanoseconds reads. Off by default.

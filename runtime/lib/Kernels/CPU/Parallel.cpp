@@ -192,3 +192,17 @@ extern "C" void gpipe_rt_cpu_set_kernel_threads(int32_t threads) {
 extern "C" int32_t gpipe_rt_cpu_get_kernel_threads(void) {
   return gpipe::rt::cpu::kernelThreads();
 }
+
+extern "C" void
+gpipe_rt_cpu_fused_rows(void (*fn)(const void *, int64_t, int64_t),
+                        const void *argv, int64_t rows, int64_t row_elements) {
+  using namespace gpipe::rt::cpu;
+  int64_t grain =
+      std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(row_elements, 1));
+  if (rows < 2 * grain || kernelThreads() <= 1) {
+    if (rows > 0)
+      fn(argv, 0, rows);
+    return;
+  }
+  runParallel(rows, grain, fn, argv);
+}

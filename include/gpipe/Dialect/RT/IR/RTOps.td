@@ -350,4 +350,26 @@ def RT_StoreOp : RT_Op<"store"> {
       "$value `,` $base `[` $index `]` attr-dict `:` type($value)";
 }
 
+def RT_FusedRowsOp : RT_Op<"fused_rows"> {
+  let summary = "Runs a fused loop's rows, split over the kernel threads";
+  let description = [{
+    Runs rows [0, `rows`) of the outlined fused loop `callee` (a function
+    `(argv, first row, end row)` whose rows are independent, each of
+    `row_elements` elements) on its argument array `argv`: a call of the
+    CPU library's `gpipe_rt_cpu_fused_rows`, which splits the rows over
+    the rank's kernel threads where there are enough of them, and runs
+    them on the calling thread otherwise. Each row is computed by the same
+    code whichever thread runs it.
+
+    ```mlir
+    gpipe_rt.fused_rows @__gpipe_fused.train_s0_fwd.0(%argv) rows 256 row_elements 64
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, RT_Ptr:$argv,
+                       I64Attr:$rows, I64Attr:$row_elements);
+  let assemblyFormat = [{
+    $callee `(` $argv `)` `rows` $rows `row_elements` $row_elements attr-dict
+  }];
+}
+
 #endif // GPIPE_DIALECT_RT_IR_RTOPS_TD
