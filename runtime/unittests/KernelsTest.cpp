@@ -2113,6 +2113,152 @@ TEST(KernelThreads, SameBitsOnAnyNumberOfThreads) {
   gpipe_rt_cpu_set_kernel_threads(1);
 }
 
+// Fused attention against softmax(scale q k^T + bias) v and its gradients
+// computed in double from the definition; a -inf causal mask, a per-key
+// padding bias over the batch, none; the same bits on 1 and 3 threads.
+TEST(Attention, MatchesTheDefinitionInDouble) {
+  struct Case {
+    Shape q;
+    int64_t keys, valueDim;
+    Shape bias; // empty: none; {0}: a causal -inf mask [T, S]
+    const char *name;
+  };
+  const float ninf = -std::numeric_limits<float>::infinity();
+  std::vector<Case> cases = {{{2, 3, 5, 4}, 5, 6, {0}, "causal"},
+                             {{2, 3, 5, 4}, 7, 3, {2, 1, 1, 7}, "padding"},
+                             {{4, 9, 16}, 9, 16, {}, "no bias"},
+                             {{1, 1, 1}, 1, 1, {}, "one"}};
+  uint32_t seed = 900;
+  for (const Case &c : cases) {
+    int64_t rank = int64_t(c.q.size());
+    int64_t T = c.q[rank - 2], D = c.q[rank - 1], S = c.keys, E = c.valueDim;
+    int64_t N = numel(c.q) / (T * D);
+    Shape ks = c.q, vs = c.q, os = c.q;
+    ks[rank - 2] = S;
+    vs[rank - 2] = S;
+    vs[rank - 1] = E;
+    os[rank - 1] = E;
+    std::vector<float> q = randomFloats(numel(c.q), seed++);
+    std::vector<float> k = randomFloats(numel(ks), seed++);
+    std::vector<float> v = randomFloats(numel(vs), seed++);
+    std::vector<float> g = randomFloats(numel(os), seed++);
+    Shape biasShape = c.bias;
+    std::vector<float> bias;
+    if (biasShape == Shape{0}) {
+      biasShape = {T, S};
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = 0; j < S; ++j)
+          bias.push_back(j > t ? ninf : 0.0f);
+    } else if (!biasShape.empty()) {
+      bias = randomFloats(numel(biasShape), seed++);
+    }
+    // The bias at (n, t, s), broadcast from the right.
+    auto biasAt = [&](int64_t n, int64_t t, int64_t j) -> double {
+      if (bias.empty())
+        return 0.0;
+      if (biasShape.size() == 2)
+        return bias[size_t(t * S + j)];
+      int64_t b0 = n / (numel(c.q) / (c.q[0] * T * D));
+      return bias[size_t(b0 * S + j)];
+    };
+    const float scale = 0.37f;
+    // The definition, in double.
+    std::vector<double> want(size_t(N * T * E)), dq(size_t(N * T * D)),
+        dk(size_t(N * S * D)), dv(size_t(N * S * E));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t t = 0; t < T; ++t) {
+        std::vector<double> p(static_cast<size_t>(S)),
+            dp(static_cast<size_t>(S));
+        double m = -INFINITY, sum = 0.0, dot = 0.0;
+        for (int64_t j = 0; j < S; ++j) {
+          double x = 0.0;
+          for (int64_t d = 0; d < D; ++d)
+            x += double(q[size_t((n * T + t) * D + d)]) *
+                 k[size_t((n * S + j) * D + d)];
+          p[size_t(j)] = x * scale + biasAt(n, t, j);
+          m = std::max(m, p[size_t(j)]);
+        }
+        for (int64_t j = 0; j < S; ++j)
+          sum += p[size_t(j)] = std::exp(p[size_t(j)] - m);
+        for (int64_t j = 0; j < S; ++j) {
+          p[size_t(j)] /= sum;
+          for (int64_t e = 0; e < E; ++e) {
+            want[size_t((n * T + t) * E + e)] +=
+                p[size_t(j)] * v[size_t((n * S + j) * E + e)];
+            dp[size_t(j)] += double(g[size_t((n * T + t) * E + e)]) *
+                             v[size_t((n * S + j) * E + e)];
+          }
+          dot += p[size_t(j)] * dp[size_t(j)];
+        }
+        for (int64_t j = 0; j < S; ++j) {
+          double ds = p[size_t(j)] * (dp[size_t(j)] - dot) * scale;
+          for (int64_t d = 0; d < D; ++d) {
+            dq[size_t((n * T + t) * D + d)] +=
+                ds * k[size_t((n * S + j) * D + d)];
+            dk[size_t((n * S + j) * D + d)] +=
+                ds * q[size_t((n * T + t) * D + d)];
+          }
+          for (int64_t e = 0; e < E; ++e)
+            dv[size_t((n * S + j) * E + e)] +=
+                p[size_t(j)] * g[size_t((n * T + t) * E + e)];
+        }
+      }
+    auto expectNear = [&](const std::vector<float> &got,
+                          const std::vector<double> &ref, const char *what) {
+      ASSERT_EQ(got.size(), ref.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], ref[i], 2e-6 + 2e-5 * std::abs(ref[i]))
+            << c.name << ": " << what << "[" << i << "]";
+    };
+    const float *b = bias.empty() ? nullptr : bias.data();
+    int32_t biasRank = int32_t(biasShape.size());
+    std::vector<float> runs[2][4];
+    for (int32_t threads : {1, 3}) {
+      gpipe_rt_cpu_set_kernel_threads(threads);
+      std::vector<float> out(size_t(N * T * E), -1.0f), gq(size_t(N * T * D)),
+          gk(size_t(N * S * D), -1.0f), gv(size_t(N * S * E), -1.0f);
+      ASSERT_EQ(gpipe_rt_cpu_attention_f32(
+                    q.data(), k.data(), v.data(), c.q.data(), int32_t(rank), S,
+                    E, b, biasShape.data(), biasRank, scale, out.data()),
+                GPIPE_RT_SUCCESS)
+          << lastError();
+      ASSERT_EQ(gpipe_rt_cpu_attention_grad_f32(
+                    q.data(), k.data(), v.data(), c.q.data(), int32_t(rank), S,
+                    E, b, biasShape.data(), biasRank, scale, g.data(),
+                    gq.data(), gk.data(), gv.data()),
+                GPIPE_RT_SUCCESS)
+          << lastError();
+      expectNear(out, want, "out");
+      expectNear(gq, dq, "q grad");
+      expectNear(gk, dk, "k grad");
+      expectNear(gv, dv, "v grad");
+      int slot = threads == 1 ? 0 : 1;
+      runs[slot][0] = out;
+      runs[slot][1] = gq;
+      runs[slot][2] = gk;
+      runs[slot][3] = gv;
+    }
+    gpipe_rt_cpu_set_kernel_threads(1);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(std::memcmp(runs[0][i].data(), runs[1][i].data(),
+                            runs[0][i].size() * sizeof(float)),
+                0)
+          << c.name << ": result " << i << " differs on 3 threads";
+  }
+}
+
+TEST(Attention, RejectsABiasThatDoesNotBroadcast) {
+  Shape q = {2, 4, 3};
+  std::vector<float> x(24), out(2 * 4 * 3), bias(5);
+  Shape bs = {5};
+  EXPECT_EQ(gpipe_rt_cpu_attention_f32(x.data(), x.data(), x.data(), q.data(),
+                                       3, 4, 3, bias.data(), bs.data(), 1, 1.0f,
+                                       out.data()),
+            GPIPE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "attention: bias [5] does not broadcast to the scores "
+                         "[2, 4, 4]");
+}
+
 // A model library's fused loop: every row run exactly once, in ranges of
 // at least the grain, split over threads only when there are enough rows.
 TEST(Parallel, FusedRowsRunEveryRowOnce) {

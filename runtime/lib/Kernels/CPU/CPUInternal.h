@@ -18,6 +18,20 @@
 #include <atomic>
 #include <chrono>
 
+/// The float loops of the hottest kernels are compiled three times, for
+/// AVX-512, AVX2 and the baseline, and the loader picks the best the CPU
+/// has (GCC's and Clang's function multiversioning). The instructions
+/// differ, not the arithmetic: the same IEEE operations in the same order
+/// without contraction (-ffp-contract=off), so every version computes the
+/// same bits.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&        \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define GPIPE_RT_CPU_CLONES                                                    \
+  __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define GPIPE_RT_CPU_CLONES
+#endif
+
 namespace gpipe::rt::cpu {
 
 /// `name` for the shared checks: its failures go to the CPU backend's

@@ -2993,3 +2993,219 @@ extern "C" gpipe_rt_status gpipe_rt_cuda_running_stats_update_f32(
       runningMean, runningVar, meanStat, varStat, channels, count, momentum);
   return launched(kernel);
 }
+
+//===----------------------------------------------------------------------===//
+// Fused attention
+//===----------------------------------------------------------------------===//
+
+namespace gpipe::rt::cuda {
+namespace {
+
+/// AttentionArgs as the device reads it.
+struct AttentionDims {
+  int64_t count, rows, depth, keys, valueDim;
+  int32_t leadingRank;
+  int64_t leading[kMaxRank];
+  int64_t biasStrides[kMaxRank];
+  float scale;
+
+  explicit AttentionDims(const AttentionArgs &a, float scale)
+      : count(a.count), rows(a.rows), depth(a.depth), keys(a.keys),
+        valueDim(a.valueDim), leadingRank(a.leadingRank), scale(scale) {
+    std::copy(a.leading, a.leading + kMaxRank, leading);
+    std::copy(a.biasStrides, a.biasStrides + kMaxRank, biasStrides);
+  }
+};
+
+/// Row t of leading index n: scale * (q_t . k_s) + bias, the dot product
+/// summed over D in order (the CPU's order).
+__device__ float attentionScore(const AttentionDims &a, const float *q,
+                                const float *k, const float *bias, int64_t n,
+                                int64_t t, int64_t s) {
+  const float *qt = q + (n * a.rows + t) * a.depth;
+  const float *ks = k + (n * a.keys + s) * a.depth;
+  float dot = 0.0f;
+  for (int64_t d = 0; d < a.depth; ++d)
+    dot = __fadd_rn(dot, __fmul_rn(qt[d], ks[d]));
+  float x = __fmul_rn(dot, a.scale);
+  if (bias) {
+    int64_t offset = 0, rest = n;
+    for (int32_t d = a.leadingRank - 1; d >= 0; --d) {
+      offset += (rest % a.leading[d]) * a.biasStrides[d];
+      rest /= a.leading[d];
+    }
+    offset +=
+        t * a.biasStrides[a.leadingRank] + s * a.biasStrides[a.leadingRank + 1];
+    x = __fadd_rn(x, bias[offset]);
+  }
+  return x;
+}
+
+/// The row's maximum score and sum of e^(score - max) (in double).
+__device__ void attentionRowStats(const AttentionDims &a, const float *q,
+                                  const float *k, const float *bias, int64_t n,
+                                  int64_t t, float &m, float &total) {
+  m = -INFINITY;
+  for (int64_t s = 0; s < a.keys; ++s)
+    m = fmaxf(m, attentionScore(a, q, k, bias, n, t, s));
+  double sum = 0.0;
+  for (int64_t s = 0; s < a.keys; ++s)
+    sum += double(expf(__fsub_rn(attentionScore(a, q, k, bias, n, t, s), m)));
+  total = float(sum);
+}
+
+__device__ float attentionProbability(const AttentionDims &a, const float *q,
+                                      const float *k, const float *bias,
+                                      int64_t n, int64_t t, int64_t s, float m,
+                                      float total) {
+  return __fdiv_rn(expf(__fsub_rn(attentionScore(a, q, k, bias, n, t, s), m)),
+                   total);
+}
+
+/// g_t . v_s in order over E.
+__device__ float attentionGradDot(const AttentionDims &a, const float *grad,
+                                  const float *v, int64_t n, int64_t t,
+                                  int64_t s) {
+  const float *gt = grad + (n * a.rows + t) * a.valueDim;
+  const float *vs = v + (n * a.keys + s) * a.valueDim;
+  float dot = 0.0f;
+  for (int64_t e = 0; e < a.valueDim; ++e)
+    dot = __fadd_rn(dot, __fmul_rn(gt[e], vs[e]));
+  return dot;
+}
+
+/// One thread per (n, t) row.
+__global__ void attentionKernel(AttentionDims a, const float *q, const float *k,
+                                const float *v, const float *bias, float *out) {
+  GPIPE_RT_GRID_LOOP(row, a.count * a.rows) {
+    int64_t n = row / a.rows, t = row % a.rows;
+    float m, total;
+    attentionRowStats(a, q, k, bias, n, t, m, total);
+    float *o = out + row * a.valueDim;
+    for (int64_t e = 0; e < a.valueDim; ++e)
+      o[e] = 0.0f;
+    for (int64_t s = 0; s < a.keys; ++s) {
+      float p = attentionProbability(a, q, k, bias, n, t, s, m, total);
+      const float *vs = v + (n * a.keys + s) * a.valueDim;
+      for (int64_t e = 0; e < a.valueDim; ++e)
+        o[e] = __fadd_rn(o[e], __fmul_rn(p, vs[e]));
+    }
+  }
+}
+
+/// One thread per (n, t) row: the row's statistics (max, sum, and
+/// sum_s p dp in double) into `stats`, and q's gradient.
+__global__ void attentionGradRowsKernel(AttentionDims a, const float *q,
+                                        const float *k, const float *v,
+                                        const float *bias, const float *grad,
+                                        float *stats, float *qGrad) {
+  GPIPE_RT_GRID_LOOP(row, a.count * a.rows) {
+    int64_t n = row / a.rows, t = row % a.rows;
+    float m, total;
+    attentionRowStats(a, q, k, bias, n, t, m, total);
+    double dot = 0.0;
+    for (int64_t s = 0; s < a.keys; ++s)
+      dot += double(attentionProbability(a, q, k, bias, n, t, s, m, total)) *
+             double(attentionGradDot(a, grad, v, n, t, s));
+    float rowDot = float(dot);
+    stats[3 * row] = m;
+    stats[3 * row + 1] = total;
+    stats[3 * row + 2] = rowDot;
+    float *dq = qGrad + row * a.depth;
+    for (int64_t d = 0; d < a.depth; ++d)
+      dq[d] = 0.0f;
+    for (int64_t s = 0; s < a.keys; ++s) {
+      float p = attentionProbability(a, q, k, bias, n, t, s, m, total);
+      float ds = __fmul_rn(
+          p, __fsub_rn(attentionGradDot(a, grad, v, n, t, s), rowDot));
+      const float *ks = k + (n * a.keys + s) * a.depth;
+      for (int64_t d = 0; d < a.depth; ++d)
+        dq[d] = __fadd_rn(dq[d], __fmul_rn(ds, ks[d]));
+    }
+    for (int64_t d = 0; d < a.depth; ++d)
+      dq[d] = __fmul_rn(dq[d], a.scale);
+  }
+}
+
+/// One thread per (n, s) key: k's and v's gradients, the rows in order.
+__global__ void attentionGradKeysKernel(AttentionDims a, const float *q,
+                                        const float *k, const float *v,
+                                        const float *bias, const float *grad,
+                                        const float *stats, float *kGrad,
+                                        float *vGrad) {
+  GPIPE_RT_GRID_LOOP(key, a.count * a.keys) {
+    int64_t n = key / a.keys, s = key % a.keys;
+    float *dk = kGrad + key * a.depth;
+    float *dv = vGrad + key * a.valueDim;
+    for (int64_t d = 0; d < a.depth; ++d)
+      dk[d] = 0.0f;
+    for (int64_t e = 0; e < a.valueDim; ++e)
+      dv[e] = 0.0f;
+    for (int64_t t = 0; t < a.rows; ++t) {
+      const float *st = stats + 3 * (n * a.rows + t);
+      float p = attentionProbability(a, q, k, bias, n, t, s, st[0], st[1]);
+      float ds =
+          __fmul_rn(p, __fsub_rn(attentionGradDot(a, grad, v, n, t, s), st[2]));
+      float c = __fmul_rn(a.scale, ds);
+      const float *qt = q + (n * a.rows + t) * a.depth;
+      for (int64_t d = 0; d < a.depth; ++d)
+        dk[d] = __fadd_rn(dk[d], __fmul_rn(c, qt[d]));
+      const float *gt = grad + (n * a.rows + t) * a.valueDim;
+      for (int64_t e = 0; e < a.valueDim; ++e)
+        dv[e] = __fadd_rn(dv[e], __fmul_rn(p, gt[e]));
+    }
+  }
+}
+
+} // namespace
+} // namespace gpipe::rt::cuda
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_attention_f32(
+    const float *q, const float *k, const float *v, const int64_t *qShape,
+    int32_t rank, int64_t keys, int64_t valueDim, const float *bias,
+    const int64_t *biasShape, int32_t biasRank, float scale, float *out) {
+  Kernel kernel = cudaKernel("attention");
+  AttentionArgs args;
+  float *outs[1] = {out};
+  GPIPE_RT_TRY(checkAttention(kernel, q, k, v, qShape, rank, keys, valueDim,
+                              bias, biasShape, biasRank, scale, nullptr, outs,
+                              1, args));
+  int64_t rows = args.count * args.rows;
+  if (rows == 0 || args.valueDim == 0)
+    return GPIPE_RT_SUCCESS;
+  attentionKernel<<<blocksFor(rows), kThreads, 0, currentStream()>>>(
+      AttentionDims(args, scale), q, k, v, args.hasBias ? bias : nullptr, out);
+  return launched(kernel);
+}
+
+extern "C" gpipe_rt_status gpipe_rt_cuda_attention_grad_f32(
+    const float *q, const float *k, const float *v, const int64_t *qShape,
+    int32_t rank, int64_t keys, int64_t valueDim, const float *bias,
+    const int64_t *biasShape, int32_t biasRank, float scale, const float *grad,
+    float *qGrad, float *kGrad, float *vGrad) {
+  Kernel kernel = cudaKernel("attention_grad");
+  AttentionArgs args;
+  float *outs[3] = {qGrad, kGrad, vGrad};
+  GPIPE_RT_TRY(checkAttention(kernel, q, k, v, qShape, rank, keys, valueDim,
+                              bias, biasShape, biasRank, scale, grad, outs, 3,
+                              args));
+  int64_t rows = args.count * args.rows, keyRows = args.count * args.keys;
+  if (rows == 0 && keyRows == 0)
+    return GPIPE_RT_SUCCESS;
+  const float *b = args.hasBias ? bias : nullptr;
+  AttentionDims dims(args, scale);
+  Scratch stats;
+  GPIPE_RT_TRY(stats.allocate(kernel, size_t(rows) * 3 * sizeof(float)));
+  if (rows > 0) {
+    attentionGradRowsKernel<<<blocksFor(rows), kThreads, 0, currentStream()>>>(
+        dims, q, k, v, b, grad, stats.as<float>(), qGrad);
+    GPIPE_RT_TRY(launched(kernel));
+  }
+  if (keyRows > 0) {
+    attentionGradKeysKernel<<<blocksFor(keyRows), kThreads, 0,
+                              currentStream()>>>(
+        dims, q, k, v, b, grad, stats.as<float>(), kGrad, vGrad);
+    GPIPE_RT_TRY(launched(kernel));
+  }
+  return GPIPE_RT_SUCCESS;
+}

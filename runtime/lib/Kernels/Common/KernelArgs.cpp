@@ -9,6 +9,8 @@
 
 #include "Common/KernelArgs.h"
 
+#include <cmath>
+
 namespace gpipe::rt::args {
 
 std::ostream &operator<<(std::ostream &os, const Shape &shape) {
@@ -627,6 +629,66 @@ gpipe_rt_status checkSoftmax(const Kernel &kernel, const float *in,
     return GPIPE_RT_SUCCESS;
   GPIPE_RT_TRY(checkPointer(kernel, "input", in, s.numElements));
   return checkPointer(kernel, "result", out, s.numElements);
+}
+
+gpipe_rt_status checkAttention(
+    const Kernel &kernel, const float *q, const float *k, const float *v,
+    const int64_t *qShape, int32_t rank, int64_t keys, int64_t valueDim,
+    const float *bias, const int64_t *biasShape, int32_t biasRank, float scale,
+    const float *grad, float *const *outs, int numOuts, AttentionArgs &args) {
+  Shape qs;
+  GPIPE_RT_TRY(readShape(kernel, "q", qShape, rank, qs));
+  if (qs.rank < 2)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "q needs a row and a feature dim, got " << qs;
+  if (keys < 0 || valueDim < 0)
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "keys (" << keys << ") and value dim (" << valueDim
+           << ") must be non-negative";
+  if (!std::isfinite(scale))
+    return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+           << "scale must be finite, got " << scale;
+  args = AttentionArgs();
+  args.leadingRank = qs.rank - 2;
+  args.count = 1;
+  for (int32_t d = 0; d < args.leadingRank; ++d) {
+    args.leading[d] = qs.dims[d];
+    args.count *= qs.dims[d];
+  }
+  args.rows = qs.dims[qs.rank - 2];
+  args.depth = qs.dims[qs.rank - 1];
+  args.keys = keys;
+  args.valueDim = valueDim;
+  // The scores' shape, [leading..., T, S], which the bias broadcasts to.
+  Shape scores = qs;
+  scores.dims[qs.rank - 1] = keys;
+  scores.numElements = args.count * args.rows * keys;
+  if (bias) {
+    Shape bs;
+    GPIPE_RT_TRY(readShape(kernel, "bias", biasShape, biasRank, bs));
+    if (!broadcastStrides(bs, scores, args.biasStrides))
+      return Error(GPIPE_RT_INVALID_ARGUMENT, kernel)
+             << "bias " << bs << " does not broadcast to the scores " << scores;
+    args.hasBias = true;
+    GPIPE_RT_TRY(checkPointer(kernel, "bias", bias, bs.numElements));
+  }
+  int64_t qCount = args.count * args.rows * args.depth;
+  int64_t kCount = args.count * keys * args.depth;
+  int64_t vCount = args.count * keys * valueDim;
+  int64_t outCount = args.count * args.rows * valueDim;
+  GPIPE_RT_TRY(checkPointer(kernel, "q", q, qCount));
+  GPIPE_RT_TRY(checkPointer(kernel, "k", k, kCount));
+  GPIPE_RT_TRY(checkPointer(kernel, "v", v, vCount));
+  if (!grad)
+    return checkPointer(kernel, "result", numOuts > 0 ? outs[0] : nullptr,
+                        outCount);
+  GPIPE_RT_TRY(checkPointer(kernel, "grad", grad, outCount));
+  const char *names[3] = {"q gradient", "k gradient", "v gradient"};
+  int64_t counts[3] = {qCount, kCount, vCount};
+  for (int i = 0; i < 3; ++i)
+    GPIPE_RT_TRY(checkPointer(kernel, names[i], i < numOuts ? outs[i] : nullptr,
+                              counts[i]));
+  return GPIPE_RT_SUCCESS;
 }
 
 gpipe_rt_status checkSoftmaxGrad(const Kernel &kernel, const float *output,

@@ -537,6 +537,40 @@ gpipe_rt_status checkSoftmax(const Kernel &kernel, const float *in,
                              const int64_t *shape, int32_t rank, int64_t axis,
                              const float *out, AxisSplit &args);
 
+/// attention and attention_grad: `count` leading indices (batch and
+/// heads), `rows` (T) queries of `depth` (D), `keys` (S) keys and values of
+/// `valueDim` (E); the leading dims for the bias's offset per leading index.
+struct AttentionArgs {
+  int64_t count = 0, rows = 0, depth = 0, keys = 0, valueDim = 0;
+  int32_t leadingRank = 0;
+  int64_t leading[kMaxRank] = {};
+  /// The bias's strides broadcast to [leading..., T, S] (0 where it
+  /// repeats); `hasBias` false when it is null.
+  bool hasBias = false;
+  int64_t biasStrides[kMaxRank] = {};
+
+  /// The bias's offset for leading index `n` (row-major over `leading`).
+  int64_t biasOffset(int64_t n) const {
+    int64_t offset = 0;
+    for (int32_t d = leadingRank - 1; d >= 0; --d) {
+      offset += (n % leading[d]) * biasStrides[d];
+      n /= leading[d];
+    }
+    return offset;
+  }
+  int64_t biasRowStride() const { return biasStrides[leadingRank]; }
+  int64_t biasKeyStride() const { return biasStrides[leadingRank + 1]; }
+};
+
+/// gpipe_rt_*_attention_f32 and, with `grad` and the three gradients,
+/// gpipe_rt_*_attention_grad_f32 (`grad` null for the forward, whose
+/// output is `outs[0]`).
+gpipe_rt_status checkAttention(
+    const Kernel &kernel, const float *q, const float *k, const float *v,
+    const int64_t *qShape, int32_t rank, int64_t keys, int64_t valueDim,
+    const float *bias, const int64_t *biasShape, int32_t biasRank, float scale,
+    const float *grad, float *const *outs, int numOuts, AttentionArgs &args);
+
 /// gpipe_rt_*_softmax_grad_f32.
 gpipe_rt_status checkSoftmaxGrad(const Kernel &kernel, const float *output,
                                  const float *grad, const int64_t *shape,
