@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -183,6 +184,73 @@ int main(int argc, char **argv) {
                          0, 1.0f, 0.0f, 1, 0, dw.data(), dwShape);
                    },
                    2.0 * double(rows * D * F)});
+
+  // The fused attention at the same shapes (a causal bias), and at the
+  // small GPT's (batch 8, 4 heads, T 32, heads of 16): compare with the
+  // matmuls and softmaxes above, which it replaces.
+  std::vector<float> causal(size_t(T * T));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < T; ++j)
+      causal[size_t(t * T + j)] =
+          j > t ? -std::numeric_limits<float>::infinity() : 0.0f;
+  int64_t causalShape[] = {T, T};
+  auto dq = std::vector<float>(q.size()), dk = std::vector<float>(q.size()),
+       dv = std::vector<float>(q.size());
+  // Per score: q.k and p v (2 x 2 x Dh) forward; the backward recomputes
+  // q.k, then dp, dq, dk and dv (5 x 2 x Dh).
+  double scoresBig = double(B * H * T * T);
+  cases.push_back({"attention (128 x 64x64, Dh 32)", B * H * T * Dh,
+                   [&] {
+                     return gpipe_rt_cpu_attention_f32(
+                         q.data(), kt.data(), scores.data(), qShape, 4, T, Dh,
+                         causal.data(), causalShape, 2, 0.17f, out.data());
+                   },
+                   scoresBig * 4 * Dh});
+  cases.push_back({"attention_grad (same)", B * H * T * Dh,
+                   [&] {
+                     return gpipe_rt_cpu_attention_grad_f32(
+                         q.data(), kt.data(), scores.data(), qShape, 4, T, Dh,
+                         causal.data(), causalShape, 2, 0.17f, sg.data(),
+                         dq.data(), dk.data(), dv.data());
+                   },
+                   scoresBig * 10 * Dh});
+  const int64_t sb = 8, sh = 4, st = 32, sd = 16;
+  int64_t smallShape[] = {sb, sh, st, sd}, smallCausalShape[] = {st, st};
+  std::vector<float> smallCausal(size_t(st * st));
+  for (int64_t t = 0; t < st; ++t)
+    for (int64_t j = 0; j < st; ++j)
+      smallCausal[size_t(t * st + j)] =
+          j > t ? -std::numeric_limits<float>::infinity() : 0.0f;
+  double scoresSmall = double(sb * sh * st * st);
+  cases.push_back({"attention (32 x 32x32, Dh 16)", sb * sh * st * sd,
+                   [&] {
+                     return gpipe_rt_cpu_attention_f32(
+                         q.data(), kt.data(), scores.data(), smallShape, 4, st,
+                         sd, smallCausal.data(), smallCausalShape, 2, 0.25f,
+                         out.data());
+                   },
+                   scoresSmall * 4 * sd});
+  cases.push_back({"attention_grad (same)", sb * sh * st * sd,
+                   [&] {
+                     return gpipe_rt_cpu_attention_grad_f32(
+                         q.data(), kt.data(), scores.data(), smallShape, 4, st,
+                         sd, smallCausal.data(), smallCausalShape, 2, 0.25f,
+                         sg.data(), dq.data(), dk.data(), dv.data());
+                   },
+                   scoresSmall * 10 * sd});
+  int64_t smallScoresShape[] = {sb, sh, st, st},
+          smallKtShape[] = {sb, sh, sd, st};
+  cases.push_back({"matmul q k^T (32 x 32x16x32)", sb * sh * st * st,
+                   [&] {
+                     return gpipe_rt_cpu_matmul_f32(
+                         q.data(), smallShape, 4, kt.data(), smallKtShape, 4, 0,
+                         0, sout.data(), smallScoresShape, 4);
+                   },
+                   scoresSmall * 2 * sd});
+  cases.push_back({"softmax (rows of 32)", sb * sh * st * st, [&] {
+                     return gpipe_rt_cpu_softmax_f32(
+                         scores.data(), smallScoresShape, 4, 3, sout.data());
+                   }});
 
   std::printf("%-32s %12s %12s %10s %10s %8s\n", "kernel", "1 thr us",
               (std::to_string(cores) + " thr us").c_str(), "1 thr ns/el",

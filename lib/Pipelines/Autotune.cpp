@@ -74,6 +74,7 @@ static void configure(GPipePipelineOptions &to,
   to.optimizer = OptimizerKind(from.optimizer);
   to.inference = bool(from.inference);
   to.fuse = bool(from.fuse);
+  to.fuseAttention = bool(from.fuseAttention);
   to.granularity = nn::LayerGranularity(from.granularity);
   to.recomputeLayers = ArrayRef<std::string>(std::vector<std::string>(
       from.recomputeLayers.begin(), from.recomputeLayers.end()));

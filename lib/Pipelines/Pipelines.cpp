@@ -46,6 +46,12 @@ static void buildPipeline(OpPassManager &pm,
   // now, once.
   pm.addPass(nn::createNNFoldConstantsPass());
   pm.addPass(createCanonicalizerPass());
+  // Attention chains into nn.attention; their masks into one bias, which
+  // the folder makes a constant when they are.
+  if (options.fuseAttention) {
+    pm.addPass(nn::createNNFuseAttentionPass());
+    pm.addPass(nn::createNNFoldConstantsPass());
+  }
   // Several model inputs travel as one tensor per sample.
   pm.addPass(nn::createNNPackInputsPass());
 

@@ -2124,10 +2124,12 @@ TEST(Attention, MatchesTheDefinitionInDouble) {
     const char *name;
   };
   const float ninf = -std::numeric_limits<float>::infinity();
-  std::vector<Case> cases = {{{2, 3, 5, 4}, 5, 6, {0}, "causal"},
-                             {{2, 3, 5, 4}, 7, 3, {2, 1, 1, 7}, "padding"},
-                             {{4, 9, 16}, 9, 16, {}, "no bias"},
-                             {{1, 1, 1}, 1, 1, {}, "one"}};
+  std::vector<Case> cases = {
+      {{2, 3, 5, 4}, 5, 6, {0}, "causal"},
+      {{2, 3, 5, 4}, 7, 3, {2, 1, 1, 7}, "padding"},
+      {{4, 9, 16}, 9, 16, {}, "no bias"},
+      {{8, 4, 16, 8}, 16, 8, {8, 1, 16, 16}, "per-sample mask"},
+      {{1, 1, 1}, 1, 1, {}, "one"}};
   uint32_t seed = 900;
   for (const Case &c : cases) {
     int64_t rank = int64_t(c.q.size());
@@ -2159,6 +2161,8 @@ TEST(Attention, MatchesTheDefinitionInDouble) {
       if (biasShape.size() == 2)
         return bias[size_t(t * S + j)];
       int64_t b0 = n / (numel(c.q) / (c.q[0] * T * D));
+      if (biasShape.size() == 4 && biasShape[2] == T)
+        return bias[size_t((b0 * T + t) * S + j)];
       return bias[size_t(b0 * S + j)];
     };
     const float scale = 0.37f;

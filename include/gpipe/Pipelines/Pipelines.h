@@ -137,6 +137,13 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
       llvm::cl::desc("Fuse chains of elementwise ops into one loop each "
                      "(nn-fuse-elementwise; bitwise the same results)"),
       llvm::cl::init(true)};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("Fuse each attention's matmul, scale, masks, softmax "
+                     "and matmul into one nn.attention (nn-fuse-attention: "
+                     "no T x S matrix in memory; within float rounding of "
+                     "the unfused ops)"),
+      llvm::cl::init(true)};
   Option<nn::LayerGranularity> granularity{
       *this, "granularity", llvm::cl::desc("Layer granularity"),
       llvm::cl::init(nn::LayerGranularity::Scope),

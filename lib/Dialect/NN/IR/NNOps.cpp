@@ -1061,6 +1061,96 @@ OpCost GatherGradOp::getCost() {
   return cost;
 }
 
+/// nn.attention's and nn.attention_grad's operands: q [N..., T, D], k
+/// [N..., S, D], v [N..., S, E], a bias that broadcasts to [N..., T, S] and
+/// a finite scale; the result shape [N..., T, E].
+static FailureOr<Shape> verifyAttentionOperands(Operation *op, Value q, Value k,
+                                                Value v, Value bias,
+                                                float scale) {
+  if (failed(checkSameElementType(op, q, k, "query and key")) ||
+      failed(checkSameElementType(op, q, v, "query and value")))
+    return failure();
+  if (!std::isfinite(scale))
+    return op->emitOpError("expected a finite scale, got ") << scale;
+  ArrayRef<int64_t> qs = shapeOf(q), ks = shapeOf(k), vs = shapeOf(v);
+  size_t rank = qs.size();
+  if (rank < 2 || ks.size() != rank || vs.size() != rank)
+    return op->emitOpError("expected query, key and value of one rank >= 2, "
+                           "got ")
+           << formatShape(qs) << ", " << formatShape(ks) << " and "
+           << formatShape(vs);
+  if (qs.drop_back(2) != ks.drop_back(2) || qs.drop_back(2) != vs.drop_back(2))
+    return op->emitOpError("expected query, key and value with the same "
+                           "leading dims, got ")
+           << formatShape(qs) << ", " << formatShape(ks) << " and "
+           << formatShape(vs);
+  if (qs.back() != ks.back() || ks[rank - 2] != vs[rank - 2])
+    return op->emitOpError("expected key [..., S, D] and value [..., S, E] "
+                           "for query [..., T, D] ")
+           << formatShape(qs) << ", got " << formatShape(ks) << " and "
+           << formatShape(vs);
+  Shape scores(qs.begin(), qs.end());
+  scores.back() = ks[rank - 2];
+  if (bias) {
+    if (failed(checkSameElementType(op, q, bias, "query and bias")))
+      return failure();
+    FailureOr<Shape> b = inferBroadcastShape(
+        {shapeOf(bias), scores}, [op] { return op->emitOpError(); });
+    if (failed(b))
+      return failure();
+    if (*b != scores)
+      return op->emitOpError("expected a bias that broadcasts to the scores ")
+             << formatShape(scores) << ", got " << formatShape(shapeOf(bias));
+  }
+  Shape result(qs.begin(), qs.end());
+  result.back() = vs.back();
+  return result;
+}
+
+/// Per score element: the dot products over D and E, the softmax.
+static int64_t attentionScores(Value q, Value k) {
+  ArrayRef<int64_t> qs = shapeOf(q), ks = shapeOf(k);
+  return numElements(qs.drop_back()) * ks[ks.size() - 2];
+}
+
+LogicalResult AttentionOp::verify() {
+  return checkResultShape(
+      *this, verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
+                                     getBias(), getScale().convertToFloat()));
+}
+// Per score: q.k (2D), softmax (about 5), p v (2E).
+OpCost AttentionOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  int64_t d = shapeOf(getQuery()).back(), e = shapeOf(getValue()).back();
+  cost.flops = attentionScores(getQuery(), getKey()) * (2 * d + 2 * e + 5);
+  return cost;
+}
+
+LogicalResult AttentionGradOp::verify() {
+  FailureOr<Shape> out =
+      verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
+                              getBias(), getScale().convertToFloat());
+  if (failed(out))
+    return failure();
+  if (shapeOf(getGrad()) != ArrayRef<int64_t>(*out))
+    return emitOpError("expected a gradient of the attention's shape ")
+           << formatShape(*out) << ", got " << formatShape(shapeOf(getGrad()));
+  for (auto [grad, operand] :
+       llvm::zip(getResults(), ValueRange{getQuery(), getKey(), getValue()}))
+    if (grad.getType() != operand.getType())
+      return emitOpError("expected each gradient of its operand's type ")
+             << operand.getType() << ", got " << grad.getType();
+  return success();
+}
+// Per score: the forward's recomputed probabilities (2D + 5), dp (2E), ds,
+// and the three gradients' products (2D + 2D + 2E).
+OpCost AttentionGradOp::getCost() {
+  OpCost cost = detail::elementwiseCost(*this, 0);
+  int64_t d = shapeOf(getQuery()).back(), e = shapeOf(getValue()).back();
+  cost.flops = attentionScores(getQuery(), getKey()) * (6 * d + 4 * e + 8);
+  return cost;
+}
+
 LogicalResult SoftmaxGradOp::verify() {
   return verifyAxis(shapeOf(getOutput()), getAxis(), NN_EMIT);
 }

@@ -638,6 +638,23 @@ LogicalResult SoftmaxOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+// The bias is a mask (nn-fuse-attention fuses only a bias that depends on
+// no parameter): no gradient.
+LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  Value dy = beginVJP(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  auto grads = AttentionGradOp::create(
+      b, getLoc(),
+      TypeRange{getQuery().getType(), getKey().getType(), getValue().getType()},
+      getQuery(), getKey(), getValue(), dy, getBias(), getScaleAttr());
+  operandGrads[0] = grads.getQueryGrad();
+  operandGrads[1] = grads.getKeyGrad();
+  operandGrads[2] = grads.getValueGrad();
+  return success();
+}
+
 LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   Value dy = beginVJP(*this, resultGrads, operandGrads);

@@ -1,7 +1,7 @@
 //===- Contractions.cpp - Kernel calls of the contractions family
 //
 // Contractions: matrix products, GEMMs and linear layers, in fp32 or with bf16
-// operands: their KernelCallOpInterface models.
+// operands, and the fused attention: their KernelCallOpInterface models.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,10 +74,49 @@ FailureOr<KernelCall> build(CallBuilder &b, nn::LinearOp op) {
       .done();
 }
 
+/// nn.attention's and nn.attention_grad's shared arguments, in the
+/// kernels' order up to the scale.
+CallBuilder &attentionArgs(CallBuilder &b, Value q, Value k, Value v,
+                           Value bias, float scale) {
+  b.buffer(q).buffer(k).buffer(v).shape(q).integer(rankOf(q));
+  ArrayRef<int64_t> vs = shapeOf(v);
+  b.integer(vs[vs.size() - 2]).integer(vs.back());
+  if (bias)
+    b.tensor(bias);
+  else
+    b.null().null().integer(0);
+  return b.real(scale);
+}
+
+FailureOr<KernelCall> build(CallBuilder &b, nn::AttentionOp op) {
+  if (failed(b.f32Only()))
+    return failure();
+  return attentionArgs(b.kernel(KernelId::k_attention_f32), op.getQuery(),
+                       op.getKey(), op.getValue(), op.getBias(),
+                       op.getScale().convertToFloat())
+      .buffer(op.getResult())
+      .done();
+}
+
+FailureOr<KernelCall> build(CallBuilder &b, nn::AttentionGradOp op) {
+  if (failed(b.f32Only()))
+    return failure();
+  return attentionArgs(b.kernel(KernelId::k_attention_grad_f32), op.getQuery(),
+                       op.getKey(), op.getValue(), op.getBias(),
+                       op.getScale().convertToFloat())
+      .buffer(op.getGrad())
+      .buffer(op.getQueryGrad())
+      .buffer(op.getKeyGrad())
+      .buffer(op.getValueGrad())
+      .done();
+}
+
 } // namespace
 
 void mlir::gpipe::kernel_calls::registerContractionsKernels(MLIRContext *ctx) {
   attach<nn::MatMulOp, build>(ctx);
   attach<nn::GemmOp, build>(ctx);
   attach<nn::LinearOp, build>(ctx);
+  attach<nn::AttentionOp, build>(ctx);
+  attach<nn::AttentionGradOp, build>(ctx);
 }

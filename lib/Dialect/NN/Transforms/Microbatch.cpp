@@ -134,6 +134,9 @@ private:
   /// The batch dim moves up past the inserted dims before it.
   LogicalResult visitUnsqueeze(UnsqueezeOp op);
   LogicalResult visitMatMul(MatMulOp op);
+  /// The batch among q's, k's and v's leading dims (and the bias's, which
+  /// broadcast against them), never in their rows or features.
+  LogicalResult visitAttention(AttentionOp op);
   LogicalResult visitGemm(GemmOp op);
   LogicalResult visitLinear(LinearOp op);
   LogicalResult visitGather(GatherOp op);
@@ -384,6 +387,25 @@ LogicalResult Microbatcher::visitMatMul(MatMulOp op) {
   if (failed(broadcast(
           op, {{&op.getLhsMutable(), rl - 2}, {&op.getRhsMutable(), rr - 2}},
           rank - 2, result)))
+    return failure();
+  if (result)
+    set(op.getResult(), *result);
+  return success();
+}
+
+LogicalResult Microbatcher::visitAttention(AttentionOp op) {
+  int64_t rank = shapeOf(op.getResult()).size();
+  SmallVector<std::pair<OpOperand *, int64_t>> operands;
+  for (OpOperand &operand : op->getOpOperands()) {
+    int64_t r = shapeOf(operand.get()).size();
+    int64_t leading = std::max<int64_t>(r - 2, 0);
+    if (std::optional<BatchDim> b = lookup(operand.get());
+        b && b->dim >= leading)
+      return mixes(op, operand.getOperandNumber(), *b), failure();
+    operands.push_back({&operand, leading});
+  }
+  std::optional<BatchDim> result;
+  if (failed(broadcast(op, operands, rank - 2, result)))
     return failure();
   if (result)
     set(op.getResult(), *result);
@@ -714,6 +736,7 @@ LogicalResult Microbatcher::visit(Operation *op) {
           [&](CastOp op) { return passThrough(op.getInput(), op.getResult()); })
       .Case<ParamOp, ConstantOp>([](Operation *) { return success(); })
       .Case<MatMulOp>([&](MatMulOp op) { return visitMatMul(op); })
+      .Case<AttentionOp>([&](AttentionOp op) { return visitAttention(op); })
       .Case<GemmOp>([&](GemmOp op) { return visitGemm(op); })
       .Case<LinearOp>([&](LinearOp op) { return visitLinear(op); })
       .Case<SoftmaxOp>([&](SoftmaxOp op) { return visitSoftmax(op); })

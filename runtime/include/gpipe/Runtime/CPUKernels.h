@@ -149,6 +149,14 @@ uint64_t gpipe_rt_hash_name(const char *name, size_t size);
 #define GPIPE_RT_KERNEL(name, ret, args) ret gpipe_rt_cpu_##name args;
 #include "gpipe/Runtime/Kernels.def"
 
+/// The address of every kernel above, in Kernels.def's order: what keeps
+/// them all in a program that links the CPU kernels, whichever it calls
+/// itself (a model library resolves its calls against the program that
+/// loads it).
+extern const void *const gpipe_rt_cpu_kernels[];
+/// How many entries gpipe_rt_cpu_kernels has.
+extern const int32_t gpipe_rt_cpu_kernel_count;
+
 #ifdef __cplusplus
 } // extern "C"
 #endif

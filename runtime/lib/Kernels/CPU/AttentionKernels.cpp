@@ -1,18 +1,17 @@
 //===- AttentionKernels.cpp - CPU fused attention --------------*- C++ -*-===//
 //
 // nn.attention and its gradient on the CPU: softmax(scale * q k^T + bias) v
-// per leading index (batch and heads) and query row, without the T x S
-// matrix of scores or probabilities in memory. A row's scores live in a
-// thread-local buffer of S floats; the backward recomputes a row's
-// probabilities with the forward's code (as FlashAttention does) instead of
-// reading them back.
+// per leading index (batch and heads), a block of query rows at a time,
+// without the scores or probabilities of the whole batch in memory: a
+// block's (at most 64 KiB) lives in thread-local scratch between its two
+// products. The backward recomputes a block's probabilities with the
+// forward's code (as FlashAttention does) instead of reading them back.
 //
-// Each leading index is one unit of work: its rows are computed in order
-// and its key and value gradients summed over the rows in order, so the
-// bits depend on neither the thread count nor the micro-batch it runs in.
-// The inner loops run along one row of a transposed copy of k (or v) with
-// an accumulator per key, which the compiler vectorizes without reordering
-// any sum.
+// The products are the runtime's checked sgemm (the GEMM choice applies);
+// the softmax is nn.softmax's kernel. Each leading index is one unit of
+// work: its blocks run in order and its key and value gradients add the
+// blocks in order, so the bits depend on neither the thread count nor the
+// micro-batch it runs in.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,9 +20,11 @@
 
 #include "CPU/CPUInternal.h"
 #include "CPU/Parallel.h"
+#include "CPU/Reductions.h"
 #include "Common/KernelArgs.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <vector>
 
@@ -49,128 +50,147 @@ void transpose(const float *src, int64_t rows, int64_t cols, float *dst) {
       dst[c * rows + r] = src[r * cols + c];
 }
 
-/// One leading index's operands and shapes.
+/// One leading index's operands and shapes; k transposed ([D, S]: the
+/// scores' GEMM then reads both operands as stored, OpenBLAS's fast case
+/// at these small shapes).
 struct Head {
-  const float *q, *k, *v, *bias;
+  const float *q, *k, *v, *bias, *kT;
   int64_t rows, depth, keys, valueDim;
   int64_t biasRowStride, biasKeyStride;
   float scale;
-  /// k transposed, [D, S].
-  const float *kT;
 };
 
-/// Row `t`'s probabilities into `p` [S]: the scores summed over D in
-/// order, scaled, biased, then nn.softmax's kernel (max, e^(x - max), the
-/// sum in double, one division each).
-GPIPE_RT_CPU_CLONES void rowProbabilities(const Head &h, int64_t t,
-                                          float *__restrict p) {
-  const int64_t keys = h.keys, depth = h.depth;
-  std::fill(p, p + keys, 0.0f);
-  const float *qt = h.q + t * depth;
-  for (int64_t d = 0; d < depth; ++d) {
-    float qd = qt[d];
-    const float *__restrict kd = h.kT + d * keys;
-    for (int64_t s = 0; s < keys; ++s)
-      p[s] += qd * kd[s];
-  }
-  const float scale = h.scale;
-  if (h.bias) {
-    const float *b = h.bias + t * h.biasRowStride;
-    const int64_t bs = h.biasKeyStride;
-    for (int64_t s = 0; s < keys; ++s)
-      p[s] = p[s] * scale + b[s * bs];
-  } else {
-    for (int64_t s = 0; s < keys; ++s)
-      p[s] = p[s] * scale;
-  }
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t s = 0; s < keys; ++s)
-    m = p[s] > m ? p[s] : m;
-  for (int64_t s = 0; s < keys; ++s)
-    p[s] = math::expNonPositivef(p[s] - m);
-  double sum = 0.0;
-  for (int64_t s = 0; s < keys; ++s)
-    sum += double(p[s]);
-  float total = float(sum);
-  for (int64_t s = 0; s < keys; ++s)
-    p[s] = p[s] / total;
+/// Query rows per block: a block's scores (rows x S floats) stay within
+/// 64 KiB, in the core's cache between the two products.
+int64_t rowBlock(const Head &h) {
+  return std::clamp<int64_t>(16384 / std::max<int64_t>(h.keys, 1), 1,
+                             std::max<int64_t>(h.rows, 1));
 }
 
-/// The forward of one leading index: out [T, E].
-GPIPE_RT_CPU_CLONES void attentionHead(const Head &h, float *__restrict out) {
-  const int64_t keys = h.keys, valueDim = h.valueDim;
-  float *p = scratch(1, keys);
-  for (int64_t t = 0; t < h.rows; ++t) {
-    rowProbabilities(h, t, p);
-    float *__restrict o = out + t * valueDim;
-    std::fill(o, o + valueDim, 0.0f);
-    for (int64_t s = 0; s < keys; ++s) {
-      float ps = p[s];
-      const float *__restrict vs = h.v + s * valueDim;
-      for (int64_t e = 0; e < valueDim; ++e)
-        o[e] += ps * vs[e];
+/// Scale, bias and nn.softmax's kernel (the max, e^(x - max), their sum in
+/// double as eight interleaved partial sums, one division each) on each of
+/// the `n` score rows at `p`, rows t0.. of the head.
+GPIPE_RT_CPU_CLONES void softmaxRows(const Head &h, int64_t t0, int64_t n,
+                                     float *p) {
+  const int64_t keys = h.keys;
+  const float scale = h.scale;
+  for (int64_t r = 0; r < n; ++r) {
+    float *__restrict x = p + r * keys;
+    const float *__restrict b =
+        h.bias ? h.bias + (t0 + r) * h.biasRowStride : nullptr;
+    if (b && h.biasKeyStride == 1) {
+      for (int64_t s = 0; s < keys; ++s)
+        x[s] = x[s] * scale + b[s];
+    } else if (b) {
+      const int64_t bs = h.biasKeyStride;
+      for (int64_t s = 0; s < keys; ++s)
+        x[s] = x[s] * scale + b[s * bs];
+    } else {
+      for (int64_t s = 0; s < keys; ++s)
+        x[s] = x[s] * scale;
     }
+    float m = cpu::maxOf(x, keys);
+    // Every key masked out: zeros (as the exported scaled_dot_product_
+    // attention's guard makes of the softmax's NaN).
+    if (m == -std::numeric_limits<float>::infinity()) {
+      std::fill(x, x + keys, 0.0f);
+      continue;
+    }
+    for (int64_t s = 0; s < keys; ++s)
+      x[s] = math::expNonPositivef(x[s] - m);
+    float total =
+        float(cpu::sumMapped(x, keys, [](float v) { return double(v); }));
+    for (int64_t s = 0; s < keys; ++s)
+      x[s] = x[s] / total;
   }
+}
+
+/// The probabilities of rows [t0, t0 + n) into `p` [n, S]: the scores as
+/// one GEMM (those rows of q times k^T), then softmaxRows.
+gpipe_rt_status blockProbabilities(const Kernel &kernel, const Head &h,
+                                   int64_t t0, int64_t n, float *p) {
+  GPIPE_RT_TRY(cpu::sgemm(kernel, false, false, n, h.keys, h.depth, 1.0f,
+                          h.q + t0 * h.depth, h.depth, h.kT, h.keys, 0.0f, p,
+                          h.keys));
+  softmaxRows(h, t0, n, p);
+  return GPIPE_RT_SUCCESS;
+}
+
+/// The forward of one leading index: out [T, E], a block of rows at a time.
+gpipe_rt_status attentionHead(const Kernel &kernel, const Head &h, float *out) {
+  int64_t block = rowBlock(h);
+  float *p = scratch(0, block * h.keys);
+  for (int64_t t0 = 0; t0 < h.rows; t0 += block) {
+    int64_t n = std::min(block, h.rows - t0);
+    GPIPE_RT_TRY(blockProbabilities(kernel, h, t0, n, p));
+    GPIPE_RT_TRY(cpu::sgemm(kernel, false, false, n, h.valueDim, h.keys, 1.0f,
+                            p, h.keys, h.v, h.valueDim, 0.0f,
+                            out + t0 * h.valueDim, h.valueDim));
+  }
+  return GPIPE_RT_SUCCESS;
+}
+
+/// ds = p * (dp - sum_s p dp) per row of a block (the sum in double, eight
+/// partial sums), in place of dp.
+GPIPE_RT_CPU_CLONES void scoreGrads(const float *p, float *dp, int64_t n,
+                                    int64_t keys) {
+  for (int64_t r = 0; r < n; ++r) {
+    const float *__restrict pr = p + r * keys;
+    float *__restrict d = dp + r * keys;
+    float rowDot = float(cpu::sumLanes(
+        keys, [&](int64_t s) { return double(pr[s]) * double(d[s]); }));
+    for (int64_t s = 0; s < keys; ++s)
+      d[s] = pr[s] * (d[s] - rowDot);
+  }
+}
+
+/// x[0, n) *= scale.
+GPIPE_RT_CPU_CLONES void scaleAll(float *__restrict x, int64_t n, float scale) {
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = x[i] * scale;
 }
 
 /// The backward of one leading index: dq [T, D], dk [S, D], dv [S, E] from
-/// the output's gradient g [T, E].
-GPIPE_RT_CPU_CLONES void attentionGradHead(const Head &h,
-                                           const float *__restrict g,
-                                           float *__restrict dq,
-                                           float *__restrict dk,
-                                           float *__restrict dv) {
+/// the output's gradient g [T, E], a block of rows at a time (the blocks'
+/// key and value gradients added in order), the scale applied last.
+gpipe_rt_status attentionGradHead(const Kernel &kernel, const Head &h,
+                                  const float *g, float *dq, float *dk,
+                                  float *dv) {
   const int64_t keys = h.keys, depth = h.depth, valueDim = h.valueDim;
-  float *vT = scratch(2, valueDim * keys);
+  int64_t block = rowBlock(h);
+  float *p = scratch(0, block * keys);
+  float *ds = scratch(1, block * keys);
+  float *vT = scratch(3, valueDim * keys);
   transpose(h.v, keys, valueDim, vT);
-  float *p = scratch(1, keys);
-  float *ds = scratch(3, keys);
-  std::fill(dk, dk + keys * depth, 0.0f);
-  std::fill(dv, dv + keys * valueDim, 0.0f);
-  for (int64_t t = 0; t < h.rows; ++t) {
-    rowProbabilities(h, t, p);
-    const float *gt = g + t * valueDim;
-    // dp[s] = g_t . v_s, into ds.
-    std::fill(ds, ds + keys, 0.0f);
-    for (int64_t e = 0; e < valueDim; ++e) {
-      float ge = gt[e];
-      const float *__restrict ve = vT + e * keys;
-      for (int64_t s = 0; s < keys; ++s)
-        ds[s] += ge * ve[s];
-    }
-    double dot = 0.0;
-    for (int64_t s = 0; s < keys; ++s)
-      dot += double(p[s]) * double(ds[s]);
-    float rowDot = float(dot);
-    for (int64_t s = 0; s < keys; ++s)
-      ds[s] = p[s] * (ds[s] - rowDot);
-    // dq_t = scale * sum_s ds[s] k_s.
-    float *__restrict dqt = dq + t * depth;
-    std::fill(dqt, dqt + depth, 0.0f);
-    for (int64_t s = 0; s < keys; ++s) {
-      float c = ds[s];
-      const float *__restrict ks = h.k + s * depth;
-      for (int64_t d = 0; d < depth; ++d)
-        dqt[d] += c * ks[d];
-    }
-    for (int64_t d = 0; d < depth; ++d)
-      dqt[d] = dqt[d] * h.scale;
-    // dk_s += (scale ds[s]) q_t; dv_s += p[s] g_t.
-    const float *__restrict qt = h.q + t * depth;
-    for (int64_t s = 0; s < keys; ++s) {
-      float c = h.scale * ds[s];
-      float *__restrict dks = dk + s * depth;
-      for (int64_t d = 0; d < depth; ++d)
-        dks[d] += c * qt[d];
-      float ps = p[s];
-      float *__restrict dvs = dv + s * valueDim;
-      for (int64_t e = 0; e < valueDim; ++e)
-        dvs[e] += ps * gt[e];
-    }
+  if (h.rows == 0) {
+    std::fill(dk, dk + keys * depth, 0.0f);
+    std::fill(dv, dv + keys * valueDim, 0.0f);
   }
+  for (int64_t t0 = 0; t0 < h.rows; t0 += block) {
+    int64_t n = std::min(block, h.rows - t0);
+    float beta = t0 == 0 ? 0.0f : 1.0f;
+    GPIPE_RT_TRY(blockProbabilities(kernel, h, t0, n, p));
+    // dv += p^T g.
+    GPIPE_RT_TRY(cpu::sgemm(kernel, true, false, keys, valueDim, n, 1.0f, p,
+                            keys, g + t0 * valueDim, valueDim, beta, dv,
+                            valueDim));
+    // dp = g v^T, then ds in its place.
+    GPIPE_RT_TRY(cpu::sgemm(kernel, false, false, n, keys, valueDim, 1.0f,
+                            g + t0 * valueDim, valueDim, vT, keys, 0.0f, ds,
+                            keys));
+    scoreGrads(p, ds, n, keys);
+    // dq = ds k; dk += ds^T q (both scaled below).
+    GPIPE_RT_TRY(cpu::sgemm(kernel, false, false, n, depth, keys, 1.0f, ds,
+                            keys, h.k, depth, 0.0f, dq + t0 * depth, depth));
+    GPIPE_RT_TRY(cpu::sgemm(kernel, true, false, keys, depth, n, 1.0f, ds, keys,
+                            h.q + t0 * depth, depth, beta, dk, depth));
+  }
+  scaleAll(dq, h.rows * depth, h.scale);
+  scaleAll(dk, keys * depth, h.scale);
+  return GPIPE_RT_SUCCESS;
 }
 
-/// Leading index `n`'s operands; its k transposed into this thread's
+/// Leading index `n`'s operands, its k transposed into this thread's
 /// scratch.
 Head headAt(const AttentionArgs &a, const float *q, const float *k,
             const float *v, const float *bias, float scale, int64_t n) {
@@ -186,18 +206,29 @@ Head headAt(const AttentionArgs &a, const float *q, const float *k,
   h.biasRowStride = a.hasBias ? a.biasRowStride() : 0;
   h.biasKeyStride = a.hasBias ? a.biasKeyStride() : 0;
   h.scale = scale;
-  float *kT = scratch(0, a.depth * a.keys);
+  float *kT = scratch(2, a.depth * a.keys);
   transpose(h.k, a.keys, a.depth, kT);
   h.kT = kT;
   return h;
 }
 
-/// Leading indices per thread's range: about the elementwise kernels'
-/// grain of score elements.
-int64_t headGrain(const AttentionArgs &a) {
+/// Runs `head(n)` for every leading index, split over the kernel threads
+/// (about the elementwise kernels' grain of score elements per range);
+/// the first failure's status.
+template <typename HeadFn>
+gpipe_rt_status forEachHead(const AttentionArgs &a, const HeadFn &head) {
   int64_t perHead = std::max<int64_t>(
       1, a.rows * a.keys * std::max<int64_t>(1, a.depth + a.valueDim) / 8);
-  return std::max<int64_t>(1, cpu::kParallelGrain / perHead);
+  int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / perHead);
+  std::atomic<int> failed{GPIPE_RT_SUCCESS};
+  cpu::parallelFor(a.count, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end && failed.load() == GPIPE_RT_SUCCESS; ++n)
+      if (gpipe_rt_status s = head(n); s != GPIPE_RT_SUCCESS) {
+        int expected = GPIPE_RT_SUCCESS;
+        failed.compare_exchange_strong(expected, int(s));
+      }
+  });
+  return gpipe_rt_status(failed.load());
 }
 
 } // namespace
@@ -207,17 +238,16 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_attention_f32(
     int32_t rank, int64_t keys, int64_t valueDim, const float *bias,
     const int64_t *biasShape, int32_t biasRank, float scale, float *out) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_GEMM);
+  Kernel kernel = cpu::kernelNamed("attention");
   AttentionArgs a;
   float *outs[1] = {out};
-  GPIPE_RT_TRY(checkAttention(cpu::kernelNamed("attention"), q, k, v, qShape,
-                              rank, keys, valueDim, bias, biasShape, biasRank,
-                              scale, nullptr, outs, 1, a));
-  cpu::parallelFor(a.count, headGrain(a), [&](int64_t begin, int64_t end) {
-    for (int64_t n = begin; n < end; ++n)
-      attentionHead(headAt(a, q, k, v, bias, scale, n),
-                    out + n * a.rows * a.valueDim);
+  GPIPE_RT_TRY(checkAttention(kernel, q, k, v, qShape, rank, keys, valueDim,
+                              bias, biasShape, biasRank, scale, nullptr, outs,
+                              1, a));
+  return forEachHead(a, [&](int64_t n) {
+    return attentionHead(kernel, headAt(a, q, k, v, bias, scale, n),
+                         out + n * a.rows * a.valueDim);
   });
-  return GPIPE_RT_SUCCESS;
 }
 
 extern "C" gpipe_rt_status gpipe_rt_cpu_attention_grad_f32(
@@ -226,17 +256,16 @@ extern "C" gpipe_rt_status gpipe_rt_cpu_attention_grad_f32(
     const int64_t *biasShape, int32_t biasRank, float scale, const float *grad,
     float *qGrad, float *kGrad, float *vGrad) {
   cpu::KernelTimer timer(GPIPE_RT_KERNEL_CLASS_GEMM);
+  Kernel kernel = cpu::kernelNamed("attention_grad");
   AttentionArgs a;
   float *outs[3] = {qGrad, kGrad, vGrad};
-  GPIPE_RT_TRY(checkAttention(cpu::kernelNamed("attention_grad"), q, k, v,
-                              qShape, rank, keys, valueDim, bias, biasShape,
-                              biasRank, scale, grad, outs, 3, a));
-  cpu::parallelFor(a.count, headGrain(a), [&](int64_t begin, int64_t end) {
-    for (int64_t n = begin; n < end; ++n)
-      attentionGradHead(
-          headAt(a, q, k, v, bias, scale, n), grad + n * a.rows * a.valueDim,
-          qGrad + n * a.rows * a.depth, kGrad + n * a.keys * a.depth,
-          vGrad + n * a.keys * a.valueDim);
+  GPIPE_RT_TRY(checkAttention(kernel, q, k, v, qShape, rank, keys, valueDim,
+                              bias, biasShape, biasRank, scale, grad, outs, 3,
+                              a));
+  return forEachHead(a, [&](int64_t n) {
+    return attentionGradHead(
+        kernel, headAt(a, q, k, v, bias, scale, n),
+        grad + n * a.rows * a.valueDim, qGrad + n * a.rows * a.depth,
+        kGrad + n * a.keys * a.depth, vGrad + n * a.keys * a.valueDim);
   });
-  return GPIPE_RT_SUCCESS;
 }

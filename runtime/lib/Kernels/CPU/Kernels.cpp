@@ -22,6 +22,7 @@
 
 #include "CPU/CPUInternal.h"
 #include "CPU/Parallel.h"
+#include "CPU/Reductions.h"
 #include "Common/KernelArgs.h"
 #include "Common/Remainders.h"
 
@@ -45,6 +46,12 @@ namespace gpipe::rt {
 namespace {
 
 using namespace args;
+using cpu::combineLanes;
+using cpu::forEachLane;
+using cpu::kLanes;
+using cpu::maxOf;
+using cpu::sumLanes;
+using cpu::sumMapped;
 
 //===----------------------------------------------------------------------===//
 // Errors
@@ -196,66 +203,6 @@ void stridedCopy(size_t elemSize, const Shape &space, void *dst,
     else
       copyRuns<decltype(zero)>(plan, dst, src);
   });
-}
-
-//===----------------------------------------------------------------------===//
-// Reductions in a fixed order
-//===----------------------------------------------------------------------===//
-
-// Inlined into their callers, so that a kernel compiled for AVX2 or AVX-512
-// (GPIPE_RT_CPU_CLONES) runs them in its own instructions: called, they run
-// the baseline build, and the calls and the switches between vector widths
-// took two thirds of a row softmax's time.
-constexpr int kLanes = 8;
-
-GPIPE_RT_MATH_INLINE double combineLanes(const double (&acc)[kLanes]) {
-  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) +
-         ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-}
-
-/// body(i, i mod 8) for i in [0, n) in order: whole groups of eight first,
-/// a loop the compiler vectorizes, then the rest.
-template <typename Body>
-GPIPE_RT_MATH_INLINE void forEachLane(int64_t n, Body body) {
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int k = 0; k < kLanes; ++k)
-      body(i + k, k);
-  for (int k = 0; i + k < n; ++k)
-    body(i + k, k);
-}
-
-/// sum of term(i) for i in [0, n), in double: eight interleaved partial
-/// sums (term i into sum i mod 8), combined by combineLanes.
-template <typename Term>
-GPIPE_RT_MATH_INLINE double sumLanes(int64_t n, Term term) {
-  double acc[kLanes] = {};
-  forEachLane(n, [&](int64_t i, int k) { acc[k] += term(i); });
-  return combineLanes(acc);
-}
-
-/// sum of map(x[i]) in double, as sumLanes.
-template <typename Map>
-GPIPE_RT_MATH_INLINE double sumMapped(const float *x, int64_t n, Map map) {
-  return sumLanes(n, [&](int64_t i) { return map(x[i]); });
-}
-
-/// The largest of x[0, n) that is not NaN (-inf for none): eight
-/// interleaved maxima, so the loop vectorizes. The value does not depend on
-/// the order (a max is exact); only which zero of +0 and -0 wins may.
-GPIPE_RT_MATH_INLINE float maxOf(const float *x, int64_t n) {
-  float acc[kLanes];
-  std::fill(acc, acc + kLanes, -std::numeric_limits<float>::infinity());
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int k = 0; k < kLanes; ++k)
-      acc[k] = x[i + k] > acc[k] ? x[i + k] : acc[k];
-  for (int k = 0; i + k < n; ++k)
-    acc[k] = x[i + k] > acc[k] ? x[i + k] : acc[k];
-  float m = acc[0];
-  for (int k = 1; k < kLanes; ++k)
-    m = acc[k] > m ? acc[k] : m;
-  return m;
 }
 
 //===----------------------------------------------------------------------===//
@@ -735,6 +682,15 @@ using namespace gpipe::rt;
 //===----------------------------------------------------------------------===//
 // Common
 //===----------------------------------------------------------------------===//
+
+extern "C" const void *const gpipe_rt_cpu_kernels[] = {
+#define GPIPE_RT_ARG(role, type, name) type name
+#define GPIPE_RT_KERNEL(name, ret, args)                                       \
+  reinterpret_cast<const void *>(&gpipe_rt_cpu_##name),
+#include "gpipe/Runtime/Kernels.def"
+};
+extern "C" const int32_t gpipe_rt_cpu_kernel_count =
+    int32_t(sizeof gpipe_rt_cpu_kernels / sizeof gpipe_rt_cpu_kernels[0]);
 
 extern "C" const char *gpipe_rt_last_error(void) { return lastError.c_str(); }
 

@@ -3058,6 +3058,9 @@ __device__ float attentionProbability(const AttentionDims &a, const float *q,
                                       const float *k, const float *bias,
                                       int64_t n, int64_t t, int64_t s, float m,
                                       float total) {
+  // Every key masked out: zeros, as on the CPU.
+  if (m == -INFINITY)
+    return 0.0f;
   return __fdiv_rn(expf(__fsub_rn(attentionScore(a, q, k, bias, n, t, s), m)),
                    total);
 }

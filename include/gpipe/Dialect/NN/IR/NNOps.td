@@ -554,6 +554,33 @@ def NN_SoftmaxOp : NN_PureOp<"softmax", [NN_LayerAnchor, NN_VJP]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
+def NN_AttentionOp : NN_PureOp<"attention", [NN_LayerAnchor, NN_VJP]> {
+  let summary = "Scaled dot-product attention, fused";
+  let description = [{
+    `softmax(scale * query * key^T + bias) * value`, the softmax over the
+    keys: `query` is `[N..., T, D]`, `key` `[N..., S, D]`, `value`
+    `[N..., S, E]` (the same leading dims: batch and heads) and the result
+    `[N..., T, E]`. The optional `bias` broadcasts to the scores
+    `[N..., T, S]` (a causal `-inf` mask, an additive padding mask); it is
+    a constant or a function of the model's inputs, never of a parameter,
+    and gets no gradient. `nn-fuse-attention` forms it from the matmul,
+    scale, mask, softmax and matmul chain of an attention; the kernel never
+    stores the `T x S` scores.
+
+    ```mlir
+    %o = nn.attention %q, %k, %v, %mask {scale = 0.25 : f32} : (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<32x32xf32>) -> tensor<8x4x32x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
+                       NN_FloatTensor:$value,
+                       Optional<NN_FloatTensor>:$bias, F32Attr:$scale);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`,` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def NN_LayerNormOp : NN_PureOp<"layer_norm", [NN_LayerAnchor, NN_VJP]> {
   let summary = "Layer normalization (ONNX LayerNormalization)";
   let description = [{
@@ -928,6 +955,30 @@ def NN_SoftmaxGradOp : NN_PureOp<"softmax_grad", [
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$output `,` $grad attr-dict `:` type($result)";
+}
+
+def NN_AttentionGradOp : NN_PureOp<"attention_grad"> {
+  let summary = "Gradient of nn.attention";
+  let description = [{
+    The gradients of `query`, `key` and `value` of
+    `nn.attention %query, %key, %value[, %bias] {scale}` from the gradient
+    `grad` of its result, recomputing the attention probabilities row by
+    row (nothing of the forward is kept but its operands). The bias gets
+    no gradient.
+
+    ```mlir
+    %dq, %dk, %dv = nn.attention_grad %q, %k, %v, %do, %mask {scale = 0.25 : f32} : (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<32x32xf32>) -> (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
+                       NN_FloatTensor:$value, NN_FloatTensor:$grad,
+                       Optional<NN_FloatTensor>:$bias, F32Attr:$scale);
+  let results = (outs NN_FloatTensor:$query_grad, NN_FloatTensor:$key_grad,
+                      NN_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $grad (`,` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
 }
 
 def NN_LayerNormGradOp : NN_PureOp<"layer_norm_grad"> {

@@ -119,6 +119,37 @@ def NNRaiseFusedOpsPass : Pass<"nn-raise-fused-ops"> {
   let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
 }
 
+def NNFuseAttentionPass : Pass<"nn-fuse-attention"> {
+  let summary = "Fuse attention chains into nn.attention";
+  let description = [{
+    The chain an exported attention computes, `matmul(q, k^T)`, a scaling by
+    a scalar constant, masks (a `where` filling in `-inf` or a float below
+    `-1e30`, an added mask that depends on no parameter), a softmax over
+    the keys and `matmul(p, v)`, becomes one `nn.attention` (a scaling of q
+    or k by a constant folds into its scale, the masks into one additive
+    bias). The manual form, `nn.MultiheadAttention`'s and the exported
+    `scaled_dot_product_attention` all take it. Its kernels keep no `T x S`
+    matrix, in forward or backward. A chain whose scores or probabilities
+    are read elsewhere (a dropout on them, say), whose operands broadcast,
+    or whose mask depends on a parameter is left as it is.
+
+    Before:
+    ```mlir
+    %s = nn.matmul %q, %k {trans_rhs = true} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x8xf32>
+    %t = nn.mul %s, %c : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+    %m = nn.where %causal, %ninf, %t : (tensor<8x8xi1>, tensor<f32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+    %p = nn.softmax %m {axis = 3 : i64} : tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+    %o = nn.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+    ```
+    After (the bias folded to a constant by `nn-fold-constants`):
+    ```mlir
+    %b = nn.where %causal, %ninf, %zero : (tensor<8x8xi1>, tensor<f32>, tensor<f32>) -> tensor<8x8xf32>
+    %o = nn.attention %q, %k, %v, %b {scale = 0.25 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<8x8xf32>) -> tensor<2x4x8x16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpipe::nn::NNDialect"];
+}
+
 def NNFuseElementwisePass
     : Pass<"nn-fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Group chains of elementwise ops into nn.fused loops";
