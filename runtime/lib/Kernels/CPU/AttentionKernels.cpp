@@ -33,16 +33,6 @@ using namespace gpipe::rt::args;
 
 namespace {
 
-/// `count` floats of this thread's scratch `slot`, only ever grown: after
-/// the first steps the kernels allocate nothing.
-float *scratch(int slot, int64_t count) {
-  thread_local std::vector<float> buffers[4];
-  std::vector<float> &buffer = buffers[slot];
-  if (buffer.size() < size_t(count))
-    buffer.resize(size_t(count));
-  return buffer.data();
-}
-
 /// `dst` [cols, rows] = `src` [rows, cols] transposed.
 void transpose(const float *src, int64_t rows, int64_t cols, float *dst) {
   for (int64_t r = 0; r < rows; ++r)
@@ -119,7 +109,7 @@ gpipe_rt_status blockProbabilities(const Kernel &kernel, const Head &h,
 /// The forward of one leading index: out [T, E], a block of rows at a time.
 gpipe_rt_status attentionHead(const Kernel &kernel, const Head &h, float *out) {
   int64_t block = rowBlock(h);
-  float *p = scratch(0, block * h.keys);
+  float *p = cpu::threadScratch<float, 20>(block * h.keys);
   for (int64_t t0 = 0; t0 < h.rows; t0 += block) {
     int64_t n = std::min(block, h.rows - t0);
     GPIPE_RT_TRY(blockProbabilities(kernel, h, t0, n, p));
@@ -158,9 +148,9 @@ gpipe_rt_status attentionGradHead(const Kernel &kernel, const Head &h,
                                   float *dv) {
   const int64_t keys = h.keys, depth = h.depth, valueDim = h.valueDim;
   int64_t block = rowBlock(h);
-  float *p = scratch(0, block * keys);
-  float *ds = scratch(1, block * keys);
-  float *vT = scratch(3, valueDim * keys);
+  float *p = cpu::threadScratch<float, 20>(block * keys);
+  float *ds = cpu::threadScratch<float, 21>(block * keys);
+  float *vT = cpu::threadScratch<float, 23>(valueDim * keys);
   transpose(h.v, keys, valueDim, vT);
   if (h.rows == 0) {
     std::fill(dk, dk + keys * depth, 0.0f);
@@ -206,7 +196,7 @@ Head headAt(const AttentionArgs &a, const float *q, const float *k,
   h.biasRowStride = a.hasBias ? a.biasRowStride() : 0;
   h.biasKeyStride = a.hasBias ? a.biasKeyStride() : 0;
   h.scale = scale;
-  float *kT = scratch(2, a.depth * a.keys);
+  float *kT = cpu::threadScratch<float, 22>(a.depth * a.keys);
   transpose(h.k, a.keys, a.depth, kT);
   h.kT = kT;
   return h;

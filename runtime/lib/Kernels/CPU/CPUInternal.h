@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <vector>
 
 /// The float loops of the hottest kernels are compiled three times, for
 /// AVX-512, AVX2 and the baseline, and the loader picks the best the CPU
@@ -57,6 +58,18 @@ int32_t gemmImplFor(bool transA, bool transB, int64_t m, int64_t n, int64_t k);
 bool xsmmGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               const float *a, int64_t lda, const float *b, int64_t ldb,
               float *c, int64_t ldc, int threads);
+
+/// `n` elements of per-thread scratch that only grows: each rank runs its
+/// kernels on its own thread, so after the first steps the kernels allocate
+/// nothing. `Slot` tells apart the buffers held at once: one kernel's, and
+/// those of a kernel that calls another (Kernels.cpp uses 0-9,
+/// ConvKernels.cpp 10-19, AttentionKernels.cpp 20-29).
+template <typename T, int Slot = 0> T *threadScratch(size_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n)
+    buffer.resize(n);
+  return buffer.data();
+}
 
 /// Whether kernel timing is on (gpipe_rt_cpu_set_kernel_timing).
 extern std::atomic<bool> kernelTiming;

@@ -41,11 +41,8 @@ namespace {
 /// (the gradient needs the input's columns and the columns of its own
 /// result at once).
 float *scratch(int slot, int64_t count) {
-  thread_local std::vector<float> buffers[2];
-  std::vector<float> &buffer = buffers[slot];
-  if (buffer.size() < size_t(count))
-    buffer.resize(size_t(count));
-  return buffer.data();
+  return slot == 0 ? cpu::threadScratch<float, 10>(size_t(count))
+                   : cpu::threadScratch<float, 11>(size_t(count));
 }
 
 /// A 1x1 window with unit strides and no padding reads the image itself:

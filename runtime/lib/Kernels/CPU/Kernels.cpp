@@ -52,6 +52,7 @@ using cpu::kLanes;
 using cpu::maxOf;
 using cpu::sumLanes;
 using cpu::sumMapped;
+using cpu::threadScratch;
 
 //===----------------------------------------------------------------------===//
 // Errors
@@ -63,20 +64,6 @@ thread_local std::string lastError;
 
 /// `name` for the shared checks: its failures go to lastError.
 Kernel cpuKernel(const char *name) { return Kernel{name, &lastError}; }
-
-//===----------------------------------------------------------------------===//
-// Scratch
-//===----------------------------------------------------------------------===//
-
-/// `n` elements of per-thread scratch that only grows: each rank runs its
-/// kernels on its own thread, so after the first steps the kernels allocate
-/// nothing. `Slot` tells apart the buffers one kernel holds at once.
-template <typename T, int Slot = 0> T *threadScratch(size_t n) {
-  thread_local std::vector<T> buffer;
-  if (buffer.size() < n)
-    buffer.resize(n);
-  return buffer.data();
-}
 
 //===----------------------------------------------------------------------===//
 // Strided iteration
