@@ -1915,7 +1915,10 @@ TEST(Blas, ThreadCountIsSettable) {
 // C into blocks of rows whose height keeps every element in the same kind
 // of tile as one call (gpipe_rt_cpu_gemm_row_block), so the bits are those
 // of one thread. Shapes big enough to be split, tails of every size, deep
-// K (400, 513, 600, 1000), both transposes, a beta that reads C.
+// K (400, 513, 600, 1000), smaller ones that split by a block decided for
+// their shape (a small transformer's 256 x 64 x 256 and the like, and
+// 100 x 70 x 301, which no fixed tile height splits), both transposes, a
+// beta that reads C.
 TEST(Blas, GemmBitsDoNotDependOnTheThreadCount) {
   if (gpipe_rt_cpu_gemm_row_block() == 0)
     GTEST_SKIP() << "no block of rows keeps one call's bits on this CPU: "
@@ -1927,7 +1930,9 @@ TEST(Blas, GemmBitsDoNotDependOnTheThreadCount) {
   };
   for (Case c : {Case{256, 256, 256}, Case{1024, 96, 200}, Case{64, 777, 513},
                  Case{300, 300, 40}, Case{128, 200, 400}, Case{96, 130, 600},
-                 Case{200, 64, 1000}})
+                 Case{200, 64, 1000}, Case{256, 64, 256}, Case{256, 64, 64},
+                 Case{64, 256, 256}, Case{256, 192, 64}, Case{100, 70, 301},
+                 Case{37, 100, 80}})
     for (int32_t transA : {0, 1})
       for (int32_t transB : {0, 1}) {
         std::vector<float> a(size_t(c.m * c.k)), b(size_t(c.k * c.n)),

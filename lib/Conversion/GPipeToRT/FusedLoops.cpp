@@ -165,6 +165,19 @@ Emitter::emitFusedLoop(OpBuilder &at, nn::FusedOp fused,
   int64_t split = rank;
   while (split > 0 && suffixOk(split - 1))
     --split;
+  // Every input whole or a scalar: any suffix is as good, so the leading
+  // dims become rows where the rest still holds at least kMinRowElements,
+  // and the runtime can split the rows over the kernel threads (one row
+  // runs on the calling thread alone).
+  constexpr int64_t kMinRowElements = 512;
+  if (split == 0) {
+    int64_t suffix = 1;
+    for (int64_t i = rank - 1; i > 0 && suffix < kMinRowElements; --i) {
+      suffix *= shape[i];
+      if (suffix >= kMinRowElements)
+        split = i;
+    }
+  }
   int64_t inner = 1, outer = 1;
   for (int64_t i = 0; i < rank; ++i)
     (i < split ? outer : inner) *= shape[i];

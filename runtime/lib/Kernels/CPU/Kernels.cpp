@@ -40,6 +40,7 @@ extern "C" void openblas_set_num_threads(int threads);
 #include <cstring>
 #include <limits>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace gpipe::rt {
@@ -383,6 +384,90 @@ int64_t gemmRowBlock() {
   return block;
 }
 
+/// A GEMM's shape, layout, leading dimensions and thread count: what a
+/// shape's own split (shapeRowBlock) is decided for.
+struct SplitKey {
+  int64_t m, n, k, lda, ldb, ldc, flags;
+  bool operator==(const SplitKey &o) const {
+    return m == o.m && n == o.n && k == o.k && lda == o.lda && ldb == o.ldb &&
+           ldc == o.ldc && flags == o.flags;
+  }
+};
+
+struct SplitKeyHash {
+  size_t operator()(const SplitKey &key) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t v :
+         {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, key.flags})
+      h = (h ^ uint64_t(v)) * 1099511628211ull;
+    return size_t(h);
+  }
+};
+
+/// Multiply-adds at least of one block of a shape's own split: a worker's
+/// wake-up (about 1.3 us) must buy more than it costs (2^16 multiply-adds
+/// take about 1.5 us at one core's sgemm rate).
+constexpr int64_t kMinBlockProduct = int64_t(1) << 16;
+
+/// Rows per block for a GEMM too small for gemmRowBlock's blocks (which
+/// hold 2^21 multiply-adds each, so OpenBLAS takes the regular kernel in
+/// all of them) but worth splitting: the smaller transformers' 256 x 64 x
+/// 256 runs on one core otherwise. Below that size the bits of a block
+/// depend on where it falls in OpenBLAS's register tiles in ways no single
+/// tile height captures (measured here, AMD Zen: blocks of 24 rows keep
+/// 280 x 64 x 64's bits, 1336 x 70 x 301 needs 48), so, as for libxsmm's
+/// kernels (GemmChoice.cpp), the block is decided per shape, at its first
+/// call on the thread: the first candidate near m / threads, a multiple of
+/// 12, 24, 48, 8, 16, 32 or 64 rows, whose blocks (each one call, the last
+/// taking the remainder) give exactly the bits of one call over all of C
+/// on random operands of that very shape and layout. 0: none does, the
+/// GEMM runs whole. The calling thread keeps the answer (a steady step only
+/// looks it up).
+int64_t shapeRowBlock(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                      int64_t lda, int64_t ldb, int64_t ldc, int threads) {
+  thread_local std::unordered_map<SplitKey, int64_t, SplitKeyHash> decided;
+  int64_t flags =
+      int64_t(transA) | int64_t(transB) << 1 | int64_t(threads) << 2;
+  SplitKey key{m, n, k, lda, ldb, ldc, flags};
+  auto [it, inserted] = decided.try_emplace(key, 0);
+  if (!inserted)
+    return it->second;
+  size_t aSize = size_t(transA ? (k - 1) * lda + m : (m - 1) * lda + k);
+  size_t bSize = size_t(transB ? (n - 1) * ldb + k : (k - 1) * ldb + n);
+  size_t cSize = size_t((m - 1) * ldc + n);
+  std::vector<float> a(aSize), b(bSize), whole(cSize, 0.0f), parts;
+  uint32_t state = 2463534242u;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 17;
+    state ^= state << 5;
+    return float(int32_t(state >> 8) - (1 << 23)) / float(1 << 23);
+  };
+  for (float &x : a)
+    x = next();
+  for (float &x : b)
+    x = next();
+  auto call = [&](int64_t row, int64_t rows, float *c) {
+    sgemmRows(transA, transB, row, rows, n, k, 1.0f, a.data(), lda, b.data(),
+              ldb, 0.0f, c, ldc);
+  };
+  call(0, m, whole.data());
+  for (int64_t tile : {12, 24, 48, 8, 16, 32, 64}) {
+    int64_t rows =
+        std::max<int64_t>(tile, (m / threads + tile - 1) / tile * tile);
+    int64_t blocks = m / rows;
+    if (blocks < 2 || rows * n * k < kMinBlockProduct)
+      continue;
+    parts.assign(cSize, 0.0f);
+    for (int64_t i = 0; i < blocks; ++i)
+      call(i * rows, (i + 1 == blocks ? m : (i + 1) * rows) - i * rows,
+           parts.data());
+    if (std::memcmp(whole.data(), parts.data(), cSize * sizeof(float)) == 0)
+      return it->second = rows;
+  }
+  return 0;
+}
+
 /// C[M, N] = alpha * op(A) * op(B) + beta * C, row-major, where op(A) is
 /// [M, K] and op(B) is [K, N]. Validates every argument before calling
 /// cblas_sgemm, so OpenBLAS's own argument checker never fires. Under a
@@ -454,7 +539,19 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
   }
   int64_t tile = threads > 1 && m * n * k > kSmallProduct ? gemmRowBlock() : 0;
   int64_t block = tile ? splitRows(tile, n, k) : 0;
-  if (block == 0 || m < 2 * block) {
+  int64_t shapeBlock =
+      threads > 1 && m * n * k > kSmallProduct && (block == 0 || m < 2 * block)
+          ? shapeRowBlock(transA, transB, m, n, k, lda, ldb, ldc, threads)
+          : 0;
+  if (shapeBlock) {
+    // The shape's own blocks, one call each, as they were checked.
+    int64_t blocks = m / shapeBlock;
+    cpu::parallelFor(blocks, 1, [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i)
+        sgemm(i * shapeBlock,
+              (i + 1 == blocks ? m : (i + 1) * shapeBlock) - i * shapeBlock);
+    });
+  } else if (block == 0 || m < 2 * block) {
     sgemm(0, m);
   } else {
     // Whole blocks; the last one takes the remainder too, so none falls to

@@ -11,7 +11,7 @@
 // The pool has one job at a time. A second caller while a job runs (two
 // rank threads in one process never set more than one thread, but a test
 // or an embedding program might call kernels from several threads) runs
-// its range on its own thread. Waiting workers spin for a few microseconds
+// its range on its own thread. Waiting workers spin for half a millisecond
 // (kernels come back to back within a step) and then sleep; no allocation
 // after the workers are made.
 //
