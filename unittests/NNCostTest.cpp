@@ -102,4 +102,25 @@ TEST_F(NNCostTest, LayerSumsItsBody) {
   EXPECT_EQ(c.paramBytes, 4 * 8 * 4);
 }
 
+// nn.attention's two products per leading index (q k^T: 16 x 24 x 8, p v:
+// 16 x 12 x 24) are one GEMM shape of their mean depth, a batch the kernel
+// threads share, so the cost model times them at the machine's GEMM rates.
+TEST_F(NNCostTest, AttentionProductsAreABatchOfGemms) {
+  OpCost c = costOf(R"mlir(
+    func.func @f(%q: tensor<2x3x16x8xf32>, %k: tensor<2x3x24x8xf32>, %v: tensor<2x3x24x12xf32>) -> tensor<2x3x16x12xf32> {
+      %o = nn.attention %q, %k, %v {scale = 0.25 : f32} : (tensor<2x3x16x8xf32>, tensor<2x3x24x8xf32>, tensor<2x3x24x12xf32>) -> tensor<2x3x16x12xf32>
+      return %o : tensor<2x3x16x12xf32>
+    })mlir",
+                    "nn.attention");
+  EXPECT_EQ(c.flops, 2 * 3 * 16 * 24 * (2 * 8 + 2 * 12 + 5));
+  EXPECT_EQ(c.gemm.batch, 2 * 2 * 3);
+  EXPECT_EQ(c.gemm.m, 16);
+  EXPECT_EQ(c.gemm.n, 24);
+  EXPECT_EQ(c.gemm.k, 10);
+  EXPECT_TRUE(c.gemm.parallelBatch);
+  // The GEMMs' multiply-adds are the products': T x S x (D + E) per index.
+  EXPECT_EQ(c.gemm.batch * c.gemm.m * c.gemm.n * c.gemm.k,
+            2 * 3 * 16 * 24 * (8 + 12));
+}
+
 } // namespace

@@ -427,6 +427,12 @@ std::optional<double> MachineModel::kernelSeconds(const std::string &op,
   int64_t most = byCount.rbegin()->first;
   double all = perElementAt(byCount.rbegin()->second);
   double one = byCount.count(1) ? perElementAt(byCount[1]) : all;
+  // The kernels split nothing below twice their grain (the runtime's
+  // cpu::kParallelGrain elements, or rows of as many): such a call runs on
+  // the calling thread alone.
+  constexpr int64_t kParallelGrain = 16384;
+  if (elements < 2 * kParallelGrain)
+    threads = 1;
   return double(std::max<int64_t>(elements, 0)) *
          byThreads(one, all, threads, most);
 }

@@ -413,7 +413,7 @@ LogicalResult CumSumOp::verify() {
            << getResult().getType() << " differs from the input's "
            << getInput().getType();
   int64_t rank = cast<RankedTensorType>(getInput().getType()).getRank();
-  if (getAxis() < 0 || getAxis() >= rank)
+  if (getAxis() >= uint64_t(rank))
     return emitOpError("axis ")
            << getAxis() << " is out of range for rank " << rank;
   return success();
@@ -1123,6 +1123,20 @@ OpCost AttentionOp::getCost() {
   OpCost cost = detail::elementwiseCost(*this, 0);
   int64_t d = shapeOf(getQuery()).back(), e = shapeOf(getValue()).back();
   cost.flops = attentionScores(getQuery(), getKey()) * (2 * d + 2 * e + 5);
+  // Its products, per leading index q k^T (T x S x D) and p v (T x E x S),
+  // as one GEMM shape of their mean depth: small products the kernel
+  // threads share whole (the cost model then times them at the machine's
+  // GEMM rates, and the backward at its dq, dk, dv and dp products'; the
+  // recomputed q k^T is left out, as the forward's bias write is).
+  ArrayRef<int64_t> qs = shapeOf(getQuery()), ks = shapeOf(getKey());
+  int64_t heads = numElements(qs.drop_back(2));
+  cost.gemm = {2 * heads,
+               qs[qs.size() - 2],
+               ks[ks.size() - 2],
+               (d + e + 1) / 2,
+               false,
+               false,
+               /*parallelBatch=*/true};
   return cost;
 }
 
