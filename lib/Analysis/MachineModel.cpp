@@ -430,7 +430,7 @@ std::optional<double> MachineModel::kernelSeconds(const std::string &op,
   // The kernels split nothing below twice their grain (the runtime's
   // cpu::kParallelGrain elements, or rows of as many): such a call runs on
   // the calling thread alone.
-  constexpr int64_t kParallelGrain = 16384;
+  constexpr int64_t kParallelGrain = 4096;
   if (elements < 2 * kParallelGrain)
     threads = 1;
   return double(std::max<int64_t>(elements, 0)) *

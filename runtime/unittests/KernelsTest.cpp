@@ -2296,8 +2296,8 @@ TEST(Parallel, FusedRowsRunEveryRowOnce) {
       for (int64_t r = 0; r < rows; ++r)
         ASSERT_EQ(seen.count[size_t(r)].load(), 1)
             << "row " << r << " of " << rows << ", " << threads << " threads";
-      // 16384 elements per range at least: 16 rows of 1024.
-      int64_t grain = std::max<int64_t>(1, 16384 / elements);
+      // 4096 elements per range at least: 4 rows of 1024.
+      int64_t grain = std::max<int64_t>(1, 4096 / elements);
       if (threads > 1 && rows >= 2 * grain) {
         EXPECT_GT(seen.calls.load(), 1) << rows << " rows";
         EXPECT_GE(seen.shortest.load(), std::min(grain, rows)) << rows;

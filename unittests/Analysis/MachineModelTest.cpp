@@ -151,11 +151,11 @@ TEST(MachineModel, StreamAndKernels) {
   EXPECT_EQ(m.streamSeconds(0, 1), 0);
   EXPECT_NEAR(*m.kernelSeconds("softmax", 1000, 0, 1, false), 1e-6, 1e-18);
   EXPECT_NEAR(*m.kernelSeconds("softmax", 100000, 0, 2, true), 1e-4, 1e-16);
-  // Below twice the kernels' grain (16384 elements) a call runs on one
+  // Below twice the kernels' grain (4096 elements) a call runs on one
   // thread: one thread's rate whatever the rank has.
   EXPECT_NEAR(*m.kernelSeconds("softmax", 1000, 0, 2, true), 2e-6, 1e-18);
-  EXPECT_NEAR(*m.kernelSeconds("softmax", 32767, 0, 2, false), 32767e-9, 1e-15);
-  EXPECT_NEAR(*m.kernelSeconds("softmax", 32768, 0, 2, false), 32768 * 0.5e-9,
+  EXPECT_NEAR(*m.kernelSeconds("softmax", 8191, 0, 2, false), 8191e-9, 1e-15);
+  EXPECT_NEAR(*m.kernelSeconds("softmax", 8192, 0, 2, false), 8192 * 0.5e-9,
               1e-15);
   EXPECT_NEAR(*m.kernelSeconds("exp", 1000, 0, 2, false), 3e-6, 1e-18);
   EXPECT_FALSE(m.kernelSeconds("exp", 1000, 0, 1, true));
