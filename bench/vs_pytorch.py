@@ -227,6 +227,28 @@ def sgemm_ceiling():
     return result
 
 
+def why_slow(shape, rate, ceiling, threads):
+    """Why a GEMM shape runs below 60% of the ceiling per thread, where the
+    runtime's rules say (Kernels.cpp): products of at most 2^18
+    multiply-adds stay on one thread (a batch of them, attention's per-head
+    products, shares the threads whole), a GEMM with too few rows for two
+    checked blocks runs whole, and a dimension below the sgemm kernel's
+    register tile leaves it partly empty."""
+    m, n, k = (int(v) for v in shape.split()[0:5:2])  # "M x N x K LAYOUT"
+    on_one = rate / ceiling
+    if m * n * k <= 1 << 18:
+        return ("%d multiply-adds: one product per thread, the call's fixed "
+                "cost a large share of it" % (m * n * k))
+    if min(m, n, k) < 16:
+        return "a dimension of %d: under the sgemm kernel's tile" % min(
+            m, n, k)
+    if threads > 1 and on_one >= 0.6:
+        return ("at %.0f%% of one core's ceiling: it ran whole (too few "
+                "rows, or no block of them keeps one call's bits)" %
+                (100 * on_one))
+    return "(no known cause)"
+
+
 def timeit(fn):
     t = time.perf_counter()
     fn()
@@ -373,9 +395,11 @@ def main():
             print("  sgemm by shape (M x N x K): calls, ms per step, GFLOP/s, "
                   "%% of %d x the single-core ceiling" % blas)
             for shape, calls, ms, rate in shapes:
-                print("    %-22s %6s %8s %8s %5.0f%%" % (
-                    shape, calls, ms, rate,
-                    100 * float(rate) / (best_ceiling * blas)))
+                share = float(rate) / (best_ceiling * blas)
+                print("    %-22s %6s %8s %8s %5.0f%%%s" % (
+                    shape, calls, ms, rate, 100 * share,
+                    "" if share >= 0.6 else "  " + why_slow(
+                        shape, float(rate), best_ceiling, blas)))
         summary.append(
             "%s: gpipe K=1 %.2fx eager (best: %d thread%s)%s, K=2 M=8 %.2fx "
             "eager; on one core: gpipe K=1 at %.0f%% of the sgemm ceiling, "
