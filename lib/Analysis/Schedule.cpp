@@ -270,9 +270,11 @@ constexpr FamilyInfo kFamilies[] = {
 };
 
 bool usesVShape(ScheduleFamily family, int virtualStages) {
-  return virtualStages == 2 && (family == ScheduleFamily::ZBV ||
-                                family == ScheduleFamily::DualPipeV ||
-                                family == ScheduleFamily::ZBAuto);
+  return virtualStages == 2 &&
+         (family == ScheduleFamily::ZBV ||
+          family == ScheduleFamily::DualPipeV ||
+          family == ScheduleFamily::VHalf || family == ScheduleFamily::VMin ||
+          family == ScheduleFamily::ZBAuto);
 }
 
 } // namespace
@@ -358,6 +360,20 @@ std::string mlir::gpipe::checkScheduleShape(ScheduleFamily family, int numRanks,
              " ranks (its steady phase runs M-2K+r+1 times on rank r), got " +
              std::to_string(numMicrobatches);
     return "";
+  case ScheduleFamily::VHalf:
+  case ScheduleFamily::VMin:
+    if (virtualStages != 2)
+      return name +
+             " needs exactly 2 virtual stages per rank (V-shape "
+             "placement), got " +
+             std::to_string(virtualStages);
+    if (numMicrobatches < numRanks)
+      return name + " needs at least K = " + std::to_string(numRanks) +
+             " micro-batches for " + std::to_string(numRanks) +
+             " ranks (below that 1F1B holds fewer than K and there is no "
+             "memory to save), got " +
+             std::to_string(numMicrobatches);
+    return "";
   case ScheduleFamily::ZBAuto:
     if (virtualStages > 2)
       return name +
@@ -379,6 +395,8 @@ bool mlir::gpipe::usesSplitBackward(ScheduleFamily family) {
   case ScheduleFamily::ZBH2:
   case ScheduleFamily::ZBV:
   case ScheduleFamily::DualPipeV:
+  case ScheduleFamily::VHalf:
+  case ScheduleFamily::VMin:
   case ScheduleFamily::ZBAuto:
     return true;
   }
@@ -388,7 +406,9 @@ bool mlir::gpipe::usesSplitBackward(ScheduleFamily family) {
 int mlir::gpipe::getDefaultVirtualStages(ScheduleFamily family) {
   return family == ScheduleFamily::Interleaved1F1B ||
                  family == ScheduleFamily::ZBV ||
-                 family == ScheduleFamily::DualPipeV
+                 family == ScheduleFamily::DualPipeV ||
+                 family == ScheduleFamily::VHalf ||
+                 family == ScheduleFamily::VMin
              ? 2
              : 1;
 }
@@ -427,6 +447,8 @@ std::optional<double> mlir::gpipe::getClosedFormIdleTime(
       return std::nullopt;
     return (K - 1) * F;
   case ScheduleFamily::DualPipeV:
+  case ScheduleFamily::VHalf:
+  case ScheduleFamily::VMin:
   case ScheduleFamily::ZBAuto:
     return std::nullopt;
   }

@@ -407,6 +407,59 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     }
     return std::move(*best);
   }
+  case ScheduleFamily::VHalf:
+  case ScheduleFamily::VMin: {
+    // Qi et al., "Pipeline Parallelism with Controllable Memory" (NeurIPS
+    // 2024, arXiv:2405.15362): V-shaped schedules whose every rank holds
+    // about a half (V-Half) or a third (V-Min) of 1F1B's peak activations,
+    // 2K chunk activations (K micro-batches of a rank's two stages) on
+    // 1F1B's rank 0. Their reference implementation places F, I and W
+    // greedily under such a per-rank memory limit; so does this: the
+    // zero-bubble list scheduler with the V-shape placement and a limit of
+    // K (V-Half) or ceil(2K/3) (V-Min) chunk activations per rank, at
+    // least 2 (a micro-batch holds both of rank 0's stages at once), and
+    // the shortest of its rule variants under uniform durations.
+    int limit = family == ScheduleFamily::VHalf ? K - 1 : (2 * K + 2) / 3 - 1;
+    limit = std::max(limit, 2);
+    std::optional<ScheduleOrError> best;
+    double bestMakespan = 0;
+    ActionDurations durations = ActionDurations::uniform(numStages, 1.0, 2.0);
+    for (int s = 0; s < numStages; ++s) {
+      durations.set(ActionKind::Forward, s,
+                    static_cast<double>(options.getForwardTicks(s)));
+      durations.set(ActionKind::BackwardInput, s,
+                    static_cast<double>(options.getInputTicks(s)));
+      durations.set(ActionKind::BackwardWeight, s,
+                    static_cast<double>(options.getWeightTicks(s)));
+    }
+    for (int rules = 0; rules < 16; ++rules) {
+      ListSchedulerInput in = listInput(/*perStage=*/true);
+      in.maxActivations.assign(numStages, M);
+      in.maxRankActivations.assign(K, limit);
+      in.forwardFirst = rules & 1;
+      in.waitForInput = rules & 2;
+      in.laterStageFirst = rules & 4;
+      in.weightFirst = rules & 8;
+      ComputeOrders candidate = runZeroBubbleListScheduler(in);
+      if (candidate.empty())
+        continue;
+      ScheduleOrError built =
+          finishOrders(M, placement, candidate, traffic, options);
+      if (!built.ok())
+        continue;
+      Timeline timeline = simulate(built.schedule, durations);
+      if (!timeline.ok() || (best && timeline.makespan >= bestMakespan))
+        continue;
+      best = std::move(built);
+      bestMakespan = timeline.makespan;
+    }
+    if (!best) {
+      result.error = std::string(getScheduleFamilyName(family)) +
+                     ": internal error, the generator got stuck";
+      return result;
+    }
+    return std::move(*best);
+  }
   case ScheduleFamily::ZBV:
     orders = buildZBVOrders(K, M);
     break;

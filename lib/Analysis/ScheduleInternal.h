@@ -38,6 +38,15 @@ struct ListSchedulerInput {
   std::vector<int> stageToRank;
   std::vector<int64_t> forwardTicks, inputTicks, weightTicks;
   std::vector<int> maxActivations;
+  /// Per rank, the most activations its stages hold together (counted as
+  /// `maxActivations` counts them); empty: no such limit. A micro-batch's
+  /// activations on a rank only grow until its first W there, so a rank
+  /// starts a micro-batch (an F of its first stage) only while its limit
+  /// has room for that micro-batch on all of the rank's stages besides
+  /// what it holds and what its started micro-batches will still take: the
+  /// scheduler cannot get stuck on this limit when it is at least the
+  /// rank's stage count.
+  std::vector<int> maxRankActivations;
   /// Per stage, the most forwards it runs before its first I (its warm-up),
   /// on top of `maxActivations`; empty or a missing entry: no such limit.
   std::vector<int> warmupForwards;
@@ -46,6 +55,9 @@ struct ListSchedulerInput {
   /// Leave a W for later when an I of the rank becomes ready before it
   /// would end.
   bool waitForInput = false;
+  /// Prefer a W to an F when both can run (a W frees the activations and
+  /// the output gradients its I left).
+  bool weightFirst = false;
   /// Among a rank's stages: the later stage first (true), or the lowest
   /// micro-batch first, then the later stage (false).
   bool laterStageFirst = false;

@@ -127,6 +127,27 @@ ComputeOrders runZeroBubbleListScheduler(const ListSchedulerInput &in,
           consider(ActionKind::BackwardInput, s, m);
       }
     };
+    // Whether the rank's limit lets it run the F of micro-batch nextF[s] on
+    // its stage s. Every micro-batch a rank started on its first stage
+    // takes a slot on each of its later stages before it frees any (its Ws
+    // come after all its Fs), and they take them in micro-batch order: the
+    // oldest started one still to come to a later stage always finds a
+    // slot (a new micro-batch starts only while one is left for it), so it
+    // finishes and frees its slots, and the next oldest can go on. That
+    // needs a limit of at least the rank's stage count.
+    auto rankRoom = [&](int s) {
+      if (in.maxRankActivations.empty())
+        return true;
+      const std::vector<int> &own = stagesOf[r];
+      int held = 0;
+      for (int t : own)
+        held += nextF[t] - nextW[t];
+      int reserved = 0;
+      if (s == own.front())
+        for (size_t i = 1; i < own.size(); ++i)
+          reserved += nextF[own[i]] < nextF[own.front()] ? 1 : 0;
+      return held + 1 + reserved <= in.maxRankActivations[r];
+    };
     auto tryForward = [&] {
       for (int s : stagesOf[r]) {
         int m = nextF[s];
@@ -134,19 +155,10 @@ ComputeOrders runZeroBubbleListScheduler(const ListSchedulerInput &in,
                           s >= static_cast<int>(in.warmupForwards.size()) ||
                           nextF[s] < in.warmupForwards[s];
         if (m < M && warmupLeft && nextF[s] - nextW[s] < in.maxActivations[s] &&
-            (s == 0 || isDone(endF[s - 1][m], now)))
+            rankRoom(s) && (s == 0 || isDone(endF[s - 1][m], now)))
           consider(ActionKind::Forward, s, m);
       }
     };
-    if (in.forwardFirst) {
-      tryForward();
-      if (stage < 0)
-        tryInput();
-    } else {
-      tryInput();
-      if (stage < 0)
-        tryForward();
-    }
     // Whether an I of this rank becomes ready before `until`: its input
     // gradient is already scheduled to arrive then.
     auto inputArrivesBefore = [&](int64_t until) {
@@ -158,14 +170,32 @@ ComputeOrders runZeroBubbleListScheduler(const ListSchedulerInput &in,
       }
       return false;
     };
-    if (stage < 0) {
+    auto tryWeight = [&] {
       for (int s : stagesOf[r]) {
         int m = nextW[s];
         if (m < nextI[s] && isDone(endI[s][m], now) &&
             !(in.waitForInput && inputArrivesBefore(now + in.weightTicks[s])))
           consider(ActionKind::BackwardWeight, s, m);
       }
+    };
+    // With weightFirst, a W that can run goes before any F.
+    auto tryForwardOrWeight = [&] {
+      if (in.weightFirst)
+        tryWeight();
+      if (stage < 0)
+        tryForward();
+    };
+    if (in.forwardFirst) {
+      tryForwardOrWeight();
+      if (stage < 0)
+        tryInput();
+    } else {
+      tryInput();
+      if (stage < 0)
+        tryForwardOrWeight();
     }
+    if (stage < 0)
+      tryWeight();
     if (stage < 0) {
       // Wait for the next action anywhere to end.
       auto next = endTicks.upper_bound(now);

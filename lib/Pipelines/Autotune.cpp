@@ -326,7 +326,8 @@ mlir::gpipe::autotune(ModuleOp model, const GPipePipelineOptions &options,
     for (ScheduleKind kind :
          {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
           ScheduleKind::Interleaved1F1B, ScheduleKind::ZBH1, ScheduleKind::ZBH2,
-          ScheduleKind::ZBV, ScheduleKind::DualPipeV, ScheduleKind::ZBAuto})
+          ScheduleKind::ZBV, ScheduleKind::DualPipeV, ScheduleKind::VHalf,
+          ScheduleKind::VMin, ScheduleKind::ZBAuto})
       schedules.push_back(kind);
   SmallVector<Remat> remats;
   if (options.inference)

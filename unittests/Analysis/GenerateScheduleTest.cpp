@@ -237,7 +237,7 @@ TEST(GenerateScheduleTest, Names) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{
                        "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2",
-                       "zbv", "dualpipev", "zb-auto"}));
+                       "zbv", "dualpipev", "zb-auto", "v-half", "v-min"}));
   ScheduleFamily unused;
   EXPECT_FALSE(parseScheduleFamily("ZBV", unused));
   EXPECT_FALSE(parseScheduleFamily("", unused));
@@ -322,6 +322,8 @@ TEST(GenerateScheduleTest, EveryShapeVerifiesAndKeepsOrder) {
             case ScheduleFamily::ZBH1:
             case ScheduleFamily::ZBH2:
             case ScheduleFamily::ZBV:
+            case ScheduleFamily::VHalf:
+            case ScheduleFamily::VMin:
             case ScheduleFamily::ZBAuto:
               EXPECT_EQ(full, 0) << name;
               break;
@@ -730,3 +732,60 @@ TEST(GenerateScheduleTest, Table) {
 }
 
 } // namespace
+
+namespace {
+
+/// The most activations `rank` holds at once in program order (from an F
+/// until its stage's B, or W for a split backward), in stages' units.
+int rankPeak(const Schedule &s, int rank) {
+  int held = 0, peak = 0;
+  for (const Action &a : s.ranks[rank]) {
+    if (a.kind == ActionKind::Forward)
+      peak = std::max(peak, ++held);
+    else if (a.kind == ActionKind::Backward ||
+             a.kind == ActionKind::BackwardWeight)
+      --held;
+  }
+  return peak;
+}
+
+} // namespace
+
+// Qi et al., "Pipeline Parallelism with Controllable Memory": on uniform
+// stages V-Half holds about half of 1F1B's peak activations on every rank,
+// V-Min about a third. 1F1B's rank 0 holds K micro-batches of a rank's
+// layers; a V-shaped rank's stage is half of them. V-Min's limit is at
+// least 2 stages (a micro-batch holds both of rank 0's at once), so at
+// K = 2 it is V-Half's.
+TEST(GenerateScheduleTest, VHalfAndVMinHoldAHalfAndAThirdOf1F1B) {
+  for (int k : {2, 3, 4, 6, 8})
+    for (int m : {k, 2 * k, 16}) {
+      BoundaryTraffic traffic = BoundaryTraffic::uniform(k, 64);
+      ScheduleOrError oneF =
+          buildSchedule(ScheduleFamily::OneFOneB, k, 1, m, traffic, {});
+      ASSERT_TRUE(oneF.ok()) << oneF.error;
+      int base = 0;
+      for (int r = 0; r < k; ++r)
+        base = std::max(base, rankPeak(oneF.schedule, r));
+      EXPECT_EQ(base, std::min(k, m));
+      for (auto [family, bound] :
+           {std::pair<ScheduleFamily, double>{ScheduleFamily::VHalf, 0.55},
+            {ScheduleFamily::VMin, k == 2 ? 0.55 : 0.40}}) {
+        ScheduleOrError v = buildSchedule(family, k, 2, m, traffic, {});
+        ASSERT_TRUE(v.ok()) << v.error;
+        int peak = 0;
+        for (int r = 0; r < k; ++r)
+          peak = std::max(peak, rankPeak(v.schedule, r));
+        double ratio = 0.5 * peak / base;
+        EXPECT_LE(ratio, bound)
+            << getScheduleFamilyName(family) << " K=" << k << " M=" << m << ": "
+            << peak << " stages of half a rank against " << base;
+        // Exported as CSV, it reads back as itself.
+        std::string csv = toCSV(v.schedule);
+        ScheduleOrError parsed = parseCSV(csv, 2 * k, m, traffic);
+        ASSERT_TRUE(parsed.ok()) << parsed.error;
+        EXPECT_TRUE(verifySchedule(parsed.schedule).ok());
+        EXPECT_EQ(toCSV(parsed.schedule), csv);
+      }
+    }
+}

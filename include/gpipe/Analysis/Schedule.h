@@ -307,8 +307,9 @@ const char *getScheduleFamilyName(ScheduleFamily family);
 bool parseScheduleFamily(std::string_view name, ScheduleFamily &family);
 
 /// The stage map `family` uses for K ranks and V virtual stages per rank:
-/// rank k for stage k when V = 1, the V-shape for zbv, dualpipev and zb-auto
-/// with V = 2, round-robin otherwise. Empty for K < 1 or V < 1.
+/// rank k for stage k when V = 1, the V-shape for zbv, dualpipev, v-half,
+/// v-min and zb-auto with V = 2, round-robin otherwise. Empty for K < 1 or
+/// V < 1.
 std::vector<int> getSchedulePlacement(ScheduleFamily family, int numRanks,
                                       int virtualStages);
 
@@ -316,8 +317,8 @@ std::vector<int> getSchedulePlacement(ScheduleFamily family, int numRanks,
 /// per rank and M micro-batches: "" if so, else a message naming the value
 /// and what the family accepts. All families need K >= 1 and M >= 1;
 /// gpipe, 1f1b, zb-h1 and zb-h2 need V = 1; interleaved-1f1b V >= 2 (any M);
-/// zbv V = 2 (any M); dualpipev V = 2 and M >= 2K-1; zb-auto V = 1 or 2
-/// (any M).
+/// zbv V = 2 (any M); dualpipev V = 2 and M >= 2K-1; v-half and v-min
+/// V = 2 and M >= K; zb-auto V = 1 or 2 (any M).
 std::string checkScheduleShape(ScheduleFamily family, int numRanks,
                                int virtualStages, int numMicrobatches);
 

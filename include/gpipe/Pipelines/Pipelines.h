@@ -49,8 +49,8 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
   Option<int64_t> virtualStages{
       *this, "virtual-stages",
       llvm::cl::desc("Stages per rank V: the network is cut into K x V "
-                     "stages (default: 2 for interleaved-1f1b, zbv and "
-                     "dualpipev, else 1)"),
+                     "stages (default: 2 for interleaved-1f1b, zbv, "
+                     "dualpipev, v-half and v-min, else 1)"),
       llvm::cl::init(0)};
   Option<int64_t> dataParallel{
       *this, "data-parallel",

@@ -2,7 +2,7 @@
 
 // An unknown schedule name is refused by the option parser, naming the
 // schedules gpipe-partition records.
-// CHECK: for the --schedule option: unknown schedule 'zigzag' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-h2, zbv, dualpipev or zb-auto)
+// CHECK: for the --schedule option: unknown schedule 'zigzag' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-h2, zbv, dualpipev, zb-auto, v-half or v-min)
 
 nn.parameter @w0 : tensor<32x32xf32> init normal(2.0e-02)
 nn.parameter @w1 : tensor<32x32xf32> init normal(2.0e-02)

@@ -11,7 +11,7 @@
 // cool-down), so the programs below are whole and the size of a program
 // does not grow with M (see the M = 64 case at the end).
 
-// BADOPT: for the --schedule option: unknown schedule 'interleaved' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-h2, zbv, dualpipev or zb-auto)
+// BADOPT: for the --schedule option: unknown schedule 'interleaved' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-h2, zbv, dualpipev, zb-auto, v-half or v-min)
 
 // GPipe fill-drain, K = 2, M = 2: all forwards, then all backwards.
 

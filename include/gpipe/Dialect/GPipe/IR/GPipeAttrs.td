@@ -55,12 +55,15 @@ def GPipe_ScheduleZBH2 : I32EnumAttrCase<"ZBH2", 5, "zb-h2">;
 def GPipe_ScheduleZBV : I32EnumAttrCase<"ZBV", 6, "zbv">;
 def GPipe_ScheduleDualPipeV : I32EnumAttrCase<"DualPipeV", 7, "dualpipev">;
 def GPipe_ScheduleZBAuto : I32EnumAttrCase<"ZBAuto", 8, "zb-auto">;
+def GPipe_ScheduleVHalf : I32EnumAttrCase<"VHalf", 9, "v-half">;
+def GPipe_ScheduleVMin : I32EnumAttrCase<"VMin", 10, "v-min">;
 
 def GPipe_ScheduleKind : I32EnumAttr<"ScheduleKind",
     "the schedule family of a pipeline",
     [GPipe_ScheduleGPipe, GPipe_Schedule1F1B, GPipe_ScheduleCustom,
      GPipe_ScheduleInterleaved, GPipe_ScheduleZBH1, GPipe_ScheduleZBH2,
-     GPipe_ScheduleZBV, GPipe_ScheduleDualPipeV, GPipe_ScheduleZBAuto]> {
+     GPipe_ScheduleZBV, GPipe_ScheduleDualPipeV, GPipe_ScheduleZBAuto,
+     GPipe_ScheduleVHalf, GPipe_ScheduleVMin]> {
   let cppNamespace = "::mlir::gpipe";
   let genSpecializedAttr = 0;
   // "1f1b", "zb-h1"... are not bare keywords: print them quoted so that
@@ -78,8 +81,10 @@ def GPipe_ScheduleKindAttr : EnumAttr<GPipe_Dialect, GPipe_ScheduleKind,
     `interleaved-1f1b` Megatron's interleaved 1F1B (V stages per rank,
     round-robin), `zb-h1` and `zb-h2` the handcrafted zero-bubble schedules
     (split backward), `zbv` zero-bubble V (two stages per rank, V-shaped),
-    `dualpipev` DualPipe's V-shaped form, `zb-auto` the zero-bubble
-    heuristic on the cost model's times; `custom` a schedule imported from a
+    `dualpipev` DualPipe's V-shaped form, `v-half` and `v-min` the V-shaped
+    schedules of controllable memory (about a half and a third of 1F1B's
+    activations), `zb-auto` the zero-bubble heuristic on the cost model's
+    times; `custom` a schedule imported from a
     CSV file. `gpipe-schedule` generates all but `custom`
     (gpipe/Analysis/Schedule.h says which shapes each accepts); every one is
     checked by `gpipe-verify-schedule`. Names that are not keywords (`1f1b`,

@@ -168,8 +168,8 @@ def GPipe_PipelineOp : GPipe_Op<"pipeline", [Symbol,
     is M, `schedule` the schedule family and `remat` the re-materialization
     policy. `virtual_stages` V (default 1) says how many stages each rank
     holds in the generated schedule: the stages are cut for K·V of them and
-    placed on K ranks (round-robin for interleaved 1F1B, V-shaped for zbv
-    and dualpipev). `data_parallel` D (default 1) says how many replicas of
+    placed on K ranks (round-robin for interleaved 1F1B, V-shaped for zbv,
+    dualpipev, v-half and v-min). `data_parallel` D (default 1) says how many replicas of
     the pipeline train together: each runs the programs on its own share of
     the mini-batch (B/D samples, M micro-batches of B/(M·D)), and every
     stage's gradients are summed over the replicas by a `gpipe.reduce_grad`

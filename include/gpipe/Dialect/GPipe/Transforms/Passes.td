@@ -285,7 +285,7 @@ def GPipePartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
     Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"0",
            "Stages per rank V: the network is cut into stages x V stages "
            "(0: the schedule's own, 2 for interleaved-1f1b, zbv and "
-           "dualpipev, else 1)">,
+           "dualpipev, v-half and v-min, else 1)">,
     Option<"dataParallel", "data-parallel", "int64_t", /*default=*/"1",
            "Replicas D of the pipeline (data parallelism): the network "
            "holds one replica's micro-batch (nn-microbatch by M x D), each "
