@@ -18,7 +18,8 @@
 # samples/s, the step's matmul GFLOP/s (counted by PyTorch's
 # FlopCounterMode over one step: forward and backward) and the ratio to the
 # best eager time; where gpipe's time goes at K = 1 (gpipe-run
-# --kernel-times, with the sgemm time by shape against the ceiling); and
+# --kernel-times, with the sgemm time by shape against the ceiling and,
+# for a shape below 60% of it per thread, why); and
 # the single-core sgemm ceiling measured in the same
 # run (OpenBLAS, gpipe's BLAS, through ctypes, and PyTorch's own BLAS on one
 # thread, each at 1024^3: the best of them). Run it on an idle machine:
