@@ -416,17 +416,21 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     // 1F1B's rank 0. Their reference implementation places F, I and W
     // greedily under such a per-rank memory limit; so does this: the
     // zero-bubble list scheduler with the V-shape placement and a limit of
-    // K (V-Half) or ceil(2K/3) (V-Min) chunk activations per rank, at
-    // least 2 (a micro-batch holds both of rank 0's stages at once), and
-    // the shortest of its rule variants under uniform durations.
+    // K - 1 (V-Half) or ceil(2K/3) - 1 (V-Min) chunk activations per rank,
+    // at least 2 (a micro-batch holds both of rank 0's stages at once).
+    // One below the half and the third: an I holds its micro-batch's
+    // activations and its new gradients at once. The shortest of its rule
+    // variants under the stages' durations (a recompute: the forward's)
+    // wins.
     int limit = family == ScheduleFamily::VHalf ? K - 1 : (2 * K + 2) / 3 - 1;
     limit = std::max(limit, 2);
     std::optional<ScheduleOrError> best;
     double bestMakespan = 0;
     ActionDurations durations = ActionDurations::uniform(numStages, 1.0, 2.0);
     for (int s = 0; s < numStages; ++s) {
-      durations.set(ActionKind::Forward, s,
-                    static_cast<double>(options.getForwardTicks(s)));
+      double f = static_cast<double>(options.getForwardTicks(s));
+      durations.set(ActionKind::Forward, s, f);
+      durations.set(ActionKind::Recompute, s, f);
       durations.set(ActionKind::BackwardInput, s,
                     static_cast<double>(options.getInputTicks(s)));
       durations.set(ActionKind::BackwardWeight, s,

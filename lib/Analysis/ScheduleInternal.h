@@ -39,13 +39,13 @@ struct ListSchedulerInput {
   std::vector<int64_t> forwardTicks, inputTicks, weightTicks;
   std::vector<int> maxActivations;
   /// Per rank, the most activations its stages hold together (counted as
-  /// `maxActivations` counts them); empty: no such limit. A micro-batch's
-  /// activations on a rank only grow until its first W there, so a rank
-  /// starts a micro-batch (an F of its first stage) only while its limit
-  /// has room for that micro-batch on all of the rank's stages besides
-  /// what it holds and what its started micro-batches will still take: the
-  /// scheduler cannot get stuck on this limit when it is at least the
-  /// rank's stage count.
+  /// `maxActivations` counts them); empty: no such limit. For ranks of two
+  /// stages (the V-shape) only: a rank starts a micro-batch on its first
+  /// stage only while, besides it, one slot stays free for the oldest
+  /// micro-batch it started that has yet to run on its second stage; that
+  /// one therefore always can, finishes and frees its slots, so the
+  /// scheduler cannot get stuck with a limit of at least 2. With three or
+  /// more stages a rank it can (round-robin, V = 3, K = 2, M = 2, limit 4).
   std::vector<int> maxRankActivations;
   /// Per stage, the most forwards it runs before its first I (its warm-up),
   /// on top of `maxActivations`; empty or a missing entry: no such limit.

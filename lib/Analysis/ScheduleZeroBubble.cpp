@@ -128,13 +128,12 @@ ComputeOrders runZeroBubbleListScheduler(const ListSchedulerInput &in,
       }
     };
     // Whether the rank's limit lets it run the F of micro-batch nextF[s] on
-    // its stage s. Every micro-batch a rank started on its first stage
-    // takes a slot on each of its later stages before it frees any (its Ws
-    // come after all its Fs), and they take them in micro-batch order: the
-    // oldest started one still to come to a later stage always finds a
-    // slot (a new micro-batch starts only while one is left for it), so it
-    // finishes and frees its slots, and the next oldest can go on. That
-    // needs a limit of at least the rank's stage count.
+    // its stage s (ranks of two stages: ListSchedulerInput). A micro-batch
+    // the rank started on its first stage takes a slot on its second stage
+    // before it frees any (its Ws come after its Fs), in micro-batch order:
+    // a new micro-batch starts only while a slot stays free for the oldest
+    // one still to come to the second stage, which therefore always can,
+    // finishes and frees its slots; then the next oldest can go on.
     auto rankRoom = [&](int s) {
       if (in.maxRankActivations.empty())
         return true;

@@ -1932,7 +1932,7 @@ TEST(Blas, GemmBitsDoNotDependOnTheThreadCount) {
                  Case{300, 300, 40}, Case{128, 200, 400}, Case{96, 130, 600},
                  Case{200, 64, 1000}, Case{256, 64, 256}, Case{256, 64, 64},
                  Case{64, 256, 256}, Case{256, 192, 64}, Case{100, 70, 301},
-                 Case{37, 100, 80}})
+                 Case{37, 100, 80}, Case{512, 64, 32}})
     for (int32_t transA : {0, 1})
       for (int32_t transB : {0, 1}) {
         std::vector<float> a(size_t(c.m * c.k)), b(size_t(c.k * c.n)),
@@ -1943,23 +1943,30 @@ TEST(Blas, GemmBitsDoNotDependOnTheThreadCount) {
         int64_t aShape[2] = {transA ? c.k : c.m, transA ? c.m : c.k};
         int64_t bShape[2] = {transB ? c.n : c.k, transB ? c.k : c.n};
         int64_t outShape[2] = {c.m, c.n};
-        std::vector<std::vector<float>> outs;
-        for (int32_t threads : {1, 2, 3}) {
-          gpipe_rt_cpu_set_blas_threads(threads);
-          std::vector<float> out(size_t(c.m * c.n));
-          ASSERT_EQ(gpipe_rt_cpu_gemm_f32(a.data(), aShape, b.data(), bShape,
-                                          bias.data(), outShape, 2, 0.5f, 0.25f,
-                                          transA, transB, out.data(), outShape),
-                    GPIPE_RT_SUCCESS);
-          outs.push_back(std::move(out));
+        // An alpha that rounds (OpenBLAS's edge tiles apply it otherwise
+        // than its main tiles) and one that does not, each into a C that
+        // is not zero.
+        for (float alpha : {0.5f, 0.3f}) {
+          std::vector<std::vector<float>> outs;
+          for (int32_t threads : {1, 2, 3}) {
+            gpipe_rt_cpu_set_blas_threads(threads);
+            std::vector<float> out(size_t(c.m * c.n));
+            ASSERT_EQ(gpipe_rt_cpu_gemm_f32(a.data(), aShape, b.data(), bShape,
+                                            bias.data(), outShape, 2, alpha,
+                                            0.25f, transA, transB, out.data(),
+                                            outShape),
+                      GPIPE_RT_SUCCESS);
+            outs.push_back(std::move(out));
+          }
+          gpipe_rt_cpu_set_blas_threads(1);
+          for (size_t i = 1; i < outs.size(); ++i)
+            EXPECT_EQ(std::memcmp(outs[0].data(), outs[i].data(),
+                                  outs[0].size() * sizeof(float)),
+                      0)
+                << c.m << "x" << c.n << "x" << c.k << " transA " << transA
+                << " transB " << transB << " alpha " << alpha << ": " << i + 1
+                << " threads";
         }
-        gpipe_rt_cpu_set_blas_threads(1);
-        for (size_t i = 1; i < outs.size(); ++i)
-          EXPECT_EQ(std::memcmp(outs[0].data(), outs[i].data(),
-                                outs[0].size() * sizeof(float)),
-                    0)
-              << c.m << "x" << c.n << "x" << c.k << " transA " << transA
-              << " transB " << transB << ": " << i + 1 << " threads";
       }
 }
 

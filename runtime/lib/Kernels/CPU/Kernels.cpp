@@ -384,13 +384,14 @@ int64_t gemmRowBlock() {
   return block;
 }
 
-/// A GEMM's shape, layout, leading dimensions and thread count: what a
+/// A GEMM's shape, layout, leading dimensions, thread count, alpha and
+/// beta: what a
 /// shape's own split (shapeRowBlock) is decided for.
 struct SplitKey {
-  int64_t m, n, k, lda, ldb, ldc, flags;
+  int64_t m, n, k, lda, ldb, ldc, flags, beta;
   bool operator==(const SplitKey &o) const {
     return m == o.m && n == o.n && k == o.k && lda == o.lda && ldb == o.ldb &&
-           ldc == o.ldc && flags == o.flags;
+           ldc == o.ldc && flags == o.flags && beta == o.beta;
   }
 };
 
@@ -398,7 +399,7 @@ struct SplitKeyHash {
   size_t operator()(const SplitKey &key) const {
     uint64_t h = 1469598103934665603ull;
     for (int64_t v :
-         {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, key.flags})
+         {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, key.flags, key.beta})
       h = (h ^ uint64_t(v)) * 1099511628211ull;
     return size_t(h);
   }
@@ -420,22 +421,31 @@ constexpr int64_t kMinBlockProduct = int64_t(1) << 16;
 /// call on the thread: the first candidate near m / threads, a multiple of
 /// 12, 24, 48, 8, 16, 32 or 64 rows, whose blocks (each one call, the last
 /// taking the remainder) give exactly the bits of one call over all of C
-/// on random operands of that very shape and layout. 0: none does, the
-/// GEMM runs whole. The calling thread keeps the answer (a steady step only
-/// looks it up).
+/// on random operands of that very shape and layout, with the call's alpha
+/// and beta over a C that is not zero (OpenBLAS's edge tiles apply alpha
+/// and add C otherwise than its main tiles: a check with alpha 1 into
+/// zeros passed 512 x 64 x 32 splits that differed in 10% of the elements
+/// at alpha 0.3 into a gradient). 0: none does, the GEMM runs whole. The
+/// calling thread keeps the answer, so a thread's later calls of the shape
+/// only look it up (a thread of the kernel pool that first gets such a
+/// GEMM in a later step, as an attention head's, decides it then).
 int64_t shapeRowBlock(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                      int64_t lda, int64_t ldb, int64_t ldc, int threads) {
+                      float alpha, float beta, int64_t lda, int64_t ldb,
+                      int64_t ldc, int threads) {
   thread_local std::unordered_map<SplitKey, int64_t, SplitKeyHash> decided;
-  int64_t flags =
-      int64_t(transA) | int64_t(transB) << 1 | int64_t(threads) << 2;
-  SplitKey key{m, n, k, lda, ldb, ldc, flags};
+  uint32_t alphaBits, betaBits;
+  std::memcpy(&alphaBits, &alpha, sizeof alphaBits);
+  std::memcpy(&betaBits, &beta, sizeof betaBits);
+  int64_t flags = int64_t(transA) | int64_t(transB) << 1 |
+                  int64_t(threads) << 2 | int64_t(alphaBits) << 31;
+  SplitKey key{m, n, k, lda, ldb, ldc, flags, int64_t(betaBits)};
   auto [it, inserted] = decided.try_emplace(key, 0);
   if (!inserted)
     return it->second;
   size_t aSize = size_t(transA ? (k - 1) * lda + m : (m - 1) * lda + k);
   size_t bSize = size_t(transB ? (n - 1) * ldb + k : (k - 1) * ldb + n);
   size_t cSize = size_t((m - 1) * ldc + n);
-  std::vector<float> a(aSize), b(bSize), whole(cSize, 0.0f), parts;
+  std::vector<float> a(aSize), b(bSize), c0(cSize), whole, parts;
   uint32_t state = 2463534242u;
   auto next = [&] {
     state ^= state << 13;
@@ -443,14 +453,14 @@ int64_t shapeRowBlock(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     state ^= state << 5;
     return float(int32_t(state >> 8) - (1 << 23)) / float(1 << 23);
   };
-  for (float &x : a)
-    x = next();
-  for (float &x : b)
-    x = next();
+  for (std::vector<float> *v : {&a, &b, &c0})
+    for (float &x : *v)
+      x = next();
   auto call = [&](int64_t row, int64_t rows, float *c) {
-    sgemmRows(transA, transB, row, rows, n, k, 1.0f, a.data(), lda, b.data(),
-              ldb, 0.0f, c, ldc);
+    sgemmRows(transA, transB, row, rows, n, k, alpha, a.data(), lda, b.data(),
+              ldb, beta, c, ldc);
   };
+  whole = c0;
   call(0, m, whole.data());
   for (int64_t tile : {12, 24, 48, 8, 16, 32, 64}) {
     int64_t rows =
@@ -458,7 +468,7 @@ int64_t shapeRowBlock(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     int64_t blocks = m / rows;
     if (blocks < 2 || rows * n * k < kMinBlockProduct)
       continue;
-    parts.assign(cSize, 0.0f);
+    parts = c0;
     for (int64_t i = 0; i < blocks; ++i)
       call(i * rows, (i + 1 == blocks ? m : (i + 1) * rows) - i * rows,
            parts.data());
@@ -541,7 +551,8 @@ gpipe_rt_status checkedSgemm(const Kernel &kernel, bool transA, bool transB,
   int64_t block = tile ? splitRows(tile, n, k) : 0;
   int64_t shapeBlock =
       threads > 1 && m * n * k > kSmallProduct && (block == 0 || m < 2 * block)
-          ? shapeRowBlock(transA, transB, m, n, k, lda, ldb, ldc, threads)
+          ? shapeRowBlock(transA, transB, m, n, k, alpha, beta, lda, ldb, ldc,
+                          threads)
           : 0;
   if (shapeBlock) {
     // The shape's own blocks, one call each, as they were checked.
