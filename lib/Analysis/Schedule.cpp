@@ -341,25 +341,7 @@ std::string mlir::gpipe::checkScheduleShape(ScheduleFamily family, int numRanks,
              std::to_string(virtualStages) + " (use 1f1b for 1)";
     return "";
   case ScheduleFamily::ZBV:
-    if (virtualStages != 2)
-      return name +
-             " needs exactly 2 virtual stages per rank (V-shape "
-             "placement), got " +
-             std::to_string(virtualStages);
-    return "";
   case ScheduleFamily::DualPipeV:
-    if (virtualStages != 2)
-      return name +
-             " needs exactly 2 virtual stages per rank (V-shape "
-             "placement), got " +
-             std::to_string(virtualStages);
-    if (numMicrobatches < 2 * numRanks - 1)
-      return name +
-             " needs at least 2K-1 = " + std::to_string(2 * numRanks - 1) +
-             " micro-batches for " + std::to_string(numRanks) +
-             " ranks (its steady phase runs M-2K+r+1 times on rank r), got " +
-             std::to_string(numMicrobatches);
-    return "";
   case ScheduleFamily::VHalf:
   case ScheduleFamily::VMin:
     if (virtualStages != 2)
@@ -367,7 +349,15 @@ std::string mlir::gpipe::checkScheduleShape(ScheduleFamily family, int numRanks,
              " needs exactly 2 virtual stages per rank (V-shape "
              "placement), got " +
              std::to_string(virtualStages);
-    if (numMicrobatches < numRanks)
+    if (family == ScheduleFamily::DualPipeV &&
+        numMicrobatches < 2 * numRanks - 1)
+      return name +
+             " needs at least 2K-1 = " + std::to_string(2 * numRanks - 1) +
+             " micro-batches for " + std::to_string(numRanks) +
+             " ranks (its steady phase runs M-2K+r+1 times on rank r), got " +
+             std::to_string(numMicrobatches);
+    if ((family == ScheduleFamily::VHalf || family == ScheduleFamily::VMin) &&
+        numMicrobatches < numRanks)
       return name + " needs at least K = " + std::to_string(numRanks) +
              " micro-batches for " + std::to_string(numRanks) +
              " ranks (below that 1F1B holds fewer than K and there is no "

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -261,6 +262,50 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     }
     return in;
   };
+  // The stages' durations (a recompute: the forward's), and the shortest
+  // of `candidates` under them once completed with their sends and
+  // receives (at each of `aligns`) among those `fits` accepts; none when
+  // every one failed.
+  auto stageDurations = [&] {
+    ActionDurations durations =
+        ActionDurations::uniform(numStages, 1.0, 2.0, 0.0);
+    for (int s = 0; s < numStages; ++s) {
+      double f = static_cast<double>(options.getForwardTicks(s));
+      durations.set(ActionKind::Forward, s, f);
+      durations.set(ActionKind::Recompute, s, f);
+      durations.set(ActionKind::BackwardInput, s,
+                    static_cast<double>(options.getInputTicks(s)));
+      durations.set(ActionKind::BackwardWeight, s,
+                    static_cast<double>(options.getWeightTicks(s)));
+      durations.set(ActionKind::Backward, s,
+                    static_cast<double>(options.getBackwardTicks(s)));
+    }
+    return durations;
+  };
+  auto shortest = [&](const std::vector<ComputeOrders> &candidates,
+                      std::initializer_list<bool> aligns,
+                      const std::function<bool(const Timeline &)> &fits)
+      -> std::optional<ScheduleOrError> {
+    ActionDurations durations = stageDurations();
+    std::optional<ScheduleOrError> best;
+    double bestMakespan = 0;
+    for (const ComputeOrders &candidate : candidates)
+      for (bool align : aligns) {
+        if (candidate.empty())
+          continue;
+        ScheduleOrError built =
+            finishOrders(M, placement, candidate, traffic, options, align);
+        if (!built.ok())
+          continue;
+        Timeline timeline = simulate(built.schedule, durations);
+        if (!timeline.ok() || !fits(timeline) ||
+            (best && timeline.makespan >= bestMakespan))
+          continue;
+        best = std::move(built);
+        bestMakespan = timeline.makespan;
+      }
+    return best;
+  };
   ComputeOrders orders;
   switch (family) {
   case ScheduleFamily::GPipe:
@@ -364,43 +409,16 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     } else {
       candidates.push_back(buildZBVOrders(K, M));
     }
-    ActionDurations durations =
-        ActionDurations::uniform(numStages, 1.0, 2.0, 0.0);
-    for (int s = 0; s < numStages; ++s) {
-      double f = static_cast<double>(options.getForwardTicks(s));
-      durations.set(ActionKind::Forward, s, f);
-      durations.set(ActionKind::Recompute, s, f);
-      durations.set(ActionKind::BackwardInput, s,
-                    static_cast<double>(options.getInputTicks(s)));
-      durations.set(ActionKind::BackwardWeight, s,
-                    static_cast<double>(options.getWeightTicks(s)));
-      durations.set(ActionKind::Backward, s,
-                    static_cast<double>(options.getBackwardTicks(s)));
-    }
     // Each with its transfers aligned to moments both ends are between
     // actions, and at their producers' ends (which uneven durations can
     // favour).
-    std::optional<ScheduleOrError> best;
-    double bestMakespan = 0;
-    for (const ComputeOrders &candidate : candidates)
-      for (bool align : {true, false}) {
-        if (candidate.empty())
-          continue;
-        ScheduleOrError built =
-            finishOrders(M, placement, candidate, traffic, options, align);
-        if (!built.ok())
-          continue;
-        Timeline timeline = simulate(built.schedule, durations);
-        if (!timeline.ok())
-          continue;
-        bool fits = true;
-        for (int s = 0; s < numStages; ++s)
-          fits &= timeline.peakActivations[s] <= limits[s];
-        if (!fits || (best && timeline.makespan >= bestMakespan))
-          continue;
-        best = std::move(built);
-        bestMakespan = timeline.makespan;
-      }
+    std::optional<ScheduleOrError> best =
+        shortest(candidates, {true, false}, [&](const Timeline &timeline) {
+          for (int s = 0; s < numStages; ++s)
+            if (timeline.peakActivations[s] > limits[s])
+              return false;
+          return true;
+        });
     if (!best) {
       result.error = "zb-auto: no order fits the memory limits";
       return result;
@@ -424,18 +442,7 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
     // wins.
     int limit = family == ScheduleFamily::VHalf ? K - 1 : (2 * K + 2) / 3 - 1;
     limit = std::max(limit, 2);
-    std::optional<ScheduleOrError> best;
-    double bestMakespan = 0;
-    ActionDurations durations = ActionDurations::uniform(numStages, 1.0, 2.0);
-    for (int s = 0; s < numStages; ++s) {
-      double f = static_cast<double>(options.getForwardTicks(s));
-      durations.set(ActionKind::Forward, s, f);
-      durations.set(ActionKind::Recompute, s, f);
-      durations.set(ActionKind::BackwardInput, s,
-                    static_cast<double>(options.getInputTicks(s)));
-      durations.set(ActionKind::BackwardWeight, s,
-                    static_cast<double>(options.getWeightTicks(s)));
-    }
+    std::vector<ComputeOrders> candidates;
     for (int rules = 0; rules < 16; ++rules) {
       ListSchedulerInput in = listInput(/*perStage=*/true);
       in.maxActivations.assign(numStages, M);
@@ -444,19 +451,10 @@ ScheduleOrError mlir::gpipe::buildSchedule(ScheduleFamily family, int numRanks,
       in.waitForInput = rules & 2;
       in.laterStageFirst = rules & 4;
       in.weightFirst = rules & 8;
-      ComputeOrders candidate = runZeroBubbleListScheduler(in);
-      if (candidate.empty())
-        continue;
-      ScheduleOrError built =
-          finishOrders(M, placement, candidate, traffic, options);
-      if (!built.ok())
-        continue;
-      Timeline timeline = simulate(built.schedule, durations);
-      if (!timeline.ok() || (best && timeline.makespan >= bestMakespan))
-        continue;
-      best = std::move(built);
-      bestMakespan = timeline.makespan;
+      candidates.push_back(runZeroBubbleListScheduler(in));
     }
+    std::optional<ScheduleOrError> best =
+        shortest(candidates, {true}, [](const Timeline &) { return true; });
     if (!best) {
       result.error = std::string(getScheduleFamilyName(family)) +
                      ": internal error, the generator got stuck";

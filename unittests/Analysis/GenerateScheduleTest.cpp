@@ -733,24 +733,6 @@ TEST(GenerateScheduleTest, Table) {
 
 } // namespace
 
-namespace {
-
-/// The most activations `rank` holds at once in program order (from an F
-/// until its stage's B, or W for a split backward), in stages' units.
-int rankPeak(const Schedule &s, int rank) {
-  int held = 0, peak = 0;
-  for (const Action &a : s.ranks[rank]) {
-    if (a.kind == ActionKind::Forward)
-      peak = std::max(peak, ++held);
-    else if (a.kind == ActionKind::Backward ||
-             a.kind == ActionKind::BackwardWeight)
-      --held;
-  }
-  return peak;
-}
-
-} // namespace
-
 // Qi et al., "Pipeline Parallelism with Controllable Memory": on uniform
 // stages V-Half holds about half of 1F1B's peak activations on every rank,
 // V-Min about a third. 1F1B's rank 0 holds K micro-batches of a rank's
@@ -766,7 +748,7 @@ TEST(GenerateScheduleTest, VHalfAndVMinHoldAHalfAndAThirdOf1F1B) {
       ASSERT_TRUE(oneF.ok()) << oneF.error;
       int base = 0;
       for (int r = 0; r < k; ++r)
-        base = std::max(base, rankPeak(oneF.schedule, r));
+        base = std::max(base, getRankPeak(oneF.schedule, r));
       EXPECT_EQ(base, std::min(k, m));
       for (auto [family, bound] :
            {std::pair<ScheduleFamily, double>{ScheduleFamily::VHalf, 0.55},
@@ -775,7 +757,7 @@ TEST(GenerateScheduleTest, VHalfAndVMinHoldAHalfAndAThirdOf1F1B) {
         ASSERT_TRUE(v.ok()) << v.error;
         int peak = 0;
         for (int r = 0; r < k; ++r)
-          peak = std::max(peak, rankPeak(v.schedule, r));
+          peak = std::max(peak, getRankPeak(v.schedule, r));
         double ratio = 0.5 * peak / base;
         EXPECT_LE(ratio, bound)
             << getScheduleFamilyName(family) << " K=" << k << " M=" << m << ": "

@@ -17,6 +17,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 /// The float loops of the hottest kernels are compiled three times, for
@@ -34,6 +36,26 @@
 #endif
 
 namespace gpipe::rt::cpu {
+
+/// FNV-1a over `values`: the hash of the per-shape tables (GEMM splits,
+/// libxsmm plans).
+inline size_t hashValues(std::initializer_list<int64_t> values) {
+  uint64_t h = 1469598103934665603ull;
+  for (int64_t v : values)
+    h = (h ^ uint64_t(v)) * 1099511628211ull;
+  return size_t(h);
+}
+
+/// Fills `v` with values in [-1, 1) from a xorshift32 `state`: the random
+/// operands on which a per-shape split is checked to keep one call's bits.
+inline void fillCheckOperand(std::vector<float> &v, uint32_t &state) {
+  for (float &x : v) {
+    state ^= state << 13;
+    state ^= state >> 17;
+    state ^= state << 5;
+    x = float(int32_t(state >> 8) - (1 << 23)) / float(1 << 23);
+  }
+}
 
 /// `name` for the shared checks: its failures go to the CPU backend's
 /// last-error string.

@@ -82,11 +82,8 @@ struct XsmmKey {
 
 struct XsmmKeyHash {
   size_t operator()(const XsmmKey &key) const {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t v :
-         {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, int64_t(key.transA)})
-      h = (h ^ uint64_t(v)) * 1099511628211ull;
-    return size_t(h);
+    return hashValues(
+        {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, int64_t(key.transA)});
   }
 };
 
@@ -146,16 +143,8 @@ void decideSplit(XsmmPlan &plan, const XsmmKey &key, int threads) {
   size_t cSize = size_t((m - 1) * key.ldc + n);
   std::vector<float> a(aSize), b(bSize), whole(cSize, 0.0f), parts;
   uint32_t state = 2463534242u;
-  auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 17;
-    state ^= state << 5;
-    return float(int32_t(state >> 8) - (1 << 23)) / float(1 << 23);
-  };
-  for (float &x : a)
-    x = next();
-  for (float &x : b)
-    x = next();
+  fillCheckOperand(a, state);
+  fillCheckOperand(b, state);
   runRows(plan.whole, key, 0, a.data(), b.data(), whole.data());
   for (int64_t tile : {8, 16, 24, 32, 48, 64}) {
     int64_t rows = std::max<int64_t>(tile, m / threads / tile * tile);

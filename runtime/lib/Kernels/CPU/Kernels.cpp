@@ -397,11 +397,8 @@ struct SplitKey {
 
 struct SplitKeyHash {
   size_t operator()(const SplitKey &key) const {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t v :
-         {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, key.flags, key.beta})
-      h = (h ^ uint64_t(v)) * 1099511628211ull;
-    return size_t(h);
+    return cpu::hashValues(
+        {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, key.flags, key.beta});
   }
 };
 
@@ -447,15 +444,8 @@ int64_t shapeRowBlock(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   size_t cSize = size_t((m - 1) * ldc + n);
   std::vector<float> a(aSize), b(bSize), c0(cSize), whole, parts;
   uint32_t state = 2463534242u;
-  auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 17;
-    state ^= state << 5;
-    return float(int32_t(state >> 8) - (1 << 23)) / float(1 << 23);
-  };
   for (std::vector<float> *v : {&a, &b, &c0})
-    for (float &x : *v)
-      x = next();
+    cpu::fillCheckOperand(*v, state);
   auto call = [&](int64_t row, int64_t rows, float *c) {
     sgemmRows(transA, transB, row, rows, n, k, alpha, a.data(), lda, b.data(),
               ldb, beta, c, ldc);
