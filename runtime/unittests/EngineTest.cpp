@@ -927,6 +927,15 @@ TEST(Metadata, Errors) {
   EXPECT_EQ(metadataError(m), "metadata: optimizer: unknown optimizer 'Adam' "
                               "(expected sgd, momentum or adam)");
 
+  // A stage count no rank list can hold is refused before anything is
+  // sized by it (found by the metadata fuzzer: 7777777777771 stages).
+  m = fakeMetadata();
+  m["stages"] = int64_t(7777777777771);
+  EXPECT_NE(metadataError(m).find(
+                "metadata: stages: is 7777777777771, but the ranks hold"),
+            std::string::npos)
+      << metadataError(m);
+
   m = fakeMetadata();
   m["format"] = "onnx";
   EXPECT_EQ(metadataError(m),

@@ -850,6 +850,17 @@ bool parseRanks(Reader &r, const Json &root, ModelMetadata &m) {
   if (ranks->empty())
     return r.fail(abi::key::kRanks, "is empty");
   int64_t numRanks = int64_t(ranks->size());
+  // Every stage is held by a rank: more stages than the ranks list cannot
+  // be (and are not allocated for).
+  int64_t listed = 0;
+  for (const Json &rj : *ranks)
+    if (rj.is_object() && rj.contains(abi::key::kStages) &&
+        rj[abi::key::kStages].is_array())
+      listed += int64_t(rj[abi::key::kStages].size());
+  if (m.stages > listed)
+    return r.fail(abi::key::kStages, "is " + std::to_string(m.stages) +
+                                         ", but the ranks hold " +
+                                         std::to_string(listed) + " stages");
   // Per parameter, a bit per copy held (tied parameters have several).
   std::vector<uint64_t> parameterHolders(m.parameters.size(), 0);
   std::vector<int64_t> stageHolder(size_t(m.stages), -1);
