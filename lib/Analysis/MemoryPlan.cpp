@@ -57,6 +57,10 @@ const char *mlir::gpipe::getBufferKindName(BufferKind kind) {
     return "tied";
   case BufferKind::Norm:
     return "norm";
+  case BufferKind::StagedOutput:
+    return "staged_output";
+  case BufferKind::StagedInputGrad:
+    return "staged_input_grad";
   }
   return "?";
 }
@@ -74,7 +78,9 @@ bool mlir::gpipe::isKeptActivation(BufferKind kind) {
 bool mlir::gpipe::isBoundaryBuffer(BufferKind kind) {
   return kind == BufferKind::Output || kind == BufferKind::OutputGrad ||
          kind == BufferKind::InputGrad || kind == BufferKind::Reduce ||
-         kind == BufferKind::Tied || kind == BufferKind::Norm;
+         kind == BufferKind::Tied || kind == BufferKind::Norm ||
+         kind == BufferKind::StagedOutput ||
+         kind == BufferKind::StagedInputGrad;
 }
 
 int64_t mlir::gpipe::getReduceBufferBytes(int64_t paramBytes,
@@ -114,6 +120,8 @@ void MemoryBreakdown::add(const PlannedBuffer &buffer, int action) {
   case BufferKind::Reduce:
   case BufferKind::Tied:
   case BufferKind::Norm:
+  case BufferKind::StagedOutput:
+  case BufferKind::StagedInputGrad:
     boundary += bytes;
     return;
   case BufferKind::Scratch:
@@ -484,6 +492,17 @@ std::vector<PlannedBuffer> collectBuffers(const Schedule &schedule,
     return stage >= 0 && stage < numStages && schedule.stageToRank[stage] == r;
   };
   bool keepSaved = input.remat == RematPolicy::None;
+  // A buffered send's staging copy, from the first send into it to the end.
+  auto stage = [&](const Action &send, BufferKind kind, int i) {
+    int copies = input.sendBuffering.getCopies(send);
+    if (copies <= 0 || send.microbatch < 0 || send.bytes <= 0)
+      return;
+    int copy = send.microbatch % copies;
+    if (open.count({static_cast<int>(kind), send.stage, copy}))
+      return;
+    open[{static_cast<int>(kind), send.stage, copy}] = buffers.size();
+    buffers.push_back({kind, send.stage, copy, send.bytes, 0, i, last, i});
+  };
 
   for (int i = 0; i < static_cast<int>(program.size()); ++i) {
     const Action &a = program[i];
@@ -554,12 +573,14 @@ std::vector<PlannedBuffer> collectBuffers(const Schedule &schedule,
       break;
     case ActionKind::SendF:
       close(BufferKind::Output, s, m, i);
+      stage(a, BufferKind::StagedOutput, i);
       break;
     case ActionKind::RecvB:
       create(BufferKind::OutputGrad, s, m, sm.outputBytes, i);
       break;
     case ActionKind::SendB:
       close(BufferKind::InputGrad, s, m, i);
+      stage(a, BufferKind::StagedInputGrad, i);
       break;
     case ActionKind::ReduceGrad:
       create(BufferKind::Reduce, s, -1,

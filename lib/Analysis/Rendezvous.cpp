@@ -8,6 +8,11 @@
 
 #include "gpipe/Analysis/Rendezvous.h"
 
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
 using namespace mlir::gpipe;
 
 bool mlir::gpipe::isRendezvousPartner(const Action &a, int ra, const Action &b,
@@ -35,15 +40,70 @@ bool RendezvousResult::allFinished(const Schedule &schedule) const {
   return true;
 }
 
-RendezvousResult
-mlir::gpipe::runRendezvous(const Schedule &schedule,
-                           const RendezvousObserver &observer) {
+int SendBuffering::getCopies(const Action &send) const {
+  const std::vector<int> &table =
+      send.kind == ActionKind::SendF ? forward : backward;
+  if (!isSendKind(send.kind) || send.stage < 0 ||
+      send.stage >= static_cast<int>(table.size()))
+    return 0;
+  return std::max(table[send.stage], 0);
+}
+
+void SendBuffering::setCopies(ActionKind sendKind, int stage, int copies) {
+  if (!isSendKind(sendKind) || stage < 0)
+    return;
+  std::vector<int> &table = sendKind == ActionKind::SendF ? forward : backward;
+  if (stage >= static_cast<int>(table.size()))
+    table.resize(stage + 1, 0);
+  table[stage] = copies;
+}
+
+bool SendBuffering::any() const {
+  for (const std::vector<int> *table : {&forward, &backward})
+    for (int copies : *table)
+      if (copies > 0)
+        return true;
+  return false;
+}
+
+int64_t SendBuffering::getRankBytes(const Schedule &schedule, int rank) const {
+  if (rank < 0 || rank >= schedule.getNumRanks())
+    return 0;
+  // One entry per slot: the largest payload any of its sends carries.
+  std::map<std::pair<bool, int>, std::pair<int, int64_t>> slots;
+  for (const Action &a : schedule.ranks[rank]) {
+    int copies = getCopies(a);
+    if (copies <= 0)
+      continue;
+    auto &slot = slots[{a.kind == ActionKind::SendF, a.stage}];
+    slot.first = copies;
+    slot.second = std::max(slot.second, a.bytes);
+  }
+  int64_t bytes = 0;
+  for (const auto &entry : slots)
+    bytes += entry.second.first * entry.second.second;
+  return bytes;
+}
+
+RendezvousResult mlir::gpipe::runRendezvous(const Schedule &schedule,
+                                            const RendezvousObserver &observer,
+                                            const SendBuffering &buffering) {
   int numRanks = schedule.getNumRanks();
   RendezvousResult result;
   std::vector<int> &pc = result.stoppedAt;
   pc.assign(numRanks, 0);
   auto done = [&](int r) {
     return pc[r] == static_cast<int>(schedule.ranks[r].size());
+  };
+  // Buffered payloads waiting for their receive, by (forward, sending
+  // stage, micro-batch, sender, receiver): the send's index. And the
+  // staging copies holding one, by (forward, sending stage, copy).
+  using PayloadKey = std::tuple<bool, int, int, int, int>;
+  std::map<PayloadKey, int> deposited;
+  std::set<std::tuple<bool, int, int>> occupied;
+  auto copyOf = [&](const Action &send) {
+    return std::make_tuple(send.kind == ActionKind::SendF, send.stage,
+                           send.microbatch % buffering.getCopies(send));
   };
   for (bool progress = true; progress;) {
     progress = false;
@@ -59,10 +119,43 @@ mlir::gpipe::runRendezvous(const Schedule &schedule,
           continue;
         }
         int p = a.peer;
-        if (p < 0 || p >= numRanks || p == r || done(p))
+        if (p < 0 || p >= numRanks || p == r)
+          break;
+        if (isSendKind(a.kind) && buffering.getCopies(a) > 0 &&
+            a.microbatch >= 0) {
+          // Into its staging copy once the copy's last payload is gone.
+          if (!occupied.insert(copyOf(a)).second)
+            break;
+          deposited[{a.kind == ActionKind::SendF, a.stage, a.microbatch, r,
+                     p}] = i;
+          if (observer.onSend)
+            observer.onSend(r, i);
+          ++pc[r];
+          progress = true;
+          continue;
+        }
+        if (isRecvKind(a.kind)) {
+          bool forward = a.kind == ActionKind::RecvF;
+          int sender = forward ? a.stage - 1 : a.stage + 1;
+          auto it = deposited.find({forward, sender, a.microbatch, p, r});
+          if (it != deposited.end()) {
+            int j = it->second;
+            occupied.erase(copyOf(schedule.ranks[p][j]));
+            deposited.erase(it);
+            if (observer.onReceive)
+              observer.onReceive(r, i, p, j);
+            ++pc[r];
+            progress = true;
+            continue;
+          }
+        }
+        if (done(p))
           break;
         int j = pc[p];
-        if (!isRendezvousPartner(a, r, schedule.ranks[p][j], p))
+        const Action &partner = schedule.ranks[p][j];
+        // A buffered send never meets its receive.
+        if (!isRendezvousPartner(a, r, partner, p) ||
+            buffering.getCopies(isSendKind(a.kind) ? a : partner) > 0)
           break;
         if (observer.onTransfer)
           observer.onTransfer(r, i, p, j);

@@ -1,8 +1,10 @@
 //===- Timeline.cpp - Schedule timeline simulation --------------*- C++ -*-===//
 //
 // Implements the timeline simulator (every rank runs its verified program in
-// order through the rendezvous run of Rendezvous.h; a send and its receive
-// end at the later start plus the boundary's transfer time), the derived
+// order through the run of Rendezvous.h; a send and its receive end at the
+// later start plus the boundary's transfer time, a buffered send once its
+// staging copy is free plus the transfer time, and its receive once both it
+// and the send have ended), the derived
 // figures (makespan, busy time, bubble fraction, peak held activations), and
 // the two exports: a Chrome/Perfetto trace built with nlohmann::json and a
 // standalone SVG picture.
@@ -19,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -91,7 +94,8 @@ bool isFinite(double value) { return std::isfinite(value); }
 } // namespace
 
 Timeline mlir::gpipe::simulate(const Schedule &schedule,
-                               const ActionDurations &durations) {
+                               const ActionDurations &durations,
+                               const SendBuffering &buffering) {
   Timeline timeline;
   VerifyResult verified = verifySchedule(schedule);
   if (!verified.ok()) {
@@ -175,7 +179,29 @@ Timeline mlir::gpipe::simulate(const Schedule &schedule,
     timeline.ranks[p][j] = {j, clock[p], end};
     clock[r] = clock[p] = end;
   };
-  RendezvousResult run = runRendezvous(schedule, observer);
+  // Buffered sends: a staging copy is free again once the receive of its
+  // last payload has ended.
+  std::map<std::tuple<bool, int, int>, double> copyFree;
+  auto copyOf = [&](const Action &send) {
+    return std::make_tuple(send.kind == ActionKind::SendF, send.stage,
+                           send.microbatch % buffering.getCopies(send));
+  };
+  observer.onSend = [&](int r, int i) {
+    const Action &a = schedule.ranks[r][i];
+    int boundary =
+        static_cast<int>(::gpipe::abi::getTransferBoundary(a.kind, a.stage));
+    double start = std::max(clock[r], copyFree[copyOf(a)]);
+    double end = start + durations.getTransfer(boundary);
+    timeline.ranks[r][i] = {i, clock[r], end};
+    clock[r] = end;
+  };
+  observer.onReceive = [&](int r, int i, int p, int j) {
+    double end = std::max(clock[r], timeline.ranks[p][j].end);
+    timeline.ranks[r][i] = {i, clock[r], end};
+    copyFree[copyOf(schedule.ranks[p][j])] = end;
+    clock[r] = end;
+  };
+  RendezvousResult run = runRendezvous(schedule, observer, buffering);
   for (int r = 0; r < numRanks; ++r) {
     if (!run.isFinished(schedule, r)) {
       // Unreachable for a verified schedule; kept so that a verifier bug
@@ -217,6 +243,72 @@ Timeline mlir::gpipe::simulate(const Schedule &schedule,
     timeline.bubbleFraction =
         1.0 - totalBusy / (static_cast<double>(numRanks) * timeline.makespan);
   return timeline;
+}
+
+SendBuffering mlir::gpipe::chooseSendBuffering(const Schedule &schedule,
+                                               const ActionDurations &durations,
+                                               int maxCopies) {
+  SendBuffering chosen;
+  if (maxCopies < 1)
+    return chosen;
+  // The slots, in stage order: (kind, stage) of every send.
+  std::vector<std::pair<ActionKind, int>> slots;
+  for (const std::vector<Action> &program : schedule.ranks)
+    for (const Action &a : program)
+      if (isSendKind(a.kind) && a.stage >= 0)
+        slots.push_back({a.kind, a.stage});
+  std::sort(slots.begin(), slots.end(), [](auto x, auto y) {
+    return std::make_pair(x.second, static_cast<int>(x.first)) <
+           std::make_pair(y.second, static_cast<int>(y.first));
+  });
+  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+  // The durations are predictions and the real ones move from step to
+  // step: a copy earns its bytes if it helps on the predicted durations or
+  // on perturbed ones (each (stage, kind) off by up to 25%, fixed
+  // pseudo-random draws), where a rendezvous makes the faster side wait.
+  std::vector<ActionDurations> cases = {durations};
+  uint32_t state = 0x9e3779b9u;
+  auto uniform = [&] { // a linear congruential draw in [-1, 1]
+    state = state * 1664525u + 1013904223u;
+    return static_cast<double>(state >> 8) / double(1u << 23) - 1.0;
+  };
+  for (int trial = 0; trial < kSendBufferingTrials; ++trial) {
+    ActionDurations jittered = durations;
+    for (auto &perKind : jittered.perStage)
+      for (double &seconds : perKind)
+        seconds *= 1.0 + 0.25 * uniform();
+    cases.push_back(std::move(jittered));
+  }
+  auto cost = [&](const SendBuffering &buffering) {
+    double total = 0;
+    for (const ActionDurations &d : cases) {
+      Timeline timeline = simulate(schedule, d, buffering);
+      if (!timeline.ok())
+        return std::numeric_limits<double>::infinity();
+      total += timeline.makespan;
+    }
+    return total;
+  };
+  for (auto [kind, stage] : slots)
+    chosen.setCopies(kind, stage, maxCopies);
+  double full = cost(chosen);
+  if (!std::isfinite(full))
+    return SendBuffering();
+  // Each slot in turn down to the fewest copies that keep the cost within
+  // a thousandth of the most copies' (the others as decided so far; the
+  // bound is against the fixed target, so the losses cannot add up).
+  double target = full * (1 + 1e-3);
+  for (auto [kind, stage] : slots) {
+    for (int copies = 0; copies < maxCopies; ++copies) {
+      SendBuffering trial = chosen;
+      trial.setCopies(kind, stage, copies);
+      if (cost(trial) <= target) {
+        chosen = trial;
+        break;
+      }
+    }
+  }
+  return chosen;
 }
 
 //===----------------------------------------------------------------------===//

@@ -122,7 +122,8 @@ static void evaluate(ModuleOp model, const GPipePipelineOptions &options,
   }
   const PipelineSchedule *converted = *schedule;
   Timeline timeline =
-      simulate(converted->schedule, getStageDurations(converted->stages));
+      simulate(converted->schedule, getStageDurations(converted->stages),
+               getSendBuffering(pipeline));
   if (!timeline.ok()) {
     c.error = timeline.error;
     return;

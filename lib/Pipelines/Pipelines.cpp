@@ -123,6 +123,7 @@ static void buildPipeline(OpPassManager &pm,
   GPipePlanMemoryPassOptions memory;
   memory.optimizer = options.optimizer;
   memory.memoryBudget = options.memoryBudget;
+  memory.sendBuffers = options.sendBuffers;
   memory.reserve.assign(options.reserve.begin(), options.reserve.end());
   memory.paramOffsets.assign(options.paramOffsets.begin(),
                              options.paramOffsets.end());

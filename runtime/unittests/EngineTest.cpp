@@ -75,7 +75,7 @@ int32_t fakeRank0(gpipe_rt_rank *rank, uint8_t *arena) {
         h[r * kFeatures + j] = xs[m][r * kFeatures + j] * w0[j];
     END(2 * m);
     BEGIN(2 * m + 1);
-    TRY(gpipe_rt_send(rank, 2 * m + 1, h, kBytes));
+    TRY(gpipe_rt_send(rank, 2 * m + 1, h, kBytes, nullptr));
     END(2 * m + 1);
   }
   int a = 4;
@@ -154,7 +154,7 @@ int32_t fakeRank1(gpipe_rt_rank *rank, uint8_t *arena) {
     END(a);
     ++a;
     BEGIN(a);
-    TRY(gpipe_rt_send(rank, a, dh, kBytes));
+    TRY(gpipe_rt_send(rank, a, dh, kBytes, nullptr));
     END(a);
     ++a;
   }

@@ -5,7 +5,9 @@
 // stand in for two ranks, a RunControl records failures. Checks that a send
 // and its receive rendezvous and copy the bytes whichever arrives first,
 // that a size mismatch fails both sides with the run knowing why before
-// either returns, and that a receive without a sender times out.
+// either returns, that a receive without a sender times out, and that a
+// buffered send goes on before its receiver and holds its staging copy
+// until the payload is received.
 //
 //===----------------------------------------------------------------------===//
 
@@ -129,6 +131,98 @@ TEST(LocalTransport, SizeMismatchFailsBothSides) {
   // Whichever side arrives second reports it, naming both.
   EXPECT_NE(run.errors[0].find("transfer size mismatch: r0a0 sends 16 bytes "
                                "but r1a0 receives 12"),
+            std::string::npos)
+      << run.errors[0];
+}
+
+// A send with a staging copy returns before any receiver comes; the next
+// send into the same copy waits until the first payload is received; the
+// step's end (finishSends) waits for the last one.
+TEST(LocalTransport, BufferedSendGoesOnUntilItsCopyIsNeeded) {
+  Ranks ranks;
+  FakeRun run;
+  std::unique_ptr<Transport> transport =
+      makeLocalTransport(run, *ranks.device, 2, 5.0);
+  run.transport = transport.get();
+  std::vector<float> out = {1, 2, 3, 4}, staging(4, 0.0f);
+  Transfer first = side(0, 1, true, out.data(), 16, ranks.rank0.get());
+  first.staging = staging.data();
+  ASSERT_TRUE(transport->transfer(first));
+  // The sender's buffer is its own again.
+  out = {5, 6, 7, 8};
+  std::atomic<bool> secondDone{false};
+  Transfer second = first;
+  second.tag = 8;
+  std::thread sender([&] {
+    EXPECT_TRUE(transport->transfer(second));
+    secondDone = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(secondDone) << "the second send overwrote a payload in use";
+  std::vector<float> in(4, 0.0f);
+  ASSERT_TRUE(
+      transport->transfer(side(1, 0, false, in.data(), 16, ranks.rank1.get())));
+  EXPECT_EQ(in, (std::vector<float>{1, 2, 3, 4}));
+  sender.join();
+  EXPECT_TRUE(secondDone);
+  std::atomic<bool> flushed{false};
+  std::thread end([&] {
+    EXPECT_TRUE(transport->finishSends(0));
+    flushed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(flushed) << "the step ended with a payload not received";
+  Transfer last = side(1, 0, false, in.data(), 16, ranks.rank1.get());
+  last.tag = 8;
+  ASSERT_TRUE(transport->transfer(last));
+  end.join();
+  EXPECT_EQ(in, (std::vector<float>{5, 6, 7, 8}));
+  EXPECT_TRUE(run.errors.empty());
+}
+
+// A receiver already waiting gets a buffered payload through the staging
+// copy (the plan's bytes are the ones used, whatever the timing), and the
+// copy is free again at once.
+TEST(LocalTransport, BufferedSendToAWaitingReceiverGoesThroughItsCopy) {
+  Ranks ranks;
+  FakeRun run;
+  std::unique_ptr<Transport> transport =
+      makeLocalTransport(run, *ranks.device, 2, 5.0);
+  run.transport = transport.get();
+  std::vector<float> out = {1, 2, 3, 4}, staging(4, 0.0f), in(4, 0.0f);
+  bool received = false;
+  std::thread receiver([&] {
+    received = transport->transfer(
+        side(1, 0, false, in.data(), 16, ranks.rank1.get()));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  Transfer t = side(0, 1, true, out.data(), 16, ranks.rank0.get());
+  t.staging = staging.data();
+  EXPECT_TRUE(transport->transfer(t));
+  receiver.join();
+  EXPECT_TRUE(received);
+  EXPECT_EQ(in, out);
+  EXPECT_EQ(staging, out);
+  EXPECT_TRUE(transport->finishSends(0));
+  EXPECT_TRUE(run.errors.empty());
+}
+
+// A buffered payload nobody receives fails the step's end at the timeout,
+// naming the rank.
+TEST(LocalTransport, UnreceivedBufferedSendTimesOutAtTheStepsEnd) {
+  Ranks ranks;
+  FakeRun run;
+  std::unique_ptr<Transport> transport =
+      makeLocalTransport(run, *ranks.device, 2, 0.1);
+  run.transport = transport.get();
+  std::vector<float> out(4, 1.0f), staging(4, 0.0f);
+  Transfer t = side(0, 1, true, out.data(), 16, ranks.rank0.get());
+  t.staging = staging.data();
+  ASSERT_TRUE(transport->transfer(t));
+  EXPECT_FALSE(transport->finishSends(0));
+  ASSERT_EQ(run.errors.size(), 1u);
+  EXPECT_NE(run.errors[0].find("r0a-1: a payload it sent was still not "
+                               "received at the step's end after 0.1 s"),
             std::string::npos)
       << run.errors[0];
 }

@@ -728,6 +728,55 @@ TEST(MemoryPlanTest, Errors) {
   EXPECT_TRUE(plan.ranks.empty());
 }
 
+// Buffered sends: each staging copy is a boundary buffer from the first
+// send into it to the end of the program, one per copy; unbuffered slots
+// have none. The plan stays sound (checkPlan) on every family.
+TEST(MemoryPlanTest, StagingCopiesLiveFromTheirFirstSendToTheEnd) {
+  Schedule schedule = build1F1BSchedule(2, 4, 200);
+  MemoryPlanInput input = twoStageInput();
+  input.sendBuffering.setCopies(ActionKind::SendF, 0, 2);
+  MemoryPlan plan = planMemory(schedule, input);
+  checkPlan(schedule, plan, input.alignment, "1f1b buffered");
+  const RankMemoryPlan &rank0 = plan.ranks[0];
+  int last = static_cast<int>(schedule.ranks[0].size()) - 1;
+  for (int copy = 0; copy < 2; ++copy) {
+    const PlannedBuffer *staged =
+        findBuffer(rank0, BufferKind::StagedOutput, 0, copy);
+    ASSERT_NE(staged, nullptr) << copy;
+    EXPECT_EQ(staged->bytes, 200);
+    EXPECT_EQ(staged->lastAction, last);
+    const Action &first = schedule.ranks[0][staged->firstAction];
+    EXPECT_EQ(first.kind, ActionKind::SendF);
+    EXPECT_EQ(first.microbatch, copy);
+  }
+  EXPECT_EQ(findBuffer(rank0, BufferKind::StagedOutput, 0, 2), nullptr);
+  EXPECT_EQ(findBuffer(plan.ranks[1], BufferKind::StagedInputGrad, 1, 0),
+            nullptr);
+  auto slot = std::find_if(
+      rank0.slots.begin(), rank0.slots.end(),
+      [](const PlannedSlot &s) { return s.kind == BufferKind::StagedOutput; });
+  ASSERT_NE(slot, rank0.slots.end());
+  EXPECT_EQ(slot->count, 2);
+  EXPECT_EQ(slot->stage, 0);
+  EXPECT_TRUE(isBoundaryBuffer(BufferKind::StagedInputGrad));
+  // The copies add to the end of the program what they hold.
+  MemoryPlan unbuffered = planMemory(schedule, twoStageInput());
+  EXPECT_GE(rank0.peakBytes, unbuffered.ranks[0].peakBytes);
+  for (ScheduleFamily family : getScheduleFamilies()) {
+    int V = getDefaultVirtualStages(family);
+    ScheduleOrError built =
+        buildSchedule(family, 3, V, 6, BoundaryTraffic::uniform(3 * V, 96));
+    ASSERT_TRUE(built.ok()) << built.error;
+    MemoryPlanInput uniform = uniformInput(3 * V, 96, 64, 128);
+    for (int stage = 0; stage < 3 * V; ++stage) {
+      uniform.sendBuffering.setCopies(ActionKind::SendF, stage, 1 + stage % 2);
+      uniform.sendBuffering.setCopies(ActionKind::SendB, stage, 1);
+    }
+    checkPlan(built.schedule, planMemory(built.schedule, uniform),
+              uniform.alignment, getScheduleFamilyName(family));
+  }
+}
+
 TEST(MemoryPlanTest, Names) {
   EXPECT_EQ(parseOptimizerKind("sgd"), OptimizerKind::SGD);
   EXPECT_EQ(parseOptimizerKind("sgd-momentum"), OptimizerKind::Momentum);
@@ -739,6 +788,9 @@ TEST(MemoryPlanTest, Names) {
   EXPECT_EQ(getOptimizerStateFactor(OptimizerKind::Momentum), 1);
   EXPECT_EQ(getOptimizerStateFactor(OptimizerKind::Adam), 2);
   EXPECT_STREQ(getBufferKindName(BufferKind::OutputGrad), "output_grad");
+  EXPECT_STREQ(getBufferKindName(BufferKind::StagedOutput), "staged_output");
+  EXPECT_STREQ(getBufferKindName(BufferKind::StagedInputGrad),
+               "staged_input_grad");
   EXPECT_TRUE(isKeptActivation(BufferKind::Saved));
   EXPECT_TRUE(isBoundaryBuffer(BufferKind::InputGrad));
   EXPECT_FALSE(isPersistentBuffer(BufferKind::Scratch));

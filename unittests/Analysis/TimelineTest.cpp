@@ -4,7 +4,10 @@
 // (K-1)/(M+K-1) with uniform costs (and so does 1F1B's), the rendezvous timing
 // of transfers, held activations (1F1B at most K-k on stage k, GPipe M), the
 // Chrome trace (parses as JSON, one X event per action, flows per transfer)
-// and the SVG picture (starts with <svg, tags balance).
+// and the SVG picture (starts with <svg, tags balance). Buffered sends: the
+// timing of a send that goes on alone, and the schedules with several
+// stages per rank reaching their closed forms once their sends are
+// buffered (the copies chosen by chooseSendBuffering).
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,6 +87,83 @@ TEST(TimelineTest, RendezvousTiming) {
   for (int r = 0; r < 2; ++r)
     for (size_t i = 0; i < t.ranks[r].size(); ++i)
       EXPECT_EQ(t.ranks[r][i].action, static_cast<int>(i));
+}
+
+TEST(TimelineTest, BufferedSendTiming) {
+  // K=2, M=1 with both slots buffered and transfers of 0.5: rank 0's send
+  // of F0 runs [1, 1.5] into its copy; rank 1 had posted its receive at 0
+  // and takes the payload at 1.5.
+  Schedule s = buildGPipeSchedule(2, 1, 64);
+  SendBuffering buffering;
+  buffering.setCopies(ActionKind::SendF, 0, 1);
+  buffering.setCopies(ActionKind::SendB, 1, 1);
+  Timeline t = simulate(s, ActionDurations::uniform(2, 1, 2, 0.5), buffering);
+  ASSERT_TRUE(t.ok()) << t.error;
+  EXPECT_DOUBLE_EQ(t.ranks[0][1].start, 1);
+  EXPECT_DOUBLE_EQ(t.ranks[0][1].end, 1.5);
+  EXPECT_DOUBLE_EQ(t.ranks[1][0].end, 1.5);
+  EXPECT_DOUBLE_EQ(t.makespan, 7);
+}
+
+TEST(TimelineTest, BufferedSendsReachTheClosedForms) {
+  // Uniform F = I = W: under rendezvous a rank of interleaved 1F1B at
+  // K = 2 waits for its peer to reach the matching receive; with staging
+  // copies every family with two stages per rank reaches its closed form
+  // (DualPipeV, which has none, ZB-V's).
+  struct Case {
+    ScheduleFamily family;
+    ScheduleFamily closedForm;
+  };
+  for (Case c :
+       {Case{ScheduleFamily::Interleaved1F1B, ScheduleFamily::Interleaved1F1B},
+        Case{ScheduleFamily::ZBV, ScheduleFamily::ZBV},
+        Case{ScheduleFamily::DualPipeV, ScheduleFamily::ZBV}}) {
+    for (int K : {2, 4}) {
+      const int V = 2, M = 8;
+      ScheduleOrError built = buildSchedule(
+          c.family, K, V, M, BoundaryTraffic::uniform(K * V, 256));
+      ASSERT_TRUE(built.ok()) << built.error;
+      ActionDurations durations = ActionDurations::uniform(K * V, 1, 2);
+      SendBuffering buffering =
+          chooseSendBuffering(built.schedule, durations, 2);
+      Timeline rendezvous = simulate(built.schedule, durations);
+      Timeline buffered = simulate(built.schedule, durations, buffering);
+      ASSERT_TRUE(rendezvous.ok() && buffered.ok());
+      std::optional<double> idle =
+          getClosedFormIdleTime(c.closedForm, K, V, M, 1, 1, 1);
+      ASSERT_TRUE(idle);
+      double closed = *idle / (*idle + V * M * 3.0);
+      std::string what = std::string(getScheduleFamilyName(c.family)) +
+                         " K=" + std::to_string(K);
+      EXPECT_NEAR(buffered.bubbleFraction, closed, 1e-9) << what;
+      EXPECT_LE(buffered.makespan, rendezvous.makespan + 1e-9) << what;
+      // The copies chosen keep what two copies everywhere give.
+      SendBuffering two;
+      for (int stage = 0; stage < K * V; ++stage) {
+        two.setCopies(ActionKind::SendF, stage, 2);
+        two.setCopies(ActionKind::SendB, stage, 2);
+      }
+      EXPECT_NEAR(simulate(built.schedule, durations, two).makespan,
+                  buffered.makespan, 1e-9)
+          << what;
+    }
+  }
+  // Interleaved at K = 2 needs them: 0.158 under rendezvous.
+  ScheduleOrError interleaved =
+      buildSchedule(ScheduleFamily::Interleaved1F1B, 2, 2, 8,
+                    BoundaryTraffic::uniform(4, 256));
+  ASSERT_TRUE(interleaved.ok());
+  ActionDurations durations = ActionDurations::uniform(4, 1, 2);
+  EXPECT_GT(simulate(interleaved.schedule, durations).bubbleFraction, 0.15);
+  EXPECT_TRUE(chooseSendBuffering(interleaved.schedule, durations, 2).any());
+  // 1F1B gains nothing: every slot stays a rendezvous.
+  Schedule oneFOneB = build1F1BSchedule(4, 8, 256);
+  EXPECT_FALSE(
+      chooseSendBuffering(oneFOneB, ActionDurations::uniform(4, 1, 2), 2)
+          .any());
+  EXPECT_FALSE(
+      chooseSendBuffering(oneFOneB, ActionDurations::uniform(4, 1, 2), 0)
+          .any());
 }
 
 TEST(TimelineTest, PerStageDurations) {

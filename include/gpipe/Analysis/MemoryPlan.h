@@ -54,6 +54,14 @@
 //                    parameter's first copy receives another rank's copy's
 //                    gradient (`tiedBytes`), live at SUM_TIED only. Counted
 //                    with the boundary buffers.
+//   StagedOutput(s, c), StagedInputGrad(s, c)
+//                    buffered sends only (`sendBuffering`): copy c of the
+//                    staging slot a SEND_F (SEND_B) of stage s puts its
+//                    payload in, so that the rank goes on before the peer
+//                    receives it (Rendezvous.h). When the peer takes it is
+//                    not this rank's program's to know, so each copy is
+//                    live from the first send into it to the program's
+//                    end. Counted with the boundary buffers.
 //   Norm(s)          gradient clipping only: the running sum of squares a
 //                    CLIP_GRAD named by stage s receives and hands on, and
 //                    the total (kGradNormBytes), live at CLIP_GRAD only.
@@ -66,7 +74,8 @@
 // Kept activations = Input (from its forward on) + ExtraInput + Saved +
 // Deferred;
 // boundary (send/receive) buffers = Input (before its forward) + Output +
-// OutputGrad + InputGrad + Reduce + Tied + Norm.
+// OutputGrad + InputGrad + Reduce + Tied + Norm + StagedOutput +
+// StagedInputGrad.
 //
 // Slots. The buffers of one (kind, stage) are the same size and live in
 // micro-batch order, so they share a slot of c copies, micro-batch m in copy
@@ -91,6 +100,7 @@
 #ifndef GPIPE_ANALYSIS_MEMORYPLAN_H
 #define GPIPE_ANALYSIS_MEMORYPLAN_H
 
+#include "gpipe/Analysis/Rendezvous.h"
 #include "gpipe/Analysis/Schedule.h"
 
 #include <cstdint>
@@ -180,6 +190,9 @@ struct MemoryPlanInput {
   /// an evaluation pipeline that reads them in place). Given, it names every
   /// stage; the other persistent slots pack above the highest.
   std::vector<int64_t> parameterOffsets;
+  /// Buffered sends: the staging copies of each send slot (none: every
+  /// transfer a rendezvous, no staging slots).
+  SendBuffering sendBuffering;
   /// The caller has run `verifySchedule` on the schedule and it passed:
   /// planMemory does not simulate it again (the simulation is O(K·M)).
   bool verified = false;
@@ -200,6 +213,8 @@ enum class BufferKind {
   Reduce,
   Tied,
   Norm,
+  StagedOutput,
+  StagedInputGrad,
 };
 
 /// The Norm buffer: the running sum of squares and the total, as doubles.
@@ -207,13 +222,14 @@ inline constexpr int64_t kGradNormBytes = 16;
 
 /// "params", "grads", "optimizer", "input", "extra", "saved", "deferred",
 /// "output", "output_grad", "input_grad", "scratch", "reduce", "tied",
-/// "norm".
+/// "norm", "staged_output", "staged_input_grad".
 const char *getBufferKindName(BufferKind kind);
 /// Parameters, Gradients, OptimizerState.
 bool isPersistentBuffer(BufferKind kind);
 /// Input, ExtraInput, Saved, Deferred.
 bool isKeptActivation(BufferKind kind);
-/// Output, OutputGrad, InputGrad, Reduce, Tied, Norm.
+/// Output, OutputGrad, InputGrad, Reduce, Tied, Norm, StagedOutput,
+/// StagedInputGrad.
 bool isBoundaryBuffer(BufferKind kind);
 
 struct PlannedBuffer {
@@ -275,7 +291,7 @@ struct MemoryBreakdown {
   int64_t keptActivations = 0;
   int64_t scratch = 0;
   /// Input (before its forward) + Output + OutputGrad + InputGrad +
-  /// Reduce + Tied + Norm
+  /// Reduce + Tied + Norm + StagedOutput + StagedInputGrad
   int64_t boundary = 0;
 
   int64_t getTotal() const {

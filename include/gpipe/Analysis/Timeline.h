@@ -4,7 +4,10 @@
 // stage) durations and per-boundary transfer times: each rank runs its
 // program in order; a compute action takes its duration; a send and its
 // matching receive are a blocking rendezvous, both finishing at the later of
-// their start times plus the boundary's transfer time. From that: makespan,
+// their start times plus the boundary's transfer time; with buffered sends
+// (Rendezvous.h SendBuffering) a send takes the transfer time once its
+// staging copy is free, and its receive ends once the send has (the receiver
+// never waits for a sender that is not there yet). From that: makespan,
 // per-rank busy time, bubble fraction (to compare with GPipe's closed form
 // (K-1)/(M+K-1)), and per-stage peak number of micro-batches whose
 // activations are held. Exports a Chrome/Perfetto trace (JSON) and a
@@ -15,6 +18,7 @@
 #ifndef GPIPE_ANALYSIS_TIMELINE_H
 #define GPIPE_ANALYSIS_TIMELINE_H
 
+#include "gpipe/Analysis/Rendezvous.h"
 #include "gpipe/Analysis/Schedule.h"
 
 #include <array>
@@ -79,8 +83,25 @@ double getIdealBubbleFraction(int numStages, int numMicrobatches);
 /// why) with `durations` (negative or non-finite values are errors). Each
 /// rank runs its actions one after the other, except REDUCE_GRAD: the
 /// all-reduce runs on the rank's communication lane (one at a time) while
-/// the rank goes on, and the stage's STEP starts once it is done.
-Timeline simulate(const Schedule &schedule, const ActionDurations &durations);
+/// the rank goes on, and the stage's STEP starts once it is done. Sends go
+/// through `buffering`'s staging copies (none: rendezvous).
+Timeline simulate(const Schedule &schedule, const ActionDurations &durations,
+                  const SendBuffering &buffering = {});
+
+/// Perturbed duration sets `chooseSendBuffering` weighs beside the
+/// predicted one.
+inline constexpr int kSendBufferingTrials = 4;
+
+/// The staging copies `schedule`'s sends get: per send slot (a stage's
+/// SEND_F or SEND_B), the fewest copies, at most `maxCopies`, that keep the
+/// simulated makespan, summed over `durations` and kSendBufferingTrials
+/// perturbations of it (each stage's and kind's duration off by up to 25%),
+/// within 0.1% of what every slot having `maxCopies` gives. Slots that
+/// gain nothing stay rendezvous (0 copies, no memory). Empty for
+/// `maxCopies` < 1 or a schedule the simulation rejects.
+SendBuffering chooseSendBuffering(const Schedule &schedule,
+                                  const ActionDurations &durations,
+                                  int maxCopies);
 
 /// Chrome trace event format (loads in chrome://tracing and Perfetto): one
 /// thread per rank (pid 0, tid = rank, named "rank k (stage k)"), one

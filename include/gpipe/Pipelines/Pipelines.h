@@ -82,6 +82,13 @@ struct GPipePipelineOptions : public PassPipelineOptions<GPipePipelineOptions> {
       *this, "memory-budget",
       llvm::cl::desc("Memory cap per rank, e.g. 512MiB (checked)"),
       llvm::cl::init("")};
+  Option<int64_t> sendBuffers{
+      *this, "send-buffers",
+      llvm::cl::desc("The most staging copies a send gets so that its rank "
+                     "goes on before the receiver is ready (each stage's "
+                     "sends get the fewest that keep the predicted step, "
+                     "often none; 0: every transfer a rendezvous)"),
+      llvm::cl::init(2)};
   Option<nn::LossKind> loss{*this, "loss", llvm::cl::desc("Training loss"),
                             llvm::cl::init(nn::LossKind::CrossEntropy),
                             nn::getLossKindValues()};

@@ -279,7 +279,8 @@ llvm::json::Object Emitter::describePrediction() {
   // Predicted timeline. closed_form_bubble keeps its meaning, GPipe's
   // (K-1)/(M+K-1); schedule_closed_form_bubble is the pipeline's own
   // schedule's, null where it has none.
-  Timeline timeline = simulate(schedule, getStageDurations(converted.stages));
+  Timeline timeline = simulate(schedule, getStageDurations(converted.stages),
+                               getSendBuffering(pipeline));
   std::optional<double> ownClosedForm =
       getScheduleClosedFormBubble(pipeline, converted.stages);
   return llvm::json::Object{

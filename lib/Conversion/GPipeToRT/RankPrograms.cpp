@@ -330,10 +330,17 @@ LogicalResult ActionEmitter::transfer() {
   Type payload = isa<SendOp>(op) ? cast<SendOp>(op).getPayload()
                                  : cast<RecvOp>(op).getPayload();
   Value bytes = constI64(b, loc, getPayloadBytes(payload));
-  if (isSendKind(kind))
-    check(gpipe_rt::SendOp::create(b, loc, i32Ty, rank, index, *buffer, bytes));
-  else
+  if (isSendKind(kind)) {
+    // A buffered send's staging copy for this micro-batch (none: null).
+    std::optional<Value> staging =
+        slotPtr(kind == ActionKind::SendF ? SlotKind::StagedOutput
+                                          : SlotKind::StagedInputGrad,
+                s);
+    check(gpipe_rt::SendOp::create(b, loc, i32Ty, rank, index, *buffer, bytes,
+                                   staging ? *staging : nullPtr()));
+  } else {
     check(gpipe_rt::RecvOp::create(b, loc, i32Ty, rank, index, *buffer, bytes));
+  }
   return success();
 }
 

@@ -218,8 +218,7 @@ int32_t RunState::actionBegin(gpipe_rt_rank *rank, int64_t action) {
   if (mpi)
     publishFlightRecorder(rank->recorder, rank->name.c_str(), nowNs());
   lastProgressNs.store(rank->actionBeginNs, std::memory_order_relaxed);
-  if (numReplicas() > 1)
-    transport->progressReductions(rank->index);
+  transport->progress(rank->index);
   rank->device->actionBegin(action);
   return 0;
 }
@@ -261,8 +260,8 @@ void RunState::actionEnd(gpipe_rt_rank *rank, int64_t action) {
 }
 
 int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
-                           const void *sendData, void *recvData,
-                           int64_t bytes) {
+                           const void *sendData, void *recvData, int64_t bytes,
+                           void *staging) {
   if (isAborted())
     return 1;
   const char *callback = isSend ? "gpipe_rt_send" : "gpipe_rt_recv";
@@ -306,6 +305,7 @@ int32_t RunState::transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
   t.send = isSend;
   t.data = isSend ? const_cast<void *>(sendData) : recvData;
   t.bytes = bytes;
+  t.staging = isSend ? staging : nullptr;
   t.device = rank->device;
   if (!transport->transfer(t))
     return 1;
@@ -991,8 +991,9 @@ extern "C" int32_t gpipe_rt_clip_grad(gpipe_rt_rank *rank, int64_t action,
 }
 
 extern "C" int32_t gpipe_rt_send(gpipe_rt_rank *rank, int64_t action,
-                                 const void *data, int64_t bytes) {
-  return rank->run->transfer(rank, action, true, data, nullptr, bytes);
+                                 const void *data, int64_t bytes,
+                                 void *staging) {
+  return rank->run->transfer(rank, action, true, data, nullptr, bytes, staging);
 }
 
 extern "C" int32_t gpipe_rt_recv(gpipe_rt_rank *rank, int64_t action,

@@ -362,7 +362,8 @@ public:
   /// layer, from its marks (the time before the first mark as mark -1).
   void recordLayerTimes(gpipe_rt_rank *rank, int64_t action, int64_t endNs);
   int32_t transfer(gpipe_rt_rank *rank, int64_t action, bool isSend,
-                   const void *sendData, void *recvData, int64_t bytes);
+                   const void *sendData, void *recvData, int64_t bytes,
+                   void *staging = nullptr);
   int32_t load(gpipe_rt_rank *rank, bool labels, int64_t mb, void *data,
                int64_t bytes);
   int32_t reportLoss(gpipe_rt_rank *rank, int64_t mb, const float *loss);

@@ -281,6 +281,10 @@ void RunState::rankMain(gpipe_rt_rank *rank) {
 }
 
 bool RunState::finishStep(gpipe_rt_rank *rank) {
+  // Payloads left in staging copies must be received first: the step (and
+  // the arena's next use) may not overwrite them.
+  if (!transport->finishSends(rank->index))
+    return false;
   std::vector<Inspection> &inspections = rank->inspections;
   std::vector<ActionTiming> &timings = rank->timings;
   inspections.clear();

@@ -8,6 +8,14 @@
 // is exactly the rendezvous the schedule verifier proved the schedule
 // deadlock-free under.
 //
+// Buffered sends (Transfer::staging): a send waits until its staging copy
+// is free (the copy's last payload received), copies its bytes into it and
+// returns; the receiver copies out of the staging copy, frees it and wakes
+// the sender's rank (a receiver already waiting is served by the sender,
+// out of the staging copy too). So a buffered payload always takes the same
+// two copies, whatever the timing. With arenas outside host memory every
+// send stays a rendezvous.
+//
 // Data parallelism: the D replicas' workers of one rank meet per stage. Each
 // copies the other replicas' pieces of its share into its Reduce buffer and
 // sums the share (sumShare, replica order); once all have summed, each
@@ -49,6 +57,9 @@ struct Slot {
   RankDevice *device = nullptr;
   int64_t bytes = 0, action = 0, rank = 0;
   bool copying = false, done = false, failed = false;
+  /// A buffered send: `data` is its staging copy; the sender has gone on
+  /// (`filling` while it still copies into it).
+  bool buffered = false, filling = false;
 };
 
 class LocalTransport final : public Transport {
@@ -90,8 +101,83 @@ public:
   }
   bool startReduction(const Reduction &r) override;
   bool finishReduction(int64_t worker, int64_t stage) override;
+  bool finishSends(int64_t rank) override;
 
 private:
+  /// One side of a transfer, as `deliver` needs it.
+  struct End {
+    int64_t rank = 0, action = 0, bytes = 0;
+    void *data = nullptr;
+    RankDevice *device = nullptr;
+  };
+  static End endOf(const Transfer &t, void *data) {
+    return {t.rank, t.action, t.bytes, data, t.device};
+  }
+  static End endOf(const Slot &s) {
+    return {s.rank, s.action, s.bytes, s.data, s.device};
+  }
+  /// Copies `from`'s bytes into `to`'s buffer once both name the same
+  /// size; call it without the lock. A failure is recorded as rank `at`'s
+  /// action `action` (a size mismatch naming both sides, a failed copy as
+  /// `what`) before it is returned.
+  Status deliver(int64_t at, int64_t action, const End &from, const End &to,
+                 const char *what) {
+    if (from.bytes != to.bytes) {
+      run.failRank(at, run.where(at, action) + ": transfer size mismatch: " +
+                           run.where(from.rank, from.action) + " sends " +
+                           std::to_string(from.bytes) + " bytes but " +
+                           run.where(to.rank, to.action) + " receives " +
+                           std::to_string(to.bytes));
+      return Status::error("size mismatch");
+    }
+    Status copied = Status::success();
+    if (from.bytes > 0)
+      copied = device.copyBetweenRanks(*from.device, from.data, *to.device,
+                                       to.data, from.bytes);
+    if (!copied.ok())
+      run.failRank(at, run.where(at, action) + ": " + what + ": " +
+                           copied.message());
+    return copied;
+  }
+  /// A buffered send: puts `t`'s bytes into its staging copy (free, as
+  /// `slot` is posted by nobody) and returns. Called and returns with the
+  /// lock held.
+  bool deposit(std::unique_lock<std::mutex> &lock, const Transfer &t,
+               Slot &slot);
+  /// A receive whose send is buffered in `slot`: waits until the sender has
+  /// filled the staging copy, copies out, frees the copy.
+  bool takeBuffered(std::unique_lock<std::mutex> &lock, const Transfer &t,
+                    Slot &slot);
+  /// Waits on rank `t.rank`'s condition variable until `ready()` (true),
+  /// the deadline or an abort (false; a timeout is recorded as `what`). A
+  /// template: a std::function of the predicate could allocate per wait.
+  template <typename Ready>
+  bool waitRank(std::unique_lock<std::mutex> &lock, const Transfer &t,
+                Clock::time_point deadline, Ready ready, const char *what) {
+    std::condition_variable &cv = *rankCvs[size_t(t.rank)];
+    while (!ready()) {
+      if (run.aborted())
+        return false;
+      if (Clock::now() >= deadline) {
+        lock.unlock();
+        run.failRank(t.rank, run.where(t.rank, t.action) + ": " + what +
+                                 " after " + formatSeconds(timeoutSeconds) +
+                                 " s; the peer may have died or stalled");
+        lock.lock();
+        return false;
+      }
+      cv.wait_until(lock, deadline);
+    }
+    return true;
+  }
+  /// Per staging copy, the rank whose payload it holds until received, or
+  /// -1 when free. Entries stay: after the first step nothing allocates.
+  std::map<const void *, int64_t> stagingOwner;
+  bool stagingBusy(const void *copy) const {
+    auto it = stagingOwner.find(copy);
+    return it != stagingOwner.end() && it->second >= 0;
+  }
+
   /// One stage's reduction of the current step over a rank's replicas.
   struct Group {
     std::vector<Reduction> parts;
@@ -168,6 +254,18 @@ bool LocalTransport::transfer(const Transfer &t) {
   // Slots are reset, not erased, when a transfer completes: tags repeat
   // every step, so after the first step a transfer allocates nothing.
   Slot &slot = slots[key];
+  if (!t.send && slot.sendPosted && slot.buffered)
+    return takeBuffered(lock, t, slot);
+  if (t.send && t.staging && t.bytes > 0 && device.hostMemory()) {
+    // Its staging copy may still hold an earlier payload (this step's
+    // micro-batch m - copies, or the last step's m): wait for its receive.
+    if (!waitRank(
+            lock, t, Clock::now() + timeout,
+            [&] { return !stagingBusy(t.staging); },
+            "its staging copy was still not received"))
+      return false;
+    return deposit(lock, t, slot);
+  }
   bool peerWaiting = t.send ? slot.recvPosted : slot.sendPosted;
   if (peerWaiting) {
     // Arrived second: check the sizes, copy, wake the peer. While the slot
@@ -175,31 +273,10 @@ bool LocalTransport::transfer(const Transfer &t) {
     // recorded (without the lock) before the peer learns of it.
     int64_t peerRank = slot.rank;
     slot.copying = true;
-    Status copied = Status::success();
-    if (slot.bytes != t.bytes) {
-      int64_t sendBytes = t.send ? t.bytes : slot.bytes;
-      int64_t recvBytes = t.send ? slot.bytes : t.bytes;
-      std::string mine = run.where(t.rank, t.action);
-      std::string theirs = run.where(slot.rank, slot.action);
-      lock.unlock();
-      run.failRank(t.rank, mine + ": transfer size mismatch: " +
-                               (t.send ? mine : theirs) + " sends " +
-                               std::to_string(sendBytes) + " bytes but " +
-                               (t.send ? theirs : mine) + " receives " +
-                               std::to_string(recvBytes));
-      copied = Status::error("size mismatch");
-    } else {
-      void *dst = t.send ? slot.data : t.data;
-      const void *src = t.send ? t.data : slot.data;
-      RankDevice &sender = t.send ? *t.device : *slot.device;
-      RankDevice &receiver = t.send ? *slot.device : *t.device;
-      lock.unlock();
-      if (t.bytes > 0)
-        copied = device.copyBetweenRanks(sender, src, receiver, dst, t.bytes);
-      if (!copied.ok())
-        run.failRank(t.rank, run.where(t.rank, t.action) +
-                                 ": copy between ranks: " + copied.message());
-    }
+    End mine = endOf(t, t.data), theirs = endOf(slot);
+    lock.unlock();
+    Status copied = deliver(t.rank, t.action, t.send ? mine : theirs,
+                            t.send ? theirs : mine, "copy between ranks");
     lock.lock();
     slot.copying = false;
     slot.done = true;
@@ -252,6 +329,84 @@ bool LocalTransport::transfer(const Transfer &t) {
       cv.wait(lock);
     }
   }
+}
+
+bool LocalTransport::deposit(std::unique_lock<std::mutex> &lock,
+                             const Transfer &t, Slot &slot) {
+  stagingOwner[t.staging] = t.rank;
+  // A receiver already waiting gets the payload now, through the staging
+  // copy all the same: the same copies whatever the timing, and the plan's
+  // staging bytes are the ones used. It waits while the slot is copying.
+  const bool receiverWaiting = slot.recvPosted;
+  const Slot receiver = slot;
+  if (receiverWaiting) {
+    slot.copying = true;
+  } else {
+    slot.sendPosted = true;
+    slot.buffered = slot.filling = true;
+    slot.data = t.staging;
+    slot.device = t.device;
+    slot.bytes = t.bytes;
+    slot.action = t.action;
+    slot.rank = t.rank;
+  }
+  lock.unlock();
+  End staged = endOf(t, t.staging);
+  Status copied = deliver(t.rank, t.action, endOf(t, t.data), staged,
+                          "copy into the staging copy");
+  if (copied.ok() && receiverWaiting)
+    copied = deliver(t.rank, t.action, staged, endOf(receiver),
+                     "copy between ranks");
+  lock.lock();
+  if (receiverWaiting) {
+    stagingOwner[t.staging] = -1;
+    slot.copying = false;
+    slot.done = true;
+    slot.failed = !copied.ok();
+    notifyRank(receiver.rank);
+  } else {
+    slot.filling = false;
+    slot.failed = !copied.ok();
+    notifyRank(t.peer);
+  }
+  return copied.ok();
+}
+
+bool LocalTransport::takeBuffered(std::unique_lock<std::mutex> &lock,
+                                  const Transfer &t, Slot &slot) {
+  Clock::time_point deadline = Clock::now() + timeout;
+  // The sender copies into the staging copy with the lock released.
+  if (!waitRank(
+          lock, t, deadline, [&] { return !slot.filling; },
+          "the sender was still filling its staging copy"))
+    return false;
+  if (slot.failed)
+    return false; // the sender recorded why
+  Slot taken = slot;
+  slot = Slot();
+  lock.unlock();
+  Status copied = deliver(t.rank, t.action, endOf(taken), endOf(t, t.data),
+                          "copy out of the sender's staging copy");
+  lock.lock();
+  stagingOwner[taken.data] = -1;
+  notifyRank(taken.rank);
+  return copied.ok();
+}
+
+bool LocalTransport::finishSends(int64_t rank) {
+  std::unique_lock<std::mutex> lock(mu);
+  Transfer t;
+  t.rank = rank;
+  t.action = -1;
+  auto none = [&] {
+    for (const auto &[copy, owner] : stagingOwner)
+      if (owner == rank)
+        return false;
+    return true;
+  };
+  return waitRank(lock, t, Clock::now() + timeout, none,
+                  "a payload it sent was still not received at the step's "
+                  "end");
 }
 
 bool LocalTransport::waitReduction(

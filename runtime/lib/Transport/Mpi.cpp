@@ -43,6 +43,22 @@ int broadcastTag() { return tagUpperBound() - 2; }
 /// Messages go in pieces of at most this many bytes (MPI counts are int).
 constexpr int64_t kChunkBytes = int64_t(1) << 30;
 
+/// Calls `post(piece, n)` for the pieces of at most kChunkBytes of `bytes`
+/// at `data`, in order (same source and tag keep their order, so the
+/// receiver's pieces match), while it returns true; an empty message is
+/// still one piece.
+template <typename Post>
+void forEachPiece(const void *data, int64_t bytes, Post post) {
+  const char *p = static_cast<const char *>(data);
+  int64_t done = 0;
+  do {
+    int64_t n = std::min(bytes - done, kChunkBytes);
+    if (!post(p + done, int(n)))
+      return;
+    done += n;
+  } while (done < bytes);
+}
+
 /// Polls `request` until it completes, the deadline passes (the request is
 /// cancelled) or a failure is announced.
 Wait waitFor(MPI_Request &request, Clock::time_point deadline,
@@ -117,20 +133,61 @@ int maxTransferTag() { return tagUpperBound() - 3; }
 
 Wait send(const void *data, int64_t bytes, int peer, int tag,
           Clock::time_point deadline, std::string &abortMessage) {
-  // In pieces of at most kChunkBytes, in order (same source and tag keep
-  // their order); an empty message is still one message.
-  const char *p = static_cast<const char *>(data);
-  int64_t done = 0;
-  do {
-    int64_t n = std::min(bytes - done, kChunkBytes);
+  Wait w = Wait::Done;
+  forEachPiece(data, bytes, [&](const char *piece, int n) {
     MPI_Request request;
-    MPI_Issend(p + done, int(n), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &request);
-    Wait w = waitFor(request, deadline, abortMessage);
-    if (w != Wait::Done)
-      return w;
-    done += n;
-  } while (done < bytes);
-  return Wait::Done;
+    MPI_Issend(piece, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &request);
+    w = waitFor(request, deadline, abortMessage);
+    return w == Wait::Done;
+  });
+  return w;
+}
+
+struct PostedSend::State {
+  std::vector<MPI_Request> requests;
+};
+
+PostedSend::PostedSend() : state(std::make_unique<State>()) {}
+PostedSend::~PostedSend() = default;
+
+void PostedSend::start(const void *data, int64_t bytes, int peer, int tag) {
+  state->requests.clear();
+  forEachPiece(data, bytes, [&](const char *piece, int n) {
+    MPI_Request request;
+    MPI_Isend(piece, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &request);
+    state->requests.push_back(request);
+    return true;
+  });
+}
+
+bool PostedSend::test() {
+  if (state->requests.empty())
+    return true;
+  int done = 0;
+  MPI_Testall(int(state->requests.size()), state->requests.data(), &done,
+              MPI_STATUSES_IGNORE);
+  if (done)
+    state->requests.clear();
+  return done != 0;
+}
+
+Wait PostedSend::wait(Clock::time_point deadline, std::string &abortMessage) {
+  for (int spin = 0;; ++spin) {
+    if (test())
+      return Wait::Done;
+    bool failed = pollFailure(abortMessage);
+    if (failed || Clock::now() >= deadline) {
+      for (MPI_Request &request : state->requests)
+        if (request != MPI_REQUEST_NULL) {
+          MPI_Cancel(&request);
+          MPI_Request_free(&request);
+        }
+      state->requests.clear();
+      return failed ? Wait::Aborted : Wait::Timeout;
+    }
+    if (spin > 64)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
 }
 
 Wait recv(void *data, int64_t bytes, int peer, int tag,

@@ -55,6 +55,30 @@ Wait send(const void *data, int64_t bytes, int peer, int tag,
 Wait recv(void *data, int64_t bytes, int peer, int tag,
           Clock::time_point deadline, std::string &abortMessage);
 
+/// A buffered send's message: a standard-mode nonblocking send of a
+/// staging copy (in pieces MPI's int counts can carry), complete once MPI
+/// no longer reads the copy. One per staging copy, restarted in place.
+class PostedSend {
+public:
+  PostedSend();
+  ~PostedSend();
+  PostedSend(const PostedSend &) = delete;
+  PostedSend &operator=(const PostedSend &) = delete;
+  /// Posts `bytes` at `data` to `peer` with `tag` (the last message must
+  /// be complete).
+  void start(const void *data, int64_t bytes, int peer, int tag);
+  /// Whether the last message is complete (true when none was posted);
+  /// advances it.
+  bool test();
+  /// Until the last message is complete, the deadline (it is cancelled) or
+  /// another process's failure (`abortMessage`).
+  Wait wait(Clock::time_point deadline, std::string &abortMessage);
+
+private:
+  struct State;
+  std::unique_ptr<State> state;
+};
+
 /// Tells every other process that this one failed with `message` (does not
 /// wait for them to receive it).
 void announceFailure(const std::string &message);

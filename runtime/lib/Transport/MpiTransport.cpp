@@ -8,6 +8,11 @@
 // device whose arenas are not host memory stages payloads through a host
 // buffer of the rank's, copied in program order.
 //
+// Buffered sends (Transfer::staging, host arenas only): the payload is
+// copied into its staging copy and sent from there by a standard-mode
+// nonblocking send; the next send into that copy, and the step's end
+// (finishSends), wait for it to complete.
+//
 // The nccl transport (NcclTransport.cpp) shares the process layout and its
 // checks.
 //
@@ -21,6 +26,7 @@
 #include "Transport/Mpi.h"
 
 #include <chrono>
+#include <cstring>
 #include <map>
 
 namespace gpipe::rt {
@@ -74,14 +80,25 @@ public:
   }
   bool transfer(const Transfer &t) override;
   bool startReduction(const Reduction &r) override;
-  void progressReductions(int64_t) override {
+  void progress(int64_t) override {
     for (auto &[stage, pending] : reductions)
       if (pending.active)
         pending.op->test();
+    for (auto &[copy, message] : posted)
+      message->test();
   }
   bool finishReduction(int64_t worker, int64_t stage) override;
+  bool finishSends(int64_t rank) override;
 
 private:
+  /// Waits for the message last sent from staging copy `copy`; records a
+  /// failure at `t` (a timeout naming `what`).
+  bool waitPosted(mpi::PostedSend &posted, const Transfer &t, const char *what);
+  /// The buffered sends' messages, by staging copy; kept between steps.
+  std::map<const void *, std::unique_ptr<mpi::PostedSend>> posted;
+  /// The transfer each staging copy last carried, for messages.
+  std::map<const void *, Transfer> postedBy;
+
   struct Pending {
     Reduction request;
     std::unique_ptr<mpi::Reduce> op;
@@ -99,11 +116,52 @@ private:
   std::vector<uint8_t> staging;
 };
 
+bool MpiTransport::waitPosted(mpi::PostedSend &message, const Transfer &t,
+                              const char *what) {
+  std::string abortMessage;
+  mpi::Wait w =
+      message.wait(mpi::Clock::now() +
+                       std::chrono::nanoseconds(int64_t(timeoutSeconds * 1e9)),
+                   abortMessage);
+  if (w == mpi::Wait::Done)
+    return true;
+  run.failRank(t.rank, w == mpi::Wait::Aborted
+                           ? remoteFailure(abortMessage)
+                           : run.where(t.rank, t.action) + ": " + what +
+                                 " after " + formatSeconds(timeoutSeconds) +
+                                 " s; the peer may have died or stalled");
+  return false;
+}
+
+bool MpiTransport::finishSends(int64_t rank) {
+  for (auto &[copy, message] : posted)
+    if (!message->test() &&
+        !waitPosted(*message, postedBy[copy],
+                    "its payload was still not received at the step's end"))
+      return false;
+  (void)rank;
+  return true;
+}
+
 bool MpiTransport::transfer(const Transfer &t) {
   mpi::Clock::time_point deadline =
       mpi::Clock::now() +
       std::chrono::nanoseconds(int64_t(timeoutSeconds * 1e9));
   std::string abortMessage;
+  if (t.send && t.staging && t.bytes > 0 && device.hostMemory()) {
+    std::unique_ptr<mpi::PostedSend> &message = posted[t.staging];
+    if (!message)
+      message = std::make_unique<mpi::PostedSend>();
+    // The copy's last payload must have left before it is overwritten.
+    if (!message->test() &&
+        !waitPosted(*message, t,
+                    "its staging copy's last payload was still not received"))
+      return false;
+    std::memcpy(t.staging, t.data, size_t(t.bytes));
+    message->start(t.staging, t.bytes, int(t.peer), int(t.tag));
+    postedBy[t.staging] = t;
+    return true;
+  }
   // Device memory goes through a host copy.
   const bool staged = !device.hostMemory() && t.bytes > 0;
   if (staged && staging.size() < size_t(t.bytes))

@@ -6,7 +6,7 @@
 // RUN: gpipe-opt %s --convert-gpipe-to-rt="source=lower.mlir" | FileCheck %s
 // RUN: gpipe-opt %s --convert-gpipe-to-rt="source=lower.mlir" | FileCheck %s --check-prefix=META
 // RUN: gpipe-opt %s --convert-gpipe-to-rt --convert-rt-to-llvm | FileCheck %s --check-prefix=LLVM
-// META: module attributes {gpipe.model = {abi_version = 2 : i64, alignment = 64 : i64, data_hint = "classification", format = "gpipe-model", gemm = {impl = "openblas"}, input = {dtype = "f32", shape = [8, 32]}, labels = {classes = 10 : i64, dtype = "i64", shape = [8]}, loss = "cross-entropy", microbatches = 2 : i64, mode = "train", optimizer = "sgd", output = {dtype = "f32", shape = [8, 10]},
+// META: module attributes {gpipe.model = {abi_version = 3 : i64, alignment = 64 : i64, data_hint = "classification", format = "gpipe-model", gemm = {impl = "openblas"}, input = {dtype = "f32", shape = [8, 32]}, labels = {classes = 10 : i64, dtype = "i64", shape = [8]}, loss = "cross-entropy", microbatches = 2 : i64, mode = "train", optimizer = "sgd", output = {dtype = "f32", shape = [8, 10]},
 // META-SAME: parameters = [{data_offset = 0 : i64, dtype = "f32", init = "data", name = "w0", shape = [32, 64]}
 // The programs, as compact as the IR: loops with the body's micro-batch
 // relative to the loop's; the runtime expands them and derives the tags.

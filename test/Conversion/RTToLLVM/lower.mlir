@@ -78,7 +78,7 @@ module attributes {gpipe_rt.target = "cpu"} {
   // CHECK: %[[BASE:.*]] = llvm.mlir.constant(512 : i64)
   // CHECK: %[[AT:.*]] = llvm.add %[[BASE]], %[[BYTES]]
   // CHECK: %[[SLOT:.*]] = llvm.getelementptr %[[ARENA]][%[[AT]]]
-  // CHECK: llvm.call @gpipe_rt_send(%[[R]], %[[IV]], %[[SLOT]], %{{.*}})
+  // CHECK: llvm.call @gpipe_rt_send(%[[R]], %[[IV]], %[[SLOT]], %{{.*}}, %[[SLOT]])
   // CHECK: llvm.call @stage(%[[R]], %[[IV]], %[[SLOT]])
   // CHECK: llvm.call @gpipe_rt_action_end(%[[R]], %[[IV]])
   // CHECK: llvm.br ^[[HEADER]](
@@ -98,7 +98,7 @@ module attributes {gpipe_rt.target = "cpu"} {
       %copy = arith.remui %mb, %two : i64
       %at = arith.muli %copy, %stride : i64
       %slot = gpipe_rt.offset %arena[%at + 512]
-      %s = gpipe_rt.send %rank, %mb, %slot, %bytes
+      %s = gpipe_rt.send %rank, %mb, %slot, %bytes, %slot
       gpipe_rt.check %s
       %f = func.call @stage(%rank, %mb, %slot) : (!llvm.ptr, i64, !llvm.ptr) -> i32
       gpipe_rt.check %f

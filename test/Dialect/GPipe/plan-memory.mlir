@@ -14,6 +14,9 @@
 // RUN: gpipe-opt %t/declared.mlir --gpipe-schedule --gpipe-plan-memory 2>&1 | FileCheck %s --check-prefix=DECLARED
 // RUN: gpipe-import %inputs/mlp.onnx | gpipe-opt --gpipe-pipeline="stages=4 microbatches=8 schedule=gpipe" --gpipe-plan-memory | FileCheck %s --check-prefix=MLP-GPIPE
 // RUN: gpipe-import %inputs/mlp.onnx | gpipe-opt --gpipe-pipeline="stages=4 microbatches=8 schedule=1f1b" --gpipe-plan-memory | FileCheck %s --check-prefix=MLP-1F1B
+// RUN: gpipe-import --preset gpt --depth 14 --width 64 --heads 4 --seq-len 32 --batch 16 | gpipe-opt --gpipe-pipeline="stages=2 microbatches=8 schedule=interleaved-1f1b remat=none" | FileCheck %s --check-prefix=STAGED
+// RUN: gpipe-import --preset gpt --depth 14 --width 64 --heads 4 --seq-len 32 --batch 16 | gpipe-opt --gpipe-pipeline="stages=2 microbatches=8 schedule=interleaved-1f1b remat=none send-buffers=0" | FileCheck %s --check-prefix=RENDEZVOUS
+// RUN: not gpipe-opt %t/two-stages.mlir '--gpipe-plan-memory=send-buffers=-1' 2>&1 | FileCheck %s --check-prefix=NEGATIVE-COPIES
 
 // gpipe-plan-memory on a hand-written, scheduled K = 2, M = 2 GPipe pipeline
 // (the programs gpipe-schedule makes of it, checked in), every
@@ -185,3 +188,14 @@ func.func private @h0(tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
 gpipe.stage @d0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @g0 backward @h0
 gpipe.pipeline @decl stages [@d0] microbatches 1 schedule gpipe remat stage {
 }
+
+// Buffered sends. Interleaved 1F1B at K = 2 waits on its rendezvous (the
+// simulated step is a fifth longer without copies): gpipe-plan-memory gives
+// send slots one staging copy each, a 16 KiB boundary activation, planned
+// per rank like any other buffer. With send-buffers=0 none.
+// STAGED-DAG: <staged_output stage 0 at {{[0-9]+}} size 16384 x 1 stride 16384>
+// STAGED-DAG: <staged_input_grad stage 2 at {{[0-9]+}} size 16384 x 1 stride 16384>
+// RENDEZVOUS: gpipe.pipeline
+// RENDEZVOUS-NOT: staged_
+// NEGATIVE-COPIES: error: gpipe-plan-memory: send-buffers -1 is negative (0: every transfer a rendezvous)
+

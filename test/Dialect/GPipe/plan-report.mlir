@@ -62,6 +62,7 @@
 // GPT-NEXT: layers of stage 2: blocks.2, blocks.3, ln_f, head
 // GPT:      bubble: {{[0-9.]+}}% predicted, 33.3% closed form (K-1)/(M+K-1) = 2/6
 // GPT-NEXT: micro-batches of activations kept per stage: 4, 4, 4 (of M = 4)
+// GPT-NEXT: sends: 1 of 4 send slots buffered (staging copies, at most 2.0 KiB per rank), the others rendezvous
 // GPT-NEXT: memory per rank (optimizer sgd, 64-byte aligned buffers):
 // GPT-NEXT:   rank 0: peak
 // GPT-NEXT:   rank 1: peak

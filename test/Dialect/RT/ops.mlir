@@ -57,11 +57,11 @@ func.func @program(%rank: !llvm.ptr, %arena: !llvm.ptr) -> i32 {
   %li = gpipe_rt.load_input %rank, %index, %arena, %bytes
   // CHECK: gpipe_rt.load_labels
   %ll = gpipe_rt.load_labels %rank, %index, %arena, %bytes
-  // CHECK: gpipe_rt.send
-  %s = gpipe_rt.send %rank, %index, %arena, %bytes
+  %none = gpipe_rt.null
+  // CHECK: gpipe_rt.send %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}
+  %s = gpipe_rt.send %rank, %index, %arena, %bytes, %none
   // CHECK: gpipe_rt.recv
   %r = gpipe_rt.recv %rank, %index, %arena, %bytes
-  %none = gpipe_rt.null
   // CHECK: gpipe_rt.step
   %st = gpipe_rt.step %rank, %index, %arena, %arena, %none, %bytes
   // CHECK: gpipe_rt.reduce_grad

@@ -61,7 +61,8 @@ struct GPipeExportTracePass
       return signalPassFailure();
     const PipelineSchedule *converted = *verified;
     Timeline timeline =
-        simulate(converted->schedule, getStageDurations(converted->stages));
+        simulate(converted->schedule, getStageDurations(converted->stages),
+                 getSendBuffering(op));
     if (!timeline.ok()) {
       emitPipelineError(op)
           << "cannot simulate its schedule: " << timeline.error;

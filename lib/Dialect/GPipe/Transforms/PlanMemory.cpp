@@ -13,6 +13,7 @@
 
 #include "gpipe/Analysis/MemoryPlan.h"
 #include "gpipe/Analysis/Partition.h"
+#include "gpipe/Analysis/Timeline.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/StageBuffers.h"
@@ -237,6 +238,10 @@ SlotKind mlir::gpipe::getSlotKind(BufferKind kind) {
     return SlotKind::Tied;
   case BufferKind::Norm:
     return SlotKind::Norm;
+  case BufferKind::StagedOutput:
+    return SlotKind::StagedOutput;
+  case BufferKind::StagedInputGrad:
+    return SlotKind::StagedInputGrad;
   }
   return SlotKind::Scratch;
 }
@@ -289,11 +294,10 @@ struct GPipePlanMemoryPass
 
 } // namespace
 
-FailureOr<PipelineMemoryPlan>
-mlir::gpipe::planPipelineMemory(PipelineOp op, OptimizerKind optimizer,
-                                int64_t alignment, ScheduleAnalysis &schedules,
-                                ArrayRef<int64_t> reservedBytes,
-                                ArrayRef<int64_t> parameterOffsets) {
+FailureOr<PipelineMemoryPlan> mlir::gpipe::planPipelineMemory(
+    PipelineOp op, OptimizerKind optimizer, int64_t alignment,
+    ScheduleAnalysis &schedules, ArrayRef<int64_t> reservedBytes,
+    ArrayRef<int64_t> parameterOffsets, int64_t sendBuffers) {
   if (!op.isScheduled())
     return emitPipelineError(op) << "has no programs to plan; run "
                                     "gpipe-schedule or gpipe-import-schedule "
@@ -343,6 +347,10 @@ mlir::gpipe::planPipelineMemory(PipelineOp op, OptimizerKind optimizer,
   for (size_t s = 0; s < tiedBytes.size() && s < input.stages.size(); ++s)
     input.stages[s].tiedBytes = tiedBytes[s];
 
+  if (sendBuffers > 0)
+    input.sendBuffering = chooseSendBuffering(
+        schedule, getStageDurations(result.schedule.stages),
+        static_cast<int>(std::min<int64_t>(sendBuffers, 1 << 20)));
   result.plan = planMemory(schedule, input);
   if (!result.plan.ok())
     return emitPipelineError(op)
@@ -355,7 +363,7 @@ LogicalResult GPipePlanMemoryPass::planPipeline(PipelineOp op,
                                                 std::optional<int64_t> budget,
                                                 ScheduleAnalysis &schedules) {
   FailureOr<PipelineMemoryPlan> planned = planPipelineMemory(
-      op, optimizer, alignment, schedules, reserve, paramOffsets);
+      op, optimizer, alignment, schedules, reserve, paramOffsets, sendBuffers);
   if (failed(planned))
     return failure();
   const Schedule &schedule = planned->schedule.schedule;
@@ -461,6 +469,12 @@ void GPipePlanMemoryPass::runOnOperation() {
           << bytes << " is negative";
       return signalPassFailure();
     }
+  if (sendBuffers < 0) {
+    emitError(module.getLoc(), "gpipe-plan-memory: send-buffers ")
+        << static_cast<int64_t>(sendBuffers)
+        << " is negative (0: every transfer a rendezvous)";
+    return signalPassFailure();
+  }
   auto &schedules = getAnalysis<ScheduleAnalysis>();
   bool failed = false;
   for (PipelineOp pipeline :

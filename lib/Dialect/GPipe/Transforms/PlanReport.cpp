@@ -22,6 +22,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <cmath>
+#include <set>
 
 namespace mlir::gpipe {
 #define GEN_PASS_DEF_GPIPEPLANREPORTPASS
@@ -257,7 +258,8 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module,
        << "\n";
   } else {
     Timeline timeline =
-        simulate(converted->schedule, getStageDurations(converted->stages));
+        simulate(converted->schedule, getStageDurations(converted->stages),
+                 getSendBuffering(op));
     if (!timeline.ok()) {
       emitPipelineError(op)
           << "cannot simulate its schedule: " << timeline.error;
@@ -286,6 +288,27 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module,
       for (auto [s, held] : llvm::enumerate(timeline.peakActivations))
         os << (s ? ", " : " ") << held;
     os << " (of M = " << numMicrobatches << ")\n";
+    // Which sends go through staging copies (gpipe-plan-memory chose them).
+    SendBuffering buffering = getSendBuffering(op);
+    int slots = 0, buffered = 0;
+    const Schedule &schedule = converted->schedule;
+    std::set<std::pair<bool, int>> seen;
+    for (const std::vector<Action> &program : schedule.ranks)
+      for (const Action &a : program)
+        if (isSendKind(a.kind) &&
+            seen.insert({a.kind == ActionKind::SendF, a.stage}).second) {
+          ++slots;
+          buffered += buffering.getCopies(a) > 0;
+        }
+    // Only where some are: rendezvous is the rule.
+    if (buffered > 0) {
+      int64_t bytes = 0;
+      for (int r = 0; r < schedule.getNumRanks(); ++r)
+        bytes = std::max(bytes, buffering.getRankBytes(schedule, r));
+      os << "sends: " << buffered << " of " << slots
+         << " send slots buffered (staging copies, at most "
+         << formatBytes(bytes) << " per rank), the others rendezvous\n";
+    }
   }
 
   // The memory plan.

@@ -535,3 +535,23 @@ ActionDurations mlir::gpipe::getStageDurations(ArrayRef<StageOp> stages) {
   }
   return durations;
 }
+
+SendBuffering mlir::gpipe::getSendBuffering(PipelineOp pipeline) {
+  SendBuffering buffering;
+  for (ProgramOp program : pipeline.getPrograms()) {
+    ArenaAttr arena = program.getArenaAttr();
+    if (!arena)
+      continue;
+    for (SlotAttr slot : arena.getSlots()) {
+      if (slot.getKind() == SlotKind::StagedOutput)
+        buffering.setCopies(ActionKind::SendF,
+                            static_cast<int>(slot.getStage()),
+                            static_cast<int>(slot.getCount()));
+      else if (slot.getKind() == SlotKind::StagedInputGrad)
+        buffering.setCopies(ActionKind::SendB,
+                            static_cast<int>(slot.getStage()),
+                            static_cast<int>(slot.getCount()));
+    }
+  }
+  return buffering;
+}

@@ -116,8 +116,8 @@ extern "C" {
 /// Bumped whenever the callbacks below, the exported symbols, the kernels'
 /// signatures (Kernels.def, which a library calls) or the metadata's meaning
 /// change; the runtime refuses a library of another version. 2: matmul
-/// takes its operands' transpose flags.
-#define GPIPE_RT_ABI_VERSION 2
+/// takes its operands' transpose flags. 3: send takes its staging copy.
+#define GPIPE_RT_ABI_VERSION 3
 
 /// One rank's view of a running pipeline (owned by the runtime).
 typedef struct gpipe_rt_rank gpipe_rt_rank;
@@ -133,10 +133,12 @@ void gpipe_rt_action_end(gpipe_rt_rank *rank, int64_t action);
 
 /// Transfers of action `action` (a send or a receive; the metadata names the
 /// peer and the tag): `bytes` at `data`. A send returns once the receiver
-/// has the bytes (rendezvous: the schedule is deadlock-free under it), a
+/// has the bytes (rendezvous: the schedule is deadlock-free under it) or,
+/// with a `staging` copy (`bytes` of the arena the memory plan set aside
+/// for its micro-batch; null: none), possibly once they are in it; a
 /// receive once they have arrived. Both fail after the run's timeout.
 int32_t gpipe_rt_send(gpipe_rt_rank *rank, int64_t action, const void *data,
-                      int64_t bytes);
+                      int64_t bytes, void *staging);
 int32_t gpipe_rt_recv(gpipe_rt_rank *rank, int64_t action, void *data,
                       int64_t bytes);
 

@@ -9,9 +9,12 @@
 //   local  every rank a thread of this process; a send and its receive,
 //          matched by (sender, receiver, tag), rendezvous and the side that
 //          arrives second makes the single copy (Device::copyBetweenRanks);
+//          a buffered send that finds no receiver copies into its staging
+//          copy and goes on, the receiver copies out;
 //   mpi    one process per rank under mpirun; synchronous MPI sends (the
 //          rendezvous the schedule verifier assumes), device memory staged
-//          through the host;
+//          through the host; a buffered send copies into its staging copy
+//          and posts a nonblocking send from it;
 //   nccl   one process and one GPU per rank; ncclSend / ncclRecv on the
 //          rank's communication stream (the CUDA device's, Device.h), its
 //          communicator bootstrapped over MPI.
@@ -24,6 +27,14 @@
 // bitwise the same run to run and whatever the stages' cut: each replica
 // sums its 1/D share of the gradients (the others' pieces of it collected
 // in the plan's Reduce buffer), then the shares go to every replica.
+//
+// Buffered sends. A send whose slot the memory plan gave staging copies
+// (Transfer::staging, in the sender's arena) may return before the receiver
+// has the bytes: its payload waits in the copy, which the next send into
+// the same copy first waits to be free (Rendezvous.h: the schedule
+// verifier's rendezvous proof covers this). A transport may also treat it
+// as a rendezvous (nccl does). A rank's step ends only once its buffered
+// sends have been received (finishSends).
 //
 // Every transfer gives up at the run's timeout and when the run aborts. A
 // transport reports a failure through its RunControl before the transfer
@@ -87,6 +98,10 @@ struct Transfer {
   /// written by a receive.
   void *data = nullptr;
   int64_t bytes = 0;
+  /// A send with staging copies: the copy of its micro-batch (`bytes` of
+  /// the rank's arena), which may hold the payload until the receiver takes
+  /// it. Null: a rendezvous.
+  void *staging = nullptr;
   /// The rank's device side (its streams, its staging copies).
   RankDevice *device = nullptr;
 };
@@ -135,10 +150,19 @@ public:
   virtual Status start(const ModelMetadata &meta, Device &device) = 0;
 
   /// Moves one transfer's bytes. Returns true once the receiver's later
-  /// work sees them and the sender's may overwrite its buffer (in stream
-  /// order on asynchronous devices); false when the transfer failed, after
-  /// recording why with RunControl::failRank, or when the run was aborting.
+  /// work sees them (a buffered send: once they are in its staging copy)
+  /// and the sender's may overwrite its buffer (in stream order on
+  /// asynchronous devices); false when the transfer failed, after recording
+  /// why with RunControl::failRank, or when the run was aborting.
   virtual bool transfer(const Transfer &t) = 0;
+
+  /// At the end of `rank`'s step: waits, with the run's timeout, until
+  /// every payload it left in a staging copy has been received. False when
+  /// that failed, after recording why.
+  virtual bool finishSends(int64_t rank) {
+    (void)rank;
+    return true;
+  }
 
   /// Wakes every transfer waiting in the transport (the run aborted).
   virtual void wake() {}
@@ -147,9 +171,9 @@ public:
   /// the worker goes on with its program); false when it failed, after
   /// recording why. Transports without data parallelism fail it.
   virtual bool startReduction(const Reduction &r);
-  /// Lets the worker's started reductions advance (at every action
-  /// boundary).
-  virtual void progressReductions(int64_t worker) { (void)worker; }
+  /// Lets the worker's started reductions and buffered sends advance (at
+  /// every action boundary).
+  virtual void progress(int64_t worker) { (void)worker; }
   /// Waits, with the run's timeout, until the worker's reduction of
   /// `stage` is complete: its gradients are the sum over the replicas, and
   /// no replica reads them any more (the caller may change them).

@@ -172,13 +172,18 @@ def GPipe_SlotDeferred : I32EnumAttrCase<"Deferred", 10, "deferred">;
 def GPipe_SlotReduce : I32EnumAttrCase<"Reduce", 11, "reduce">;
 def GPipe_SlotTied : I32EnumAttrCase<"Tied", 12, "tied">;
 def GPipe_SlotNorm : I32EnumAttrCase<"Norm", 13, "norm">;
+def GPipe_SlotStagedOutput
+    : I32EnumAttrCase<"StagedOutput", 14, "staged_output">;
+def GPipe_SlotStagedInputGrad
+    : I32EnumAttrCase<"StagedInputGrad", 15, "staged_input_grad">;
 
 def GPipe_SlotKind : I32EnumAttr<"SlotKind",
     "what a slot of a rank's arena holds",
     [GPipe_SlotParams, GPipe_SlotGrads, GPipe_SlotOptimizer, GPipe_SlotInput,
      GPipe_SlotExtra, GPipe_SlotSaved, GPipe_SlotOutput, GPipe_SlotOutputGrad,
      GPipe_SlotInputGrad, GPipe_SlotScratch, GPipe_SlotDeferred,
-     GPipe_SlotReduce, GPipe_SlotTied, GPipe_SlotNorm]> {
+     GPipe_SlotReduce, GPipe_SlotTied, GPipe_SlotNorm, GPipe_SlotStagedOutput,
+     GPipe_SlotStagedInputGrad]> {
   let cppNamespace = "::mlir::gpipe";
   let genSpecializedAttr = 0;
 }

@@ -369,7 +369,12 @@ def GPipePlanMemoryPass : Pass<"gpipe-plan-memory", "::mlir::ModuleOp"> {
     optimizer, kept, scratch, boundary at the peak); the pipeline gets
     `gpipe.memory_plan` (optimizer, alignment, largest peak and arena, budget,
     per-stage sizes, and per stage the most micro-batches of activations kept
-    at once: `kept_microbatches`). With `memory-budget`, a rank whose arena
+    at once: `kept_microbatches`). Buffered sends: each send slot (a
+    stage's SEND_F or SEND_B) gets up to `send-buffers` staging copies in its
+    rank's arena (`staged_output` and `staged_input_grad` slots), the fewest
+    that keep the simulated step of the stages' times at what the most
+    copies give; a slot without copies stays a rendezvous. With
+    `memory-budget`, a rank whose arena
     exceeds it is an error at the pipeline naming the rank, its stages, the
     bytes it needs and the budget, with a note breaking down its peak.
 
@@ -397,6 +402,10 @@ def GPipePlanMemoryPass : Pass<"gpipe-plan-memory", "::mlir::ModuleOp"> {
                "Per stage: the offset of its parameters in its rank's arena "
                "(an evaluation pipeline reading a training pipeline's in "
                "place); empty: packed from 0">,
+    Option<"sendBuffers", "send-buffers", "int64_t", /*default=*/"2",
+           "The most staging copies a send slot gets, so that its rank goes "
+           "on before the peer receives (each slot gets the fewest that keep "
+           "the simulated step; 0: every transfer a rendezvous)">,
   ];
 }
 

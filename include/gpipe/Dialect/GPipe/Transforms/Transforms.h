@@ -89,12 +89,13 @@ struct PipelineMemoryPlan {
 /// Plans the memory of scheduled `pipeline` (verifying its schedule first):
 /// what `gpipe-plan-memory` records and the code generator lays out;
 /// `reservedBytes` per rank and `parameterOffsets` per stage as
-/// MemoryPlanInput's. Errors at the pipeline or the offending action.
-FailureOr<PipelineMemoryPlan>
-planPipelineMemory(PipelineOp pipeline, OptimizerKind optimizer,
-                   int64_t alignment, ScheduleAnalysis &schedules,
-                   ArrayRef<int64_t> reservedBytes = {},
-                   ArrayRef<int64_t> parameterOffsets = {});
+/// MemoryPlanInput's; each send slot gets up to `sendBuffers` staging
+/// copies (chooseSendBuffering with the stages' times). Errors at the
+/// pipeline or the offending action.
+FailureOr<PipelineMemoryPlan> planPipelineMemory(
+    PipelineOp pipeline, OptimizerKind optimizer, int64_t alignment,
+    ScheduleAnalysis &schedules, ArrayRef<int64_t> reservedBytes = {},
+    ArrayRef<int64_t> parameterOffsets = {}, int64_t sendBuffers = 0);
 
 /// The IR spelling of the planner's buffer kinds.
 SlotKind getSlotKind(BufferKind kind);

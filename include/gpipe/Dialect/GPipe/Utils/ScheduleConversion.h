@@ -156,6 +156,11 @@ LogicalResult emitScheduleProblems(PipelineOp pipeline,
 /// as half the backward), else forward 1 and backward 2.
 ActionDurations getStageDurations(ArrayRef<StageOp> stages);
 
+/// The staging copies of `pipeline`'s send slots, as `gpipe-plan-memory`
+/// planned them (its programs' `staged_output` and `staged_input_grad`
+/// slots: a slot's count is its copies); none before planning.
+SendBuffering getSendBuffering(PipelineOp pipeline);
+
 } // namespace mlir::gpipe
 
 #endif // GPIPE_DIALECT_GPIPE_UTILS_SCHEDULECONVERSION_H

@@ -244,12 +244,15 @@ def RT_LoadLabelsOp : RT_CallbackOp<"load_labels", "gpipe_rt_load_labels",
 def RT_SendOp : RT_CallbackOp<"send", "gpipe_rt_send",
     "Sends a buffer to the peer of a transfer action", [{
     The metadata of action `action` names the peer and the tag. Returns
-    once the receiver has the bytes.
+    once the receiver has the bytes, or, when `staging` is not null (the
+    send's copy of its slot's staging copies in the arena), possibly once
+    they are in the staging copy.
 
     ```mlir
-    %s = gpipe_rt.send %rank, %index, %out, %bytes
+    %s = gpipe_rt.send %rank, %index, %out, %bytes, %staging
     ```
-  }], (ins RT_Ptr:$rank, I64:$action, RT_Ptr:$data, I64:$bytes),
+  }], (ins RT_Ptr:$rank, I64:$action, RT_Ptr:$data, I64:$bytes,
+       RT_Ptr:$staging),
   (outs I32:$status)>;
 
 def RT_RecvOp : RT_CallbackOp<"recv", "gpipe_rt_recv",
