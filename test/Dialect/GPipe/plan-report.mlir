@@ -6,6 +6,8 @@
 // RUN: gpipe-opt %s --gpipe-plan-report -o /dev/null | FileCheck %s --check-prefix=UNSCHEDULED
 // RUN: not gpipe-opt %s '--gpipe-plan-report=pipeline=nope' -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOPIPELINE
 // RUN: gpipe-import --preset gpt --depth 4 --width 32 --heads 4 --seq-len 8 --batch 8 --vocab 16 | gpipe-opt --gpipe-pipeline="stages=3 microbatches=4 balance=2,1,4" --gpipe-plan-memory --gpipe-plan-report -o /dev/null | FileCheck %s --check-prefix=GPT
+// RUN: gpipe-import --preset gpt --depth 8 --width 64 --heads 4 --seq-len 32 --batch 32 | gpipe-opt --gpipe-pipeline="stages=4 microbatches=8 schedule=v-half remat=none" --gpipe-plan-report -o /dev/null | FileCheck %s --check-prefix=VHALF
+// RUN: gpipe-import --preset gpt --depth 8 --width 64 --heads 4 --seq-len 32 --batch 32 | gpipe-opt --gpipe-pipeline="stages=4 microbatches=8 schedule=v-min remat=none" --gpipe-plan-report -o /dev/null | FileCheck %s --check-prefix=VMIN
 
 // gpipe-plan-report prints the plan of the pipeline: the stage table, the
 // layers of each stage, the simulated schedule with its bubble next to the
@@ -102,3 +104,10 @@ gpipe.stage @s0 index 0 : tensor<4x16xf32> -> tensor<4x8xf32> forward @f0 backwa
 gpipe.stage @s1 index 1 : tensor<4x8xf32> -> tensor<f32> forward @f1 backward @b1 {forward_time = 1.0e-03 : f64, backward_time = 2.0e-03 : f64}
 gpipe.pipeline @train stages [@s0, @s1] microbatches 2 schedule gpipe remat stage {
 }
+
+// V-Half and V-Min beside 1F1B: the planned kept activations of the rank
+// that keeps the most against 1F1B's first rank on as many ranks (K = 4
+// micro-batches of a rank's even share of every stage's kept bytes): about
+// a half and a third.
+// VHALF: kept activations, largest rank: 1.9 MiB; 1F1B on these ranks: 4.1 MiB (4 micro-batches of 1.0 MiB, a rank's even share), 0.47 of it
+// VMIN: kept activations, largest rank: 1.5 MiB; 1F1B on these ranks: 4.1 MiB (4 micro-batches of 1.0 MiB, a rank's even share), 0.37 of it

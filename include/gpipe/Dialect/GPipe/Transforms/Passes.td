@@ -420,7 +420,10 @@ def GPipePlanReportPass : Pass<"gpipe-plan-report", "::mlir::ModuleOp"> {
     parameters (count and bytes) and the peak memory of its rank (from
     `gpipe-plan-memory`, when it ran); then the schedule's simulated
     makespan and bubble fraction next to GPipe's closed form (K-1)/(M+K-1),
-    and per rank the memory plan's breakdown. Simulation durations are those
+    and per rank the memory plan's breakdown; for every schedule but 1F1B,
+    the largest rank's kept activations beside 1F1B's on as many ranks
+    (min(K, M) micro-batches of a rank's even share of the stages' kept
+    bytes), and which sends are buffered. Simulation durations are those
     of `gpipe-export-trace`. Last, every distinct GEMM shape the stages run
     (forward, and backward in training; M x N x K and layout, per
     micro-batch), with the implementation `gemm` gives it and, with a
