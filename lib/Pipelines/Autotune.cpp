@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <tuple>
 
 using namespace mlir;
@@ -404,6 +405,75 @@ static std::string percent(double fraction) {
   return text;
 }
 
+/// `rows` as columns two spaces apart, the first row the header; columns
+/// for which `right` holds are right-aligned.
+static void printTable(llvm::raw_ostream &os,
+                       const std::vector<std::vector<std::string>> &rows,
+                       llvm::function_ref<bool(size_t)> right) {
+  std::vector<size_t> widths(rows.front().size(), 0);
+  for (const auto &row : rows)
+    for (size_t i = 0; i < row.size(); ++i)
+      widths[i] = std::max(widths[i], row[i].size());
+  for (const auto &row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      size_t pad = widths[i] - row[i].size();
+      os << (i ? "  " : "");
+      if (right(i))
+        os.indent(pad) << row[i];
+      else
+        os << row[i] << std::string(i + 1 < row.size() ? pad : 0, ' ');
+    }
+    os << "\n";
+  }
+}
+
+/// The fastest configuration of each schedule family that fits (or, where
+/// none does, the one that needs the least memory), with its peak rank
+/// memory against the budget: what each family costs in time and memory.
+static void printFamilies(const AutotuneResult &result,
+                          std::optional<int64_t> budget,
+                          llvm::raw_ostream &os) {
+  // Candidates are sorted fitting first, fastest first.
+  std::vector<ScheduleKind> order;
+  std::map<ScheduleKind, const AutotuneCandidate *> fastest, smallest;
+  for (const AutotuneCandidate &c : result.candidates) {
+    if (!c.error.empty())
+      continue;
+    if (!fastest.count(c.schedule) && !smallest.count(c.schedule))
+      order.push_back(c.schedule);
+    if (c.fits && !fastest.count(c.schedule))
+      fastest[c.schedule] = &c;
+    const AutotuneCandidate *&least = smallest[c.schedule];
+    if (!least || c.getPeakBytes() < least->getPeakBytes())
+      least = &c;
+  }
+  if (order.size() < 2)
+    return;
+  os << "best of each schedule:\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"schedule", "step (ms)", "bubble", "peak rank memory", "of the budget",
+       "configuration"}};
+  for (ScheduleKind kind : order) {
+    auto it = fastest.find(kind);
+    bool fits = it != fastest.end();
+    const AutotuneCandidate &c = fits ? *it->second : *smallest[kind];
+    std::string share;
+    if (budget && *budget > 0)
+      share = percent(static_cast<double>(c.getPeakBytes()) /
+                      static_cast<double>(*budget)) +
+              (fits ? "" : " (none fits)");
+    rows.push_back({stringifyScheduleKind(kind).str(), ms(c.stepSeconds),
+                    percent(c.bubble), formatBytes(c.getPeakBytes()), share,
+                    c.getFlags()});
+  }
+  // Without a budget there is nothing to hold the memory against.
+  if (!budget)
+    for (std::vector<std::string> &row : rows)
+      row.erase(row.begin() + 4);
+  printTable(os, rows,
+             [&](size_t i) { return i >= 1 && i <= (budget ? 4 : 3); });
+}
+
 void mlir::gpipe::printAutotuneReport(const AutotuneResult &result,
                                       std::optional<int64_t> budget,
                                       llvm::raw_ostream &os, size_t limit) {
@@ -442,22 +512,9 @@ void mlir::gpipe::printAutotuneReport(const AutotuneResult &result,
                     percent(c.bubble), ms(c.maxBusySeconds),
                     formatBytes(c.getPeakBytes()), c.fits ? "yes" : "no"});
   }
-  std::vector<size_t> widths(rows.front().size(), 0);
-  for (const auto &row : rows)
-    for (size_t i = 0; i < row.size(); ++i)
-      widths[i] = std::max(widths[i], row[i].size());
-  for (const auto &row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) {
-      bool right = i <= 2 || i == 4 || (i >= 7 && i <= 10);
-      size_t pad = widths[i] - row[i].size();
-      os << (i ? "  " : "");
-      if (right)
-        os.indent(pad) << row[i];
-      else
-        os << row[i] << std::string(i + 1 < row.size() ? pad : 0, ' ');
-    }
-    os << "\n";
-  }
+  printTable(os, rows,
+             [](size_t i) { return i <= 2 || i == 4 || (i >= 7 && i <= 10); });
+  printFamilies(result, budget, os);
 
   const AutotuneCandidate *best = result.getBest();
   if (!best) {
