@@ -647,6 +647,21 @@ int countCopies(const std::vector<PlannedBuffer> &buffers,
   return std::max(n, 1);
 }
 
+/// Whether two sorted lists of disjoint action intervals share an action.
+bool intersects(const std::vector<std::pair<int, int>> &x,
+                const std::vector<std::pair<int, int>> &y) {
+  size_t i = 0, j = 0;
+  while (i < x.size() && j < y.size()) {
+    if (x[i].second < y[j].first)
+      ++i;
+    else if (y[j].second < x[i].first)
+      ++j;
+    else
+      return true;
+  }
+  return false;
+}
+
 /// Groups `rank`'s buffers into slots, places the slots in the arena and
 /// the buffers at their slot's copy, the non-persistent ones at or above
 /// `floor`, the parameters of stage s at `parameterOffsets[s]` when given.
@@ -701,17 +716,7 @@ int64_t allocateSlots(RankMemoryPlan &rank, int64_t alignment, int64_t floor,
     }
   }
   auto overlap = [&](size_t a, size_t b) {
-    const auto &x = live[a], &y = live[b];
-    size_t i = 0, j = 0;
-    while (i < x.size() && j < y.size()) {
-      if (x[i].second < y[j].first)
-        ++i;
-      else if (y[j].second < x[i].first)
-        ++j;
-      else
-        return true;
-    }
-    return false;
+    return intersects(live[a], live[b]);
   };
   // Persistent slots packed from 0; then the others, best fit among the
   // slots live at the same time, in two orders (largest first, and first
@@ -753,6 +758,124 @@ int64_t allocateSlots(RankMemoryPlan &rank, int64_t alignment, int64_t floor,
   bool useTime = timeArena < sizeArena;
   rank.strategy = useTime ? "time" : "size";
   int64_t arena = useTime ? timeArena : sizeArena;
+
+  // Every buffer on its own, but for the persistent slots (where they are)
+  // and the scratch region (one address for every stage function), and
+  // slots whose buffers do not have one micro-batch each.
+  struct Unit {
+    size_t slot;
+    std::optional<size_t> buffer; // none: the whole slot
+    int64_t size;
+    std::vector<std::pair<int, int>> live;
+  };
+  std::vector<Unit> units;
+  std::vector<size_t> unitPersistent, unitRest;
+  std::vector<int64_t> unitOffsets;
+  std::vector<bool> tabled(rank.slots.size(), false);
+  for (size_t k = 0; k < rank.slots.size(); ++k) {
+    const PlannedSlot &slot = rank.slots[k];
+    std::set<int> microbatches;
+    bool distinct = true;
+    for (size_t m : members[k])
+      distinct &= buffers[m].microbatch >= 0 &&
+                  microbatches.insert(buffers[m].microbatch).second;
+    bool whole = isPersistentBuffer(slot.kind) ||
+                 slot.kind == BufferKind::Scratch || !distinct;
+    if (whole) {
+      (isPersistentBuffer(slot.kind) ? unitPersistent : unitRest)
+          .push_back(units.size());
+      units.push_back({k, std::nullopt, spans[k], live[k]});
+      unitOffsets.push_back(base[k]);
+      continue;
+    }
+    tabled[k] = true;
+    for (size_t m : members[k]) {
+      unitRest.push_back(units.size());
+      units.push_back({k,
+                       m,
+                       alignTo(buffers[m].bytes, alignment),
+                       {{buffers[m].firstAction, buffers[m].lastAction}}});
+      unitOffsets.push_back(0);
+    }
+  }
+  std::vector<int64_t> unitSizes;
+  for (const Unit &u : units)
+    unitSizes.push_back(u.size);
+  auto unitOverlap = [&](size_t a, size_t b) {
+    return intersects(units[a].live, units[b].live);
+  };
+  std::vector<size_t> unitsBySize = unitRest, unitsByTime = unitRest;
+  std::stable_sort(
+      unitsBySize.begin(), unitsBySize.end(),
+      [&](size_t a, size_t b) { return unitSizes[a] > unitSizes[b]; });
+  std::stable_sort(
+      unitsByTime.begin(), unitsByTime.end(), [&](size_t a, size_t b) {
+        return units[a].live.front().first < units[b].live.front().first;
+      });
+  std::vector<int64_t> unitSizeOffsets = unitOffsets,
+                       unitTimeOffsets = unitOffsets;
+  int64_t unitSizeArena = placeBestFit(unitSizes, unitPersistent, unitsBySize,
+                                       unitSizeOffsets, unitOverlap, floor);
+  int64_t unitTimeArena = placeBestFit(unitSizes, unitPersistent, unitsByTime,
+                                       unitTimeOffsets, unitOverlap, floor);
+  if (std::min(unitSizeArena, unitTimeArena) < arena) {
+    bool byTime = unitTimeArena < unitSizeArena;
+    const std::vector<int64_t> &chosen =
+        byTime ? unitTimeOffsets : unitSizeOffsets;
+    rank.strategy = "buffers";
+    arena = std::min(unitSizeArena, unitTimeArena);
+    for (size_t k = 0; k < rank.slots.size(); ++k)
+      if (tabled[k]) {
+        PlannedSlot &slot = rank.slots[k];
+        int last = 0;
+        for (size_t m : members[k])
+          last = std::max(last, buffers[m].microbatch);
+        slot.count = last + 1;
+        slot.table.assign(size_t(slot.count), -1);
+      }
+    for (size_t u = 0; u < units.size(); ++u) {
+      PlannedSlot &slot = rank.slots[units[u].slot];
+      if (!units[u].buffer) {
+        slot.offset = chosen[u];
+        for (size_t m : members[units[u].slot]) {
+          int copy = slot.count > 1 ? buffers[m].microbatch % slot.count : 0;
+          buffers[m].offset = slot.offset + copy * slot.stride;
+        }
+        continue;
+      }
+      PlannedBuffer &buffer = buffers[*units[u].buffer];
+      buffer.offset = chosen[u];
+      slot.table[size_t(buffer.microbatch)] = chosen[u];
+    }
+    for (size_t k = 0; k < rank.slots.size(); ++k)
+      if (tabled[k]) {
+        PlannedSlot &slot = rank.slots[k];
+        slot.offset = std::numeric_limits<int64_t>::max();
+        for (int64_t at : slot.table)
+          if (at >= 0)
+            slot.offset = std::min(slot.offset, at);
+        // The shortest period of the table is enough: micro-batch m uses
+        // copy m mod count.
+        for (size_t period = 1; period < slot.table.size(); ++period) {
+          bool repeats = true;
+          for (size_t c = period; c < slot.table.size() && repeats; ++c)
+            repeats = slot.table[c] == slot.table[c % period];
+          if (repeats) {
+            slot.table.resize(period);
+            slot.count = static_cast<int>(period);
+            break;
+          }
+        }
+        // A table that says what offset + copy x stride says is dropped.
+        bool regular = true;
+        for (size_t c = 0; c < slot.table.size(); ++c)
+          regular &= slot.table[c] ==
+                     slot.offset + static_cast<int64_t>(c) * slot.stride;
+        if (regular)
+          slot.table.clear();
+      }
+    return arena;
+  }
   for (size_t k = 0; k < rank.slots.size(); ++k) {
     PlannedSlot &slot = rank.slots[k];
     slot.offset = (useTime ? timeOffsets : sizeOffsets)[k];

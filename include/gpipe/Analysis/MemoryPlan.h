@@ -91,9 +91,15 @@
 // best-fitting (smallest sufficient) gap among the buffers already placed that
 // are live at the same time, or on top of them. A second order (by first
 // action, first fit) is tried too and the smaller arena kept; ties keep the
-// first. Offsets and sizes are multiples of `alignment`. Deterministic. The
-// arena is never smaller than the peak of aligned live bytes;
-// `getArenaOverhead` says by how much it exceeds the exact peak.
+// first. Then the same two orders with every buffer but the scratch region
+// placed on its own (its slot then records a table of one offset per
+// micro-batch, "buffers"): a slot's copies reserve their bytes while any
+// micro-batch in them is live, which schedules whose lifetimes are not
+// first-in first-out (the V-shape, several stages per rank) pay for with a
+// fifth to a third more arena than their peak. The smaller arena wins; ties
+// keep the slots. Offsets and sizes are multiples of `alignment`.
+// Deterministic. The arena is never smaller than the peak of aligned live
+// bytes; `getArenaOverhead` says by how much it exceeds the exact peak.
 //
 //===----------------------------------------------------------------------===//
 
@@ -103,6 +109,7 @@
 #include "gpipe/Analysis/Rendezvous.h"
 #include "gpipe/Analysis/Schedule.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -262,7 +269,8 @@ struct PlannedBuffer {
 
 /// Where one kind of buffer of one stage lives: `count` copies of `size`
 /// bytes, `stride` (the size rounded up to the alignment) apart from
-/// `offset`; micro-batch m uses copy m mod count. The rank's scratch region
+/// `offset`, or, with a `table`, copy c at table[c] (-1: a copy no buffer
+/// uses); micro-batch m uses copy m mod count. The rank's scratch region
 /// is one slot of stage -1 (the largest working set of its stage
 /// functions: one runs at a time). A slot is live from the first action
 /// any of its buffers is live at to the last.
@@ -275,9 +283,18 @@ struct PlannedSlot {
   int64_t offset = 0;
   int firstAction = 0;
   int lastAction = 0;
+  /// Placed buffer by buffer: the offset of each copy (`count` entries);
+  /// `offset` is then the lowest.
+  std::vector<int64_t> table;
 
-  /// The bytes the slot spans in the arena.
+  /// The bytes from `offset` to the end of its last copy.
   int64_t getSpan() const {
+    if (!table.empty()) {
+      int64_t end = offset;
+      for (int64_t at : table)
+        end = std::max(end, at + size);
+      return end - offset;
+    }
     return count > 1 ? (count - 1) * stride + size : size;
   }
 };
@@ -324,7 +341,8 @@ struct RankMemoryPlan {
   /// micro-batches whose input is kept at one time (forward run, backward
   /// not yet).
   std::vector<int> peakKeptMicrobatches;
-  /// Which placement order produced the arena: "size" or "time".
+  /// Which placement produced the arena: "size" or "time" (slots), or
+  /// "buffers" (each buffer on its own; its slots have tables).
   std::string strategy;
 
   /// The buffers live at `action`.

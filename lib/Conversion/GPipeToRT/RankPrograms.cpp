@@ -135,13 +135,44 @@ private:
       return std::nullopt;
     if (slot.getCount() == 1 || mbConstant)
       return offsetPtr(arena, slot.getOffsetOf(mbConstant.value_or(0)));
-    // offset + (mb mod count) * stride
     Value copy =
         arith::RemUIOp::create(b, loc, mb, constI64(b, loc, slot.getCount()));
+    if (!slot.getTable().empty()) {
+      // table[mb mod count], a constant array of the module.
+      LLVM::GlobalOp table = getSlotTable(slot);
+      auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+      Value base = LLVM::AddressOfOp::create(b, loc, table);
+      Value entry = LLVM::GEPOp::create(b, loc, ptrTy, b.getI64Type(), base,
+                                        ArrayRef<LLVM::GEPArg>{copy});
+      Value offset = LLVM::LoadOp::create(b, loc, b.getI64Type(), entry);
+      return gpipe_rt::OffsetOp::create(b, loc, arena, offset, 0).getResult();
+    }
+    // offset + (mb mod count) * stride
     Value scaled =
         arith::MulIOp::create(b, loc, copy, constI64(b, loc, slot.getStride()));
     return gpipe_rt::OffsetOp::create(b, loc, arena, scaled, slot.getOffset())
         .getResult();
+  }
+  /// The module's constant array of `slot`'s table (one per rank, kind and
+  /// stage; made on first use).
+  LLVM::GlobalOp getSlotTable(SlotAttr slot) {
+    auto module = action->getParentOfType<ModuleOp>();
+    std::string name =
+        ("__gpipe_slots_r" + llvm::Twine(place.rank) + "_" +
+         stringifySlotKind(slot.getKind()) + "_" + llvm::Twine(slot.getStage()))
+            .str();
+    if (auto existing = module.lookupSymbol<LLVM::GlobalOp>(name))
+      return existing;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    ArrayRef<int64_t> entries = slot.getTable();
+    auto type = LLVM::LLVMArrayType::get(b.getI64Type(), entries.size());
+    auto values = DenseElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>(entries.size())},
+                              b.getI64Type()),
+        entries);
+    return LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
+                                  LLVM::Linkage::Internal, name, values);
   }
   FailureOr<Value> paramsPtr() {
     std::optional<Value> p = slotPtr(SlotKind::Parameters, s);

@@ -679,6 +679,16 @@ func.func private @overlapping_copies() attributes {slot = #gpipe.slot<input sta
 
 // -----
 
+// expected-error @+1 {{expected a table of one offset per copy (3), got 2}}
+func.func private @short_table() attributes {slot = #gpipe.slot<input stage 0 at 0 size 64 x 3 stride 64 table [0, 64]>}
+
+// -----
+
+// expected-error @+1 {{expected the table's offsets at or above the slot's offset 128 (or -1 for an unused copy), got 64}}
+func.func private @table_below_offset() attributes {slot = #gpipe.slot<input stage 0 at 128 size 64 x 2 stride 64 table [128, 64]>}
+
+// -----
+
 // expected-error @+1 {{expected stage -1 exactly for the rank's scratch slot, got scratch of stage 0}}
 func.func private @scratch_of_a_stage() attributes {slot = #gpipe.slot<scratch stage 0 at 0 size 64 x 1 stride 64>}
 

@@ -133,6 +133,14 @@ func.func private @b(tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
 
 // -----
 
+// A slot placed buffer by buffer: a table of one offset per copy (-1: a
+// copy no micro-batch uses).
+// CHECK-LABEL: func.func private @slot_table
+// CHECK-SAME: slot = #gpipe.slot<input stage 2 at 512 size 256 x 3 stride 256 table [1024, 512, -1]>
+func.func private @slot_table() attributes {slot = #gpipe.slot<input stage 2 at 512 size 256 x 3 stride 256 table [1024, 512, -1]>}
+
+// -----
+
 // Micro-batch loops, the memory plan attributes and a re-materialization
 // region.
 

@@ -754,7 +754,19 @@ LogicalResult mlir::gpipe::detail::verifyActionSymbolUses(
 
 LogicalResult SlotAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                SlotKind kind, int64_t stage, int64_t offset,
-                               int64_t size, int64_t count, int64_t stride) {
+                               int64_t size, int64_t count, int64_t stride,
+                               ArrayRef<int64_t> table) {
+  if (!table.empty()) {
+    if (static_cast<int64_t>(table.size()) != count)
+      return emitError() << "expected a table of one offset per copy (" << count
+                         << "), got " << table.size();
+    for (int64_t at : table)
+      if (at < -1 || (at >= 0 && at < offset))
+        return emitError() << "expected the table's offsets at or above the "
+                              "slot's offset "
+                           << offset << " (or -1 for an unused copy), got "
+                           << at;
+  }
   if (offset < 0 || size < 0)
     return emitError() << "expected a non-negative offset and size, got "
                        << offset << " and " << size;

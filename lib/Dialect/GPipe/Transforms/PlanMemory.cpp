@@ -381,7 +381,7 @@ LogicalResult GPipePlanMemoryPass::planPipeline(PipelineOp op,
     for (const PlannedSlot &slot : rank.slots)
       slots.push_back(SlotAttr::get(ctx, getSlotKind(slot.kind), slot.stage,
                                     slot.offset, slot.size, slot.count,
-                                    slot.stride));
+                                    slot.stride, slot.table));
     program.setArenaAttr(
         ArenaAttr::get(ctx, rank.arenaBytes, rank.peakBytes, rank.peakAction,
                        getBreakdownAttr(ctx, rank.atPeak), slots));

@@ -197,7 +197,9 @@ def GPipe_SlotAttr : GPipe_Attr<"Slot", "slot"> {
   let summary = "A slot of a rank's arena: `count` copies of one buffer";
   let description = [{
     Where one kind of buffer of one stage lives in its rank's arena: `count`
-    copies of `size` bytes, `stride` bytes apart, from byte `offset`.
+    copies of `size` bytes, `stride` bytes apart, from byte `offset`, or,
+    with a `table` (the planner placed each buffer on its own), copy c at
+    byte table[c] (-1: a copy no micro-batch uses; `offset` is the lowest).
     Micro-batch `mb` uses copy `mb mod count`; persistent buffers
     (parameters, gradients, optimizer state) and the rank's scratch region
     (`stage -1`: the working set of whichever stage function runs) have one
@@ -208,24 +210,39 @@ def GPipe_SlotAttr : GPipe_Attr<"Slot", "slot"> {
 
     ```mlir
     #gpipe.slot<input stage 0 at 1024 size 256 x 8 stride 256>
+    #gpipe.slot<input stage 2 at 512 size 256 x 3 stride 256 table [1024, 512, 2048]>
     ```
   }];
   let parameters = (ins EnumParameter<GPipe_SlotKind>:$kind,
                         "int64_t":$stage, "int64_t":$offset, "int64_t":$size,
-                        "int64_t":$count, "int64_t":$stride);
+                        "int64_t":$count, "int64_t":$stride,
+                        OptionalArrayRefParameter<"int64_t">:$table);
   let assemblyFormat = [{
     `<` $kind `stage` $stage `at` $offset `size` $size `x` $count `stride`
-    $stride `>`
+    $stride (`table` ` ` `[` $table^ `]`)? `>`
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    /// The byte offset of micro-batch `mb`'s copy (`mb` ignored for slots
-    /// of one copy).
-    int64_t getOffsetOf(int64_t mb) const {
-      return getOffset() + (getCount() > 1 ? (mb % getCount()) * getStride() : 0);
+    /// The copy micro-batch `mb` uses: mb mod count.
+    int64_t getCopyOf(int64_t mb) const {
+      return getCount() > 1 ? mb % getCount() : 0;
     }
-    /// The bytes the slot spans in the arena.
+    /// The byte offset of micro-batch `mb`'s copy (`mb` ignored for slots
+    /// of one copy): its table entry, or offset + copy x stride.
+    int64_t getOffsetOf(int64_t mb) const {
+      int64_t copy = getCopyOf(mb);
+      if (!getTable().empty())
+        return getTable()[copy];
+      return getOffset() + copy * getStride();
+    }
+    /// The bytes from the slot's offset to the end of its last copy.
     int64_t getSpan() const {
+      if (!getTable().empty()) {
+        int64_t end = getOffset();
+        for (int64_t at : getTable())
+          end = std::max(end, at + getSize());
+        return end - getOffset();
+      }
       return getCount() > 1 ? (getCount() - 1) * getStride() + getSize()
                             : getSize();
     }
