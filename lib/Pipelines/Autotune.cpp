@@ -72,6 +72,7 @@ static void configure(GPipePipelineOptions &to,
   to.profileFile = std::string(from.profileFile);
   to.machineFile = std::string(from.machineFile);
   to.gemm = GemmKind(from.gemm);
+  to.sendBuffers = int64_t(from.sendBuffers);
   to.optimizer = OptimizerKind(from.optimizer);
   to.inference = bool(from.inference);
   to.fuse = bool(from.fuse);

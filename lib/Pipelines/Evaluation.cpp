@@ -200,6 +200,7 @@ LogicalResult mlir::gpipe::compileWithEvaluation(
   evalOptions.profileFile = options.profileFile;
   evalOptions.machineFile = options.machineFile;
   evalOptions.memoryBudget = options.memoryBudget;
+  evalOptions.sendBuffers = options.sendBuffers;
   evalOptions.target = options.target;
   evalOptions.precision = options.precision;
   evalOptions.gemm = options.gemm;

@@ -313,6 +313,10 @@ int main(int argc, char **argv) {
   // autotuner's plans too).
   if (options.target != mlir::gpipe::TargetKind::CPU)
     options.fuse = false;
+  // A CUDA model's sends stay rendezvous (its transports do not stage device
+  // memory): no staging copies to plan nor to predict with.
+  if (options.target != mlir::gpipe::TargetKind::CPU)
+    options.sendBuffers = 0;
   if (std::string error = checkFlags(options); !error.empty())
     return fail(error);
 

@@ -153,13 +153,15 @@ private:
     return gpipe_rt::OffsetOp::create(b, loc, arena, scaled, slot.getOffset())
         .getResult();
   }
-  /// The module's constant array of `slot`'s table (one per rank, kind and
-  /// stage; made on first use).
+  /// The module's constant array of `slot`'s table (one per pipeline,
+  /// rank, kind and stage; made on first use).
   LLVM::GlobalOp getSlotTable(SlotAttr slot) {
     auto module = action->getParentOfType<ModuleOp>();
+    // The pipeline's name keeps an evaluation pipeline's tables apart.
     std::string name =
-        ("__gpipe_slots_r" + llvm::Twine(place.rank) + "_" +
-         stringifySlotKind(slot.getKind()) + "_" + llvm::Twine(slot.getStage()))
+        ("__gpipe_slots_" + e.pipeline.getSymName() + "_r" +
+         llvm::Twine(place.rank) + "_" + stringifySlotKind(slot.getKind()) +
+         "_" + llvm::Twine(slot.getStage()))
             .str();
     if (auto existing = module.lookupSymbol<LLVM::GlobalOp>(name))
       return existing;

@@ -684,6 +684,11 @@ func.func private @short_table() attributes {slot = #gpipe.slot<input stage 0 at
 
 // -----
 
+// expected-error @+1 {{expected a table with at least one placed copy}}
+func.func private @empty_table() attributes {slot = #gpipe.slot<input stage 0 at 0 size 64 x 2 stride 64 table [-1, -1]>}
+
+// -----
+
 // expected-error @+1 {{expected the table's offsets at or above the slot's offset 128 (or -1 for an unused copy), got 64}}
 func.func private @table_below_offset() attributes {slot = #gpipe.slot<input stage 0 at 128 size 64 x 2 stride 64 table [128, 64]>}
 

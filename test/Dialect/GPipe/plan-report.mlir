@@ -109,5 +109,5 @@ gpipe.pipeline @train stages [@s0, @s1] microbatches 2 schedule gpipe remat stag
 // that keeps the most against 1F1B's first rank on as many ranks (K = 4
 // micro-batches of a rank's even share of every stage's kept bytes): about
 // a half and a third.
-// VHALF: kept activations, largest rank: 1.9 MiB; 1F1B on these ranks: 4.1 MiB (4 micro-batches of 1.0 MiB, a rank's even share), 0.47 of it
-// VMIN: kept activations, largest rank: 1.5 MiB; 1F1B on these ranks: 4.1 MiB (4 micro-batches of 1.0 MiB, a rank's even share), 0.37 of it
+// VHALF: kept activations at the peak, largest rank: 1.9 MiB; 1F1B on these ranks: 4.1 MiB (4 micro-batches of 1.0 MiB, a rank's even share), 0.47 of it
+// VMIN: kept activations at the peak, largest rank: 1.5 MiB; 1F1B on these ranks: 4.1 MiB (4 micro-batches of 1.0 MiB, a rank's even share), 0.37 of it

@@ -760,6 +760,8 @@ LogicalResult SlotAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (static_cast<int64_t>(table.size()) != count)
       return emitError() << "expected a table of one offset per copy (" << count
                          << "), got " << table.size();
+    if (llvm::all_of(table, [](int64_t at) { return at < 0; }))
+      return emitError() << "expected a table with at least one placed copy";
     for (int64_t at : table)
       if (at < -1 || (at >= 0 && at < offset))
         return emitError() << "expected the table's offsets at or above the "

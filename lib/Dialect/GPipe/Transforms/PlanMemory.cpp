@@ -366,6 +366,19 @@ LogicalResult GPipePlanMemoryPass::planPipeline(PipelineOp op,
       op, optimizer, alignment, schedules, reserve, paramOffsets, sendBuffers);
   if (failed(planned))
     return failure();
+  // Staging copies are worth time, not the budget: a plan they push over it
+  // is planned again with every transfer a rendezvous.
+  if (budget && planned->input.sendBuffering.any() &&
+      llvm::any_of(planned->plan.ranks, [&](const RankMemoryPlan &rank) {
+        return rank.arenaBytes > *budget;
+      })) {
+    FailureOr<PipelineMemoryPlan> rendezvous =
+        planPipelineMemory(op, optimizer, alignment, schedules, reserve,
+                           paramOffsets, /*sendBuffers=*/0);
+    if (failed(rendezvous))
+      return failure();
+    planned = std::move(rendezvous);
+  }
   const Schedule &schedule = planned->schedule.schedule;
   const MemoryPlanInput &input = planned->input;
   const MemoryPlan &plan = planned->plan;

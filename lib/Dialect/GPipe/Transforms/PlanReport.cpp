@@ -108,7 +108,7 @@ static void appendKeptAgainst1F1B(llvm::raw_ostream &os, PipelineOp op,
   int64_t oneFOneB = std::min(K, M) * perMicrobatch;
   if (oneFOneB <= 0)
     return;
-  os << "kept activations, largest rank: " << formatBytes(kept)
+  os << "kept activations at the peak, largest rank: " << formatBytes(kept)
      << "; 1F1B on these ranks: " << formatBytes(oneFOneB) << " ("
      << std::min(K, M) << " micro-batches of " << formatBytes(perMicrobatch)
      << ", a rank's even share), "

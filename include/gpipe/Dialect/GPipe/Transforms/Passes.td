@@ -373,7 +373,9 @@ def GPipePlanMemoryPass : Pass<"gpipe-plan-memory", "::mlir::ModuleOp"> {
     stage's SEND_F or SEND_B) gets up to `send-buffers` staging copies in its
     rank's arena (`staged_output` and `staged_input_grad` slots), the fewest
     that keep the simulated step of the stages' times at what the most
-    copies give; a slot without copies stays a rendezvous. With
+    copies give (over the predicted and four perturbed durations); a slot
+    without copies stays a rendezvous, and a plan the copies push over
+    `memory-budget` is planned again without them. With
     `memory-budget`, a rank whose arena
     exceeds it is an error at the pipeline naming the rank, its stages, the
     bytes it needs and the budget, with a note breaking down its peak.
