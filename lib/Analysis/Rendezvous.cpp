@@ -40,13 +40,13 @@ bool RendezvousResult::allFinished(const Schedule &schedule) const {
   return true;
 }
 
-int SendBuffering::getCopies(const Action &send) const {
+int SendBuffering::getCopies(ActionKind sendKind, int stage) const {
   const std::vector<int> &table =
-      send.kind == ActionKind::SendF ? forward : backward;
-  if (!isSendKind(send.kind) || send.stage < 0 ||
-      send.stage >= static_cast<int>(table.size()))
+      sendKind == ActionKind::SendF ? forward : backward;
+  if (!isSendKind(sendKind) || stage < 0 ||
+      stage >= static_cast<int>(table.size()))
     return 0;
-  return std::max(table[send.stage], 0);
+  return std::max(table[stage], 0);
 }
 
 void SendBuffering::setCopies(ActionKind sendKind, int stage, int copies) {
@@ -85,6 +85,21 @@ int64_t SendBuffering::getRankBytes(const Schedule &schedule, int rank) const {
   return bytes;
 }
 
+std::vector<std::pair<ActionKind, int>>
+mlir::gpipe::getSendSlots(const Schedule &schedule) {
+  std::vector<std::pair<ActionKind, int>> slots;
+  for (const std::vector<Action> &program : schedule.ranks)
+    for (const Action &a : program)
+      if (isSendKind(a.kind) && a.stage >= 0)
+        slots.push_back({a.kind, a.stage});
+  std::sort(slots.begin(), slots.end(), [](auto x, auto y) {
+    return std::make_pair(x.second, static_cast<int>(x.first)) <
+           std::make_pair(y.second, static_cast<int>(y.first));
+  });
+  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+  return slots;
+}
+
 RendezvousResult mlir::gpipe::runRendezvous(const Schedule &schedule,
                                             const RendezvousObserver &observer,
                                             const SendBuffering &buffering) {
@@ -101,10 +116,6 @@ RendezvousResult mlir::gpipe::runRendezvous(const Schedule &schedule,
   using PayloadKey = std::tuple<bool, int, int, int, int>;
   std::map<PayloadKey, int> deposited;
   std::set<std::tuple<bool, int, int>> occupied;
-  auto copyOf = [&](const Action &send) {
-    return std::make_tuple(send.kind == ActionKind::SendF, send.stage,
-                           send.microbatch % buffering.getCopies(send));
-  };
   for (bool progress = true; progress;) {
     progress = false;
     for (int r = 0; r < numRanks; ++r) {
@@ -124,7 +135,7 @@ RendezvousResult mlir::gpipe::runRendezvous(const Schedule &schedule,
         if (isSendKind(a.kind) && buffering.getCopies(a) > 0 &&
             a.microbatch >= 0) {
           // Into its staging copy once the copy's last payload is gone.
-          if (!occupied.insert(copyOf(a)).second)
+          if (!occupied.insert(buffering.getCopyKey(a)).second)
             break;
           deposited[{a.kind == ActionKind::SendF, a.stage, a.microbatch, r,
                      p}] = i;
@@ -140,7 +151,7 @@ RendezvousResult mlir::gpipe::runRendezvous(const Schedule &schedule,
           auto it = deposited.find({forward, sender, a.microbatch, p, r});
           if (it != deposited.end()) {
             int j = it->second;
-            occupied.erase(copyOf(schedule.ranks[p][j]));
+            occupied.erase(buffering.getCopyKey(schedule.ranks[p][j]));
             deposited.erase(it);
             if (observer.onReceive)
               observer.onReceive(r, i, p, j);

@@ -182,15 +182,11 @@ Timeline mlir::gpipe::simulate(const Schedule &schedule,
   // Buffered sends: a staging copy is free again once the receive of its
   // last payload has ended.
   std::map<std::tuple<bool, int, int>, double> copyFree;
-  auto copyOf = [&](const Action &send) {
-    return std::make_tuple(send.kind == ActionKind::SendF, send.stage,
-                           send.microbatch % buffering.getCopies(send));
-  };
   observer.onSend = [&](int r, int i) {
     const Action &a = schedule.ranks[r][i];
     int boundary =
         static_cast<int>(::gpipe::abi::getTransferBoundary(a.kind, a.stage));
-    double start = std::max(clock[r], copyFree[copyOf(a)]);
+    double start = std::max(clock[r], copyFree[buffering.getCopyKey(a)]);
     double end = start + durations.getTransfer(boundary);
     timeline.ranks[r][i] = {i, clock[r], end};
     clock[r] = end;
@@ -198,7 +194,7 @@ Timeline mlir::gpipe::simulate(const Schedule &schedule,
   observer.onReceive = [&](int r, int i, int p, int j) {
     double end = std::max(clock[r], timeline.ranks[p][j].end);
     timeline.ranks[r][i] = {i, clock[r], end};
-    copyFree[copyOf(schedule.ranks[p][j])] = end;
+    copyFree[buffering.getCopyKey(schedule.ranks[p][j])] = end;
     clock[r] = end;
   };
   RendezvousResult run = runRendezvous(schedule, observer, buffering);
@@ -251,17 +247,7 @@ SendBuffering mlir::gpipe::chooseSendBuffering(const Schedule &schedule,
   SendBuffering chosen;
   if (maxCopies < 1)
     return chosen;
-  // The slots, in stage order: (kind, stage) of every send.
-  std::vector<std::pair<ActionKind, int>> slots;
-  for (const std::vector<Action> &program : schedule.ranks)
-    for (const Action &a : program)
-      if (isSendKind(a.kind) && a.stage >= 0)
-        slots.push_back({a.kind, a.stage});
-  std::sort(slots.begin(), slots.end(), [](auto x, auto y) {
-    return std::make_pair(x.second, static_cast<int>(x.first)) <
-           std::make_pair(y.second, static_cast<int>(y.first));
-  });
-  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+  std::vector<std::pair<ActionKind, int>> slots = getSendSlots(schedule);
   // The durations are predictions and the real ones move from step to
   // step: a copy earns its bytes if it helps on the predicted durations or
   // on perturbed ones (each (stage, kind) off by up to 25%, fixed

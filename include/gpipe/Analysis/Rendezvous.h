@@ -36,6 +36,8 @@
 #include "gpipe/Analysis/Schedule.h"
 
 #include <functional>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace mlir::gpipe {
@@ -53,8 +55,18 @@ bool isRendezvousPartner(const Action &a, int ra, const Action &b, int rb);
 struct SendBuffering {
   std::vector<int> forward, backward;
 
+  /// The copies of (sendKind, stage)'s slot.
+  int getCopies(ActionKind sendKind, int stage) const;
   /// The copies of the slot `send` (a SEND_F or SEND_B) goes through.
-  int getCopies(const Action &send) const;
+  int getCopies(const Action &send) const {
+    return getCopies(send.kind, send.stage);
+  }
+  /// The staging copy `send` (with copies) fills: (forward, stage,
+  /// micro-batch mod copies).
+  std::tuple<bool, int, int> getCopyKey(const Action &send) const {
+    return {send.kind == ActionKind::SendF, send.stage,
+            send.microbatch % getCopies(send)};
+  }
   /// Sets the copies of (kind, stage)'s slot, growing the tables.
   void setCopies(ActionKind sendKind, int stage, int copies);
   /// Whether any slot has a copy.
@@ -63,6 +75,10 @@ struct SendBuffering {
   /// `traffic`-sized: the bytes its arena holds for them.
   int64_t getRankBytes(const Schedule &schedule, int rank) const;
 };
+
+/// The send slots of `schedule`: the (SEND_F or SEND_B, stage) of its
+/// sends, each once, in stage order (forward first).
+std::vector<std::pair<ActionKind, int>> getSendSlots(const Schedule &schedule);
 
 /// What a run reports as it goes, in the order it happens. Any may be
 /// empty.

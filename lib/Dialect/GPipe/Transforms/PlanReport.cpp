@@ -23,7 +23,6 @@
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <cmath>
-#include <set>
 
 namespace mlir::gpipe {
 #define GEN_PASS_DEF_GPIPEPLANREPORTPASS
@@ -332,22 +331,17 @@ static FailureOr<std::string> buildReport(PipelineOp op, ModuleOp module,
     os << " (of M = " << numMicrobatches << ")\n";
     // Which sends go through staging copies (gpipe-plan-memory chose them).
     SendBuffering buffering = getSendBuffering(op);
-    int slots = 0, buffered = 0;
     const Schedule &schedule = converted->schedule;
-    std::set<std::pair<bool, int>> seen;
-    for (const std::vector<Action> &program : schedule.ranks)
-      for (const Action &a : program)
-        if (isSendKind(a.kind) &&
-            seen.insert({a.kind == ActionKind::SendF, a.stage}).second) {
-          ++slots;
-          buffered += buffering.getCopies(a) > 0;
-        }
+    std::vector<std::pair<ActionKind, int>> slots = getSendSlots(schedule);
+    int buffered = 0;
+    for (auto [kind, stage] : slots)
+      buffered += buffering.getCopies(kind, stage) > 0;
     // Only where some are: rendezvous is the rule.
     if (buffered > 0) {
       int64_t bytes = 0;
       for (int r = 0; r < schedule.getNumRanks(); ++r)
         bytes = std::max(bytes, buffering.getRankBytes(schedule, r));
-      os << "sends: " << buffered << " of " << slots
+      os << "sends: " << buffered << " of " << slots.size()
          << " send slots buffered (staging copies, at most "
          << formatBytes(bytes) << " per rank), the others rendezvous\n";
     }
